@@ -1,0 +1,68 @@
+"""Shared test setup: scripts/ and tests/ on sys.path, and no test ever touches the user's real state or network."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "scripts"
+TESTS = REPO / "tests"
+for p in (SCRIPTS, TESTS):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+SHARED_DATA = REPO.parent / "shared" / "data" / "longmemeval"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path_factory, monkeypatch):
+    """Point HOME at a temp dir and drop real API keys/base URLs so nothing can reach a real provider."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_ORG_ID",
+        "OPENAI_ORGANIZATION",
+    ):
+        monkeypatch.delenv(var, raising=False)
+    yield
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """The real LongMemEval copy beside the repo; tests that need it skip cleanly when it is absent."""
+    if not (SHARED_DATA / "longmemeval_oracle.json").exists():
+        pytest.skip("real LongMemEval data (../shared/data/longmemeval) not present")
+    return SHARED_DATA
+
+
+@pytest.fixture
+def fake_llm(monkeypatch):
+    """A running fake model server (tests/fake_llm_server.py) with both SDKs' env vars pointed at it.
+
+    The key values are dummies: the real SDKs need one, and tests assert they never land in a file.
+    """
+    from fake_llm_server import FakeLLMServer
+
+    server = FakeLLMServer()
+    server.start()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.anthropic_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DUMMY-openai-key-0000")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-DUMMY-anthropic-key-0000")
+    try:
+        yield server
+    finally:
+        server.stop()
