@@ -1,0 +1,246 @@
+"""Compare two runs question by question: fixes, regressions, net change and an exact McNemar p-value.
+
+Usage:
+    python scripts/compare_runs.py BEFORE_DIR AFTER_DIR [--json] [--force]
+
+Each argument is a run directory (or a snapshot of one): it holds item-results.jsonl, run-meta.json and
+manifest.json. Labels are strict: an error row or an item never run counts as wrong. Runs judged differently, on a
+different dataset file, or over a different number of items are refused unless --force, and forced output says so.
+
+Example:
+    python scripts/compare_runs.py .longmemeval-benchmarks/runs/base .longmemeval-benchmarks/runs/try-2 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import checkpoint_io
+import metrics
+import schemas
+from errors import UserError, run_main
+from records import QUESTION_TYPES, SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class RunData:
+    """What a scorecard or a comparison reads from one run directory."""
+
+    path: Path
+    meta: Mapping[str, Any]
+    manifest: Mapping[str, Any] | None
+    rows: Mapping[str, Mapping[str, Any]]
+
+    @property
+    def run_id(self) -> str:
+        return str(self.meta.get("runId") or self.path.name)
+
+    @property
+    def judge(self) -> dict[str, Any]:
+        judge = self.meta.get("judge") or {}
+        return {k: judge.get(k) for k in ("provider", "model", "official")}
+
+    @property
+    def dataset_sha256(self) -> str | None:
+        return (self.meta.get("dataset") or {}).get("sha256")
+
+    @property
+    def n_total(self) -> int:
+        if self.manifest is not None:
+            return int(self.manifest.get("n_total", len(self.manifest.get("items", []))))
+        return len(self.rows)
+
+    def item_types(self, n_total: int | None = None) -> tuple[dict[str, str], int]:
+        items = None if self.manifest is None else self.manifest.get("items", [])
+        return metrics.item_set(items, self.rows, self.n_total if n_total is None else n_total)
+
+
+def load_run(run_dir: Path) -> RunData:
+    """Read run-meta.json, manifest.json (optional) and the merged result rows of a run or snapshot directory."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise UserError(f"run directory {run_dir} does not exist", fix="pass a run dir from .longmemeval-benchmarks/runs/")
+    meta_path = run_dir / "run-meta.json"
+    if not meta_path.exists():
+        raise UserError(f"{meta_path} is missing: {run_dir} is not a run directory",
+                        fix="pass a directory written by run_benchmark.py or a snapshot of one")
+    meta = checkpoint_io.read_json(meta_path)
+    manifest_path = run_dir / "manifest.json"
+    manifest = checkpoint_io.read_json(manifest_path, schema="manifest") if manifest_path.exists() else None
+    rows = checkpoint_io.load_results(run_dir)
+    return RunData(path=run_dir, meta=meta, manifest=manifest, rows=rows)
+
+
+def mcnemar_exact_p(b: int, c: int) -> float:
+    """Two-sided exact McNemar (binomial, p=1/2) p-value on the discordant counts ``b`` and ``c``."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+
+
+def _mismatches(a: RunData, b: RunData) -> list[str]:
+    problems = []
+    if a.judge != b.judge:
+        problems.append(f"judge differs: {a.judge} vs {b.judge}")
+    if a.dataset_sha256 != b.dataset_sha256:
+        problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")
+    if a.n_total != b.n_total:
+        problems.append(f"n_total differs: {a.n_total} vs {b.n_total}")
+    return problems
+
+
+def _run_summary(run: RunData) -> dict[str, Any]:
+    return {
+        "path": str(run.path),
+        "run_id": run.run_id,
+        "status": run.meta.get("status"),
+        "judge": run.judge,
+        "dataset_sha256": run.dataset_sha256,
+        "n_total": run.n_total,
+    }
+
+
+def _state(row: Mapping[str, Any] | None) -> str:
+    return "not_run" if row is None else str(row.get("status"))
+
+
+def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
+    """Per-question change from run A (before) to run B (after), over the items both runs cover.
+
+    Raises UserError when the judge, dataset sha256 or n_total differ, unless ``force`` (then ``forced`` is true
+    and ``mismatches`` lists what differs).
+    """
+    a, b = load_run(Path(run_a)), load_run(Path(run_b))
+    mismatches = _mismatches(a, b)
+    if mismatches and not force:
+        raise UserError(f"refusing to compare {a.path} with {b.path}: {'; '.join(mismatches)}",
+                        fix="compare runs made the same way, or pass --force to compare anyway")
+    types_a, _ = a.item_types()
+    types_b, _ = b.item_types()
+    common = [qid for qid in types_a if qid in types_b]
+
+    per_type = {t: {"n": 0, "fixes": 0, "regressions": 0, "net": 0, "both_right": 0, "both_wrong": 0}
+                for t in QUESTION_TYPES}
+    overall = {"fixes": 0, "regressions": 0, "both_right": 0, "both_wrong": 0}
+    changed = []
+    right_a = right_b = 0
+    for qid in common:
+        qtype = types_a[qid]
+        row_a, row_b = a.rows.get(qid), b.rows.get(qid)
+        before = metrics.label_of_row(row_a) is True
+        after = metrics.label_of_row(row_b) is True
+        right_a += before
+        right_b += after
+        key = {(False, True): "fixes", (True, False): "regressions",
+               (True, True): "both_right", (False, False): "both_wrong"}[(before, after)]
+        overall[key] += 1
+        bucket = per_type.setdefault(qtype, {"n": 0, "fixes": 0, "regressions": 0, "net": 0,
+                                             "both_right": 0, "both_wrong": 0})
+        bucket["n"] += 1
+        bucket[key] += 1
+        if before != after:
+            changed.append({
+                "question_id": qid,
+                "question_type": qtype,
+                "before": before,
+                "after": after,
+                "before_status": _state(row_a),
+                "after_status": _state(row_b),
+                "hypothesis_before": None if row_a is None else row_a.get("hypothesis"),
+                "hypothesis_after": None if row_b is None else row_b.get("hypothesis"),
+            })
+    for bucket in per_type.values():
+        bucket["net"] = bucket["fixes"] - bucket["regressions"]
+
+    n = len(common)
+    result = {
+        "schemaVersion": SCHEMA_VERSION,
+        "run_a": _run_summary(a),
+        "run_b": _run_summary(b),
+        "forced": bool(mismatches),
+        "mismatches": mismatches,
+        "n_compared": n,
+        "only_in_a": [qid for qid in types_a if qid not in types_b],
+        "only_in_b": [qid for qid in types_b if qid not in types_a],
+        "accuracy_a": right_a / n if n else None,
+        "accuracy_b": right_b / n if n else None,
+        "fixes": overall["fixes"],
+        "regressions": overall["regressions"],
+        "net": overall["fixes"] - overall["regressions"],
+        "both_right": overall["both_right"],
+        "both_wrong": overall["both_wrong"],
+        "p_value": mcnemar_exact_p(overall["regressions"], overall["fixes"]),
+        "per_type": per_type,
+        "changed": changed,
+    }
+    schemas.validate("comparison", result, where=f"comparison of {a.path} and {b.path}")
+    return result
+
+
+def _short(text: Any, width: int = 80) -> str:
+    s = "" if text is None else " ".join(str(text).split())
+    s = s.replace("|", "\\|")
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def render_markdown(result: Mapping[str, Any]) -> str:
+    """The comparison as a Markdown report."""
+    a, b = result["run_a"], result["run_b"]
+    lines = [f"# Comparison: {a['run_id']} (before) -> {b['run_id']} (after)", ""]
+    if result["forced"]:
+        lines += ["> **FORCED comparison of runs made differently — not a like-for-like result:**"]
+        lines += [f"> - {m}" for m in result["mismatches"]]
+        lines.append("")
+    lines += [
+        f"Items compared: {result['n_compared']} (strict labels: error or not run = wrong)",
+        f"Strict accuracy: {metrics.fmt(result['accuracy_a'])} -> {metrics.fmt(result['accuracy_b'])}",
+        f"Fixes (wrong -> right): {result['fixes']}; regressions (right -> wrong): {result['regressions']}; "
+        f"net {result['net']:+d}",
+        f"Unchanged: {result['both_right']} both right, {result['both_wrong']} both wrong",
+        f"Exact McNemar p-value (two-sided): {result['p_value']:.4g}",
+        "",
+    ]
+    if result["only_in_a"] or result["only_in_b"]:
+        lines += [f"Not compared: {len(result['only_in_a'])} items only in before, "
+                  f"{len(result['only_in_b'])} only in after.", ""]
+    lines += ["| type | n | fixes | regressions | net |", "|---|---:|---:|---:|---:|"]
+    for qtype, t in result["per_type"].items():
+        lines.append(f"| {qtype} | {t['n']} | {t['fixes']} | {t['regressions']} | {t['net']:+d} |")
+    if result["changed"]:
+        lines += ["", "## Changed questions", "", "| question_id | type | change | before | after |",
+                  "|---|---|---|---|---|"]
+        for c in result["changed"]:
+            change = "fix" if c["after"] else "regression"
+            lines.append(f"| {c['question_id']} | {c['question_type']} | {change} | "
+                         f"{_short(c['hypothesis_before'])} | {_short(c['hypothesis_after'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("before", type=Path, help="run (or snapshot) directory before the change")
+    parser.add_argument("after", type=Path, help="run (or snapshot) directory after the change")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of Markdown")
+    parser.add_argument("--force", action="store_true",
+                        help="compare even when judge, dataset sha256 or n_total differ (output says so)")
+    args = parser.parse_args(argv)
+    result = compare(args.before, args.after, force=args.force)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print(render_markdown(result), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

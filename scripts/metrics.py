@@ -1,0 +1,164 @@
+"""The one definition of every accuracy figure LongMemEval reports.
+
+Upstream (``print_qa_metrics.py``) reports, over the items of a judged file: accuracy per question type (abstention
+items count in their base type), the task-averaged accuracy (unweighted mean of the six per-type accuracies, i.e.
+macro), the overall accuracy (micro, over all items) and the abstention accuracy (items whose id holds ``_abs``).
+
+We compute each figure twice, and always label which is which:
+
+- strict: the denominator is every item the run covers; an error or an item never run counts as wrong.
+- judged-only: the denominator is the judged items; this is what upstream prints when fed a file holding only the
+  items that were judged.
+
+Full precision is kept here; callers round (upstream prints 4 decimals) only when rendering for people.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+from records import QUESTION_TYPES, is_abstention
+
+Z_95 = 1.959963984540054
+"""The two-sided 95% normal quantile used for the Wilson interval."""
+
+DISPLAY_DECIMALS = 4
+"""Upstream rounds to 4 decimals when printing."""
+
+
+def wilson_interval(successes: int, n: int, z: float = Z_95) -> list[float] | None:
+    """Wilson score interval ``[low, high]`` for ``successes`` out of ``n``; None when ``n`` is 0."""
+    if n <= 0:
+        return None
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes={successes} outside 0..{n}")
+    p = successes / n
+    z2 = z * z
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = (z / denom) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
+def label_of_row(row: Mapping[str, Any] | None) -> bool | None:
+    """The judge label a result row carries: True/False when judged, None for an error row or no row."""
+    if not row or row.get("status") != "judged":
+        return None
+    judgment = row.get("judgment") or {}
+    label = judgment.get("label")
+    return bool(label) if isinstance(label, bool) else None
+
+
+def _block(labels: Iterable[bool | None]) -> dict[str, Any]:
+    """n / judged / correct with strict and judged-only accuracy and their Wilson intervals."""
+    values = list(labels)
+    n = len(values)
+    judged = sum(1 for v in values if v is not None)
+    correct = sum(1 for v in values if v is True)
+    return {
+        "n": n,
+        "judged": judged,
+        "correct": correct,
+        "errors_or_not_run": n - judged,
+        "accuracy_strict": correct / n if n else None,
+        "accuracy_judged": correct / judged if judged else None,
+        "wilson_strict": wilson_interval(correct, n),
+        "wilson_judged": wilson_interval(correct, judged),
+    }
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def score(
+    labels: Mapping[str, bool | None], types: Mapping[str, str], *, unattributed: int = 0
+) -> dict[str, Any]:
+    """Every figure for a set of items.
+
+    ``types`` maps each question id the run covers to its ``question_type``: it defines the strict denominator.
+    ``labels`` maps question ids to True/False (judged) or None (error); ids absent from ``labels`` were not run.
+    ``unattributed`` counts further items of unknown type never run: wrong in the overall strict figure only.
+    Raises ValueError for a label on an id outside ``types`` or an unknown question type.
+    """
+    stray = [qid for qid in labels if qid not in types]
+    if stray:
+        raise ValueError(f"{len(stray)} labelled question id(s) are not in the item set, e.g. {stray[0]!r}")
+    unknown = sorted({t for t in types.values() if t not in QUESTION_TYPES})
+    if unknown:
+        raise ValueError(f"unknown question_type {unknown[0]!r}; expected one of {', '.join(QUESTION_TYPES)}")
+
+    by_type: dict[str, list[bool | None]] = {t: [] for t in QUESTION_TYPES}
+    abstention: list[bool | None] = []
+    every: list[bool | None] = []
+    for qid, qtype in types.items():
+        label = labels.get(qid)
+        by_type[qtype].append(label)
+        every.append(label)
+        if is_abstention(qid):
+            abstention.append(label)
+
+    every.extend([None] * unattributed)
+
+    per_type = {t: _block(v) for t, v in by_type.items()}
+    present = [t for t in QUESTION_TYPES if per_type[t]["n"] > 0]
+    judged_types = [t for t in present if per_type[t]["judged"] > 0]
+    overall = _block(every)
+    return {
+        "n_total": overall["n"],
+        "judged": overall["judged"],
+        "correct": overall["correct"],
+        "coverage": overall["judged"] / overall["n"] if overall["n"] else 0.0,
+        "unattributed": unattributed,
+        "overall": overall,
+        "task_averaged": {
+            "accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in present]),
+            "accuracy_judged": _mean([per_type[t]["accuracy_judged"] for t in judged_types]),
+            "types_strict": present,
+            "types_judged": judged_types,
+            "all_six_types": len(present) == len(QUESTION_TYPES),
+        },
+        "abstention": _block(abstention),
+        "per_type": per_type,
+    }
+
+
+def fmt(value: float | None, decimals: int = DISPLAY_DECIMALS) -> str:
+    """A figure as people read it: rounded like upstream, an em dash for an undefined figure."""
+    return "—" if value is None else f"{round(value, decimals):.{decimals}f}"
+
+
+def fmt_interval(interval: list[float] | None, decimals: int = 3) -> str:
+    return "—" if interval is None else f"[{interval[0]:.{decimals}f}, {interval[1]:.{decimals}f}]"
+
+
+def item_set(
+    manifest_items: Iterable[Mapping[str, Any]] | None,
+    rows: Mapping[str, Mapping[str, Any]],
+    n_total: int | None = None,
+) -> tuple[dict[str, str], int]:
+    """The items the strict denominator covers: ``(types in manifest order, unattributed)``.
+
+    With a manifest, the first ``n_total`` manifest items (all when ``n_total`` is None). Without one, the rows'
+    own ids and types. When ``n_total`` exceeds what is known, the excess count is returned as ``unattributed``:
+    items never run whose type is unknown (they count as wrong in the overall strict figure only).
+    """
+    if manifest_items is not None:
+        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]
+    else:
+        known = [(qid, str(row.get("question_type"))) for qid, row in rows.items()]
+    if n_total is not None and n_total < 0:
+        raise ValueError(f"n_total must be >= 0, got {n_total}")
+    if n_total is not None and n_total < len(known):
+        known = known[:n_total]
+    types = dict(known)
+    unattributed = max(0, (n_total or 0) - len(types)) if n_total is not None else 0
+    return types, unattributed
+
+
+def strict_labels(
+    rows: Mapping[str, Mapping[str, Any]], types: Mapping[str, str]
+) -> dict[str, bool | None]:
+    """Labels for ``score``: each covered id's last row label (None for an error row); ids with no row are absent."""
+    return {qid: label_of_row(rows[qid]) for qid in types if qid in rows}
