@@ -1,0 +1,219 @@
+"""The reader: render chat history into a prompt and build the answering request (our own wording).
+
+Shared by the full-context, oracle and rag targets and reusable by any memory system::
+
+    text = render_history(item.sessions, fmt="json")
+    request = build_reader_request(item, text, provider="openai", model="gpt-4o", mode="con")
+
+Protocol facts followed (upstream ``run_generation.py`` behaviour, not its text): sessions sorted by date, each
+shown with its date; then the current date (``question_date``) and the question; temperature 0; 500 output
+tokens for a direct answer, 800 with Chain-of-Note. Chain-of-Note here is one call: the prompt asks for notes
+per relevant session first, then step-by-step reasoning (upstream makes a separate note call per session).
+
+Token counting: ``count_request_tokens`` uses ``providers.count_tokens`` (the provider's own counter, where the
+provider has one) and otherwise ``providers.estimate_tokens``; both live in ``providers.py``. When that module
+is missing, the estimate is characters / 4 (a rough average for English; it can be 20-30% off).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Callable, Mapping, Sequence, TypeVar
+
+from records import ChatRequest, PublicItem
+
+DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
+MODES = ("direct", "con")
+HISTORY_FORMATS = ("json", "nl")
+MAX_TOKENS = {"direct": 500, "con": 800}
+
+CONTEXT_WINDOWS: dict[str, int] = {
+    # Longest matching prefix of the model id wins; override per run with the target option ``context_window``.
+    "claude": 200_000,
+    "gpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-5": 272_000,
+    "o1": 200_000,
+    "o3": 200_000,
+    "o4": 200_000,
+    "gemini": 1_048_576,
+    "llama": 128_000,
+    "qwen": 128_000,
+}
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+_INSTRUCTIONS = {
+    "direct": (
+        "Below are earlier conversations between a user and you, the assistant, oldest first, each marked with "
+        "the date it happened. Use them to answer the user's new question. Answer briefly and directly."
+    ),
+    "con": (
+        "Below are earlier conversations between a user and you, the assistant, oldest first, each marked with "
+        "the date it happened. Use them to answer the user's new question. Work in two steps: first, for every "
+        "conversation that bears on the question, write a short note of the relevant facts together with that "
+        "conversation's date; then reason over your notes step by step and finish with the answer."
+    ),
+}
+_ANSWER_CUE = {"direct": "Answer:", "con": "Notes, reasoning and answer:"}
+
+S = TypeVar("S")
+
+
+def parse_date(text: str) -> datetime | None:
+    """A dataset date (``2023/05/30 (Tue) 23:40``) as a datetime; None when it does not parse."""
+    try:
+        return datetime.strptime(text.strip(), DATE_FORMAT)
+    except ValueError:
+        return None
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj[name] if isinstance(obj, Mapping) else getattr(obj, name)
+
+
+def sort_by_date(sessions: Sequence[S]) -> list[S]:
+    """Oldest first by parsed date; equal dates keep their order; unparseable dates go last, in order."""
+
+    def key(pair: tuple[int, S]) -> tuple[int, datetime, int]:
+        i, s = pair
+        parsed = parse_date(str(_get(s, "date")))
+        return (0, parsed, i) if parsed is not None else (1, datetime.min, i)
+
+    return [s for _, s in sorted(enumerate(sessions), key=key)]
+
+
+def render_history(sessions: Sequence[Any], *, fmt: str = "json") -> str:
+    """History text: sessions (PublicSession / Session or dicts with ``date`` and ``turns``) sorted by date.
+
+    ``json``: each session's turns as a JSON list of ``{"role", "content"}``; ``nl``: one ``role: content``
+    paragraph per turn. Only role and content are rendered (never ``has_answer`` or session ids).
+    """
+    if fmt not in HISTORY_FORMATS:
+        raise ValueError(f"history format must be one of {HISTORY_FORMATS}, got {fmt!r}")
+    blocks = []
+    for number, session in enumerate(sort_by_date(sessions), start=1):
+        turns = [{"role": str(_get(t, "role")), "content": str(_get(t, "content"))} for t in _get(session, "turns")]
+        if fmt == "json":
+            body = json.dumps(turns, ensure_ascii=False)
+        else:
+            body = "\n\n".join(f"{t['role']}: {t['content'].strip()}" for t in turns)
+        blocks.append(f"=== Conversation {number} | date: {_get(session, 'date')} ===\n{body}")
+    return "\n\n".join(blocks)
+
+
+def build_reader_request(
+    item: PublicItem | Mapping[str, Any],
+    history_text: str,
+    *,
+    provider: str,
+    model: str,
+    mode: str = "direct",
+    max_tokens: int | None = None,
+) -> ChatRequest:
+    """One user message: instructions, the history, ``Current date: <question_date>``, the question."""
+    if mode not in MODES:
+        raise ValueError(f"reader mode must be one of {MODES}, got {mode!r}")
+    prompt = (
+        f"{_INSTRUCTIONS[mode]}\n\n"
+        f"Conversation history:\n\n{history_text}\n\n"
+        f"Current date: {_get(item, 'question_date')}\n"
+        f"Question: {_get(item, 'question')}\n"
+        f"{_ANSWER_CUE[mode]}"
+    )
+    return ChatRequest(
+        provider=provider,
+        model=model,
+        messages=({"role": "user", "content": prompt},),
+        max_tokens=max_tokens if max_tokens is not None else MAX_TOKENS[mode],
+        temperature=0.0,
+    )
+
+
+def context_window(model: str, override: int | str | None = None) -> tuple[int, str]:
+    """The model's context window in tokens and where the figure came from (``option|table|default``)."""
+    if override not in (None, ""):
+        return int(override), "option"
+    name = model.lower().split("/")[-1]
+    matches = [prefix for prefix in CONTEXT_WINDOWS if name.startswith(prefix)]
+    if matches:
+        return CONTEXT_WINDOWS[max(matches, key=len)], "table"
+    return DEFAULT_CONTEXT_WINDOW, "default"
+
+
+def estimate_tokens(text: str) -> int:
+    """``providers.estimate_tokens`` when available, else characters / 4 rounded up."""
+    try:
+        from providers import estimate_tokens as provider_estimate
+    except ImportError:
+        return (len(text) + 3) // 4
+    return int(provider_estimate(text))
+
+
+def _request_text(request: ChatRequest) -> str:
+    return (request.system or "") + "".join(str(m.get("content", "")) for m in request.messages)
+
+
+def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> tuple[int, str]:
+    """Input tokens of ``request`` and how they were counted: ``provider`` or ``estimate``."""
+    if use_provider:
+        try:
+            from providers import count_tokens
+        except ImportError:
+            count_tokens = None
+        if count_tokens is not None:
+            try:
+                counted = count_tokens(request)
+            except Exception:  # counting is best effort: a failed count falls back to the estimate
+                counted = None
+            if counted is not None:
+                return int(counted), "provider"
+    return estimate_tokens(_request_text(request)), "estimate"
+
+
+def truncate_to_fit(
+    sessions: Sequence[S],
+    budget_tokens: int,
+    count_fn: Callable[[Sequence[S]], int | tuple[int, str]],
+) -> tuple[list[S], dict[str, Any]]:
+    """Keep the newest sessions whose prompt fits ``budget_tokens``, dropping the OLDEST first.
+
+    ``count_fn(kept_sessions)`` returns the prompt's token count, or ``(count, "provider"|"estimate")``.
+    Counts are monotone in the kept suffix, so a binary search needs about log2(n) counts. Returns the kept
+    sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions", "tokens", "counted_with"}``.
+    """
+    ordered = sort_by_date(sessions)
+    how: set[str] = set()
+
+    def count(drop: int) -> int:
+        result = count_fn(ordered[drop:])
+        if isinstance(result, tuple):
+            how.add(result[1])
+            return int(result[0])
+        how.add("estimate")
+        return int(result)
+
+    total = count(0)
+    drop, tokens = 0, total
+    if total > budget_tokens:
+        lo, hi = 1, len(ordered)  # the smallest drop that fits lies in [lo, hi]; dropping all is the floor
+        fitted: dict[int, int] = {}
+        while lo < hi:
+            mid = (lo + hi) // 2
+            fitted[mid] = count(mid)
+            if fitted[mid] <= budget_tokens:
+                hi = mid
+            else:
+                lo = mid + 1
+        drop = lo
+        tokens = fitted[drop] if drop in fitted else count(drop)
+    kept = ordered[drop:]
+    info = {
+        "truncated": drop > 0,
+        "dropped_sessions": drop,
+        "kept_sessions": len(kept),
+        "tokens": tokens,
+        "counted_with": "estimate" if "estimate" in how else "provider",
+    }
+    return kept, info

@@ -1,0 +1,96 @@
+"""Session retrieval metrics with upstream LongMemEval semantics (recall_any@k, recall_all@k, ndcg_any@k).
+
+Usage (library): ``evaluate(ranked_real_ids, question.gold_session_ids())`` ->
+``{"recall_any@5": 1.0, "recall_all@5": 0.0, "ndcg_any@5": 0.63, ...}``.
+
+Semantics, as upstream's ``src/retrieval/eval_utils.py`` (our own code):
+- ``ranked`` is a best-first list of session ids. Repeats are dropped (first occurrence wins), which is what
+  upstream's turn-to-session evaluation achieves by widening k until k distinct sessions are covered.
+- recall_any@k: 1.0 if any gold session is among the first k; recall_all@k: 1.0 if every gold session is.
+- ndcg_any@k: binary relevance, DCG = rel_1 + sum_{i>=2} rel_i / log2(i); the ideal ranking puts all gold
+  sessions first (upstream counts the gold sessions present in the corpus; every gold session is in the item's
+  haystack, so that is ``len(gold)``).
+- Items are skipped (``should_skip``) when they are abstention items (``_abs`` in the id) or have no gold session.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Sequence
+
+from records import is_abstention
+
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
+
+
+def _dedup(ranked: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for doc in ranked:
+        if doc not in seen:
+            seen.add(doc)
+            out.append(doc)
+    return out
+
+
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
+def recall_any(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1.0 if any gold id is in the first k distinct ranked ids, else 0.0."""
+    _check_k(k)
+    top = set(_dedup(ranked)[:k])
+    return float(any(g in top for g in set(gold)))
+
+
+def recall_all(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """1.0 if every gold id is in the first k distinct ranked ids, else 0.0 (vacuously 1.0 for no gold)."""
+    _check_k(k)
+    top = set(_dedup(ranked)[:k])
+    return float(all(g in top for g in set(gold)))
+
+
+def _dcg(relevances: Sequence[int]) -> float:
+    if not relevances:
+        return 0.0
+    return relevances[0] + sum(rel / math.log2(i + 1) for i, rel in enumerate(relevances[1:], start=1))
+
+
+def ndcg_any(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
+    """Binary-relevance NDCG at k (0.0 when there is no gold)."""
+    _check_k(k)
+    gold_set = set(gold)
+    ideal = _dcg([1] * min(len(gold_set), k))
+    if ideal == 0:
+        return 0.0
+    actual = _dcg([1 if doc in gold_set else 0 for doc in _dedup(ranked)[:k]])
+    return actual / ideal
+
+
+def evaluate(ranked: Sequence[str], gold: Iterable[str], ks: Sequence[int] = DEFAULT_KS) -> dict[str, float]:
+    """All three metrics at every k, keyed ``"recall_any@5"`` etc."""
+    gold_list = list(gold)
+    out: dict[str, float] = {}
+    for k in ks:
+        out[f"recall_any@{k}"] = recall_any(ranked, gold_list, k)
+        out[f"recall_all@{k}"] = recall_all(ranked, gold_list, k)
+        out[f"ndcg_any@{k}"] = ndcg_any(ranked, gold_list, k)
+    return out
+
+
+def should_skip(question_id: str, gold: Sequence[str]) -> bool:
+    """Upstream leaves abstention items and items without any gold session out of retrieval metrics."""
+    return is_abstention(question_id) or len(gold) == 0
+
+
+def mean_metrics(rows: Iterable[dict[str, float]]) -> dict[str, float]:
+    """Average per-item metric dicts (same keys) into one dict; empty input gives {}."""
+    totals: dict[str, float] = {}
+    n = 0
+    for row in rows:
+        n += 1
+        for key, value in row.items():
+            totals[key] = totals.get(key, 0.0) + value
+    return {key: value / n for key, value in totals.items()} if n else {}

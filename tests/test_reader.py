@@ -1,0 +1,124 @@
+import json
+
+import pytest
+
+from reader import (
+    build_reader_request,
+    context_window,
+    count_request_tokens,
+    render_history,
+    sort_by_date,
+    truncate_to_fit,
+)
+from records import PublicItem, PublicSession, PublicTurn
+
+
+def session(alias, date, *turns):
+    return PublicSession(alias, date, tuple(PublicTurn(r, c) for r, c in turns))
+
+
+S_LATE = session("session_001", "2023/05/30 (Tue) 23:40", ("user", "late talk"), ("assistant", "ok late"))
+S_EARLY = session("session_002", "2023/05/20 (Sat) 02:21", ("user", "early talk"), ("assistant", "ok early"))
+S_SAME_DAY_EARLIER = session("session_003", "2023/05/30 (Tue) 09:05", ("user", "morning talk"))
+
+
+def test_sessions_are_sorted_by_parsed_date_including_minutes():
+    ordered = sort_by_date([S_LATE, S_EARLY, S_SAME_DAY_EARLIER])
+    assert [s.session_id for s in ordered] == ["session_002", "session_003", "session_001"]
+
+
+def test_equal_dates_keep_their_order_and_unparseable_dates_go_last():
+    a = session("a", "2023/05/30 (Tue) 10:00")
+    b = session("b", "2023/05/30 (Tue) 10:00")
+    bad = session("bad", "yesterday")
+    assert [s.session_id for s in sort_by_date([bad, b, a])] == ["b", "a", "bad"]
+
+
+def test_json_history_renders_each_session_with_its_date_and_turns_in_date_order():
+    text = render_history([S_LATE, S_EARLY], fmt="json")
+    assert text.index("2023/05/20 (Sat) 02:21") < text.index("2023/05/30 (Tue) 23:40")
+    assert text.index("early talk") < text.index("late talk")
+    first_body = text.split("\n")[1]
+    assert json.loads(first_body) == [{"role": "user", "content": "early talk"},
+                                      {"role": "assistant", "content": "ok early"}]
+    assert "session_00" not in text  # aliases are not shown to the model
+
+
+def test_nl_history_renders_role_prefixed_turns():
+    text = render_history([S_EARLY], fmt="nl")
+    assert "user: early talk\n\nassistant: ok early" in text
+
+
+def test_history_accepts_plain_dicts_and_never_renders_has_answer():
+    raw = {"date": "2023/05/20 (Sat) 02:21", "turns": [{"role": "user", "content": "x", "has_answer": True}]}
+    text = render_history([raw])
+    assert "has_answer" not in text and '"x"' in text
+
+
+def test_unknown_history_format_is_rejected():
+    with pytest.raises(ValueError):
+        render_history([S_EARLY], fmt="xml")
+
+
+ITEM = PublicItem(question="Where did I move?", question_date="2023/06/01 (Thu) 10:00", sessions=(S_EARLY,))
+
+
+def test_direct_request_puts_history_then_current_date_then_question_at_temperature_zero():
+    req = build_reader_request(ITEM, "HISTORY-TEXT", provider="openai", model="gpt-4o")
+    assert req.max_tokens == 500 and req.temperature == 0.0 and req.system is None
+    (msg,) = req.messages
+    prompt = msg["content"]
+    assert msg["role"] == "user"
+    i_hist, i_date, i_q = (prompt.index("HISTORY-TEXT"), prompt.index("Current date: 2023/06/01 (Thu) 10:00"),
+                           prompt.index("Where did I move?"))
+    assert i_hist < i_date < i_q
+
+
+def test_chain_of_note_mode_asks_for_notes_then_reasoning_with_800_tokens():
+    req = build_reader_request(ITEM, "H", provider="anthropic", model="claude-x", mode="con")
+    assert req.max_tokens == 800
+    assert "note" in req.messages[0]["content"].lower() and "step by step" in req.messages[0]["content"]
+    assert build_reader_request(ITEM, "H", provider="a", model="m", max_tokens=42).max_tokens == 42
+
+
+def test_unknown_reader_mode_is_rejected():
+    with pytest.raises(ValueError):
+        build_reader_request(ITEM, "H", provider="a", model="m", mode="cot")
+
+
+def test_context_window_uses_longest_prefix_option_wins_and_unknown_falls_back():
+    assert context_window("gpt-4o-mini-2024-07-18") == (128_000, "table")
+    assert context_window("gpt-4.1-2025-04-14")[0] > 1_000_000
+    assert context_window("claude-sonnet-4-5") == (200_000, "table")
+    assert context_window("claude-sonnet-4-5", 50_000) == (50_000, "option")
+    assert context_window("mystery-model")[1] == "default"
+
+
+def test_truncation_drops_oldest_sessions_first_until_the_prompt_fits():
+    sessions = [session(f"s{i}", f"2023/05/{10 + i:02d} (Mon) 10:00", ("user", "x" * 100)) for i in range(10)]
+    shuffled = sessions[5:] + sessions[:5]
+
+    def count(kept):
+        return 50 + 100 * len(kept)
+
+    kept, info = truncate_to_fit(shuffled, 480, count)
+    assert [s.session_id for s in kept] == ["s6", "s7", "s8", "s9"]
+    assert info == {"truncated": True, "dropped_sessions": 6, "kept_sessions": 4, "tokens": 450,
+                    "counted_with": "estimate"}
+
+
+def test_no_truncation_when_everything_fits_and_provider_counts_are_reported():
+    kept, info = truncate_to_fit([S_LATE, S_EARLY], 10_000, lambda kept: (len(kept), "provider"))
+    assert [s.session_id for s in kept] == ["session_002", "session_001"]
+    assert info["truncated"] is False and info["dropped_sessions"] == 0 and info["counted_with"] == "provider"
+
+
+def test_truncation_can_drop_every_session_when_even_one_does_not_fit():
+    kept, info = truncate_to_fit([S_LATE, S_EARLY], 5, lambda kept: 10 + 100 * len(kept))
+    assert kept == [] and info["dropped_sessions"] == 2 and info["tokens"] == 10
+
+
+def test_count_request_tokens_falls_back_to_an_estimate():
+    req = build_reader_request(ITEM, "h" * 4000, provider="openai", model="gpt-4o")
+    n, how = count_request_tokens(req, use_provider=False)
+    assert how == "estimate" and 1000 < n < 1200
