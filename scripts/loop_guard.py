@@ -30,6 +30,12 @@ from errors import UserError, run_main
 
 STATE_DIR = ".longmemeval-benchmarks"
 CONFIG_FILE = "config.json"
+HISTORY_FILE = "history_max_effort.md"
+"""The loop's own log. Never ``history.md``: that one belongs to the canonical stack."""
+ROUND_FILE = ".max_effort_round"
+SNAPSHOTS_DIR = f"{STATE_DIR}/snapshots"
+DECISIONS_FILE = f"{STATE_DIR}/decisions.jsonl"
+CONFIRMATION_FILE = f"{STATE_DIR}/confirmation.json"
 
 SYMBOLIC_FLAGS: tuple[str, ...] = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
 LOOP_JUDGE_PROVIDER = "openai"
@@ -49,6 +55,20 @@ LOOP_DEFAULTS: dict[str, Any] = {
     "n_parallel": 8,
     "required_keys": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
 }
+
+
+def run_dir(project: Path, run_id: str) -> Path:
+    """``.longmemeval-benchmarks/runs/<run_id>`` under ``project``; refuses ids that would escape it."""
+    if not run_id or "/" in run_id or "\\" in run_id or run_id in (".", ".."):
+        raise UserError(f"bad run id {run_id!r}", fix="use a plain name such as longmemeval-iter")
+    return Path(project) / STATE_DIR / "runs" / run_id
+
+
+def existing_run_dir(project: Path, run_id: str) -> Path:
+    path = run_dir(project, run_id)
+    if not path.is_dir():
+        raise UserError(f"no run {run_id!r} at {path}", fix="check --run-id and --project")
+    return path
 
 
 def target_correct(n_total: int) -> int:
