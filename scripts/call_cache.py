@@ -1,0 +1,124 @@
+"""A content-addressed cache of model calls in SQLite, so no identical call is paid for twice.
+
+The key is ``ChatRequest.key()``: provider, model id, every request parameter and the full messages. A resumed or
+repeated run, or a re-judge, is served from here. ``read=False`` (``--no-cache``) still writes, so a confirmation
+rerun refreshes the cache without reading it. Schema changes are numbered migrations on ``PRAGMA user_version``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from records import ChatRequest, Completion
+
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE calls (
+        key TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        request TEXT NOT NULL,
+        response TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE embeddings (
+        key TEXT PRIMARY KEY,
+        vector TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    """,
+)
+
+
+class CallCache:
+    """Thread-safe (one connection per thread); safe across processes (SQLite WAL + busy timeout)."""
+
+    FILE_NAME = "calls.sqlite3"
+
+    def __init__(self, directory: Path, *, read: bool = True) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / self.FILE_NAME
+        self.read = read
+        self._local = threading.local()
+        self.hits = 0
+        self.misses = 0
+        self._count_lock = threading.Lock()
+        self._migrate()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def _migrate(self) -> None:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for number, script in enumerate(_MIGRATIONS[version:], start=version + 1):
+                for statement in filter(str.strip, script.split(";")):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {number}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _count(self, hit: bool) -> None:
+        with self._count_lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+
+    def get(self, request: ChatRequest) -> Completion | None:
+        if not self.read:
+            return None
+        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (request.key(),)).fetchone()
+        self._count(row is not None)
+        if row is None:
+            return None
+        data: dict[str, Any] = json.loads(row[0])
+        data.update(cached=True, attempts=0, latencyMs=0.0)
+        return Completion.from_dict(data)
+
+    def put(self, request: ChatRequest, completion: Completion) -> None:
+        response = completion.to_dict()
+        response.pop("cached", None)
+        self._conn().execute(
+            "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at) VALUES (?,?,?,?,?,?)",
+            (
+                request.key(),
+                request.provider,
+                request.model,
+                json.dumps(request.canonical(), ensure_ascii=False),
+                json.dumps(response, ensure_ascii=False),
+                time.time(),
+            ),
+        )
+
+    def get_embedding(self, key: str) -> list[float] | None:
+        if not self.read:
+            return None
+        row = self._conn().execute("SELECT vector FROM embeddings WHERE key = ?", (key,)).fetchone()
+        self._count(row is not None)
+        return None if row is None else json.loads(row[0])
+
+    def put_embedding(self, key: str, vector: list[float]) -> None:
+        self._conn().execute(
+            "INSERT OR REPLACE INTO embeddings (key, vector, created_at) VALUES (?,?,?)",
+            (key, json.dumps(vector), time.time()),
+        )
+
+    def stats(self) -> dict[str, int]:
+        with self._count_lock:
+            return {"hits": self.hits, "misses": self.misses}

@@ -1,0 +1,151 @@
+"""One item through the pipeline: Question -> Hypothesis (target) -> Verdict (judge) -> result row.
+
+Nothing here writes files: the run's single writer does. A failure at either stage becomes an error row (stage, kind,
+message, attempts) that is never marked completed, so a resume re-runs the item.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from typing import Any, Mapping
+
+from errors import UserError
+from records import LLM, Question, row_base
+from run_settings import RunSettings
+
+BILLING = "billing"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _call_cost(calls: list[Mapping[str, Any]]) -> float | None:
+    """Dollars actually spent on these calls (cache hits are free); None when any paid call's price is unknown."""
+    import prices
+
+    total = 0.0
+    for call in calls:
+        if call.get("cached"):
+            continue
+        usd = prices.cost_usd(str(call.get("model", "")), int(call.get("tokensIn") or 0), int(call.get("tokensOut") or 0))
+        if usd is None:
+            return None
+        total += usd
+    return total
+
+
+def _error_row(q: Question, settings: RunSettings, stage: str, kind: str, message: str, attempts: int,
+               hyp: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    row = row_base(q)
+    row.update(
+        status="error",
+        hypothesis=None if hyp is None else hyp.get("hypothesis"),
+        judgment=None,
+        latencyMs=0.0 if hyp is None else float(hyp.get("latencyMs", 0.0)),
+        tokensIn=0 if hyp is None else int(hyp.get("tokensIn", 0)),
+        tokensOut=0 if hyp is None else int(hyp.get("tokensOut", 0)),
+        target=_target_block(settings, hyp),
+        retrieval=None,
+        cost=None,
+        calls=[] if hyp is None else list(hyp.get("calls", [])),
+        error={"stage": stage, "kind": kind, "message": message[:2000], "attempts": int(attempts)},
+        finished_at=_now(),
+    )
+    return row
+
+
+def _target_block(settings: RunSettings, hyp: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {
+        "name": settings.target,
+        "provider": settings.target_provider,
+        "model": settings.target_model,
+        "debug": {} if hyp is None else dict(hyp.get("debug") or {}),
+    }
+
+
+def generate(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
+    import generation_driver
+
+    return generation_driver.generate_hypothesis(
+        q,
+        settings.target_provider,
+        settings.target_model,
+        target=settings.target,
+        llm=llm,
+        options=dict(settings.target_options),
+        cache_dir=settings.cache_dir,
+    )
+
+
+def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> dict[str, Any]:
+    if settings.judge_provider == "offline":
+        import offline_judge
+
+        return offline_judge.offline_judge(q.question_id, q.question_type, q.question, q.answer, hypothesis)
+    import judge_shim
+
+    return judge_shim.judge(
+        q.question_type,
+        q.question,
+        q.answer,
+        hypothesis,
+        settings.longmemeval_root,
+        provider=settings.judge_provider,
+        model=settings.judge_model,
+        question_id=q.question_id,
+        llm=llm,
+    )
+
+
+def run_item(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
+    """Return the result row for ``q``: ``status`` ``judged``, or ``error`` with the failing stage."""
+    import providers
+
+    t0 = time.monotonic()
+    try:
+        hyp = generate(q, settings, llm)
+    except providers.ProviderError as err:
+        return _error_row(q, settings, "generate", err.kind, str(err), getattr(err, "attempts", 1))
+    except UserError as err:
+        return _error_row(q, settings, "generate", getattr(err, "kind", "target"), str(err), 1)
+    except Exception as err:  # a target bug must not take the run down: it is this item's error
+        return _error_row(q, settings, "generate", "target", f"{type(err).__name__}: {err}", 1)
+    gen_ms = (time.monotonic() - t0) * 1000.0
+
+    hypothesis = hyp.get("hypothesis")
+    if not isinstance(hypothesis, str) or not hypothesis.strip():
+        return _error_row(q, settings, "generate", "target", "the target returned an empty hypothesis", 1, hyp)
+
+    try:
+        verdict = judge(q, hypothesis, settings, llm)
+    except providers.ProviderError as err:
+        return _error_row(q, settings, "judge", err.kind, str(err), getattr(err, "attempts", 1), hyp)
+    except UserError as err:
+        return _error_row(q, settings, "judge", "judge_input", str(err), 1, hyp)
+
+    gen_calls = [dict(c) for c in hyp.get("calls", [])]
+    gen_usd = _call_cost(gen_calls) if gen_calls else 0.0
+    judge_usd = _call_cost([{**verdict, "cached": verdict.get("cached", False)}]) if verdict.get("provider") != "offline" else 0.0
+    total = None if gen_usd is None or judge_usd is None else gen_usd + judge_usd
+
+    retrieved = hyp.get("retrieved_session_ids")
+    row = row_base(q)
+    row.update(
+        status="judged",
+        hypothesis=hypothesis,
+        judgment=dict(verdict),
+        latencyMs=round(gen_ms, 3),
+        tokensIn=int(hyp.get("tokensIn", 0)),
+        tokensOut=int(hyp.get("tokensOut", 0)),
+        target=_target_block(settings, hyp),
+        retrieval=None
+        if retrieved is None
+        else {"retrieved_session_ids": list(retrieved), "gold_session_ids": list(q.gold_session_ids())},
+        cost={"generation_usd": gen_usd, "judge_usd": judge_usd, "total_usd": total},
+        calls=gen_calls,
+        error=None,
+        finished_at=_now(),
+    )
+    return row

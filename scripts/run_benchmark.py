@@ -1,0 +1,418 @@
+"""Run LongMemEval: generate -> judge -> append -> mark completed, concurrently, resumably, with a call cache.
+
+Usage:
+    python scripts/run_benchmark.py --variant _oracle --max 20
+    python scripts/run_benchmark.py --run-id <id>                 # resume: completed items are skipped
+    python scripts/run_benchmark.py --offline                     # no network, no keys (not comparable)
+    python scripts/run_benchmark.py --dry-run                     # prompts, tokens, cost and time; no model call
+
+Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error, 3 blocked on billing, 130 interrupted.
+One process writes a run directory at a time (a lock); the writer is this process's main thread, the workers only
+compute rows. An item that fails after retries gets an error row and is not marked completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import os
+import signal
+import sys
+import threading
+import time
+import zlib
+from contextlib import redirect_stdout
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import checkpoint_io
+import config as config_mod
+import dataset
+import run_settings
+from errors import UserError, run_main
+from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, SCHEMA_VERSION, Question
+from run_settings import RunSettings
+
+EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
+
+
+def _utcnow() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def official_judge(provider: str, model: str) -> bool:
+    return provider == OFFICIAL_JUDGE_PROVIDER and model in ("gpt-4o", OFFICIAL_JUDGE_MODEL)
+
+
+def in_shard(question_id: str, shard: tuple[int, int] | None) -> bool:
+    """Deterministic, process-independent assignment of an item to shard i of n (crc32 of the id)."""
+    if shard is None:
+        return True
+    i, n = shard
+    return zlib.crc32(question_id.encode("utf-8")) % n == i - 1
+
+
+def shard_dir(root: Path, shard: tuple[int, int] | None) -> Path:
+    return root if shard is None else root / f"shard-{shard[0]}of{shard[1]}"
+
+
+# --------------------------------------------------------------------------- run-meta and manifest
+
+
+def build_manifest(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count."""
+    info = dataset.scan(Path(settings.dataset_path))
+    manifest = {
+        "schemaVersion": SCHEMA_VERSION,
+        "n_total": len(info.items),
+        "items": [{"question_id": qid, "question_type": qtype} for qid, qtype in info.items],
+    }
+    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": len(info.items)}
+    return manifest, described
+
+
+def _stored_settings_conflicts(meta: dict[str, Any], settings: RunSettings, ds: dict[str, Any]) -> list[str]:
+    """A resumed run must keep what makes its rows comparable: dataset, target, judge."""
+    problems = []
+    if meta["dataset"]["sha256"] != ds["sha256"]:
+        problems.append(f"dataset sha256 {ds['sha256'][:12]} != the run's {meta['dataset']['sha256'][:12]}")
+    if (meta["target"]["name"], meta["target"]["provider"], meta["target"]["model"]) != (
+        settings.target, settings.target_provider, settings.target_model
+    ):
+        problems.append(
+            f"target {settings.target} {settings.target_provider}:{settings.target_model} != the run's "
+            f"{meta['target']['name']} {meta['target']['provider']}:{meta['target']['model']}"
+        )
+    if (meta["judge"]["provider"], meta["judge"]["model"]) != (settings.judge_provider, settings.judge_model):
+        problems.append(
+            f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
+            f"{meta['judge']['provider']}:{meta['judge']['model']}"
+        )
+    return problems
+
+
+def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> dict[str, Any]:
+    import provenance
+
+    prov = provenance.describe(Path(settings.project), settings.target, settings.longmemeval_root)
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "runId": run_id,
+        "status": "running",
+        "started_at": _utcnow(),
+        "finished_at": None,
+        "duration_seconds": 0.0,
+        "variant": settings.variant,
+        "dataset": ds,
+        "target": {
+            "name": settings.target,
+            "provider": settings.target_provider,
+            "model": settings.target_model,
+            "options": dict(settings.target_options),
+        },
+        "judge": {
+            "provider": settings.judge_provider,
+            "model": settings.judge_model,
+            "official": official_judge(settings.judge_provider, settings.judge_model),
+        },
+        "plugin_version": prov["plugin_version"],
+        "project_git_commit": prov["project_git_commit"],
+        "error": None,
+        "provenance": prov,
+        "settings": settings.to_dict(),
+        "shard": None if settings.shard is None else f"{settings.shard[0]}/{settings.shard[1]}",
+        "invocations": [],
+    }
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class _Stop:
+    """Set by SIGINT/SIGTERM (first: finish in-flight items; second: abandon them) or by the failure policy."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.signals = 0
+        self.abandon = threading.Event()
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+
+def _install_signal_handlers(stop: _Stop) -> dict[int, Any]:
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+
+    def handler(signum: int, _frame: Any) -> None:
+        stop.signals += 1
+        stop.request("interrupted")
+        if stop.signals == 1:
+            print("\nstopping: finishing items in flight (press Ctrl-C again to abandon them)", file=sys.stderr)
+        else:
+            stop.abandon.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def _pending_questions(settings: RunSettings, pending_ids: list[str]) -> Iterator[Question]:
+    """Stream just the pending items from the dataset (``_m`` never has to fit in memory)."""
+    wanted = set(pending_ids)
+    if not wanted:
+        return
+    for raw in dataset.iter_items(Path(settings.dataset_path)):
+        qid = str(raw["question_id"])
+        if qid in wanted:
+            wanted.discard(qid)
+            yield Question.from_dict(raw)
+            if not wanted:
+                return
+
+
+def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto") -> tuple[int, Path]:
+    """Run (or resume) ``run_id``; returns (exit status, run root)."""
+    import item_runner
+    from call_cache import CallCache
+    from progress import Progress
+    from rate_limiter import AdaptiveLimiter
+    from run_gateway import RunGateway, RunStats
+
+    runs_dir = Path(settings.runs_dir)
+    checkpoint_io.ensure_writable_dir(runs_dir)
+    run_id = checkpoint_io.validate_run_id(run_id) if run_id else checkpoint_io.new_run_id()
+    root = checkpoint_io.run_dir_for(runs_dir, run_id)
+    work = shard_dir(root, settings.shard)
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.monotonic()
+
+    with checkpoint_io.RunLock(work):
+        checkpoint_io.reconcile(work)
+        meta_path = work / "run-meta.json"
+        manifest_path = root / "manifest.json"
+        meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else None
+        if meta is not None and manifest_path.exists() and meta.get("dataset", {}).get("path") == settings.dataset_path:
+            manifest = checkpoint_io.read_json(manifest_path, schema="manifest")
+            ds = dict(meta["dataset"])
+        else:
+            manifest, ds = build_manifest(settings)
+        if meta is None:
+            meta = new_meta(run_id, settings, ds)
+        else:
+            conflicts = _stored_settings_conflicts(meta, settings, ds)
+            if conflicts:
+                raise UserError(
+                    f"cannot resume run {run_id}: " + "; ".join(conflicts),
+                    fix="resume with the run's own settings, or start a new run (omit --run-id)",
+                )
+        if not manifest_path.exists():
+            checkpoint_io.write_atomic_json(manifest_path, manifest)
+        if settings.loop:
+            _loop_guard(settings, manifest)
+
+        done = checkpoint_io.load_completed(work)
+        planned = [it["question_id"] for it in manifest["items"] if in_shard(it["question_id"], settings.shard)]
+        pending_all = [qid for qid in planned if qid not in done]
+        pending = pending_all[: settings.max_evals]
+
+        invocation = {"started_at": _utcnow(), "pending_before": len(pending_all), "evaluated": 0, "errors": 0}
+        meta["status"] = "running"
+        meta["finished_at"] = None
+        meta["error"] = None
+        meta.setdefault("invocations", []).append(invocation)
+        checkpoint_io.write_atomic_json(meta_path, meta)
+
+        stats = RunStats()
+        limiter = AdaptiveLimiter(settings.concurrency)
+        cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
+        gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=stats)
+        progress = Progress(progress_mode, len(pending), already_done=len(done))
+        stop = _Stop()
+        previous_handlers = _install_signal_handlers(stop)
+        errors_by_kind: dict[str, int] = {}
+        billing_message: str | None = None
+
+        def finish(status: str, error: str | None) -> None:
+            elapsed = time.monotonic() - t_start
+            meta["status"] = status
+            meta["error"] = error
+            meta["finished_at"] = _utcnow()
+            meta["duration_seconds"] = round(float(meta.get("duration_seconds") or 0.0) + elapsed, 3)
+            completed_now = checkpoint_io.load_completed(work)
+            meta["counts"] = {
+                "n_total": manifest["n_total"],
+                "planned": len(planned),
+                "completed": len([q for q in planned if q in completed_now]),
+                "pending": len([q for q in planned if q not in completed_now]),
+            }
+            invocation.update(
+                finished_at=meta["finished_at"],
+                status=status,
+                duration_seconds=round(elapsed, 3),
+                errors_by_kind=dict(errors_by_kind),
+                **stats.snapshot(),
+                cache=None if cache is None else {"read": cache.read, **cache.stats()},
+            )
+            meta["limiter"] = limiter.summary()
+            meta["retries"] = sum(int(inv.get("retries", 0)) for inv in meta["invocations"])
+            checkpoint_io.write_atomic_json(meta_path, meta)
+
+        try:
+            with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
+                questions = _pending_questions(settings, pending)
+                in_flight: set[cf.Future] = set()
+                exhausted = False
+                while True:
+                    while not exhausted and stop.reason is None and len(in_flight) < settings.concurrency * 2:
+                        q = next(questions, None)
+                        if q is None:
+                            exhausted = True
+                            break
+                        in_flight.add(pool.submit(item_runner.run_item, q, settings, gateway))
+                    if not in_flight:
+                        break
+                    finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+                    for fut in finished:
+                        row = fut.result()
+                        checkpoint_io.append_item_result(work, row)
+                        invocation["evaluated"] += 1
+                        if row["status"] == "judged":
+                            checkpoint_io.mark_completed(work, row["question_id"])
+                        else:
+                            kind = row["error"]["kind"]
+                            invocation["errors"] += 1
+                            errors_by_kind[kind] = errors_by_kind.get(kind, 0) + 1
+                            if kind == item_runner.BILLING:
+                                billing_message = row["error"]["message"]
+                                stop.request("billing")
+                            elif invocation["errors"] > settings.error_threshold:
+                                stop.request("errors")
+                        progress.update(row, stats.snapshot())
+                    if stop.abandon.is_set():
+                        for fut in in_flight:
+                            fut.cancel()
+                        finish("interrupted", "interrupted; items in flight were abandoned and will re-run")
+                        progress.close()
+                        print(_resume_hint(settings, run_id), file=sys.stderr)
+                        sys.stderr.flush()
+                        os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
+        finally:
+            progress.close()
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
+
+        if stop.reason == "billing":
+            finish("failed", f"blocked on API billing: {billing_message}")
+            code = EXIT_BILLING
+        elif stop.reason == "interrupted":
+            finish("interrupted", None)
+            code = EXIT_INTERRUPTED
+        elif invocation["errors"] > settings.error_threshold:
+            summary = ", ".join(f"{k}: {v}" for k, v in sorted(errors_by_kind.items()))
+            finish("failed", f"{invocation['errors']} item error(s) after retries ({summary}); resume to retry them")
+            code = EXIT_FAILED
+        else:
+            finish("completed", None)
+            code = EXIT_COMPLETED
+    if settings.shard is not None:
+        _update_root_meta(root)
+    return code, root
+
+
+def _resume_hint(settings: RunSettings, run_id: str) -> str:
+    shard = f" --shard {settings.shard[0]}/{settings.shard[1]}" if settings.shard else ""
+    return f"resume with: python {Path(__file__).resolve()} --project {settings.project} --run-id {run_id}{shard}"
+
+
+def _provider_settings(settings: RunSettings) -> Any:
+    import providers
+
+    return providers.ProviderSettings(
+        timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls)
+    )
+
+
+def _loop_guard(settings: RunSettings, manifest: dict[str, Any]) -> None:
+    import loop_guard
+
+    problems = loop_guard.check_loop_run(
+        {
+            "n_total": manifest["n_total"],
+            "max": settings.max_evals,
+            "judge_provider": settings.judge_provider,
+            "judge_model": settings.judge_model,
+            "symbolic": {f: bool(settings.target_options.get(f, True)) for f in run_settings.SYMBOLIC_FLAGS},
+            "target": settings.target,
+        },
+        Path(settings.project),
+    )
+    if problems:
+        raise UserError("loop mode refuses this run: " + "; ".join(problems), fix="see references/iteration-rules.md")
+
+
+def _update_root_meta(root: Path) -> None:
+    """With shards, the root run-meta summarises the shards' metas (status: the worst of them)."""
+    metas = [
+        checkpoint_io.read_json(p, schema="run-meta") for p in sorted(root.glob("shard-*/run-meta.json"))
+    ]
+    if not metas:
+        return
+    order = {"failed": 0, "interrupted": 1, "running": 2, "completed": 3}
+    summary = dict(metas[0])
+    summary["status"] = min((m["status"] for m in metas), key=lambda s: order[s])
+    summary["shard"] = None
+    summary["shards"] = {m["shard"]: m["status"] for m in metas}
+    summary["duration_seconds"] = max(float(m.get("duration_seconds") or 0) for m in metas)
+    summary["error"] = "; ".join(m["error"] for m in metas if m.get("error")) or None
+    summary["invocations"] = []
+    with checkpoint_io.RunLock(root):
+        checkpoint_io.write_atomic_json(root / "run-meta.json", summary)
+
+
+def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:
+    import scorecard
+
+    args = ["--run-id", run_id, "--project", settings.project]
+    if progress_mode == "json":
+        with redirect_stdout(sys.stderr):
+            scorecard.main(args)
+    else:
+        scorecard.main(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="run_benchmark.py",
+        description="Run (or resume) a LongMemEval benchmark: generate, judge, checkpoint, score.",
+        epilog="Exit status: 0 completed, 1 failed (resumable), 2 user error, 3 billing, 130 interrupted.",
+    )
+    run_settings.add_arguments(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    project = Path(args.project).resolve()
+    cfg = config_mod.load_config(project)
+    settings = run_settings.resolve(cfg, args, project)
+    if args.dry_run:
+        import dry_run
+
+        return dry_run.run(settings, run_id=args.run_id)
+    code, root = execute(settings, args.run_id, progress_mode=args.progress)
+    run_id = root.name
+    if not args.no_scorecard and settings.shard is None:
+        _write_scorecard(settings, run_id, args.progress)
+    status = {0: "completed", 1: "failed", 3: "blocked on billing", 130: "interrupted"}[code]
+    print(f"run {run_id}: {status} ({root})", file=sys.stderr)
+    if code != EXIT_COMPLETED:
+        print(_resume_hint(settings, run_id), file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

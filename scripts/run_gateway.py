@@ -1,0 +1,102 @@
+"""The LLM a run hands to targets and the judge: the provider layer behind the call cache and the limiter.
+
+It also keeps the run's counters (calls, retries by kind, tokens) that the progress line and run-meta show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from typing import Any, Sequence
+
+from call_cache import CallCache
+from records import ChatRequest, Completion, Limiter
+
+
+class RunStats:
+    """Thread-safe counters for one run invocation."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.cached_calls = 0
+        self.retries = 0
+        self.retries_by_kind: dict[str, int] = {}
+
+    def on_retry(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self.retries += 1
+            kind = str(event.get("kind", "unknown"))
+            self.retries_by_kind[kind] = self.retries_by_kind.get(kind, 0) + 1
+
+    def on_call(self, cached: bool) -> None:
+        with self._lock:
+            self.calls += 1
+            if cached:
+                self.cached_calls += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "calls": self.calls,
+                "cached_calls": self.cached_calls,
+                "retries": self.retries,
+                "retries_by_kind": dict(self.retries_by_kind),
+            }
+
+
+class RunGateway:
+    """Implements ``records.LLM`` for a run: cache first (unless ``--no-cache``), then the provider layer."""
+
+    def __init__(
+        self,
+        *,
+        settings: Any = None,
+        cache: CallCache | None = None,
+        limiter: Limiter | None = None,
+        stats: RunStats | None = None,
+    ) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.limiter = limiter
+        self.stats = stats or RunStats()
+
+    def complete(self, request: ChatRequest) -> Completion:
+        import providers
+
+        if self.cache is not None:
+            hit = self.cache.get(request)
+            if hit is not None:
+                self.stats.on_call(cached=True)
+                return hit
+        completion = providers.complete(
+            request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
+        )
+        if self.cache is not None:
+            self.cache.put(request, completion)
+        self.stats.on_call(cached=False)
+        return completion
+
+    def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
+        import providers
+
+        keys = [
+            hashlib.sha256(json.dumps([provider, model, t], ensure_ascii=False).encode()).hexdigest()
+            for t in texts
+        ]
+        found: dict[int, list[float]] = {}
+        if self.cache is not None:
+            for i, key in enumerate(keys):
+                vec = self.cache.get_embedding(key)
+                if vec is not None:
+                    found[i] = vec
+        missing = [i for i in range(len(texts)) if i not in found]
+        if missing:
+            gateway = providers.Gateway(self.settings, limiter=self.limiter, on_retry=self.stats.on_retry)
+            vectors = gateway.embed(provider, model, [texts[i] for i in missing])
+            for i, vec in zip(missing, vectors):
+                found[i] = vec
+                if self.cache is not None:
+                    self.cache.put_embedding(keys[i], vec)
+        return [found[i] for i in range(len(texts))]

@@ -1,0 +1,189 @@
+"""The effective settings of one run: config.json defaults, overridden by command-line arguments.
+
+Resolved once, validated once, and written to run-meta.json so every run says exactly how it was made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from errors import UserError
+
+SYMBOLIC_FLAGS = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
+_SHARD = re.compile(r"^(\d+)/(\d+)$")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    project: str
+    dataset_path: str
+    variant: str
+    runs_dir: str
+    longmemeval_root: str | None
+    target: str
+    target_provider: str
+    target_model: str
+    target_options: Mapping[str, Any]
+    judge_provider: str
+    judge_model: str
+    max_evals: int
+    concurrency: int
+    cache_enabled: bool
+    cache_read: bool
+    cache_dir: str
+    error_threshold: int
+    timeout_s: float
+    max_attempts: int
+    base_urls: Mapping[str, str] = field(default_factory=dict)
+    shard: tuple[int, int] | None = None
+    loop: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["target_options"] = dict(self.target_options)
+        d["base_urls"] = dict(self.base_urls)
+        d["shard"] = None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"
+        return d
+
+
+def parse_model(value: str, default_provider: str) -> tuple[str, str]:
+    """``provider:model`` or a bare model (taking ``default_provider``). ``openai:gpt-4o`` -> (openai, gpt-4o)."""
+    value = value.strip()
+    if not value:
+        raise UserError("empty model name", fix="give --target-model/--judge-model as provider:model")
+    if ":" in value:
+        provider, model = value.split(":", 1)
+        if not provider or not model:
+            raise UserError(f"model {value!r} is not provider:model", fix="e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5")
+        return provider.strip(), model.strip()
+    return default_provider, value
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    m = _SHARD.match(value.strip())
+    if not m or not (1 <= int(m.group(1)) <= int(m.group(2))):
+        raise UserError(f"--shard {value!r} is not i/n with 1 <= i <= n", fix="e.g. --shard 1/4")
+    return int(m.group(1)), int(m.group(2))
+
+
+def parse_target_options(pairs: list[str] | None) -> dict[str, Any]:
+    """``k=v`` pairs; values true/false/ints/floats become those types, a JSON list/object is parsed."""
+    import json
+
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise UserError(f"--target-option {pair!r} is not key=value", fix="e.g. --target-option top_k=10")
+        key, raw = pair.split("=", 1)
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out[key.strip()] = value
+    return out
+
+
+def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> RunSettings:
+    """Merge config and arguments into RunSettings. Paths are resolved against the project root."""
+    import config as config_mod
+    import dataset
+
+    def path(value: str | None) -> str | None:
+        return None if value is None else str(config_mod.resolve_path(project, value))
+
+    variant = dataset.resolve_variant(args.variant or cfg.get("variant") or "_s")
+    target_provider, target_model = parse_model(
+        args.target_model or f"{cfg.get('targetProvider', 'anthropic')}:{cfg.get('targetModel', '')}",
+        cfg.get("targetProvider", "anthropic"),
+    )
+    judge_provider, judge_model = parse_model(
+        args.judge_model or f"{cfg.get('judgeProvider', 'openai')}:{cfg.get('judgeModel', 'gpt-4o-2024-08-06')}",
+        cfg.get("judgeProvider", "openai"),
+    )
+    if args.offline:
+        target_provider, target_model = "offline", "extractive"
+        judge_provider, judge_model = "offline", "offline-containment-v1"
+    target = args.target or cfg.get("target") or "full-context"
+    if args.offline and not args.target:
+        target = "offline"
+
+    options = dict(cfg.get("targetOptions") or {})
+    options.update(parse_target_options(args.target_option))
+    for flag in SYMBOLIC_FLAGS:
+        chosen = getattr(args, flag, None)
+        if chosen is not None:
+            options[flag] = chosen
+
+    max_evals = args.max if args.max is not None else int(cfg.get("maxEvals", 500))
+    concurrency = args.concurrency if args.concurrency is not None else int(cfg.get("concurrency", 8))
+    if max_evals < 0:
+        raise UserError(f"--max {max_evals} is negative", fix="give a count >= 0")
+    if concurrency < 1:
+        raise UserError(f"--concurrency {concurrency} must be >= 1", fix="e.g. --concurrency 8")
+
+    cache_enabled = bool(cfg.get("cacheEnabled", True))
+    base_urls = {
+        name: str(p["base_url"])
+        for name, p in (cfg.get("providers") or {}).items()
+        if isinstance(p, Mapping) and p.get("base_url")
+    }
+    dataset_path = args.dataset or cfg.get("datasetPath")
+    if not dataset_path:
+        raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run /longmemeval-setup")
+    return RunSettings(
+        project=str(project),
+        dataset_path=str(path(dataset_path)),
+        variant=variant,
+        runs_dir=str(path(cfg.get("runs_dir") or ".longmemeval-benchmarks/runs")),
+        longmemeval_root=path(args.longmemeval_root or cfg.get("longmemeval_root")),
+        target=target,
+        target_provider=target_provider,
+        target_model=target_model,
+        target_options=options,
+        judge_provider=judge_provider,
+        judge_model=judge_model,
+        max_evals=max_evals,
+        concurrency=concurrency,
+        cache_enabled=cache_enabled,
+        cache_read=cache_enabled and not args.no_cache,
+        cache_dir=str(path(cfg.get("cache_dir") or ".longmemeval-benchmarks/cache")),
+        error_threshold=int(args.error_threshold if args.error_threshold is not None else cfg.get("errorThreshold", 0)),
+        timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
+        max_attempts=int(cfg.get("maxAttempts", 8)),
+        base_urls=base_urls,
+        shard=parse_shard(args.shard),
+        loop=bool(args.loop),
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The run's flags, named as the user's documents name them."""
+    parser.add_argument("--project", default=".", help="project root holding .longmemeval-benchmarks/ (default: .)")
+    parser.add_argument("--variant", help="_s, _m or _oracle (also s, m, oracle); default from config, else _s")
+    parser.add_argument("--dataset", help="dataset file (default: datasetPath from config)")
+    parser.add_argument("--max", type=int, help="evaluate at most this many pending items now (default: maxEvals, 500)")
+    parser.add_argument("--target", help="target (memory system under test): full-context, oracle, rag, offline, command, python, memory-ref, or a .py path")
+    parser.add_argument("--target-model", help="reader model as provider:model or a bare model (provider from config)")
+    parser.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable), e.g. top_k=10")
+    parser.add_argument("--judge-model", help="judge as provider:model; official: openai:gpt-4o (= gpt-4o-2024-08-06)")
+    parser.add_argument("--longmemeval-root", help="upstream LongMemEval checkout holding the judge prompts")
+    parser.add_argument("--run-id", help="resume this run (default: a new UUID)")
+    parser.add_argument("--concurrency", type=int, help="items in flight at once; the limiter adapts below it (default: config, 8)")
+    parser.add_argument("--error-threshold", type=int, help="item errors tolerated before the run stops as failed (default: config, 0)")
+    parser.add_argument("--shard", help="run only shard i of n (i/n), deterministic by question id")
+    parser.add_argument("--no-cache", action="store_true", help="do not read the call cache (still writes it): for confirmation reruns")
+    parser.add_argument("--dry-run", action="store_true", help="build every prompt, count tokens, estimate cost and time; call no model")
+    parser.add_argument("--offline", action="store_true", help="offline target and offline judge: no network, no keys (not comparable)")
+    parser.add_argument("--loop", action="store_true", help="iteration-loop mode: refuse partial N, a non-gpt-4o judge, symbolic flags off, or the wrong branch")
+    parser.add_argument("--progress", choices=("auto", "bar", "lines", "json", "quiet"), default="auto", help="progress output (default: a bar on a terminal, lines otherwise)")
+    parser.add_argument("--no-scorecard", action="store_true", help="do not write the scorecard at the end")
+    for flag in SYMBOLIC_FLAGS:
+        name = flag.replace("_", "-")
+        parser.add_argument(f"--{name}", dest=flag, action="store_true", default=None, help=f"target option {flag}=true (memory-ref)")
+        parser.add_argument(f"--no-{name}", dest=flag, action="store_false", help=f"target option {flag}=false")
