@@ -1,0 +1,166 @@
+"""compare_runs: fixes / regressions / net / exact McNemar on constructed runs, and refusal of unlike runs.
+
+``write_run`` and ``row`` build run directories the way the run driver does (through checkpoint_io); the other
+scorecard tests import them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pytest
+
+import checkpoint_io
+import compare_runs
+from errors import UserError, run_main
+from records import OFFICIAL_JUDGE_MODEL
+
+OFFICIAL_SHA = "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442"
+SSU, MS, TR, KU = "single-session-user", "multi-session", "temporal-reasoning", "knowledge-update"
+
+
+def row(qid: str, qtype: str, label: bool | None, *, hypothesis: str | None = None, error_kind: str = "timeout",
+        judge_model: str = OFFICIAL_JUDGE_MODEL, official: bool = True, judge_provider: str = "openai",
+        **extra: Any) -> dict[str, Any]:
+    """A result row: judged with ``label``, or an error row when ``label`` is None."""
+    base: dict[str, Any] = {
+        "schemaVersion": "1.0.0", "question_id": qid, "question_type": qtype, "question": f"q {qid}?",
+        "answer": f"gold {qid}", "abstention": "_abs" in qid,
+        "hypothesis": hypothesis if hypothesis is not None else f"hyp {qid}",
+        "latencyMs": 100.0, "tokensIn": 10, "tokensOut": 2, "target": {"name": "t", "provider": "p", "model": "m"},
+        "retrieval": None, "cost": None, "calls": [], "finished_at": "2026-11-29T10:00:00Z",
+    }
+    if label is None:
+        base.update(status="error", judgment=None, error={"stage": "generate", "kind": error_kind,
+                                                          "message": "boom", "attempts": 5})
+        base["hypothesis"] = hypothesis
+    else:
+        base.update(status="judged", error=None, judgment={
+            "model": judge_model, "provider": judge_provider, "label": label, "raw": "yes" if label else "no",
+            "requested_model": "gpt-4o", "official": official, "tokensIn": 50, "tokensOut": 1, "latencyMs": 20.0,
+            "attempts": 1, "cached": False})
+    base.update(extra)
+    return base
+
+
+def write_run(run_dir: Path, items: Sequence[tuple[str, str]], rows: Sequence[Mapping[str, Any]], *,
+              status: str = "completed", sha: str = OFFICIAL_SHA, judge: Mapping[str, Any] | None = None,
+              n_total: int | None = None, variant: str = "_s") -> Path:
+    """A run directory: run-meta.json, manifest.json over ``items`` (qid, type) and the given result rows."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint_io.write_atomic_json(run_dir / "run-meta.json", {
+        "schemaVersion": "1.0.0", "runId": run_dir.name, "status": status,
+        "started_at": "2026-11-29T09:00:00Z", "finished_at": None if status == "running" else "2026-11-29T11:00:00Z",
+        "variant": variant, "dataset": {"path": "data/longmemeval_s_cleaned.json", "sha256": sha,
+                                        "items": len(items)},
+        "target": {"name": "t", "provider": "p", "model": "m"},
+        "judge": dict(judge or {"provider": "openai", "model": OFFICIAL_JUDGE_MODEL, "official": True}),
+    })
+    checkpoint_io.write_atomic_json(run_dir / "manifest.json", {
+        "schemaVersion": "1.0.0", "n_total": len(items) if n_total is None else n_total,
+        "items": [{"question_id": q, "question_type": t} for q, t in items]})
+    for r in rows:
+        checkpoint_io.append_item_result(run_dir, r)
+        if r["status"] == "judged":
+            checkpoint_io.mark_completed(run_dir, r["question_id"])
+    return run_dir
+
+
+def pair(tmp_path: Path, before: Mapping[str, bool | None], after: Mapping[str, bool | None],
+         types: Mapping[str, str] | None = None, **kw_b: Any) -> tuple[Path, Path]:
+    ids = list(before) + [q for q in after if q not in before]
+    types = types or {q: SSU for q in ids}
+    items = [(q, types[q]) for q in ids]
+    a = write_run(tmp_path / "before", items, [row(q, types[q], v, hypothesis=f"A {q}") for q, v in before.items()])
+    b = write_run(tmp_path / "after", items, [row(q, types[q], v, hypothesis=f"B {q}") for q, v in after.items()],
+                  **kw_b)
+    return a, b
+
+
+def test_five_fixes_no_regressions_gives_p_0_0625(tmp_path):
+    before = {f"q{i}": False for i in range(5)} | {"r1": True, "r2": False}
+    after = {f"q{i}": True for i in range(5)} | {"r1": True, "r2": False}
+    a, b = pair(tmp_path, before, after)
+    res = compare_runs.compare(a, b)
+    assert (res["fixes"], res["regressions"], res["net"]) == (5, 0, 5)
+    assert (res["both_right"], res["both_wrong"]) == (1, 1)
+    assert res["p_value"] == pytest.approx(0.0625)
+    assert res["accuracy_a"] == pytest.approx(1 / 7) and res["accuracy_b"] == pytest.approx(6 / 7)
+    assert {c["question_id"] for c in res["changed"]} == {f"q{i}" for i in range(5)}
+    q0 = next(c for c in res["changed"] if c["question_id"] == "q0")
+    assert q0 == {"question_id": "q0", "question_type": SSU, "before": False, "after": True,
+                  "before_status": "judged", "after_status": "judged", "hypothesis_before": "A q0",
+                  "hypothesis_after": "B q0"}
+    assert res["forced"] is False
+
+
+def test_errors_and_not_run_count_as_wrong_and_net_is_per_type(tmp_path):
+    types = {"s1": SSU, "s2": SSU, "m1": MS, "m2": MS, "t1": TR}
+    before = {"s1": True, "s2": None, "m1": True, "m2": True, "t1": True}   # s2 error
+    after = {"s1": None, "s2": True, "m1": False, "m2": True}                # s1 error, t1 not run
+    a, b = pair(tmp_path, before, after, types)
+    res = compare_runs.compare(a, b)
+    assert (res["fixes"], res["regressions"], res["net"]) == (1, 3, -2)
+    assert res["per_type"][SSU] == {"n": 2, "fixes": 1, "regressions": 1, "net": 0, "both_right": 0,
+                                        "both_wrong": 0}
+    assert res["per_type"][MS]["net"] == -1 and res["per_type"][TR]["net"] == -1
+    assert res["per_type"][KU]["n"] == 0
+    t1 = next(c for c in res["changed"] if c["question_id"] == "t1")
+    assert t1["after_status"] == "not_run" and t1["hypothesis_after"] is None
+    s1 = next(c for c in res["changed"] if c["question_id"] == "s1")
+    assert s1["after_status"] == "error"
+    # b=3 regressions, c=1 fix: p = 2 * (C(4,0)+C(4,1)) / 16 = 10/16
+    assert res["p_value"] == pytest.approx(0.625)
+
+
+@pytest.mark.parametrize("b,c,expected", [(0, 0, 1.0), (5, 0, 0.0625), (0, 5, 0.0625), (3, 3, 1.0),
+                                          (10, 0, 2 / 1024), (6, 1, 16 / 128)])
+def test_mcnemar_exact_p(b, c, expected):
+    assert compare_runs.mcnemar_exact_p(b, c) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"judge": {"provider": "openai", "model": "gpt-4o-mini", "official": False}}, "judge differs"),
+    ({"judge": {"provider": "offline", "model": "containment", "official": False}}, "judge differs"),
+    ({"sha": "0" * 64}, "dataset sha256 differs"),
+    ({"n_total": 9}, "n_total differs"),
+])
+def test_unlike_runs_are_refused_unless_forced(tmp_path, kw, needle, capsys):
+    a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": True}, **kw)
+    with pytest.raises(UserError, match=needle):
+        compare_runs.compare(a, b)
+    assert run_main(compare_runs.main, [str(a), str(b)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and needle in captured.err and "--force" in captured.err
+
+    res = compare_runs.compare(a, b, force=True)
+    assert res["forced"] is True and any(needle in m for m in res["mismatches"])
+    assert res["fixes"] == 1
+    assert compare_runs.main([str(a), str(b), "--force"]) == 0
+    out = capsys.readouterr().out
+    assert "FORCED" in out and needle in out
+
+
+def test_cli_json_is_valid_and_markdown_lists_changed_questions(tmp_path, capsys):
+    a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": False})
+    assert compare_runs.main([str(a), str(b), "--json"]) == 0
+    parsed = json.loads(capsys.readouterr().out)
+    assert parsed["net"] == 0 and parsed["fixes"] == 1 and parsed["regressions"] == 1
+    assert compare_runs.main([str(a), str(b)]) == 0
+    md = capsys.readouterr().out
+    assert "| q1 | single-session-user | fix | A q1 | B q1 |" in md
+    assert "| q2 | single-session-user | regression |" in md
+
+
+def test_snapshot_dir_without_questions_completed_compares(tmp_path):
+    a, b = pair(tmp_path, {"q1": False}, {"q1": True})
+    (a / "questions_completed.jsonl").unlink()
+    assert compare_runs.compare(a, b)["fixes"] == 1
+
+
+def test_missing_run_dir_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        compare_runs.compare(tmp_path / "nope", tmp_path / "nope2")
