@@ -1,0 +1,635 @@
+"""A fake OpenAI + Anthropic model server on 127.0.0.1, close enough that the real SDKs parse its replies.
+
+Tests point the official ``openai`` / ``anthropic`` clients at it (``base_url``) and then assert on what was sent
+(``server.requests``), inject faults, and get deterministic answers. Nothing here reaches the internet.
+
+Endpoints: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` and ``/v1/messages/count_tokens``
+(Anthropic), ``POST /v1/embeddings`` (OpenAI; vectors derived from a sha256 of the text). Error bodies use the
+shape of the API the path belongs to (``/v1/messages*`` is Anthropic, the rest OpenAI).
+
+Policies (all deterministic):
+
+- Token counts: ``len(text) // 4 + 1`` for the prompt (system + every message) and for the reply.
+- Returned model: ``gpt-4o`` -> ``gpt-4o-2024-08-06``, ``gpt-4o-mini`` -> ``gpt-4o-mini-2024-07-18``
+  (what the real API does for these aliases); any other model is echoed.
+- A request is a *judge call* iff its ``max_tokens`` (or ``max_completion_tokens``) is 10, the setting upstream's
+  judge uses. Everything else is a *reader call*.
+- Reader calls: ``answer_fn(body)`` decides when set and returns a string. Otherwise, if the prompt contains a
+  question registered in ``answers`` (``{question_text: gold}``), the reply is the gold answer for a stable
+  ``correct_share`` of questions (``sha256(question) % 1000 < correct_share * 1000``) and ``"I don't know."`` for
+  the rest. Unregistered prompts also get ``"I don't know."``.
+- Judge calls: ``judge_fn(prompt)`` decides when set. Otherwise the reply is ``"yes"`` iff the response part of
+  the prompt contains the gold answer (case-insensitive), else ``"no"``. The response part is found two ways:
+  (1) a registered question occurs in the prompt: its gold answer must occur at least twice after the question
+  (once as the reference answer, once inside the response); (2) else, for the test stand-in template
+  (``... A=<gold> R=<response>``), the text after the last ``" R="`` must contain the text between the last
+  ``"A="`` before it and that marker.
+
+Faults: ``fail_next(kind, count=1, **opts)`` queues faults for the next requests, in order; ``fault_rate =
+{kind: p}`` draws faults at random (seeded). Kinds: ``429`` (opts ``retry_after`` seconds, default 0.1: sent as
+``Retry-After`` and ``retry-after-ms``), ``insufficient_quota`` (OpenAI-shaped 429), ``credit_balance``
+(Anthropic-shaped 400), ``500``, ``503``, ``529`` (Anthropic ``overloaded_error``), ``400``, ``401``, ``404``,
+``reset`` (socket closed, no response), ``timeout`` (sleep ``seconds``, default 5, before answering),
+``malformed`` (200 with an invalid JSON body), ``truncated`` (Content-Length larger than the body, then close),
+``empty`` (no choices / empty content list; ``variant="blank"`` gives one choice / block with ``""``),
+``refusal`` (OpenAI ``message.refusal`` with ``content: null``; Anthropic ``stop_reason: "refusal"``).
+``rate_limit_rps = R`` adds a token bucket (burst R): requests beyond it get a 429 with Retry-After.
+
+CLI (for benchmarks that need a server in a subprocess)::
+
+    python tests/fake_llm_server.py --port 0 --latency 0.05 --rate-limit 20 --answers answers.json
+
+prints the root URL (``http://127.0.0.1:PORT``; the Anthropic base URL; OpenAI's is that plus ``/v1``) as the
+first stdout line and serves until killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import json
+import lzma
+import math
+import random
+import socket
+import struct
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+MODEL_ALIASES = {"gpt-4o": "gpt-4o-2024-08-06", "gpt-4o-mini": "gpt-4o-mini-2024-07-18"}
+WRONG_ANSWER = "I don't know."
+FAULT_KINDS = (
+    "429",
+    "insufficient_quota",
+    "credit_balance",
+    "500",
+    "503",
+    "529",
+    "400",
+    "401",
+    "404",
+    "reset",
+    "timeout",
+    "malformed",
+    "truncated",
+    "empty",
+    "refusal",
+)
+EMBEDDING_DIM = 64
+_TAIL_CHARS = 4000
+
+
+def estimate_tokens(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+def stable_share(text: str) -> int:
+    """A stable number in [0, 1000) for ``text`` (sha256, not ``hash()``, so it survives process restarts)."""
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % 1000
+
+
+def embedding_for(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
+    """A deterministic unit vector derived from sha256 of ``text``."""
+    values: list[float] = []
+    counter = 0
+    while len(values) < dim:
+        digest = hashlib.sha256(f"{counter}:{text}".encode("utf-8")).digest()
+        for i in range(0, len(digest), 2):
+            values.append(int.from_bytes(digest[i : i + 2], "big") / 32767.5 - 1.0)
+        counter += 1
+    values = values[:dim]
+    norm = math.sqrt(sum(v * v for v in values)) or 1.0
+    return [v / norm for v in values]
+
+
+def _content_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, Mapping):
+                parts.append(str(block.get("text", "")))
+            else:
+                parts.append(str(block))
+        return "\n".join(parts)
+    return str(content)
+
+
+def prompt_text(body: Mapping[str, Any]) -> str:
+    """System + every message's text, joined by newlines (what the policies and token counts look at)."""
+    parts = []
+    if body.get("system") is not None:
+        parts.append(_content_text(body["system"]))
+    for message in body.get("messages") or ():
+        if isinstance(message, Mapping):
+            parts.append(_content_text(message.get("content")))
+    return "\n".join(parts)
+
+
+def is_judge_request(body: Mapping[str, Any]) -> bool:
+    return body.get("max_tokens") == 10 or body.get("max_completion_tokens") == 10
+
+
+class _Bucket:
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self.tokens = rate
+        self.stamp = time.monotonic()
+
+    def take(self) -> float | None:
+        """Take one token; None when granted, else seconds until one is available."""
+        now = time.monotonic()
+        self.tokens = min(self.rate, self.tokens + (now - self.stamp) * self.rate)
+        self.stamp = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return None
+        return (1.0 - self.tokens) / self.rate
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 512
+
+
+class FakeLLMServer:
+    """See the module docstring. Attributes may be changed while the server runs."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, seed: int = 0, log_bodies: bool = True) -> None:
+        self.host = host
+        self.port = port
+        self.latency: float | tuple[float, float] = 0.0
+        self.answers: dict[str, Any] = {}
+        self.correct_share: float = 1.0
+        self.answer_fn: Callable[[Mapping[str, Any]], str | None] | None = None
+        self.judge_fn: Callable[[str], str] | None = None
+        self.fault_rate: dict[str, float] = {}
+        self.rate_limit_rps: float | None = None
+        self.log_bodies = log_bodies
+        """False keeps only path, headers and time per request (long benchmark runs would hold GBs)."""
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._requests: list[dict[str, Any]] = []
+        self._faults: list[tuple[str, dict[str, Any]]] = []
+        self._bucket: _Bucket | None = None
+        self._counter = 0
+        self._stopping = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> "FakeLLMServer":
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        handler = type("_BoundHandler", (_Handler,), {"fake": self})
+        self._httpd = _Server((self.host, self.port), handler)
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "FakeLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.root_url
+
+    # ------------------------------------------------------------------ test controls
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A snapshot of every request received so far: ``{"path", "headers", "body", "raw", "t"}``."""
+        with self._lock:
+            return list(self._requests)
+
+    def reset(self) -> None:
+        """Forget logged requests, queued faults and the rate bucket (settings such as ``answers`` stay)."""
+        with self._lock:
+            self._requests.clear()
+            self._faults.clear()
+            self._bucket = None
+
+    def fail_next(self, kind: str, count: int = 1, **opts: Any) -> None:
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+        with self._lock:
+            self._faults.extend((kind, dict(opts)) for _ in range(count))
+
+    # ------------------------------------------------------------------ internals used by the handler
+
+    def _log(self, path: str, headers: Mapping[str, str], body: Any, raw: bytes) -> None:
+        entry: dict[str, Any] = {
+            "path": path,
+            "headers": {k.lower(): v for k, v in headers.items()},
+            "t": time.monotonic(),
+        }
+        if self.log_bodies:
+            entry["body"] = body
+            entry["raw"] = raw
+        with self._lock:
+            self._requests.append(entry)
+
+    def _next_fault(self) -> tuple[str, dict[str, Any]] | None:
+        with self._lock:
+            if self._faults:
+                return self._faults.pop(0)
+            for kind, probability in self.fault_rate.items():
+                if self._rng.random() < probability:
+                    return kind, {}
+            if self.rate_limit_rps:
+                if self._bucket is None or self._bucket.rate != self.rate_limit_rps:
+                    self._bucket = _Bucket(float(self.rate_limit_rps))
+                wait = self._bucket.take()
+                if wait is not None:
+                    return "429", {"retry_after": round(max(wait, 0.001), 3)}
+        return None
+
+    def _delay(self) -> float:
+        latency = self.latency
+        if isinstance(latency, (tuple, list)):
+            with self._lock:
+                return self._rng.uniform(float(latency[0]), float(latency[1]))
+        return float(latency or 0.0)
+
+    def _next_id(self, prefix: str) -> str:
+        with self._lock:
+            self._counter += 1
+            n = self._counter
+        return f"{prefix}{n:012d}"
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+    def reply_text(self, body: Mapping[str, Any]) -> str:
+        prompt = prompt_text(body)
+        if is_judge_request(body):
+            if self.judge_fn is not None:
+                return str(self.judge_fn(prompt))
+            return self._default_judge(prompt)
+        if self.answer_fn is not None:
+            text = self.answer_fn(body)
+            if text is not None:
+                return str(text)
+        question = self._find_question(prompt)
+        if question is None:
+            return WRONG_ANSWER
+        if stable_share(question) < self.correct_share * 1000:
+            return str(self.answers[question])
+        return WRONG_ANSWER
+
+    def _find_question(self, prompt: str) -> str | None:
+        answers = dict(self.answers)
+        tail = prompt[-_TAIL_CHARS:]
+        for question in answers:
+            if question and question in tail:
+                return question
+        for question in answers:
+            if question and question in prompt:
+                return question
+        return None
+
+    def _default_judge(self, prompt: str) -> str:
+        question = self._find_question(prompt)
+        if question is not None:
+            gold = str(self.answers[question]).lower()
+            after = prompt[prompt.find(question) + len(question) :].lower()
+            return "yes" if gold and after.count(gold) >= 2 else "no"
+        marker = prompt.rfind(" R=")
+        start = prompt.rfind("A=", 0, marker) if marker >= 0 else -1
+        if marker >= 0 and start >= 0:
+            gold = prompt[start + 2 : marker].strip().lower()
+            response = prompt[marker + 3 :].lower()
+            return "yes" if gold and gold in response else "no"
+        return "no"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeLLMServer
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else Nagle + delayed ACK adds ~40 ms to every reply
+    timeout = 60  # idle keep-alive connections are dropped after this
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the base class
+        pass
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, socket.timeout, OSError):
+            self.close_connection = True
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server naming
+        self._log_and_dispatch(b"")
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server naming
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        self._log_and_dispatch(raw)
+
+    def _log_and_dispatch(self, raw: bytes) -> None:
+        fake = self.fake
+        path = self.path.split("?", 1)[0]
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = None
+        fake._log(path, dict(self.headers.items()), body, raw)
+        anthropic = path.startswith("/v1/messages")
+        fault = fake._next_fault()
+        fake.sleep(fake._delay())
+        if fault is not None and self._apply_fault(fault[0], fault[1], anthropic, path):
+            return
+        if body is None or not isinstance(body, dict):
+            self._error(400, "invalid_request_error", "request body is not a JSON object", anthropic)
+            return
+        if self.command != "POST":
+            self._error(404, "not_found_error", f"no route for {self.command} {path}", anthropic)
+        elif path == "/v1/chat/completions":
+            self._send(200, self._openai_chat(body, fault), {"x-request-id": fake._next_id("req_")})
+        elif path == "/v1/messages":
+            self._send(200, self._anthropic_message(body, fault), {"request-id": fake._next_id("req_")})
+        elif path == "/v1/messages/count_tokens":
+            self._send(200, {"input_tokens": estimate_tokens(prompt_text(body))}, {"request-id": fake._next_id("req_")})
+        elif path == "/v1/embeddings":
+            self._send(200, self._embeddings(body), {"x-request-id": fake._next_id("req_")})
+        else:
+            self._error(404, "not_found_error", f"no route for POST {path}", anthropic)
+
+    # ------------------------------------------------------------------ faults
+
+    def _error(
+        self, status: int, kind: str, message: str, anthropic: bool, *, code: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if anthropic:
+            payload: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        else:
+            payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+        self._send(status, payload, headers)
+
+    def _apply_fault(self, kind: str, opts: Mapping[str, Any], anthropic: bool, path: str) -> bool:
+        """Send the fault's response; False when the fault only shapes a normal 200 reply (empty, refusal)."""
+        if kind == "429":
+            retry_after = float(opts.get("retry_after", 0.1))
+            headers = {"Retry-After": f"{retry_after:g}", "retry-after-ms": str(int(round(retry_after * 1000)))}
+            if anthropic:
+                self._error(429, "rate_limit_error", "Number of requests has exceeded your rate limit.", True,
+                            headers=headers)
+            else:
+                self._error(429, "requests", "Rate limit reached for requests.", False,
+                            code="rate_limit_exceeded", headers=headers)
+        elif kind == "insufficient_quota":
+            self._error(429, "insufficient_quota",
+                        "You exceeded your current quota, please check your plan and billing details.", False,
+                        code="insufficient_quota")
+        elif kind == "credit_balance":
+            self._error(400, "invalid_request_error",
+                        "Your credit balance is too low to access the Anthropic API. "
+                        "Please go to Plans & Billing to upgrade or purchase credits.", True)
+        elif kind in ("500", "503"):
+            self._error(int(kind), "api_error" if anthropic else "server_error", "The server had an error.", anthropic)
+        elif kind == "529":
+            self._error(529, "overloaded_error", "Overloaded", True)
+        elif kind == "400":
+            self._error(400, "invalid_request_error", str(opts.get("message", "Invalid request: bad parameter.")),
+                        anthropic)
+        elif kind == "401":
+            if anthropic:
+                self._error(401, "authentication_error", "invalid x-api-key", True)
+            else:
+                self._error(401, "invalid_request_error", "Incorrect API key provided.", False,
+                            code="invalid_api_key")
+        elif kind == "404":
+            self._error(404, "not_found_error", "The model does not exist or you do not have access to it.",
+                        anthropic, code="model_not_found")
+        elif kind == "reset":
+            self.close_connection = True
+            try:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+        elif kind == "timeout":
+            self.fake.sleep(float(opts.get("seconds", 5.0)))
+            return False
+        elif kind == "malformed":
+            self._send(200, b'{"id": "broken", "choices": [', {"x-request-id": self.fake._next_id("req_")})
+        elif kind == "truncated":
+            data = b'{"id": "cut-short", "object": "chat.completion", "choices": [{"index": 0'
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data) + 500))
+                self.end_headers()
+                self.wfile.write(data)
+                self.wfile.flush()
+            except OSError:
+                pass
+            self.close_connection = True
+        else:  # empty / refusal shape the 200 reply
+            return False
+        return True
+
+    # ------------------------------------------------------------------ normal replies
+
+    def _openai_chat(self, body: Mapping[str, Any], fault: tuple[str, dict[str, Any]] | None) -> dict[str, Any]:
+        fake = self.fake
+        requested = str(body.get("model", ""))
+        prompt_tokens = estimate_tokens(prompt_text(body))
+        kind = fault[0] if fault else None
+        choices: list[dict[str, Any]]
+        text = ""
+        if kind == "empty" and fault and fault[1].get("variant") != "blank":
+            choices = []
+        elif kind == "empty":
+            choices = [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]
+        elif kind == "refusal":
+            choices = [{
+                "index": 0,
+                "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+                "finish_reason": "stop",
+            }]
+        else:
+            text = fake.reply_text(body)
+            n = int(body.get("n") or 1)
+            choices = [
+                {"index": i, "message": {"role": "assistant", "content": text, "refusal": None},
+                 "logprobs": None, "finish_reason": "stop"}
+                for i in range(n)
+            ]
+        completion_tokens = estimate_tokens(text) if text else 0
+        return {
+            "id": fake._next_id("chatcmpl-"),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": MODEL_ALIASES.get(requested, requested),
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+            "system_fingerprint": "fp_fake",
+        }
+
+    def _anthropic_message(self, body: Mapping[str, Any], fault: tuple[str, dict[str, Any]] | None) -> dict[str, Any]:
+        fake = self.fake
+        requested = str(body.get("model", ""))
+        kind = fault[0] if fault else None
+        text = ""
+        stop_reason = "end_turn"
+        content: list[dict[str, Any]]
+        if kind == "empty" and fault and fault[1].get("variant") != "blank":
+            content = []
+        elif kind == "empty":
+            content = [{"type": "text", "text": ""}]
+        elif kind == "refusal":
+            content = []
+            stop_reason = "refusal"
+        else:
+            text = fake.reply_text(body)
+            content = [{"type": "text", "text": text}]
+        return {
+            "id": fake._next_id("msg_"),
+            "type": "message",
+            "role": "assistant",
+            "model": MODEL_ALIASES.get(requested, requested),
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": estimate_tokens(prompt_text(body)),
+                "output_tokens": estimate_tokens(text) if text else 0,
+            },
+        }
+
+    def _embeddings(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        raw_input = body.get("input", [])
+        texts = [raw_input] if isinstance(raw_input, str) else list(raw_input)
+        dim = int(body.get("dimensions") or EMBEDDING_DIM)
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for i, text in enumerate(texts):
+            vector = embedding_for(text if isinstance(text, str) else json.dumps(text), dim)
+            encoded: Any = vector
+            if as_base64:
+                encoded = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii")
+            data.append({"object": "embedding", "index": i, "embedding": encoded})
+        tokens = sum(estimate_tokens(t if isinstance(t, str) else json.dumps(t)) for t in texts)
+        return {
+            "object": "list",
+            "data": data,
+            "model": str(body.get("model", "")),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+
+# ---------------------------------------------------------------------- CLI
+
+
+def load_answers(path: Path) -> dict[str, Any]:
+    """``{question: answer}`` from a JSON object, or from a LongMemEval item list (``.json`` or ``.json.xz``)."""
+    opener = lzma.open if path.suffix == ".xz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        data = json.load(fh)
+    if isinstance(data, dict):
+        return dict(data)
+    return {str(item["question"]): item["answer"] for item in data}
+
+
+def _parse_latency(text: str) -> float | tuple[float, float]:
+    if "," in text:
+        lo, hi = text.split(",", 1)
+        return (float(lo), float(hi))
+    return float(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve a fake OpenAI + Anthropic API on 127.0.0.1 until killed.")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to bind; 0 picks a free one (default 0)")
+    parser.add_argument("--latency", type=_parse_latency, default=0.0,
+                        help="seconds per request, fixed (0.05) or uniform range (0.02,0.2)")
+    parser.add_argument("--rate-limit", type=float, default=None,
+                        help="requests per second before answering 429 (default: no limit)")
+    parser.add_argument("--answers", type=Path, default=None,
+                        help="JSON {question: answer} or a LongMemEval file (.json/.json.xz) for the answer policy")
+    parser.add_argument("--correct-share", type=float, default=1.0,
+                        help="share of registered questions answered with the gold answer (default 1.0)")
+    parser.add_argument("--fault-rate", action="append", default=[], metavar="KIND=P",
+                        help="random fault probability per request, e.g. 429=0.05 (repeatable)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for latency and random faults (default 0)")
+    args = parser.parse_args(argv)
+
+    server = FakeLLMServer(args.host, args.port, seed=args.seed, log_bodies=False)
+    server.latency = args.latency
+    server.rate_limit_rps = args.rate_limit
+    server.correct_share = args.correct_share
+    if args.answers is not None:
+        server.answers = load_answers(args.answers)
+    for spec in args.fault_rate:
+        kind, _, probability = spec.partition("=")
+        if kind not in FAULT_KINDS:
+            parser.error(f"--fault-rate: unknown kind {kind!r}")
+        server.fault_rate[kind] = float(probability)
+    server.start()
+    print(server.root_url, flush=True)
+    print(f"fake LLM server: anthropic {server.anthropic_base_url}  openai {server.openai_base_url}",
+          file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
