@@ -94,6 +94,8 @@ class DatasetInfo:
     variant: str | None
     """A guess from the file name, else from the number of sessions per item; None if neither tells."""
     decompressed_bytes: int = 0
+    questions: tuple[tuple[str, str], ...] = ()
+    """``(question_id, question_type)`` per item, in dataset order (what a run manifest lists)."""
 
     @property
     def official_name(self) -> str | None:
@@ -101,6 +103,7 @@ class DatasetInfo:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        del d["questions"]
         d["official_name"] = self.official_name
         return d
 
@@ -221,6 +224,7 @@ class _ItemStream:
         self.path = Path(path)
         self.count = 0
         self.max_sessions = 0
+        self.questions: list[tuple[str, str]] = []
         self.reader: _HashingReader | None = None
 
     def __iter__(self) -> Iterator[dict]:
@@ -240,6 +244,7 @@ class _ItemStream:
                         )
                     seen[qid] = index
                     self.count += 1
+                    self.questions.append((qid, item["question_type"]))
                     self.max_sessions = max(self.max_sessions, len(item["haystack_sessions"]))
                     yield item
                 reader.drain()
@@ -270,6 +275,7 @@ class _ItemStream:
             items=self.count,
             variant=guess_variant(self.path, self.max_sessions if self.count else None),
             decompressed_bytes=reader.offset if reader else 0,
+            questions=tuple(self.questions),
         )
 
 

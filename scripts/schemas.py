@@ -123,8 +123,8 @@ def check_version(obj: Any, *, where: str) -> None:
     major = int(parts[0])
     if major > SUPPORTED_MAJOR:
         raise SchemaError(
-            f"{where}: schemaVersion {version} was written by a newer longmemeval-benchmarker "
-            f"(this one reads {SUPPORTED_MAJOR}.x); upgrade the plugin"
+            f"{where}: schemaVersion {version} was written by a newer longmemeval-benchmarker; "
+            f"upgrade the plugin (this one reads {SUPPORTED_MAJOR}.x)"
         )
     if major < SUPPORTED_MAJOR:
         raise SchemaError(

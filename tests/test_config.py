@@ -1,0 +1,108 @@
+"""config.json: defaults, validated load, atomic write that will not clobber, paths, provider:model parsing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import config
+from errors import UserError, run_main
+from records import OFFICIAL_JUDGE_MODEL
+
+
+def test_defaults_are_the_documented_ones_and_valid(tmp_path):
+    cfg = config.default_config()
+    assert cfg["judgeModel"] == OFFICIAL_JUDGE_MODEL == "gpt-4o-2024-08-06"
+    assert (cfg["maxEvals"], cfg["target"], cfg["concurrency"], cfg["errorThreshold"]) == (500, "full-context", 8, 0)
+    assert (cfg["requestTimeoutSeconds"], cfg["maxAttempts"], cfg["cacheEnabled"]) == (600, 8, True)
+    assert cfg["cache_dir"] == ".longmemeval-benchmarks/cache"
+    config.write_config(tmp_path, cfg)
+    assert config.load_config(tmp_path) == cfg
+
+
+def test_missing_config_names_the_setup_command(tmp_path):
+    with pytest.raises(UserError, match="/longmemeval-setup"):
+        config.load_config(tmp_path)
+
+
+def test_bad_json_names_line_and_column(tmp_path):
+    path = config.config_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  "variant": "_s",\n  "maxEvals": ,\n}\n')
+    with pytest.raises(UserError, match=r"line 3 column 15"):
+        config.load_config(tmp_path)
+
+
+def test_schema_violation_is_one_line_naming_the_field(tmp_path):
+    cfg = config.default_config()
+    cfg["concurrency"] = 0
+    path = config.config_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(UserError) as info:
+        config.load_config(tmp_path)
+    assert "field concurrency" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_newer_config_major_asks_for_an_upgrade(tmp_path):
+    path = config.config_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({**config.default_config(), "schemaVersion": "3.0.0"}))
+    with pytest.raises(UserError, match="upgrade the plugin"):
+        config.load_config(tmp_path)
+
+
+def test_missing_optional_fields_get_defaults(tmp_path):
+    minimal = {k: config.default_config()[k] for k in (
+        "schemaVersion", "datasetPath", "variant", "runs_dir", "targetProvider", "targetModel", "judgeProvider", "judgeModel")}
+    config.write_config(tmp_path, minimal)
+    assert config.load_config(tmp_path)["concurrency"] == 8
+
+
+def test_write_refuses_to_overwrite_unless_forced(tmp_path):
+    cfg = config.default_config()
+    config.write_config(tmp_path, cfg)
+    cfg2 = {**cfg, "concurrency": 3}
+    with pytest.raises(UserError, match="already exists"):
+        config.write_config(tmp_path, cfg2)
+    assert config.load_config(tmp_path)["concurrency"] == 8
+    config.write_config(tmp_path, cfg2, force=True)
+    assert config.load_config(tmp_path)["concurrency"] == 3
+    assert [p.name for p in config.config_path(tmp_path).parent.iterdir()] == ["config.json"]  # no temp left
+
+
+def test_invalid_config_is_never_written(tmp_path):
+    with pytest.raises(UserError, match="field variant"):
+        config.write_config(tmp_path, {**config.default_config(), "variant": "big"})
+    assert not config.config_path(tmp_path).exists()
+
+
+def test_relative_paths_resolve_from_the_project_root(tmp_path):
+    assert config.resolve_path(tmp_path, "data/x.json") == (tmp_path / "data" / "x.json").resolve()
+    assert config.resolve_path(tmp_path, "/abs/x.json").as_posix() == "/abs/x.json"
+
+
+@pytest.mark.parametrize(
+    "arg,expected",
+    [
+        ("openai:gpt-4o", ("openai", "gpt-4o")),
+        ("anthropic:claude-x", ("anthropic", "claude-x")),
+        ("gpt-4o", ("openai", "gpt-4o")),
+        ("ft:gpt-4o:org:abc", ("openai", "ft:gpt-4o:org:abc")),
+    ],
+)
+def test_parse_model_arg(arg, expected):
+    assert config.parse_model_arg(arg, "openai") == expected
+
+
+def test_parse_model_arg_without_a_model_is_refused():
+    with pytest.raises(UserError, match="names no model"):
+        config.parse_model_arg("openai:", "openai")
+
+
+def test_cli_prints_config_and_exits_2_without_one(tmp_path, capsys):
+    assert run_main(config.main, ["--project", str(tmp_path)]) == 2
+    assert "/longmemeval-setup" in capsys.readouterr().err
+    assert run_main(config.main, ["--project", str(tmp_path), "--defaults"]) == 0
+    assert json.loads(capsys.readouterr().out)["variant"] == "_s"
