@@ -57,11 +57,18 @@ LOOP_DEFAULTS: dict[str, Any] = {
 }
 
 
+def runs_root(project: Path) -> Path:
+    """The runs directory: config ``runs_dir`` (relative to the project), else ``.longmemeval-benchmarks/runs``."""
+    configured = read_project_config(project).get("runs_dir") or f"{STATE_DIR}/runs"
+    path = Path(str(configured)).expanduser()
+    return path if path.is_absolute() else Path(project) / path
+
+
 def run_dir(project: Path, run_id: str) -> Path:
-    """``.longmemeval-benchmarks/runs/<run_id>`` under ``project``; refuses ids that would escape it."""
-    if not run_id or "/" in run_id or "\\" in run_id or run_id in (".", ".."):
-        raise UserError(f"bad run id {run_id!r}", fix="use a plain name such as longmemeval-iter")
-    return Path(project) / STATE_DIR / "runs" / run_id
+    """``<runs_dir>/<run_id>``; refuses ids that are not plain directory names."""
+    from checkpoint_io import validate_run_id  # imported here: the config/check commands stay stdlib-only
+
+    return runs_root(project) / validate_run_id(run_id)
 
 
 def existing_run_dir(project: Path, run_id: str) -> Path:

@@ -178,13 +178,13 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
 
 
 def figure(value: Any) -> float | None:
-    """A metric as a number: a bare number, or a dict holding ``accuracy``/``value``/``mean``."""
+    """A metric as a number: a bare number, or a metrics block (its strict accuracy first)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, Mapping):
-        for key in ("accuracy", "value", "mean", "score"):
+        for key in ("accuracy_strict", "accuracy", "value", "mean"):
             if isinstance(value.get(key), (int, float)) and not isinstance(value.get(key), bool):
                 return float(value[key])
     return None

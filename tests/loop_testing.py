@@ -1,0 +1,149 @@
+"""Helpers for the iteration-loop tests: a real git project with a bare remote, and runs written to disk.
+
+Runs are written through checkpoint_io (the same validated appends the driver uses) with invented items; the
+metrics.json beside them comes from metrics.score, the one definition of the figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Mapping
+
+import checkpoint_io
+import metrics
+from records import QUESTION_TYPES, SCHEMA_VERSION
+
+LOOP_BRANCH = "longmemeval-iter"
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Loop Test",
+    "GIT_AUTHOR_EMAIL": "loop@test.invalid",
+    "GIT_COMMITTER_NAME": "Loop Test",
+    "GIT_COMMITTER_EMAIL": "loop@test.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=check, env=env)
+
+
+def make_loop_project(
+    root: Path, *, branch: str = LOOP_BRANCH, remote: bool = True, venv: bool = True, loop: Mapping | None = None
+) -> Path:
+    """``root/project``: a git repo on ``branch`` with one commit, pushed to the bare ``root/remote.git``."""
+    project = root / "project"
+    project.mkdir(parents=True)
+    git(["init", "-q", "-b", "main"], project)
+    for key, value in (("user.name", "Loop Test"), ("user.email", "loop@test.invalid"), ("commit.gpgsign", "false")):
+        git(["config", key, value], project)
+    (project / "README.md").write_text("project under test\n")
+    (project / ".gitignore").write_text(".longmemeval-venv/\n.longmemeval-benchmarks/runs/\n.longmemeval-benchmarks/cache/\n")
+    if loop is not None:
+        cfg_dir = project / ".longmemeval-benchmarks"
+        cfg_dir.mkdir()
+        (cfg_dir / "config.json").write_text(json.dumps({"loop": dict(loop)}))
+    git(["add", "README.md", ".gitignore"], project)
+    git(["commit", "-q", "-m", "initial"], project)
+    if branch != "main":
+        git(["switch", "-q", "-c", branch], project)
+    if remote:
+        bare = root / "remote.git"
+        git(["init", "-q", "--bare", str(bare)], root)
+        git(["remote", "add", "origin", str(bare)], project)
+        git(["push", "-q", "origin", f"HEAD:refs/heads/{branch}"], project)
+    if venv:
+        bin_dir = project / ".longmemeval-venv" / "bin"
+        bin_dir.mkdir(parents=True)
+        (bin_dir / "python").symlink_to(sys.executable)
+    return project
+
+
+def item_ids(n: int) -> dict[str, str]:
+    """``n`` invented question ids -> types, cycling through the six types; every tenth is an abstention item."""
+    out = {}
+    for i in range(n):
+        qtype = QUESTION_TYPES[i % len(QUESTION_TYPES)]
+        qid = f"q{i:03d}" + ("_abs" if i % 10 == 9 and qtype not in ("single-session-preference", "single-session-assistant") else "")
+        out[qid] = qtype
+    return out
+
+
+def make_row(qid: str, qtype: str, label: bool | None, *, hypothesis: str | None = None, **extra) -> dict:
+    """A schema-valid result row: judged with ``label``, or an error row when ``label`` is None."""
+    row = {
+        "schemaVersion": SCHEMA_VERSION,
+        "question_id": qid,
+        "question_type": qtype,
+        "question": f"invented question {qid}?",
+        "answer": f"gold {qid}",
+        "abstention": "_abs" in qid,
+        "status": "judged" if label is not None else "error",
+        "hypothesis": hypothesis if hypothesis is not None else (f"answer for {qid}" if label is not None else None),
+        "judgment": None,
+        "error": None,
+        "finished_at": checkpoint_io.utc_now(),
+    }
+    if label is None:
+        row["error"] = {"stage": "generate", "kind": extra.pop("kind", "rate_limit"), "message": "429", "attempts": 8}
+    else:
+        row["judgment"] = {"label": label, "raw": "yes" if label else "no", "model": "gpt-4o-2024-08-06",
+                           "provider": "openai", "requested_model": "gpt-4o", "official": True}
+    row.update(extra)
+    return row
+
+
+def run_meta(run_id: str, n_total: int, status: str = "completed") -> dict:
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "runId": run_id,
+        "status": status,
+        "started_at": "2026-11-29T10:00:00Z",
+        "finished_at": "2026-11-29T11:00:00Z",
+        "variant": "_s",
+        "dataset": {"path": "data/longmemeval_s_cleaned.json", "sha256": "ab" * 32, "items": n_total},
+        "target": {"name": "memory-ref", "provider": "anthropic", "model": "stand-in"},
+        "judge": {"provider": "openai", "model": "gpt-4o-2024-08-06", "official": True},
+    }
+
+
+def write_scorecard_metrics(run_dir: Path) -> dict:
+    """metrics.json from the run's last rows and manifest (what the scorecard computes)."""
+    manifest = checkpoint_io.read_json(run_dir / "manifest.json")
+    types = {i["question_id"]: i["question_type"] for i in manifest["items"]}
+    rows = checkpoint_io.load_results(run_dir)
+    labels = {qid: metrics.label_of_row(row) for qid, row in rows.items() if qid in types}
+    figures = metrics.score(labels, types)
+    checkpoint_io.write_atomic_json(run_dir / "metrics.json", figures)
+    return figures
+
+
+def write_run(
+    project: Path,
+    run_id: str,
+    types: Mapping[str, str],
+    labels: Mapping[str, bool | None],
+    *,
+    rows: Mapping[str, Mapping] | None = None,
+) -> Path:
+    """Append one row per labelled id (marks for judged ones) to run ``run_id``; rewrite manifest/meta/metrics.
+
+    Appending to an existing run works like a resume: later rows win.
+    """
+    run_dir = project / ".longmemeval-benchmarks" / "runs" / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    checkpoint_io.write_atomic_json(run_dir / "run-meta.json", run_meta(run_id, len(types)))
+    manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(types),
+                "items": [{"question_id": q, "question_type": t} for q, t in types.items()]}
+    checkpoint_io.write_atomic_json(run_dir / "manifest.json", manifest)
+    for qid, label in labels.items():
+        row = dict(rows[qid]) if rows and qid in rows else make_row(qid, types[qid], label)
+        checkpoint_io.append_item_result(run_dir, row)
+        if row["status"] == "judged":
+            checkpoint_io.mark_completed(run_dir, qid)
+    write_scorecard_metrics(run_dir)
+    return run_dir
