@@ -1,0 +1,170 @@
+"""PNG charts for a scorecard: per-type accuracy with Wilson intervals, and accuracy over loop rounds.
+
+Usage (library): ``per_type_chart(card, out_png)``; ``history_chart(load_history(path), out_png)``.
+CLI: python scripts/charts.py METRICS_JSON OUT_DIR [--history FILE]
+
+matplotlib runs on the Agg backend (no display needed). Files are written to a temp name and renamed, so a reader
+never sees half a PNG.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from errors import UserError, run_main
+
+SHORT_TYPE_NAMES = {
+    "single-session-user": "SS-user",
+    "single-session-assistant": "SS-assistant",
+    "single-session-preference": "SS-preference",
+    "multi-session": "multi-session",
+    "temporal-reasoning": "temporal",
+    "knowledge-update": "knowledge-upd.",
+}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save_atomic(fig: Any, out_png: Path) -> Path:
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out_png.name}.", suffix=".tmp", dir=out_png.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out_png)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out_png
+
+
+def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
+    """Bar chart of strict per-type accuracy with 95% Wilson error bars, plus the overall and macro lines."""
+    plt = _pyplot()
+    per_type = card["per_type"]
+    names = [t for t, b in per_type.items() if b["n"] > 0]
+    values = [per_type[t]["accuracy_strict"] for t in names]
+    low = [v - per_type[t]["wilson_strict"][0] for t, v in zip(names, values)]
+    high = [per_type[t]["wilson_strict"][1] - v for t, v in zip(names, values)]
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    try:
+        ax.bar(range(len(names)), values, yerr=[low, high], capsize=4, color="#4C72B0")
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels([f"{SHORT_TYPE_NAMES.get(t, t)}\n(n={per_type[t]['n']})" for t in names], fontsize=8)
+        overall = card["overall"]["accuracy_strict"]
+        macro = card["task_averaged"]["accuracy_strict"]
+        if overall is not None:
+            ax.axhline(overall, color="#C44E52", linestyle="--", label=f"overall (micro) {overall:.3f}")
+        if macro is not None:
+            ax.axhline(macro, color="#55A868", linestyle=":", label=f"task-averaged (macro) {macro:.3f}")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy (strict: errors/not run = wrong)")
+        ax.set_title(f"LongMemEval per-type accuracy — run {card.get('run_id')} (95% Wilson intervals)", fontsize=9)
+        ax.legend(fontsize=8, loc="lower right")
+        return _save_atomic(fig, out_png)
+    finally:
+        plt.close(fig)
+
+
+_ROUND_ROW = re.compile(r"^\|\s*(v\d+)\s*\|")
+
+
+def _number(cell: str) -> float | None:
+    match = re.search(r"-?\d+(?:\.\d+)?", cell)
+    if not match:
+        return None
+    value = float(match.group())
+    return value / 100 if "%" in cell or value > 1 else value
+
+
+def load_history(path: Path) -> list[dict[str, Any]]:
+    """Rounds as ``[{"label", "overall", "task_averaged", "abstention"}]``.
+
+    Reads the loop's Markdown table (``| v<N> | date | correct/n | overall | task-avg | abstention | note |``) or a
+    JSON/JSONL file of objects with ``label`` (or ``round``), ``overall``, ``task_averaged``, ``abstention``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"history file {path} does not exist", fix="pass the loop's history_max_effort.md")
+    text = path.read_text(encoding="utf-8")
+    rounds: list[dict[str, Any]] = []
+    if path.suffix == ".md":
+        for line in text.splitlines():
+            if not _ROUND_ROW.match(line.strip()):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 6:
+                continue
+            rounds.append({"label": cells[0], "overall": _number(cells[3]),
+                           "task_averaged": _number(cells[4]), "abstention": _number(cells[5])})
+        return rounds
+    try:
+        records = json.loads(text) if text.lstrip().startswith("[") else [
+            json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as err:
+        raise UserError(f"history file {path} is not JSON/JSONL (line {err.lineno}): {err.msg}",
+                        fix="pass a .md history table or JSON lines") from err
+    for i, rec in enumerate(records):
+        rounds.append({"label": str(rec.get("label", rec.get("round", i))), "overall": rec.get("overall"),
+                       "task_averaged": rec.get("task_averaged"), "abstention": rec.get("abstention")})
+    return rounds
+
+
+def history_chart(rounds: Sequence[Mapping[str, Any]], out_png: Path) -> Path:
+    """Line chart of overall, task-averaged and abstention accuracy over rounds."""
+    if not rounds:
+        raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    try:
+        x = list(range(len(rounds)))
+        for key, label in (("overall", "overall (micro)"), ("task_averaged", "task-averaged (macro)"),
+                           ("abstention", "abstention")):
+            points = [(i, r[key]) for i, r in zip(x, rounds) if r.get(key) is not None]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(r["label"]) for r in rounds], fontsize=8, rotation=45)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy")
+        ax.set_title("LongMemEval accuracy over rounds", fontsize=9)
+        ax.legend(fontsize=8, loc="lower right")
+        return _save_atomic(fig, out_png)
+    finally:
+        plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("metrics_json", type=Path, help="a run's metrics.json (written by scorecard.py)")
+    parser.add_argument("out_dir", type=Path, help="directory for the PNG files")
+    parser.add_argument("--history", type=Path, help="loop history (.md table or JSONL) for accuracy over rounds")
+    args = parser.parse_args(argv)
+    if not args.metrics_json.exists():
+        raise UserError(f"{args.metrics_json} does not exist", fix="run scorecard.py for the run first")
+    card = json.loads(args.metrics_json.read_text(encoding="utf-8"))
+    print(per_type_chart(card, args.out_dir / "per-type-accuracy.png"))
+    if args.history:
+        print(history_chart(load_history(args.history), args.out_dir / "accuracy-over-rounds.png"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

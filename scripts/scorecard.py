@@ -1,0 +1,442 @@
+"""Score a run: metrics.json, scorecard.md and charts in the run directory; the Markdown table on stdout.
+
+Usage:
+    python scripts/scorecard.py RUN_DIR N_TOTAL VARIANT RUN_ID
+    python scripts/scorecard.py --run-id RUN_ID [--project P] [--format md|json] [--no-charts] [--history FILE]
+    python scripts/scorecard.py --latest [--project P]
+
+Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
+and judged-only (denominator = judged items). A banner says exactly why a run is not comparable with published
+LongMemEval figures (judge, dataset file, incomplete run, errors). A second figure leaves out items whose gold
+label was reported wrong upstream (references/known-gold-errors.json); it never replaces the official one.
+Works on completed, interrupted, failed and still-running runs (it only reads the run's files).
+
+Example:
+    python scripts/scorecard.py --run-id baseline --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import checkpoint_io
+import dataset
+import metrics
+import retrieval_metrics
+import schemas
+from compare_runs import RunData, load_run
+from errors import UserError, run_main
+from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, QUESTION_TYPES, SCHEMA_VERSION
+
+REFERENCES = Path(__file__).resolve().parent.parent / "references"
+KNOWN_GOLD_ERRORS = REFERENCES / "known-gold-errors.json"
+RETRIEVAL_KS = (1, 3, 5, 10)
+DEFAULT_RUNS_DIR = Path(".longmemeval-benchmarks") / "runs"
+
+
+# --------------------------------------------------------------------------- accounting
+
+
+def percentiles(values: Iterable[float]) -> dict[str, float | None]:
+    """p50 / p95 (linear interpolation between closest ranks) and max; None when there are no values."""
+    data = sorted(float(v) for v in values)
+    out: dict[str, float | None] = {"n": len(data), "p50": None, "p95": None, "max": None}
+    if not data:
+        return out
+    for name, q in (("p50", 0.50), ("p95", 0.95)):
+        pos = q * (len(data) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(data) - 1)
+        out[name] = data[lo] + (data[hi] - data[lo]) * (pos - lo)
+    out["max"] = data[-1]
+    return out
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def cost_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Dollar sums over rows; a row with no known total makes the total unknown (never counted as 0)."""
+    known = {"generation_usd": 0.0, "judge_usd": 0.0, "total_usd": 0.0}
+    unknown = 0
+    n = 0
+    for row in rows:
+        n += 1
+        cost = row.get("cost") or {}
+        total = _num(cost.get("total_usd"))
+        if total is None:
+            unknown += 1
+            continue
+        known["total_usd"] += total
+        known["generation_usd"] += _num(cost.get("generation_usd")) or 0.0
+        known["judge_usd"] += _num(cost.get("judge_usd")) or 0.0
+    return {
+        "rows": n,
+        "rows_unknown_cost": unknown,
+        "total_usd": known["total_usd"] if unknown == 0 else None,
+        "known_total_usd": known["total_usd"],
+        "known_generation_usd": known["generation_usd"],
+        "known_judge_usd": known["judge_usd"],
+    }
+
+
+def usage_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
+    gen_lat, judge_lat = [], []
+    tokens = {"generation": {"in": 0, "out": 0}, "judge": {"in": 0, "out": 0}}
+    cache = {"generation_calls": 0, "generation_calls_cached": 0, "judge_cached": 0}
+    retries = {"generation": 0, "judge": 0}
+    errors: Counter[str] = Counter()
+    errors_by_stage: Counter[str] = Counter()
+    for row in rows:
+        tokens["generation"]["in"] += int(_num(row.get("tokensIn")) or 0)
+        tokens["generation"]["out"] += int(_num(row.get("tokensOut")) or 0)
+        if _num(row.get("latencyMs")) is not None:
+            gen_lat.append(row["latencyMs"])
+        for call in row.get("calls") or []:
+            cache["generation_calls"] += 1
+            cache["generation_calls_cached"] += bool(call.get("cached"))
+            retries["generation"] += max(0, int(_num(call.get("attempts")) or 1) - 1)
+        judgment = row.get("judgment") or {}
+        if judgment:
+            tokens["judge"]["in"] += int(_num(judgment.get("tokensIn")) or 0)
+            tokens["judge"]["out"] += int(_num(judgment.get("tokensOut")) or 0)
+            if _num(judgment.get("latencyMs")) is not None:
+                judge_lat.append(judgment["latencyMs"])
+            cache["judge_cached"] += bool(judgment.get("cached"))
+            retries["judge"] += max(0, int(_num(judgment.get("attempts")) or 1) - 1)
+        if row.get("status") == "error":
+            err = row.get("error") or {}
+            errors[str(err.get("kind", "unknown"))] += 1
+            errors_by_stage[str(err.get("stage", "unknown"))] += 1
+    return {
+        "tokens": tokens,
+        "latency_ms": {"generation": percentiles(gen_lat), "judge": percentiles(judge_lat)},
+        "cache": cache,
+        "retries": retries,
+        "errors_by_kind": dict(sorted(errors.items())),
+        "errors_by_stage": dict(sorted(errors_by_stage.items())),
+    }
+
+
+def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str, str]) -> dict[str, Any] | None:
+    """Session retrieval metrics at k = 1, 3, 5, 10 over rows that carry ranked ids; None when none do."""
+    per_item: dict[str, list[dict[str, float]]] = {t: [] for t in QUESTION_TYPES}
+    carried = skipped_abstention = skipped_no_gold = 0
+    for qid, qtype in types.items():
+        retrieval = (rows.get(qid) or {}).get("retrieval") or {}
+        ranked = retrieval.get("retrieved_session_ids")
+        if ranked is None:
+            continue
+        carried += 1
+        gold = list(retrieval.get("gold_session_ids") or [])
+        if retrieval_metrics.should_skip(qid, gold):
+            if "_abs" in qid:
+                skipped_abstention += 1
+            else:
+                skipped_no_gold += 1
+            continue
+        per_item[qtype].append(retrieval_metrics.evaluate(ranked, gold, RETRIEVAL_KS))
+    if carried == 0:
+        return None
+    every = [m for items in per_item.values() for m in items]
+    return {
+        "ks": list(RETRIEVAL_KS),
+        "items_with_retrieval": carried,
+        "scored": len(every),
+        "skipped_abstention": skipped_abstention,
+        "skipped_no_gold": skipped_no_gold,
+        "overall": retrieval_metrics.mean_metrics(every),
+        "per_type": {t: {"n": len(v), **retrieval_metrics.mean_metrics(v)} for t, v in per_item.items() if v},
+    }
+
+
+# --------------------------------------------------------------------------- comparability
+
+
+def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> list[dict[str, Any]]:
+    return list(json.loads(Path(path).read_text(encoding="utf-8"))["items"])
+
+
+def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]], card: Mapping[str, Any],
+                        *, variant: str | None = None, run_id: str | None = None) -> list[str]:
+    """Every reason the run's figures cannot stand beside published LongMemEval figures; empty = comparable."""
+    notes = []
+    judge = run.judge
+    if judge.get("provider") != OFFICIAL_JUDGE_PROVIDER or judge.get("model") != OFFICIAL_JUDGE_MODEL \
+            or judge.get("official") is not True:
+        notes.append(f"judge not official: run-meta says provider={judge.get('provider')} "
+                     f"model={judge.get('model')} official={judge.get('official')} "
+                     f"(official is {OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL} with upstream's prompt)")
+    judged = [r.get("judgment") or {} for r in covered_rows if r.get("status") == "judged"]
+    off = Counter(f"{j.get('provider')} {j.get('model')} official={j.get('official')}" for j in judged
+                  if j.get("official") is not True or j.get("model") != OFFICIAL_JUDGE_MODEL
+                  or j.get("provider") != OFFICIAL_JUDGE_PROVIDER)
+    for what, count in sorted(off.items()):
+        notes.append(f"judge not official on {count} judged row(s): {what}")
+    sha = run.dataset_sha256
+    if not sha or dataset.is_known_official(str(sha)) is None:
+        notes.append(f"dataset file not a known official release (sha256 {sha or 'missing'})")
+    if card["coverage"] < 1:
+        notes.append(f"run incomplete: {card['judged']} of {card['n_total']} items judged "
+                     f"(coverage {card['coverage']:.4f})")
+    if run.meta.get("status") != "completed":
+        notes.append(f"run status is {run.meta.get('status')!r}, not 'completed'")
+    if card["errors"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in card["usage"]["errors_by_kind"].items())
+        notes.append(f"errors present: {card['errors']} error row(s) ({kinds})")
+    if variant and run.meta.get("variant") and variant != run.meta.get("variant"):
+        notes.append(f"variant given as {variant!r} but the run recorded {run.meta.get('variant')!r}")
+    if run_id and run_id != run.run_id:
+        notes.append(f"run id given as {run_id!r} but the run recorded {run.run_id!r}")
+    return notes
+
+
+# --------------------------------------------------------------------------- the scorecard
+
+
+def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | None = None,
+                    run_id: str | None = None, gold_errors: Sequence[Mapping[str, Any]] | None = None
+                    ) -> dict[str, Any]:
+    """The metrics.json record for ``run`` over its first ``n_total`` manifest items (all when None)."""
+    types, unattributed = run.item_types(n_total)
+    try:
+        scored = metrics.score(metrics.strict_labels(run.rows, types), types, unattributed=unattributed)
+    except ValueError as err:
+        raise UserError(f"cannot score run {run.path}: {err}", fix="check manifest.json and item-results.jsonl") from None
+    covered = [run.rows[q] for q in types if q in run.rows]
+    ignored_rows = sum(1 for q in run.rows if q not in types)
+    usage = usage_summary(covered)
+    errors = sum(1 for r in covered if r.get("status") == "error")
+
+    gold_errors = load_known_gold_errors() if gold_errors is None else gold_errors
+    bad = {g["question_id"]: g for g in gold_errors}
+    present = [q for q in types if q in bad]
+    kept = {q: t for q, t in types.items() if q not in bad}
+    excl = metrics.score(metrics.strict_labels(run.rows, kept), kept, unattributed=unattributed)
+
+    card: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "variant": variant or run.meta.get("variant"),
+        "status": run.meta.get("status"),
+        "judge": run.judge,
+        "dataset": {"sha256": run.dataset_sha256, "path": (run.meta.get("dataset") or {}).get("path"),
+                    "known_official": dataset.is_known_official(str(run.dataset_sha256 or ""))},
+        "target": {k: (run.meta.get("target") or {}).get(k) for k in ("name", "provider", "model")},
+        **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
+                                  "task_averaged", "abstention", "per_type")},
+        "errors": errors,
+        "not_run": scored["n_total"] - scored["judged"] - errors,
+        "rows_outside_item_set": ignored_rows,
+        "excluding_gold_errors": {
+            "excluded": [{"question_id": q, "issues": bad[q].get("issues", [])} for q in present],
+            "n_total": excl["n_total"], "correct": excl["correct"], "judged": excl["judged"],
+            "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
+        },
+        "cost": cost_summary(covered),
+        "usage": usage,
+        "latency": usage["latency_ms"],
+        "retrieval": retrieval_summary(run.rows, types),
+    }
+    notes = comparability_notes(run, covered, card, variant=variant, run_id=run_id)
+    card["comparable"] = not notes
+    card["comparability_notes"] = notes
+    schemas.validate("metrics", card, where=f"metrics for run {run.run_id}")
+    return card
+
+
+def _acc(block: Mapping[str, Any], which: str) -> str:
+    count = block["n"] if which == "strict" else block["judged"]
+    return f"{metrics.fmt(block['accuracy_' + which])} ({block['correct']}/{count})"
+
+
+def _usd(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.4f}"
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else f"{value / 1000:.2f} s"
+
+
+def render_markdown(card: Mapping[str, Any]) -> str:
+    """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
+    ta = card["task_averaged"]
+    n_types = len(ta["types_strict"])
+    lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({card['variant']})", ""]
+    if card["comparability_notes"]:
+        lines.append("> **NOT COMPARABLE with published LongMemEval results:**")
+        lines += [f"> - {n}" for n in card["comparability_notes"]]
+        lines.append("")
+    judge = card["judge"]
+    lines += [
+        f"Status: **{card['status']}** · judged {card['judged']}/{card['n_total']} · errors {card['errors']} · "
+        f"not run {card['not_run']} · judge {judge.get('provider')} {judge.get('model')} "
+        f"(official={judge.get('official')}) · dataset {card['dataset']['known_official'] or 'unrecognised file'}",
+        "",
+        f"| figure | strict (all {card['n_total']} items; errors/not run = wrong) | "
+        f"judged only ({card['judged']} items) |",
+        "|---|---|---|",
+        f"| Overall accuracy (micro) | {_acc(card['overall'], 'strict')} | {_acc(card['overall'], 'judged')} |",
+        f"| Task-averaged accuracy (macro, {n_types} types) | {metrics.fmt(ta['accuracy_strict'])} | "
+        f"{metrics.fmt(ta['accuracy_judged'])} |",
+        f"| Abstention accuracy (`_abs` ids) | {_acc(card['abstention'], 'strict')} | "
+        f"{_acc(card['abstention'], 'judged')} |",
+        "",
+        "| question type | n | judged | correct | strict | judged only | 95% Wilson (strict) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for qtype, b in card["per_type"].items():
+        if b["n"]:
+            lines.append(f"| {qtype} | {b['n']} | {b['judged']} | {b['correct']} | "
+                         f"{metrics.fmt(b['accuracy_strict'])} | {metrics.fmt(b['accuracy_judged'])} | "
+                         f"{metrics.fmt_interval(b['wilson_strict'])} |")
+    if not ta["all_six_types"]:
+        lines += ["", f"Task-averaged figure covers only {n_types} of 6 types: {', '.join(ta['types_strict'])}."]
+    if card["unattributed"]:
+        lines += ["", f"{card['unattributed']} items beyond the manifest were never run: wrong in the strict "
+                      "overall figure, in no per-type figure."]
+    ex = card["excluding_gold_errors"]
+    if ex["excluded"]:
+        ids = ", ".join(f"{e['question_id']} (#{', #'.join(str(i) for i in e['issues'])})" for e in ex["excluded"])
+        lines += ["", "## Excluding reported gold errors (a second figure; the official one is above)", "",
+                  f"Left out: {ids}. Strict overall {_acc(ex['overall'], 'strict')}, task-averaged "
+                  f"{metrics.fmt(ex['task_averaged']['accuracy_strict'])}, abstention "
+                  f"{_acc(ex['abstention'], 'strict')}."]
+    cost, usage = card["cost"], card["usage"]
+    total = _usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
+        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {_usd(cost['known_total_usd'])})")
+    tok = usage["tokens"]
+    lat = usage["latency_ms"]
+    lines += [
+        "", "## Cost, tokens, latency", "",
+        f"- Cost: {total}; generation {_usd(cost['known_generation_usd'])}, judge {_usd(cost['known_judge_usd'])}"
+        f" (known rows)",
+        f"- Tokens: generation {tok['generation']['in']:,} in / {tok['generation']['out']:,} out; "
+        f"judge {tok['judge']['in']:,} in / {tok['judge']['out']:,} out",
+        f"- Latency generation: p50 {_ms(lat['generation']['p50'])}, p95 {_ms(lat['generation']['p95'])}, "
+        f"max {_ms(lat['generation']['max'])}; judging: p50 {_ms(lat['judge']['p50'])}, "
+        f"p95 {_ms(lat['judge']['p95'])}, max {_ms(lat['judge']['max'])}",
+        f"- Cache hits: {usage['cache']['generation_calls_cached']}/{usage['cache']['generation_calls']} "
+        f"generation calls, {usage['cache']['judge_cached']} judge calls; retries: generation "
+        f"{usage['retries']['generation']}, judge {usage['retries']['judge']}",
+        f"- Error rows: {card['errors']}" + (
+            " (" + ", ".join(f"{k} {v}" for k, v in usage["errors_by_kind"].items()) + ")" if card["errors"] else ""),
+    ]
+    ret = card["retrieval"]
+    if ret:
+        lines += ["", "## Session retrieval", "",
+                  f"{ret['scored']} items scored ({ret['skipped_abstention']} abstention and "
+                  f"{ret['skipped_no_gold']} no-gold items skipped, as upstream does).", "",
+                  "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in ret["ks"]) + " |",
+                  "|---|---:|" + "---:|" * (3 * len(ret["ks"]))]
+        scopes = [("overall", ret["scored"], ret["overall"])] + [(t, m["n"], m) for t, m in ret["per_type"].items()]
+        for name, n, m in scopes:
+            cells = " | ".join(f"{metrics.fmt(m.get(f'recall_any@{k}'))} | {metrics.fmt(m.get(f'recall_all@{k}'))}"
+                               f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in ret["ks"])
+            lines.append(f"| {name} | {n} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, charts: bool = True,
+                  history: Path | None = None) -> list[Path]:
+    """metrics.json, scorecard.md and (unless ``charts`` is False) PNGs under charts/, all written atomically."""
+    run_dir = Path(run_dir)
+    checkpoint_io.write_atomic_json(run_dir / "metrics.json", card)
+    checkpoint_io.write_atomic_bytes(run_dir / "scorecard.md", markdown.encode("utf-8"))
+    written = [run_dir / "metrics.json", run_dir / "scorecard.md"]
+    if charts:
+        import charts as charts_mod
+
+        written.append(charts_mod.per_type_chart(card, run_dir / "charts" / "per-type-accuracy.png"))
+        if history is not None:
+            written.append(charts_mod.history_chart(charts_mod.load_history(history),
+                                                    run_dir / "charts" / "accuracy-over-rounds.png"))
+    return written
+
+
+# --------------------------------------------------------------------------- finding the run
+
+
+def runs_dir(project: Path) -> Path:
+    """The project's runs directory: config ``runs_dir`` when a config exists, else the default."""
+    import config
+
+    if config.config_path(project).is_file():
+        return config.resolve_path(project, config.load_config(project)["runs_dir"])
+    return Path(project) / DEFAULT_RUNS_DIR
+
+
+def latest_run(project: Path) -> Path:
+    base = runs_dir(project)
+    candidates = [p for p in base.glob("*") if (p / "run-meta.json").is_file()] if base.is_dir() else []
+    if not candidates:
+        raise UserError(f"no runs under {base}", fix="start one with /longmemeval-run")
+
+    def started(p: Path) -> tuple[str, float]:
+        try:
+            meta = json.loads((p / "run-meta.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            meta = {}
+        return str(meta.get("started_at") or ""), (p / "run-meta.json").stat().st_mtime
+
+    return max(candidates, key=started)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("positional", nargs="*", metavar="RUN_DIR N_TOTAL VARIANT RUN_ID",
+                        help="the four-argument form: run directory, strict denominator, variant, run id")
+    parser.add_argument("--run-id", help="score .longmemeval-benchmarks/runs/<RUN_ID> of the project")
+    parser.add_argument("--latest", action="store_true", help="score the most recently started run")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: current dir)")
+    parser.add_argument("--n-total", type=int, help="strict denominator (default: the manifest's n_total)")
+    parser.add_argument("--format", choices=("md", "json"), default="md",
+                        help="what stdout carries: the Markdown scorecard (default) or metrics.json")
+    parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+    parser.add_argument("--history", type=Path, help="loop history (history_max_effort.md or JSONL): adds a "
+                                                     "chart of accuracy over rounds")
+    args = parser.parse_args(argv)
+
+    variant = run_id = None
+    n_total = args.n_total
+    if args.positional:
+        if len(args.positional) != 4 or args.run_id or args.latest:
+            raise UserError(f"expected RUN_DIR N_TOTAL VARIANT RUN_ID (4 arguments), got {args.positional}",
+                            fix="or use --run-id RUN_ID / --latest")
+        raw_dir, raw_n, variant, run_id = args.positional
+        try:
+            n_total = int(raw_n)
+        except ValueError:
+            raise UserError(f"N_TOTAL must be a whole number, got {raw_n!r}", fix="e.g. 500") from None
+        run_dir = Path(raw_dir)
+    elif args.run_id:
+        run_dir = checkpoint_io.run_dir_for(runs_dir(args.project), args.run_id)
+        if not run_dir.is_dir():
+            raise UserError(f"no run {args.run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
+    elif args.latest:
+        run_dir = latest_run(args.project)
+    else:
+        raise UserError("no run given", fix="pass --run-id RUN_ID, --latest, or RUN_DIR N_TOTAL VARIANT RUN_ID")
+    if n_total is not None and n_total <= 0:
+        raise UserError(f"N_TOTAL must be positive, got {n_total}", fix="pass the number of items, e.g. 500")
+
+    run = load_run(run_dir)
+    card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
+    markdown = render_markdown(card)
+    written = write_outputs(run_dir, card, markdown, charts=not args.no_charts, history=args.history)
+    print(json.dumps(card, indent=2, ensure_ascii=False) if args.format == "json" else markdown, end="\n"
+          if args.format == "json" else "")
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))
