@@ -118,7 +118,8 @@ class _HashingReader:
         self.first_byte: bytes | None = None
 
     def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
+        # read1: hand out what decompressed cleanly before a truncation, so errors name the right item.
+        data = self._raw.read1(size) if size and size > 0 else self._raw.read(size)
         if data:
             if self.first_byte is None:
                 stripped = data.lstrip()
