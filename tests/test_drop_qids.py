@@ -1,0 +1,107 @@
+"""drop_qids: exactly the named ids leave the completed set and the results, atomically, with a backup."""
+
+from __future__ import annotations
+
+import pytest
+
+import checkpoint_io
+import drop_qids
+from errors import UserError, run_main
+from loop_testing import item_ids, make_row, write_run
+
+
+@pytest.fixture
+def run(tmp_path):
+    types = item_ids(10)
+    ids = list(types)
+    labels = {q: (None if i == 4 else i % 2 == 0) for i, q in enumerate(ids)}  # q004 error, odd ids wrong
+    run_dir = write_run(tmp_path, "loop", types, labels)
+    return tmp_path, run_dir, ids
+
+
+def test_dropped_ids_leave_results_and_completed_and_nothing_else_changes(run):
+    project, run_dir, ids = run
+    rows_before = checkpoint_io.load_results(run_dir)
+    done_before = checkpoint_io.load_completed(run_dir)
+    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", ids[0], ids[2]]) == 0
+    rows_after = checkpoint_io.load_results(run_dir)
+    assert set(rows_after) == set(rows_before) - {ids[0], ids[2]}
+    assert {q: rows_after[q] for q in rows_after} == {q: rows_before[q] for q in rows_after}
+    assert checkpoint_io.load_completed(run_dir) == done_before - {ids[0], ids[2]}
+
+
+def test_every_attempt_of_a_dropped_id_goes(run):
+    project, run_dir, ids = run
+    checkpoint_io.append_item_result(run_dir, make_row(ids[1], "single-session-assistant", True))
+    drop_qids.drop_qids(run_dir, [ids[1]])
+    assert not any(r["question_id"] == ids[1] for r in checkpoint_io.iter_result_rows(run_dir))
+
+
+def test_backup_holds_both_files_as_they_were(run):
+    project, run_dir, ids = run
+    results = (run_dir / "item-results.jsonl").read_bytes()
+    completed = (run_dir / "questions_completed.jsonl").read_bytes()
+    out = drop_qids.drop_qids(run_dir, [ids[0]])
+    from pathlib import Path
+
+    backup = Path(out["backup"])
+    assert (backup / "item-results.jsonl").read_bytes() == results
+    assert (backup / "questions_completed.jsonl").read_bytes() == completed
+    assert out["rows_removed"] == 1 and out["marks_removed"] == 1
+
+
+def test_unknown_ids_are_refused_all_named_and_nothing_written(run, capsys):
+    project, run_dir, ids = run
+    results = (run_dir / "item-results.jsonl").read_bytes()
+    code = run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", ids[0], "nope1", "nope2"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "nope1, nope2" in err and ids[0] not in err.split(":")[-1]
+    assert (run_dir / "item-results.jsonl").read_bytes() == results
+    assert not (run_dir / "backups").exists()
+
+
+def test_failed_drops_every_wrong_and_error_id(run):
+    project, run_dir, ids = run
+    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--failed"]) == 0
+    remaining = checkpoint_io.load_results(run_dir)
+    assert sorted(remaining) == [q for i, q in enumerate(ids) if i % 2 == 0 and i != 4]
+
+
+def test_from_file_reads_ids_and_skips_comments(run, tmp_path):
+    project, run_dir, ids = run
+    listing = tmp_path / "ids.txt"
+    listing.write_text(f"# trigger set\n{ids[3]}\n\n{ids[5]}  # temporal\n")
+    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(listing)]) == 0
+    assert ids[3] not in checkpoint_io.load_results(run_dir) and ids[5] not in checkpoint_io.load_results(run_dir)
+
+
+def test_a_running_writer_blocks_the_drop(run):
+    project, run_dir, ids = run
+    results = (run_dir / "item-results.jsonl").read_bytes()
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+
+    def hold():
+        with checkpoint_io.RunLock(run_dir):
+            ready.set()
+            release.wait(10)
+
+    proc = ctx.Process(target=hold)
+    proc.start()
+    try:
+        assert ready.wait(10)
+        with pytest.raises(UserError, match="being written"):
+            drop_qids.drop_qids(run_dir, [ids[0]])
+    finally:
+        release.set()
+        proc.join(10)
+    assert (run_dir / "item-results.jsonl").read_bytes() == results
+
+
+def test_no_ids_is_a_user_error(run):
+    project, run_dir, ids = run
+    with pytest.raises(UserError, match="no question ids"):
+        drop_qids.drop_qids(run_dir, [])
