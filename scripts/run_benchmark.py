@@ -62,13 +62,9 @@ def shard_dir(root: Path, shard: tuple[int, int] | None) -> Path:
 
 def build_manifest(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
     """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count."""
-    info = dataset.scan(Path(settings.dataset_path))
-    manifest = {
-        "schemaVersion": SCHEMA_VERSION,
-        "n_total": len(info.items),
-        "items": [{"question_id": qid, "question_type": qtype} for qid, qtype in info.items],
-    }
-    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": len(info.items)}
+    items, info = dataset.index(Path(settings.dataset_path))
+    manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(items), "items": items}
+    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items}
     return manifest, described
 
 

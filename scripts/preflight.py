@@ -1,0 +1,86 @@
+"""Check that a run can start: config, dataset, upstream judge checkout, API keys, runs dir. Calls no model.
+
+Usage:
+    python scripts/preflight.py [--project .] [run_benchmark arguments...]
+
+Prints one line per check (``ok`` / ``FAIL`` with the fix) and exits 2 when any check fails. It accepts the same
+arguments as run_benchmark.py, so the command and skill can pass the user's arguments to both unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from errors import UserError, run_main
+
+KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def checks(settings) -> list[tuple[bool, str]]:
+    """(passed, message) per check, for the resolved RunSettings."""
+    results: list[tuple[bool, str]] = []
+    dataset_path = Path(settings.dataset_path)
+    if dataset_path.is_file():
+        results.append((True, f"dataset {dataset_path}"))
+    else:
+        results.append((False, f"dataset {dataset_path} not found: run /longmemeval-setup (--download {settings.variant} or --sample), or set datasetPath"))
+
+    if settings.judge_provider != "offline":
+        root = Path(settings.longmemeval_root) if settings.longmemeval_root else None
+        judge_file = root / "src" / "evaluation" / "evaluate_qa.py" if root else None
+        if judge_file and judge_file.is_file() and "def get_anscheck_prompt" in judge_file.read_text(errors="replace"):
+            results.append((True, f"upstream judge prompts {judge_file}"))
+        else:
+            results.append((False, f"upstream LongMemEval checkout missing at {root}: run /longmemeval-setup --clone-upstream, or set longmemeval_root"))
+
+    providers_in_use = {settings.target_provider, settings.judge_provider}
+    for provider in sorted(providers_in_use):
+        var = KEY_VARS.get(provider)
+        if var is None:
+            continue
+        if settings.base_urls.get(provider) or os.environ.get(var):
+            results.append((True, f"{var} is set" if os.environ.get(var) else f"{provider} uses base_url {settings.base_urls[provider]}"))
+        else:
+            results.append((False, f"{var} is not set: export it in the shell that runs the benchmark"))
+
+    runs_dir = Path(settings.runs_dir)
+    probe = runs_dir if runs_dir.exists() else runs_dir.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if os.access(probe, os.W_OK):
+        results.append((True, f"runs dir {runs_dir} is writable"))
+    else:
+        results.append((False, f"runs dir {runs_dir} is not writable: fix permissions or set runs_dir"))
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import config as config_mod
+    import run_settings
+
+    parser = argparse.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
+    run_settings.add_arguments(parser)
+    args = parser.parse_args(argv)
+    project = Path(args.project).resolve()
+    cfg = config_mod.load_config(project)
+    print(f"ok   config {config_mod.config_path(project)}")
+    settings = run_settings.resolve(cfg, args, project)
+    failed = 0
+    for passed, message in checks(settings):
+        print(f"{'ok  ' if passed else 'FAIL'} {message}")
+        failed += not passed
+    print(
+        f"target {settings.target} ({settings.target_provider}:{settings.target_model}), judge "
+        f"{settings.judge_provider}:{settings.judge_model}, variant {settings.variant}, concurrency {settings.concurrency}"
+    )
+    if failed:
+        raise UserError(f"{failed} pre-flight check(s) failed (see the FAIL lines above)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test command: install what the tests need (a .venv from PyPI, the Claude Code CLI from npm into .tools/),
+# then run pytest. Extra arguments go to pytest. Exits non-zero when tests fail or none ran.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+VENV=${LONGMEMEVAL_TEST_VENV:-.venv}
+CLAUDE_CODE_VERSION=2.1.332
+
+if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV" || exit 1; fi
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
+
+if ! command -v claude >/dev/null 2>&1 && [ ! -x .tools/node_modules/.bin/claude ]; then
+  if command -v npm >/dev/null 2>&1; then
+    npm install --silent --no-fund --no-audit --prefix .tools "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
+      || echo "warning: could not install the Claude Code CLI; the plugin validation test will skip (or fail under CI)"
+  else
+    echo "warning: npm not found; the plugin validation test will skip (or fail under CI)"
+  fi
+fi
+export PATH="$PWD/.tools/node_modules/.bin:$PATH"
+
+"$VENV/bin/python" -m pytest "$@"
+rc=$?
+if [ "$rc" -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi
+exit "$rc"

@@ -1,0 +1,208 @@
+"""The run driver end to end: real SDKs against the fake server, resume, failure policy, cache, guards."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+import run_benchmark
+from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
+
+N_SAMPLE = len(json.loads(SAMPLE.read_text()))
+
+
+def run(project, *args):
+    return run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", *args])
+
+
+def meta(project, run_id):
+    return json.loads((run_dir(project, run_id) / "run-meta.json").read_text())
+
+
+def completed(project, run_id):
+    path = run_dir(project, run_id) / "questions_completed.jsonl"
+    return [json.loads(line)["question_id"] for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_offline_run_on_the_sample_needs_no_network_or_keys(tmp_path):
+    project = make_project(tmp_path / "p")
+    assert run(project, "--offline", "--run-id", "off") == 0
+    rows = judged_rows(project, "off")
+    assert len(rows) == N_SAMPLE
+    assert {r["judgment"]["provider"] for r in rows} == {"offline"}
+    assert not any(r["judgment"]["official"] for r in rows)
+    m = meta(project, "off")
+    assert m["status"] == "completed" and m["judge"]["official"] is False
+    assert m["duration_seconds"] >= 0 and m["counts"]["completed"] == N_SAMPLE
+
+
+def test_fake_server_run_labels_follow_the_answer_policy(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p")
+    gold = register_answers(fake_llm, correct_share=0.5)
+    assert run(project, "--run-id", "r1") == 0
+    rows = judged_rows(project, "r1")
+    assert sorted(r["question_id"] for r in rows) == sorted(gold)
+    for r in rows:
+        answered_gold = str(gold[r["question_id"]]).lower() in r["hypothesis"].lower()
+        assert r["judgment"]["label"] == answered_gold, r["question_id"]
+        assert r["judgment"]["model"] == "gpt-4o-2024-08-06"
+        assert r["judgment"]["official"] is False  # a stand-in template is never the official judge
+    labels = Counter(r["judgment"]["label"] for r in rows)
+    assert labels[True] and labels[False]
+    judge_calls = [q for q in fake_llm.requests if q["body"].get("max_tokens") == 10]
+    assert len(judge_calls) == N_SAMPLE
+    assert all(q["body"]["temperature"] == 0 and q["body"]["n"] == 1 for q in judge_calls)
+
+
+def test_max_caps_this_invocation_and_resume_finishes_with_one_row_per_question(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "r", "--max", "5") == 0
+    assert len(completed(project, "r")) == 5
+    assert run(project, "--run-id", "r") == 0
+    rows = judged_rows(project, "r")
+    assert len(rows) == N_SAMPLE and len({r["question_id"] for r in rows}) == N_SAMPLE
+    assert len(meta(project, "r")["invocations"]) == 2
+
+
+def test_item_error_is_recorded_not_completed_and_retried_on_resume(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p", concurrency=1)
+    register_answers(fake_llm)
+    fake_llm.fail_next("400")  # not retryable: the first item's generation fails
+    assert run(project, "--run-id", "e") == 1
+    m = meta(project, "e")
+    assert m["status"] == "failed" and "bad_request" in m["error"]
+    lines = [json.loads(x) for x in (run_dir(project, "e") / "item-results.jsonl").read_text().splitlines()]
+    errors = [r for r in lines if r["status"] == "error"]
+    assert len(errors) == 1 and errors[0]["error"]["stage"] == "generate"
+    assert errors[0]["question_id"] not in completed(project, "e")
+    assert run(project, "--run-id", "e") == 0
+    assert sorted(completed(project, "e")) == sorted(json.loads(SAMPLE.read_text())[i]["question_id"] for i in range(N_SAMPLE))
+
+
+def test_error_threshold_lets_a_run_continue_past_tolerated_errors(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p", concurrency=1)
+    register_answers(fake_llm)
+    fake_llm.fail_next("400")
+    assert run(project, "--run-id", "t", "--error-threshold", "1") == 0
+    assert len(completed(project, "t")) == N_SAMPLE - 1
+
+
+def test_billing_error_stops_the_run_with_its_own_exit_status(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p", concurrency=1)
+    register_answers(fake_llm)
+    fake_llm.fail_next("insufficient_quota")
+    assert run(project, "--run-id", "b") == 3
+    m = meta(project, "b")
+    assert m["status"] == "failed" and "billing" in m["error"]
+    assert len(fake_llm.requests) == 1  # never retried
+
+
+def test_second_identical_run_is_served_entirely_from_the_cache(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "first") == 0
+    calls = len(fake_llm.requests)
+    assert run(project, "--run-id", "second") == 0
+    assert len(fake_llm.requests) == calls
+    rows = judged_rows(project, "second")
+    assert all(r["judgment"]["cached"] for r in rows)
+    assert [r["judgment"]["label"] for r in sorted(rows, key=lambda r: r["question_id"])] == [
+        r["judgment"]["label"] for r in sorted(judged_rows(project, "first"), key=lambda r: r["question_id"])
+    ]
+    assert run(project, "--run-id", "third", "--no-cache") == 0
+    assert len(fake_llm.requests) == 2 * calls
+
+
+def test_retries_are_counted_in_run_meta(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p", concurrency=1)
+    register_answers(fake_llm)
+    fake_llm.fail_next("503", count=2)
+    assert run(project, "--run-id", "rt") == 0
+    m = meta(project, "rt")
+    assert m["retries"] == 2
+    assert m["invocations"][-1]["retries_by_kind"] == {"server": 2}
+
+
+def test_rate_limit_storm_cuts_the_limiter_and_loses_no_item(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p", concurrency=8, maxAttempts=8)
+    register_answers(fake_llm)
+    fake_llm.fail_next("429", count=6, retry_after=0.05)
+    assert run(project, "--run-id", "rl") == 0
+    m = meta(project, "rl")
+    assert len(completed(project, "rl")) == N_SAMPLE
+    assert any(c["reason"] == "rate_limit" for c in m["limiter"]["changes"])
+
+
+def test_shards_split_the_items_without_overlap(tmp_path, fake_llm):
+    import checkpoint_io
+
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "sh", "--shard", "1/2") == 0
+    assert run(project, "--run-id", "sh", "--shard", "2/2") == 0
+    root = run_dir(project, "sh")
+    one = checkpoint_io.load_completed(root / "shard-1of2")
+    two = checkpoint_io.load_completed(root / "shard-2of2")
+    assert one and two and not (one & two) and len(one | two) == N_SAMPLE
+    assert len(checkpoint_io.load_results(root)) == N_SAMPLE
+    assert json.loads((root / "run-meta.json").read_text())["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--run-id", "../escape"], "run id"),
+        (["--variant", "_x"], "variant"),
+        (["--shard", "3/2"], "--shard"),
+        (["--target-option", "novalue"], "key=value"),
+        (["--concurrency", "0"], "--concurrency"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors_with_exit_2_and_nothing_written(tmp_path, capsys, args, needle):
+    project = make_project(tmp_path / "p")
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), *args])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (project / ".longmemeval-benchmarks" / "runs").exists() or not any(
+        (project / ".longmemeval-benchmarks" / "runs").iterdir()
+    )
+
+
+def test_resume_with_a_different_judge_is_refused(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "j", "--max", "2") == 0
+    code = run_benchmark.run_main(
+        run_benchmark.main,
+        ["--project", str(project), "--run-id", "j", "--judge-model", "openai:gpt-4o-mini", "--progress", "quiet"],
+    )
+    assert code == 2 and "judge" in capsys.readouterr().err
+
+
+def test_missing_config_says_to_run_setup(tmp_path, capsys):
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(tmp_path)])
+    assert code == 2 and "/longmemeval-setup" in capsys.readouterr().err
+
+
+def test_no_api_key_lands_in_any_run_file(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    fake_llm.fail_next("401")
+    run(project, "--run-id", "k", "--error-threshold", "100")
+    for path in (project / ".longmemeval-benchmarks").rglob("*"):
+        if path.is_file():
+            blob = path.read_bytes()
+            assert b"DUMMY-openai-key" not in blob and b"DUMMY-anthropic-key" not in blob, path
+
+
+def test_dry_run_estimates_without_calling_any_model(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p")
+    assert run_benchmark.main(["--project", str(project), "--dry-run"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["items"] == N_SAMPLE and out["generation"]["tokens_in"] > 0 and out["judge"]["tokens_in"] > 0
+    assert fake_llm.requests == []
+    assert not (project / ".longmemeval-benchmarks" / "runs").exists()
