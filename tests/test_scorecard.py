@@ -1,0 +1,180 @@
+"""scorecard: every figure of a constructed run equals a hand computation; banner; gold-error figure; CLI forms."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import scorecard
+from compare_runs import load_run
+from errors import run_main
+from test_compare_runs import MS, OFFICIAL_SHA, SSU, TR, row, write_run
+
+ITEMS = [("370a8ff4", TR), ("a1", SSU), ("a2", SSU), ("a3_abs", SSU), ("b1", MS), ("b2_abs", MS), ("c2", TR)]
+
+
+def cost(gen: float, judge: float) -> dict:
+    return {"generation_usd": gen, "judge_usd": judge, "total_usd": gen + judge}
+
+
+def seven_item_rows() -> list[dict]:
+    """7 items over 3 types: one error row (b2_abs), one item never run (c2), one reported-bad gold (370a8ff4)."""
+    return [
+        row("370a8ff4", TR, True, latencyMs=500.0, cost=cost(0.004, 0.001)),
+        row("a1", SSU, True, latencyMs=1000.0, cost=cost(0.008, 0.002)),
+        row("a2", SSU, False, latencyMs=3000.0, cost=cost(0.015, 0.005),
+            calls=[{"role": "reader", "cached": True, "attempts": 3}]),
+        row("a3_abs", SSU, True, latencyMs=1500.0, cost=None),
+        row("b1", MS, True, latencyMs=2000.0, cost=cost(0.02, 0.01),
+            retrieval={"retrieved_session_ids": ["s2", "s3", "s1"], "gold_session_ids": ["s1"]}),
+        row("b2_abs", MS, None, latencyMs=4000.0, error_kind="timeout"),
+    ]
+
+
+@pytest.fixture
+def seven(tmp_path) -> Path:
+    return write_run(tmp_path / "seven", ITEMS, seven_item_rows(), status="failed")
+
+
+def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
+    card = scorecard.build_scorecard(load_run(seven))
+    assert (card["n_total"], card["judged"], card["correct"], card["errors"], card["not_run"]) == (7, 5, 4, 1, 1)
+    assert card["coverage"] == pytest.approx(5 / 7)
+    assert card["overall"]["accuracy_strict"] == pytest.approx(4 / 7)
+    assert card["overall"]["accuracy_judged"] == pytest.approx(4 / 5)
+    assert card["task_averaged"]["accuracy_strict"] == pytest.approx(5 / 9)   # (2/3 + 1/2 + 1/2) / 3
+    assert card["task_averaged"]["accuracy_judged"] == pytest.approx(8 / 9)   # (2/3 + 1 + 1) / 3
+    assert (card["abstention"]["n"], card["abstention"]["correct"]) == (2, 1)
+    assert card["per_type"][MS]["n"] == 2  # b2_abs counts in multi-session and in abstention
+    assert card["per_type"][TR]["accuracy_strict"] == pytest.approx(0.5)
+
+    # cost: two rows of unknown cost -> total unknown, never 0
+    assert card["cost"]["rows_unknown_cost"] == 2 and card["cost"]["total_usd"] is None
+    assert card["cost"]["known_total_usd"] == pytest.approx(0.065)
+    # latency over [500, 1000, 1500, 2000, 3000, 4000] ms
+    gen = card["latency"]["generation"]
+    assert (gen["p50"], gen["p95"], gen["max"]) == (pytest.approx(1750), pytest.approx(3750), 4000)
+    assert card["latency"]["judge"]["n"] == 5 and card["latency"]["judge"]["p50"] == pytest.approx(20.0)
+    usage = card["usage"]
+    assert usage["tokens"]["generation"] == {"in": 60, "out": 12}
+    assert usage["tokens"]["judge"] == {"in": 250, "out": 5}
+    assert usage["cache"]["generation_calls_cached"] == 1 and usage["retries"]["generation"] == 2
+    assert usage["errors_by_kind"] == {"timeout": 1}
+
+    # retrieval: only b1 carries ids; gold s1 at rank 3 (upstream DCG: rank i>=2 weighs 1/log2(i))
+    ret = card["retrieval"]
+    assert ret["scored"] == 1 and ret["skipped_abstention"] == 0
+    assert ret["overall"]["recall_any@1"] == 0.0 and ret["overall"]["recall_any@3"] == 1.0
+    assert ret["overall"]["ndcg_any@3"] == pytest.approx(0.6309, abs=1e-4)  # 1 / log2(3)
+
+
+def test_second_figure_excludes_reported_gold_errors_without_replacing_official(seven):
+    card = scorecard.build_scorecard(load_run(seven))
+    ex = card["excluding_gold_errors"]
+    assert ex["excluded"] == [{"question_id": "370a8ff4", "issues": [19, 40]}]
+    assert (ex["n_total"], ex["correct"]) == (6, 3)
+    assert ex["overall"]["accuracy_strict"] == pytest.approx(0.5)
+    assert ex["task_averaged"]["accuracy_strict"] == pytest.approx(7 / 18)  # (2/3 + 1/2 + 0/1) / 3
+    assert card["overall"]["accuracy_strict"] == pytest.approx(4 / 7)  # official figure untouched
+    md = scorecard.render_markdown(card)
+    assert "Excluding reported gold errors" in md and "370a8ff4 (#19, #40)" in md
+
+
+def test_retrieval_skips_abstention_and_no_gold_items_and_says_how_many(tmp_path):
+    rows = [row("x1", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]}),
+            row("x2_abs", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": []}),
+            row("x3", SSU, False, retrieval={"retrieved_session_ids": ["h"], "gold_session_ids": []})]
+    run = write_run(tmp_path / "r", [("x1", SSU), ("x2_abs", SSU), ("x3", SSU)], rows)
+    ret = scorecard.build_scorecard(load_run(run))["retrieval"]
+    assert (ret["scored"], ret["skipped_abstention"], ret["skipped_no_gold"]) == (1, 1, 1)
+    assert ret["overall"]["recall_all@1"] == 1.0
+
+
+def _clean(tmp_path, **kw) -> Path:
+    items = [("k1", SSU), ("k2", MS)]
+    rows = kw.pop("rows", [row("k1", SSU, True), row("k2", MS, False)])
+    return write_run(tmp_path / "clean", items, rows, **kw)
+
+
+def test_complete_official_run_is_comparable(tmp_path):
+    card = scorecard.build_scorecard(load_run(_clean(tmp_path)))
+    assert card["comparable"] is True and card["comparability_notes"] == []
+    assert "NOT COMPARABLE" not in scorecard.render_markdown(card)
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"judge": {"provider": "openai", "model": "gpt-4o-mini", "official": False}}, "judge not official"),
+    ({"judge": {"provider": "offline", "model": "containment", "official": False}}, "provider=offline"),
+    ({"rows": [row("k1", SSU, True, official=False), row("k2", MS, False)]}, "on 1 judged row"),
+    ({"rows": [row("k1", SSU, True, judge_model="gpt-4o-2024-05-13"), row("k2", MS, False)]}, "gpt-4o-2024-05-13"),
+    ({"sha": "a" * 64}, "not a known official release"),
+    ({"rows": [row("k1", SSU, True)], "status": "interrupted"}, "run incomplete: 1 of 2"),
+    ({"status": "failed"}, "run status is 'failed'"),
+    ({"rows": [row("k1", SSU, True), row("k2", MS, None, error_kind="rate_limit")]}, "errors present: 1"),
+])
+def test_banner_names_each_reason_a_run_is_not_comparable(tmp_path, kw, needle):
+    card = scorecard.build_scorecard(load_run(_clean(tmp_path, **kw)))
+    assert card["comparable"] is False
+    assert any(needle in n for n in card["comparability_notes"]), card["comparability_notes"]
+    md = scorecard.render_markdown(card)
+    assert "NOT COMPARABLE" in md and needle in md
+
+
+def test_four_argument_form_counts_missing_items_as_wrong_and_writes_files(seven, capsys):
+    assert scorecard.main([str(seven), "7", "_s", "seven", "--no-charts"]) == 0
+    out = capsys.readouterr().out
+    assert "| Overall accuracy (micro) | 0.5714 (4/7) | 0.8000 (4/5) |" in out
+    assert "| Task-averaged accuracy (macro, 3 types) | 0.5556 | 0.8889 |" in out
+    assert "| Abstention accuracy (`_abs` ids) | 0.5000 (1/2) | 1.0000 (1/1) |" in out
+    assert "unknown for 2 row(s)" in out
+    saved = json.loads((seven / "metrics.json").read_text())
+    assert saved["correct"] == 4 and saved["n_total"] == 7 and saved["variant"] == "_s"
+    assert (seven / "scorecard.md").read_text() == out
+    # N_TOTAL beyond the manifest: the extra items count as wrong in the strict overall figure
+    assert scorecard.main([str(seven), "10", "_s", "seven", "--no-charts", "--format", "json"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["n_total"] == 10 and card["overall"]["accuracy_strict"] == pytest.approx(0.4)
+    assert card["unattributed"] == 3
+
+
+def test_run_id_form_finds_run_in_project_and_renders_partial_and_failed_runs(tmp_path, capsys):
+    runs = tmp_path / ".longmemeval-benchmarks" / "runs"
+    write_run(runs / "partial", ITEMS, seven_item_rows()[:2], status="interrupted")
+    write_run(runs / "failed", ITEMS, seven_item_rows(), status="failed")
+    write_run(runs / "done", ITEMS[:2], seven_item_rows()[:2], status="completed")
+    for run_id, expected in (("partial", "0.2857 (2/7)"), ("failed", "0.5714 (4/7)"), ("done", "1.0000 (2/2)")):
+        assert scorecard.main(["--run-id", run_id, "--project", str(tmp_path)]) == 0
+        out = capsys.readouterr().out
+        assert f"| Overall accuracy (micro) | {expected} |" in out
+        assert (runs / run_id / "charts" / "per-type-accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert scorecard.main(["--latest", "--project", str(tmp_path), "--no-charts"]) == 0
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--run-id", "nope"], "no run 'nope'"),
+    (["--run-id", "../x"], "invalid run id"),
+    ([], "no run given"),
+    (["a", "b"], "4 arguments"),
+])
+def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, needle):
+    assert run_main(scorecard.main, [*argv, "--project", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1
+
+
+def test_bad_n_total_writes_nothing(seven, capsys):
+    assert run_main(scorecard.main, [str(seven), "lots", "_s", "seven"]) == 2
+    assert not (seven / "metrics.json").exists()
+    assert "N_TOTAL must be a whole number" in capsys.readouterr().err
+
+
+def test_metrics_json_keeps_keys_other_scripts_read(seven):
+    import rounds
+
+    scorecard.main([str(seven), "7", "_s", "seven", "--no-charts"])
+    saved = rounds.read_metrics(seven)
+    assert rounds.strict_correct(saved) == (4, 7)
+    assert rounds.figure(saved["overall"]) == pytest.approx(4 / 7)
+    assert OFFICIAL_SHA  # the fixture's dataset sha is the known official one
