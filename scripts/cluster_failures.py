@@ -1,0 +1,248 @@
+"""Group a run's failures by question type and failure mode: step A of the loop's cluster -> diagnose -> propose.
+
+Every item whose last row is not judged correct (strict: errors count) gets one failure mode, first match wins:
+
+    error:<kind>            the row is an error (rate_limit, server, billing, ...): infrastructure, not a fix target
+    gold_reported_bad       the id is in references/known-gold-errors.json: do not chase it
+    abstention_answered     an ``_abs`` item (should refuse) that the target answered
+    refused_should_answer   a normal item the target refused ("I don't know", "not mentioned", ...)
+    retrieval_miss          the row carries retrieval and no gold session is in the top k
+    retrieval_partial       some but not all gold sessions are in the top k (multi-session needs all)
+    temporal_arithmetic     temporal-reasoning, evidence retrieved: date arithmetic or ordering went wrong
+    stale_value             knowledge-update, evidence retrieved: an old value was given instead of the latest
+    preference_not_personalised   single-session-preference: generic advice instead of the user's preference
+    reading_error           evidence retrieved (or no retrieval recorded) and the reader still got it wrong
+
+When a row carries the target's debug, the symbolic layers that acted on it (``symbolic_resolver``,
+``symbolic_temporal``, ``symbolic_bypass``) are listed per cluster, so a failure can be pinned on a layer.
+
+Usage:
+    python scripts/cluster_failures.py --run-id longmemeval-iter            # Markdown for the agent
+    python scripts/cluster_failures.py --run-id longmemeval-iter --json     # JSON records only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import checkpoint_io
+import metrics
+from errors import UserError, run_main
+from loop_guard import SYMBOLIC_FLAGS, existing_run_dir
+from records import QUESTION_TYPES, is_abstention
+
+KNOWN_GOLD_ERRORS = Path(__file__).resolve().parent.parent / "references" / "known-gold-errors.json"
+MODES: tuple[str, ...] = (
+    "gold_reported_bad",
+    "abstention_answered",
+    "refused_should_answer",
+    "retrieval_miss",
+    "retrieval_partial",
+    "temporal_arithmetic",
+    "stale_value",
+    "preference_not_personalised",
+    "reading_error",
+)
+EXAMPLES_PER_CLUSTER = 5
+_REFUSAL = re.compile(
+    r"\b(i don't know|i do not know|not (?:been )?mentioned|no (?:information|mention|record)|"
+    r"(?:cannot|can't|unable to) (?:determine|find|answer|tell)|not enough information|"
+    r"(?:did|does|do) not (?:mention|say|specify)|there is no (?:information|mention|record))\b",
+    re.IGNORECASE,
+)
+
+
+def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> set[str]:
+    """Question ids whose gold answer was reported wrong upstream (empty set if the list is absent)."""
+    if not path.exists():
+        return set()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    items = data.get("items", data) if isinstance(data, dict) else data
+    return {str(i["question_id"] if isinstance(i, Mapping) else i) for i in items}
+
+
+def looks_like_refusal(hypothesis: Any) -> bool:
+    return isinstance(hypothesis, str) and bool(_REFUSAL.search(hypothesis))
+
+
+def retrieval_state(row: Mapping[str, Any], top_k: int) -> str | None:
+    """``hit`` (all gold in top k), ``partial``, ``miss`` (none), or None when the row has no retrieval."""
+    retrieval = row.get("retrieval") or {}
+    retrieved = retrieval.get("retrieved_session_ids")
+    gold = [g for g in retrieval.get("gold_session_ids") or [] if g]
+    if retrieved is None or not gold:
+        return None
+    top = set(retrieved[:top_k])
+    found = sum(1 for g in gold if g in top)
+    return "hit" if found == len(gold) else ("miss" if found == 0 else "partial")
+
+
+def _fired(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(value.get(k) is True for k in ("fired", "applied", "used", "answered", "changed"))
+    return value is True
+
+
+def symbolic_layers(row: Mapping[str, Any]) -> list[str]:
+    """The symbolic layers the target's debug says acted on this item (any of the debug shapes we accept).
+
+    Accepted: ``debug.symbolic = {"resolver": {...fired: true}, ...}`` (names with or without ``symbolic_``),
+    or top-level ``debug.symbolic_resolver = true|{...}``.
+    """
+    debug = (row.get("target") or {}).get("debug") or {}
+    found = []
+    nested = debug.get("symbolic") if isinstance(debug.get("symbolic"), Mapping) else {}
+    for flag in SYMBOLIC_FLAGS:
+        short = flag.removeprefix("symbolic_")
+        if _fired(debug.get(flag)) or _fired(nested.get(flag)) or _fired(nested.get(short)):
+            found.append(flag)
+    return found
+
+
+def failure_mode(row: Mapping[str, Any], gold_bad: set[str], top_k: int) -> str:
+    qid = str(row["question_id"])
+    if row.get("status") == "error":
+        return f"error:{(row.get('error') or {}).get('kind', 'unknown')}"
+    if qid in gold_bad:
+        return "gold_reported_bad"
+    if is_abstention(qid):
+        return "abstention_answered"
+    if looks_like_refusal(row.get("hypothesis")):
+        return "refused_should_answer"
+    retrieval = retrieval_state(row, top_k)
+    if retrieval in ("miss", "partial"):
+        return f"retrieval_{retrieval}"
+    qtype = row.get("question_type")
+    if qtype == "temporal-reasoning":
+        return "temporal_arithmetic"
+    if qtype == "knowledge-update":
+        return "stale_value"
+    if qtype == "single-session-preference":
+        return "preference_not_personalised"
+    return "reading_error"
+
+
+def cluster(
+    rows: Mapping[str, Mapping[str, Any]],
+    types: Mapping[str, str],
+    *,
+    gold_bad: Iterable[str] = (),
+    top_k: int = 10,
+) -> dict[str, Any]:
+    """Failures of a run grouped by (question type, mode), biggest cluster first.
+
+    ``types`` is the run's item set (manifest): an id with no row at all is a failure of mode ``not_run``.
+    """
+    gold_bad = set(gold_bad)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for qid, qtype in types.items():
+        row = rows.get(qid)
+        if metrics.label_of_row(row) is True:
+            continue
+        mode = "not_run" if row is None else failure_mode(row, gold_bad, top_k)
+        groups[(qtype, mode)].append(
+            {
+                "question_id": qid,
+                "layers": [] if row is None else symbolic_layers(row),
+                "hypothesis": None if row is None else row.get("hypothesis"),
+                "answer": None if row is None else row.get("answer"),
+            }
+        )
+    clusters = []
+    for (qtype, mode), members in groups.items():
+        layer_counts = Counter(layer for m in members for layer in m["layers"])
+        clusters.append(
+            {
+                "question_type": qtype,
+                "mode": mode,
+                "count": len(members),
+                "question_ids": [m["question_id"] for m in members],
+                "examples": members[:EXAMPLES_PER_CLUSTER],
+                "symbolic_layers": dict(sorted(layer_counts.items())),
+                "infrastructure": mode.startswith("error:") or mode == "not_run",
+            }
+        )
+    type_rank = {t: i for i, t in enumerate(QUESTION_TYPES)}
+    clusters.sort(key=lambda c: (c["infrastructure"], -c["count"], type_rank.get(c["question_type"], 99), c["mode"]))
+    by_mode = Counter()
+    for c in clusters:
+        by_mode[c["mode"]] += c["count"]
+    return {
+        "n_total": len(types),
+        "failures": sum(c["count"] for c in clusters),
+        "top_k": top_k,
+        "by_mode": dict(by_mode.most_common()),
+        "clusters": clusters,
+    }
+
+
+def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
+    run_dir = Path(run_dir)
+    rows = checkpoint_io.load_results(run_dir)
+    manifest = run_dir / checkpoint_io.MANIFEST_FILE
+    if manifest.exists():
+        items = checkpoint_io.read_json(manifest, schema="manifest")["items"]
+        types = {str(i["question_id"]): str(i["question_type"]) for i in items}
+    else:
+        types = {qid: str(row.get("question_type")) for qid, row in rows.items()}
+    result = cluster(rows, types, gold_bad=load_known_gold_errors(), top_k=top_k)
+    result["run"] = str(run_dir)
+    return result
+
+
+def _short(text: Any, width: int = 90) -> str:
+    s = "" if text is None else " ".join(str(text).split()).replace("|", "\\|")
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def render_markdown(result: Mapping[str, Any]) -> str:
+    lines = [
+        f"# Failure clusters: {result['failures']} of {result['n_total']} items not correct (strict)",
+        "",
+        "Pick ONE cluster (not infrastructure, not gold_reported_bad), read its rows, then propose one fix "
+        "(references/iteration-rules.md, steps B and C).",
+        "",
+        "| # | type | mode | count | symbolic layers | example ids |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i, c in enumerate(result["clusters"], 1):
+        layers = ", ".join(f"{k} {v}" for k, v in c["symbolic_layers"].items()) or "—"
+        mode = c["mode"] + (" (infrastructure)" if c["infrastructure"] else "")
+        lines.append(f"| {i} | {c['question_type']} | {mode} | {c['count']} | {layers} | {', '.join(c['question_ids'][:EXAMPLES_PER_CLUSTER])} |")
+    for i, c in enumerate(result["clusters"], 1):
+        if c["infrastructure"]:
+            continue
+        lines += ["", f"## {i}. {c['question_type']} / {c['mode']} ({c['count']})", ""]
+        for ex in c["examples"]:
+            lines.append(f"- `{ex['question_id']}`: said \"{_short(ex['hypothesis'])}\"; gold \"{_short(ex['answer'])}\"")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
+    parser.add_argument("--run-id", help="the run to analyse (the loop's run id)")
+    parser.add_argument("--run-dir", type=Path, help="analyse this run or snapshot directory instead of --run-id")
+    parser.add_argument("--top-k", type=int, default=10, help="a gold session must rank in the top K to count as retrieved (default 10)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    args = parser.parse_args(argv)
+    if not args.run_id and not args.run_dir:
+        raise UserError("give --run-id R (or --run-dir PATH)", fix="e.g. --run-id longmemeval-iter")
+    if args.top_k < 1:
+        raise UserError(f"--top-k {args.top_k} must be >= 1")
+    run_dir = args.run_dir if args.run_dir else existing_run_dir(args.project, args.run_id)
+    if not Path(run_dir).is_dir():
+        raise UserError(f"no run directory at {run_dir}")
+    result = cluster_run(run_dir, top_k=args.top_k)
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render_markdown(result), end="" if not args.json else "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))
