@@ -1,0 +1,91 @@
+"""Killing a concurrent run at random moments, then resuming, gives exactly the uninterrupted result."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
+
+N_SAMPLE = len(json.loads(SAMPLE.read_text()))
+
+
+def start_driver(project: Path, server, run_id: str, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ)
+    env.update(OPENAI_BASE_URL=server.openai_base_url, ANTHROPIC_BASE_URL=server.anthropic_base_url)
+    cmd = [sys.executable, str(REPO / "scripts" / "run_benchmark.py"), "--project", str(project), "--run-id", run_id,
+           "--progress", "quiet", "--no-scorecard", *extra]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def labels(project: Path, run_id: str) -> dict[str, bool]:
+    rows = [json.loads(x) for x in (run_dir(project, run_id) / "item-results.jsonl").read_text().splitlines() if x.strip()]
+    judged = [r for r in rows if r["status"] == "judged"]
+    assert len(judged) == len({r["question_id"] for r in judged}), "a question has two judged rows"
+    return {r["question_id"]: r["judgment"]["label"] for r in judged}
+
+
+def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_path, fake_llm):
+    register_answers(fake_llm, correct_share=0.5)
+    fake_llm.latency = 0.02
+    reference = make_project(tmp_path / "ref", concurrency=8, cacheEnabled=False)
+    proc = start_driver(reference, fake_llm, "ref")
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    expected = labels(reference, "ref")
+    assert len(expected) == N_SAMPLE
+
+    project = make_project(tmp_path / "p", concurrency=8, cacheEnabled=False)
+    rng = random.Random(7)
+    kills = 0
+    for _ in range(6):
+        proc = start_driver(project, fake_llm, "crashy")
+        time.sleep(rng.uniform(0.3, 1.2))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=60)
+    proc = start_driver(project, fake_llm, "crashy")
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert kills >= 1
+    assert labels(project, "crashy") == expected
+    done = [json.loads(x)["question_id"] for x in (run_dir(project, "crashy") / "questions_completed.jsonl").read_text().splitlines() if x.strip()]
+    assert sorted(set(done)) == sorted(expected)
+
+
+def test_sigterm_finishes_in_flight_items_marks_interrupted_and_resume_completes(tmp_path, fake_llm):
+    register_answers(fake_llm)
+    fake_llm.latency = 0.05
+    project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
+    proc = start_driver(project, fake_llm, "term")
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "resume with:" in err and "--run-id term" in err
+    meta = json.loads((run_dir(project, "term") / "run-meta.json").read_text())
+    assert meta["status"] == "interrupted" and meta["finished_at"] and meta["duration_seconds"] > 0
+    first = labels(project, "term")
+    assert 0 < len(first) < N_SAMPLE
+    proc = start_driver(project, fake_llm, "term")
+    assert proc.wait(timeout=120) == 0
+    assert len(labels(project, "term")) == N_SAMPLE
+
+
+def test_a_second_driver_on_the_same_run_is_refused(tmp_path, fake_llm):
+    register_answers(fake_llm)
+    fake_llm.latency = 0.2
+    project = make_project(tmp_path / "p", concurrency=1, cacheEnabled=False)
+    first = start_driver(project, fake_llm, "locked")
+    time.sleep(1.0)
+    second = start_driver(project, fake_llm, "locked")
+    _, err = second.communicate(timeout=60)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert second.returncode == 2
+    assert f"pid {first.pid}" in err and "Traceback" not in err
