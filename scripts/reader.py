@@ -21,7 +21,7 @@ import json
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from records import ChatRequest, PublicItem
+from records import ChatRequest, Hypothesis, PublicItem
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 MODES = ("direct", "con")
@@ -217,3 +217,91 @@ def truncate_to_fit(
         "counted_with": "estimate" if "estimate" in how else "provider",
     }
     return kept, info
+
+
+# --------------------------------------------------------------------------- the reader as a target step
+
+ESTIMATE_BUDGET_SHARE = 0.9
+"""A characters/4 estimate can run low: when sessions are counted by estimate, only 90% of the budget is used."""
+
+
+def reader_settings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The reader's target options with defaults: ``mode``, ``history_format``, ``context_window``, ``max_tokens``."""
+    mode = str(options.get("mode", "direct"))
+    fmt = str(options.get("history_format", "json"))
+    if mode not in MODES:
+        raise ValueError(f"target option mode must be one of {MODES}, got {mode!r}")
+    if fmt not in HISTORY_FORMATS:
+        raise ValueError(f"target option history_format must be one of {HISTORY_FORMATS}, got {fmt!r}")
+    max_tokens = options.get("max_tokens")
+    return {
+        "mode": mode,
+        "history_format": fmt,
+        "context_window": options.get("context_window"),
+        "max_tokens": int(max_tokens) if max_tokens not in (None, "") else MAX_TOKENS[mode],
+    }
+
+
+def build_fitted_request(
+    item: PublicItem | Mapping[str, Any],
+    sessions: Sequence[S],
+    *,
+    provider: str,
+    model: str,
+    options: Mapping[str, Any] | None = None,
+    use_provider_count: bool = True,
+) -> tuple[ChatRequest, dict[str, Any]]:
+    """The reader request over ``sessions``, dropping the oldest sessions if the prompt would not fit the model's
+    context window (minus the output tokens). Returns the request and the truncation info (plus window facts).
+
+    The provider's token counter is asked only when the estimate comes near the budget (it is a network call).
+    """
+    cfg = reader_settings(options or {})
+    window, window_source = context_window(model, cfg["context_window"])
+    budget = window - cfg["max_tokens"]
+
+    def request_for(kept: Sequence[S]) -> ChatRequest:
+        return build_reader_request(item, render_history(kept, fmt=cfg["history_format"]), provider=provider,
+                                    model=model, mode=cfg["mode"], max_tokens=cfg["max_tokens"])
+
+    full_estimate, _ = count_request_tokens(request_for(sessions), use_provider=False)
+    kept: list[S] = sort_by_date(sessions)
+    info: dict[str, Any] = {"truncated": False, "dropped_sessions": 0, "kept_sessions": len(kept),
+                            "tokens": full_estimate, "counted_with": "estimate"}
+    effective_budget = int(budget * ESTIMATE_BUDGET_SHARE)
+    if full_estimate > budget * 0.7:  # near or over the budget: count properly, truncate if needed
+        tokens, method = count_request_tokens(request_for(sessions), use_provider=use_provider_count)
+        effective_budget = budget if method == "provider" else effective_budget
+        info.update(tokens=tokens, counted_with=method)
+        if tokens > effective_budget:
+
+            def count_fn(subset: Sequence[S]) -> tuple[int, str]:
+                return count_request_tokens(request_for(subset), use_provider=method == "provider")
+
+            kept, info = truncate_to_fit(sessions, effective_budget, count_fn)
+    info.update(context_window=window, context_window_source=window_source, budget_tokens=effective_budget)
+    return request_for(kept), info
+
+
+def answer_with_reader(
+    item: PublicItem,
+    sessions: Sequence[Any],
+    ctx: Any,
+    *,
+    debug: Mapping[str, Any] | None = None,
+) -> Hypothesis:
+    """Read ``sessions`` with ``ctx``'s model (one call) and return the Hypothesis; truncation goes in debug."""
+
+    request, info = build_fitted_request(item, sessions, provider=ctx.provider, model=ctx.model,
+                                         options=ctx.options)
+    completion = ctx.llm.complete(request)
+    cfg = reader_settings(ctx.options)
+    return Hypothesis(
+        hypothesis=completion.text,
+        tokensIn=completion.tokensIn,
+        tokensOut=completion.tokensOut,
+        latencyMs=completion.latencyMs,
+        calls=({**completion.to_dict(), "role": "reader"},),
+        debug={**(debug or {}), "reader": {"mode": cfg["mode"], "history_format": cfg["history_format"]},
+               "truncation": info},
+    )

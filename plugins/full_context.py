@@ -1,0 +1,35 @@
+"""Target ``full-context``: the reader over every history session of the item (upstream's long-context baseline).
+
+Options: ``mode`` (``direct`` | ``con``, Chain-of-Note), ``history_format`` (``json`` | ``nl``),
+``context_window`` (tokens; default from ``reader.CONTEXT_WINDOWS``), ``max_tokens`` (default 500 / 800).
+When the history does not fit the window, the OLDEST sessions are dropped; ``debug.truncation`` says how many.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
+if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
+    sys.path.insert(0, _SCRIPTS)
+
+import reader  # noqa: E402
+from records import ChatRequest, Hypothesis, PublicItem, TargetContext  # noqa: E402
+
+NAME = "full-context"
+
+
+def describe(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": NAME, **reader.reader_settings(options)}
+
+
+def prepare_requests(item: PublicItem, ctx: TargetContext) -> list[ChatRequest]:
+    request, _ = reader.build_fitted_request(item, item.sessions, provider=ctx.provider, model=ctx.model,
+                                             options=ctx.options, use_provider_count=False)
+    return [request]
+
+
+def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
+    return reader.answer_with_reader(item, item.sessions, ctx)

@@ -1,0 +1,369 @@
+"""Turn one LongMemEval item into a hypothesis with a target (the memory system under test).
+
+Usage (debug one item)::
+
+    python scripts/generation_driver.py --dataset data/longmemeval_oracle.json --question-id e47becba \\
+        --target oracle --target-model openai:gpt-4o --target-option mode=con
+
+prints the hypothesis JSON (``Hypothesis.to_dict()`` plus ``"target"``) on stdout.
+
+A target is a Python file with ``generate(item: PublicItem, ctx: TargetContext) -> Hypothesis`` and optionally
+``NAME``, ``describe(options) -> dict`` and ``prepare_requests(item, ctx) -> list[ChatRequest]`` (dry runs).
+Built-in targets live in ``plugins/``; any other ``.py`` path loads the same way.
+
+Gold never reaches a target: it receives ``Question.public()`` (no answer, no evidence ids, no ``has_answer``,
+sessions renamed ``session_001`` ...). The one exception is by design and happens HERE, not in the target:
+for ``oracle`` the driver keeps only the evidence sessions (``answer_session_ids``) before building the public
+item, so the oracle target is the plain reader over the sessions it is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shlex
+import sys
+import time
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Mapping, Sequence
+
+from errors import UserError, run_main
+from records import ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
+
+PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
+
+BUILTIN_TARGETS: dict[str, str] = {
+    "full-context": "plugins/full_context.py",
+    "oracle": "plugins/oracle.py",
+    "rag": "plugins/rag.py",
+    "offline": "plugins/offline.py",
+    "command": "plugins/command.py",
+    "python": "plugins/python_file.py",
+    "memory-ref": "plugins/memory_ref/__init__.py",
+}
+
+ORACLE_TARGET = "oracle"
+
+
+class TargetError(UserError):
+    """A target failed on one item (bad output, subprocess crash, a bug). The run records it as an item error
+    of kind ``target``; it never stops the run. The message is kept verbatim (it may hold a stderr tail)."""
+
+    kind = "target"
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.message = message
+
+
+# --------------------------------------------------------------------------- loading targets
+
+
+def target_path(name_or_path: str) -> str:
+    """The file a target name or path refers to; UserError when it does not exist."""
+    if name_or_path in BUILTIN_TARGETS:
+        path = PLUGINS_DIR.parent / BUILTIN_TARGETS[name_or_path]
+        if not path.is_file():
+            raise UserError(
+                f"target {name_or_path!r}: {BUILTIN_TARGETS[name_or_path]} is not in this checkout",
+                fix="update the plugin, or pick another target",
+            )
+        return str(path)
+    candidate = Path(name_or_path).expanduser()
+    if name_or_path.endswith(".py") or candidate.is_dir():
+        if candidate.is_dir():
+            candidate = candidate / "__init__.py"
+        if not candidate.is_file():
+            raise UserError(f"target file {name_or_path!r} not found", fix="give a path to an existing .py file")
+        return str(candidate.resolve())
+    raise UserError(
+        f"unknown target {name_or_path!r}",
+        fix=f"use one of {', '.join(BUILTIN_TARGETS)} or a path to a .py file",
+    )
+
+
+def target_name(name_or_path: str) -> str:
+    """What result rows call the target: the built-in name, else the module's NAME, else the file stem."""
+    if name_or_path in BUILTIN_TARGETS:
+        return name_or_path
+    module = load_target(name_or_path)
+    stem = Path(target_path(name_or_path))
+    return str(getattr(module, "NAME", stem.parent.name if stem.name == "__init__.py" else stem.stem))
+
+
+def load_target(name_or_path: str) -> ModuleType:
+    """Import a target by file path (cached per file); UserError if it has no ``generate``."""
+    return _load_module(target_path(name_or_path))
+
+
+@lru_cache(maxsize=None)
+def _load_module(path: str) -> ModuleType:
+    file = Path(path)
+    is_package = file.name == "__init__.py"
+    stem = file.parent.name if is_package else file.stem
+    module_name = f"lme_target_{stem.replace('-', '_')}_{abs(hash(path)) % 10**8}"
+    spec = importlib.util.spec_from_file_location(
+        module_name, file, submodule_search_locations=[str(file.parent)] if is_package else None
+    )
+    if spec is None or spec.loader is None:
+        raise UserError(f"cannot load target {path}", fix="give a path to a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module  # packages need this for their relative imports
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        sys.modules.pop(module_name, None)
+        raise UserError(f"target {path} failed to import: {type(err).__name__}: {err}") from err
+    if not callable(getattr(module, "generate", None)):
+        sys.modules.pop(module_name, None)
+        raise UserError(f"target {path} defines no generate(item, ctx)", fix="add generate() as plugins/README.md shows")
+    return module
+
+
+# --------------------------------------------------------------------------- items
+
+
+def _as_question(item: Question | Mapping[str, Any]) -> Question:
+    return item if isinstance(item, Question) else Question.from_dict(item)
+
+
+def visible_question(q: Question, target: str) -> Question:
+    """The Question whose sessions the target may see: all of them, or the evidence only for ``oracle``."""
+    if target != ORACLE_TARGET:
+        return q
+    evidence = set(q.answer_session_ids)
+    return Question(
+        question_id=q.question_id,
+        question_type=q.question_type,
+        question=q.question,
+        answer=q.answer,
+        question_date=q.question_date,
+        sessions=tuple(s for s in q.sessions if s.session_id in evidence),
+        answer_session_ids=q.answer_session_ids,
+    )
+
+
+def public_view(q: Question, target: str) -> PublicItem:
+    """What ``target`` receives for ``q``: the public item of ``visible_question`` (no gold, aliased ids)."""
+    return visible_question(q, target).public()
+
+
+class _NoProviderLLM:
+    """Stands in when ``providers.py`` is unavailable: model-free targets (offline, command) still run."""
+
+    def complete(self, request: ChatRequest) -> Completion:
+        raise TargetError("no model provider layer (scripts/providers.py) is available for this target's call")
+
+    def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
+        raise TargetError("no model provider layer (scripts/providers.py) is available for embeddings")
+
+
+def _default_llm() -> Any:
+    try:
+        import providers
+    except ImportError:
+        return _NoProviderLLM()
+    return providers.Gateway()
+
+
+def _is_provider_error(err: BaseException) -> bool:
+    try:
+        import providers
+    except ImportError:
+        return False
+    return isinstance(err, providers.ProviderError)
+
+
+def hypothesis_from_response(obj: Any, source: str) -> Hypothesis:
+    """Validate a user system's reply (command and python adapters): ``{"hypothesis": str, "tokensIn"?,
+    "tokensOut"?, "retrieved_session_ids"?, "debug"?}``. Anything else is a TargetError naming ``source``."""
+    if not isinstance(obj, Mapping):
+        raise TargetError(f"{source} returned {type(obj).__name__}, expected a JSON object with 'hypothesis'")
+    text = obj.get("hypothesis")
+    if not isinstance(text, str) or not text.strip():
+        raise TargetError(f"{source} returned no 'hypothesis' (missing, empty or not a string): keys {sorted(obj)}")
+    retrieved = obj.get("retrieved_session_ids")
+    if retrieved is not None and (not isinstance(retrieved, list) or not all(isinstance(s, str) for s in retrieved)):
+        raise TargetError(f"{source}: 'retrieved_session_ids' must be a list of session id strings")
+    debug = obj.get("debug") or {}
+    if not isinstance(debug, Mapping):
+        raise TargetError(f"{source}: 'debug' must be a JSON object")
+    try:
+        tokens_in, tokens_out = int(obj.get("tokensIn") or 0), int(obj.get("tokensOut") or 0)
+        latency = float(obj.get("latencyMs") or 0.0)
+    except (TypeError, ValueError) as err:
+        raise TargetError(f"{source}: tokensIn/tokensOut/latencyMs must be numbers ({err})") from err
+    return Hypothesis(
+        hypothesis=text,
+        tokensIn=tokens_in,
+        tokensOut=tokens_out,
+        latencyMs=latency,
+        retrieved_session_ids=None if retrieved is None else tuple(retrieved),
+        debug=dict(debug),
+    )
+
+
+def _real_ids(q: Question, aliases: Sequence[str]) -> tuple[list[str], int]:
+    real, unknown, seen = [], 0, set()
+    for alias in aliases:
+        sid = q.real_session_id(alias)
+        if sid is None:
+            unknown += 1
+        elif sid not in seen:
+            seen.add(sid)
+            real.append(sid)
+    return real, unknown
+
+
+def generate_hypothesis(
+    item: Question | Mapping[str, Any],
+    provider: str,
+    model: str,
+    *,
+    target: str = "full-context",
+    llm: Any = None,
+    options: Mapping[str, Any] | None = None,
+    cache_dir: str | None = None,
+) -> dict[str, Any]:
+    """Run ``target`` on one item: ``Hypothesis.to_dict()`` plus ``"target"``; retrieved ids are real ids.
+
+    A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
+    """
+    module = load_target(target)
+    q = visible_question(_as_question(item), target)
+    public = q.public()  # the same as public_view(); q is kept to map aliases back
+    ctx = TargetContext(provider=provider, model=model, llm=llm if llm is not None else _default_llm(),
+                        options=dict(options or {}), cache_dir=cache_dir)
+    t0 = time.monotonic()
+    try:
+        hyp = module.generate(public, ctx)
+    except TargetError:
+        raise
+    except Exception as err:
+        if _is_provider_error(err):
+            raise
+        raise TargetError(f"target {target!r} failed: {type(err).__name__}: {err}") from err
+    wall_ms = (time.monotonic() - t0) * 1000.0
+    if not isinstance(hyp, Hypothesis):
+        raise TargetError(f"target {target!r} returned {type(hyp).__name__}, expected records.Hypothesis")
+    if not isinstance(hyp.hypothesis, str) or not hyp.hypothesis.strip():
+        raise TargetError(f"target {target!r} returned an empty hypothesis")
+    out = hyp.to_dict()
+    if not out["latencyMs"]:
+        out["latencyMs"] = round(wall_ms, 3)
+    if hyp.retrieved_session_ids is not None:
+        real, unknown = _real_ids(q, hyp.retrieved_session_ids)
+        out["retrieved_session_ids"] = real
+        if unknown:
+            out["debug"]["unknown_retrieved_session_ids"] = unknown
+    out["target"] = target if target in BUILTIN_TARGETS else target_name(target)
+    return out
+
+
+def prepare_requests(
+    item: Question | Mapping[str, Any],
+    provider: str,
+    model: str,
+    *,
+    target: str = "full-context",
+    options: Mapping[str, Any] | None = None,
+    cache_dir: str | None = None,
+) -> list[ChatRequest]:
+    """The model requests the target would send for ``item`` (dry runs); [] when the target cannot say."""
+    module = load_target(target)
+    prepare = getattr(module, "prepare_requests", None)
+    if prepare is None:
+        return []
+    public = public_view(_as_question(item), target)
+    ctx = TargetContext(provider=provider, model=model, llm=_NoProviderLLM(), options=dict(options or {}),
+                        cache_dir=cache_dir)
+    return list(prepare(public, ctx))
+
+
+def describe_target(target: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The target's own description of its settings (``describe(options)``), or {}."""
+    describe = getattr(load_target(target), "describe", None)
+    return dict(describe(dict(options or {}))) if describe else {}
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``k=v`` -> (k, v) with v parsed as JSON when it is JSON (numbers, booleans, lists), else the string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"--target-option {text!r} is not key=value", fix="write e.g. --target-option top_k=5")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
+def parse_model(text: str) -> tuple[str, str]:
+    """``provider:model`` -> (provider, model)."""
+    provider, sep, model = text.partition(":")
+    if not sep or not provider or not model:
+        raise UserError(f"--target-model {text!r} is not provider:model", fix="write e.g. openai:gpt-4o")
+    return provider, model
+
+
+def _read_items(path: Path) -> Any:
+    try:
+        import dataset
+
+        return dataset.iter_items(str(path))
+    except (ImportError, AttributeError):
+        pass
+    if str(path).endswith(".xz"):
+        import lzma
+
+        opener: Any = lzma.open
+    elif str(path).endswith(".gz"):
+        import gzip
+
+        opener = gzip.open
+    else:
+        opener = open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def find_item(path: Path, question_id: str) -> Question:
+    if not path.is_file():
+        raise UserError(f"dataset {path} not found", fix="pass --dataset with a LongMemEval .json file")
+    for raw in _read_items(path):
+        q = raw if isinstance(raw, Question) else Question.from_dict(raw)
+        if q.question_id == question_id:
+            return q
+    raise UserError(f"question id {question_id!r} is not in {path}", fix="check the id (it is case-sensitive)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate one hypothesis with a target and print it as JSON.")
+    parser.add_argument("--dataset", required=True, type=Path, help="LongMemEval file (.json, .json.xz, .json.gz)")
+    parser.add_argument("--question-id", required=True, help="question_id of the item to answer")
+    parser.add_argument("--target", default="full-context",
+                        help=f"target name ({', '.join(BUILTIN_TARGETS)}) or path to a .py target file")
+    parser.add_argument("--target-model", default="offline:extractive",
+                        help="provider:model for the target's calls, e.g. anthropic:claude-sonnet-4-5")
+    parser.add_argument("--target-option", action="append", default=[], metavar="K=V",
+                        help="target option (repeatable); V is parsed as JSON when possible")
+    parser.add_argument("--cache-dir", default=None, help="directory the target may use for on-disk caches")
+    args = parser.parse_args(argv)
+    provider, model = parse_model(args.target_model)
+    options = dict(parse_option(o) for o in args.target_option)
+    if isinstance(options.get("command"), str) and args.target == "command":
+        options["command"] = shlex.split(options["command"])
+    q = find_item(args.dataset, args.question_id)
+    result = generate_hypothesis(q, provider, model, target=args.target, options=options, cache_dir=args.cache_dir)
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.modules.setdefault("generation_driver", sys.modules["__main__"])  # targets import TargetError from here
+    sys.exit(run_main(main))
