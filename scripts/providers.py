@@ -1,0 +1,581 @@
+"""The one call shape over the official ``anthropic`` / ``openai`` SDKs, with the one retry policy.
+
+``complete(ChatRequest) -> Completion`` routes on ``request.provider``:
+
+- ``anthropic``: Messages API, ``system`` as the system parameter. Key: ``ANTHROPIC_API_KEY``. The SDK (1.x+)
+  no longer takes ``temperature`` and newer Claude models reject it, so it goes in ``extra_body``; a model that
+  answers 400 about it is called again without it, and left without it for the rest of the process.
+- ``openai``: Chat Completions, ``system`` as a first system message, ``n`` sent only when set.
+  Key: ``OPENAI_API_KEY``.
+- any other name with a base URL in ``ProviderSettings.base_urls`` (``openai-compatible``, ``vllm``, ``ollama``,
+  ``openrouter``...): Chat Completions at that URL. Key: ``<NAME>_API_KEY`` (e.g. ``OPENROUTER_API_KEY``), else
+  ``OPENAI_API_KEY``, else the placeholder ``EMPTY`` that local servers accept.
+- ``offline``: no chat model; the offline target and offline judge never call this module.
+
+Base URLs: ``settings.base_urls[provider]`` when given, else the SDKs' own ``OPENAI_BASE_URL`` /
+``ANTHROPIC_BASE_URL``. SDK clients are built once per (provider, base URL, key, timeout) and shared between
+threads; the SDKs' own retries are off (``max_retries=0``) so that this module counts every attempt.
+
+Retry policy (the only one in the toolkit), run by the ``backoff`` library, bounded by ``max_attempts``:
+
+- retried: HTTP 429 (rate limit), 408, 409, 5xx, Anthropic 529 (overloaded), connection errors (including a
+  reset or truncated body), timeouts, and an unparseable JSON body (``malformed``, at most
+  ``MALFORMED_MAX_ATTEMPTS`` attempts). The wait is exponential with full jitter
+  (``uniform(0, min(backoff_max, backoff_base * 2**retry))``) and never shorter than the server's
+  ``retry-after-ms`` / ``Retry-After``.
+- not retried: 400 / 401 / 403 / 404 and other 4xx; billing (OpenAI 429 ``insufficient_quota``, Anthropic 400
+  "credit balance is too low") as kind ``billing``; an empty reply (no choices, no text) as ``malformed``; a
+  refusal as ``refusal``. At temperature 0 the same request would give the same empty reply again.
+
+The limiter slot is held for one attempt only: ``limiter.acquire`` before it, ``limiter.release`` after it, and the
+backoff sleep happens outside the slot. Keys never appear in a Completion or in an error message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import backoff
+
+from records import ChatRequest, Completion, Limiter
+
+KINDS = (
+    "rate_limit",
+    "server",
+    "timeout",
+    "connection",
+    "auth",
+    "bad_request",
+    "not_found",
+    "billing",
+    "malformed",
+    "refusal",
+)
+RETRIED_STATUSES = {408, 409, 429}
+MALFORMED_MAX_ATTEMPTS = 3
+SETUP_COMMAND = "/longmemeval-setup"
+EMBED_BATCH = 256
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
+
+OnRetry = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    timeout_s: float = 600.0
+    max_attempts: int = 8
+    base_urls: Mapping[str, str] = field(default_factory=dict)
+    """Per provider name; missing names fall back to the SDKs' ``*_BASE_URL`` environment variables."""
+    backoff_base: float = 1.0
+    backoff_max: float = 60.0
+    api_key_envs: Mapping[str, str] = field(default_factory=dict)
+    """Optional per provider name: which environment variable holds its key (default: see module docstring)."""
+
+
+class ProviderError(Exception):
+    """A model call that did not give a usable reply. ``str(err)`` is a readable one-line message, keys scrubbed."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        attempts: int = 1,
+        status: int | None = None,
+        retry_after: float | None = None,
+        *,
+        retryable: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.message = scrub(" ".join(str(message).split()))
+        self.attempts = attempts
+        self.status = status
+        self.retry_after = retry_after
+        self.retryable = retryable
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "attempts": self.attempts, "status": self.status}
+
+
+def scrub(text: str) -> str:
+    """Remove every known key value, and anything shaped like a key, from ``text``."""
+    for name, value in os.environ.items():
+        if name.endswith("_API_KEY") and len(value) >= 6 and value in text:
+            text = text.replace(value, "[redacted]")
+    return _KEY_PATTERN.sub("[redacted]", text)
+
+
+def estimate_tokens(text: str) -> int:
+    """Heuristic token count: characters / 4, rounded up (about right for English with GPT/Claude tokenizers)."""
+    return (len(text) + 3) // 4
+
+
+# ---------------------------------------------------------------------- clients
+
+
+class _ClientPool:
+    """SDK clients, built once per (kind, base URL, key fingerprint, timeout) and reused by every thread.
+
+    Also remembers which Anthropic models reject ``temperature``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[str, str | None, str, float], Any] = {}
+        self._no_temperature: set[str] = set()
+        """Anthropic models that answered 400 to a ``temperature``: later calls leave it out."""
+
+    def rejects_temperature(self, model: str) -> bool:
+        with self._lock:
+            return model in self._no_temperature
+
+    def mark_rejects_temperature(self, model: str) -> None:
+        with self._lock:
+            self._no_temperature.add(model)
+
+    def get(self, kind: str, base_url: str | None, api_key: str, timeout: float) -> Any:
+        fingerprint = hashlib.sha256(api_key.encode("utf-8")).hexdigest()[:16]
+        key = (kind, base_url, fingerprint, float(timeout))
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = _build_client(kind, base_url, api_key, timeout)
+                self._clients[key] = client
+            return client
+
+
+def _rejects_temperature(exc: BaseException) -> bool:
+    """A 400 saying the model takes no ``temperature`` (Claude models after Opus 4.6 reject the parameter)."""
+    return getattr(exc, "status_code", None) == 400 and "temperature" in _status_message(exc).lower()
+
+
+def _build_client(kind: str, base_url: str | None, api_key: str, timeout: float) -> Any:
+    if kind == "anthropic":
+        import anthropic
+
+        return anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+    import openai
+
+    return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+
+
+_POOL = _ClientPool()
+"""Process-wide on purpose: SDK clients hold connection pools, and building one per call would defeat them."""
+
+
+@dataclass(frozen=True)
+class _Route:
+    kind: str
+    """``anthropic`` or ``openai`` (the SDK and wire format)."""
+    base_url: str | None
+    api_key: str
+
+
+def _env_name(provider: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", provider).upper() + "_API_KEY"
+
+
+def _route(provider: str, settings: ProviderSettings) -> _Route:
+    if provider == "offline":
+        raise ProviderError(
+            "bad_request",
+            "provider 'offline' has no chat model: the offline target and offline judge run without this layer; "
+            "pick a model provider (anthropic, openai, or one with a base_url) for model calls",
+        )
+    base_url = settings.base_urls.get(provider) or None
+    if provider in KEY_ENV:
+        kind = provider
+        base_url = base_url or os.environ.get(BASE_URL_ENV[provider]) or None
+        env = settings.api_key_envs.get(provider, KEY_ENV[provider])
+        key = os.environ.get(env, "").strip()
+        if not key:
+            raise ProviderError("auth", f"{env} is not set: export it or run {SETUP_COMMAND}")
+        return _Route(kind, base_url, key)
+    if base_url is None:
+        raise ProviderError(
+            "bad_request",
+            f"unknown provider {provider!r}: use anthropic, openai or offline, or give it a base URL "
+            f"(config providers.{provider}.base_url) to call it as an OpenAI-compatible server",
+        )
+    env = settings.api_key_envs.get(provider)
+    candidates = [env] if env else [_env_name(provider), "OPENAI_API_KEY"]
+    key = next((os.environ[c].strip() for c in candidates if os.environ.get(c, "").strip()), "EMPTY")
+    return _Route("openai", base_url, key)
+
+
+def _key_env_for(provider: str, settings: ProviderSettings) -> str:
+    if provider in settings.api_key_envs:
+        return settings.api_key_envs[provider]
+    return KEY_ENV.get(provider, _env_name(provider))
+
+
+# ---------------------------------------------------------------------- errors
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            continue  # an HTTP date: rare from these APIs, fall back to our own backoff
+    return None
+
+
+def _status_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and err.get("message"):
+            return str(err["message"])[:300]
+    return str(getattr(exc, "message", "") or exc)[:300]
+
+
+def _error_code(exc: Any) -> str | None:
+    code = getattr(exc, "code", None)
+    if code:
+        return str(code)
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping):
+            return str(err.get("code") or err.get("type") or "") or None
+    return None
+
+
+def classify(exc: BaseException, provider: str, model: str, settings: ProviderSettings) -> ProviderError:
+    """Turn an SDK (or parsing) exception into a ProviderError with the kind and retry decision of our policy."""
+    if isinstance(exc, ProviderError):
+        return exc
+    import anthropic
+    import openai
+
+    where = f"{provider} {model}"
+    if isinstance(exc, (openai.APITimeoutError, anthropic.APITimeoutError)):
+        return ProviderError("timeout", f"{where}: no reply within {settings.timeout_s:g} s", retryable=True)
+    if isinstance(exc, (openai.APIConnectionError, anthropic.APIConnectionError)):
+        cause = exc.__cause__ or exc
+        return ProviderError("connection", f"{where}: connection failed ({type(cause).__name__}: {cause})",
+                             retryable=True)
+    if isinstance(exc, (openai.APIStatusError, anthropic.APIStatusError)):
+        status = int(exc.status_code)
+        text = _status_message(exc)
+        code = _error_code(exc)
+        retry_after = _retry_after(getattr(exc.response, "headers", None))
+        env = _key_env_for(provider, settings)
+        if status == 429 and code == "insufficient_quota":
+            return ProviderError("billing", f"{where}: the run is blocked on billing: the account is out of quota "
+                                 f"(HTTP 429 insufficient_quota: {text}); add credit, then resume", status=status)
+        if status == 400 and "credit balance" in text.lower():
+            return ProviderError("billing", f"{where}: the run is blocked on billing: the credit balance is too "
+                                 f"low (HTTP 400: {text}); add credit, then resume", status=status)
+        if status == 429:
+            return ProviderError("rate_limit", f"{where}: rate limited (HTTP 429: {text})", status=status,
+                                 retry_after=retry_after, retryable=True)
+        if status == 408:
+            return ProviderError("timeout", f"{where}: request timeout (HTTP 408: {text})", status=status,
+                                 retry_after=retry_after, retryable=True)
+        if status == 409 or status >= 500:
+            return ProviderError("server", f"{where}: server error (HTTP {status}: {text})", status=status,
+                                 retry_after=retry_after, retryable=True)
+        if status in (401, 403):
+            return ProviderError("auth", f"{where}: the key in {env} was rejected (HTTP {status}: {text}); "
+                                 f"check it or run {SETUP_COMMAND}", status=status)
+        if status == 404:
+            return ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "
+                                 "base URL", status=status)
+        return ProviderError("bad_request", f"{where}: request rejected (HTTP {status}: {text})", status=status)
+    if isinstance(exc, ValueError):  # json.JSONDecodeError and the SDKs' response validation errors
+        return ProviderError("malformed", f"{where}: the reply body is not valid JSON ({exc})", retryable=True)
+    if isinstance(exc, (openai.APIResponseValidationError, anthropic.APIResponseValidationError)):
+        return ProviderError("malformed", f"{where}: the reply does not have the expected shape ({exc})",
+                             retryable=True)
+    raise exc
+
+
+def _outcome(err: ProviderError) -> str:
+    if err.kind == "rate_limit":
+        return "rate_limit"
+    if err.kind == "server":
+        return "server"
+    return "error"
+
+
+# ---------------------------------------------------------------------- one attempt
+
+
+def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> tuple[str, Any, str | None]:
+    if request.n not in (None, 1):
+        raise ProviderError("bad_request", f"anthropic {request.model}: n={request.n} is not supported (only 1)")
+    kwargs: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "messages": [dict(m) for m in request.messages],
+        "timeout": timeout,
+    }
+    if request.system is not None:
+        kwargs["system"] = request.system
+    send_temperature = not _POOL.rejects_temperature(request.model)
+    if send_temperature:
+        kwargs["extra_body"] = {"temperature": request.temperature}
+    try:
+        message = client.messages.create(**kwargs)
+    except Exception as exc:
+        if not (send_temperature and _rejects_temperature(exc)):
+            raise
+        _POOL.mark_rejects_temperature(request.model)
+        kwargs.pop("extra_body")
+        message = client.messages.create(**kwargs)
+    where = f"anthropic {request.model}"
+    if message.stop_reason == "refusal":
+        raise ProviderError("refusal", f"{where}: the model refused to answer (stop_reason refusal)")
+    text = "".join(getattr(b, "text", "") for b in (message.content or ()) if getattr(b, "type", "") == "text")
+    if not text.strip():
+        raise ProviderError("malformed", f"{where}: empty reply (no text content, stop_reason "
+                            f"{message.stop_reason})")
+    return text, message, message.stop_reason
+
+
+def _send_openai(client: Any, request: ChatRequest, timeout: float) -> tuple[str, Any, str | None]:
+    messages = [{"role": "system", "content": request.system}] if request.system is not None else []
+    messages += [dict(m) for m in request.messages]
+    kwargs: dict[str, Any] = {
+        "model": request.model,
+        "messages": messages,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "timeout": timeout,
+    }
+    if request.n is not None:
+        kwargs["n"] = request.n
+    response = client.chat.completions.create(**kwargs)
+    where = f"{request.provider} {request.model}"
+    if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
+        raise ProviderError("malformed", f"{where}: empty reply (no choices)")
+    choice = response.choices[0]
+    message = choice.message
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        raise ProviderError("refusal", f"{where}: the model refused to answer ({str(refusal)[:200]})")
+    text = message.content
+    if not isinstance(text, str) or not text.strip():
+        raise ProviderError("malformed", f"{where}: empty reply (no message content, finish_reason "
+                            f"{choice.finish_reason})")
+    return text, response, choice.finish_reason
+
+
+def _usage(response: Any, request: ChatRequest, text: str) -> tuple[int, int]:
+    usage = getattr(response, "usage", None)
+    tokens_in = getattr(usage, "input_tokens", None) or getattr(usage, "prompt_tokens", None)
+    tokens_out = getattr(usage, "output_tokens", None) or getattr(usage, "completion_tokens", None)
+    if tokens_in is None:
+        prompt = (request.system or "") + "".join(str(m.get("content", "")) for m in request.messages)
+        tokens_in = estimate_tokens(prompt)
+    if tokens_out is None:
+        tokens_out = estimate_tokens(text)
+    return int(tokens_in), int(tokens_out)
+
+
+# ---------------------------------------------------------------------- the retry loop
+
+
+def _waits(base: float, cap: float) -> Iterator[float]:
+    """Full-jitter exponential waits, each at least the failed attempt's ``retry_after``.
+
+    A ``backoff`` wait generator: ``backoff`` sends it the exception of each failed attempt.
+    """
+    error = yield 0.0
+    retry = 0
+    while True:
+        wait = random.uniform(0.0, min(cap, base * (2 ** retry)))
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after:
+            wait = max(wait, float(retry_after))
+        retry += 1
+        error = yield wait
+
+
+def call_with_retries(
+    attempt: Callable[[], Any],
+    *,
+    provider: str,
+    model: str,
+    settings: ProviderSettings,
+    limiter: Limiter | None = None,
+    on_retry: OnRetry | None = None,
+) -> tuple[Any, int]:
+    """Run ``attempt`` under the retry policy; return ``(its result, attempts used)`` or raise ProviderError."""
+    tries = 0
+
+    def one_attempt() -> Any:
+        nonlocal tries
+        tries += 1
+        if limiter is not None:
+            limiter.acquire(provider)
+        try:
+            result = attempt()
+        except Exception as exc:  # noqa: BLE001 - classify re-raises what it does not know
+            try:
+                err = classify(exc, provider, model, settings)
+            except Exception:
+                if limiter is not None:
+                    limiter.release(provider, "error", None)
+                raise
+            err.attempts = tries
+            if limiter is not None:
+                limiter.release(provider, _outcome(err), err.retry_after)
+            if err is not exc:
+                raise err from None
+            raise
+        if limiter is not None:
+            limiter.release(provider, "ok", None)
+        return result
+
+    def give_up(err: ProviderError) -> bool:
+        if not err.retryable:
+            return True
+        return err.kind == "malformed" and err.attempts >= MALFORMED_MAX_ATTEMPTS
+
+    def report(details: dict[str, Any]) -> None:
+        if on_retry is not None:
+            err = details["exception"]
+            on_retry({"provider": provider, "kind": err.kind, "status": err.status,
+                      "attempt": details["tries"], "wait_s": round(float(details["wait"]), 3)})
+
+    retrying = backoff.on_exception(
+        _waits,
+        ProviderError,
+        max_tries=max(1, int(settings.max_attempts)),
+        giveup=give_up,
+        on_backoff=report,
+        jitter=None,
+        logger=None,
+        base=float(settings.backoff_base),
+        cap=float(settings.backoff_max),
+    )(one_attempt)
+    return retrying(), tries
+
+
+def complete(
+    request: ChatRequest,
+    *,
+    settings: ProviderSettings | None = None,
+    limiter: Limiter | None = None,
+    on_retry: OnRetry | None = None,
+) -> Completion:
+    """Send ``request`` to its provider under the retry policy. ``latencyMs`` is the wall time of all attempts."""
+    settings = settings or ProviderSettings()
+    route = _route(request.provider, settings)
+    client = _POOL.get(route.kind, route.base_url, route.api_key, settings.timeout_s)
+    send = _send_anthropic if route.kind == "anthropic" else _send_openai
+    started = time.monotonic()
+    (text, response, stop_reason), attempts = call_with_retries(
+        lambda: send(client, request, settings.timeout_s),
+        provider=request.provider,
+        model=request.model,
+        settings=settings,
+        limiter=limiter,
+        on_retry=on_retry,
+    )
+    tokens_in, tokens_out = _usage(response, request, text)
+    return Completion(
+        text=text,
+        tokensIn=tokens_in,
+        tokensOut=tokens_out,
+        latencyMs=round((time.monotonic() - started) * 1000.0, 3),
+        provider=request.provider,
+        model=str(getattr(response, "model", None) or request.model),
+        request_id=getattr(response, "_request_id", None) or getattr(response, "id", None),
+        attempts=attempts,
+        stop_reason=stop_reason,
+    )
+
+
+def embed(
+    provider: str,
+    model: str,
+    texts: Sequence[str],
+    *,
+    settings: ProviderSettings | None = None,
+    limiter: Limiter | None = None,
+    on_retry: OnRetry | None = None,
+) -> list[list[float]]:
+    """Embeddings through the OpenAI embeddings API (``openai`` or an OpenAI-compatible base URL), in order."""
+    settings = settings or ProviderSettings()
+    route = _route(provider, settings)
+    if route.kind != "openai":
+        raise ProviderError("bad_request", f"{provider} has no embeddings API here: use openai (e.g. "
+                            "text-embedding-3-small) or an OpenAI-compatible base URL")
+    client = _POOL.get(route.kind, route.base_url, route.api_key, settings.timeout_s)
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        batch = [str(t) for t in texts[start : start + EMBED_BATCH]]
+
+        def attempt(batch: list[str] = batch) -> Any:
+            response = client.embeddings.create(model=model, input=batch, encoding_format="float",
+                                                timeout=settings.timeout_s)
+            if len(response.data) != len(batch):
+                raise ProviderError("malformed", f"{provider} {model}: {len(response.data)} embeddings for "
+                                    f"{len(batch)} texts", retryable=True)
+            return response
+
+        response, _ = call_with_retries(attempt, provider=provider, model=model, settings=settings,
+                                        limiter=limiter, on_retry=on_retry)
+        vectors.extend(list(item.embedding) for item in sorted(response.data, key=lambda d: d.index))
+    return vectors
+
+
+def count_tokens(request: ChatRequest, settings: ProviderSettings | None = None) -> int | None:
+    """The provider's own input-token count (Anthropic ``messages.count_tokens``); None where there is none.
+
+    Best effort: a failed count returns None, and callers fall back to ``estimate_tokens``.
+    """
+    if request.provider != "anthropic":
+        return None
+    settings = settings or ProviderSettings()
+    try:
+        route = _route(request.provider, settings)
+        client = _POOL.get(route.kind, route.base_url, route.api_key, settings.timeout_s)
+        kwargs: dict[str, Any] = {"model": request.model, "messages": [dict(m) for m in request.messages]}
+        if request.system is not None:
+            kwargs["system"] = request.system
+        return int(client.messages.count_tokens(**kwargs).input_tokens)
+    except Exception:  # noqa: BLE001 - counting must never fail a run
+        return None
+
+
+class Gateway:
+    """The ``LLM`` protocol over this module: one object that serves every provider of a model stack."""
+
+    def __init__(
+        self,
+        settings: ProviderSettings | None = None,
+        *,
+        limiter: Limiter | None = None,
+        on_retry: OnRetry | None = None,
+    ) -> None:
+        self.settings = settings or ProviderSettings()
+        self.limiter = limiter
+        self.on_retry = on_retry
+
+    def complete(self, request: ChatRequest) -> Completion:
+        return complete(request, settings=self.settings, limiter=self.limiter, on_retry=self.on_retry)
+
+    def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
+        return embed(provider, model, texts, settings=self.settings, limiter=self.limiter, on_retry=self.on_retry)
