@@ -1,0 +1,48 @@
+"""memory-ref: the reference memory system (writer -> fused index -> optional rerank -> symbolic layers -> reader).
+
+Entry point: ``generate(item: PublicItem, ctx: TargetContext) -> Hypothesis``. Options (``ctx.options``, from
+config ``targetOptions`` or ``--target-option k=v``; see ``references/model-config.md``):
+
+- ``stack``: ``{"writer", "reader", "embed", "rerank"}`` each ``"provider:model"`` or null. writer/reader fall back
+  to the target's own provider:model; embed/rerank are off unless set.
+- ``symbolic_temporal``, ``symbolic_resolver``, ``symbolic_bypass``: booleans, default true.
+- ``bypass_counts``: let the bypass answer "how many X" from deduplicated facts (default false).
+- ``use_writer`` (alias ``writer``): extract facts per session (default true).
+- ``top_k`` (10): sessions shown to the reader; ``granularity`` (``session`` | ``turn``);
+  ``rerank_candidates`` (20); ``writer_parallel`` (4); ``max_evidence_chars`` (60000);
+  ``facts_cache``: directory of the writer's SQLite cache (default ``ctx.cache_dir``; none = no cache).
+
+The generation driver loads this file by path; the package's modules are imported relatively when it was loaded
+as a package, and otherwise by loading this directory as the package ``memory_ref``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _pipeline() -> Any:
+    own = sys.modules.get(__name__)
+    if __spec__ is not None and __spec__.submodule_search_locations and own is not None:
+        return importlib.import_module(f"{__name__}.pipeline")
+    name = "memory_ref"
+    package = sys.modules.get(name)
+    if package is None or not getattr(package, "__path__", None):
+        spec = importlib.util.spec_from_file_location(name, _HERE / "__init__.py",
+                                                      submodule_search_locations=[str(_HERE)])
+        assert spec is not None and spec.loader is not None
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[name] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module(f"{name}.pipeline")
+
+
+def generate(item: Any, ctx: Any) -> Any:
+    """Answer ``item`` (PublicItem) with the memory-ref pipeline under ``ctx`` (TargetContext) -> Hypothesis."""
+    return _pipeline().generate(item, ctx)

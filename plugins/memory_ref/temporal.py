@@ -286,8 +286,9 @@ def parse_duration_question(question: str) -> DurationQuestion | None:
         return DurationQuestion("between", m.group(1), (_strip_event(m.group(2)), _strip_event(m.group(3))))
     m = re.match(rf"^how many {_UNIT} (before|after) (.+?) did i (.+)$", q)
     if m:
-        first, second = _strip_event(m.group(3)), _strip_event(m.group(2))
-        return DurationQuestion("between", m.group(1), (first, second) if m.group(2) == "before" else (second, first))
+        anchor, event = _strip_event(m.group(3)), _strip_event(m.group(4))
+        ordered = (event, anchor) if m.group(2) == "before" else (anchor, event)
+        return DurationQuestion("between", m.group(1), ordered)
     return None
 
 

@@ -20,12 +20,18 @@ def normalise(text: str) -> str:
 
 
 def stem(word: str) -> str:
-    """A crude suffix stripper, enough to match "attended"/"attend" and "concerts"/"concert"."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if len(word) > 3 and word[-1] == word[-2] else word
+    """A crude suffix stripper, enough to match "attended"/"attend", "bikes"/"bike" and "boxes"/"box"."""
+    if len(word) > 5 and word.endswith("ing"):
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed"):
+        word = word[:-2]
+    elif len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    elif len(word) > 4 and word.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word[:-1] if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "ls" else word
 
 
 def content_tokens(text: str) -> list[str]:
@@ -41,11 +47,19 @@ def coverage(needle: str, haystack: str) -> float:
     return len(want & set(content_tokens(haystack))) / len(want)
 
 
+NEAR_IDENTICAL_RATIO = 0.95
+
+
 def similarity(a: str, b: str) -> float:
-    """Max of token Jaccard and character ratio over normalised text, in [0, 1]."""
+    """Jaccard of stemmed content words, or 1.0 for texts whose characters are near identical (typos), in [0, 1].
+
+    The character ratio alone is not used below ``NEAR_IDENTICAL_RATIO``: "bought a road bike" and "bought a
+    mountain bike" share most characters but are different items.
+    """
     na, nb = normalise(a), normalise(b)
     if not na or not nb:
         return 0.0
+    if na == nb or SequenceMatcher(None, na, nb).ratio() >= NEAR_IDENTICAL_RATIO:
+        return 1.0
     ta, tb = set(content_tokens(na)), set(content_tokens(nb))
-    jaccard = len(ta & tb) / len(ta | tb) if ta | tb else 0.0
-    return max(jaccard, SequenceMatcher(None, na, nb).ratio())
+    return len(ta & tb) / len(ta | tb) if ta | tb else 0.0
