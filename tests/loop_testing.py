@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Mapping
 
 import checkpoint_io
-import metrics
 from records import QUESTION_TYPES, SCHEMA_VERSION
 
 LOOP_BRANCH = "longmemeval-iter"
@@ -112,14 +111,13 @@ def run_meta(run_id: str, n_total: int, status: str = "completed") -> dict:
 
 
 def write_scorecard_metrics(run_dir: Path) -> dict:
-    """metrics.json from the run's last rows and manifest (what the scorecard computes)."""
-    manifest = checkpoint_io.read_json(run_dir / "manifest.json")
-    types = {i["question_id"]: i["question_type"] for i in manifest["items"]}
-    rows = checkpoint_io.load_results(run_dir)
-    labels = {qid: metrics.label_of_row(row) for qid, row in rows.items() if qid in types}
-    figures = metrics.score(labels, types)
-    checkpoint_io.write_atomic_json(run_dir / "metrics.json", figures)
-    return figures
+    """metrics.json for the run, built by the real scorecard."""
+    import compare_runs
+    import scorecard
+
+    card = scorecard.build_scorecard(compare_runs.load_run(run_dir))
+    checkpoint_io.write_atomic_json(run_dir / "metrics.json", card)
+    return card
 
 
 def write_run(

@@ -1,0 +1,113 @@
+"""decide: the keep/revert table on real snapshot/run pairs, the revert applied to files and git, the log."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import checkpoint_io
+import decide
+import drop_qids
+import loop_git
+import rounds
+from errors import UserError, run_main
+from loop_testing import git, item_ids, make_loop_project, make_row, write_run
+
+
+@pytest.mark.parametrize(
+    "net,reusable,expected",
+    [(3, False, "keep"), (1, False, "keep"), (0, False, "revert"), (0, True, "keep"), (-1, False, "revert"),
+     (-1, True, "keep"), (-2, False, "revert"), (-2, True, "revert"), (-7, True, "revert")],
+)
+def test_decision_table(net, reusable, expected):
+    assert decide.decide(net, reusable) == expected
+
+
+def _round(project, fixes: int, regressions: int):
+    """Baseline of 12 items (even ids right), snapshot v1, then a re-run of some ids with the given effect."""
+    types = item_ids(12)
+    ids = list(types)
+    run_dir = write_run(project, "loop", types, {q: i % 2 == 0 for i, q in enumerate(ids)})
+    rounds.init(project)
+    rounds.bump(project)
+    rounds.snapshot(project, "loop")
+    wrong = [q for i, q in enumerate(ids) if i % 2 == 1]
+    right = [q for i, q in enumerate(ids) if i % 2 == 0]
+    retest = wrong[:fixes] + right[:regressions] + [right[-1]]  # the last one re-runs and stays right
+    drop_qids.drop_qids(run_dir, retest)
+    new = {q: (q in wrong[:fixes]) or (q == right[-1]) for q in retest}
+    write_run(project, "loop", types, new)
+    return run_dir, retest, types
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_loop_project(tmp_path)
+
+
+def test_net_positive_fix_is_kept_and_logged(project):
+    _round(project, fixes=3, regressions=1)
+    record = decide.run_decision(project, "v1", "loop", apply=True)
+    assert (record["fixes"], record["regressions"], record["net"], record["decision"]) == (3, 1, 2, "keep")
+    logged = [json.loads(line) for line in (project / ".longmemeval-benchmarks/decisions.jsonl").read_text().splitlines()]
+    assert logged[-1]["decision"] == "keep" and logged[-1]["net"] == 2
+
+
+def test_net_minus_one_is_kept_only_when_reusable(project, capsys):
+    _round(project, fixes=1, regressions=2)
+    assert run_main(decide.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop"]) == 0
+    assert capsys.readouterr().out.startswith("REVERT: net -1")
+    assert run_main(decide.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop", "--reusable"]) == 0
+    assert "kept only because --reusable" in capsys.readouterr().out
+    assert len((project / ".longmemeval-benchmarks/decisions.jsonl").read_text().splitlines()) == 2
+
+
+def test_harmful_fix_is_reverted_in_git_and_snapshot_verdicts_restored(project):
+    (project / "fix.py").write_text("harmful = True\n")
+    sha = loop_git.commit("fix: harmful", ["fix.py"], project=project)
+    run_dir, retest, types = _round(project, fixes=0, regressions=3)
+    snap = project / ".longmemeval-benchmarks/snapshots/v1"
+    record = decide.run_decision(project, "v1", "loop", fix_commit=sha, apply=True)
+    assert record["decision"] == "revert" and record["net"] == -3 and record["applied"]
+    assert not (project / "fix.py").exists()
+    assert git(["log", "-1", "--format=%s"], project).stdout.startswith('Revert "fix: harmful"')
+    assert checkpoint_io.load_results(run_dir) == checkpoint_io.load_results(snap)
+    assert checkpoint_io.load_completed(run_dir) == checkpoint_io.load_completed(snap)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["correct"] == json.loads((snap / "metrics.json").read_text())["correct"] == 6
+
+
+def test_revert_without_fix_commit_is_refused_before_touching_anything(project):
+    run_dir, _, _ = _round(project, fixes=0, regressions=2)
+    before = (run_dir / "item-results.jsonl").read_bytes()
+    with pytest.raises(UserError, match="fix commit"):
+        decide.run_decision(project, "v1", "loop", apply=True)
+    assert (run_dir / "item-results.jsonl").read_bytes() == before
+
+
+def test_run_with_items_not_rerun_yet_is_not_judged(project):
+    types = item_ids(6)
+    run_dir = write_run(project, "loop", types, {q: True for q in types})
+    rounds.init(project)
+    rounds.snapshot(project, "loop")
+    drop_qids.drop_qids(run_dir, list(types)[:2])
+    with pytest.raises(UserError, match="not ready.*2 item"):
+        decide.run_decision(project, "v0", "loop")
+
+
+def test_rerun_that_ended_in_errors_needs_allow_errors(project):
+    types = item_ids(6)
+    ids = list(types)
+    run_dir = write_run(project, "loop", types, {q: True for q in ids})
+    rounds.init(project)
+    rounds.snapshot(project, "loop")
+    checkpoint_io.append_item_result(run_dir, make_row(ids[0], types[ids[0]], None))
+    with pytest.raises(UserError, match="error row"):
+        decide.run_decision(project, "v0", "loop")
+    assert decide.run_decision(project, "v0", "loop", allow_errors=True)["regressions"] == 1
+
+
+def test_missing_snapshot_is_a_user_error(project, capsys):
+    assert run_main(decide.main, ["--project", str(project), "--snapshot", "v9", "--run-id", "loop"]) == 2
+    assert "no snapshot v9" in capsys.readouterr().err
