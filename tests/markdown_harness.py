@@ -1,0 +1,228 @@
+"""Docs are code: run every ```bash block of the plugin's Markdown as written, in a project prepared like a user's.
+
+Files: ``commands/*.md``, ``skills/*/SKILL.md``, ``references/*.md``. The blocks of one file run in order in ONE bash
+process, each in its own subshell with ``set -e`` (like Claude Code, which runs each block as its own command:
+variables do not carry from one block to the next). The first failing block stops the file and is reported with
+file, block number, line and its output.
+
+Directives, on the line before a block (blank lines allowed in between):
+    <!-- doc-test: skip why -->          the block is not run (the test prints it)
+    <!-- doc-test: args --max 3 -->      ``$ARGUMENTS`` for this block
+
+Claude Code substitutes ``$ARGUMENTS`` in a command's body before running it; the harness does the same textual
+substitution for ``commands/*.md``. In skills and references ``ARGUMENTS`` is only an environment variable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: ``$ARGUMENTS`` per command when no directive picks them: runs stay offline, small and keyless.
+DEFAULT_ARGUMENTS: Mapping[str, str] = {
+    "commands/longmemeval-setup.md": "--sample --skip-venv",
+    "commands/longmemeval-run.md": "--max 3",
+}
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
+_DIRECTIVE = re.compile(r"^\s*<!--\s*doc-test:\s*(?P<verb>skip|args)\b(?P<rest>.*?)-->\s*$")
+_MARK = "@@doc-test"
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    number: int
+    """1-based among the file's bash blocks."""
+    line: int
+    """1-based line of the opening fence."""
+    code: str
+    skip: str | None = None
+    args: str | None = None
+
+
+@dataclass
+class FileResult:
+    path: Path
+    ran: list[int] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    failed: Block | None = None
+    exit_code: int = 0
+    output: str = ""
+    """The failing block's output (or the whole output when the file passed)."""
+
+    def describe_failure(self) -> str:
+        if self.failed is None:
+            return ""
+        where = _relative(self.path)
+        return (f"{where}: bash block {self.failed.number} (line {self.failed.line}) exited with {self.exit_code}\n"
+                f"--- block ---\n{self.failed.code}--- output ---\n{self.output[-6000:]}")
+
+
+def _relative(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(REPO).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def doc_files(repo: Path = REPO) -> list[Path]:
+    """Every Markdown file whose bash blocks must run."""
+    files = [*sorted((repo / "commands").glob("*.md")), *sorted((repo / "skills").glob("*/SKILL.md")),
+             *sorted((repo / "references").glob("*.md"))]
+    return [f for f in files if f.is_file()]
+
+
+def is_command(path: Path) -> bool:
+    return path.parent.name == "commands"
+
+
+def extract_blocks(path: Path) -> list[Block]:
+    """The ```bash blocks of ``path`` in order, with their directives. Indented fences (in lists) are dedented."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    pending: tuple[str, str] | None = None
+    i = 0
+    while i < len(lines):
+        directive = _DIRECTIVE.match(lines[i])
+        if directive:
+            pending = (directive["verb"], directive["rest"].strip())
+            i += 1
+            continue
+        fence = _FENCE.match(lines[i])
+        if not fence:
+            if lines[i].strip():
+                pending = None
+            i += 1
+            continue
+        opener, indent = fence["fence"], fence["indent"]
+        language = fence["info"].strip().split(" ")[0].lower() if fence["info"].strip() else ""
+        start = i
+        body: list[str] = []
+        i += 1
+        while i < len(lines):
+            closing = _FENCE.match(lines[i])
+            if closing and closing["fence"][0] == opener[0] and len(closing["fence"]) >= len(opener) \
+                    and not closing["info"].strip():
+                break
+            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip())
+            i += 1
+        i += 1
+        if language == "bash":
+            verb, rest = pending or ("", "")
+            blocks.append(Block(path=path, number=len(blocks) + 1, line=start + 1,
+                                code="\n".join(body) + "\n",
+                                skip=(rest or "no reason given") if verb == "skip" else None,
+                                args=rest if verb == "args" else None))
+        pending = None
+    return blocks
+
+
+def default_arguments(path: Path) -> str:
+    return DEFAULT_ARGUMENTS.get(_relative(path), "")
+
+
+def build_script(blocks: list[Block], *, substitute: bool, default_args: str) -> str:
+    """One bash script: each runnable block in a ``set -e`` subshell, markers around it, stop at the first failure."""
+    parts = ["exec </dev/null"]
+    for block in blocks:
+        if block.skip is not None:
+            continue
+        args = default_args if block.args is None else block.args
+        code = block.code.replace("$ARGUMENTS", args) if substitute else block.code
+        parts.append(f"echo '{_MARK} start {block.number}'")
+        parts.append(f"(\nset -e\nexport ARGUMENTS={shlex.quote(args)}\n{code}\n)")
+        parts.append(f"__rc=$?; if [ $__rc -ne 0 ]; then echo \"{_MARK} failed {block.number} $__rc\"; "
+                     f"exit $__rc; fi")
+    parts.append(f"echo '{_MARK} done'")
+    return "\n".join(parts) + "\n"
+
+
+def _block_output(output: str, number: int) -> str:
+    match = re.search(rf"^{_MARK} start {number}\n(.*?)(?=^{_MARK} |\Z)", output, re.S | re.M)
+    return match.group(1) if match else output
+
+
+def run_file(path: Path, project: Path, env: Mapping[str, str], *, timeout: float = 300) -> FileResult:
+    """Run ``path``'s bash blocks in ``project``; the result names the first failing block, if any."""
+    blocks = extract_blocks(path)
+    result = FileResult(path=path, skipped=[(b.number, b.skip) for b in blocks if b.skip is not None])
+    script = build_script(blocks, substitute=is_command(path), default_args=default_arguments(path))
+    with subprocess.Popen(["bash", "-c", script], cwd=project, env=dict(env), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, start_new_session=True) as proc:
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+            code = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the whole group: blocks may have started children
+            output, _ = proc.communicate()
+            output += f"\n(timed out after {timeout:.0f} s)"
+            code = 124
+    started = [int(n) for n in re.findall(rf"^{_MARK} start (\d+)$", output, re.M)]
+    result.ran = started
+    if code != 0 or f"{_MARK} done" not in output:
+        number = started[-1] if started else blocks[0].number if blocks else 0
+        result.failed = next((b for b in blocks if b.number == number), None) or Block(path, 0, 0, script)
+        result.exit_code = code or 1
+        result.output = _block_output(output, number)
+    else:
+        result.output = output
+    return result
+
+
+# --------------------------------------------------------------------------- the user's project
+
+
+def _git(*args: str, cwd: Path, env: Mapping[str, str]) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=dict(env), check=True, capture_output=True, text=True)
+
+
+def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
+                    longmemeval_root: Path | None = None) -> tuple[Path, dict[str, str]]:
+    """A temp project like a user's: git on ``longmemeval-iter`` with a bare ``origin``, a venv whose python is
+    ``python``, and ``setup_project.py --sample --skip-venv`` already run. Returns (project, env for the blocks)."""
+    project = root / "project"
+    origin = root / "origin.git"
+    project.mkdir(parents=True)
+    env = dict(base_env)
+    env.update({
+        "CLAUDE_PLUGIN_ROOT": str(REPO),
+        "GIT_AUTHOR_NAME": "doc-test", "GIT_AUTHOR_EMAIL": "doc-test@example.invalid",
+        "GIT_COMMITTER_NAME": "doc-test", "GIT_COMMITTER_EMAIL": "doc-test@example.invalid",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    })
+    env.pop("PYTHONPATH", None)
+    _git("init", "-q", "--bare", str(origin), cwd=root, env=env)
+    _git("init", "-q", "-b", "longmemeval-iter", cwd=project, env=env)
+    (project / "README.md").write_text("A project measured with LongMemEval.\n", encoding="utf-8")
+    _git("add", "README.md", cwd=project, env=env)
+    _git("commit", "-q", "-m", "start", cwd=project, env=env)
+    _git("remote", "add", "origin", str(origin), cwd=project, env=env)
+    _git("push", "-q", "-u", "origin", "longmemeval-iter", cwd=project, env=env)
+
+    venv_bin = project / ".longmemeval-venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    wrapper = venv_bin / "python"
+    wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(python)} \"$@\"\n", encoding="utf-8")
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
+    env["VIRTUAL_ENV"] = str(venv_bin.parent)
+
+    setup = [python, str(REPO / "scripts" / "setup_project.py"), "--project", str(project), "--sample",
+             "--skip-venv"]
+    if longmemeval_root is not None:
+        env["LONGMEMEVAL_ROOT"] = str(longmemeval_root)
+        setup += ["--longmemeval-root", str(longmemeval_root)]
+    done = subprocess.run(setup, cwd=project, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"setup_project.py failed while preparing the doc-test project:\n{done.stderr}")
+    return project, env
