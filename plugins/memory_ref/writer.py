@@ -24,6 +24,8 @@ from .facts import Fact, parse_fact_lines
 from .stack import Role
 
 PROMPT_VERSION = "memory-ref-writer-1"
+NOTHING = "NONE"
+"""The writer's reply for a session with nothing to keep (an empty reply is a provider error)."""
 MAX_TOKENS = 2000
 CACHE_FILE = "memory_ref_facts.sqlite"
 
@@ -41,7 +43,7 @@ Keys of each object:
   "value": the value of that subject at this time, e.g. "1300"; otherwise null;
   "category": for a countable thing the user has, bought, did or attended, a short plural noun such as "bikes" or
     "concerts"; otherwise null.
-Skip greetings and general knowledge that says nothing about this user. If nothing is worth keeping, output nothing."""
+Skip greetings and general knowledge that says nothing about this user. If nothing is worth keeping, output the single word NONE."""
 
 
 @dataclass
@@ -130,7 +132,10 @@ def _one_session(role: Role, session: Any, llm: LLM, cache: FactCache | None) ->
             return facts, {"cache_hit": True, "malformed": 0}
     completion = llm.complete(build_request(role, session))
     facts, malformed = parse_fact_lines(completion.text, session.session_id, session.date)
-    if cache is not None and (facts or (not malformed and not completion.text.strip())):
+    nothing = completion.text.strip().strip("`").strip().upper() == NOTHING
+    if nothing:
+        malformed = 0
+    if cache is not None and (facts or nothing):
         cache.put(key, role.spec, facts)
     return facts, {"cache_hit": False, "malformed": malformed, "call": completion.to_dict() | {"role": "writer"}}
 
