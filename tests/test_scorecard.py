@@ -178,3 +178,54 @@ def test_metrics_json_keeps_keys_other_scripts_read(seven):
     assert rounds.strict_correct(saved) == (4, 7)
     assert rounds.figure(saved["overall"]) == pytest.approx(4 / 7)
     assert OFFICIAL_SHA  # the fixture's dataset sha is the known official one
+
+
+def _bash_blocks(path: Path) -> list[str]:
+    import re
+
+    return re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+
+
+def _project_with_venv(tmp_path: Path) -> Path:
+    import os
+    import sys as _sys
+
+    project = tmp_path / "proj"
+    (project / ".longmemeval-venv" / "bin").mkdir(parents=True)
+    shim = project / ".longmemeval-venv" / "bin" / "python"
+    shim.write_text(f'#!/bin/sh\nexec "{_sys.executable}" "$@"\n')
+    shim.chmod(0o755)
+    runs = project / ".longmemeval-benchmarks" / "runs"
+    write_run(runs / "older", ITEMS, seven_item_rows()[:3], status="interrupted")
+    write_run(runs / "newer", ITEMS, seven_item_rows(), status="failed")
+    return project
+
+
+@pytest.mark.parametrize("arguments,expected", [("older", "run `older`"), ("", "run `newer`")])
+def test_report_command_block_runs_as_written(tmp_path, repo_root, arguments, expected):
+    import subprocess
+
+    project = _project_with_venv(tmp_path)
+    (block,) = _bash_blocks(repo_root / "commands" / "longmemeval-report.md")
+    script = block.replace("$ARGUMENTS", arguments)
+    done = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_PLUGIN_ROOT": str(repo_root)})
+    assert done.returncode == 0, done.stderr
+    assert expected in done.stdout and "| Overall accuracy (micro) |" in done.stdout
+
+
+def test_report_skill_blocks_run_as_written(tmp_path, repo_root):
+    import subprocess
+
+    project = _project_with_venv(tmp_path)
+    blocks = _bash_blocks(repo_root / "skills" / "report" / "SKILL.md")
+    assert len(blocks) == 3
+    outputs = []
+    for block in blocks:
+        done = subprocess.run(["bash", "-c", block], cwd=project, capture_output=True, text=True, timeout=120,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
+                                   "CLAUDE_PLUGIN_ROOT": str(repo_root)})
+        outputs.append(done)
+    assert outputs[0].returncode == 0 and "| Overall accuracy (micro) |" in outputs[0].stdout
+    assert outputs[1].returncode == 0 and "# Comparison:" in outputs[1].stdout
+    assert outputs[2].returncode in (0, 1) and "| scenario | figure |" in outputs[2].stdout
