@@ -583,6 +583,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.clone_upstream or args.longmemeval_root:
         wanted["longmemeval_root"] = project_relative(project, root)
     config = apply_config(project, wanted, report, force=args.force_config)
+    dataset = Path(str(config.get("datasetPath", "")))
+    if not (dataset if dataset.is_absolute() else project / dataset).is_file():
+        report.add("dataset", f"none at {config.get('datasetPath')}: re-run with --sample (offline demo) or "
+                              "--download _s (or _oracle, _m)")
 
     keys = ", ".join(f"{name} {'set' if os.environ.get(name) else 'not set'}"
                      for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"))

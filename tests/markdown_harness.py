@@ -15,6 +15,7 @@ substitution for ``commands/*.md``. In skills and references ``ARGUMENTS`` is on
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -188,8 +189,8 @@ def _git(*args: str, cwd: Path, env: Mapping[str, str]) -> None:
 
 def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
                     longmemeval_root: Path | None = None) -> tuple[Path, dict[str, str]]:
-    """A temp project like a user's: git on ``longmemeval-iter`` with a bare ``origin``, a venv whose python is
-    ``python``, and ``setup_project.py --sample --skip-venv`` already run. Returns (project, env for the blocks)."""
+    """A temp project like a user's: git on ``longmemeval-iter`` with a bare ``origin``, an installed venv whose
+    python runs ``python``, and ``setup_project.py --sample`` already run. Returns (project, env for the blocks)."""
     project = root / "project"
     origin = root / "origin.git"
     project.mkdir(parents=True)
@@ -214,6 +215,9 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
     wrapper = venv_bin / "python"
     wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(python)} \"$@\"\n", encoding="utf-8")
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    # The marker setup_project.py leaves after installing the requirements: this venv counts as installed.
+    digest = hashlib.sha256((REPO / "scripts" / "requirements.txt").read_bytes()).hexdigest()
+    (venv_bin.parent / ".longmemeval-requirements.sha256").write_text(digest + "\n", encoding="utf-8")
     env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"
     env["VIRTUAL_ENV"] = str(venv_bin.parent)
 
