@@ -58,7 +58,10 @@ def make_loop_project(
     if venv:
         bin_dir = project / ".longmemeval-venv" / "bin"
         bin_dir.mkdir(parents=True)
-        (bin_dir / "python").symlink_to(sys.executable)
+        # a wrapper, not a symlink: a symlinked venv python would lose the venv's site-packages
+        wrapper = bin_dir / "python"
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        wrapper.chmod(0o755)
     return project
 
 
