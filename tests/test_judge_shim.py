@@ -1,0 +1,211 @@
+"""The official judge: prompt loaded from the checkout alone, upstream's exact request, upstream's label rule."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+import judge_shim
+from errors import UserError
+from judge_shim import JudgeInputError, judge, label_from_reply, load_prompt_builder
+from providers import Gateway, ProviderError, ProviderSettings
+from records import Completion, Verdict
+from upstream_standin import make_upstream_tree, standin_prompt
+
+FAST = ProviderSettings(timeout_s=5.0, max_attempts=3, backoff_base=0.01, backoff_max=0.05)
+DUMMY_KEYS = ("sk-test-DUMMY-openai-key-0000", "sk-ant-test-DUMMY-anthropic-key-0000")
+
+CASES = [
+    ("single-session-user", "q_ssu"),
+    ("multi-session", "q_ms"),
+    ("temporal-reasoning", "q_tr"),
+    ("knowledge-update", "q_ku"),
+    ("single-session-preference", "q_pref"),
+    ("multi-session", "q_ms_abs"),
+]
+
+
+@pytest.fixture
+def root(tmp_path):
+    return make_upstream_tree(tmp_path)
+
+
+class ScriptedLLM:
+    """An in-process LLM that returns one fixed reply and remembers the requests."""
+
+    def __init__(self, reply: str, model: str = "gpt-4o-2024-08-06") -> None:
+        self.reply, self.model, self.requests = reply, model, []
+
+    def complete(self, request):
+        self.requests.append(request)
+        return Completion(text=self.reply, tokensIn=5, tokensOut=1, latencyMs=1.0, provider=request.provider,
+                          model=self.model)
+
+    def embed(self, provider, model, texts):
+        raise AssertionError("the judge never embeds")
+
+
+@pytest.mark.parametrize(("qtype", "qid"), CASES)
+def test_judge_request_is_byte_for_byte_what_upstream_sends(fake_llm, root, qtype, qid):
+    question, answer, hypothesis = "How long was the trip?", "18 days", "It took 19 days."
+    verdict = judge(qtype, question, answer, hypothesis, root, question_id=qid, llm=Gateway(FAST))
+    prompt = standin_prompt(qtype, question, answer, hypothesis, abstention=qid.endswith("_abs"))
+    ours = fake_llm.requests[-1]
+    assert ours["path"] == "/v1/chat/completions"
+    assert ours["body"] == {
+        "model": "gpt-4o-2024-08-06",
+        "messages": [{"role": "user", "content": prompt}],
+        "n": 1,
+        "temperature": 0,
+        "max_tokens": 10,
+    }
+    # the same call made the way upstream makes it, through the same SDK: identical bytes on the wire
+    upstream_client = openai.OpenAI(max_retries=0)
+    upstream_client.chat.completions.create(
+        model="gpt-4o-2024-08-06", messages=[{"role": "user", "content": prompt}], n=1, temperature=0, max_tokens=10
+    )
+    assert fake_llm.requests[-1]["raw"] == ours["raw"]
+    assert verdict["prompt_sha256"] and verdict["requested_model"] == "gpt-4o"
+    assert verdict["model"] == "gpt-4o-2024-08-06"
+
+
+def test_abstention_is_decided_by_the_id_not_the_type(root):
+    llm = ScriptedLLM("yes")
+    judge("temporal-reasoning", "Q?", "not asked", "I don't know", root, question_id="abc_abs", llm=llm)
+    judge("temporal-reasoning", "Q?", "18", "18", root, question_id="abc", llm=llm)
+    assert llm.requests[0].messages[0]["content"].startswith("STANDIN abstention")
+    assert llm.requests[1].messages[0]["content"].startswith("STANDIN temporal")
+
+
+def test_missing_question_id_is_refused(root):
+    with pytest.raises(UserError, match="question_id"):
+        judge("multi-session", "Q?", "A", "A", root, question_id=None, llm=ScriptedLLM("yes"))
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [("Yes, because the response says 18.", True), ("no", False), ("YES", True), ("  yes.\n", True),
+     ("No.", False), ("The answer is yes", True), ("Nope", False)],
+)
+def test_label_follows_upstreams_substring_rule(reply, label):
+    assert label_from_reply(reply) is label
+
+
+def test_verdict_keeps_the_raw_reply_and_label(root):
+    verdict = judge("multi-session", "Q?", "A", "A", root, question_id="q", llm=ScriptedLLM("Yes, it does."))
+    assert Verdict.from_dict(verdict).to_dict() == verdict
+    assert verdict["raw"] == "Yes, it does." and verdict["label"] is True
+
+
+def test_empty_judge_reply_is_an_error_not_a_no(root):
+    with pytest.raises(ProviderError) as info:
+        judge("multi-session", "Q?", "A", "A", root, question_id="q", llm=ScriptedLLM("   "))
+    assert info.value.kind == "malformed"
+
+
+def test_unknown_question_type_names_the_item(root):
+    with pytest.raises(JudgeInputError, match="q_odd") as info:
+        judge("open-domain", "Q?", "A", "A", root, question_id="q_odd", llm=ScriptedLLM("yes"))
+    assert info.value.kind == "judge_input"
+    assert isinstance(info.value, UserError)
+
+
+def test_only_the_prompt_function_is_loaded_never_the_module(root):
+    # the stand-in raises at import time and on its other helpers; loading must not trigger either
+    builder = load_prompt_builder(root)
+    assert builder.build("multi-session", "Q", "A", "R") == "STANDIN generic: Q=Q A=A R=R"
+    assert "helper_that_must_not_be_loaded" not in builder.build.__globals__
+    assert "this_module_does_not_exist" not in builder.build.__globals__
+
+
+def test_the_checkout_is_never_modified(root):
+    path = root / "src" / "evaluation" / "evaluate_qa.py"
+    before = path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
+    judge("multi-session", "Q", "A", "R", root, question_id="q", llm=ScriptedLLM("yes"))
+    assert (path.read_bytes(), sorted(p.name for p in path.parent.iterdir())) == before
+
+
+def test_prompt_function_is_cached_until_the_file_changes(root):
+    first = load_prompt_builder(root)
+    assert load_prompt_builder(root) is first
+    path = root / "src" / "evaluation" / "evaluate_qa.py"
+    path.write_text(path.read_text().replace("STANDIN generic", "STANDIN generic v2"))
+    second = load_prompt_builder(root)
+    assert second is not first and second.template_sha256 != first.template_sha256
+    assert second.build("multi-session", "Q", "A", "R").startswith("STANDIN generic v2")
+
+
+@pytest.mark.parametrize("where", ["missing", "no_function", "none"])
+def test_missing_checkout_or_function_says_how_to_get_it(tmp_path, where):
+    root = {"missing": tmp_path / "nope", "no_function": make_upstream_tree(tmp_path, with_function=False),
+            "none": None}[where]
+    with pytest.raises(UserError, match="/longmemeval-setup"):
+        judge("multi-session", "Q", "A", "R", root, question_id="q", llm=ScriptedLLM("yes"))
+
+
+def test_official_only_for_openai_pinned_gpt4o_and_upstreams_prompt(root, monkeypatch):
+    args = ("multi-session", "Q", "A", "R", root)
+    # the stand-in's function is not upstream's: never official
+    assert judge(*args, question_id="q", llm=ScriptedLLM("yes"))["official"] is False
+    standin_sha = load_prompt_builder(root).function_sha256
+    monkeypatch.setattr(judge_shim, "UPSTREAM_FUNCTION_SHA256", frozenset({standin_sha}))
+    official = judge(*args, question_id="q", llm=ScriptedLLM("yes"))
+    assert official["official"] is True and official["template_sha256"]
+    mini = judge(*args, model="gpt-4o-mini", question_id="q", llm=ScriptedLLM("yes", "gpt-4o-mini-2024-07-18"))
+    assert mini["official"] is False and mini["model"] == "gpt-4o-mini-2024-07-18"
+    other = judge(*args, provider="anthropic", model="claude-x", question_id="q", llm=ScriptedLLM("yes", "claude-x"))
+    assert other["official"] is False and other["provider"] == "anthropic"
+    drifted = judge(*args, question_id="q", llm=ScriptedLLM("yes", "gpt-4o-2024-11-20"))
+    assert drifted["official"] is False
+
+
+def test_real_upstream_function_hash_is_recognised_when_the_mirror_is_present(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    mirror = Path("/work/.mirror/xiaowu0162+LongMemEval/repo")
+    if not mirror.exists():
+        pytest.skip("upstream mirror not present")
+    text = subprocess.run(["git", "-C", str(mirror), "show", "HEAD:src/evaluation/evaluate_qa.py"],
+                          capture_output=True, check=True).stdout
+    target = tmp_path / "up" / "src" / "evaluation" / "evaluate_qa.py"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(text)
+    assert load_prompt_builder(tmp_path / "up").is_upstream
+
+
+def test_no_key_appears_in_verdicts_or_judge_errors(fake_llm, root):
+    texts = [json.dumps(judge("multi-session", "Q", "A", "A", root, question_id="q", llm=Gateway(FAST)))]
+    fake_llm.fail_next("401")
+    with pytest.raises(ProviderError) as info:
+        judge("multi-session", "Q", "A", "A", root, question_id="q", llm=Gateway(FAST))
+    texts.append(str(info.value))
+    for text in texts:
+        for key in DUMMY_KEYS:
+            assert key not in text
+
+
+def test_cli_prints_the_prompt_without_calling_a_model(root, capsys):
+    code = judge_shim.main(["--longmemeval-root", str(root), "--print-prompt", "--question-type",
+                            "knowledge-update", "--question-id", "x", "--question", "Q", "--answer", "A",
+                            "--hypothesis", "R"])
+    assert code == 0
+    assert capsys.readouterr().out.strip() == standin_prompt("knowledge-update", "Q", "A", "R")
+
+
+def test_cli_judges_a_hypothesis_file_in_upstream_format(fake_llm, root, tmp_path, capsys):
+    refs = [{"question_id": "a1", "question_type": "multi-session", "question": "Q1", "answer": "blue"},
+            {"question_id": "a2", "question_type": "temporal-reasoning", "question": "Q2", "answer": 3}]
+    (tmp_path / "ref.json").write_text(json.dumps(refs))
+    hyps = tmp_path / "hyp.jsonl"
+    hyps.write_text('{"question_id": "a1", "hypothesis": "It is blue"}\n{"question_id": "a2", "hypothesis": "5"}\n')
+    code = judge_shim.main(["--longmemeval-root", str(root), "--hyp-file", str(hyps),
+                            "--ref-file", str(tmp_path / "ref.json")])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["judged"] == 2 and summary["correct"] == 1
+    lines = [json.loads(x) for x in (tmp_path / "hyp.jsonl.eval-results-gpt-4o").read_text().splitlines()]
+    assert lines[0]["autoeval_label"] == {"model": "gpt-4o-2024-08-06", "label": True}
+    assert lines[1]["autoeval_label"]["label"] is False
