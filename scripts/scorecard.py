@@ -4,6 +4,7 @@ Usage:
     python scripts/scorecard.py RUN_DIR N_TOTAL VARIANT RUN_ID
     python scripts/scorecard.py --run-id RUN_ID [--project P] [--format md|json] [--no-charts] [--history FILE]
     python scripts/scorecard.py --latest [--project P]
+    python scripts/scorecard.py --print-latest-id [--project P]
 
 Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
 and judged-only (denominator = judged items). A banner says exactly why a run is not comparable with published
@@ -373,10 +374,13 @@ def runs_dir(project: Path) -> Path:
     return Path(project) / DEFAULT_RUNS_DIR
 
 
-def latest_run(project: Path) -> Path:
+def latest_run(project: Path, *, required: bool = True) -> Path | None:
+    """The most recently started run directory (by run-meta ``started_at``, then file time)."""
     base = runs_dir(project)
     candidates = [p for p in base.glob("*") if (p / "run-meta.json").is_file()] if base.is_dir() else []
     if not candidates:
+        if not required:
+            return None
         raise UserError(f"no runs under {base}", fix="start one with /longmemeval-run")
 
     def started(p: Path) -> tuple[str, float]:
@@ -396,6 +400,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the four-argument form: run directory, strict denominator, variant, run id")
     parser.add_argument("--run-id", help="score .longmemeval-benchmarks/runs/<RUN_ID> of the project")
     parser.add_argument("--latest", action="store_true", help="score the most recently started run")
+    parser.add_argument("--print-latest-id", action="store_true",
+                        help="only print the id of the most recent run (nothing when there is none) and exit")
     parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: current dir)")
     parser.add_argument("--n-total", type=int, help="strict denominator (default: the manifest's n_total)")
     parser.add_argument("--format", choices=("md", "json"), default="md",
@@ -405,6 +411,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                      "chart of accuracy over rounds")
     args = parser.parse_args(argv)
 
+    if args.print_latest_id:
+        latest = latest_run(args.project, required=False)
+        if latest is not None:
+            print(latest.name)
+        return 0
     variant = run_id = None
     n_total = args.n_total
     if args.positional:
@@ -423,6 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UserError(f"no run {args.run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
     elif args.latest:
         run_dir = latest_run(args.project)
+        assert run_dir is not None
     else:
         raise UserError("no run given", fix="pass --run-id RUN_ID, --latest, or RUN_DIR N_TOTAL VARIANT RUN_ID")
     if n_total is not None and n_total <= 0:

@@ -186,7 +186,7 @@ def _bash_blocks(path: Path) -> list[str]:
     return re.findall(r"```bash\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
 
 
-def _project_with_venv(tmp_path: Path) -> Path:
+def _project_with_venv(tmp_path: Path, *, runs: bool = True) -> Path:
     import os
     import sys as _sys
 
@@ -195,23 +195,26 @@ def _project_with_venv(tmp_path: Path) -> Path:
     shim = project / ".longmemeval-venv" / "bin" / "python"
     shim.write_text(f'#!/bin/sh\nexec "{_sys.executable}" "$@"\n')
     shim.chmod(0o755)
-    runs = project / ".longmemeval-benchmarks" / "runs"
-    write_run(runs / "older", ITEMS, seven_item_rows()[:3], status="interrupted")
-    write_run(runs / "newer", ITEMS, seven_item_rows(), status="failed")
+    if runs:
+        base = project / ".longmemeval-benchmarks" / "runs"
+        write_run(base / "older", ITEMS, seven_item_rows()[:3], status="interrupted")
+        write_run(base / "newer", ITEMS, seven_item_rows(), status="failed")
     return project
 
 
-@pytest.mark.parametrize("arguments,expected", [("older", "run `older`"), ("", "run `newer`")])
-def test_report_command_block_runs_as_written(tmp_path, repo_root, arguments, expected):
+@pytest.mark.parametrize("arguments,expected,runs", [("older", "run `older`", True), ("", "run `newer`", True),
+                                                     ("", "no runs yet", False)])
+def test_report_command_block_runs_as_written(tmp_path, repo_root, arguments, expected, runs):
     import subprocess
 
-    project = _project_with_venv(tmp_path)
+    project = _project_with_venv(tmp_path, runs=runs)
     (block,) = _bash_blocks(repo_root / "commands" / "longmemeval-report.md")
     script = block.replace("$ARGUMENTS", arguments)
     done = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_PLUGIN_ROOT": str(repo_root)})
     assert done.returncode == 0, done.stderr
-    assert expected in done.stdout and "| Overall accuracy (micro) |" in done.stdout
+    assert expected in done.stdout
+    assert ("| Overall accuracy (micro) |" in done.stdout) is runs
 
 
 def test_report_skill_blocks_run_as_written(tmp_path, repo_root):
