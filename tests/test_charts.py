@@ -1,0 +1,64 @@
+"""charts: PNGs are written (atomically, Agg backend) and the loop's history table is read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import charts
+import metrics
+from errors import UserError
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _card() -> dict:
+    types = {"a": "single-session-user", "b": "single-session-user", "c": "multi-session"}
+    return {"run_id": "r1", **metrics.score({"a": True, "b": False, "c": True}, types)}
+
+
+def test_per_type_chart_writes_a_png_and_leaves_no_temp_file(tmp_path):
+    out = charts.per_type_chart(_card(), tmp_path / "charts" / "per-type.png")
+    assert out.read_bytes()[:8] == PNG_MAGIC
+    assert [p.name for p in out.parent.iterdir()] == ["per-type.png"]
+
+
+def test_history_table_of_the_loop_is_read(tmp_path):
+    history = tmp_path / "history_max_effort.md"
+    history.write_text(
+        "| round | date | correct/n | overall | task-avg | abstention | note |\n"
+        "|---|---|---|---|---|---|---|\n"
+        "| v0 | 2026-11-28 | 400/500 | 0.8000 | 0.7900 | 0.9000 | baseline |\n"
+        "| v1 | 2026-11-29 | 410/500 | 0.8200 | n/a | 0.9333 | fix temporal |\n"
+        "BLOCKED: API billing\n")
+    rounds = charts.load_history(history)
+    assert rounds == [
+        {"label": "v0", "overall": 0.8, "task_averaged": 0.79, "abstention": 0.9},
+        {"label": "v1", "overall": 0.82, "task_averaged": None, "abstention": 0.9333},
+    ]
+    out = charts.history_chart(rounds, tmp_path / "h.png")
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_history_jsonl_is_read(tmp_path):
+    history = tmp_path / "h.jsonl"
+    history.write_text(json.dumps({"round": "v3", "overall": 0.5, "task_averaged": 0.4, "abstention": 1}) + "\n")
+    assert charts.load_history(history) == [{"label": "v3", "overall": 0.5, "task_averaged": 0.4, "abstention": 1}]
+
+
+def test_empty_or_missing_history_is_a_user_error(tmp_path):
+    with pytest.raises(UserError, match="does not exist"):
+        charts.load_history(tmp_path / "nope.md")
+    with pytest.raises(UserError, match="no rounds"):
+        charts.history_chart([], tmp_path / "h.png")
+
+
+def test_cli_writes_both_charts(tmp_path, capsys):
+    card = tmp_path / "metrics.json"
+    card.write_text(json.dumps(_card()))
+    history = tmp_path / "h.jsonl"
+    history.write_text('{"label": "v0", "overall": 0.5}\n')
+    assert charts.main([str(card), str(tmp_path / "out"), "--history", str(history)]) == 0
+    assert (tmp_path / "out" / "per-type-accuracy.png").exists()
+    assert (tmp_path / "out" / "accuracy-over-rounds.png").exists()
