@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import shlex
+import shutil
 import signal
 import stat
 import subprocess
@@ -187,8 +188,21 @@ def _git(*args: str, cwd: Path, env: Mapping[str, str]) -> None:
     subprocess.run(["git", *args], cwd=cwd, env=dict(env), check=True, capture_output=True, text=True)
 
 
+def make_sample_run(project: Path, env: Mapping[str, str], *, max_items: int = 5) -> Path | None:
+    """An offline run of the sample in ``project`` (users who report or iterate have runs). None if it fails."""
+    done = subprocess.run([str(project / ".longmemeval-venv" / "bin" / "python"),
+                           str(REPO / "scripts" / "run_benchmark.py"), "--project", str(project), "--offline",
+                           "--max", str(max_items), "--progress", "quiet"],
+                          cwd=project, env=dict(env), capture_output=True, text=True, timeout=300)
+    runs = project / ".longmemeval-benchmarks" / "runs"
+    if done.returncode != 0 or not runs.is_dir():
+        return None
+    return runs
+
+
 def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
-                    longmemeval_root: Path | None = None) -> tuple[Path, dict[str, str]]:
+                    longmemeval_root: Path | None = None,
+                    runs_from: Path | None = None) -> tuple[Path, dict[str, str]]:
     """A temp project like a user's: git on ``longmemeval-iter`` with a bare ``origin``, an installed venv whose
     python runs ``python``, and ``setup_project.py --sample`` already run. Returns (project, env for the blocks)."""
     project = root / "project"
@@ -229,4 +243,6 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
     done = subprocess.run(setup, cwd=project, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"setup_project.py failed while preparing the doc-test project:\n{done.stderr}")
+    if runs_from is not None:
+        shutil.copytree(runs_from, project / ".longmemeval-benchmarks" / "runs", dirs_exist_ok=True)
     return project, env

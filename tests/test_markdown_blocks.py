@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,12 +21,21 @@ def _standin_root(tmp_path: Path) -> Path | None:
     return make_upstream_tree(tmp_path / "upstream")
 
 
-@pytest.fixture
-def user_project(tmp_path, fake_llm):
-    import os
+@pytest.fixture(scope="module")
+def earlier_runs(tmp_path_factory) -> Path | None:
+    """One offline sample run, made once and copied into each project: users who report or iterate have runs."""
+    root = tmp_path_factory.mktemp("earlier-runs")
+    project, env = harness.prepare_project(root, sys.executable, os.environ)
+    runs = harness.make_sample_run(project, env)
+    if runs is None:
+        print("doc-test: the offline sample run failed; projects start with no runs")
+    return runs
 
+
+@pytest.fixture
+def user_project(tmp_path, fake_llm, earlier_runs):
     return harness.prepare_project(tmp_path, sys.executable, os.environ,
-                                   longmemeval_root=_standin_root(tmp_path))
+                                   longmemeval_root=_standin_root(tmp_path), runs_from=earlier_runs)
 
 
 @pytest.mark.parametrize("doc", DOC_FILES, ids=[p.relative_to(harness.REPO).as_posix() for p in DOC_FILES])
