@@ -169,3 +169,13 @@ def test_cli_exits_2_on_an_invalid_jsonl_line(tmp_path, capsys):
     assert f"{path}:2" in err and "field question_id" in err
     path.write_text('{"question_id": "a"}\n')
     assert run_main(schemas.main, ["completed", str(path)]) == 0
+
+
+def test_spec_documents_every_schema_and_config_field():
+    spec = (schemas.SCHEMA_DIR.parent / "SPEC.md").read_text(encoding="utf-8")
+    for name in schemas.schema_names():
+        assert f"{name}.schema.json" in spec, name
+    for key in default_config():
+        assert f"`{key}`" in spec, key
+    config_schema = json.loads((schemas.SCHEMA_DIR / "config.schema.json").read_text())
+    assert set(config_schema["properties"]) == set(default_config())
