@@ -1,0 +1,73 @@
+"""A dated price table: tokens -> US dollars. Unknown models cost ``None`` (unknown), never 0.
+
+Prices are list prices for standard (non-batch, non-cached) API use, in USD per million input / output tokens.
+A model id matches an entry exactly, or as the entry plus a dated snapshot suffix (``claude-sonnet-4-5-20250929``,
+``gpt-4o-mini-2024-07-18``) or ``-latest``; anything else is unknown, so a newer model never silently inherits an
+older family's price. Re-read the source pages and update ``PRICES_READ_ON`` when you change a number.
+"""
+
+from __future__ import annotations
+
+import re
+
+PRICES_READ_ON = "2026-11-29"
+PRICES_SOURCE = (
+    "list prices from openai.com/api/pricing and docs.anthropic.com/en/docs/about-claude/pricing, as recorded "
+    "by the toolkit's authors on PRICES_READ_ON; check them before quoting a dollar figure"
+)
+
+PRICES: dict[str, tuple[float, float]] = {
+    # OpenAI chat
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-2024-08-06": (2.50, 10.00),
+    "gpt-4o-2024-11-20": (2.50, 10.00),
+    "gpt-4o-2024-05-13": (5.00, 15.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "o1": (15.00, 60.00),
+    "o1-mini": (1.10, 4.40),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    # Anthropic
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-3-opus": (15.00, 75.00),
+    "claude-opus-4": (15.00, 75.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-opus-4-5": (5.00, 25.00),
+    # OpenAI embeddings (no output tokens)
+    "text-embedding-3-small": (0.02, 0.0),
+    "text-embedding-3-large": (0.13, 0.0),
+    "text-embedding-ada-002": (0.10, 0.0),
+}
+
+_SNAPSHOT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+
+
+def price_for(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens, or None when the model is not in the table."""
+    if model in PRICES:
+        return PRICES[model]
+    base = _SNAPSHOT_SUFFIX.sub("", model)
+    if base != model and base in PRICES:
+        return PRICES[base]
+    return None
+
+
+def cost_usd(model: str, tokens_in: int, tokens_out: int) -> float | None:
+    """Dollars for one call, or None for an unknown model (unknown is not free)."""
+    price = price_for(model)
+    if price is None:
+        return None
+    return (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
