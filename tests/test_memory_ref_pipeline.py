@@ -26,7 +26,7 @@ FILLER = [
 ]
 SCRIPTED_FACTS = {
     "Holiday Market": [{"fact": "The user attended the Holiday Market downtown.", "speaker": "user",
-                        "event_date": "2023/11/26"}],
+                        "when": "yesterday"}],
     "Luna": [{"fact": "The user has a cat named Luna.", "speaker": "user"}],
     "1000 followers": [{"fact": "The user has 1000 Instagram followers.", "speaker": "user",
                         "subject": "instagram followers", "value": "1000"}],

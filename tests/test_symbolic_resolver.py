@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -82,7 +83,7 @@ def test_category_match_is_exact_after_stemming():
 
 
 def test_fact_lines_parse_tolerates_fences_arrays_and_bad_lines():
-    text = '```json\n{"fact": "The user has a cat.", "speaker": "user", "event_date": null}\nnot json\n' \
+    text = '```json\n{"fact": "The user has a cat.", "speaker": "user", "when": null}\nnot json\n' \
            '{"speaker": "user"}\n{"fact": "Try the Thai place.", "speaker": "Assistant", "subject": "none"}\n```'
     facts, malformed = parse_fact_lines(text, "session_004", "2023/05/20 (Sat) 10:00")
     assert [f.text for f in facts] == ["The user has a cat.", "Try the Thai place."]
@@ -91,3 +92,11 @@ def test_fact_lines_parse_tolerates_fences_arrays_and_bad_lines():
     assert malformed == 2
     arr, bad = parse_fact_lines('[{"fact": "x"}, 3]', "s", "d")
     assert [f.text for f in arr] == ["x"] and bad == 1
+
+
+def test_fact_when_resolves_to_a_single_day_relative_to_the_session_date():
+    text = "\n".join(json.dumps({"fact": f, "when": w}) for f, w in [
+        ("a", "yesterday"), ("b", "last Friday"), ("c", "two weeks ago"), ("d", "March 5"), ("e", "this morning")])
+    facts, _ = parse_fact_lines(text, "session_001", "2024/01/02 (Tue) 09:00")
+    assert [f.event_date for f in facts] == ["2024/01/01", "2023/12/29", None, "2023/03/05", "2024/01/02"]
+    assert facts[1].when == "last Friday"

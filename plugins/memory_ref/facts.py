@@ -7,6 +7,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
+from . import temporal
+
 
 @dataclass(frozen=True)
 class Fact:
@@ -19,7 +21,9 @@ class Fact:
     """The session alias the fact came from."""
     session_date: str = ""
     event_date: str | None = None
-    """``YYYY/MM/DD`` when the writer could pin the event to a day, else None."""
+    """``YYYY/MM/DD``: the ``when`` expression resolved against the session date, else None."""
+    when: str | None = None
+    """The time expression the writer copied from the session ("yesterday", "last Friday", "March 5")."""
     subject: str | None = None
     """A short key for facts whose value may change over time (``instagram followers``)."""
     value: str | None = None
@@ -66,21 +70,38 @@ def parse_fact_lines(text: str, session_id: str, session_date: str) -> tuple[lis
             except ValueError:
                 malformed += 1
     facts: list[Fact] = []
+    session_day = temporal.parse_date(session_date)
     for rec in records:
         if not isinstance(rec, Mapping) or not _clean(rec.get("fact")):
             malformed += 1
             continue
         speaker = str(rec.get("speaker") or "user").strip().lower()
+        when = _clean(rec.get("when"))
         facts.append(
             Fact(
                 text=str(rec["fact"]).strip(),
                 speaker="assistant" if speaker.startswith("assist") else "user",
                 session_id=session_id,
                 session_date=session_date,
-                event_date=_clean(rec.get("event_date")),
+                event_date=event_date(when, session_day),
+                when=when,
                 subject=_clean(rec.get("subject")),
                 value=_clean(rec.get("value")),
                 category=_clean(rec.get("category")),
             )
         )
     return facts, malformed
+
+
+def event_date(when: str | None, session_day: Any) -> str | None:
+    """``YYYY/MM/DD`` of the day ``when`` names, relative to the session's day; None if it names no single day."""
+    if not when or session_day is None:
+        return None
+    day = temporal.resolve_day(when, session_day)
+    return day.strftime("%Y/%m/%d") if day else None
+
+
+def with_session(fact_dict: Mapping[str, Any], session_id: str, session_date: str) -> Fact:
+    """A cached fact (stored without its session) placed in a session: alias, date, and the date of ``when``."""
+    fact = Fact.from_dict(dict(fact_dict) | {"session_id": session_id, "session_date": session_date})
+    return Fact(**(fact.to_dict() | {"event_date": event_date(fact.when, temporal.parse_date(session_date))}))

@@ -208,7 +208,7 @@ def resolve_expressions(question: str, question_day: date) -> list[Resolved]:
         add(m, Resolved(m.group(0), qd - timedelta(days=2), qd - timedelta(days=2), "day"))
     for m in re.finditer(r"\byesterday\b", q):
         add(m, Resolved(m.group(0), qd - timedelta(days=1), qd - timedelta(days=1), "day"))
-    for m in re.finditer(r"\btoday\b", q):
+    for m in re.finditer(r"\b(?:earlier )?(?:today|tonight|this morning|this afternoon|this evening)\b", q):
         add(m, Resolved(m.group(0), qd, qd, "day"))
     for m in re.finditer(rf"\b{_NUM} {_UNIT} ago\b", q):
         amount = _amount(m.group(1))
@@ -248,6 +248,17 @@ def resolve_expressions(question: str, question_day: date) -> list[Resolved]:
         year = int(m.group(2)) if m.group(2) else (qd.year if month <= qd.month else qd.year - 1)
         add(m, Resolved(m.group(0), *_month_range(year, month), "month"))
     return [r for _, r in sorted(found, key=lambda x: x[0])]
+
+
+def resolve_day(expression: str | None, reference: date) -> date | None:
+    """The single day ``expression`` ("yesterday", "last Friday", "3 days ago", "March 5") names relative to
+    ``reference``; None when it names no day or a wider range ("last month", "two weeks ago")."""
+    if not expression:
+        return None
+    found = resolve_expressions(expression, reference)
+    if len(found) == 1 and found[0].start == found[0].end:
+        return found[0].start
+    return None
 
 
 def _month_day(qd: date, month: int, day: int, year: str | None) -> date | None:

@@ -1,10 +1,14 @@
 """The writer: per session, extract dated atomic facts (about the user, and information the assistant gave).
 
-One call per session, cached on disk by sha256 of (writer ``provider:model``, ``PROMPT_VERSION``, session date,
-session turns): ``_s`` and ``_m`` reuse the same filler sessions across many items, so most sessions are paid for
-once per writer model. The cache is SQLite in WAL mode with a busy timeout, one short-lived connection per
-operation, so threads and processes can share it. Cached facts carry no session alias (aliases differ between
-items); they are re-attached on read. Replies that yield no parseable line are not cached.
+One call per session, cached on disk by sha256 of (writer ``provider:model``, ``PROMPT_VERSION``, session turns).
+The session date is deliberately NOT in the key, nor in the prompt: ``_s`` reuses filler sessions across items
+under different dates (23,806 sessions, 18,437 distinct contents, every (date, content) pair unique; see
+``tests/benchmarks/bench_writer_cache_savings.py``), so a date in the key would save nothing. The writer instead
+copies each event's time expression verbatim (``"when": "last Friday"``) and ``temporal`` resolves it against
+the session date of the item at hand when facts are read.
+
+The cache is SQLite in WAL mode with a busy timeout, one short-lived connection per operation, so threads and
+processes can share it. Cached facts carry no session alias, date or event date; they are re-attached on read. Replies that yield no parseable line are not cached.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ from typing import Any, Sequence
 
 from records import LLM, ChatRequest
 
-from .facts import Fact, parse_fact_lines
+from .facts import Fact, parse_fact_lines, with_session
 from .stack import Role
 
-PROMPT_VERSION = "memory-ref-writer-1"
+PROMPT_VERSION = "memory-ref-writer-2"
 NOTHING = "NONE"
 """The writer's reply for a session with nothing to keep (an empty reply is a provider error)."""
 MAX_TOKENS = 2000
@@ -36,8 +40,8 @@ List every atomic fact worth remembering from the session, one JSON object per l
 Keys of each object:
   "fact": one self-contained sentence, in the third person ("The user ..."), keeping names and numbers exact;
   "speaker": "user" or "assistant";
-  "event_date": the day the event happened as YYYY/MM/DD, resolved against the session date when the user says
-    "today", "yesterday", "last Friday" and the like; null when the day is not clear;
+  "when": the words of the session that say when the event happened, copied as written ("today", "yesterday",
+    "last Friday", "3 days ago", "March 5"); null when the session does not say;
   "subject": for a value that can change over time (a count, a score, a job, a location, a habit), a short stable
     name such as "instagram followers"; otherwise null;
   "value": the value of that subject at this time, e.g. "1300"; otherwise null;
@@ -61,9 +65,9 @@ class WriterStats:
 
 
 def session_key(role: Role, session: Any) -> str:
-    """Cache key: writer model, prompt version and the session's date and turns (never its alias)."""
+    """Cache key: writer model, prompt version and the session's turns (not its alias, not its date)."""
     blob = json.dumps(
-        [role.spec, PROMPT_VERSION, str(session.date), [[t.role, t.content] for t in session.turns]],
+        [role.spec, PROMPT_VERSION, [[t.role, t.content] for t in session.turns]],
         ensure_ascii=False, separators=(",", ":"),
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -71,7 +75,7 @@ def session_key(role: Role, session: Any) -> str:
 
 def build_request(role: Role, session: Any) -> ChatRequest:
     lines = [f"[{t.role}] {t.content.strip()}" for t in session.turns]
-    prompt = f"{_INSTRUCTIONS}\n\nSession date: {session.date}\n\nSession:\n" + "\n\n".join(lines) + "\n\nFacts:"
+    prompt = f"{_INSTRUCTIONS}\n\nSession:\n" + "\n\n".join(lines) + "\n\nFacts:"
     return ChatRequest(provider=role.provider, model=role.model, messages=({"role": "user", "content": prompt},),
                        max_tokens=MAX_TOKENS, temperature=0.0)
 
@@ -104,7 +108,8 @@ class FactCache:
 
     def put(self, key: str, writer: str, facts: Sequence[Fact]) -> None:
         payload = json.dumps(
-            [{k: v for k, v in f.to_dict().items() if k not in {"session_id", "session_date"}} for f in facts],
+            [{k: v for k, v in f.to_dict().items() if k not in {"session_id", "session_date", "event_date"}}
+             for f in facts],
             ensure_ascii=False,
         )
         conn = self._connect()
@@ -127,8 +132,7 @@ def _one_session(role: Role, session: Any, llm: LLM, cache: FactCache | None) ->
     if cache is not None:
         cached = cache.get(key)
         if cached is not None:
-            facts = [Fact.from_dict(d | {"session_id": session.session_id, "session_date": session.date})
-                     for d in cached]
+            facts = [with_session(d, session.session_id, session.date) for d in cached]
             return facts, {"cache_hit": True, "malformed": 0}
     completion = llm.complete(build_request(role, session))
     facts, malformed = parse_fact_lines(completion.text, session.session_id, session.date)
