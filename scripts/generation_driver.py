@@ -354,6 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="target option (repeatable); V is parsed as JSON when possible")
     parser.add_argument("--cache-dir", default=None, help="directory the target may use for on-disk caches")
     args = parser.parse_args(argv)
+    target_path(args.target)  # a bad target name fails before the dataset is read
     provider, model = parse_model(args.target_model)
     options = dict(parse_option(o) for o in args.target_option)
     if isinstance(options.get("command"), str) and args.target == "command":

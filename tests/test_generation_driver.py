@@ -138,3 +138,16 @@ def test_cli_unknown_question_id_is_one_line_exit_2(tmp_path, capsys):
     code = run_main(gd.main, ["--dataset", str(data), "--question-id", "nope", "--target", "offline"])
     err = capsys.readouterr().err
     assert code == 2 and "nope" in err and err.count("\n") == 1
+
+
+def test_plugins_readme_documents_every_builtin_target_and_its_examples_exist():
+    readme = (gd.PLUGINS_DIR / "README.md").read_text()
+    for name in gd.BUILTIN_TARGETS:
+        assert f"`{name}`" in readme
+    for example in ("examples/echo_memory.py", "examples/echo_memory_cmd.py"):
+        assert example in readme and (gd.PLUGINS_DIR / example).is_file()
+
+
+def test_cli_bad_target_fails_before_reading_the_dataset(capsys):
+    assert run_main(gd.main, ["--dataset", "/nonexistent.json", "--question-id", "x", "--target", "bogus"]) == 2
+    assert "unknown target 'bogus'" in capsys.readouterr().err
