@@ -159,7 +159,8 @@ def repair_tail(path: Path, schema: str | None = None) -> str | None:
     """Make ``path`` end at a line boundary. Returns what was done: None, ``"newline"`` or ``"truncated"``.
 
     A last line without ``\\n`` that parses as a complete valid record gets its ``\\n``; anything else after the
-    last ``\\n`` is the remains of an append a crash cut short, and is cut off.
+    last ``\\n`` is the remains of an append a crash cut short, and is cut off. A final line that has its ``\\n``
+    but is not a JSON object (garbage left by a power loss) is cut off too.
     """
     path = Path(path)
     schema = schema or _SCHEMA_OF_FILE.get(path.name)
@@ -172,7 +173,17 @@ def repair_tail(path: Path, schema: str | None = None) -> str | None:
     with open(path, "r+b") as fh:
         fh.seek(size - 1)
         if fh.read(1) == b"\n":
-            return None
+            # Whole last line: keep it unless it is unreadable (e.g. NUL bytes after a power loss), which
+            # readers skip as a torn tail and a following append would turn into a corrupt middle line.
+            cut = _last_newline_offset(fh, size - 1)
+            fh.seek(cut)
+            last = fh.read(size - cut)
+            if not last.strip() or _parses_as_object(last):
+                return None
+            fh.truncate(cut)
+            fh.flush()
+            os.fsync(fh.fileno())
+            return "truncated"
         cut = _last_newline_offset(fh, size)
         fh.seek(cut)
         tail = fh.read(size - cut)
@@ -186,6 +197,13 @@ def repair_tail(path: Path, schema: str | None = None) -> str | None:
         fh.flush()
         os.fsync(fh.fileno())
     return action
+
+
+def _parses_as_object(blob: bytes) -> bool:
+    try:
+        return isinstance(json.loads(blob.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
 
 
 def _is_complete_record(blob: bytes, schema: str | None) -> bool:

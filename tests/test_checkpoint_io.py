@@ -257,3 +257,20 @@ def test_runs_dir_that_refuses_writes_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(cio.tempfile, "mkstemp", refuse)
     with pytest.raises(UserError, match=rf"directory {tmp_path} is not writable \(Permission denied\)"):
         cio.ensure_writable_dir(tmp_path)
+
+
+def test_unreadable_final_line_with_newline_is_skipped_then_cut(tmp_path):
+    path = tmp_path / cio.RESULTS_FILE
+    path.write_bytes(json.dumps(judged_row("q1")).encode() + b"\n" + b"\x00" * 50 + b"\n")
+    assert list(cio.load_results(tmp_path)) == ["q1"]
+    cio._APPENDS.forget(path)
+    cio.append_item_result(tmp_path, judged_row("q2"))
+    assert list(cio.load_results(tmp_path)) == ["q1", "q2"]
+
+
+def test_repair_leaves_a_clean_file_alone(tmp_path):
+    path = tmp_path / cio.RESULTS_FILE
+    data = (json.dumps(judged_row("q1")) + "\n").encode()
+    path.write_bytes(data)
+    assert cio.repair_tail(path) is None
+    assert path.read_bytes() == data
