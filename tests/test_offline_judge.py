@@ -67,3 +67,15 @@ def test_judge_shim_routes_offline_provider_here_without_a_checkout():
     verdict = judge_shim.judge("multi-session", "Q?", "blue", "It is blue.", None, provider="offline",
                                question_id="q1")
     assert verdict["provider"] == "offline" and verdict["label"] is True
+
+
+def test_on_real_items_gold_is_accepted_and_i_dont_know_only_for_abstention(shared_data):
+    import json
+
+    items = json.loads((shared_data / "longmemeval_oracle.json").read_text(encoding="utf-8"))
+    for item in items:
+        qid, answer = item["question_id"], item["answer"]
+        idk = offline_judge(qid, item["question_type"], item["question"], answer, "I don't know.")["label"]
+        assert idk is ("_abs" in qid), qid
+        if "_abs" not in qid:
+            assert offline_judge(qid, item["question_type"], item["question"], answer, f"So: {answer}")["label"], qid
