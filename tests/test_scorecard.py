@@ -232,3 +232,11 @@ def test_report_skill_blocks_run_as_written(tmp_path, repo_root):
     assert outputs[0].returncode == 0 and "| Overall accuracy (micro) |" in outputs[0].stdout
     assert outputs[1].returncode == 0 and "# Comparison:" in outputs[1].stdout
     assert outputs[2].returncode in (0, 1) and "| scenario | figure |" in outputs[2].stdout
+
+
+def test_history_flag_adds_accuracy_over_rounds_chart(seven, tmp_path):
+    history = tmp_path / "history_max_effort.md"
+    history.write_text("| v0 | 2026-11-28 | 3/7 | 0.4286 | 0.4000 | 0.5000 | baseline |\n"
+                       "| v1 | 2026-11-29 | 4/7 | 0.5714 | 0.5556 | 0.5000 | fix |\n")
+    assert scorecard.main([str(seven), "7", "_s", "seven", "--history", str(history)]) == 0
+    assert (seven / "charts" / "accuracy-over-rounds.png").read_bytes()[:4] == b"\x89PNG"
