@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -50,6 +51,9 @@ def prepare_requests(item: PublicItem, ctx: TargetContext) -> list[ChatRequest]:
     return []  # the user's code makes its own calls: unknown to a dry run
 
 
+_LOAD_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=16)
 def _load(path: str, mtime_ns: int) -> ModuleType:
     name = f"lme_user_target_{Path(path).stem}_{mtime_ns}"
@@ -65,7 +69,8 @@ def _load(path: str, mtime_ns: int) -> ModuleType:
 
 def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
     path = user_file(ctx.options)
-    module = _load(str(path), path.stat().st_mtime_ns)
+    with _LOAD_LOCK:
+        module = _load(str(path), path.stat().st_mtime_ns)
     user_ctx = {
         "provider": ctx.provider,
         "model": ctx.model,

@@ -24,6 +24,7 @@ import importlib.util
 import json
 import shlex
 import sys
+import threading
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -94,9 +95,15 @@ def target_name(name_or_path: str) -> str:
     return str(getattr(module, "NAME", stem.parent.name if stem.name == "__init__.py" else stem.stem))
 
 
+_LOAD_LOCK = threading.RLock()
+
+
 def load_target(name_or_path: str) -> ModuleType:
-    """Import a target by file path (cached per file); UserError if it has no ``generate``."""
-    return _load_module(target_path(name_or_path))
+    """Import a target by file path (once per file, also under concurrent first calls); UserError if it has no
+    ``generate``."""
+    path = target_path(name_or_path)
+    with _LOAD_LOCK:
+        return _load_module(path)
 
 
 @lru_cache(maxsize=None)

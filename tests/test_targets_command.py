@@ -164,3 +164,16 @@ def test_python_adapter_reply_without_hypothesis_is_a_target_error(tmp_path):
     user.write_text("def generate(item, ctx):\n    return {'debug': {}}\n")
     with pytest.raises(gd.TargetError, match="hypothesis"):
         run_python({"path": str(user)})
+
+
+def test_concurrent_items_share_one_jsonl_process_and_each_gets_its_own_reply(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    argv = script(tmp_path, "for line in sys.stdin:\n"
+                            "    print(json.dumps({'hypothesis': json.loads(line)['question']}), flush=True)\n")
+    options = {"command": argv, "mode": "jsonl", "timeout_s": 10}
+    questions = [f"question number {i}?" for i in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outs = list(pool.map(lambda q: run_command(options, make_raw_item(question=q)), questions))
+    assert [o["hypothesis"] for o in outs] == questions
+    assert {o["debug"]["command_adapter"]["process_starts"] for o in outs} == {1}
