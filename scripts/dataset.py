@@ -148,12 +148,15 @@ def _compression(path: Path) -> str:
 
 
 def _open_binary(path: Path) -> IO[bytes]:
-    kind = _compression(path)
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    if kind == "gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb", buffering=_READ_SIZE)
+    try:
+        kind = _compression(path)
+        if kind == "xz":
+            return lzma.open(path, "rb")
+        if kind == "gz":
+            return gzip.open(path, "rb")
+        return open(path, "rb", buffering=_READ_SIZE)
+    except OSError as e:
+        raise UserError(f"cannot open dataset file {path} ({e.strerror or e})", fix="check the path and its permissions") from None
 
 
 def _check_path(path: Path) -> Path:
@@ -258,7 +261,7 @@ class _ItemStream:
                 ) from None
             except (EOFError, lzma.LZMAError, OSError, zlib.error) as e:
                 raise UserError(
-                    f"{path}: compressed data is damaged or truncated {_where_after(index)} "
+                    f"{path}: data is damaged, truncated or unreadable {_where_after(index)} "
                     f"(near byte {reader.offset:,} of the decompressed data: {e})",
                     fix=_REDOWNLOAD,
                 ) from None

@@ -14,9 +14,8 @@ import pytest
 
 import checkpoint_io as cio
 from errors import UserError
-from helpers_data import error_row, judged_row
+from helpers_data import error_row, judged_row, make_item
 from records import Question
-from helpers_data import make_item
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

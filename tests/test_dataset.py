@@ -160,3 +160,46 @@ def test_real_oracle_file_streams(shared_data):
     info = dataset.scan(shared_data / "longmemeval_oracle.json")
     assert info.items == 500 and info.variant == "_oracle"
     assert sum(1 for qid, _ in info.questions if "_abs" in qid) == 30
+
+
+def _mutations():
+    def drop(key):
+        return lambda i: i.pop(key)
+
+    def setter(fn):
+        return fn
+
+    return {
+        "missing answer": drop("answer"),
+        "float answer": setter(lambda i: i.update(answer=1.5)),
+        "bool answer": setter(lambda i: i.update(answer=True)),
+        "unknown type": setter(lambda i: i.update(question_type="abstention")),
+        "empty id": setter(lambda i: i.update(question_id="")),
+        "session not a list": setter(lambda i: i["haystack_sessions"].__setitem__(0, "text")),
+        "turn without content": setter(lambda i: i["haystack_sessions"][0][0].pop("content")),
+        "has_answer not bool": setter(lambda i: i["haystack_sessions"][0][0].update(has_answer="yes")),
+        "date not a string": setter(lambda i: i["haystack_dates"].__setitem__(0, 20230510)),
+        "ids not a list": setter(lambda i: i.update(answer_session_ids="answer_x")),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_mutations()))
+def test_fast_item_check_never_accepts_what_the_schema_rejects(name):
+    import schemas
+
+    item = make_item("q1")
+    assert dataset._fast_item_ok(item) and schemas.is_valid("item", item)
+    _mutations()[name](item)
+    assert not schemas.is_valid("item", item)
+    assert not dataset._fast_item_ok(item)
+
+
+def test_unopenable_file_is_a_user_error(tmp_path, monkeypatch):
+    path = write_dataset(tmp_path / "d.json", make_items(1))
+
+    def refuse(_):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(dataset, "_compression", refuse)
+    with pytest.raises(UserError, match=rf"cannot open dataset file {path} \(Permission denied\)"):
+        list(dataset.iter_items(path))
