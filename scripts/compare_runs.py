@@ -66,7 +66,8 @@ def load_run(run_dir: Path) -> RunData:
     """Read run-meta.json, manifest.json (optional) and the merged result rows of a run or snapshot directory."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise UserError(f"run directory {run_dir} does not exist", fix="pass a run dir from .longmemeval-benchmarks/runs/")
+        raise UserError(f"run directory {run_dir} does not exist",
+                        fix="pass a run dir from .longmemeval-benchmarks/runs/")
     meta_path = run_dir / "run-meta.json"
     if not meta_path.exists():
         raise UserError(f"{meta_path} is missing: {run_dir} is not a run directory",

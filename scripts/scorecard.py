@@ -210,7 +210,8 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     try:
         scored = metrics.score(metrics.strict_labels(run.rows, types), types, unattributed=unattributed)
     except ValueError as err:
-        raise UserError(f"cannot score run {run.path}: {err}", fix="check manifest.json and item-results.jsonl") from None
+        raise UserError(f"cannot score run {run.path}: {err}",
+                        fix="check manifest.json and item-results.jsonl") from None
     covered = [run.rows[q] for q in types if q in run.rows]
     ignored_rows = sum(1 for q in run.rows if q not in types)
     usage = usage_summary(covered)
@@ -300,6 +301,9 @@ def render_markdown(card: Mapping[str, Any]) -> str:
                          f"{metrics.fmt_interval(b['wilson_strict'])} |")
     if not ta["all_six_types"]:
         lines += ["", f"Task-averaged figure covers only {n_types} of 6 types: {', '.join(ta['types_strict'])}."]
+    if card["rows_outside_item_set"]:
+        lines += ["", f"{card['rows_outside_item_set']} result rows lie outside the first {card['n_total']} items "
+                      "and are not scored."]
     if card["unattributed"]:
         lines += ["", f"{card['unattributed']} items beyond the manifest were never run: wrong in the strict "
                       "overall figure, in no per-type figure."]

@@ -187,7 +187,6 @@ def _bash_blocks(path: Path) -> list[str]:
 
 
 def _project_with_venv(tmp_path: Path, *, runs: bool = True) -> Path:
-    import os
     import sys as _sys
 
     project = tmp_path / "proj"
