@@ -214,6 +214,7 @@ def default_config() -> dict[str, Any]:
 
 
 def fallback_default_config() -> dict[str, Any]:
+    """A copy of ``config.default_config()`` for when config.py cannot be imported yet (a test keeps them equal)."""
     return {
         "schemaVersion": "1.0.0",
         "datasetPath": f"{STATE_DIR}/data/longmemeval_s_cleaned.json",
@@ -235,6 +236,7 @@ def fallback_default_config() -> dict[str, Any]:
         "maxAttempts": 8,
         "providers": {},
         "loop": {},
+        "contextWindowTokens": None,
     }
 
 

@@ -58,6 +58,11 @@ def test_written_config_is_valid_against_the_config_schema(tmp_path):
     schemas.validate("config", config_of(fresh), where="config.json")
 
 
+def test_built_in_defaults_equal_config_defaults():
+    config = pytest.importorskip("config")
+    assert setup_project.fallback_default_config() == config.default_config()
+
+
 def test_second_run_has_nothing_to_do_and_leaves_config_untouched(tmp_path, capsys):
     assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
     before = tree(tmp_path)
