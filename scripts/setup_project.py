@@ -17,6 +17,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -142,6 +143,17 @@ def check_http_url(url: str, flag: str) -> str:
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise UserError(f"{flag} must be an http(s) URL, got {url!r}", fix=f"e.g. {flag} {DEFAULT_BASE_URL}")
     return url.rstrip("/")
+
+
+def check_git_url(url: str) -> None:
+    """http(s)/ssh/git/file URLs, scp-like ``user@host:path``, or a local repository path."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme in ("http", "https", "ssh", "git", "file") and (parsed.netloc or parsed.scheme == "file"):
+        return
+    if re.match(r"^[\w.-]+@[\w.-]+:", url) or Path(url).expanduser().exists():
+        return
+    raise UserError(f"--upstream-url {url!r} is not a git URL or an existing local repository",
+                    fix=f"use the default {UPSTREAM_URL} or a path to a clone")
 
 
 # --------------------------------------------------------------------------- venv
@@ -558,6 +570,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     base_url = check_http_url(args.base_url, "--base-url")
     if args.index_url:
         check_http_url(args.index_url, "--index-url")
+    if args.clone_upstream:
+        check_git_url(args.upstream_url)
     if args.sample and variant:
         raise UserError("--sample and --download pick different datasets", fix="pass only one of them")
     root = (args.longmemeval_root or Path(STATE_DIR) / "LongMemEval").expanduser()
@@ -571,7 +585,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         report.add("venv", "skipped (--skip-venv)")
     else:
         ensure_venv(project, report, index_url=args.index_url, offline=args.offline)
-    write_state_gitignore(project)
 
     wanted: dict[str, Any] = {}
     if args.sample:
@@ -584,6 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         clone_upstream(root, report, url=args.upstream_url, offline=args.offline)
     if args.clone_upstream or args.longmemeval_root:
         wanted["longmemeval_root"] = project_relative(project, root)
+    write_state_gitignore(project)
     config = apply_config(project, wanted, report, force=args.force_config)
     dataset = Path(str(config.get("datasetPath", "")))
     if not (dataset if dataset.is_absolute() else project / dataset).is_file():

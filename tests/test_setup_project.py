@@ -114,6 +114,7 @@ def test_broken_config_json_is_refused_without_force(tmp_path, capsys):
     (["--download", "_xl"], "unknown dataset variant"),
     (["--download", "_s", "--base-url", "ftp://example.org"], "--base-url must be an http(s) URL"),
     (["--download", "_s", "--sample"], "pick different datasets"),
+    (["--clone-upstream", "--upstream-url", "not a url"], "not a git URL"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, argv, needle):
     project = tmp_path / "proj"
