@@ -62,7 +62,8 @@ def shard_dir(root: Path, shard: tuple[int, int] | None) -> Path:
 
 def build_manifest(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
     """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count."""
-    items, info = dataset.index(Path(settings.dataset_path))
+    info = dataset.scan(Path(settings.dataset_path))
+    items = [{"question_id": qid, "question_type": qtype} for qid, qtype in info.questions]
     manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(items), "items": items}
     described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items}
     return manifest, described
@@ -288,6 +289,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                             elif invocation["errors"] > settings.error_threshold:
                                 stop.request("errors")
                         progress.update(row, stats.snapshot())
+                    if stop.reason is not None:  # items queued but not started are not started now
+                        in_flight = {fut for fut in in_flight if not fut.cancel()}
                     if stop.abandon.is_set():
                         for fut in in_flight:
                             fut.cancel()

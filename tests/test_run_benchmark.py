@@ -97,7 +97,10 @@ def test_billing_error_stops_the_run_with_its_own_exit_status(tmp_path, fake_llm
     assert run(project, "--run-id", "b") == 3
     m = meta(project, "b")
     assert m["status"] == "failed" and "billing" in m["error"]
-    assert len(fake_llm.requests) == 1  # never retried
+    rows = [json.loads(x) for x in (run_dir(project, "b") / "item-results.jsonl").read_text().splitlines()]
+    billing = [r for r in rows if r["status"] == "error"]
+    assert len(billing) == 1 and billing[0]["error"]["kind"] == "billing" and billing[0]["error"]["attempts"] == 1
+    assert len(fake_llm.requests) <= 3  # the billing call (never retried) and at most one item already started
 
 
 def test_second_identical_run_is_served_entirely_from_the_cache(tmp_path, fake_llm):
