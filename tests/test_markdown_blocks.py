@@ -25,7 +25,10 @@ def _standin_root(tmp_path: Path) -> Path | None:
 def earlier_runs(tmp_path_factory) -> Path | None:
     """One offline sample run, made once and copied into each project: users who report or iterate have runs."""
     root = tmp_path_factory.mktemp("earlier-runs")
-    project, env = harness.prepare_project(root, sys.executable, os.environ)
+    # Module scope runs before conftest's per-test isolation: isolate by hand (no keys, a temp HOME).
+    base = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    base["HOME"] = str(tmp_path_factory.mktemp("earlier-runs-home"))
+    project, env = harness.prepare_project(root, sys.executable, base)
     runs = harness.make_sample_run(project, env)
     if runs is None:
         print("doc-test: the offline sample run failed; projects start with no runs")
