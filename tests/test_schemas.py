@@ -55,6 +55,7 @@ MALFORMED = [
     ("item-result", ("status",), "maybe", "status"),
     ("item-result", ("judgment", "label"), "yes", "judgment.label"),
     ("item-result", ("question_type",), "abstention", "question_type"),
+    ("item-result", ("error",), {"stage": "reading", "kind": "x", "message": "m", "attempts": 1}, "error.stage"),
     ("completed", ("question_id",), 7, "question_id"),
     ("manifest", ("items", 0, "question_id"), None, "items[0].question_id"),
     ("item", ("haystack_sessions", 1, 0, "role"), "system", "haystack_sessions[1][0].role"),
