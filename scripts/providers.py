@@ -108,6 +108,15 @@ class ProviderError(Exception):
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "message": self.message, "attempts": self.attempts, "status": self.status}
 
+    def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, subprocess targets)
+        return (_rebuild_error, (self.kind, self.message, self.attempts, self.status, self.retry_after,
+                                 self.retryable))
+
+
+def _rebuild_error(kind: str, message: str, attempts: int, status: int | None, retry_after: float | None,
+                   retryable: bool) -> ProviderError:
+    return ProviderError(kind, message, attempts, status, retry_after, retryable=retryable)
+
 
 def scrub(text: str) -> str:
     """Remove every known key value, and anything shaped like a key, from ``text``."""

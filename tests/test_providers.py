@@ -310,3 +310,12 @@ def test_anthropic_model_rejecting_temperature_is_called_again_without_it(fake_l
     assert first["temperature"] == 0.0 and "temperature" not in second
     complete(ask("anthropic", "claude-new-x"), settings=FAST)
     assert "temperature" not in fake_llm.requests[2]["body"]
+
+
+def test_provider_error_survives_pickling():
+    import pickle
+
+    err = ProviderError("rate_limit", "slow down", 3, 429, 1.5, retryable=True)
+    back = pickle.loads(pickle.dumps(err))
+    assert (back.kind, str(back), back.attempts, back.status, back.retry_after, back.retryable) == (
+        "rate_limit", "slow down", 3, 429, 1.5, True)
