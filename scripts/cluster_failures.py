@@ -84,8 +84,17 @@ def retrieval_state(row: Mapping[str, Any], top_k: int) -> str | None:
 
 
 def _fired(value: Any) -> bool:
+    """Whether a layer's debug record says it acted.
+
+    memory-ref records ``bypass.taken``, ``temporal.resolved`` (list), ``resolver.superseded`` (list) and
+    ``resolver.deduplicated`` (count); other targets may use a boolean ``fired``/``applied``/``used``/``changed``.
+    """
     if isinstance(value, Mapping):
-        return any(value.get(k) is True for k in ("fired", "applied", "used", "answered", "changed"))
+        if any(value.get(k) is True for k in ("fired", "applied", "used", "answered", "changed", "taken")):
+            return True
+        if any(isinstance(value.get(k), list) and value.get(k) for k in ("resolved", "superseded")):
+            return True
+        return isinstance(value.get("deduplicated"), int) and value["deduplicated"] > 0
     return value is True
 
 

@@ -40,7 +40,7 @@ def default_config() -> dict[str, Any]:
         "runs_dir": f"{STATE_DIR}/runs",
         "longmemeval_root": f"{STATE_DIR}/LongMemEval",
         "targetProvider": "anthropic",
-        "targetModel": "claude-sonnet-4-5",
+        "targetModel": "claude-sonnet-4-6",
         "judgeProvider": OFFICIAL_JUDGE_PROVIDER,
         "judgeModel": OFFICIAL_JUDGE_MODEL,
         "maxEvals": 500,
@@ -115,7 +115,7 @@ def parse_model_arg(arg: str, default_provider: str) -> tuple[str, str]:
     head, sep, tail = text.partition(":")
     if sep and head.lower() in KNOWN_PROVIDERS:
         if not tail.strip():
-            raise UserError(f"model argument {arg!r} names no model", fix="pass provider:model, e.g. anthropic:claude-sonnet-4-5")
+            raise UserError(f"model argument {arg!r} names no model", fix="pass provider:model, e.g. anthropic:claude-sonnet-4-6")
         return head.lower(), tail.strip()
     return default_provider, text
 

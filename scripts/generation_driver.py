@@ -356,7 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target", default="full-context",
                         help=f"target name ({', '.join(BUILTIN_TARGETS)}) or path to a .py target file")
     parser.add_argument("--target-model", default="offline:extractive",
-                        help="provider:model for the target's calls, e.g. anthropic:claude-sonnet-4-5")
+                        help="provider:model for the target's calls, e.g. anthropic:claude-sonnet-4-6")
     parser.add_argument("--target-option", action="append", default=[], metavar="K=V",
                         help="target option (repeatable); V is parsed as JSON when possible")
     parser.add_argument("--cache-dir", default=None, help="directory the target may use for on-disk caches")

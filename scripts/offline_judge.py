@@ -28,6 +28,7 @@ ABSTENTION_PHRASES = (
     "don't have", "do not have", "cannot answer", "can't answer", "unable to answer", "unable to determine",
     "cannot determine", "can't determine", "cannot be determined", "unanswerable", "not possible to",
     "no details", "not in our conversation", "haven't mentioned", "have not mentioned", "not sure",
+    "not enough to answer",
 )
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
           "seventeen eighteen nineteen").split()

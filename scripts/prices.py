@@ -42,10 +42,12 @@ PRICES: dict[str, tuple[float, float]] = {
     "claude-3-7-sonnet": (3.00, 15.00),
     "claude-sonnet-4": (3.00, 15.00),
     "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-sonnet-4-6": (3.00, 15.00),
     "claude-3-opus": (15.00, 75.00),
     "claude-opus-4": (15.00, 75.00),
     "claude-opus-4-1": (15.00, 75.00),
     "claude-opus-4-5": (5.00, 25.00),
+    "claude-opus-4-6": (5.00, 25.00),
     # OpenAI embeddings (no output tokens)
     "text-embedding-3-small": (0.02, 0.0),
     "text-embedding-3-large": (0.13, 0.0),

@@ -58,7 +58,7 @@ def parse_model(value: str, default_provider: str) -> tuple[str, str]:
     if ":" in value:
         provider, model = value.split(":", 1)
         if not provider or not model:
-            raise UserError(f"model {value!r} is not provider:model", fix="e.g. openai:gpt-4o or anthropic:claude-sonnet-4-5")
+            raise UserError(f"model {value!r} is not provider:model", fix="e.g. openai:gpt-4o or anthropic:claude-sonnet-4-6")
         return provider.strip(), model.strip()
     return default_provider, value
 

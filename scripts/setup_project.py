@@ -234,7 +234,7 @@ def fallback_default_config() -> dict[str, Any]:
         "runs_dir": f"{STATE_DIR}/runs",
         "longmemeval_root": f"{STATE_DIR}/LongMemEval",
         "targetProvider": "anthropic",
-        "targetModel": "claude-sonnet-4-5",
+        "targetModel": "claude-sonnet-4-6",
         "judgeProvider": "openai",
         "judgeModel": "gpt-4o-2024-08-06",
         "maxEvals": 500,

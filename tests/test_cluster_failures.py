@@ -99,3 +99,23 @@ def test_cli_markdown_and_json_on_a_run(tmp_path, capsys):
 def test_unknown_run_is_a_user_error(tmp_path, capsys):
     assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "nope"]) == 2
     assert "no run" in capsys.readouterr().err
+
+
+def test_symbolic_layers_are_read_from_memory_refs_debug_shape():
+    from cluster_failures import symbolic_layers
+
+    def row(symbolic):
+        return {"question_id": "q", "target": {"debug": {"symbolic": symbolic}}}
+
+    acted = row({
+        "temporal": {"resolved": [{"text": "last Saturday", "start": "2023/05/20"}]},
+        "resolver": {"superseded": [], "deduplicated": 2},
+        "bypass": {"taken": True, "reason": "date span"},
+    })
+    assert set(symbolic_layers(acted)) == {"symbolic_resolver", "symbolic_temporal", "symbolic_bypass"}
+    idle = row({
+        "temporal": {"resolved": []},
+        "resolver": {"superseded": [], "deduplicated": 0},
+        "bypass": {"taken": False, "reason": "no dated match"},
+    })
+    assert symbolic_layers(idle) == []

@@ -54,7 +54,7 @@ def _assert_server_saw_no_gold(server):
     ("rag", {"top_k": 2, "granularity": "turn", "embed_model": "openai:text-embedding-3-small"}),
 ])
 def test_model_targets_never_send_gold(fake_llm, gateway, item, target, options, tmp_path):
-    for provider, model in (("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-5")):
+    for provider, model in (("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-6")):
         if provider == "anthropic" and "embed_model" in options:
             continue
         gd.generate_hypothesis(item, provider, model, target=target, llm=gateway, options=options,

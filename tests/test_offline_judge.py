@@ -79,3 +79,16 @@ def test_on_real_items_gold_is_accepted_and_i_dont_know_only_for_abstention(shar
         assert idk is ("_abs" in qid), qid
         if "_abs" not in qid:
             assert offline_judge(qid, item["question_type"], item["question"], answer, f"So: {answer}")["label"], qid
+
+
+def test_the_offline_answerers_own_abstention_is_credited_on_abs_items():
+    """The offline target and the offline judge must agree on what an abstention looks like."""
+    import importlib.util
+
+    from generation_driver import target_path
+
+    spec = importlib.util.spec_from_file_location("offline_target_for_test", target_path("offline"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    verdict = offline_judge("q1_abs", "multi-session", "Where?", "You never said.", module.NOT_ENOUGH)
+    assert verdict["label"] is True

@@ -64,13 +64,13 @@ def test_openai_call_puts_system_first_and_omits_n_unless_set(fake_llm):
 
 
 def test_anthropic_call_sends_system_as_its_own_parameter(fake_llm):
-    done = complete(ask("anthropic", "claude-sonnet-4-5", system="sys", max_tokens=64), settings=FAST)
-    assert done.provider == "anthropic" and done.model == "claude-sonnet-4-5"
+    done = complete(ask("anthropic", "claude-sonnet-4-6", system="sys", max_tokens=64), settings=FAST)
+    assert done.provider == "anthropic" and done.model == "claude-sonnet-4-6"
     assert done.stop_reason == "end_turn"
     logged = fake_llm.requests[0]
     assert logged["path"] == "/v1/messages"
     assert logged["body"] == {
-        "model": "claude-sonnet-4-5", "max_tokens": 64, "temperature": 0.0, "system": "sys",
+        "model": "claude-sonnet-4-6", "max_tokens": 64, "temperature": 0.0, "system": "sys",
         "messages": [{"role": "user", "content": "hello"}],
     }
 

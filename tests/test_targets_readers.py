@@ -26,7 +26,7 @@ def body_prompt(body):
                      for m in body["messages"])
 
 
-@pytest.mark.parametrize("provider,model", [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-5")])
+@pytest.mark.parametrize("provider,model", [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-6")])
 def test_full_context_answers_through_each_sdk_with_sessions_in_date_order(fake_llm, gateway, provider, model):
     item = make_raw_item()
     fake_llm.answers = {item["question"]: "Luna"}
@@ -60,7 +60,7 @@ def test_full_context_drops_oldest_sessions_when_the_window_is_small(fake_llm, g
 
 
 def test_anthropic_prompts_near_the_window_are_counted_by_the_provider(fake_llm, gateway):
-    out = gd.generate_hypothesis(make_raw_item(), "anthropic", "claude-sonnet-4-5", llm=gateway,
+    out = gd.generate_hypothesis(make_raw_item(), "anthropic", "claude-sonnet-4-6", llm=gateway,
                                  options={"context_window": 500, "max_tokens": 100})
     assert out["debug"]["truncation"]["counted_with"] == "provider"
     assert any(r["path"].endswith("/messages/count_tokens") for r in fake_llm.requests)
