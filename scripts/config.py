@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from checkpoint_io import write_atomic_json
+from config_defaults import STATE_DIR, default_config
 from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, SCHEMA_VERSION
+from records import SCHEMA_VERSION
 from schemas import check_version, validate
 
-STATE_DIR = ".longmemeval-benchmarks"
 CONFIG_FILE = "config.json"
 SETUP_COMMAND = "/longmemeval-setup"
 KNOWN_PROVIDERS = ("anthropic", "openai", "offline")
@@ -29,33 +29,6 @@ KNOWN_PROVIDERS = ("anthropic", "openai", "offline")
 
 def config_path(project: Path) -> Path:
     return Path(project) / STATE_DIR / CONFIG_FILE
-
-
-def default_config() -> dict[str, Any]:
-    """Every field with its default; ``datasetPath`` and the target model are placeholders setup replaces."""
-    return {
-        "schemaVersion": SCHEMA_VERSION,
-        "datasetPath": f"{STATE_DIR}/data/longmemeval_s_cleaned.json",
-        "variant": "_s",
-        "runs_dir": f"{STATE_DIR}/runs",
-        "longmemeval_root": f"{STATE_DIR}/LongMemEval",
-        "targetProvider": "anthropic",
-        "targetModel": "claude-sonnet-4-6",
-        "judgeProvider": OFFICIAL_JUDGE_PROVIDER,
-        "judgeModel": OFFICIAL_JUDGE_MODEL,
-        "maxEvals": 500,
-        "target": "full-context",
-        "targetOptions": {},
-        "concurrency": 8,
-        "cacheEnabled": True,
-        "cache_dir": f"{STATE_DIR}/cache",
-        "errorThreshold": 0,
-        "requestTimeoutSeconds": 600,
-        "maxAttempts": 8,
-        "providers": {},
-        "loop": {},
-        "contextWindowTokens": None,
-    }
 
 
 def load_config(project: Path) -> dict[str, Any]:
@@ -104,19 +77,20 @@ def resolve_path(project: Path, value: str | Path) -> Path:
     return p if p.is_absolute() else (Path(project) / p).resolve()
 
 
-def parse_model_arg(arg: str, default_provider: str) -> tuple[str, str]:
+def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[str] = ()) -> tuple[str, str]:
     """``"openai:gpt-4o"`` -> ``("openai", "gpt-4o")``; ``"gpt-4o"`` -> ``(default_provider, "gpt-4o")``.
 
-    Only a known provider name before the first ``:`` splits, so model ids holding ``:`` stay whole.
+    Only a known provider name (or one of ``extra_providers``, e.g. an OpenAI-compatible server named in the
+    config's ``providers``) before the first ``:`` splits, so model ids holding ``:`` stay whole.
     """
     text = str(arg).strip()
     if not text:
         raise UserError("empty model name", fix="pass provider:model, e.g. openai:gpt-4o-2024-08-06")
     head, sep, tail = text.partition(":")
-    if sep and head.lower() in KNOWN_PROVIDERS:
+    if sep and (head.lower() in KNOWN_PROVIDERS or head in extra_providers):
         if not tail.strip():
             raise UserError(f"model argument {arg!r} names no model", fix="pass provider:model, e.g. anthropic:claude-sonnet-4-6")
-        return head.lower(), tail.strip()
+        return (head.lower() if head.lower() in KNOWN_PROVIDERS else head), tail.strip()
     return default_provider, text
 
 

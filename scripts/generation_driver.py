@@ -310,14 +310,6 @@ def parse_option(text: str) -> tuple[str, Any]:
         return key.strip(), value
 
 
-def parse_model(text: str) -> tuple[str, str]:
-    """``provider:model`` -> (provider, model)."""
-    provider, sep, model = text.partition(":")
-    if not sep or not provider or not model:
-        raise UserError(f"--target-model {text!r} is not provider:model", fix="write e.g. openai:gpt-4o")
-    return provider, model
-
-
 def _read_items(path: Path) -> Any:
     try:
         import dataset
@@ -362,7 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=None, help="directory the target may use for on-disk caches")
     args = parser.parse_args(argv)
     target_path(args.target)  # a bad target name fails before the dataset is read
-    provider, model = parse_model(args.target_model)
+    import config
+
+    provider, model = config.parse_model_arg(args.target_model, "openai")
     options = dict(parse_option(o) for o in args.target_option)
     if isinstance(options.get("command"), str) and args.target == "command":
         options["command"] = shlex.split(options["command"])

@@ -50,19 +50,6 @@ class RunSettings:
         return d
 
 
-def parse_model(value: str, default_provider: str) -> tuple[str, str]:
-    """``provider:model`` or a bare model (taking ``default_provider``). ``openai:gpt-4o`` -> (openai, gpt-4o)."""
-    value = value.strip()
-    if not value:
-        raise UserError("empty model name", fix="give --target-model/--judge-model as provider:model")
-    if ":" in value:
-        provider, model = value.split(":", 1)
-        if not provider or not model:
-            raise UserError(f"model {value!r} is not provider:model", fix="e.g. openai:gpt-4o or anthropic:claude-sonnet-4-6")
-        return provider.strip(), model.strip()
-    return default_provider, value
-
-
 def parse_shard(value: str | None) -> tuple[int, int] | None:
     if value is None:
         return None
@@ -73,20 +60,10 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
 
 
 def parse_target_options(pairs: list[str] | None) -> dict[str, Any]:
-    """``k=v`` pairs; values true/false/ints/floats become those types, a JSON list/object is parsed."""
-    import json
+    """``k=v`` pairs; a value that parses as JSON (true, 10, a list) takes that type, else it stays a string."""
+    from generation_driver import parse_option
 
-    out: dict[str, Any] = {}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise UserError(f"--target-option {pair!r} is not key=value", fix="e.g. --target-option top_k=10")
-        key, raw = pair.split("=", 1)
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out[key.strip()] = value
-    return out
+    return dict(parse_option(pair) for pair in pairs or [])
 
 
 def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> RunSettings:
@@ -98,14 +75,13 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         return None if value is None else str(config_mod.resolve_path(project, value))
 
     variant = dataset.resolve_variant(args.variant or cfg.get("variant") or "_s")
-    target_provider, target_model = parse_model(
-        args.target_model or f"{cfg.get('targetProvider', 'anthropic')}:{cfg.get('targetModel', '')}",
-        cfg.get("targetProvider", "anthropic"),
-    )
-    judge_provider, judge_model = parse_model(
-        args.judge_model or f"{cfg.get('judgeProvider', 'openai')}:{cfg.get('judgeModel', 'gpt-4o-2024-08-06')}",
-        cfg.get("judgeProvider", "openai"),
-    )
+    named = tuple(cfg.get("providers") or {})
+    target_provider, target_model = cfg.get("targetProvider", "anthropic"), cfg.get("targetModel", "")
+    if args.target_model:
+        target_provider, target_model = config_mod.parse_model_arg(args.target_model, target_provider, named)
+    judge_provider, judge_model = cfg.get("judgeProvider", "openai"), cfg.get("judgeModel", "gpt-4o-2024-08-06")
+    if args.judge_model:
+        judge_provider, judge_model = config_mod.parse_model_arg(args.judge_model, judge_provider, named)
     if args.offline:
         target_provider, target_model = "offline", "extractive"
         judge_provider, judge_model = "offline", "offline-containment-v1"

@@ -216,40 +216,10 @@ def _tail(text: str | None, limit: int = 300) -> str:
 
 
 def default_config() -> dict[str, Any]:
-    """The toolkit's defaults: ``config.default_config()`` when it imports without third-party packages."""
-    try:
-        import config  # type: ignore[import-not-found]
+    """The toolkit's defaults (``config_defaults.py``: standard library only, like this script)."""
+    from config_defaults import default_config as defaults
 
-        return dict(config.default_config())
-    except Exception:  # noqa: BLE001 - config.py absent or needs the venv: use the built-in copy
-        return fallback_default_config()
-
-
-def fallback_default_config() -> dict[str, Any]:
-    """A copy of ``config.default_config()`` for when config.py cannot be imported yet (a test keeps them equal)."""
-    return {
-        "schemaVersion": "1.0.0",
-        "datasetPath": f"{STATE_DIR}/data/longmemeval_s_cleaned.json",
-        "variant": "_s",
-        "runs_dir": f"{STATE_DIR}/runs",
-        "longmemeval_root": f"{STATE_DIR}/LongMemEval",
-        "targetProvider": "anthropic",
-        "targetModel": "claude-sonnet-4-6",
-        "judgeProvider": "openai",
-        "judgeModel": "gpt-4o-2024-08-06",
-        "maxEvals": 500,
-        "target": "full-context",
-        "targetOptions": {},
-        "concurrency": 8,
-        "cacheEnabled": True,
-        "cache_dir": f"{STATE_DIR}/cache",
-        "errorThreshold": 0,
-        "requestTimeoutSeconds": 600,
-        "maxAttempts": 8,
-        "providers": {},
-        "loop": {},
-        "contextWindowTokens": None,
-    }
+    return defaults()
 
 
 @dataclass(frozen=True)

@@ -106,3 +106,8 @@ def test_cli_prints_config_and_exits_2_without_one(tmp_path, capsys):
     assert "/longmemeval-setup" in capsys.readouterr().err
     assert run_main(config.main, ["--project", str(tmp_path), "--defaults"]) == 0
     assert json.loads(capsys.readouterr().out)["variant"] == "_s"
+
+
+def test_a_provider_named_in_the_config_splits_a_model_argument():
+    assert config.parse_model_arg("vllm:meta-llama/Llama-3.1-70B", "openai", ("vllm",)) == ("vllm", "meta-llama/Llama-3.1-70B")
+    assert config.parse_model_arg("vllm:meta-llama/Llama-3.1-70B", "openai") == ("openai", "vllm:meta-llama/Llama-3.1-70B")

@@ -58,9 +58,10 @@ def test_written_config_is_valid_against_the_config_schema(tmp_path):
     schemas.validate("config", config_of(fresh), where="config.json")
 
 
-def test_built_in_defaults_equal_config_defaults():
-    config = pytest.importorskip("config")
-    assert setup_project.fallback_default_config() == config.default_config()
+def test_setup_writes_the_same_defaults_the_validated_config_uses():
+    import config
+
+    assert setup_project.default_config() == config.default_config()
 
 
 def test_second_run_has_nothing_to_do_and_leaves_config_untouched(tmp_path, capsys):
