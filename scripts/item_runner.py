@@ -126,7 +126,10 @@ def run_item(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
         return _error_row(q, settings, "judge", "judge_input", str(err), 1, hyp)
 
     gen_calls = [dict(c) for c in hyp.get("calls", [])]
-    gen_usd = _call_cost(gen_calls) if gen_calls else 0.0
+    if gen_calls:
+        gen_usd = _call_cost(gen_calls)
+    else:  # no model calls we made: free (offline), or a user's system whose spending we cannot price
+        gen_usd = 0.0 if not (hyp.get("tokensIn") or hyp.get("tokensOut")) else None
     judge_usd = _call_cost([{**verdict, "cached": verdict.get("cached", False)}]) if verdict.get("provider") != "offline" else 0.0
     total = None if gen_usd is None or judge_usd is None else gen_usd + judge_usd
 

@@ -279,6 +279,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                         invocation["evaluated"] += 1
                         if row["status"] == "judged":
                             checkpoint_io.mark_completed(work, row["question_id"])
+                            if not row["judgment"].get("official", False):
+                                meta["judge"]["official"] = False  # e.g. a prompt that is not upstream's
                         else:
                             kind = row["error"]["kind"]
                             invocation["errors"] += 1

@@ -51,6 +51,7 @@ def test_fake_server_run_labels_follow_the_answer_policy(tmp_path, fake_llm):
         assert r["judgment"]["official"] is False  # a stand-in template is never the official judge
     labels = Counter(r["judgment"]["label"] for r in rows)
     assert labels[True] and labels[False]
+    assert meta(project, "r1")["judge"]["official"] is False  # openai gpt-4o, but not upstream's prompt
     judge_calls = [q for q in fake_llm.requests if q["body"].get("max_tokens") == 10]
     assert len(judge_calls) == N_SAMPLE
     assert all(q["body"]["temperature"] == 0 and q["body"]["n"] == 1 for q in judge_calls)
@@ -209,3 +210,24 @@ def test_dry_run_estimates_without_calling_any_model(tmp_path, fake_llm, capsys)
     assert out["items"] == N_SAMPLE and out["generation"]["tokens_in"] > 0 and out["judge"]["tokens_in"] > 0
     assert fake_llm.requests == []
     assert not (project / ".longmemeval-benchmarks" / "runs").exists()
+
+
+def test_a_users_system_that_reports_tokens_has_unknown_cost_not_zero(tmp_path):
+    from item_runner import run_item
+    from records import Question
+    from run_settings import RunSettings
+
+    item = json.loads(SAMPLE.read_text())[0]
+    settings = RunSettings(
+        project=str(tmp_path), dataset_path=str(SAMPLE), variant="_s", runs_dir=str(tmp_path), longmemeval_root=None,
+        target="python", target_provider="offline", target_model="mine", target_options={"path": str(tmp_path / "mine.py")},
+        judge_provider="offline", judge_model="offline-containment-v1", max_evals=1, concurrency=1,
+        cache_enabled=False, cache_read=False, cache_dir=str(tmp_path / "cache"), error_threshold=0, timeout_s=5,
+        max_attempts=1,
+    )
+    (tmp_path / "mine.py").write_text(
+        "def generate(item, ctx):\n    return {'hypothesis': 'no idea', 'tokensIn': 900, 'tokensOut': 5}\n"
+    )
+    row = run_item(Question.from_dict(item), settings, llm=None)
+    assert row["status"] == "judged"
+    assert row["cost"]["generation_usd"] is None and row["cost"]["total_usd"] is None
