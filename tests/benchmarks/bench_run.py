@@ -3,7 +3,9 @@
     .venv/bin/python tests/benchmarks/bench_run.py [--latency 0.02] [--items 500] [--only throughput,ratelimit,resume,cache]
 
 1. throughput: wall time of a full run at concurrency 1, 8 and 32 vs the ideal (items x 2 calls x latency /
-   concurrency); prints actual/ideal.
+   concurrency); prints actual/ideal. With a short latency the machine's CPU is the bound, so a "ceiling" line
+   measures bare SDK calls/s without the driver; with --latency 0.25 --levels 8,32 latency dominates, as with
+   real APIs.
 2. rate limit: the server allows R requests/s and answers 429 beyond; prints achieved requests/s as a share of R
    and the number of failed items (must be 0).
 3. resume: time and peak memory to resume a fully completed run (nothing to do), and to resume after a kill -9
@@ -70,6 +72,28 @@ def drive(project: Path, server: FakeLLMServer, *args: str, kill_after: float | 
     return seconds, proc.returncode, peak
 
 
+CEILING = """
+import sys, time, concurrent.futures as cf
+sys.path.insert(0, sys.argv[1])
+import providers
+from records import ChatRequest
+total, threads = int(sys.argv[2]), int(sys.argv[3])
+req = ChatRequest(provider="openai", model="gpt-4o-mini", messages=({"role": "user", "content": "ping " * 200},))
+t0 = time.monotonic()
+with cf.ThreadPoolExecutor(threads) as pool:
+    list(pool.map(lambda _: providers.complete(req), range(total)))
+print(total, time.monotonic() - t0)
+"""
+
+
+def sdk_ceiling(server: FakeLLMServer, total: int, threads: int) -> tuple[int, float]:
+    """Bare SDK calls (no driver) in a subprocess: how many calls/s this machine can push through at all."""
+    env = dict(os.environ, OPENAI_BASE_URL=server.openai_base_url, OPENAI_API_KEY="sk-bench-dummy")
+    out = subprocess.run([sys.executable, "-c", CEILING, str(REPO / "scripts"), str(total), str(threads)],
+                         env=env, capture_output=True, text=True, check=True).stdout.split()
+    return int(out[0]), float(out[1])
+
+
 def count_judged(project: Path, run_id: str) -> tuple[int, int]:
     path = project / ".longmemeval-benchmarks" / "runs" / run_id / "item-results.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -81,7 +105,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--latency", type=float, default=0.02, help="fake server seconds per call (default 0.02)")
     parser.add_argument("--items", type=int, default=500, help="oracle items to use (default 500)")
-    parser.add_argument("--only", default="throughput,ratelimit,resume,cache", help="comma-separated sections")
+    parser.add_argument("--only", default="throughput,ceiling,ratelimit,resume,cache", help="comma-separated sections")
+    parser.add_argument("--levels", default="1,8,32", help="concurrency levels for throughput (default 1,8,32)")
     args = parser.parse_args()
     if not (DATA_DIR / "longmemeval_oracle.json").exists():
         print(f"skipped: {DATA_DIR}/longmemeval_oracle.json not found")
@@ -98,11 +123,17 @@ def main() -> int:
 
         if "throughput" in sections:
             server.latency = args.latency
-            for conc in (1, 8, 32):
+            for conc in (int(c) for c in args.levels.split(",")):
                 project = make_project(tmp / f"tp{conc}", dataset=data, concurrency=conc, cacheEnabled=False)
                 seconds, code, peak = drive(project, server, "--run-id", "tp")
                 ideal = n * 2 * args.latency / conc
                 print(f"throughput  concurrency={conc:<3} wall={seconds:7.2f}s ideal={ideal:7.2f}s actual/ideal={seconds / ideal:5.2f} exit={code} peak_rss={peak} MiB")
+
+        if "ceiling" in sections:
+            server.latency = args.latency
+            calls, seconds = sdk_ceiling(server, 2 * n, threads=32)
+            print(f"ceiling     bare providers.complete, 32 threads, no driver: {calls / seconds:6.1f} calls/s "
+                  f"({calls} calls in {seconds:.2f}s): the CPU bound of SDK + fake server on this machine")
 
         if "ratelimit" in sections:
             rps = 40.0
