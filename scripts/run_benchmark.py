@@ -65,8 +65,14 @@ def build_manifest(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any
     info = dataset.scan(Path(settings.dataset_path))
     items = [{"question_id": qid, "question_type": qtype} for qid, qtype in info.questions]
     manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(items), "items": items}
-    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items}
+    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items, **_file_stamp(settings)}
     return manifest, described
+
+
+def _file_stamp(settings: RunSettings) -> dict[str, int]:
+    """Size and mtime of the dataset file: a resume re-hashes the file only when these changed."""
+    st = Path(settings.dataset_path).stat()
+    return {"file_bytes": st.st_size, "file_mtime_ns": st.st_mtime_ns}
 
 
 def _stored_settings_conflicts(meta: dict[str, Any], settings: RunSettings, ds: dict[str, Any]) -> list[str]:
@@ -192,7 +198,11 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         meta_path = work / "run-meta.json"
         manifest_path = root / "manifest.json"
         meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else None
-        if meta is not None and manifest_path.exists() and meta.get("dataset", {}).get("path") == settings.dataset_path:
+        stored = (meta or {}).get("dataset", {})
+        unchanged = stored.get("path") == settings.dataset_path and all(
+            stored.get(k) == v for k, v in _file_stamp(settings).items()
+        )
+        if meta is not None and manifest_path.exists() and unchanged:
             manifest = checkpoint_io.read_json(manifest_path, schema="manifest")
             ds = dict(meta["dataset"])
         else:

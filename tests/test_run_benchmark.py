@@ -231,3 +231,16 @@ def test_a_users_system_that_reports_tokens_has_unknown_cost_not_zero(tmp_path):
     row = run_item(Question.from_dict(item), settings, llm=None)
     assert row["status"] == "judged"
     assert row["cost"]["generation_usd"] is None and row["cost"]["total_usd"] is None
+
+
+def test_resume_refuses_a_dataset_file_whose_content_changed(tmp_path, fake_llm, capsys):
+    data = tmp_path / "data.json"
+    items = json.loads(SAMPLE.read_text())
+    data.write_text(json.dumps(items))
+    project = make_project(tmp_path / "p", dataset=data)
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "d", "--max", "2") == 0
+    items[0]["answer"] = "something else"
+    data.write_text(json.dumps(items))
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "d", "--progress", "quiet"])
+    assert code == 2 and "dataset sha256" in capsys.readouterr().err
