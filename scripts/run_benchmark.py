@@ -31,6 +31,7 @@ import config as config_mod
 import dataset
 import run_settings
 from errors import UserError, run_main
+from item_runner import BILLING
 from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, SCHEMA_VERSION, Question
 from run_settings import RunSettings
 
@@ -177,9 +178,94 @@ def _pending_questions(settings: RunSettings, pending_ids: list[str]) -> Iterato
                 return
 
 
+class _Tally:
+    """What this invocation did: counts for run-meta and the failure policy."""
+
+    def __init__(self) -> None:
+        self.evaluated = 0
+        self.errors = 0
+        self.errors_by_kind: dict[str, int] = {}
+        self.billing_message: str | None = None
+
+    def record(self, row: dict[str, Any]) -> None:
+        self.evaluated += 1
+        if row["status"] == "error":
+            kind = row["error"]["kind"]
+            self.errors += 1
+            self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+            if kind == BILLING:
+                self.billing_message = row["error"]["message"]
+
+
+def _open_run(settings: RunSettings, run_id: str, root: Path, work: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Load or create run-meta and the manifest; refuse a resume whose dataset, target or judge changed."""
+    meta_path = work / "run-meta.json"
+    manifest_path = root / "manifest.json"
+    meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else None
+    stored = (meta or {}).get("dataset", {})
+    unchanged = stored.get("path") == settings.dataset_path and all(
+        stored.get(k) == v for k, v in _file_stamp(settings).items()
+    )
+    if meta is not None and manifest_path.exists() and unchanged:
+        manifest = checkpoint_io.read_json(manifest_path, schema="manifest")
+        ds = dict(meta["dataset"])
+    else:
+        manifest, ds = build_manifest(settings)
+    if meta is None:
+        meta = new_meta(run_id, settings, ds)
+    else:
+        conflicts = _stored_settings_conflicts(meta, settings, ds)
+        if conflicts:
+            raise UserError(
+                f"cannot resume run {run_id}: " + "; ".join(conflicts),
+                fix="resume with the run's own settings, or start a new run (omit --run-id)",
+            )
+    if settings.loop:
+        _loop_guard(settings, manifest)
+    if not manifest_path.exists():
+        checkpoint_io.write_atomic_json(manifest_path, manifest)
+    return meta, manifest
+
+
+def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: dict[str, Any],
+           tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any) -> None:
+    """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged."""
+    import item_runner
+
+    with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
+        in_flight: set[cf.Future] = set()
+        exhausted = False
+        while True:
+            while not exhausted and stop.reason is None and len(in_flight) < settings.concurrency * 2:
+                q = next(questions, None)
+                if q is None:
+                    exhausted = True
+                    break
+                in_flight.add(pool.submit(item_runner.run_item, q, settings, gateway))
+            if not in_flight:
+                return
+            finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                row = fut.result()
+                checkpoint_io.append_item_result(work, row)
+                tally.record(row)
+                if row["status"] == "judged":
+                    checkpoint_io.mark_completed(work, row["question_id"])
+                    if not row["judgment"].get("official", False):
+                        meta["judge"]["official"] = False  # e.g. a prompt that is not upstream's
+                elif tally.billing_message is not None:
+                    stop.request("billing")
+                elif tally.errors > settings.error_threshold:
+                    stop.request("errors")
+                progress.update(row, gateway.stats.snapshot())
+            if stop.reason is not None:  # items queued but not started are not started now
+                in_flight = {fut for fut in in_flight if not fut.cancel()}
+            if stop.abandon.is_set():
+                on_abandon()
+
+
 def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto") -> tuple[int, Path]:
     """Run (or resume) ``run_id``; returns (exit status, run root)."""
-    import item_runner
     from call_cache import CallCache
     from progress import Progress
     from rate_limiter import AdaptiveLimiter
@@ -195,136 +281,79 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
 
     with checkpoint_io.RunLock(work):
         checkpoint_io.reconcile(work)
-        meta_path = work / "run-meta.json"
-        manifest_path = root / "manifest.json"
-        meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else None
-        stored = (meta or {}).get("dataset", {})
-        unchanged = stored.get("path") == settings.dataset_path and all(
-            stored.get(k) == v for k, v in _file_stamp(settings).items()
-        )
-        if meta is not None and manifest_path.exists() and unchanged:
-            manifest = checkpoint_io.read_json(manifest_path, schema="manifest")
-            ds = dict(meta["dataset"])
-        else:
-            manifest, ds = build_manifest(settings)
-        if meta is None:
-            meta = new_meta(run_id, settings, ds)
-        else:
-            conflicts = _stored_settings_conflicts(meta, settings, ds)
-            if conflicts:
-                raise UserError(
-                    f"cannot resume run {run_id}: " + "; ".join(conflicts),
-                    fix="resume with the run's own settings, or start a new run (omit --run-id)",
-                )
-        if not manifest_path.exists():
-            checkpoint_io.write_atomic_json(manifest_path, manifest)
-        if settings.loop:
-            _loop_guard(settings, manifest)
-
+        meta, manifest = _open_run(settings, run_id, root, work)
         done = checkpoint_io.load_completed(work)
         planned = [it["question_id"] for it in manifest["items"] if in_shard(it["question_id"], settings.shard)]
         pending_all = [qid for qid in planned if qid not in done]
         pending = pending_all[: settings.max_evals]
 
-        invocation = {"started_at": _utcnow(), "pending_before": len(pending_all), "evaluated": 0, "errors": 0}
-        meta["status"] = "running"
-        meta["finished_at"] = None
-        meta["error"] = None
-        meta.setdefault("invocations", []).append(invocation)
-        checkpoint_io.write_atomic_json(meta_path, meta)
-
-        stats = RunStats()
+        tally = _Tally()
         limiter = AdaptiveLimiter(settings.concurrency)
         cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
-        gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=stats)
-        progress = Progress(progress_mode, len(pending), already_done=len(done))
-        stop = _Stop()
-        previous_handlers = _install_signal_handlers(stop)
-        errors_by_kind: dict[str, int] = {}
-        billing_message: str | None = None
+        gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
+        invocation: dict[str, Any] = {"started_at": _utcnow(), "pending_before": len(pending_all)}
+        meta.update(status="running", finished_at=None, error=None)
+        meta.setdefault("invocations", []).append(invocation)
+        checkpoint_io.write_atomic_json(work / "run-meta.json", meta)
 
         def finish(status: str, error: str | None) -> None:
             elapsed = time.monotonic() - t_start
-            meta["status"] = status
-            meta["error"] = error
-            meta["finished_at"] = _utcnow()
-            meta["duration_seconds"] = round(float(meta.get("duration_seconds") or 0.0) + elapsed, 3)
             completed_now = checkpoint_io.load_completed(work)
-            meta["counts"] = {
-                "n_total": manifest["n_total"],
-                "planned": len(planned),
-                "completed": len([q for q in planned if q in completed_now]),
-                "pending": len([q for q in planned if q not in completed_now]),
-            }
+            meta.update(
+                status=status,
+                error=error,
+                finished_at=_utcnow(),
+                duration_seconds=round(float(meta.get("duration_seconds") or 0.0) + elapsed, 3),
+                counts={
+                    "n_total": manifest["n_total"],
+                    "planned": len(planned),
+                    "completed": sum(1 for q in planned if q in completed_now),
+                    "pending": sum(1 for q in planned if q not in completed_now),
+                },
+                limiter=limiter.summary(),
+            )
             invocation.update(
                 finished_at=meta["finished_at"],
                 status=status,
                 duration_seconds=round(elapsed, 3),
-                errors_by_kind=dict(errors_by_kind),
-                **stats.snapshot(),
+                evaluated=tally.evaluated,
+                errors=tally.errors,
+                errors_by_kind=dict(tally.errors_by_kind),
+                **gateway.stats.snapshot(),
                 cache=None if cache is None else {"read": cache.read, **cache.stats()},
             )
-            meta["limiter"] = limiter.summary()
             meta["retries"] = sum(int(inv.get("retries", 0)) for inv in meta["invocations"])
-            checkpoint_io.write_atomic_json(meta_path, meta)
+            checkpoint_io.write_atomic_json(work / "run-meta.json", meta)
 
+        def abandon() -> None:
+            finish("interrupted", "interrupted; items in flight were abandoned and will re-run")
+            progress.close()
+            print(_resume_hint(settings, run_id), file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
+
+        progress = Progress(progress_mode, len(pending), already_done=len(done))
+        stop = _Stop()
+        previous_handlers = _install_signal_handlers(stop)
         try:
-            with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
-                questions = _pending_questions(settings, pending)
-                in_flight: set[cf.Future] = set()
-                exhausted = False
-                while True:
-                    while not exhausted and stop.reason is None and len(in_flight) < settings.concurrency * 2:
-                        q = next(questions, None)
-                        if q is None:
-                            exhausted = True
-                            break
-                        in_flight.add(pool.submit(item_runner.run_item, q, settings, gateway))
-                    if not in_flight:
-                        break
-                    finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
-                    for fut in finished:
-                        row = fut.result()
-                        checkpoint_io.append_item_result(work, row)
-                        invocation["evaluated"] += 1
-                        if row["status"] == "judged":
-                            checkpoint_io.mark_completed(work, row["question_id"])
-                            if not row["judgment"].get("official", False):
-                                meta["judge"]["official"] = False  # e.g. a prompt that is not upstream's
-                        else:
-                            kind = row["error"]["kind"]
-                            invocation["errors"] += 1
-                            errors_by_kind[kind] = errors_by_kind.get(kind, 0) + 1
-                            if kind == item_runner.BILLING:
-                                billing_message = row["error"]["message"]
-                                stop.request("billing")
-                            elif invocation["errors"] > settings.error_threshold:
-                                stop.request("errors")
-                        progress.update(row, stats.snapshot())
-                    if stop.reason is not None:  # items queued but not started are not started now
-                        in_flight = {fut for fut in in_flight if not fut.cancel()}
-                    if stop.abandon.is_set():
-                        for fut in in_flight:
-                            fut.cancel()
-                        finish("interrupted", "interrupted; items in flight were abandoned and will re-run")
-                        progress.close()
-                        print(_resume_hint(settings, run_id), file=sys.stderr)
-                        sys.stderr.flush()
-                        os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
+            _drive(_pending_questions(settings, pending), settings, gateway, work, meta, tally, stop, progress, abandon)
+        except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
+            interrupted = isinstance(err, KeyboardInterrupt)
+            finish("interrupted" if interrupted else "failed", None if interrupted else f"{type(err).__name__}: {err}")
+            raise
         finally:
             progress.close()
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
 
         if stop.reason == "billing":
-            finish("failed", f"blocked on API billing: {billing_message}")
+            finish("failed", f"blocked on API billing: {tally.billing_message}")
             code = EXIT_BILLING
         elif stop.reason == "interrupted":
             finish("interrupted", None)
             code = EXIT_INTERRUPTED
-        elif invocation["errors"] > settings.error_threshold:
-            summary = ", ".join(f"{k}: {v}" for k, v in sorted(errors_by_kind.items()))
-            finish("failed", f"{invocation['errors']} item error(s) after retries ({summary}); resume to retry them")
+        elif tally.errors > settings.error_threshold:
+            summary = ", ".join(f"{k}: {v}" for k, v in sorted(tally.errors_by_kind.items()))
+            finish("failed", f"{tally.errors} item error(s) after retries ({summary}); resume to retry them")
             code = EXIT_FAILED
         else:
             finish("completed", None)

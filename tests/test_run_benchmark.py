@@ -244,3 +244,27 @@ def test_resume_refuses_a_dataset_file_whose_content_changed(tmp_path, fake_llm,
     data.write_text(json.dumps(items))
     code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "d", "--progress", "quiet"])
     assert code == 2 and "dataset sha256" in capsys.readouterr().err
+
+
+def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_path, monkeypatch):
+    import checkpoint_io
+
+    project = make_project(tmp_path / "p")
+    real_append = checkpoint_io.append_item_result
+    calls = {"n": 0}
+
+    def flaky_append(run_dir, row):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(28, "No space left on device")
+        real_append(run_dir, row)
+
+    monkeypatch.setattr(checkpoint_io, "append_item_result", flaky_append)
+    with pytest.raises(OSError):
+        run(project, "--offline", "--run-id", "disk")
+    m = meta(project, "disk")
+    assert m["status"] == "failed" and "No space left" in m["error"]
+    assert len(completed(project, "disk")) == 2
+    monkeypatch.setattr(checkpoint_io, "append_item_result", real_append)
+    assert run(project, "--offline", "--run-id", "disk") == 0
+    assert len(completed(project, "disk")) == N_SAMPLE
