@@ -20,6 +20,7 @@ The top-k sessions are shown to the reader in date order.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -230,12 +231,4 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
     ranked, info = rank_sessions(item, ctx)
     top = _top_sessions(item, ranked, info["top_k"])
     hyp = reader.answer_with_reader(item, top, ctx, debug={"retrieval": info})
-    return Hypothesis(
-        hypothesis=hyp.hypothesis,
-        tokensIn=hyp.tokensIn,
-        tokensOut=hyp.tokensOut,
-        latencyMs=hyp.latencyMs,
-        calls=hyp.calls,
-        retrieved_session_ids=tuple(ranked),
-        debug=hyp.debug,
-    )
+    return dataclasses.replace(hyp, retrieved_session_ids=tuple(ranked))

@@ -20,6 +20,7 @@ item, so the oracle target is the plain reader over the sessions it is given.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import json
 import shlex
@@ -142,15 +143,7 @@ def visible_question(q: Question, target: str) -> Question:
     if target != ORACLE_TARGET:
         return q
     evidence = set(q.answer_session_ids)
-    return Question(
-        question_id=q.question_id,
-        question_type=q.question_type,
-        question=q.question,
-        answer=q.answer,
-        question_date=q.question_date,
-        sessions=tuple(s for s in q.sessions if s.session_id in evidence),
-        answer_session_ids=q.answer_session_ids,
-    )
+    return dataclasses.replace(q, sessions=tuple(s for s in q.sessions if s.session_id in evidence))
 
 
 def public_view(q: Question, target: str) -> PublicItem:
