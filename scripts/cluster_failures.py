@@ -19,6 +19,7 @@ When a row carries the target's debug, the symbolic layers that acted on it (``s
 Usage:
     python scripts/cluster_failures.py --run-id longmemeval-iter            # Markdown for the agent
     python scripts/cluster_failures.py --run-id longmemeval-iter --json     # JSON records only
+    python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1    # cluster 1's ids, one per line
 """
 
 from __future__ import annotations
@@ -233,6 +234,26 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cluster_ids(result: Mapping[str, Any], number: int) -> list[str]:
+    """The question ids of cluster ``number`` (1-based, as numbered in the Markdown): a trigger set's core.
+
+    Infrastructure clusters (resume the run instead) and ``gold_reported_bad`` (never chase it) are refused.
+    """
+    clusters = result["clusters"]
+    if not clusters:
+        raise UserError("the run has no failures: there is no cluster to pick")
+    if not 1 <= number <= len(clusters):
+        raise UserError(f"no cluster {number}: the run has clusters 1 to {len(clusters)}",
+                        fix="pick a number from the Markdown table")
+    chosen = clusters[number - 1]
+    label = f"cluster {number} ({chosen['question_type']} / {chosen['mode']})"
+    if chosen["infrastructure"]:
+        raise UserError(f"{label} is infrastructure, not a fix target", fix="resume the run; pick another cluster")
+    if chosen["mode"] == "gold_reported_bad":
+        raise UserError(f"{label} has gold answers reported wrong upstream", fix="never chase it; pick another cluster")
+    return list(chosen["question_ids"])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
@@ -240,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run-dir", type=Path, help="analyse this run or snapshot directory instead of --run-id")
     parser.add_argument("--top-k", type=int, default=10, help="a gold session must rank in the top K to count as retrieved (default 10)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--ids", type=int, metavar="N",
+                        help="print only the question ids of cluster N (numbered as in the Markdown), one per line")
     args = parser.parse_args(argv)
     if not args.run_id and not args.run_dir:
         raise UserError("give --run-id R (or --run-dir PATH)", fix="e.g. --run-id longmemeval-iter")
@@ -249,6 +272,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not Path(run_dir).is_dir():
         raise UserError(f"no run directory at {run_dir}")
     result = cluster_run(run_dir, top_k=args.top_k)
+    if args.ids is not None:
+        print("\n".join(cluster_ids(result, args.ids)))
+        return 0
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render_markdown(result), end="" if not args.json else "\n")
     return 0
 

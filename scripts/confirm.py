@@ -9,7 +9,9 @@ Both run ids are recorded in ``.longmemeval-benchmarks/confirmation.json``.
 
 Usage:
     python scripts/confirm.py check --run-id longmemeval-iter          # reached? prints JSON
+    python scripts/confirm.py check --exit-status                      # the same; exit 0 reached, 1 not
     python scripts/confirm.py start --run-id longmemeval-iter          # prints the confirmation run id
+    python scripts/confirm.py start --resume                           # a pending one's id, else a new one
     bash scripts/parallel_longmemeval.sh 8 133 500 --run-id <that id> --no-cache
     python scripts/confirm.py finish --commit                          # CONFIRMED -> commit + push; else adopt
 """
@@ -49,15 +51,25 @@ def _read_state(project: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
-def start(project: Path, run_id: str, confirm_run_id: str | None = None) -> dict[str, Any]:
-    """Record a confirmation rerun for ``run_id`` (which must have reached the target); returns the record."""
+def start(project: Path, run_id: str, confirm_run_id: str | None = None, *, resume: bool = False) -> dict[str, Any]:
+    """Record a confirmation rerun for ``run_id`` (which must have reached the target); returns the record.
+
+    With ``resume``, a confirmation already pending for ``run_id`` is returned as it is (its run resumes), so
+    the skill's confirmation step can simply be run again after an interruption.
+    """
     project = Path(project)
     state = _read_state(project)
     if state and state.get("status") == "pending":
+        if resume and state.get("source_run_id") == run_id and not confirm_run_id:
+            return state
         raise UserError(
             f"confirmation run {state['confirm_run_id']} is already pending",
-            fix="run it to the end, then confirm.py finish",
+            fix="run it to the end, then confirm.py finish (confirm.py start --resume prints its id)",
         )
+    if state and state.get("status") == "confirmed" and state.get("source_run_id") == run_id:
+        raise UserError(
+            f"run {run_id} was already confirmed by {state['confirm_run_id']}: the loop is over",
+            fix=f"report both run ids; to start a new campaign, move {CONFIRMATION_FILE} aside first")
     result = check(project, run_id)
     if not result["reached"]:
         raise UserError(
@@ -141,18 +153,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_check = sub.add_parser("check", help="has the run reached ceil(0.95 * n_total) strict correct?")
     p_check.add_argument("--run-id", help="the run (default: config loop.run_id)")
+    p_check.add_argument("--exit-status", action="store_true",
+                         help="exit 0 when the target is reached and 1 when not (for 'if' in a shell)")
     p_start = sub.add_parser("start", help="record a confirmation rerun (new run id, --no-cache) and print its id")
     p_start.add_argument("--run-id", help="the loop run that reached the target (default: config loop.run_id)")
     p_start.add_argument("--confirm-run-id", help="the new run id (default: <run-id>-confirm-<UTC time>)")
+    p_start.add_argument("--resume", action="store_true",
+                         help="if a confirmation of this run is pending, print its id instead of refusing")
     p_finish = sub.add_parser("finish", help="judge the confirmation run: end the loop, or adopt its verdicts")
     p_finish.add_argument("--commit", action="store_true", help="when confirmed, commit the loop state and push")
     args = parser.parse_args(argv)
     project = args.project
 
     if args.command == "check":
-        print(json.dumps(check(project, args.run_id or loop_config(project)["run_id"])))
+        result = check(project, args.run_id or loop_config(project)["run_id"])
+        print(json.dumps(result))
+        if args.exit_status and not result["reached"]:
+            return 1
     elif args.command == "start":
-        record = start(project, args.run_id or loop_config(project)["run_id"], args.confirm_run_id)
+        record = start(project, args.run_id or loop_config(project)["run_id"], args.confirm_run_id,
+                       resume=args.resume)
         print(record["confirm_run_id"])
         print(f"run it over the full set with --run-id {record['confirm_run_id']} --no-cache, then: confirm.py finish",
               file=sys.stderr)

@@ -7,6 +7,7 @@ so an agent following the skill cannot do either by accident. A failed push stop
 Usage:
     python scripts/loop_git.py commit -m "round v3: baseline" history_max_effort.md .max_effort_round
     python scripts/loop_git.py commit -m "round v3: baseline" --state     # the loop's own state files
+    python scripts/loop_git.py commit -m "fix(v3): ..." --changed         # every changed file outside them
     python scripts/loop_git.py push
 """
 
@@ -25,6 +26,7 @@ from loop_guard import (
     HISTORY_FILE,
     ROUND_FILE,
     SNAPSHOTS_DIR,
+    STATE_DIR,
     assert_on_loop_branch,
     loop_config,
 )
@@ -33,7 +35,14 @@ FORBIDDEN_ARGS = ("-f", "--force", "--force-with-lease", "--force-if-includes", 
 FORBIDDEN_COMMANDS = ("checkout", "switch", "reset", "rebase", "stash", "branch", "filter-branch")
 """Commands that move HEAD to another branch or rewrite history; the loop never runs them."""
 
-STATE_PATHS = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, SNAPSHOTS_DIR)
+TRIGGER_SET_FILE = f"{STATE_DIR}/trigger_set.txt"
+"""The round's trigger set: the question ids its fix should change, one per line (``drop_qids.py --from-file``)."""
+PROPOSAL_FILE = f"{STATE_DIR}/proposal.md"
+"""The round's proposal: the fix in one line, then its files and what it must not touch (the fix commit's message)."""
+STATE_PATHS = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, SNAPSHOTS_DIR, TRIGGER_SET_FILE,
+               PROPOSAL_FILE)
+NEVER_A_FIX = (f"{STATE_DIR}/", ".longmemeval-venv/", f"{ROUND_FILE}.lock")
+"""Prefixes ``--changed`` leaves out besides the state paths: runs, caches, config, the venv."""
 
 
 class PushFailed(UserError):
@@ -68,6 +77,18 @@ def run_git(args: Sequence[str], project: Path, *, check: bool = True) -> subpro
 def state_paths(project: Path) -> list[str]:
     """The loop's own state files that exist now (what ``commit --state`` adds)."""
     return [p for p in STATE_PATHS if (Path(project) / p).exists()]
+
+
+def changed_paths(project: Path) -> list[str]:
+    """Files changed since HEAD (staged or not, deleted too) or new and not ignored, outside the loop's state.
+
+    That is the agent's fix when the work tree holds nothing else; ``commit --changed`` commits exactly these.
+    """
+    tracked = run_git(["diff", "--relative", "--name-only", "-z", "HEAD", "--"], project).stdout.split("\0")
+    new = run_git(["ls-files", "-z", "--others", "--exclude-standard"], project).stdout.split("\0")
+    return [p for p in dict.fromkeys([*tracked, *new])
+            if p and p not in STATE_PATHS and not p.startswith(NEVER_A_FIX)
+            and not any(p.startswith(f"{state}/") for state in STATE_PATHS)]
 
 
 def head_sha(project: Path) -> str:
@@ -138,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_commit = sub.add_parser("commit", help="commit the named paths on the loop branch")
     p_commit.add_argument("-m", "--message", required=True, help="commit message")
     p_commit.add_argument("--state", action="store_true", help="also commit the loop's state files that exist")
+    p_commit.add_argument("--changed", action="store_true",
+                          help="also commit every changed or new (not ignored) file outside the loop's state and "
+                               ".longmemeval-benchmarks/ (the fix); refused when there is none")
     p_commit.add_argument("paths", nargs="*", help="files or directories to commit")
     sub.add_parser("push", help="push the loop branch to the configured remote (never forced)")
     p_revert = sub.add_parser("revert", help="git revert --no-edit a commit on the loop branch")
@@ -146,6 +170,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command == "commit":
         paths = list(args.paths) + (state_paths(args.project) if args.state else [])
+        if args.changed:
+            changed = changed_paths(args.project)
+            if not changed:
+                raise UserError("no changed files outside the loop's state: there is no fix to commit",
+                                fix="make the fix first (git status shows it), or name its files")
+            print(f"committing: {', '.join(changed)}", file=sys.stderr)
+            paths += changed
         sha = commit(args.message, paths, project=args.project)
         print(sha or "nothing to commit")
     elif args.command == "push":

@@ -226,8 +226,8 @@ def log(project: Path, run_id: str, note: str = "", round_no: int | None = None)
     """Append the round's metrics row to ``history_max_effort.md`` (never ``history.md``); returns the row."""
     project = Path(project)
     metrics = read_metrics(existing_run_dir(project, run_id))
-    round_no = current(project) if round_no is None else round_no
     init(project)
+    round_no = current(project) if round_no is None else round_no
     row = history_row(round_no, metrics, note)
     _append_line(project / HISTORY_FILE, row)
     return row

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import cluster_failures as cf
 from errors import run_main
 from loop_testing import make_row, write_run
@@ -119,3 +121,24 @@ def test_symbolic_layers_are_read_from_memory_refs_debug_shape():
         "bypass": {"taken": False, "reason": "no dated match"},
     })
     assert symbolic_layers(idle) == []
+
+
+def test_ids_prints_the_chosen_clusters_question_ids_one_per_line(tmp_path, capsys):
+    rows, types = rows_and_types()
+    write_run(tmp_path, "loop", types, {q: None for q in types}, rows=rows)
+    result = cf.cluster_run(tmp_path / ".longmemeval-benchmarks" / "runs" / "loop")
+    first = result["clusters"][0]
+    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == first["question_ids"]
+
+
+def test_ids_refuses_infrastructure_gold_bad_and_missing_clusters(tmp_path, capsys):
+    rows, types = rows_and_types()
+    result = cf.cluster(rows, types, gold_bad={"370a8ff4"}, top_k=2)
+    numbers = {c["mode"]: i for i, c in enumerate(result["clusters"], 1)}
+    for mode, needle in (("error:rate_limit", "infrastructure"), ("gold_reported_bad", "reported wrong")):
+        with pytest.raises(cf.UserError, match=needle):
+            cf.cluster_ids(result, numbers[mode])
+    write_run(tmp_path, "loop", types, {q: None for q in types}, rows=rows)
+    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "99"]) == 2
+    assert "no cluster 99" in capsys.readouterr().err

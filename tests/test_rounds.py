@@ -88,6 +88,12 @@ def test_log_appends_a_row_to_history_max_effort_never_history_md(tmp_path, caps
     assert not (tmp_path / "history.md").exists()
 
 
+def test_log_in_a_project_without_a_counter_creates_it_and_logs_round_zero(tmp_path):
+    _run(tmp_path)
+    row = rounds.log(tmp_path, "loop", "first look")
+    assert row.startswith("| v0 | ") and (tmp_path / ".max_effort_round").read_text() == "0\n"
+
+
 def test_blocked_billing_is_logged_for_a_human(tmp_path):
     rounds.init(tmp_path)
     line = rounds.blocked(tmp_path, "billing")
