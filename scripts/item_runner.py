@@ -115,7 +115,9 @@ def run_item(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
     gen_ms = (time.monotonic() - t0) * 1000.0
 
     hypothesis = hyp.get("hypothesis")
-    if not isinstance(hypothesis, str) or not hypothesis.strip():
+    if isinstance(hypothesis, str):
+        hypothesis = hypothesis.strip()  # upstream strips the reader's output before judging it
+    if not isinstance(hypothesis, str) or not hypothesis:
         return _error_row(q, settings, "generate", "target", "the target returned an empty hypothesis", 1, hyp)
 
     try:

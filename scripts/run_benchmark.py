@@ -43,7 +43,7 @@ def _utcnow() -> str:
 
 
 def official_judge(provider: str, model: str) -> bool:
-    return provider == OFFICIAL_JUDGE_PROVIDER and model in ("gpt-4o", OFFICIAL_JUDGE_MODEL)
+    return provider == OFFICIAL_JUDGE_PROVIDER and model == OFFICIAL_JUDGE_MODEL
 
 
 def in_shard(question_id: str, shard: tuple[int, int] | None) -> bool:

@@ -82,6 +82,10 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     judge_provider, judge_model = cfg.get("judgeProvider", "openai"), cfg.get("judgeModel", "gpt-4o-2024-08-06")
     if args.judge_model:
         judge_provider, judge_model = config_mod.parse_model_arg(args.judge_model, judge_provider, named)
+    if judge_provider == "openai":  # upstream's alias: gpt-4o is the snapshot gpt-4o-2024-08-06, recorded as such
+        from judge_shim import resolve_judge_model
+
+        judge_model = resolve_judge_model(judge_model)
     if args.offline:
         target_provider, target_model = "offline", "extractive"
         judge_provider, judge_model = "offline", "offline-containment-v1"

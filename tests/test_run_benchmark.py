@@ -52,6 +52,7 @@ def test_fake_server_run_labels_follow_the_answer_policy(tmp_path, fake_llm):
     labels = Counter(r["judgment"]["label"] for r in rows)
     assert labels[True] and labels[False]
     assert meta(project, "r1")["judge"]["official"] is False  # openai gpt-4o, but not upstream's prompt
+    assert meta(project, "r1")["judge"]["model"] == "gpt-4o-2024-08-06"  # the alias is recorded as its snapshot
     judge_calls = [q for q in fake_llm.requests if q["body"].get("max_tokens") == 10]
     assert len(judge_calls) == N_SAMPLE
     assert all(q["body"]["temperature"] == 0 and q["body"]["n"] == 1 for q in judge_calls)
@@ -212,23 +213,26 @@ def test_dry_run_estimates_without_calling_any_model(tmp_path, fake_llm, capsys)
     assert not (project / ".longmemeval-benchmarks" / "runs").exists()
 
 
-def test_a_users_system_that_reports_tokens_has_unknown_cost_not_zero(tmp_path):
-    from item_runner import run_item
-    from records import Question
+def _python_target_settings(tmp_path):
     from run_settings import RunSettings
 
-    item = json.loads(SAMPLE.read_text())[0]
-    settings = RunSettings(
+    return RunSettings(
         project=str(tmp_path), dataset_path=str(SAMPLE), variant="_s", runs_dir=str(tmp_path), longmemeval_root=None,
         target="python", target_provider="offline", target_model="mine", target_options={"path": str(tmp_path / "mine.py")},
         judge_provider="offline", judge_model="offline-containment-v1", max_evals=1, concurrency=1,
         cache_enabled=False, cache_read=False, cache_dir=str(tmp_path / "cache"), error_threshold=0, timeout_s=5,
         max_attempts=1,
     )
+
+
+def test_a_users_system_that_reports_tokens_has_unknown_cost_not_zero(tmp_path):
+    from item_runner import run_item
+    from records import Question
+
     (tmp_path / "mine.py").write_text(
         "def generate(item, ctx):\n    return {'hypothesis': 'no idea', 'tokensIn': 900, 'tokensOut': 5}\n"
     )
-    row = run_item(Question.from_dict(item), settings, llm=None)
+    row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path), llm=None)
     assert row["status"] == "judged"
     assert row["cost"]["generation_usd"] is None and row["cost"]["total_usd"] is None
 
@@ -268,3 +272,12 @@ def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_pa
     monkeypatch.setattr(checkpoint_io, "append_item_result", real_append)
     assert run(project, "--offline", "--run-id", "disk") == 0
     assert len(completed(project, "disk")) == N_SAMPLE
+
+
+def test_the_hypothesis_is_stripped_before_judging_as_upstream_does(tmp_path):
+    from item_runner import run_item
+    from records import Question
+
+    (tmp_path / "mine.py").write_text("def generate(item, ctx):\n    return {'hypothesis': '  Asheville.\\n\\n'}\n")
+    row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path), llm=None)
+    assert row["hypothesis"] == "Asheville."
