@@ -5,9 +5,15 @@ process, each in its own subshell with ``set -e`` (like Claude Code, which runs 
 variables do not carry from one block to the next). The first failing block stops the file and is reported with
 file, block number, line and its output.
 
-Directives, on the line before a block (blank lines allowed in between):
+Directives, on the lines before a block (blank lines allowed in between; several may stack):
     <!-- doc-test: skip why -->          the block is not run (the test prints it)
     <!-- doc-test: args --max 3 -->      ``$ARGUMENTS`` for this block
+    <!-- doc-test: agent NAME -->        before the block, in its subshell, run ``AGENT_STANDINS[NAME]``: shell
+                                         that plays what the agent does between blocks without bash (the edit a
+                                         fix makes). Kept here, not in the doc, so no agent mistakes it for a step
+Anywhere in a file:
+    <!-- doc-test: setup NAME -->        prepare the project with ``SETUPS[NAME]`` before the file's blocks run
+                                         (e.g. ``loop``: loop configuration and a model server with answers)
 
 Claude Code substitutes ``$ARGUMENTS`` in a command's body before running it; the harness does the same textual
 substitution for ``commands/*.md``. In skills and references ``ARGUMENTS`` is only an environment variable.
@@ -16,6 +22,7 @@ substitution for ``commands/*.md``. In skills and references ``ARGUMENTS`` is on
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -25,7 +32,7 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,8 +43,19 @@ DEFAULT_ARGUMENTS: Mapping[str, str] = {
 }
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
-_DIRECTIVE = re.compile(r"^\s*<!--\s*doc-test:\s*(?P<verb>skip|args)\b(?P<rest>.*?)-->\s*$")
+_DIRECTIVE = re.compile(r"^\s*<!--\s*doc-test:\s*(?P<verb>skip|args|agent|setup)\b(?P<rest>.*?)-->\s*$")
 _MARK = "@@doc-test"
+
+#: What the agent does without bash between two blocks (the ``agent`` directive), played by shell in tests.
+AGENT_STANDINS: dict[str, str] = {
+    # the iterate skill's step 6: the proposal (step C) and the fix's code change, made with the editor
+    "write-fix": (
+        "printf 'Prefer the latest session when two sessions disagree\\n\\n"
+        "Files: answer_policy.py. Must not touch: abstention, the symbolic layers.\\n' "
+        "> .longmemeval-benchmarks/proposal.md\n"
+        "printf 'PREFER_LATEST_SESSION = True\\n' > answer_policy.py"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,8 @@ class Block:
     code: str
     skip: str | None = None
     args: str | None = None
+    agent: str | None = None
+    """A key of ``AGENT_STANDINS``: run before the block's code."""
 
 
 @dataclass
@@ -92,18 +112,19 @@ def extract_blocks(path: Path) -> list[Block]:
     """The ```bash blocks of ``path`` in order, with their directives. Indented fences (in lists) are dedented."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
-    pending: tuple[str, str] | None = None
+    pending: dict[str, str] = {}
     i = 0
     while i < len(lines):
         directive = _DIRECTIVE.match(lines[i])
         if directive:
-            pending = (directive["verb"], directive["rest"].strip())
+            if directive["verb"] != "setup":  # file-wide: see file_setups
+                pending[directive["verb"]] = directive["rest"].strip()
             i += 1
             continue
         fence = _FENCE.match(lines[i])
         if not fence:
             if lines[i].strip():
-                pending = None
+                pending = {}
             i += 1
             continue
         opener, indent = fence["fence"], fence["indent"]
@@ -120,13 +141,25 @@ def extract_blocks(path: Path) -> list[Block]:
             i += 1
         i += 1
         if language == "bash":
-            verb, rest = pending or ("", "")
             blocks.append(Block(path=path, number=len(blocks) + 1, line=start + 1,
                                 code="\n".join(body) + "\n",
-                                skip=(rest or "no reason given") if verb == "skip" else None,
-                                args=rest if verb == "args" else None))
-        pending = None
+                                skip=(pending["skip"] or "no reason given") if "skip" in pending else None,
+                                args=pending.get("args"), agent=pending.get("agent") or None))
+            if blocks[-1].agent is not None and blocks[-1].agent not in AGENT_STANDINS:
+                raise ValueError(f"{_relative(path)}:{start + 1}: unknown doc-test agent stand-in "
+                                 f"{blocks[-1].agent!r} (known: {', '.join(AGENT_STANDINS)})")
+        pending = {}
     return blocks
+
+
+def file_setups(path: Path) -> list[str]:
+    """The names of the file's ``setup`` directives, in order."""
+    names = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        directive = _DIRECTIVE.match(line)
+        if directive and directive["verb"] == "setup":
+            names += directive["rest"].split()
+    return names
 
 
 def default_arguments(path: Path) -> str:
@@ -142,7 +175,8 @@ def build_script(blocks: list[Block], *, substitute: bool, default_args: str) ->
         args = default_args if block.args is None else block.args
         code = block.code.replace("$ARGUMENTS", args) if substitute else block.code
         parts.append(f"echo '{_MARK} start {block.number}'")
-        parts.append(f"(\nset -e\nexport ARGUMENTS={shlex.quote(args)}\n{code}\n)")
+        before = f"{AGENT_STANDINS[block.agent]}\n" if block.agent else ""
+        parts.append(f"(\nset -e\nexport ARGUMENTS={shlex.quote(args)}\n{before}{code}\n)")
         parts.append(f"__rc=$?; if [ $__rc -ne 0 ]; then echo \"{_MARK} failed {block.number} $__rc\"; "
                      f"exit $__rc; fi")
     parts.append(f"echo '{_MARK} done'")
@@ -246,3 +280,48 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
     if runs_from is not None:
         shutil.copytree(runs_from, project / ".longmemeval-benchmarks" / "runs", dirs_exist_ok=True)
     return project, env
+
+
+# --------------------------------------------------------------------------- per-file setups (``setup`` directive)
+
+#: The loop's configuration in doc tests: the default target (memory-ref) with a reader and the judge the fake
+#: model server answers; the judge's prompt comes from the stand-in upstream tree, so verdicts are not official.
+LOOP_CONFIG: Mapping[str, Any] = {
+    "target": "memory-ref",
+    "target_model": "openai:gpt-4o-mini",
+    "judge": "openai:gpt-4o",
+    "targetOptions": {"symbolic_resolver": True, "symbolic_temporal": True, "symbolic_bypass": True},
+}
+
+
+def _loop_setup(correct_share: float) -> Callable[[Path, dict[str, str], Any], None]:
+    def setup(project: Path, env: dict[str, str], server: Any) -> None:
+        """Loop-ready: config ``loop`` section, and the server taught the dataset's gold answers."""
+        if server is None:
+            raise ValueError("the loop setups need the fake model server (fixture fake_llm)")
+        path = project / ".longmemeval-benchmarks" / "config.json"
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+        cfg["loop"] = {**(cfg.get("loop") or {}), **LOOP_CONFIG}
+        path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+        items = json.loads((project / cfg["datasetPath"]).read_text(encoding="utf-8"))
+        server.answers = {item["question"]: item["answer"] for item in items}
+        server.correct_share = correct_share
+    return setup
+
+
+SETUPS: Mapping[str, Callable[[Path, dict[str, str], Any], None]] = {
+    # the reader gives the gold answer for a stable half of the questions: below the target, right and wrong items
+    "loop": _loop_setup(0.5),
+    # the reader always gives the gold answer: the loop run reaches the target (for the confirmation rerun)
+    "loop-at-target": _loop_setup(1.0),
+}
+
+
+def apply_setups(path: Path, project: Path, env: dict[str, str], server: Any = None) -> list[str]:
+    """Run the file's ``setup`` directives on the prepared project; returns their names."""
+    names = file_setups(path)
+    for name in names:
+        if name not in SETUPS:
+            raise ValueError(f"{_relative(path)}: unknown doc-test setup {name!r} (known: {', '.join(SETUPS)})")
+        SETUPS[name](project, env, server)
+    return names

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -41,13 +43,58 @@ def user_project(tmp_path, fake_llm, earlier_runs):
                                    longmemeval_root=_standin_root(tmp_path), runs_from=earlier_runs)
 
 
+def _git_log(repo: Path, env, ref: str = "HEAD") -> list[str]:
+    return subprocess.run(["git", "log", "--format=%s", ref], cwd=repo, env=env, capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def _a_round_was_played(project: Path, env, output: str) -> None:
+    """Below the target, one round: baseline, fix, re-test, revert (the fix changes no answer: net 0), pushed."""
+    assert "below the target: no confirmation yet" in output
+    state = project / ".longmemeval-benchmarks"
+    (decision,) = [json.loads(line) for line in (state / "decisions.jsonl").read_text().splitlines()]
+    assert (decision["round"], decision["decision"], decision["net"], decision["applied"]) == (1, "revert", 0, True)
+    assert decision["retested"] == len((state / "trigger_set.txt").read_text().split()) > 0
+    log = _git_log(project, env)
+    assert log[0].startswith("round v1: REVERT: net +0") and log[1].startswith('Revert "fix(v1): Prefer the latest')
+    assert log[2].startswith("fix(v1): Prefer the latest") and log[3] == "round v1: baseline"
+    assert _git_log(project.parent / "origin.git", env, "longmemeval-iter") == log
+    assert not (project / "answer_policy.py").exists()
+
+
+def _the_loop_was_confirmed(project: Path, env, output: str) -> None:
+    confirmation = json.loads((project / ".longmemeval-benchmarks" / "confirmation.json").read_text())
+    assert (confirmation["status"], confirmation["confirm_correct"], confirmation["n_total"]) == ("confirmed", 24, 24)
+    assert _git_log(project.parent / "origin.git", env, "longmemeval-iter")[0].startswith("FINAL: LongMemEval 24/24")
+    assert "BLOCKED: API billing" in (project / "history_max_effort.md").read_text()
+
+
+#: What a doc's blocks must have done, beyond exiting 0 (doc path -> check(project, env, output)).
+OUTCOMES = {
+    "skills/longmemeval-iterate/SKILL.md": _a_round_was_played,
+    "references/termination.md": _the_loop_was_confirmed,
+}
+
+
 @pytest.mark.parametrize("doc", DOC_FILES, ids=[p.relative_to(harness.REPO).as_posix() for p in DOC_FILES])
-def test_bash_blocks_run_as_written(doc, user_project):
+def test_bash_blocks_run_as_written(doc, user_project, fake_llm):
     project, env = user_project
+    harness.apply_setups(doc, project, env, fake_llm)
     result = harness.run_file(doc, project, env)
     for number, reason in result.skipped:
         print(f"doc-test skipped {doc.relative_to(harness.REPO)} block {number}: {reason}")
     assert result.failed is None, result.describe_failure()
+    outcome = OUTCOMES.get(doc.relative_to(harness.REPO).as_posix())
+    if outcome is not None:
+        outcome(project, env, result.output)
+
+
+def test_the_loop_docs_run_every_block():
+    """No skip left in the loop's docs: each of their steps is exercised as written."""
+    for name in ("skills/longmemeval-iterate/SKILL.md", "commands/longmemeval-iterate.md",
+                 "references/iteration-rules.md", "references/termination.md"):
+        blocks = harness.extract_blocks(harness.REPO / name)
+        assert blocks and [b.number for b in blocks if b.skip is not None] == [], name
 
 
 # --------------------------------------------------------------------------- the harness itself
@@ -92,6 +139,36 @@ def test_directives_skip_a_block_and_set_its_arguments(tmp_path, user_project):
     assert "got --max 3" in result.output
 
 
+def test_agent_directive_plays_the_agents_edit_in_the_blocks_subshell_and_stacks_with_args(
+        tmp_path, user_project, monkeypatch):
+    project, env = user_project
+    monkeypatch.setitem(harness.AGENT_STANDINS, "demo-edit", "echo edited > fix.txt; SECRET=1")
+    doc = _write(tmp_path / "commands" / "agent.md", (
+        "<!-- doc-test: agent demo-edit -->\n<!-- doc-test: args --x -->\n"
+        "```bash\ncat fix.txt; echo \"secret=${SECRET:-} args=$ARGUMENTS\"\n```\n\n"
+        "```bash\necho \"next=${SECRET:-unset}\"\n```\n"))
+    blocks = harness.extract_blocks(doc)
+    assert (blocks[0].agent, blocks[0].args, blocks[1].agent) == ("demo-edit", "--x", None)
+    result = harness.run_file(doc, project, env)
+    assert result.failed is None, result.describe_failure()
+    assert "edited\nsecret=1 args=--x" in result.output and "next=unset" in result.output
+    unknown = _write(tmp_path / "unknown.md", "<!-- doc-test: agent nope -->\n```bash\ntrue\n```\n")
+    with pytest.raises(ValueError, match="unknown.md:2: unknown doc-test agent stand-in 'nope'"):
+        harness.extract_blocks(unknown)
+
+
+def test_setup_directive_makes_the_project_loop_ready(tmp_path, user_project, fake_llm):
+    project, env = user_project
+    doc = _write(tmp_path / "loop.md", "# Loop\n\n<!-- doc-test: setup loop -->\n\n```bash\ntrue\n```\n")
+    assert harness.file_setups(doc) == ["loop"] and harness.extract_blocks(doc)[0].agent is None
+    assert harness.apply_setups(doc, project, env, fake_llm) == ["loop"]
+    loop = json.loads((project / ".longmemeval-benchmarks" / "config.json").read_text())["loop"]
+    assert loop["judge"] == "openai:gpt-4o" and all(loop["targetOptions"].values())
+    assert len(fake_llm.answers) == 24 and fake_llm.correct_share == 0.5
+    with pytest.raises(ValueError, match="unknown doc-test setup 'nope'"):
+        harness.apply_setups(_write(tmp_path / "bad.md", "<!-- doc-test: setup nope -->\n"), project, env, fake_llm)
+
+
 def test_arguments_are_substituted_textually_in_commands_only(tmp_path):
     block = harness.Block(Path("x.md"), 1, 1, "echo '$ARGUMENTS'\n")
     assert "echo '--sample'" in harness.build_script([block], substitute=True, default_args="--sample")
@@ -105,8 +182,6 @@ def test_indented_fences_in_lists_are_found_and_dedented(tmp_path):
 
 def test_the_prepared_project_looks_like_a_users(user_project):
     project, env = user_project
-    import subprocess
-
     branch = subprocess.run(["git", "branch", "--show-current"], cwd=project, env=env, capture_output=True,
                             text=True).stdout.strip()
     assert branch == "longmemeval-iter"
