@@ -1,7 +1,8 @@
 """Un-complete chosen questions of a run so that a resume re-runs exactly those.
 
-Removes every result row and every completed mark of the named question ids, atomically and under the run's
-lock, after copying both files to ``<run>/backups/drop-<UTC time>/``. The next ``run_benchmark.py --run-id R``
+Removes every result row and every completed mark of the named question ids, atomically and under the locks of
+the run and of each of its shards (a running writer is refused, named by pid), after copying both files to
+``<run>/backups/drop-<UTC time>/``. The next ``run_benchmark.py --run-id R``
 re-runs exactly those ids (plus any item that had no judged row already). Unknown ids are refused, all named,
 and nothing is written.
 
@@ -14,6 +15,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -50,6 +52,10 @@ def read_id_file(path: Path) -> list[str]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise UserError(f"cannot read id file {path}: {err.strerror}", fix="pass a file with one question id per line")
+    except UnicodeDecodeError as err:
+        raise UserError(
+            f"id file {path} is not UTF-8 text (byte {err.start})", fix="pass a text file with one question id per line"
+        ) from None
     return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
 
 
@@ -88,23 +94,29 @@ def rewrite_run(
 ) -> dict:
     """Remove ``drop`` ids from results and marks (all shards), then append ``add_rows`` / ``add_completed``.
 
-    Holds the RunLock throughout; backs both files up under ``backups/<label>-<UTC time>/`` first; every file is
-    replaced atomically. Returns ``{"backup": path, "rows_removed": n, "marks_removed": n}``.
+    Holds the RunLock of every folder it rewrites (the run and each ``shard-*``, whose writers lock only their own
+    folder) from before the first read to after the last write, so no row a writer appends can be lost; a held
+    lock is a UserError naming its pid, with nothing changed. Backs both files up under
+    ``backups/<label>-<UTC time>/`` first; every file is replaced atomically.
+    Returns ``{"backup": path, "rows_removed": n, "marks_removed": n}``.
     """
     run_dir = Path(run_dir)
     drop = set(drop)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     backup = run_dir / "backups" / f"{label}-{stamp}"
     rows_removed = marks_removed = 0
-    with checkpoint_io.RunLock(run_dir):
-        for d in _jsonl_dirs(run_dir):
+    dirs = _jsonl_dirs(run_dir)
+    with contextlib.ExitStack() as locks:
+        for d in dirs:
+            locks.enter_context(checkpoint_io.RunLock(d))
+        for d in dirs:
             for name in (RESULTS_FILE, COMPLETED_FILE):
                 if (d / name).exists():
                     checkpoint_io.repair_tail(d / name)
                     target = backup / d.relative_to(run_dir) / name
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(d / name, target)
-        for d in _jsonl_dirs(run_dir):
+        for d in dirs:
             for name in (RESULTS_FILE, COMPLETED_FILE):
                 blob, removed = _filtered_lines(d / name, drop)
                 if d == run_dir and name == RESULTS_FILE:

@@ -105,3 +105,65 @@ def test_no_ids_is_a_user_error(run):
     project, run_dir, ids = run
     with pytest.raises(UserError, match="no question ids"):
         drop_qids.drop_qids(run_dir, [])
+
+
+def _hold_lock_in_child(lock_dir):
+    """Start a process holding the RunLock of ``lock_dir``; returns (process, release event)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+
+    def hold():
+        with checkpoint_io.RunLock(lock_dir):
+            ready.set()
+            release.wait(10)
+
+    proc = ctx.Process(target=hold)
+    proc.start()
+    assert ready.wait(10)
+    return proc, release
+
+
+def _shard_with_row(run_dir, qid):
+    shard = run_dir / "shard-1of2"
+    shard.mkdir()
+    checkpoint_io.append_item_result(shard, make_row(qid, "single-session-user", True))
+    checkpoint_io.mark_completed(shard, qid)
+    return shard
+
+
+def test_a_shard_writer_blocks_the_drop_naming_its_pid_and_nothing_changes(run):
+    project, run_dir, ids = run
+    shard = _shard_with_row(run_dir, ids[0])
+    before = {p: p.read_bytes() for d in (run_dir, shard) for p in d.glob("*.jsonl")}
+    proc, release = _hold_lock_in_child(shard)
+    try:
+        with pytest.raises(UserError, match=f"pid {proc.pid}"):
+            drop_qids.drop_qids(run_dir, [ids[0]])
+    finally:
+        release.set()
+        proc.join(10)
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (run_dir / "backups").exists()
+    with checkpoint_io.RunLock(run_dir):  # the refused drop let go of the locks it had taken
+        pass
+
+
+def test_dropped_ids_leave_shard_files_too(run):
+    project, run_dir, ids = run
+    shard = _shard_with_row(run_dir, ids[0])
+    out = drop_qids.drop_qids(run_dir, [ids[0]])
+    assert ids[0] not in checkpoint_io.load_results(shard)
+    assert ids[0] not in checkpoint_io.load_completed(shard)
+    assert out["rows_removed"] == 2 and out["marks_removed"] == 2
+
+
+def test_a_non_utf8_id_file_is_one_line_error(run, tmp_path, capsys):
+    project, run_dir, ids = run
+    listing = tmp_path / "ids.bin"
+    listing.write_bytes(b"\xff\xfe\x00bad\n")
+    code = run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(listing)])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
