@@ -25,7 +25,9 @@ import ast
 import hashlib
 import json
 import lzma
+import os
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,7 +232,7 @@ def judge(
 # ---------------------------------------------------------------------- CLI
 
 
-def _load_records(path: Path) -> list[dict[str, Any]]:
+def _load_records(path: Path) -> list[Any]:
     """A JSON array or JSON lines, plain or ``.xz``."""
     opener: Any = lzma.open if path.suffix == ".xz" else open
     try:
@@ -238,6 +240,8 @@ def _load_records(path: Path) -> list[dict[str, Any]]:
             text = fh.read()
     except OSError as err:
         raise UserError(f"cannot read {path}: {err.strerror or err}") from None
+    except (UnicodeDecodeError, lzma.LZMAError) as err:
+        raise UserError(f"cannot read {path}: not UTF-8 JSON text ({err})") from None
     try:
         data = json.loads(text)
         return list(data) if isinstance(data, list) else [data]
@@ -248,28 +252,101 @@ def _load_records(path: Path) -> list[dict[str, Any]]:
             raise UserError(f"{path} is neither a JSON array nor JSON lines: {err}") from None
 
 
+REF_FIELDS = ("question_id", "question_type", "question", "answer")
+"""What the judge needs from each record of the LongMemEval data file."""
+
+
+def _record_name(number: int, record: Any) -> str:
+    qid = record.get("question_id") if isinstance(record, dict) else None
+    return f"record {number}" + (f" (question_id {qid})" if qid is not None else "")
+
+
+def load_references(ref_file: Path) -> dict[str, dict[str, Any]]:
+    """The data file's records by question_id; a record the judge cannot use is a UserError naming it."""
+    references: dict[str, dict[str, Any]] = {}
+    for number, record in enumerate(_load_records(ref_file), 1):
+        missing = [f for f in REF_FIELDS if f not in record] if isinstance(record, dict) else list(REF_FIELDS)
+        if missing:
+            swapped = isinstance(record, dict) and "hypothesis" in record
+            hint = " (are --hyp-file and --ref-file swapped?)" if swapped else ""
+            raise UserError(
+                f"--ref-file {ref_file}: {_record_name(number, record)} is not a LongMemEval question: "
+                f"no {', '.join(missing)}{hint}",
+                fix="pass the LongMemEval data file the hypotheses answer as --ref-file",
+            )
+        if not isinstance(record["question_type"], str):
+            raise UserError(f"--ref-file {ref_file}: {_record_name(number, record)} has a question_type that is "
+                            f"not a string ({record['question_type']!r})")
+        references[str(record["question_id"])] = record
+    return references
+
+
+def load_hypotheses(hyp_file: Path) -> list[dict[str, Any]]:
+    """Upstream's hypothesis lines ``{question_id, hypothesis}``; anything else is a UserError naming the record."""
+    hypotheses = _load_records(hyp_file)
+    for number, entry in enumerate(hypotheses, 1):
+        missing = ([f for f in ("question_id", "hypothesis") if f not in entry] if isinstance(entry, dict)
+                   else ["question_id", "hypothesis"])
+        if missing:
+            swapped = isinstance(entry, dict) and "question_type" in entry
+            hint = " (are --hyp-file and --ref-file swapped?)" if swapped else ""
+            raise UserError(
+                f"--hyp-file {hyp_file}: {_record_name(number, entry)} is not a hypothesis line: "
+                f"no {', '.join(missing)}{hint}",
+                fix='pass a JSONL file of {"question_id": ..., "hypothesis": ...} as --hyp-file',
+            )
+    return hypotheses
+
+
+def check_out_path(out: Path) -> None:
+    """Refuse an output path that cannot be written before any judge call is paid for."""
+    if out.is_dir():
+        raise UserError(f"--out {out} is a directory", fix="pass a file path for the judged lines")
+    if not out.parent.is_dir():
+        raise UserError(f"--out {out}: folder {out.parent} does not exist", fix="create it or pick another --out")
+    try:
+        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UserError(f"--out {out}: cannot write in {out.parent} ({err.strerror or err})") from None
+
+
 def judge_file(
     hyp_file: Path, ref_file: Path, longmemeval_root: Path, provider: str, model: str, out: Path,
     llm: LLM | None = None,
 ) -> tuple[int, int]:
-    """Upstream's file flow: judge each hypothesis line, write it back with ``autoeval_label``. -> (correct, n)."""
-    references = {str(r["question_id"]): r for r in _load_records(ref_file)}
-    hypotheses = _load_records(hyp_file)
+    """Upstream's file flow: judge each hypothesis line, write it back with ``autoeval_label``. -> (correct, n).
+
+    ``out`` is replaced atomically once every line is judged: a failed run leaves a previous ``out`` as it was.
+    """
+    from checkpoint_io import write_atomic_bytes
+
+    out = Path(out)
+    if out.resolve() in (Path(hyp_file).resolve(), Path(ref_file).resolve()):
+        raise UserError(f"--out {out} is one of the input files", fix="pick another --out")
+    references = load_references(ref_file)
+    hypotheses = load_hypotheses(hyp_file)
+    check_out_path(out)
+    lines: list[str] = []
     correct = judged = 0
-    with open(out, "w", encoding="utf-8") as fh:
-        for entry in hypotheses:
-            qid = str(entry.get("question_id"))
-            ref = references.get(qid)
-            if ref is None:
-                print(f"skipping {qid}: not in {ref_file}", file=sys.stderr)
-                continue
-            verdict = judge(ref["question_type"], ref["question"], ref["answer"], str(entry.get("hypothesis", "")),
-                            longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm)
-            line = dict(entry)
-            line["autoeval_label"] = {"model": verdict["model"], "label": verdict["label"]}
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-            judged += 1
-            correct += bool(verdict["label"])
+    for entry in hypotheses:
+        qid = str(entry["question_id"])
+        ref = references.get(qid)
+        if ref is None:
+            print(f"skipping {qid}: not in {ref_file}", file=sys.stderr)
+            continue
+        verdict = judge(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
+                        longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm)
+        line = dict(entry)
+        line["autoeval_label"] = {"model": verdict["model"], "label": verdict["label"]}
+        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+        judged += 1
+        correct += bool(verdict["label"])
+    try:
+        write_atomic_bytes(out, "".join(lines).encode("utf-8"))
+    except OSError as err:
+        raise UserError(f"cannot write --out {out}: {err.strerror or err}") from None
     return correct, judged
 
 
@@ -315,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         correct, judged = judge_file(args.hyp_file, args.ref_file, args.longmemeval_root, args.provider,
                                      args.model, out)
     except ProviderError as err:
-        raise UserError(f"judging stopped ({err.kind}): {err}; lines judged so far are in {out}") from None
+        raise UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was") from None
     print(json.dumps({"judged": judged, "correct": correct, "accuracy": round(correct / judged, 4) if judged else None,
                       "out": str(out)}))
     return 0

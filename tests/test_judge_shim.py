@@ -209,3 +209,93 @@ def test_cli_judges_a_hypothesis_file_in_upstream_format(fake_llm, root, tmp_pat
     lines = [json.loads(x) for x in (tmp_path / "hyp.jsonl.eval-results-gpt-4o").read_text().splitlines()]
     assert lines[0]["autoeval_label"] == {"model": "gpt-4o-2024-08-06", "label": True}
     assert lines[1]["autoeval_label"]["label"] is False
+
+
+# ---------------------------------------------------------------------- file mode: bad inputs, safe output
+
+REFS = [{"question_id": "a1", "question_type": "multi-session", "question": "Q1", "answer": "blue"},
+        {"question_id": "a2", "question_type": "temporal-reasoning", "question": "Q2", "answer": 3}]
+HYPS = '{"question_id": "a1", "hypothesis": "It is blue"}\n{"question_id": "a2", "hypothesis": "5"}\n'
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "ref.json").write_text(json.dumps(REFS))
+    (tmp_path / "hyp.jsonl").write_text(HYPS)
+    return tmp_path / "hyp.jsonl", tmp_path / "ref.json"
+
+
+def _run_file_mode(root, hyp, ref, *extra):
+    from errors import run_main
+
+    return run_main(judge_shim.main, ["--longmemeval-root", str(root), "--hyp-file", str(hyp),
+                                      "--ref-file", str(ref), *extra])
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_a_failed_rerun_leaves_the_previous_results_file_as_it_was(fake_llm, root, files, capsys):
+    hyp, ref = files
+    out = hyp.parent / "hyp.jsonl.eval-results-gpt-4o"
+    assert _run_file_mode(root, hyp, ref) == 0
+    before = out.read_bytes()
+    assert len(before.splitlines()) == 2
+    fake_llm.fail_next("401")
+    assert _run_file_mode(root, hyp, ref) == 2
+    assert out.read_bytes() == before
+    assert "as it was" in _one_error_line(capsys)
+    assert [p.name for p in hyp.parent.iterdir() if p.name.startswith(".")] == []  # no temp file left behind
+
+
+@pytest.mark.parametrize(("refs", "named"), [
+    ([{"question_id": "a1", "question": "Q1", "answer": "blue"}], "record 1 (question_id a1)"),
+    ([1, 2], "record 1"),
+    ({"question_id": "a1", "question_type": ["multi-session"], "question": "Q", "answer": "A"}, "question_type"),
+])
+def test_a_ref_record_the_judge_cannot_use_is_one_line_naming_file_and_record(fake_llm, root, files, capsys,
+                                                                              refs, named):
+    hyp, ref = files
+    ref.write_text(json.dumps(refs))
+    assert _run_file_mode(root, hyp, ref) == 2
+    err = _one_error_line(capsys)
+    assert str(ref) in err and named in err
+    assert fake_llm.requests == [] and not (hyp.parent / "hyp.jsonl.eval-results-gpt-4o").exists()
+
+
+def test_swapped_hyp_and_ref_files_are_named_as_such(fake_llm, root, files, capsys):
+    hyp, ref = files
+    assert _run_file_mode(root, ref, hyp, "--out", str(hyp.parent / "out.jsonl")) == 2
+    err = _one_error_line(capsys)
+    assert "swapped" in err and str(hyp) in err and "record 1 (question_id a1)" in err
+    assert fake_llm.requests == []
+
+
+def test_a_hypothesis_line_without_hypothesis_is_named(fake_llm, root, files, capsys):
+    hyp, ref = files
+    hyp.write_text('{"question_id": "a1", "hypothesis": "x"}\n{"question_id": "a2"}\n')
+    assert _run_file_mode(root, hyp, ref) == 2
+    err = _one_error_line(capsys)
+    assert str(hyp) in err and "record 2 (question_id a2)" in err and "hypothesis" in err
+    assert fake_llm.requests == []
+
+
+@pytest.mark.parametrize("where", ["directory", "missing parent"])
+def test_an_unwritable_out_is_one_line_before_any_judge_call(fake_llm, root, files, capsys, where):
+    hyp, ref = files
+    out = hyp.parent / "outdir" if where == "directory" else hyp.parent / "nope" / "out.jsonl"
+    if where == "directory":
+        out.mkdir()
+    assert _run_file_mode(root, hyp, ref, "--out", str(out)) == 2
+    assert str(out) in _one_error_line(capsys)
+    assert fake_llm.requests == []
+
+
+def test_a_non_utf8_ref_file_is_one_line(fake_llm, root, files, capsys):
+    hyp, ref = files
+    ref.write_bytes(b"\xff\xfe[]")
+    assert _run_file_mode(root, hyp, ref) == 2
+    assert str(ref) in _one_error_line(capsys)
