@@ -138,6 +138,18 @@ def check_project_writable(project: Path) -> None:
         raise UserError(f"cannot write to project directory {probe}", fix="pass --project a directory you own")
 
 
+def check_state_paths(project: Path) -> None:
+    """Refuse, before anything is written, a file where setup needs a folder (or a folder where it needs a file)."""
+    for folder in (project / STATE_DIR, project / STATE_DIR / "data", project / VENV_DIR):
+        if folder.exists() and not folder.is_dir():
+            raise UserError(f"{folder} is a file, but setup needs a folder there",
+                            fix="move or delete that file and re-run")
+    for file in (project / STATE_DIR / "config.json", project / STATE_DIR / ".gitignore"):
+        if file.is_dir():
+            raise UserError(f"{file} is a folder, but setup needs a file there",
+                            fix="move or delete that folder and re-run")
+
+
 def check_http_url(url: str, flag: str) -> str:
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
@@ -536,6 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Validate everything before writing anything.
     project = args.project.expanduser().resolve()
     check_project_writable(project)
+    check_state_paths(project)
     variant = resolve_variant(args.download) if args.download else None
     base_url = check_http_url(args.base_url, "--base-url")
     if args.index_url:

@@ -387,3 +387,20 @@ def test_offline_clone_prints_the_commands_to_run(tmp_path, capsys):
 
 def test_pinned_commit_is_upstreams_full_sha():
     assert len(setup_project.UPSTREAM_COMMIT) == 40 and setup_project.UPSTREAM_COMMIT.startswith("9e0b455")
+
+
+@pytest.mark.parametrize("blocker", [".longmemeval-benchmarks", ".longmemeval-benchmarks/data",
+                                     ".longmemeval-venv", ".longmemeval-benchmarks/config.json"])
+def test_a_file_where_setup_needs_a_folder_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, blocker):
+    path = tmp_path / blocker
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if blocker.endswith("config.json"):
+        path.mkdir()
+    else:
+        path.write_text("not a folder")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    argv = ["--project", str(tmp_path), "--sample"] + ([] if "venv" in blocker else ["--skip-venv"])
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and err.count("\n") == 1
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
