@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from errors import UserError
 from records import ChatRequest, Completion
 
 _MIGRATIONS: tuple[str, ...] = (
@@ -41,14 +42,20 @@ class CallCache:
     FILE_NAME = "calls.sqlite3"
 
     def __init__(self, directory: Path, *, read: bool = True) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / self.FILE_NAME
         self.read = read
         self._local = threading.local()
         self.hits = 0
         self.misses = 0
         self._count_lock = threading.Lock()
-        self._migrate()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._migrate()
+        except (OSError, sqlite3.DatabaseError) as err:
+            raise UserError(
+                f"the call cache {self.path} cannot be opened ({err})",
+                fix="move or delete it, set cache_dir to a writable folder, or set cacheEnabled to false",
+            ) from None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -394,14 +394,19 @@ def reconcile(run_dir: Path) -> dict[str, list[str]]:
 class RunLock:
     """Exclusive writer lock on ``run_dir/.lock`` (flock on POSIX, msvcrt on Windows), holding the pid.
 
-    The OS drops the lock when the process dies, so a stale ``.lock`` file never blocks a resume.
+    The OS drops the lock when the process dies, so a stale ``.lock`` file never blocks a resume. ``shared=True``
+    is what shard writers take on the run's root: shards of one run coexist, but not with a writer of the whole
+    run (an unsharded resume, drop_qids). Windows has no shared flock: there a shared lock is exclusive.
     """
 
     _WIN_LOCK_OFFSET = 64  # Windows locks a byte range; keep it clear of the pid text so others can read it
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, *, shared: bool = False, name: str = LOCK_FILE, wait: bool = False) -> None:
         self.run_dir = Path(run_dir)
-        self.path = self.run_dir / LOCK_FILE
+        self.path = self.run_dir / name
+        self.shared = shared
+        self.wait = wait
+        """Block until the lock is free instead of refusing (for short critical sections)."""
         self._fd: int | None = None
 
     def acquire(self) -> "RunLock":
@@ -412,10 +417,13 @@ class RunLock:
         except OSError:
             os.close(fd)
             holder = self.holder_pid()
-            who = f"pid {holder}" if holder else "another process"
+            who = f"pid {holder}" if holder else "another process (a shard of this run?)"
             raise UserError(
                 f"run {self.run_dir} is being written by {who}; wait for it or stop it"
             ) from None
+        if self.shared:  # several holders: the pid in the file stays the last exclusive writer's
+            self._fd = fd
+            return self
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, f"{os.getpid()}\n".encode())
@@ -452,7 +460,7 @@ class RunLock:
             import msvcrt
 
             os.lseek(fd, self._WIN_LOCK_OFFSET, os.SEEK_SET)
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            msvcrt.locking(fd, msvcrt.LK_LOCK if self.wait else msvcrt.LK_NBLCK, 1)
 
         def _os_unlock(self, fd: int) -> None:
             import msvcrt
@@ -465,7 +473,8 @@ class RunLock:
         def _os_lock(self, fd: int) -> None:
             import fcntl
 
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
+            fcntl.flock(fd, mode if self.wait else mode | fcntl.LOCK_NB)
 
         def _os_unlock(self, fd: int) -> None:
             import fcntl

@@ -44,8 +44,13 @@ class RunData:
 
     @property
     def judge(self) -> dict[str, Any]:
+        """The judge as comparable: provider and model (aliases resolved: runs made before the alias was
+        recorded as its snapshot say ``gpt-4o``). Whether verdicts were official is the scorecard's banner."""
+        from judge_shim import resolve_judge_model
+
         judge = self.meta.get("judge") or {}
-        return {k: judge.get(k) for k in ("provider", "model", "official")}
+        return {"provider": judge.get("provider"), "model": resolve_judge_model(str(judge.get("model"))),
+                "official": judge.get("official")}
 
     @property
     def dataset_sha256(self) -> str | None:
@@ -90,7 +95,8 @@ def mcnemar_exact_p(b: int, c: int) -> float:
 
 def _mismatches(a: RunData, b: RunData) -> list[str]:
     problems = []
-    if a.judge != b.judge:
+    same_judge = ("provider", "model")
+    if [a.judge[k] for k in same_judge] != [b.judge[k] for k in same_judge]:
         problems.append(f"judge differs: {a.judge} vs {b.judge}")
     if a.dataset_sha256 != b.dataset_sha256:
         problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")

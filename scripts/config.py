@@ -87,6 +87,13 @@ def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[s
     if not text:
         raise UserError("empty model name", fix="pass provider:model, e.g. openai:gpt-4o-2024-08-06")
     head, sep, tail = text.partition(":")
+    if sep and not head.strip():
+        raise UserError(f"model argument {arg!r} names no provider", fix="pass provider:model, e.g. openai:gpt-4o")
+    if sep and head.isalpha() and head.islower() and head != "ft" and head not in KNOWN_PROVIDERS + tuple(extra_providers):
+        raise UserError(
+            f"unknown provider {head!r} in {arg!r}",
+            fix=f"use one of {', '.join(KNOWN_PROVIDERS)}, or name it in config.json providers with a base_url",
+        )
     if sep and (head.lower() in KNOWN_PROVIDERS or head in extra_providers):
         if not tail.strip():
             raise UserError(f"model argument {arg!r} names no model", fix="pass provider:model, e.g. anthropic:claude-sonnet-4-6")

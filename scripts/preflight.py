@@ -20,9 +20,37 @@ from errors import UserError, run_main
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 
 
+def check_inputs(settings) -> None:
+    """Refuse up front what would fail every item: an unknown target, bad target options, no judge prompt.
+
+    Run before anything is written or paid for; raises UserError.
+    """
+    import generation_driver
+    import judge_shim
+
+    try:
+        generation_driver.describe_target(settings.target, settings.target_options)
+    except UserError:
+        raise
+    except Exception as err:  # a target's own validation (ValueError, TypeError, ...)
+        raise UserError(
+            f"target {settings.target}: bad target options {dict(settings.target_options)} ({err})",
+            fix="fix --target-option / targetOptions (see the target's documentation)",
+        ) from None
+    if settings.judge_provider != "offline":
+        judge_shim.load_prompt_builder(settings.longmemeval_root)
+
+
 def checks(settings) -> list[tuple[bool, str]]:
     """(passed, message) per check, for the resolved RunSettings."""
     results: list[tuple[bool, str]] = []
+    try:
+        import generation_driver
+
+        generation_driver.describe_target(settings.target, settings.target_options)
+        results.append((True, f"target {settings.target} and its options"))
+    except Exception as err:  # noqa: BLE001 - reported as a FAIL line
+        results.append((False, f"target {settings.target}: {err}"))
     dataset_path = Path(settings.dataset_path)
     if dataset_path.is_file():
         results.append((True, f"dataset {dataset_path}"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import contextlib
 import os
 import signal
 import sys
@@ -88,11 +89,27 @@ def _stored_settings_conflicts(meta: dict[str, Any], settings: RunSettings, ds: 
             f"target {settings.target} {settings.target_provider}:{settings.target_model} != the run's "
             f"{meta['target']['name']} {meta['target']['provider']}:{meta['target']['model']}"
         )
+    if dict(meta["target"].get("options") or {}) != dict(settings.target_options):
+        problems.append(f"target options {dict(settings.target_options)} != the run's {meta['target'].get('options')}")
     if (meta["judge"]["provider"], meta["judge"]["model"]) != (settings.judge_provider, settings.judge_model):
         problems.append(
             f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
             f"{meta['judge']['provider']}:{meta['judge']['model']}"
         )
+    return problems
+
+
+def _shard_layout_conflicts(root: Path, shard: tuple[int, int] | None) -> list[str]:
+    """A run is sharded (every writer with --shard i/n, one n) or not; the two never mix."""
+    shard_dirs = sorted(p.name for p in root.glob("shard-*of*") if p.is_dir())
+    if shard is None:
+        return [f"the run is sharded ({', '.join(shard_dirs)}): resume each shard with --shard i/n"] if shard_dirs else []
+    problems = []
+    if (root / checkpoint_io.RESULTS_FILE).exists():
+        problems.append("the run was started without --shard: resume it without --shard")
+    other_n = {d for d in shard_dirs if not d.endswith(f"of{shard[1]}")}
+    if other_n:
+        problems.append(f"the run is sharded differently ({', '.join(sorted(other_n))}): use the same n")
     return problems
 
 
@@ -197,10 +214,19 @@ class _Tally:
                 self.billing_message = row["error"]["message"]
 
 
-def _open_run(settings: RunSettings, run_id: str, root: Path, work: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Load or create run-meta and the manifest; refuse a resume whose dataset, target or judge changed."""
+def _open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
+              scanned: tuple[dict[str, Any], dict[str, Any]] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Load or create run-meta and the manifest; refuse a resume whose dataset, target, options or judge changed.
+
+    A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
+    """
+    layout = _shard_layout_conflicts(root, settings.shard)
+    if layout:
+        raise UserError(f"cannot write run {run_id} this way: " + "; ".join(layout))
     meta_path = work / "run-meta.json"
     manifest_path = root / "manifest.json"
+    if not meta_path.exists() and settings.shard is not None and (root / "run-meta.json").exists():
+        meta_path = root / "run-meta.json"  # this shard is new: the run's own settings are in the root meta
     meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else None
     stored = (meta or {}).get("dataset", {})
     unchanged = stored.get("path") == settings.dataset_path and all(
@@ -210,9 +236,15 @@ def _open_run(settings: RunSettings, run_id: str, root: Path, work: Path) -> tup
         manifest = checkpoint_io.read_json(manifest_path, schema="manifest")
         ds = dict(meta["dataset"])
     else:
-        manifest, ds = build_manifest(settings)
-    if meta is None:
-        meta = new_meta(run_id, settings, ds)
+        manifest, ds = scanned or build_manifest(settings)
+    if meta is None or meta_path != work / "run-meta.json":
+        fresh = new_meta(run_id, settings, ds)
+        if meta is not None:
+            conflicts = _stored_settings_conflicts(meta, settings, ds)
+            if conflicts:
+                raise UserError(f"cannot add a shard to run {run_id}: " + "; ".join(conflicts),
+                                fix="use the run's own settings for every shard")
+        meta = fresh
     else:
         conflicts = _stored_settings_conflicts(meta, settings, ds)
         if conflicts:
@@ -225,6 +257,14 @@ def _open_run(settings: RunSettings, run_id: str, root: Path, work: Path) -> tup
     if not manifest_path.exists():
         checkpoint_io.write_atomic_json(manifest_path, manifest)
     return meta, manifest
+
+
+def _scan_new_run(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Validate the whole dataset before a new run's directory exists: a bad file leaves nothing behind."""
+    manifest, ds = build_manifest(settings)
+    if manifest["n_total"] == 0:
+        raise UserError(f"dataset {settings.dataset_path} has no items", fix="point datasetPath at a LongMemEval file")
+    return manifest, ds
 
 
 def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: dict[str, Any],
@@ -276,25 +316,31 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
     run_id = checkpoint_io.validate_run_id(run_id) if run_id else checkpoint_io.new_run_id()
     root = checkpoint_io.run_dir_for(runs_dir, run_id)
     work = shard_dir(root, settings.shard)
+    scanned = None if root.exists() else _scan_new_run(settings)
+    cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
 
-    with checkpoint_io.RunLock(work):
+    # Shards hold the root shared (they coexist); a whole-run writer holds it alone. Then the own directory.
+    with checkpoint_io.RunLock(root, shared=settings.shard is not None), contextlib.ExitStack() as own:
+        if settings.shard is not None:
+            own.enter_context(checkpoint_io.RunLock(work))
         checkpoint_io.reconcile(work)
-        meta, manifest = _open_run(settings, run_id, root, work)
-        done = checkpoint_io.load_completed(work)
+        meta, manifest = _open_run(settings, run_id, root, work, scanned)
+        done = checkpoint_io.load_completed(root)  # root and every shard: never re-run what another shard did
         planned = [it["question_id"] for it in manifest["items"] if in_shard(it["question_id"], settings.shard)]
         pending_all = [qid for qid in planned if qid not in done]
         pending = pending_all[: settings.max_evals]
 
         tally = _Tally()
         limiter = AdaptiveLimiter(settings.concurrency)
-        cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
         gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
         invocation: dict[str, Any] = {"started_at": _utcnow(), "pending_before": len(pending_all)}
         meta.update(status="running", finished_at=None, error=None)
         meta.setdefault("invocations", []).append(invocation)
         checkpoint_io.write_atomic_json(work / "run-meta.json", meta)
+        if settings.shard is not None:
+            _update_root_meta(root, manifest)
 
         def finish(status: str, error: str | None) -> None:
             elapsed = time.monotonic() - t_start
@@ -358,8 +404,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         else:
             finish("completed", None)
             code = EXIT_COMPLETED
-    if settings.shard is not None:
-        _update_root_meta(root)
+        if settings.shard is not None:
+            _update_root_meta(root, manifest)
     return code, root
 
 
@@ -394,22 +440,29 @@ def _loop_guard(settings: RunSettings, manifest: dict[str, Any]) -> None:
         raise UserError("loop mode refuses this run: " + "; ".join(problems), fix="see references/iteration-rules.md")
 
 
-def _update_root_meta(root: Path) -> None:
-    """With shards, the root run-meta summarises the shards' metas (status: the worst of them)."""
-    metas = [
-        checkpoint_io.read_json(p, schema="run-meta") for p in sorted(root.glob("shard-*/run-meta.json"))
-    ]
-    if not metas:
-        return
-    order = {"failed": 0, "interrupted": 1, "running": 2, "completed": 3}
-    summary = dict(metas[0])
-    summary["status"] = min((m["status"] for m in metas), key=lambda s: order[s])
-    summary["shard"] = None
-    summary["shards"] = {m["shard"]: m["status"] for m in metas}
-    summary["duration_seconds"] = max(float(m.get("duration_seconds") or 0) for m in metas)
-    summary["error"] = "; ".join(m["error"] for m in metas if m.get("error")) or None
-    summary["invocations"] = []
-    with checkpoint_io.RunLock(root):
+def _update_root_meta(root: Path, manifest: dict[str, Any]) -> None:
+    """With shards, the root run-meta summarises the shards' metas: the worst status, counts over all shards."""
+    with checkpoint_io.RunLock(root, name=".meta.lock", wait=True):
+        metas = [checkpoint_io.read_json(p, schema="run-meta") for p in sorted(root.glob("shard-*/run-meta.json"))]
+        if not metas:
+            return
+        order = {"failed": 0, "interrupted": 1, "running": 2, "completed": 3}
+        completed = checkpoint_io.load_completed(root)
+        summary = dict(metas[0])
+        summary.update(
+            status=min((m["status"] for m in metas), key=lambda s: order[s]),
+            shard=None,
+            shards={m["shard"]: m["status"] for m in metas},
+            duration_seconds=max(float(m.get("duration_seconds") or 0) for m in metas),
+            error="; ".join(m["error"] for m in metas if m.get("error")) or None,
+            invocations=[],
+            counts={
+                "n_total": manifest["n_total"],
+                "planned": manifest["n_total"],
+                "completed": sum(1 for it in manifest["items"] if it["question_id"] in completed),
+                "pending": sum(1 for it in manifest["items"] if it["question_id"] not in completed),
+            },
+        )
         checkpoint_io.write_atomic_json(root / "run-meta.json", summary)
 
 
@@ -443,6 +496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         import dry_run
 
         return dry_run.run(settings, run_id=args.run_id)
+    import preflight
+
+    preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
     code, root = execute(settings, args.run_id, progress_mode=args.progress)
     run_id = root.name
     if not args.no_scorecard and settings.shard is None:

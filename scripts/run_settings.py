@@ -106,6 +106,9 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         raise UserError(f"--max {max_evals} is negative", fix="give a count >= 0")
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} must be >= 1", fix="e.g. --concurrency 8")
+    error_threshold = int(args.error_threshold if args.error_threshold is not None else cfg.get("errorThreshold", 0))
+    if error_threshold < 0:
+        raise UserError(f"--error-threshold {error_threshold} is negative", fix="give a count >= 0 (0 = stop at the first error)")
 
     cache_enabled = bool(cfg.get("cacheEnabled", True))
     base_urls = {
@@ -116,6 +119,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     dataset_path = args.dataset or cfg.get("datasetPath")
     if not dataset_path:
         raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run /longmemeval-setup")
+    dataset_path = str(dataset_for_variant(path(dataset_path), variant, explicit=bool(args.dataset), project=project))
     return RunSettings(
         project=str(project),
         dataset_path=str(path(dataset_path)),
@@ -133,12 +137,35 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         cache_enabled=cache_enabled,
         cache_read=cache_enabled and not args.no_cache,
         cache_dir=str(path(cfg.get("cache_dir") or ".longmemeval-benchmarks/cache")),
-        error_threshold=int(args.error_threshold if args.error_threshold is not None else cfg.get("errorThreshold", 0)),
+        error_threshold=error_threshold,
         timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
         max_attempts=int(cfg.get("maxAttempts", 8)),
         base_urls=base_urls,
         shard=parse_shard(args.shard),
         loop=bool(args.loop),
+    )
+
+
+def dataset_for_variant(configured: str, variant: str, *, explicit: bool, project: Path) -> Path:
+    """The dataset file for ``variant``: the configured one when its name does not say another variant;
+    otherwise the variant's file downloaded by setup into ``.longmemeval-benchmarks/data/``. ``--variant _oracle``
+    must never run the ``_s`` file under the oracle's name."""
+    import dataset
+    from config_defaults import STATE_DIR
+    from setup_project import FILES
+
+    path = Path(configured)
+    named = dataset.guess_variant(path)  # from the file name only
+    if named is None or named == variant:
+        return path
+    if not explicit:
+        for release in ("cleaned", "original"):
+            candidate = project / STATE_DIR / "data" / FILES[release][variant]
+            if candidate.is_file():
+                return candidate
+    raise UserError(
+        f"variant {variant} asked for, but the dataset {path} is a {named} file",
+        fix=f"download it with /longmemeval-setup --download {variant}, or pass --dataset <the {variant} file>",
     )
 
 

@@ -110,4 +110,15 @@ def test_cli_prints_config_and_exits_2_without_one(tmp_path, capsys):
 
 def test_a_provider_named_in_the_config_splits_a_model_argument():
     assert config.parse_model_arg("vllm:meta-llama/Llama-3.1-70B", "openai", ("vllm",)) == ("vllm", "meta-llama/Llama-3.1-70B")
-    assert config.parse_model_arg("vllm:meta-llama/Llama-3.1-70B", "openai") == ("openai", "vllm:meta-llama/Llama-3.1-70B")
+    with pytest.raises(UserError, match="unknown provider 'vllm'"):
+        config.parse_model_arg("vllm:meta-llama/Llama-3.1-70B", "openai")
+
+
+@pytest.mark.parametrize("arg", ["antropic:claude-sonnet-4-6", ":", ":gpt-4o"])
+def test_a_mistyped_or_missing_provider_is_a_clear_error(arg):
+    with pytest.raises(UserError, match="provider"):
+        config.parse_model_arg(arg, "openai")
+
+
+def test_fine_tuned_openai_ids_keep_their_colons():
+    assert config.parse_model_arg("ft:gpt-4o-mini:org:custom:abc", "openai") == ("openai", "ft:gpt-4o-mini:org:custom:abc")

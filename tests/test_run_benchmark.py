@@ -281,3 +281,94 @@ def test_the_hypothesis_is_stripped_before_judging_as_upstream_does(tmp_path):
     (tmp_path / "mine.py").write_text("def generate(item, ctx):\n    return {'hypothesis': '  Asheville.\\n\\n'}\n")
     row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path), llm=None)
     assert row["hypothesis"] == "Asheville."
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--target", "nosuch"], "unknown target"),
+        (["--target", "rag", "--target-option", "top_k=abc"], "bad target options"),
+        (["--longmemeval-root", "/nonexistent/LongMemEval"], "LongMemEval checkout not found"),
+        (["--error-threshold", "-1"], "--error-threshold"),
+        (["--target-model", "antropic:claude-sonnet-4-6"], "unknown provider"),
+    ],
+)
+def test_inputs_that_would_fail_every_item_are_refused_before_anything_is_written(tmp_path, capsys, args, needle):
+    project = make_project(tmp_path / "p")
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err
+    assert not run_dir(project, "x").exists()
+
+
+@pytest.mark.parametrize("content", ["[]", "[{\"question_id\": 1}]", "{\"not\": \"a list\"}"])
+def test_a_bad_or_empty_dataset_leaves_no_run_directory_behind(tmp_path, capsys, content):
+    data = tmp_path / "bad.json"
+    data.write_text(content)
+    project = make_project(tmp_path / "p", dataset=data)
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", "--offline"])
+    assert code == 2 and "Traceback" not in capsys.readouterr().err
+    assert not run_dir(project, "x").exists()
+
+
+def test_an_unusable_cache_is_a_one_line_error(tmp_path, capsys):
+    project = make_project(tmp_path / "p")
+    cache_dir = project / ".longmemeval-benchmarks" / "cache"
+    cache_dir.mkdir(parents=True)
+    (cache_dir / "calls.sqlite3").write_text("not a database")
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", "--offline"])
+    err = capsys.readouterr().err
+    assert code == 2 and "call cache" in err and "cacheEnabled" in err
+
+
+def test_resume_with_different_target_options_is_refused(tmp_path, capsys):
+    project = make_project(tmp_path / "p")
+    assert run(project, "--offline", "--run-id", "o", "--max", "2", "--target-option", "min_coverage=0.2") == 0
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--run-id", "o",
+                                                       "--target-option", "min_coverage=0.5"])
+    assert code == 2 and "target options" in capsys.readouterr().err
+
+
+def test_a_shard_with_other_settings_is_refused_and_shards_never_redo_finished_items(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "s", "--shard", "1/2") == 0
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--shard", "2/2",
+                                                       "--judge-model", "openai:gpt-4o-mini", "--progress", "quiet"])
+    assert code == 2 and "judge" in capsys.readouterr().err
+    assert not (run_dir(project, "s") / "shard-2of2" / "item-results.jsonl").exists()
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--progress", "quiet"])
+    assert code == 2 and "--shard i/n" in capsys.readouterr().err
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--shard", "1/3",
+                                                       "--progress", "quiet"])
+    assert code == 2 and "sharded differently" in capsys.readouterr().err
+
+
+def test_an_unsharded_run_cannot_be_continued_as_shards(tmp_path, capsys):
+    project = make_project(tmp_path / "p")
+    assert run(project, "--offline", "--run-id", "u", "--max", "2") == 0
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--run-id", "u",
+                                                       "--shard", "1/2"])
+    assert code == 2 and "without --shard" in capsys.readouterr().err
+
+
+def test_variant_picks_the_downloaded_file_or_refuses_a_file_of_another_variant(tmp_path, capsys):
+    import shutil
+
+    project = make_project(tmp_path / "p")
+    data = project / ".longmemeval-benchmarks" / "data"
+    data.mkdir(parents=True)
+    shutil.copy(SAMPLE, data / "longmemeval_s_cleaned.json")
+    import config as config_mod
+
+    cfg = config_mod.load_config(project)
+    cfg["datasetPath"] = str(data / "longmemeval_s_cleaned.json")
+    config_mod.write_config(project, cfg, force=True)
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle"])
+    assert code == 2 and "download it with /longmemeval-setup --download _oracle" in capsys.readouterr().err
+    shutil.copy(SAMPLE, data / "longmemeval_oracle.json")
+    assert run(project, "--offline", "--variant", "_oracle", "--run-id", "orc", "--max", "1") == 0
+    assert meta(project, "orc")["dataset"]["path"].endswith("longmemeval_oracle.json")
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle",
+                                                       "--dataset", str(data / "longmemeval_s_cleaned.json")])
+    assert code == 2 and "is a _s file" in capsys.readouterr().err

@@ -89,3 +89,22 @@ def test_a_second_driver_on_the_same_run_is_refused(tmp_path, fake_llm):
     first.wait()
     assert second.returncode == 2
     assert f"pid {first.pid}" in err and "Traceback" not in err
+
+
+def test_two_shards_run_concurrently_and_a_whole_run_writer_is_refused_meanwhile(tmp_path, fake_llm):
+    register_answers(fake_llm)
+    fake_llm.latency = 0.1
+    project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
+    one = start_driver(project, fake_llm, "sh", "--shard", "1/2")
+    two = start_driver(project, fake_llm, "sh", "--shard", "2/2")
+    time.sleep(1.5)
+    whole = start_driver(project, fake_llm, "sh")
+    _, err = whole.communicate(timeout=60)
+    assert whole.returncode == 2 and "being written" in err
+    assert one.wait(timeout=120) == 0 and two.wait(timeout=120) == 0
+    import checkpoint_io
+
+    rows = checkpoint_io.load_results(run_dir(project, "sh"))
+    assert len(rows) == N_SAMPLE and all(r["status"] == "judged" for r in rows.values())
+    meta = json.loads((run_dir(project, "sh") / "run-meta.json").read_text())
+    assert meta["status"] == "completed" and meta["counts"]["completed"] == N_SAMPLE

@@ -46,3 +46,13 @@ def _pipeline() -> Any:
 def generate(item: Any, ctx: Any) -> Any:
     """Answer ``item`` (PublicItem) with the memory-ref pipeline under ``ctx`` (TargetContext) -> Hypothesis."""
     return _pipeline().generate(item, ctx)
+
+
+def describe(options: Any) -> dict[str, Any]:
+    """The effective options (defaults filled in); raises UserError on a bad option, before any item runs."""
+    stack = importlib.import_module(_pipeline().__name__.rsplit(".", 1)[0] + ".stack")
+    settings = stack.load_settings(dict(options), "provider", "model", None)
+    def plain(value: Any) -> Any:
+        return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
+
+    return {"name": "memory-ref", **{k: plain(v) for k, v in vars(settings).items() if not k.startswith("_")}}
