@@ -164,3 +164,12 @@ def test_snapshot_dir_without_questions_completed_compares(tmp_path):
 def test_missing_run_dir_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
         compare_runs.compare(tmp_path / "nope", tmp_path / "nope2")
+
+
+@pytest.mark.parametrize("judge", [
+    {"provider": "openai", "model": "gpt-4o", "official": True},  # a run recorded with upstream's alias
+    {"provider": "openai", "model": OFFICIAL_JUDGE_MODEL, "official": False},  # same judge, verdicts not official
+])
+def test_runs_with_the_same_judge_model_compare_whatever_alias_or_official_flag(tmp_path, judge):
+    a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": True}, judge=judge)
+    assert compare_runs.compare(a, b)["fixes"] == 1
