@@ -126,6 +126,8 @@ def run_item(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
         return _error_row(q, settings, "judge", err.kind, str(err), getattr(err, "attempts", 1), hyp)
     except UserError as err:
         return _error_row(q, settings, "judge", "judge_input", str(err), 1, hyp)
+    except Exception as err:  # an unforeseen reply must fail this item, not the run
+        return _error_row(q, settings, "judge", "malformed", f"{type(err).__name__}: {err}", 1, hyp)
 
     gen_calls = [dict(c) for c in hyp.get("calls", [])]
     if gen_calls:

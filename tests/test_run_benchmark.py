@@ -372,3 +372,17 @@ def test_variant_picks_the_downloaded_file_or_refuses_a_file_of_another_variant(
     code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle",
                                                        "--dataset", str(data / "longmemeval_s_cleaned.json")])
     assert code == 2 and "is a _s file" in capsys.readouterr().err
+
+
+def test_an_unforeseen_judge_failure_is_an_error_row_not_a_crash(tmp_path, monkeypatch):
+    import offline_judge
+
+    def broken(*args, **kwargs):
+        raise AttributeError("'NoneType' object has no attribute 'content'")
+
+    monkeypatch.setattr(offline_judge, "offline_judge", broken)
+    project = make_project(tmp_path / "p")
+    assert run(project, "--offline", "--run-id", "j", "--max", "1") == 1
+    rows = [json.loads(x) for x in (run_dir(project, "j") / "item-results.jsonl").read_text().splitlines()]
+    assert rows[0]["status"] == "error" and rows[0]["error"]["stage"] == "judge"
+    assert rows[0]["error"]["kind"] == "malformed" and "NoneType" in rows[0]["error"]["message"]
