@@ -55,14 +55,45 @@ def _save_atomic(fig: Any, out_png: Path) -> Path:
     return out_png
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_card(card: Any, where: str = "the scorecard") -> None:
+    """Refuse a card the per-type chart cannot draw, naming what is missing (UserError, one line)."""
+    fix = "pass a run's metrics.json as scorecard.py writes it (re-run scorecard.py for the run)"
+    if not isinstance(card, Mapping) or not isinstance(card.get("per_type"), Mapping):
+        raise UserError(f"{where} has no per_type block: not a scorecard", fix=fix)
+    for key in ("overall", "task_averaged"):
+        if not isinstance(card.get(key), Mapping) or "accuracy_strict" not in card[key]:
+            raise UserError(f"{where} has no {key}.accuracy_strict: not a scorecard", fix=fix)
+    for name, block in card["per_type"].items():
+        ok = isinstance(block, Mapping) and _is_number(block.get("n"))
+        if ok and block["n"] > 0:
+            bounds = block.get("wilson_strict")
+            ok = (_is_number(block.get("accuracy_strict")) and isinstance(bounds, Sequence) and len(bounds) == 2
+                  and all(_is_number(b) for b in bounds))
+        if not ok:
+            raise UserError(f"{where}: per_type.{name} lacks n, accuracy_strict or a [low, high] wilson_strict",
+                            fix=fix)
+
+
+def error_bar_lengths(value: float, bounds: Sequence[float]) -> tuple[float, float]:
+    """Lengths below and above ``value``; never negative (a bound off by 1e-16 at 0 or 1 would make matplotlib
+    refuse the whole chart)."""
+    return max(0.0, value - bounds[0]), max(0.0, bounds[1] - value)
+
+
 def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
     """Bar chart of strict per-type accuracy with 95% Wilson error bars, plus the overall and macro lines."""
+    check_card(card)
     plt = _pyplot()
     per_type = card["per_type"]
     names = [t for t, b in per_type.items() if b["n"] > 0]
     values = [per_type[t]["accuracy_strict"] for t in names]
-    low = [v - per_type[t]["wilson_strict"][0] for t, v in zip(names, values)]
-    high = [per_type[t]["wilson_strict"][1] - v for t, v in zip(names, values)]
+    bars = [error_bar_lengths(v, per_type[t]["wilson_strict"]) for t, v in zip(names, values)]
+    low = [b[0] for b in bars]
+    high = [b[1] for b in bars]
     fig, ax = plt.subplots(figsize=(8, 4.2))
     try:
         ax.bar(range(len(names)), values, yerr=[low, high], capsize=4, color="#4C72B0")
@@ -103,7 +134,10 @@ def load_history(path: Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         raise UserError(f"history file {path} does not exist", fix="pass the loop's history_max_effort.md")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read history file {path}: {err}", fix="pass the loop's history_max_effort.md") from None
     rounds: list[dict[str, Any]] = []
     if path.suffix == ".md":
         for line in text.splitlines():
@@ -121,6 +155,9 @@ def load_history(path: Path) -> list[dict[str, Any]]:
     except json.JSONDecodeError as err:
         raise UserError(f"history file {path} is not JSON/JSONL (line {err.lineno}): {err.msg}",
                         fix="pass a .md history table or JSON lines") from err
+    if not isinstance(records, list) or not all(isinstance(rec, dict) for rec in records):
+        raise UserError(f"history file {path} must hold JSON objects (one per round)",
+                        fix="pass a .md history table or JSON lines of objects")
     for i, rec in enumerate(records):
         rounds.append({"label": str(rec.get("label", rec.get("round", i))), "overall": rec.get("overall"),
                        "task_averaged": rec.get("task_averaged"), "abstention": rec.get("abstention")})
@@ -151,6 +188,21 @@ def history_chart(rounds: Sequence[Mapping[str, Any]], out_png: Path) -> Path:
         plt.close(fig)
 
 
+def load_card(path: Path) -> dict[str, Any]:
+    """A metrics.json checked to be a scorecard; anything else is a one-line UserError naming the file."""
+    try:
+        card = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path} is not UTF-8 text (byte {err.start})", fix="re-run scorecard.py for the run") from None
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path} is not valid JSON (line {err.lineno}): {err.msg}",
+                        fix="re-run scorecard.py for the run") from None
+    check_card(card, str(path))
+    return card
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("metrics_json", type=Path, help="a run's metrics.json (written by scorecard.py)")
@@ -159,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.metrics_json.exists():
         raise UserError(f"{args.metrics_json} does not exist", fix="run scorecard.py for the run first")
-    card = json.loads(args.metrics_json.read_text(encoding="utf-8"))
+    card = load_card(args.metrics_json)
     print(per_type_chart(card, args.out_dir / "per-type-accuracy.png"))
     if args.history:
         print(history_chart(load_history(args.history), args.out_dir / "accuracy-over-rounds.png"))

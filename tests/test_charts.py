@@ -62,3 +62,47 @@ def test_cli_writes_both_charts(tmp_path, capsys):
     assert charts.main([str(card), str(tmp_path / "out"), "--history", str(history)]) == 0
     assert (tmp_path / "out" / "per-type-accuracy.png").exists()
     assert (tmp_path / "out" / "accuracy-over-rounds.png").exists()
+
+
+@pytest.mark.parametrize("bounds, value", [
+    ([0.8864956, 0.9999999999999999], 1.0),   # 30/30: the upper bound falls 1e-16 short of the accuracy
+    ([1e-17, 0.1135044], 0.0),                # 0/30: the lower bound lies 1e-17 above it
+])
+def test_a_perfect_or_zero_score_with_an_inexact_wilson_bound_still_charts(tmp_path, bounds, value):
+    card = _card()
+    card["per_type"]["single-session-preference"] = {
+        **card["per_type"]["single-session-user"], "n": 30, "accuracy_strict": value, "wilson_strict": bounds}
+    out = charts.per_type_chart(card, tmp_path / "per-type.png")
+    assert out.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_error_bar_lengths_are_never_negative():
+    assert charts.error_bar_lengths(1.0, [0.9, 0.9999999999999999]) == (pytest.approx(0.1), 0.0)
+    assert charts.error_bar_lengths(0.0, [1e-17, 0.1]) == (0.0, 0.1)
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("{}", "per_type"),
+    ('{"per_type": {}, "overall": {}}', "overall.accuracy_strict"),
+    ('{"per_type": {"x": {"n": 3}}, "overall": {"accuracy_strict": 1}, '
+     '"task_averaged": {"accuracy_strict": 1}}', "per_type.x"),
+    ("[1, 2]", "per_type"),
+    ("{not json", "not valid JSON"),
+])
+def test_a_metrics_file_that_is_not_a_scorecard_is_one_line_exit_2(tmp_path, capsys, content, needle):
+    from errors import run_main
+
+    card = tmp_path / "metrics.json"
+    card.write_text(content)
+    assert run_main(charts.main, [str(card), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and str(card) in err and err.count("\n") == 1
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, content", [("h.md", b"\xff\xfe| v0 |"), ("h.jsonl", b"[1, 2]\n")])
+def test_an_unreadable_history_is_a_user_error(tmp_path, name, content):
+    history = tmp_path / name
+    history.write_bytes(content)
+    with pytest.raises(UserError, match="history file"):
+        charts.load_history(history)
