@@ -6,8 +6,8 @@
 #
 # Checks: the venv python exists; the work tree is on the loop branch (config loop.branch, default
 # longmemeval-iter); the loop remote exists and accepts a push (git push --dry-run); the API keys the loop
-# needs are set; the loop judge is openai:gpt-4o; the three symbolic flags are on. Creates
-# history_max_effort.md and .max_effort_round (0) when missing.
+# needs are set; the loop judge is openai:gpt-4o; the three symbolic flags are on. When all of them pass,
+# creates history_max_effort.md and .max_effort_round (0) when missing.
 set -u
 
 PROJECT="."
@@ -104,8 +104,10 @@ for FLAG in symbolic_resolver symbolic_temporal symbolic_bypass; do
   fi
 done
 
-# 7. loop state files
-if CREATED="$("$PY" "$SCRIPTS/rounds.py" --project . init 2>&1 >/dev/null)"; then
+# 7. loop state files: only in a project that passed every check above (never litter a folder that is not one)
+if [ "$FAILED" -gt 0 ]; then
+  echo "skip loop state files (history_max_effort.md, .max_effort_round): created once the checks above pass"
+elif CREATED="$("$PY" "$SCRIPTS/rounds.py" --project . init 2>&1 >/dev/null)"; then
   ok "round counter and history_max_effort.md present ($CREATED)"
 else
   fail "cannot create the loop state files: $CREATED" "check write permission in $(pwd)"

@@ -109,3 +109,19 @@ def test_missing_venv_fails_but_other_checks_still_run(tmp_path):
 def test_unknown_argument_is_a_usage_error(project):
     proc = subprocess.run(["bash", str(SCRIPT), "--bogus"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2 and "unknown argument" in proc.stderr
+
+
+def test_a_folder_that_is_not_a_project_gets_no_loop_state_files(tmp_path):
+    folder = tmp_path / "not-a-project"
+    folder.mkdir()
+    proc = run_check(folder, drop=tuple(KEYS))
+    assert proc.returncode == 1
+    assert list(folder.iterdir()) == []
+    assert "skip loop state files" in proc.stdout
+
+
+def test_a_failed_check_leaves_the_state_files_uncreated_until_it_passes(project):
+    assert run_check(project, drop=("ANTHROPIC_API_KEY",)).returncode == 1
+    assert not (project / ".max_effort_round").exists() and not (project / "history_max_effort.md").exists()
+    assert run_check(project).returncode == 0
+    assert (project / ".max_effort_round").read_text().strip() == "0"
