@@ -218,6 +218,21 @@ def _real_ids(q: Question, aliases: Sequence[str]) -> tuple[list[str], int]:
     return real, unknown
 
 
+def _map_truncation(q: Question, debug: dict[str, Any]) -> None:
+    """Give ``debug.truncation`` real dropped ids and ``dropped_evidence``: how many of them are evidence sessions
+    (the item's ``answer_session_ids``, the sessions the oracle reads). Only the driver holds the gold to say so."""
+    trunc = debug.get("truncation")
+    aliases = trunc.get("dropped_session_ids") if isinstance(trunc, Mapping) else None
+    if not isinstance(aliases, list):
+        return
+    real, unknown = _real_ids(q, [str(a) for a in aliases])
+    evidence = set(q.answer_session_ids)
+    debug["truncation"] = {**trunc, "dropped_session_ids": real,
+                           "dropped_evidence": sum(1 for sid in real if sid in evidence)}
+    if unknown:
+        debug["truncation"]["unknown_dropped_session_ids"] = unknown
+
+
 def generate_hypothesis(
     item: Question | Mapping[str, Any],
     provider: str,
@@ -228,7 +243,8 @@ def generate_hypothesis(
     options: Mapping[str, Any] | None = None,
     cache_dir: str | None = None,
 ) -> dict[str, Any]:
-    """Run ``target`` on one item: ``Hypothesis.to_dict()`` plus ``"target"``; retrieved ids are real ids.
+    """Run ``target`` on one item: ``Hypothesis.to_dict()`` plus ``"target"``; retrieved ids are real ids, and so
+    are ``debug.truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_map_truncation``).
 
     A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
     """
@@ -259,6 +275,8 @@ def generate_hypothesis(
         out["retrieved_session_ids"] = real
         if unknown:
             out["debug"]["unknown_retrieved_session_ids"] = unknown
+    if isinstance(out.get("debug"), dict):
+        _map_truncation(q, out["debug"])
     out["target"] = target if target in BUILTIN_TARGETS else target_name(target)
     return out
 

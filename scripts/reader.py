@@ -10,14 +10,27 @@ shown with its date; then the current date (``question_date``) and the question;
 tokens for a direct answer, 800 with Chain-of-Note. Chain-of-Note here is one call: the prompt asks for notes
 per relevant session first, then step-by-step reasoning (upstream makes a separate note call per session).
 
-Token counting: ``count_request_tokens`` uses ``providers.count_tokens`` (the provider's own counter, where the
-provider has one) and otherwise ``providers.estimate_tokens``; both live in ``providers.py``. When that module
-is missing, the estimate is characters / 4 (a rough average for English; it can be 20-30% off).
+Token counting and the budget: ``count_request_tokens`` counts exactly where it can (``providers.count_tokens_how``:
+tiktoken for OpenAI models, Anthropic's count API for Claude) and otherwise estimates (``providers.estimate_tokens``,
+characters / 4.3). The whole prompt must fit upstream's history budget, context window - max_tokens - 1000; with
+exact counts that is the whole margin. Where the estimate is used and the provider still answers that the prompt is
+too long, ``answer_with_reader`` drops more of the oldest sessions and retries once (``debug.truncation``
+records it).
+
+Calibration of the estimate (2026-11-29, our reader prompt over the 499 items of the ``_s`` copy, counted with an
+offline o200k / cl100k implementation): characters per token, JSON history, o200k min 4.386 / p1 4.442 /
+median 4.581 / max 4.734; cl100k min 4.322 / median 4.519; ``nl`` history o200k min 4.581 / median 4.799, cl100k
+min 4.509. Real o200k prompt sizes: 105,431-114,751 tokens (median 112,620), under gpt-4o's 126,500 budget, so
+exact counting truncates none of them. 4.3 characters per token lies below every measured ratio: for OpenAI
+tokenizers the estimate errs high by 2-15% (median 6%), never low on this data. The old characters / 4 erred high
+by ~15% and, with a 90% budget share on top, truncated every ``_s`` item for gpt-4o. Claude's tokenizer gives more
+tokens per character; its count API is used instead, and the too-long retry covers a failed count.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
@@ -142,12 +155,16 @@ def context_window(model: str, override: int | str | None = None) -> tuple[int, 
     return DEFAULT_CONTEXT_WINDOW, "default"
 
 
+ESTIMATE_CHARS_PER_TOKEN = 4.3
+"""The estimate's characters per token (calibration in the module docstring); ``providers`` uses the same figure."""
+
+
 def estimate_tokens(text: str) -> int:
-    """``providers.estimate_tokens`` when available, else characters / 4 rounded up."""
+    """``providers.estimate_tokens`` when available, else characters / ``ESTIMATE_CHARS_PER_TOKEN`` rounded up."""
     try:
         from providers import estimate_tokens as provider_estimate
     except ImportError:
-        return (len(text) + 3) // 4
+        return math.ceil(len(text) / ESTIMATE_CHARS_PER_TOKEN)
     return int(provider_estimate(text))
 
 
@@ -156,20 +173,27 @@ def _request_text(request: ChatRequest) -> str:
 
 
 def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> tuple[int, str]:
-    """Input tokens of ``request`` and how they were counted: ``provider`` or ``estimate``."""
-    if use_provider:
-        try:
-            from providers import count_tokens
-        except ImportError:
-            count_tokens = None
-        if count_tokens is not None:
-            try:
-                counted = count_tokens(request)
-            except Exception:  # counting is best effort: a failed count falls back to the estimate
-                counted = None
-            if counted is not None:
-                return int(counted), "provider"
+    """Input tokens of ``request`` and how they were counted: ``tiktoken``, ``provider`` or ``estimate``.
+
+    ``use_provider=False`` rules out network counts (Anthropic's count API); a local tokenizer is still used.
+    """
+    try:
+        from providers import count_tokens_how
+    except ImportError:
+        count_tokens_how = None
+    if count_tokens_how is not None:
+        counted = count_tokens_how(request, remote=use_provider)
+        if counted is not None:
+            return int(counted[0]), str(counted[1])
     return estimate_tokens(_request_text(request)), "estimate"
+
+
+def _session_id(session: Any) -> str | None:
+    try:
+        value = _get(session, "session_id")
+    except (KeyError, AttributeError):
+        return None
+    return None if value is None else str(value)
 
 
 def truncate_to_fit(
@@ -179,9 +203,11 @@ def truncate_to_fit(
 ) -> tuple[list[S], dict[str, Any]]:
     """Keep the newest sessions whose prompt fits ``budget_tokens``, dropping the OLDEST first.
 
-    ``count_fn(kept_sessions)`` returns the prompt's token count, or ``(count, "provider"|"estimate")``.
-    Counts are monotone in the kept suffix, so a binary search needs about log2(n) counts. Returns the kept
-    sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions", "tokens", "counted_with"}``.
+    ``count_fn(kept_sessions)`` returns the prompt's token count, or ``(count, how)`` with ``how`` one of
+    ``tiktoken|provider|estimate``. Counts are monotone in the kept suffix, so a binary search needs about log2(n)
+    counts. Returns the kept sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions",
+    "tokens", "counted_with", "dropped_session_ids"}`` (ids of the dropped sessions, oldest first, where they
+    have one).
     """
     ordered = sort_by_date(sessions)
     how: set[str] = set()
@@ -214,15 +240,23 @@ def truncate_to_fit(
         "dropped_sessions": drop,
         "kept_sessions": len(kept),
         "tokens": tokens,
-        "counted_with": "estimate" if "estimate" in how else "provider",
+        "counted_with": "estimate" if "estimate" in how or not how else sorted(how)[0],
+        "dropped_session_ids": [sid for sid in map(_session_id, ordered[:drop]) if sid is not None],
     }
     return kept, info
 
 
 # --------------------------------------------------------------------------- the reader as a target step
 
-ESTIMATE_BUDGET_SHARE = 0.9
-"""A characters/4 estimate can run low: when sessions are counted by estimate, only 90% of the budget is used."""
+RESERVED_TOKENS = 1000
+"""Upstream's history budget is context window - max_tokens - 1000; our whole prompt must fit the same budget."""
+NEAR_BUDGET_SHARE = 0.7
+"""Below this share of the budget by estimate a prompt is not counted exactly (the estimate errs high for OpenAI
+tokenizers, and by far less than 30% for Claude's)."""
+RETRY_BUDGET_SHARE = 0.85
+"""After a too-long rejection, the retry's budget is this share of the rejected prompt's counted tokens."""
+_TOO_LONG_MARKERS = ("context_length_exceeded", "context length", "context window", "prompt is too long",
+                     "too many tokens")
 
 
 def reader_settings(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -242,6 +276,11 @@ def reader_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def history_budget(window: int, max_tokens: int) -> int:
+    """Tokens the prompt may use: upstream's ``window - max_tokens - 1000``."""
+    return window - max_tokens - RESERVED_TOKENS
+
+
 def build_fitted_request(
     item: PublicItem | Mapping[str, Any],
     sessions: Sequence[S],
@@ -250,37 +289,47 @@ def build_fitted_request(
     model: str,
     options: Mapping[str, Any] | None = None,
     use_provider_count: bool = True,
+    budget_tokens: int | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
-    """The reader request over ``sessions``, dropping the oldest sessions if the prompt would not fit the model's
-    context window (minus the output tokens). Returns the request and the truncation info (plus window facts).
+    """The reader request over ``sessions``, dropping the oldest sessions if the prompt would not fit the budget
+    (``history_budget``, or ``budget_tokens`` when given). Returns the request and the truncation info (plus window
+    facts).
 
-    The provider's token counter is asked only when the estimate comes near the budget (it is a network call).
+    A prompt is counted exactly (tiktoken, or the provider's counter unless ``use_provider_count`` is False) only
+    when its estimate comes near the budget; exact counts and estimates are held to the same budget.
     """
     cfg = reader_settings(options or {})
     window, window_source = context_window(model, cfg["context_window"])
-    budget = window - cfg["max_tokens"]
+    budget = history_budget(window, cfg["max_tokens"]) if budget_tokens is None else int(budget_tokens)
 
     def request_for(kept: Sequence[S]) -> ChatRequest:
         return build_reader_request(item, render_history(kept, fmt=cfg["history_format"]), provider=provider,
                                     model=model, mode=cfg["mode"], max_tokens=cfg["max_tokens"])
 
-    full_estimate, _ = count_request_tokens(request_for(sessions), use_provider=False)
+    full_estimate = estimate_tokens(_request_text(request_for(sessions)))
     kept: list[S] = sort_by_date(sessions)
     info: dict[str, Any] = {"truncated": False, "dropped_sessions": 0, "kept_sessions": len(kept),
-                            "tokens": full_estimate, "counted_with": "estimate"}
-    effective_budget = int(budget * ESTIMATE_BUDGET_SHARE)
-    if full_estimate > budget * 0.7:  # near or over the budget: count properly, truncate if needed
+                            "tokens": full_estimate, "counted_with": "estimate", "dropped_session_ids": []}
+    if budget_tokens is not None or full_estimate > budget * NEAR_BUDGET_SHARE:
         tokens, method = count_request_tokens(request_for(sessions), use_provider=use_provider_count)
-        effective_budget = budget if method == "provider" else effective_budget
         info.update(tokens=tokens, counted_with=method)
-        if tokens > effective_budget:
+        if tokens > budget:
 
             def count_fn(subset: Sequence[S]) -> tuple[int, str]:
+                if method == "estimate":
+                    return estimate_tokens(_request_text(request_for(subset))), "estimate"
                 return count_request_tokens(request_for(subset), use_provider=method == "provider")
 
-            kept, info = truncate_to_fit(sessions, effective_budget, count_fn)
-    info.update(context_window=window, context_window_source=window_source, budget_tokens=effective_budget)
+            kept, info = truncate_to_fit(sessions, budget, count_fn)
+    info.update(context_window=window, context_window_source=window_source, budget_tokens=budget)
     return request_for(kept), info
+
+
+def rejected_as_too_long(err: BaseException) -> bool:
+    """A provider error saying the prompt exceeds the model's context (OpenAI ``context_length_exceeded``, a
+    vLLM "maximum context length", Anthropic "prompt is too long"), as ``providers`` classifies it: bad_request."""
+    text = str(err).lower()
+    return getattr(err, "kind", None) == "bad_request" and any(m in text for m in _TOO_LONG_MARKERS)
 
 
 def answer_with_reader(
@@ -290,11 +339,25 @@ def answer_with_reader(
     *,
     debug: Mapping[str, Any] | None = None,
 ) -> Hypothesis:
-    """Read ``sessions`` with ``ctx``'s model (one call) and return the Hypothesis; truncation goes in debug."""
+    """Read ``sessions`` with ``ctx``'s model (one call) and return the Hypothesis; truncation goes in debug.
 
-    request, info = build_fitted_request(item, sessions, provider=ctx.provider, model=ctx.model,
-                                         options=ctx.options)
-    completion = ctx.llm.complete(request)
+    If the provider rejects the prompt as too long, the oldest sessions are dropped to ``RETRY_BUDGET_SHARE`` of
+    the rejected prompt's tokens and the call is made once more; ``debug.truncation.retried_after_too_long``
+    records the first attempt.
+    """
+    fit = dict(provider=ctx.provider, model=ctx.model, options=ctx.options)
+    request, info = build_fitted_request(item, sessions, **fit)
+    try:
+        completion = ctx.llm.complete(request)
+    except Exception as err:
+        if not rejected_as_too_long(err) or not info["kept_sessions"]:
+            raise
+        first = info
+        request, info = build_fitted_request(item, sessions, **fit,
+                                             budget_tokens=int(first["tokens"] * RETRY_BUDGET_SHARE))
+        info["retried_after_too_long"] = {"tokens": first["tokens"], "counted_with": first["counted_with"],
+                                          "dropped_sessions": first["dropped_sessions"]}
+        completion = ctx.llm.complete(request)
     cfg = reader_settings(ctx.options)
     return Hypothesis(
         hypothesis=completion.text,

@@ -151,3 +151,27 @@ def test_plugins_readme_documents_every_builtin_target_and_its_examples_exist():
 def test_cli_bad_target_fails_before_reading_the_dataset(capsys):
     assert run_main(gd.main, ["--dataset", "/nonexistent.json", "--question-id", "x", "--target", "bogus"]) == 2
     assert "unknown target 'bogus'" in capsys.readouterr().err
+
+
+def test_dropped_session_aliases_become_real_ids_with_a_count_of_lost_evidence(tmp_path):
+    path = tmp_path / "truncating_target.py"
+    path.write_text(
+        "from records import Hypothesis\n"
+        "def generate(item, ctx):\n"
+        "    return Hypothesis(hypothesis='x', debug={'truncation': {'truncated': True,\n"
+        "        'dropped_session_ids': ['session_003', 'session_002', 'session_999']}})\n"
+    )
+    out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", target=str(path), llm=RecordingLLM())
+    info = out["debug"]["truncation"]
+    assert info["dropped_session_ids"] == ["ultrachat_bbb_2", f"answer_{GOLD}_1"]
+    assert info["dropped_evidence"] == 1 and info["unknown_dropped_session_ids"] == 1
+    assert info["truncated"] is True
+
+
+def test_oracle_truncation_maps_aliases_within_the_evidence_only_view():
+    item = make_raw_item()
+    # a model with no local tokenizer: counted by estimate, no tiktoken load
+    out = gd.generate_hypothesis(item, "vllm", "llama-3-70b", target="oracle", llm=RecordingLLM(),
+                                 options={"context_window": 1500 + 10, "max_tokens": 500})
+    info = out["debug"]["truncation"]
+    assert info["dropped_session_ids"] == [f"answer_{GOLD}_1"] and info["dropped_evidence"] == 1

@@ -288,18 +288,108 @@ def test_gateway_passes_retries_to_its_callback(fake_llm):
     assert len(retries) == 1 and retries[0]["status"] == 503
 
 
-def test_count_tokens_uses_anthropic_counter_and_none_elsewhere(fake_llm):
+class WordEncoding:
+    """Stands in for a tiktoken encoding: one token per whitespace-separated word. Like tiktoken, it refuses text
+    holding a special-token marker unless the caller disables that check."""
+
+    def encode(self, text, *, disallowed_special="all"):
+        if disallowed_special != () and "<|endoftext|>" in text:
+            raise ValueError("disallowed special token")
+        return text.split()
+
+
+def use_encodings(monkeypatch, loader):
+    """Point providers at a fresh encoding cache with ``loader`` (never the real download)."""
+    encodings = providers._Encodings(loader=loader)
+    monkeypatch.setattr(providers, "_ENCODINGS", encodings)
+    return encodings
+
+
+def test_count_tokens_uses_anthropic_counter_and_none_elsewhere(fake_llm, monkeypatch):
+    use_encodings(monkeypatch, lambda name: WordEncoding())
     assert count_tokens(ask("anthropic", "c", text="x" * 400)) == 101
     assert fake_llm.requests[0]["path"] == "/v1/messages/count_tokens"
-    assert count_tokens(ask("openai", "gpt-4o")) is None
+    assert providers.count_tokens_how(ask("anthropic", "c"), remote=False) is None
+    assert count_tokens(ask("vllm", "llama-3-70b")) is None
     fake_llm.fail_next("500")
     assert count_tokens(ask("anthropic", "c")) is None
+    assert len(fake_llm.requests) == 2  # remote=False made no call
 
 
-def test_estimate_tokens_is_chars_over_four_rounded_up():
+def test_openai_models_map_to_their_own_tokenizer():
+    name = providers.tiktoken_encoding_name
+    assert [name(m) for m in ("gpt-4o-2024-08-06", "gpt-4o-mini", "gpt-4.1", "o3-mini", "gpt-5", "openai/gpt-4o")] \
+        == ["o200k_base"] * 6
+    assert [name(m) for m in ("gpt-4-turbo", "gpt-4-0613", "gpt-3.5-turbo")] == ["cl100k_base"] * 3
+    assert name("claude-sonnet-4-6") is None and name("llama-3-70b") is None
+
+
+def test_openai_requests_are_counted_exactly_with_tiktoken_and_chat_overhead(monkeypatch):
+    use_encodings(monkeypatch, lambda name: WordEncoding())
+    request = ask("openai", "gpt-4o", text="one two <|endoftext|> four", system="be brief")
+    # 2 messages x (3 + words) + 3 to prime the reply; the marker is counted as text, not refused
+    assert providers.count_tokens_how(request, remote=False) == (3 + (3 + 2) + (3 + 4), "tiktoken")
+    assert count_tokens(ask("openrouter", "openai/gpt-4o-mini", text="a b c")) == 3 + 3 + 3
+
+
+def test_a_failed_tiktoken_load_is_tried_once_per_process_then_counts_fall_back(monkeypatch, capsys):
+    loads = []
+
+    def offline(name):
+        loads.append(name)
+        raise ConnectionError("Name or service not known")
+
+    use_encodings(monkeypatch, offline)
+    for _ in range(3):
+        assert count_tokens(ask("openai", "gpt-4o")) is None
+    assert loads == ["o200k_base"]
+    assert capsys.readouterr().err.count("tiktoken o200k_base is unavailable") == 1
+
+
+def test_tiktoken_can_be_switched_off_by_environment(monkeypatch):
+    loads = []
+    use_encodings(monkeypatch, lambda name: loads.append(name) or WordEncoding())
+    monkeypatch.setenv(providers.TIKTOKEN_ENV, "0")
+    assert count_tokens(ask("openai", "gpt-4o")) is None and loads == []
+
+
+def test_a_hanging_tiktoken_download_is_given_up_after_the_timeout(monkeypatch):
+    import sys
+    import time
+    import types
+
+    hanging = types.ModuleType("tiktoken")
+    hanging.get_encoding = lambda name: time.sleep(5)
+    monkeypatch.setitem(sys.modules, "tiktoken", hanging)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="over 0.2 s"):
+        providers._load_tiktoken("o200k_base", timeout_s=0.2)
+    assert time.monotonic() - started < 2
+
+
+def test_real_tiktoken_load_failure_is_reported_not_raised(monkeypatch):
+    import sys
+    import types
+
+    broken = types.ModuleType("tiktoken")
+
+    def get_encoding(name):
+        raise OSError("no route to host")
+
+    broken.get_encoding = get_encoding
+    monkeypatch.setitem(sys.modules, "tiktoken", broken)
+    use_encodings(monkeypatch, providers._load_tiktoken)
+    assert providers.count_tokens_how(ask("openai", "gpt-4o"), remote=False) is None
+
+
+def test_estimate_tokens_is_chars_over_the_calibrated_ratio_rounded_up():
+    import reader
+
+    assert providers.ESTIMATE_CHARS_PER_TOKEN == reader.ESTIMATE_CHARS_PER_TOKEN == 4.3
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
-    assert estimate_tokens("abcde") == 2
+    assert estimate_tokens("x" * 43) == 10
+    assert estimate_tokens("x" * 44) == 11
 
 
 def test_anthropic_model_rejecting_temperature_is_called_again_without_it(fake_llm):

@@ -10,7 +10,10 @@ from reader import (
     sort_by_date,
     truncate_to_fit,
 )
-from records import PublicItem, PublicSession, PublicTurn
+import reader
+from records import Completion, PublicItem, PublicSession, PublicTurn, TargetContext
+from reader import estimate_tokens
+from test_providers import WordEncoding, use_encodings
 
 
 def session(alias, date, *turns):
@@ -104,7 +107,7 @@ def test_truncation_drops_oldest_sessions_first_until_the_prompt_fits():
     kept, info = truncate_to_fit(shuffled, 480, count)
     assert [s.session_id for s in kept] == ["s6", "s7", "s8", "s9"]
     assert info == {"truncated": True, "dropped_sessions": 6, "kept_sessions": 4, "tokens": 450,
-                    "counted_with": "estimate"}
+                    "counted_with": "estimate", "dropped_session_ids": ["s0", "s1", "s2", "s3", "s4", "s5"]}
 
 
 def test_no_truncation_when_everything_fits_and_provider_counts_are_reported():
@@ -118,7 +121,119 @@ def test_truncation_can_drop_every_session_when_even_one_does_not_fit():
     assert kept == [] and info["dropped_sessions"] == 2 and info["tokens"] == 10
 
 
-def test_count_request_tokens_falls_back_to_an_estimate():
-    req = build_reader_request(ITEM, "h" * 4000, provider="openai", model="gpt-4o")
+def test_count_request_tokens_falls_back_to_an_estimate(monkeypatch):
+    use_encodings(monkeypatch, offline_loader)
+    req = build_reader_request(ITEM, "h" * 4300, provider="openai", model="gpt-4o")
     n, how = count_request_tokens(req, use_provider=False)
-    assert how == "estimate" and 1000 < n < 1200
+    assert how == "estimate" and n == estimate_tokens(req.messages[0]["content"])
+    assert 1000 < n < 1100  # characters / 4.3
+
+
+# --------------------------------------------------------------------------- budget, exact counts, estimate
+
+
+def offline_loader(name):
+    raise ConnectionError("no network")
+
+
+def ten_sessions(words_each=100):
+    return [session(f"session_{i:03d}", f"2023/05/{10 + i:02d} (Wed) 10:00", ("user", " ".join(["word"] * words_each)))
+            for i in range(10)]
+
+
+def exact_tokens(sessions, model="gpt-4o", **options):
+    import providers
+
+    request, _ = reader.build_fitted_request(ITEM, sessions, provider="openai", model=model,
+                                             options={"context_window": 10**9, **options})
+    return providers.count_tokens_how(request, remote=False)[0]
+
+
+def test_exact_counts_use_upstreams_budget_window_minus_output_minus_1000(monkeypatch):
+    use_encodings(monkeypatch, lambda name: WordEncoding())
+    sessions = ten_sessions()
+    n = exact_tokens(sessions)
+    _, info = reader.build_fitted_request(ITEM, sessions, provider="openai", model="gpt-4o",
+                                          options={"context_window": n + 500 + 1000})
+    assert info["counted_with"] == "tiktoken" and info["budget_tokens"] == n
+    assert info["truncated"] is False and info["tokens"] == n  # the whole budget, no safety share
+
+    request, info = reader.build_fitted_request(ITEM, sessions, provider="openai", model="gpt-4o",
+                                                options={"context_window": n + 500 + 1000 - 1})
+    assert info["truncated"] and info["dropped_sessions"] == 1 and info["counted_with"] == "tiktoken"
+    assert info["dropped_session_ids"] == ["session_000"] and info["tokens"] <= n - 1
+    assert "2023/05/10" not in request.messages[0]["content"]
+
+
+def test_estimates_use_the_calibrated_ratio_and_the_same_budget(monkeypatch):
+    use_encodings(monkeypatch, offline_loader)
+    sessions = ten_sessions()
+    request, _ = reader.build_fitted_request(ITEM, sessions, provider="vllm", model="llama-3-70b",
+                                             options={"context_window": 10**9})
+    estimate = estimate_tokens(request.messages[0]["content"])
+    _, info = reader.build_fitted_request(ITEM, sessions, provider="vllm", model="llama-3-70b",
+                                          options={"context_window": estimate + 1500})
+    assert info["counted_with"] == "estimate" and info["truncated"] is False and info["budget_tokens"] == estimate
+    _, info = reader.build_fitted_request(ITEM, sessions, provider="vllm", model="llama-3-70b",
+                                          options={"context_window": estimate + 1499})
+    assert info["truncated"] and info["dropped_sessions"] == 1
+
+
+class TooLongOnce:
+    """Rejects the first ``rejections`` requests as too long (as providers classifies OpenAI's 400), then answers."""
+
+    def __init__(self, rejections=1, message="This model's maximum context length is 128000 tokens. However, "
+                                              "your messages resulted in 131000 tokens."):
+        self.rejections, self.message, self.requests = rejections, message, []
+
+    def complete(self, request):
+        import providers
+
+        self.requests.append(request)
+        if len(self.requests) <= self.rejections:
+            raise providers.ProviderError("bad_request", f"vllm llama: request rejected (HTTP 400: {self.message})",
+                                          status=400)
+        return Completion(text="Denver", tokensIn=10, tokensOut=1, latencyMs=1.0, provider=request.provider,
+                          model=request.model)
+
+
+def reader_ctx(llm, **options):
+    return TargetContext(provider="vllm", model="llama-3-70b", llm=llm, options=options)
+
+
+def test_a_prompt_rejected_as_too_long_is_retried_once_with_more_old_sessions_dropped(monkeypatch):
+    use_encodings(monkeypatch, offline_loader)
+    llm = TooLongOnce()
+    sessions = ten_sessions()
+    hyp = reader.answer_with_reader(ITEM, sessions, reader_ctx(llm))
+    assert hyp.hypothesis == "Denver" and len(llm.requests) == 2
+    first, second = (r.messages[0]["content"] for r in llm.requests)
+    assert "2023/05/10" in first and "2023/05/10" not in second and "2023/05/19" in second
+    info = hyp.debug["truncation"]
+    assert info["truncated"] and info["dropped_session_ids"][0] == "session_000"
+    assert info["retried_after_too_long"]["dropped_sessions"] == 0
+    assert info["tokens"] <= info["retried_after_too_long"]["tokens"] * reader.RETRY_BUDGET_SHARE
+
+
+def test_a_second_too_long_rejection_and_other_bad_requests_are_not_retried(monkeypatch):
+    import providers
+
+    use_encodings(monkeypatch, offline_loader)
+    llm = TooLongOnce(rejections=2)
+    with pytest.raises(providers.ProviderError, match="maximum context length"):
+        reader.answer_with_reader(ITEM, ten_sessions(), reader_ctx(llm))
+    assert len(llm.requests) == 2
+    llm = TooLongOnce(rejections=1, message="Invalid value for temperature")
+    with pytest.raises(providers.ProviderError, match="temperature"):
+        reader.answer_with_reader(ITEM, ten_sessions(), reader_ctx(llm))
+    assert len(llm.requests) == 1
+
+
+def test_too_long_rejections_are_recognised_across_providers():
+    import providers
+
+    for text in ("This model's maximum context length is 128000 tokens", "prompt is too long: 210000 tokens > 200000",
+                 "context_length_exceeded"):
+        assert reader.rejected_as_too_long(providers.ProviderError("bad_request", text))
+    assert not reader.rejected_as_too_long(providers.ProviderError("rate_limit", "context length"))
+    assert not reader.rejected_as_too_long(providers.ProviderError("bad_request", "bad parameter"))

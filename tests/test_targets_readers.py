@@ -49,23 +49,63 @@ def test_chain_of_note_mode_and_nl_history_reach_the_request(fake_llm, gateway):
     assert body["max_tokens"] == 800 and "user: I just adopted a kitten" in body_prompt(body)
 
 
+@pytest.fixture(autouse=True)
+def no_tiktoken_download(monkeypatch):
+    """Counts here never download tiktoken's file: OpenAI prompts are estimated unless a test installs an encoding."""
+    import providers
+
+    def offline(name):
+        raise ConnectionError("tests never reach the internet")
+
+    monkeypatch.setattr(providers, "_ENCODINGS", providers._Encodings(loader=offline))
+
+
 def test_full_context_drops_oldest_sessions_when_the_window_is_small(fake_llm, gateway):
+    # budget 1750 - 600 - 1000 = 150 tokens: only the newest session (Denver) fits
     out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway,
-                                 options={"context_window": 850, "max_tokens": 600})
+                                 options={"context_window": 1750, "max_tokens": 600})
     info = out["debug"]["truncation"]
-    assert info["truncated"] and info["dropped_sessions"] >= 1 and info["counted_with"] == "estimate"
+    assert info["truncated"] and info["dropped_sessions"] == 4 and info["counted_with"] == "estimate"
     prompt = body_prompt(reader_bodies(fake_llm)[0])
     assert "bicycle" not in prompt  # the oldest session went first
     assert "Denver" in prompt  # the newest stayed
+    # the driver maps the dropped aliases to real ids and counts the evidence among them
+    assert info["dropped_session_ids"] == ["ultrachat_bbb_2", "sharegpt_aaa_0", "ultrachat_ddd_4", f"answer_{GOLD}_1"]
+    assert info["dropped_evidence"] == 1
 
 
-def test_anthropic_prompts_near_the_window_are_counted_by_the_provider(fake_llm, gateway):
-    out = gd.generate_hypothesis(make_raw_item(), "anthropic", "claude-sonnet-4-6", llm=gateway,
-                                 options={"context_window": 500, "max_tokens": 100})
-    assert out["debug"]["truncation"]["counted_with"] == "provider"
-    assert any(r["path"].endswith("/messages/count_tokens") for r in fake_llm.requests)
+def test_truncation_that_keeps_the_evidence_reports_none_lost(fake_llm, gateway):
+    out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway,
+                                 options={"context_window": 1850, "max_tokens": 600})
+    info = out["debug"]["truncation"]
+    assert info["dropped_sessions"] == 2 and info["dropped_evidence"] == 0
+    untruncated = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway)
+    assert untruncated["debug"]["truncation"]["dropped_session_ids"] == []
+    assert untruncated["debug"]["truncation"]["dropped_evidence"] == 0
 
 
+def test_openai_prompts_near_the_window_are_counted_with_tiktoken(fake_llm, gateway, monkeypatch):
+    import providers
+    from test_providers import WordEncoding
+
+    monkeypatch.setattr(providers, "_ENCODINGS", providers._Encodings(loader=lambda name: WordEncoding()))
+    out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway,
+                                 options={"context_window": 1750, "max_tokens": 600})
+    info = out["debug"]["truncation"]
+    # counted exactly (one token per word here), two sessions go where the estimate dropped four
+    assert info["counted_with"] == "tiktoken" and info["budget_tokens"] == 150
+    assert info["dropped_sessions"] == 2 and info["tokens"] == 149 and info["dropped_evidence"] == 0
+
+
+def test_a_prompt_the_server_rejects_as_too_long_is_retried_once_with_fewer_sessions(fake_llm, gateway):
+    fake_llm.fail_next("400", message="This model's maximum context length is 128000 tokens. However, your "
+                                      "messages resulted in 131072 tokens. Please reduce the length of the messages.")
+    out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway)
+    first, second = (body_prompt(b) for b in reader_bodies(fake_llm))
+    assert "bicycle" in first and "bicycle" not in second and "Denver" in second
+    info = out["debug"]["truncation"]
+    assert info["truncated"] and info["dropped_session_ids"][0] == "ultrachat_bbb_2"
+    assert info["retried_after_too_long"] == {"tokens": 319, "counted_with": "estimate", "dropped_sessions": 0}
 def test_oracle_reads_only_evidence_through_the_fake_server(fake_llm, gateway):
     item = make_raw_item()
     fake_llm.answers = {item["question"]: "Luna"}
