@@ -94,9 +94,10 @@ def rewrite_run(
 ) -> dict:
     """Remove ``drop`` ids from results and marks (all shards), then append ``add_rows`` / ``add_completed``.
 
-    Holds the RunLock of every folder it rewrites (the run and each ``shard-*``, whose writers lock only their own
-    folder) from before the first read to after the last write, so no row a writer appends can be lost; a held
-    lock is a UserError naming its pid, with nothing changed. Backs both files up under
+    Holds the RunLock of every folder it rewrites (each ``shard-*``, then the run) from before the first read to
+    after the last write, so no row a writer appends can be lost; a held lock is a UserError with nothing changed.
+    Shards come first: a running shard holds its own folder's lock with its pid (the run's root it holds shared,
+    without one), so the refusal names that pid. Backs both files up under
     ``backups/<label>-<UTC time>/`` first; every file is replaced atomically.
     Returns ``{"backup": path, "rows_removed": n, "marks_removed": n}``.
     """
@@ -107,7 +108,7 @@ def rewrite_run(
     rows_removed = marks_removed = 0
     dirs = _jsonl_dirs(run_dir)
     with contextlib.ExitStack() as locks:
-        for d in dirs:
+        for d in [*dirs[1:], dirs[0]]:
             locks.enter_context(checkpoint_io.RunLock(d))
         for d in dirs:
             for name in (RESULTS_FILE, COMPLETED_FILE):

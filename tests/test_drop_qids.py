@@ -107,15 +107,20 @@ def test_no_ids_is_a_user_error(run):
         drop_qids.drop_qids(run_dir, [])
 
 
-def _hold_lock_in_child(lock_dir):
-    """Start a process holding the RunLock of ``lock_dir``; returns (process, release event)."""
+def _hold_lock_in_child(lock_dir, shared_root=None):
+    """Start a process holding the RunLock of ``lock_dir`` (and, like a shard writer, a shared lock on
+    ``shared_root``); returns (process, release event)."""
+    import contextlib
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     ready, release = ctx.Event(), ctx.Event()
 
     def hold():
-        with checkpoint_io.RunLock(lock_dir):
+        with contextlib.ExitStack() as held:
+            if shared_root is not None:
+                held.enter_context(checkpoint_io.RunLock(shared_root, shared=True))
+            held.enter_context(checkpoint_io.RunLock(lock_dir))
             ready.set()
             release.wait(10)
 
@@ -133,11 +138,12 @@ def _shard_with_row(run_dir, qid):
     return shard
 
 
-def test_a_shard_writer_blocks_the_drop_naming_its_pid_and_nothing_changes(run):
+@pytest.mark.parametrize("root_lock", ["shared root lock", "shard lock only"])
+def test_a_shard_writer_blocks_the_drop_naming_its_pid_and_nothing_changes(run, root_lock):
     project, run_dir, ids = run
     shard = _shard_with_row(run_dir, ids[0])
     before = {p: p.read_bytes() for d in (run_dir, shard) for p in d.glob("*.jsonl")}
-    proc, release = _hold_lock_in_child(shard)
+    proc, release = _hold_lock_in_child(shard, run_dir if root_lock == "shared root lock" else None)
     try:
         with pytest.raises(UserError, match=f"pid {proc.pid}"):
             drop_qids.drop_qids(run_dir, [ids[0]])
