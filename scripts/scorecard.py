@@ -36,7 +36,12 @@ from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, QUESTION_TYPE
 
 REFERENCES = Path(__file__).resolve().parent.parent / "references"
 KNOWN_GOLD_ERRORS = REFERENCES / "known-gold-errors.json"
-RETRIEVAL_KS = (1, 3, 5, 10)
+RETRIEVAL_KS = (1, 3, 5, 10, 30, 50)
+"""As upstream's retrieval evaluation; metrics.json has every k."""
+MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
+"""The k shown in scorecard.md (all six make the table too wide to read)."""
+OFFICIAL_SET_SIZE = 500
+"""Items in every official LongMemEval variant (_s, _m, _oracle)."""
 DEFAULT_RUNS_DIR = Path(".longmemeval-benchmarks") / "runs"
 
 
@@ -126,16 +131,30 @@ def usage_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _target_debug(row: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    debug = ((row or {}).get("target") or {}).get("debug")
+    return debug if isinstance(debug, Mapping) else {}
+
+
 def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str, str]) -> dict[str, Any] | None:
-    """Session retrieval metrics at k = 1, 3, 5, 10 over rows that carry ranked ids; None when none do."""
+    """Session-level retrieval metrics at ``RETRIEVAL_KS`` over rows that carry ranked ids; None when none do.
+
+    Always metrics of the SESSION ranking, whatever the target indexed: ``granularity`` lists what rows report
+    in ``target.debug.retrieval.granularity`` (a turn-granularity target ranks a session at its best turn; this is
+    not upstream's turn-level evaluation).
+    """
     per_item: dict[str, list[dict[str, float]]] = {t: [] for t in QUESTION_TYPES}
     carried = skipped_abstention = skipped_no_gold = 0
+    granularities: Counter[str] = Counter()
     for qid, qtype in types.items():
         retrieval = (rows.get(qid) or {}).get("retrieval") or {}
         ranked = retrieval.get("retrieved_session_ids")
         if ranked is None:
             continue
         carried += 1
+        target_retrieval = _target_debug(rows.get(qid)).get("retrieval")
+        granularity = target_retrieval.get("granularity") if isinstance(target_retrieval, Mapping) else None
+        granularities[str(granularity or "unreported")] += 1
         gold = list(retrieval.get("gold_session_ids") or [])
         if retrieval_metrics.should_skip(qid, gold):
             if "_abs" in qid:
@@ -149,6 +168,8 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
     every = [m for items in per_item.values() for m in items]
     return {
         "ks": list(RETRIEVAL_KS),
+        "level": "session",
+        "granularity": dict(sorted(granularities.items())),
         "items_with_retrieval": carried,
         "scored": len(every),
         "skipped_abstention": skipped_abstention,
@@ -156,6 +177,31 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
         "overall": retrieval_metrics.mean_metrics(every),
         "per_type": {t: {"n": len(v), **retrieval_metrics.mean_metrics(v)} for t, v in per_item.items() if v},
     }
+
+
+def truncation_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """How often the reader's history was cut to fit the context window (rows' ``target.debug.truncation``), and
+    how often that dropped an evidence session (``dropped_evidence``; rows of older runs lack it: ``unknown``).
+    None when no row reports truncation."""
+    reported = truncated = lost = unknown = retried = 0
+    for row in rows:
+        info = _target_debug(row).get("truncation")
+        if not isinstance(info, Mapping):
+            continue
+        reported += 1
+        retried += bool(info.get("retried_after_too_long"))
+        if not info.get("truncated"):
+            continue
+        truncated += 1
+        dropped = info.get("dropped_evidence")
+        if isinstance(dropped, int) and not isinstance(dropped, bool):
+            lost += dropped > 0
+        else:
+            unknown += 1
+    if reported == 0:
+        return None
+    return {"items_reporting": reported, "truncated": truncated, "lost_evidence": lost,
+            "lost_evidence_unknown": unknown, "retried_after_too_long": retried}
 
 
 # --------------------------------------------------------------------------- comparability
@@ -192,6 +238,19 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
     if card["errors"]:
         kinds = ", ".join(f"{k} {v}" for k, v in card["usage"]["errors_by_kind"].items())
         notes.append(f"errors present: {card['errors']} error row(s) ({kinds})")
+    manifest_n = run.n_total
+    if card["n_total"] < manifest_n:
+        notes.append(f"strict denominator narrowed to the first {card['n_total']} of the run's {manifest_n} items "
+                     "(N_TOTAL / --n-total)")
+    if card["n_total"] < OFFICIAL_SET_SIZE:
+        notes.append(f"scored over {card['n_total']} of the {OFFICIAL_SET_SIZE} items of the official set")
+    trunc = card.get("truncation") or {}
+    if trunc.get("lost_evidence"):
+        notes.append(f"history truncated to fit the context window on {trunc['truncated']} item(s); "
+                     f"{trunc['lost_evidence']} of them lost an evidence session the reader never saw")
+    if trunc.get("lost_evidence_unknown"):
+        notes.append(f"history truncated on {trunc['lost_evidence_unknown']} item(s) whose rows do not say whether "
+                     "an evidence session was dropped (run made before that was recorded)")
     if variant and run.meta.get("variant") and variant != run.meta.get("variant"):
         notes.append(f"variant given as {variant!r} but the run recorded {run.meta.get('variant')!r}")
     if run_id and run_id != run.run_id:
@@ -246,6 +305,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "usage": usage,
         "latency": usage["latency_ms"],
         "retrieval": retrieval_summary(run.rows, types),
+        "truncation": truncation_summary(covered),
     }
     notes = comparability_notes(run, covered, card, variant=variant, run_id=run_id)
     card["comparable"] = not notes
@@ -271,6 +331,9 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
     ta = card["task_averaged"]
     n_types = len(ta["types_strict"])
+    n_judged_types = len(ta["types_judged"])
+    judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
+        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
     lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({card['variant']})", ""]
     if card["comparability_notes"]:
         lines.append("> **NOT COMPARABLE with published LongMemEval results:**")
@@ -287,7 +350,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         "|---|---|---|",
         f"| Overall accuracy (micro) | {_acc(card['overall'], 'strict')} | {_acc(card['overall'], 'judged')} |",
         f"| Task-averaged accuracy (macro, {n_types} types) | {metrics.fmt(ta['accuracy_strict'])} | "
-        f"{metrics.fmt(ta['accuracy_judged'])} |",
+        f"{judged_ta} |",
         f"| Abstention accuracy (`_abs` ids) | {_acc(card['abstention'], 'strict')} | "
         f"{_acc(card['abstention'], 'judged')} |",
         "",
@@ -334,17 +397,31 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         f"- Error rows: {card['errors']}" + (
             " (" + ", ".join(f"{k} {v}" for k, v in usage["errors_by_kind"].items()) + ")" if card["errors"] else ""),
     ]
+    trunc = card.get("truncation")
+    if trunc and trunc["truncated"]:
+        lines += ["", "## History truncation", "",
+                  f"The reader's history was cut to fit the context window on {trunc['truncated']} of "
+                  f"{trunc['items_reporting']} items (oldest sessions dropped); {trunc['lost_evidence']} of them lost "
+                  f"an evidence session" + (f", unknown for {trunc['lost_evidence_unknown']}"
+                                            if trunc["lost_evidence_unknown"] else "") + "."
+                  + (f" {trunc['retried_after_too_long']} prompt(s) were rejected as too long and retried shorter."
+                     if trunc["retried_after_too_long"] else "")]
     ret = card["retrieval"]
     if ret:
-        lines += ["", "## Session retrieval", "",
+        shown = [k for k in ret["ks"] if k in MARKDOWN_RETRIEVAL_KS] or ret["ks"]
+        granularity = ", ".join(f"{g} ({n})" for g, n in ret.get("granularity", {}).items()) or "unreported"
+        lines += ["", "## Session retrieval (session-level metrics)", "",
+                  f"Metrics of the ranked sessions; retrieval granularity: {granularity} (a turn hit ranks its "
+                  f"session, so turn-granularity figures are not upstream's turn-level ones). "
                   f"{ret['scored']} items scored ({ret['skipped_abstention']} abstention and "
-                  f"{ret['skipped_no_gold']} no-gold items skipped, as upstream does).", "",
-                  "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in ret["ks"]) + " |",
-                  "|---|---:|" + "---:|" * (3 * len(ret["ks"]))]
+                  f"{ret['skipped_no_gold']} no-gold items skipped, as upstream does). k = "
+                  f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret['ks']))}.", "",
+                  "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in shown) + " |",
+                  "|---|---:|" + "---:|" * (3 * len(shown))]
         scopes = [("overall", ret["scored"], ret["overall"])] + [(t, m["n"], m) for t, m in ret["per_type"].items()]
         for name, n, m in scopes:
             cells = " | ".join(f"{metrics.fmt(m.get(f'recall_any@{k}'))} | {metrics.fmt(m.get(f'recall_all@{k}'))}"
-                               f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in ret["ks"])
+                               f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in shown)
             lines.append(f"| {name} | {n} | {cells} |")
     return "\n".join(lines) + "\n"
 

@@ -98,10 +98,76 @@ def _clean(tmp_path, **kw) -> Path:
     return write_run(tmp_path / "clean", items, rows, **kw)
 
 
-def test_complete_official_run_is_comparable(tmp_path):
+def test_complete_official_run_is_comparable(tmp_path, monkeypatch):
+    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)  # stands in for the 500 items of the official set
     card = scorecard.build_scorecard(load_run(_clean(tmp_path)))
     assert card["comparable"] is True and card["comparability_notes"] == []
     assert "NOT COMPARABLE" not in scorecard.render_markdown(card)
+
+
+def test_a_run_smaller_than_the_official_set_is_not_comparable(tmp_path):
+    card = scorecard.build_scorecard(load_run(_clean(tmp_path)))
+    assert card["comparability_notes"] == ["scored over 2 of the 500 items of the official set"]
+
+
+def test_narrowing_the_strict_denominator_below_the_manifest_is_named(seven, capsys, monkeypatch):
+    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 7)
+    assert scorecard.main([str(seven), "5", "_s", "seven", "--no-charts", "--format", "json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["comparability_notes"]
+    assert "strict denominator narrowed to the first 5 of the run's 7 items (N_TOTAL / --n-total)" in notes
+    assert "scored over 5 of the 7 items of the official set" in notes
+    card = scorecard.build_scorecard(load_run(seven), 7)
+    assert not any("narrowed" in n or "official set" in n for n in card["comparability_notes"])
+
+
+def truncation(truncated, dropped_evidence=None, **extra):
+    info = {"truncated": truncated, "dropped_sessions": 2 if truncated else 0, **extra}
+    if dropped_evidence is not None:
+        info["dropped_evidence"] = dropped_evidence
+    return {"name": "full-context", "provider": "openai", "model": "gpt-4o", "debug": {"truncation": info}}
+
+
+def test_truncation_is_counted_and_lost_evidence_makes_the_run_not_comparable(tmp_path, monkeypatch):
+    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)
+    rows = [row("k1", SSU, True, target=truncation(True, 0)), row("k2", MS, False, target=truncation(True, 1))]
+    card = scorecard.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    assert card["truncation"] == {"items_reporting": 2, "truncated": 2, "lost_evidence": 1,
+                                  "lost_evidence_unknown": 0, "retried_after_too_long": 0}
+    assert card["comparability_notes"] == ["history truncated to fit the context window on 2 item(s); 1 of them "
+                                           "lost an evidence session the reader never saw"]
+    assert "cut to fit the context window on 2 of 2 items" in scorecard.render_markdown(card)
+
+
+def test_truncation_that_kept_every_evidence_session_stays_comparable(tmp_path, monkeypatch):
+    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)
+    rows = [row("k1", SSU, True, target=truncation(True, 0, retried_after_too_long={"tokens": 9})),
+            row("k2", MS, False, target=truncation(False, 0))]
+    card = scorecard.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    assert card["comparable"] is True
+    assert (card["truncation"]["truncated"], card["truncation"]["retried_after_too_long"]) == (1, 1)
+    old = [row("k1", SSU, True, target=truncation(True)), row("k2", MS, False)]
+    card = scorecard.build_scorecard(load_run(_clean(tmp_path / "old", rows=old)))
+    assert card["truncation"]["lost_evidence_unknown"] == 1
+    assert any("do not say whether an evidence session was dropped" in n for n in card["comparability_notes"])
+
+
+def test_retrieval_section_names_its_level_and_granularity_and_metrics_json_has_every_k(tmp_path):
+    target = {"name": "rag", "provider": "p", "model": "m", "debug": {"retrieval": {"granularity": "turn"}}}
+    rows = [row("x1", SSU, True, target=target,
+                retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]})]
+    card = scorecard.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    ret = card["retrieval"]
+    assert ret["ks"] == [1, 3, 5, 10, 30, 50] and "recall_all@50" in ret["overall"]
+    assert ret["level"] == "session" and ret["granularity"] == {"turn": 1}
+    md = scorecard.render_markdown(card)
+    assert "## Session retrieval (session-level metrics)" in md and "granularity: turn (1)" in md
+    assert "R_all@50" in md and "R_all@1 " not in md
+
+
+def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
+    rows = [row("k1", SSU, True), row("k2", MS, None, error_kind="timeout")]
+    md = scorecard.render_markdown(scorecard.build_scorecard(load_run(_clean(tmp_path, rows=rows))))
+    assert "| Task-averaged accuracy (macro, 2 types) | 0.5000 | 1.0000 (over 1 of 2 types, those with a judged item) |" in md
 
 
 @pytest.mark.parametrize("kw,needle", [
