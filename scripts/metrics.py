@@ -124,9 +124,18 @@ def score(
     }
 
 
+def display_round(value: float, decimals: int = DISPLAY_DECIMALS) -> float:
+    """``value`` rounded as upstream prints it: ``round(np.mean(...), 4)`` is numpy's rounding (scale, round half to
+    even, scale back), which can differ from Python's ``round`` on a float: 7/160 prints 0.0438 upstream, 0.0437 with
+    Python's."""
+    import numpy as np
+
+    return float(np.round(np.float64(value), decimals))
+
+
 def fmt(value: float | None, decimals: int = DISPLAY_DECIMALS) -> str:
     """A figure as people read it: rounded like upstream, an em dash for an undefined figure."""
-    return "—" if value is None else f"{round(value, decimals):.{decimals}f}"
+    return "—" if value is None else f"{display_round(value, decimals):.{decimals}f}"
 
 
 def fmt_interval(interval: list[float] | None, decimals: int = 3) -> str:

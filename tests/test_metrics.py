@@ -110,3 +110,11 @@ def test_item_set_follows_manifest_order_and_reports_unattributed():
 def test_display_rounds_to_four_decimals_like_upstream():
     assert metrics.fmt(4 / 7) == "0.5714"
     assert metrics.fmt(None) == "—"
+
+
+def test_display_rounding_matches_upstreams_numpy_rounding_on_ties():
+    # upstream prints round(np.mean(labels), 4): numpy rounding, 0.0438 for 7/160 where Python's round gives 0.0437
+    labels = [1] * 7 + [0] * 153
+    assert metrics.fmt(sum(labels) / len(labels)) == "0.0438"
+    assert metrics.display_round(7 / 160) == 0.0438
+    assert metrics.fmt(1 / 3) == "0.3333" and metrics.fmt(1.0) == "1.0000"
