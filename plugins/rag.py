@@ -1,8 +1,14 @@
 """Target ``rag``: retrieve the item's most relevant sessions, then read the top k with the reader.
 
-Retrieval follows upstream's flat index: documents are the USER turns only, either one document per session
-(``granularity=session``: its user turns joined) or one per user turn (``granularity=turn``: a turn hit counts
-for its session, ranked at its best turn). The query is the question.
+Retrieval follows upstream's flat index in what it indexes: documents are the USER turns only, either one document
+per session (``granularity=session``: its user turns joined) or one per user turn (``granularity=turn``: a turn hit
+ranks its session, at its best turn). The query is the question. The retriever is our BM25 (lowercased, stop words
+removed, light stemming; ``bm25_index`` over ``bm25s``), not upstream's flat-bm25 (whitespace split, case kept,
+rank_bm25 Okapi); on the ``_s`` copy ours ranks better (``tests/benchmarks/bench_rag_recall.py`` prints both).
+
+Either way the output is a ranking of SESSIONS, and recall/NDCG are computed on it at session level
+(``retrieval_metrics``). With ``granularity=turn`` these are therefore not upstream's turn-to-session figures
+(upstream counts only hits on ``has_answer`` turns and computes NDCG over turns).
 
 Options:
 - ``granularity``: ``session`` (default) | ``turn``.

@@ -3,14 +3,20 @@
 Usage (library): ``evaluate(ranked_real_ids, question.gold_session_ids())`` ->
 ``{"recall_any@5": 1.0, "recall_all@5": 0.0, "ndcg_any@5": 0.63, ...}``.
 
-Semantics, as upstream's ``src/retrieval/eval_utils.py`` (our own code):
-- ``ranked`` is a best-first list of session ids. Repeats are dropped (first occurrence wins), which is what
-  upstream's turn-to-session evaluation achieves by widening k until k distinct sessions are covered.
+What this computes: SESSION-level metrics of a ranking of sessions, as upstream's ``evaluate_retrieval`` over a
+session index (``src/retrieval/eval_utils.py``; our own code):
+- ``ranked`` is a best-first list of session ids. Repeats are dropped (first occurrence wins).
 - recall_any@k: 1.0 if any gold session is among the first k; recall_all@k: 1.0 if every gold session is.
 - ndcg_any@k: binary relevance, DCG = rel_1 + sum_{i>=2} rel_i / log2(i); the ideal ranking puts all gold
   sessions first (upstream counts the gold sessions present in the corpus; every gold session is in the item's
   haystack, so that is ``len(gold)``).
 - Items are skipped (``should_skip``) when they are abstention items (``_abs`` in the id) or have no gold session.
+
+Not upstream's turn-to-session figures: for a turn index upstream (``evaluate_retrieval_turn2session``) counts a hit
+only on a ``has_answer`` turn of an evidence session, widens k over turns until k distinct sessions are covered,
+and computes NDCG over the turn ranking. A target that indexes turns (``rag`` with ``granularity=turn``) hands us
+a SESSION ranking instead (a turn hit ranks its session, any turn of it), and we score that ranking as above; the
+scorecard labels such figures "session-level" with the granularity the target used.
 """
 
 from __future__ import annotations
