@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import json
 import lzma
+import re
 import sys
 import zlib
 from dataclasses import asdict, dataclass
@@ -288,14 +289,17 @@ def iter_items(path: Path) -> Iterator[dict]:
     yield from _ItemStream(Path(path))
 
 
+_VARIANT_IN_NAME = re.compile(r"(?:^|[^a-z])(?:longmemeval)?_(s|m)(?:_cleaned)?(?=[._]|$)")
+
+
 def guess_variant(path: Path, max_sessions: int | None = None) -> str | None:
     """From the file name (``oracle`` / ``_s`` / ``_m``), else from the largest haystack seen."""
     name = Path(path).name.lower()
     if "oracle" in name:
         return "_oracle"
-    for variant in ("_m", "_s"):
-        if f"longmemeval{variant}" in name or f"{variant}_cleaned" in name or f"{variant}." in name:
-            return variant
+    named = _VARIANT_IN_NAME.search(name)  # longmemeval_s.json, longmemeval_m_cleaned.json; not longmemeval_sample
+    if named:
+        return f"_{named.group(1)}"
     if max_sessions is None:
         return None
     if max_sessions <= 10:

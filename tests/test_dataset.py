@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -203,3 +204,14 @@ def test_unopenable_file_is_a_user_error(tmp_path, monkeypatch):
     monkeypatch.setattr(dataset, "_compression", refuse)
     with pytest.raises(UserError, match=rf"cannot open dataset file {path} \(Permission denied\)"):
         list(dataset.iter_items(path))
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("longmemeval_sample.json", None),
+    ("longmemeval_s.json", "_s"),
+    ("longmemeval_s_cleaned.499of500.json.xz", "_s"),
+    ("longmemeval_m_cleaned.json", "_m"),
+    ("longmemeval_oracle.json", "_oracle"),
+])
+def test_the_variant_guessed_from_a_file_name_needs_the_whole_marker(name, expected):
+    assert dataset.guess_variant(Path(name)) == expected
