@@ -22,8 +22,10 @@ offline o200k / cl100k implementation): characters per token, JSON history, o200
 median 4.581 / max 4.734; cl100k min 4.322 / median 4.519; ``nl`` history o200k min 4.581 / median 4.799, cl100k
 min 4.509. Real o200k prompt sizes: 105,431-114,751 tokens (median 112,620), under gpt-4o's 126,500 budget, so
 exact counting truncates none of them. 4.3 characters per token lies below every measured ratio: for OpenAI
-tokenizers the estimate errs high by 2-15% (median 6%), never low on this data. The old characters / 4 erred high
-by ~15% and, with a 90% budget share on top, truncated every ``_s`` item for gpt-4o. Claude's tokenizer gives more
+tokenizers the estimate errs high by 0.5-15% (JSON history, o200k: 2-10%, median 6.5%), never low on this data;
+estimated, the largest ``_s`` prompt is 125,484 tokens, so the estimate path truncates none either. The old
+characters / 4 erred high by ~15% and, with a 90% budget share on top, truncated every ``_s`` item for gpt-4o
+(99 of 499 lost an evidence session). Claude's tokenizer gives more
 tokens per character; its count API is used instead, and the too-long retry covers a failed count.
 """
 
