@@ -475,7 +475,9 @@ def _send_openai(client: Any, request: ChatRequest, timeout: float) -> tuple[str
     if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
         raise ProviderError("malformed", f"{where}: empty reply (no choices)")
     choice = response.choices[0]
-    message = choice.message
+    message = getattr(choice, "message", None)
+    if message is None:
+        raise ProviderError("malformed", f"{where}: empty reply (a choice without a message)")
     refusal = getattr(message, "refusal", None)
     if refusal:
         raise ProviderError("refusal", f"{where}: the model refused to answer ({str(refusal)[:200]})")
@@ -539,10 +541,11 @@ def call_with_retries(
         except Exception as exc:  # noqa: BLE001 - classify re-raises what it does not know
             try:
                 err = classify(exc, provider, model, settings)
-            except Exception:
+            except Exception:  # not an API error we know: a reply our parsing did not expect
                 if limiter is not None:
                     limiter.release(provider, "error", None)
-                raise
+                raise ProviderError("malformed", f"{provider} {model}: unexpected reply "
+                                    f"({type(exc).__name__}: {str(exc)[:200]})", attempts=tries) from None
             err.attempts = tries
             if limiter is not None:
                 limiter.release(provider, _outcome(err), err.retry_after)

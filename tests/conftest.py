@@ -23,6 +23,7 @@ def _isolated_environment(tmp_path_factory, monkeypatch):
     """Point HOME at a temp dir and drop real API keys/base URLs so nothing can reach a real provider."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("LONGMEMEVAL_TIKTOKEN", "0")  # never let tiktoken fetch its BPE file from the internet
     for var in (
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",

@@ -299,7 +299,9 @@ class WordEncoding:
 
 
 def use_encodings(monkeypatch, loader):
-    """Point providers at a fresh encoding cache with ``loader`` (never the real download)."""
+    """Point providers at a fresh encoding cache with ``loader`` (never the real download), so the
+    test-wide switch-off (conftest sets LONGMEMEVAL_TIKTOKEN=0) can be lifted."""
+    monkeypatch.delenv(providers.TIKTOKEN_ENV, raising=False)
     encodings = providers._Encodings(loader=loader)
     monkeypatch.setattr(providers, "_ENCODINGS", encodings)
     return encodings
@@ -409,3 +411,14 @@ def test_provider_error_survives_pickling():
     back = pickle.loads(pickle.dumps(err))
     assert (back.kind, str(back), back.attempts, back.status, back.retry_after, back.retryable) == (
         "rate_limit", "slow down", 3, 429, 1.5, True)
+
+
+def test_an_unexpected_exception_while_parsing_a_reply_is_a_malformed_error_not_a_crash():
+    from providers import ProviderError, ProviderSettings, call_with_retries
+
+    def attempt():
+        return None.content  # what a reply with ``message: null`` used to do
+
+    with pytest.raises(ProviderError) as caught:
+        call_with_retries(attempt, provider="openai", model="gpt-4o", settings=ProviderSettings(max_attempts=2))
+    assert caught.value.kind == "malformed" and "AttributeError" in str(caught.value)

@@ -85,10 +85,9 @@ def test_truncation_that_keeps_the_evidence_reports_none_lost(fake_llm, gateway)
 
 
 def test_openai_prompts_near_the_window_are_counted_with_tiktoken(fake_llm, gateway, monkeypatch):
-    import providers
-    from test_providers import WordEncoding
+    from test_providers import WordEncoding, use_encodings
 
-    monkeypatch.setattr(providers, "_ENCODINGS", providers._Encodings(loader=lambda name: WordEncoding()))
+    use_encodings(monkeypatch, lambda name: WordEncoding())
     out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway,
                                  options={"context_window": 1750, "max_tokens": 600})
     info = out["debug"]["truncation"]
