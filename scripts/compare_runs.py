@@ -77,7 +77,7 @@ def load_run(run_dir: Path) -> RunData:
     if not meta_path.exists():
         raise UserError(f"{meta_path} is missing: {run_dir} is not a run directory",
                         fix="pass a directory written by run_benchmark.py or a snapshot of one")
-    meta = checkpoint_io.read_json(meta_path)
+    meta = checkpoint_io.read_json(meta_path, schema="run-meta")
     manifest_path = run_dir / "manifest.json"
     manifest = checkpoint_io.read_json(manifest_path, schema="manifest") if manifest_path.exists() else None
     rows = checkpoint_io.load_results(run_dir)

@@ -38,7 +38,9 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> list[float] | No
     denom = 1 + z2 / n
     centre = (p + z2 / (2 * n)) / denom
     half = (z / denom) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return [max(0.0, centre - half), min(1.0, centre + half)]
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the ends: no 1e-16 rounding residue
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return [low, high]
 
 
 def label_of_row(row: Mapping[str, Any] | None) -> bool | None:

@@ -430,6 +430,9 @@ def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, char
                   history: Path | None = None) -> list[Path]:
     """metrics.json, scorecard.md and (unless ``charts`` is False) PNGs under charts/, all written atomically."""
     run_dir = Path(run_dir)
+    if charts and (run_dir / "charts").exists() and not (run_dir / "charts").is_dir():
+        raise UserError(f"{run_dir / 'charts'} is a file, not the charts folder",
+                        fix="move it away, or pass --no-charts")
     checkpoint_io.write_atomic_json(run_dir / "metrics.json", card)
     checkpoint_io.write_atomic_bytes(run_dir / "scorecard.md", markdown.encode("utf-8"))
     written = [run_dir / "metrics.json", run_dir / "scorecard.md"]

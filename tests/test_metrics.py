@@ -118,3 +118,9 @@ def test_display_rounding_matches_upstreams_numpy_rounding_on_ties():
     assert metrics.fmt(sum(labels) / len(labels)) == "0.0438"
     assert metrics.display_round(7 / 160) == 0.0438
     assert metrics.fmt(1 / 3) == "0.3333" and metrics.fmt(1.0) == "1.0000"
+
+
+@pytest.mark.parametrize("n", [10, 13, 25, 27, 28, 30, 34, 108])
+def test_wilson_bounds_are_exact_for_perfect_and_zero_scores(n):
+    assert metrics.wilson_interval(n, n)[1] == 1.0
+    assert metrics.wilson_interval(0, n)[0] == 0.0

@@ -305,3 +305,12 @@ def test_history_flag_adds_accuracy_over_rounds_chart(seven, tmp_path):
                        "| v1 | 2026-11-29 | 4/7 | 0.5714 | 0.5556 | 0.5000 | fix |\n")
     assert scorecard.main([str(seven), "7", "_s", "seven", "--history", str(history)]) == 0
     assert (seven / "charts" / "accuracy-over-rounds.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_run_meta_that_is_not_a_run_meta_is_a_one_line_error(tmp_path, capsys):
+    run = tmp_path / "runs" / "r"
+    run.mkdir(parents=True)
+    (run / "run-meta.json").write_text("{}")
+    assert run_main(scorecard.main, [str(run), "10", "_s", "r"]) == 2
+    err = capsys.readouterr().err
+    assert "run-meta" in err and len(err.strip().splitlines()) == 1
