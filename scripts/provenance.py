@@ -65,15 +65,24 @@ def target_source_sha256(target: str) -> str | None:
     return digest.hexdigest()
 
 
+def judge_template_path(longmemeval_root: str | None) -> Path | None:
+    return Path(longmemeval_root) / "src" / "evaluation" / "evaluate_qa.py" if longmemeval_root else None
+
+
+def judge_template_sha256(longmemeval_root: str | None) -> str | None:
+    """sha256 of the upstream file the judge prompt is loaded from (None without a checkout)."""
+    path = judge_template_path(longmemeval_root)
+    return file_sha256(path) if path else None
+
+
 def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[str, Any]:
-    judge_file = Path(longmemeval_root) / "src" / "evaluation" / "evaluate_qa.py" if longmemeval_root else None
     return {
         "plugin_version": plugin_version(),
         "plugin_git_commit": git_commit(PLUGIN_ROOT),
         "project_git_commit": git_commit(project),
         "package_versions": package_versions(),
         "prompt_hashes": {
-            "judge_template_sha256": file_sha256(judge_file) if judge_file else None,
+            "judge_template_sha256": judge_template_sha256(longmemeval_root),
             "reader_template_sha256": file_sha256(PLUGIN_ROOT / "scripts" / "reader.py"),
             "target_source_sha256": target_source_sha256(target),
         },

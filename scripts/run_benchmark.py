@@ -17,6 +17,7 @@ import argparse
 import concurrent.futures as cf
 import contextlib
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -96,6 +97,14 @@ def _stored_settings_conflicts(meta: dict[str, Any], settings: RunSettings, ds: 
             f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
             f"{meta['judge']['provider']}:{meta['judge']['model']}"
         )
+    stored_template = ((meta.get("provenance") or {}).get("prompt_hashes") or {}).get("judge_template_sha256")
+    if settings.judge_provider != "offline" and stored_template:
+        import provenance
+
+        current = provenance.judge_template_sha256(settings.longmemeval_root)
+        if current != stored_template:
+            problems.append(f"judge prompt file {provenance.judge_template_path(settings.longmemeval_root)} "
+                            f"(sha256 {str(current)[:12]}) is not the one the run used ({stored_template[:12]})")
     return problems
 
 
@@ -410,8 +419,10 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
 
 
 def _resume_hint(settings: RunSettings, run_id: str) -> str:
+    """A resume needs only the run id (and its shard): the run's settings are read back from its run-meta."""
     shard = f" --shard {settings.shard[0]}/{settings.shard[1]}" if settings.shard else ""
-    return f"resume with: python {Path(__file__).resolve()} --project {settings.project} --run-id {run_id}{shard}"
+    command = [sys.executable, str(Path(__file__).resolve()), "--project", settings.project, "--run-id", run_id]
+    return "resume with: " + " ".join(shlex.quote(c) for c in command) + shard
 
 
 def _provider_settings(settings: RunSettings) -> Any:

@@ -66,10 +66,48 @@ def parse_target_options(pairs: list[str] | None) -> dict[str, Any]:
     return dict(parse_option(pair) for pair in pairs or [])
 
 
+_RESUMED_FROM_META = {  # config key <- the run's stored setting: what makes its rows comparable
+    "datasetPath": "dataset_path",
+    "variant": "variant",
+    "target": "target",
+    "targetProvider": "target_provider",
+    "targetModel": "target_model",
+    "targetOptions": "target_options",
+    "judgeProvider": "judge_provider",
+    "judgeModel": "judge_model",
+    "longmemeval_root": "longmemeval_root",
+}
+
+
+def stored_run_settings(cfg: Mapping[str, Any], run_id: str | None, project: Path) -> dict[str, Any] | None:
+    """The settings an existing run was started with (its run-meta), or None for a new run id."""
+    import checkpoint_io
+    import config as config_mod
+
+    if not run_id:
+        return None
+    runs_dir = config_mod.resolve_path(project, cfg.get("runs_dir") or ".longmemeval-benchmarks/runs")
+    root = checkpoint_io.run_dir_for(runs_dir, checkpoint_io.validate_run_id(run_id))
+    metas = [root / "run-meta.json", *sorted(root.glob("shard-*/run-meta.json"))]
+    meta_path = next((m for m in metas if m.is_file()), None)
+    if meta_path is None:
+        return None
+    return dict(checkpoint_io.read_json(meta_path, schema="run-meta").get("settings") or {})
+
+
 def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> RunSettings:
-    """Merge config and arguments into RunSettings. Paths are resolved against the project root."""
+    """Merge config and arguments into RunSettings. Paths are resolved against the project root.
+
+    Resuming (``--run-id`` of an existing run) continues the run as it was started: its stored dataset, target,
+    options and judge take the place of the config's, so a config edited since cannot mix settings into it.
+    Arguments given explicitly still win (and the run driver refuses them if they differ from the run's).
+    """
     import config as config_mod
     import dataset
+
+    stored = stored_run_settings(cfg, args.run_id, project)
+    if stored:
+        cfg = {**cfg, **{key: stored[name] for key, name in _RESUMED_FROM_META.items() if name in stored}}
 
     def path(value: str | None) -> str | None:
         return None if value is None else str(config_mod.resolve_path(project, value))
@@ -119,7 +157,8 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     dataset_path = args.dataset or cfg.get("datasetPath")
     if not dataset_path:
         raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run /longmemeval-setup")
-    dataset_path = str(dataset_for_variant(path(dataset_path), variant, explicit=bool(args.dataset), project=project))
+    dataset_path = str(dataset_for_variant(path(dataset_path), variant, explicit=bool(args.dataset), project=project,
+                                           configured_variant=dataset.resolve_variant(cfg.get("variant") or "_s")))
     return RunSettings(
         project=str(project),
         dataset_path=str(path(dataset_path)),
@@ -146,18 +185,20 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     )
 
 
-def dataset_for_variant(configured: str, variant: str, *, explicit: bool, project: Path) -> Path:
-    """The dataset file for ``variant``: the configured one when its name does not say another variant;
-    otherwise the variant's file downloaded by setup into ``.longmemeval-benchmarks/data/``. ``--variant _oracle``
-    must never run the ``_s`` file under the oracle's name."""
+def dataset_for_variant(configured: str, variant: str, *, explicit: bool, project: Path,
+                        configured_variant: str | None = None) -> Path:
+    """The dataset file for ``variant``: the configured (or ``--dataset``) file when its name, or the config's
+    ``variant``, says it is that variant; otherwise the variant's file downloaded by setup into
+    ``.longmemeval-benchmarks/data/``. ``--variant _oracle`` must never run the ``_s`` file under the oracle's name."""
     import dataset
     from config_defaults import STATE_DIR
     from setup_project import FILES
 
     path = Path(configured)
     named = dataset.guess_variant(path)  # from the file name only
-    if named is None or named == variant:
+    if named == variant or (named is None and (explicit or variant == (configured_variant or variant))):
         return path
+    named = named or f"{configured_variant} (the config's variant)"
     if not explicit:
         for release in ("cleaned", "original"):
             candidate = project / STATE_DIR / "data" / FILES[release][variant]

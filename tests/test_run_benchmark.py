@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -386,3 +387,37 @@ def test_an_unforeseen_judge_failure_is_an_error_row_not_a_crash(tmp_path, monke
     rows = [json.loads(x) for x in (run_dir(project, "j") / "item-results.jsonl").read_text().splitlines()]
     assert rows[0]["status"] == "error" and rows[0]["error"]["stage"] == "judge"
     assert rows[0]["error"]["kind"] == "malformed" and "NoneType" in rows[0]["error"]["message"]
+
+
+def test_a_resume_continues_with_the_runs_own_settings_after_the_config_changed(tmp_path, fake_llm):
+    import config as config_mod
+
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "keep", "--max", "3", "--target-option", "mode=direct") == 0
+    cfg = config_mod.load_config(project)
+    cfg.update(target="offline", targetProvider="offline", targetModel="extractive", judgeProvider="offline",
+               judgeModel="offline-containment-v1", targetOptions={})
+    config_mod.write_config(project, cfg, force=True)
+    assert run(project, "--run-id", "keep") == 0  # no arguments: the run's settings, not the edited config's
+    rows = judged_rows(project, "keep")
+    assert len(rows) == N_SAMPLE and {r["target"]["name"] for r in rows} == {"full-context"}
+    assert {r["judgment"]["provider"] for r in rows} == {"openai"}
+
+
+def test_resume_under_a_different_judge_prompt_file_is_refused(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "jp", "--max", "2") == 0
+    judge_file = json.loads((run_dir(project, "jp") / "run-meta.json").read_text())["settings"]["longmemeval_root"]
+    target = Path(judge_file) / "src" / "evaluation" / "evaluate_qa.py"
+    target.write_text(target.read_text() + "\n# edited\n")
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "jp", "--progress", "quiet"])
+    assert code == 2 and "judge prompt file" in capsys.readouterr().err
+
+
+def test_a_variant_other_than_the_configs_needs_its_own_file(tmp_path, capsys):
+    project = make_project(tmp_path / "p")
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_m"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--download _m" in err

@@ -19,6 +19,9 @@ def test_run_command_with_variant_and_max_judges_twenty_items_through_the_fake_s
     cfg.update(target="full-context", targetProvider="openai", targetModel="gpt-4o-mini",
                judgeProvider="openai", judgeModel="gpt-4o")
     cfg_path.write_text(json.dumps(cfg))
+    # as if downloaded with /longmemeval-setup --download _oracle: --variant _oracle picks this file
+    (project / ".longmemeval-benchmarks" / "data" / "longmemeval_oracle.json").write_bytes(
+        (harness.REPO / "data" / "sample" / "longmemeval_sample.json").read_bytes())
     register_answers(fake_llm, correct_share=0.5)
     command = harness.REPO / "commands" / "longmemeval-run.md"
     monkeypatch.setitem(harness.DEFAULT_ARGUMENTS, "commands/longmemeval-run.md", "--variant _oracle --max 20 --run-id newcomer")
@@ -31,6 +34,7 @@ def test_run_command_with_variant_and_max_judges_twenty_items_through_the_fake_s
     assert len(rows) == 20 and all(r["status"] == "judged" for r in rows)
     meta = json.loads((run / "run-meta.json").read_text())
     assert meta["variant"] == "_oracle" and meta["status"] == "completed"
+    assert meta["dataset"]["path"].endswith("longmemeval_oracle.json")
     assert len([r for r in fake_llm.requests if r["body"].get("max_tokens") == 10]) == 20
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["judged"] == 20 and metrics["comparable"] is False  # stand-in judge prompt, sample dataset

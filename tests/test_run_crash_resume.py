@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -67,13 +68,16 @@ def test_sigterm_finishes_in_flight_items_marks_interrupted_and_resume_completes
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
-    assert "resume with:" in err and "--run-id term" in err
     meta = json.loads((run_dir(project, "term") / "run-meta.json").read_text())
     assert meta["status"] == "interrupted" and meta["finished_at"] and meta["duration_seconds"] > 0
-    first = labels(project, "term")
-    assert 0 < len(first) < N_SAMPLE
-    proc = start_driver(project, fake_llm, "term")
-    assert proc.wait(timeout=120) == 0
+    assert 0 < len(labels(project, "term")) < N_SAMPLE
+    assert "resume with:" in err and "--run-id term" in err
+    hint = err.split("resume with: ", 1)[1].splitlines()[0]
+    proc = subprocess.Popen(shlex.split(hint) + ["--progress", "quiet", "--no-scorecard"],
+                            env={**os.environ, "OPENAI_BASE_URL": fake_llm.openai_base_url,
+                                 "ANTHROPIC_BASE_URL": fake_llm.anthropic_base_url},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()  # the printed command itself resumes the run
     assert len(labels(project, "term")) == N_SAMPLE
 
 

@@ -67,8 +67,8 @@ def drive(project: Path, server: FakeLLMServer, *args: str, kill_after: float | 
     for line in err.splitlines():
         if line.startswith("peak_rss_mib="):
             peak = int(float(line.split("=", 1)[1]))
-    if proc.returncode not in (0, -9):
-        print(err[-2000:], file=sys.stderr)
+    if proc.returncode not in (0, -9):  # a benchmark of a failed run would print meaningless figures
+        sys.exit(f"the driver failed (exit {proc.returncode}):\n{err[-2000:]}")
     return seconds, proc.returncode, peak
 
 
@@ -124,7 +124,7 @@ def main() -> int:
         if "throughput" in sections:
             server.latency = args.latency
             for conc in (int(c) for c in args.levels.split(",")):
-                project = make_project(tmp / f"tp{conc}", dataset=data, concurrency=conc, cacheEnabled=False)
+                project = make_project(tmp / f"tp{conc}", dataset=data, variant="_oracle", concurrency=conc, cacheEnabled=False)
                 seconds, code, peak = drive(project, server, "--run-id", "tp")
                 ideal = n * 2 * args.latency / conc
                 print(f"throughput  concurrency={conc:<3} wall={seconds:7.2f}s ideal={ideal:7.2f}s actual/ideal={seconds / ideal:5.2f} exit={code} peak_rss={peak} MiB")
@@ -140,7 +140,7 @@ def main() -> int:
             server.latency = args.latency
             server.rate_limit_rps = rps
             server.reset()
-            project = make_project(tmp / "rl", dataset=data, concurrency=32, cacheEnabled=False, maxAttempts=12)
+            project = make_project(tmp / "rl", dataset=data, variant="_oracle", concurrency=32, cacheEnabled=False, maxAttempts=12)
             seconds, code, _ = drive(project, server, "--run-id", "rl")
             total = len(server.requests)
             judged, unique = count_judged(project, "rl")
@@ -153,7 +153,7 @@ def main() -> int:
 
         if "resume" in sections:
             server.latency = args.latency
-            project = make_project(tmp / "rs", dataset=data, concurrency=16, cacheEnabled=False)
+            project = make_project(tmp / "rs", dataset=data, variant="_oracle", concurrency=16, cacheEnabled=False)
             drive(project, server, "--run-id", "done")
             seconds, code, peak = drive(project, server, "--run-id", "done")
             print(f"resume      completed run, nothing to do: {seconds:6.2f}s peak_rss={peak} MiB exit={code}")
@@ -167,7 +167,7 @@ def main() -> int:
 
         if "cache" in sections:
             server.latency = args.latency
-            project = make_project(tmp / "cache", dataset=data, concurrency=16)
+            project = make_project(tmp / "cache", dataset=data, variant="_oracle", concurrency=16)
             drive(project, server, "--run-id", "c1")
             server.reset()
             server.latency = args.latency
