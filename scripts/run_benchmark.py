@@ -150,10 +150,23 @@ def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> dict[str
         "project_git_commit": prov["project_git_commit"],
         "error": None,
         "provenance": prov,
+        "endpoints": endpoints(settings),
         "settings": settings.to_dict(),
         "shard": None if settings.shard is None else f"{settings.shard[0]}/{settings.shard[1]}",
         "invocations": [],
     }
+
+
+def endpoints(settings: RunSettings) -> dict[str, str]:
+    """Where each provider's calls go: the config's base_url, else the SDK's environment variable, else default.
+
+    Recorded because a judge behind a proxy or another host is not the official judge, whatever it is called.
+    """
+    out = {}
+    for provider in sorted({settings.target_provider, settings.judge_provider} - {"offline"}):
+        env = os.environ.get(f"{provider.upper()}_BASE_URL")
+        out[provider] = settings.base_urls.get(provider) or env or "default"
+    return out
 
 
 # --------------------------------------------------------------------------- the run

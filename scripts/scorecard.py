@@ -216,17 +216,24 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
     """Every reason the run's figures cannot stand beside published LongMemEval figures; empty = comparable."""
     notes = []
     judge = run.judge
-    if judge.get("provider") != OFFICIAL_JUDGE_PROVIDER or judge.get("model") != OFFICIAL_JUDGE_MODEL \
-            or judge.get("official") is not True:
-        notes.append(f"judge not official: run-meta says provider={judge.get('provider')} "
-                     f"model={judge.get('model')} official={judge.get('official')} "
-                     f"(official is {OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL} with upstream's prompt)")
     judged = [r.get("judgment") or {} for r in covered_rows if r.get("status") == "judged"]
-    off = Counter(f"{j.get('provider')} {j.get('model')} official={j.get('official')}" for j in judged
-                  if j.get("official") is not True or j.get("model") != OFFICIAL_JUDGE_MODEL
-                  or j.get("provider") != OFFICIAL_JUDGE_PROVIDER)
-    for what, count in sorted(off.items()):
-        notes.append(f"judge not official on {count} judged row(s): {what}")
+    if judge.get("provider") != OFFICIAL_JUDGE_PROVIDER or judge.get("model") != OFFICIAL_JUDGE_MODEL:
+        notes.append(f"judge is {judge.get('provider')} {judge.get('model')}, not the official "
+                     f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}")
+    other_model = Counter(f"{j.get('provider')} {j.get('model')}" for j in judged
+                          if (j.get("provider"), j.get("model")) != (OFFICIAL_JUDGE_PROVIDER, OFFICIAL_JUDGE_MODEL))
+    for what, count in sorted(other_model.items()):
+        if what != f"{judge.get('provider')} {judge.get('model')}":
+            notes.append(f"{count} judged row(s) were judged by {what}")
+    prompt_off = [j for j in judged if j.get("official") is not True
+                  and (j.get("provider"), j.get("model")) == (OFFICIAL_JUDGE_PROVIDER, OFFICIAL_JUDGE_MODEL)]
+    if prompt_off:
+        templates = sorted({str(j.get("template_sha256") or "?")[:12] for j in prompt_off})
+        notes.append(f"judge prompt is not upstream's get_anscheck_prompt on {len(prompt_off)} of {len(judged)} "
+                     f"judged row(s) (evaluate_qa.py sha256 {', '.join(templates)})")
+    endpoint = ((run.meta.get("endpoints") or {}).get(OFFICIAL_JUDGE_PROVIDER))
+    if judge.get("provider") == OFFICIAL_JUDGE_PROVIDER and endpoint and "api.openai.com" not in endpoint:
+        notes.append(f"judge endpoint is {endpoint}, not api.openai.com")
     sha = run.dataset_sha256
     if not sha or dataset.is_known_official(str(sha)) is None:
         notes.append(f"dataset file not a known official release (sha256 {sha or 'missing'})")

@@ -105,6 +105,16 @@ def test_complete_official_run_is_comparable(tmp_path, monkeypatch):
     assert "NOT COMPARABLE" not in scorecard.render_markdown(card)
 
 
+def test_a_judge_behind_another_endpoint_is_not_comparable(tmp_path, monkeypatch):
+    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)
+    run = _clean(tmp_path)
+    meta = json.loads((run / "run-meta.json").read_text())
+    meta["endpoints"] = {"openai": "http://127.0.0.1:9/v1"}
+    (run / "run-meta.json").write_text(json.dumps(meta))
+    card = scorecard.build_scorecard(load_run(run))
+    assert card["comparability_notes"] == ["judge endpoint is http://127.0.0.1:9/v1, not api.openai.com"]
+
+
 def test_a_run_smaller_than_the_official_set_is_not_comparable(tmp_path):
     card = scorecard.build_scorecard(load_run(_clean(tmp_path)))
     assert card["comparability_notes"] == ["scored over 2 of the 500 items of the official set"]
@@ -171,9 +181,10 @@ def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
 
 
 @pytest.mark.parametrize("kw,needle", [
-    ({"judge": {"provider": "openai", "model": "gpt-4o-mini", "official": False}}, "judge not official"),
-    ({"judge": {"provider": "offline", "model": "containment", "official": False}}, "provider=offline"),
-    ({"rows": [row("k1", SSU, True, official=False), row("k2", MS, False)]}, "on 1 judged row"),
+    ({"judge": {"provider": "openai", "model": "gpt-4o-mini", "official": False}}, "judge is openai gpt-4o-mini-2024-07-18, not the official"),
+    ({"judge": {"provider": "offline", "model": "containment", "official": False}}, "judge is offline containment"),
+    ({"rows": [row("k1", SSU, True, official=False), row("k2", MS, False)]},
+     "judge prompt is not upstream's get_anscheck_prompt on 1 of 2"),
     ({"rows": [row("k1", SSU, True, judge_model="gpt-4o-2024-05-13"), row("k2", MS, False)]}, "gpt-4o-2024-05-13"),
     ({"sha": "a" * 64}, "not a known official release"),
     ({"rows": [row("k1", SSU, True)], "status": "interrupted"}, "run incomplete: 1 of 2"),
