@@ -41,8 +41,8 @@ def check_inputs(settings) -> None:
         judge_shim.load_prompt_builder(settings.longmemeval_root)
 
 
-def checks(settings) -> list[tuple[bool, str]]:
-    """(passed, message) per check, for the resolved RunSettings."""
+def checks(settings) -> list[tuple[bool | None, str]]:
+    """(passed, message) per check, for the resolved RunSettings; passed None is a warning that does not fail."""
     results: list[tuple[bool, str]] = []
     try:
         import generation_driver
@@ -58,12 +58,19 @@ def checks(settings) -> list[tuple[bool, str]]:
         results.append((False, f"dataset {dataset_path} not found: run /longmemeval-setup (--download {settings.variant} or --sample), or set datasetPath"))
 
     if settings.judge_provider != "offline":
-        root = Path(settings.longmemeval_root) if settings.longmemeval_root else None
-        judge_file = root / "src" / "evaluation" / "evaluate_qa.py" if root else None
-        if judge_file and judge_file.is_file() and "def get_anscheck_prompt" in judge_file.read_text(errors="replace"):
-            results.append((True, f"upstream judge prompts {judge_file}"))
+        import judge_shim
+
+        try:
+            builder = judge_shim.load_prompt_builder(settings.longmemeval_root)
+        except UserError:
+            results.append((False, f"upstream LongMemEval checkout missing at {settings.longmemeval_root}: run "
+                                   "/longmemeval-setup --clone-upstream, or set longmemeval_root"))
         else:
-            results.append((False, f"upstream LongMemEval checkout missing at {root}: run /longmemeval-setup --clone-upstream, or set longmemeval_root"))
+            if builder.is_upstream:
+                results.append((True, f"upstream judge prompts {builder.path}"))
+            else:
+                results.append((None, f"judge prompt in {builder.path} is not upstream's get_anscheck_prompt "
+                                      f"(sha256 {builder.function_sha256[:12]}): verdicts will be non-official"))
 
     providers_in_use = {settings.target_provider, settings.judge_provider}
     for provider in sorted(providers_in_use):
@@ -99,8 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = run_settings.resolve(cfg, args, project)
     failed = 0
     for passed, message in checks(settings):
-        print(f"{'ok  ' if passed else 'FAIL'} {message}")
-        failed += not passed
+        print(f"{'WARN' if passed is None else 'ok  ' if passed else 'FAIL'} {message}")
+        failed += passed is False
     print(
         f"target {settings.target} ({settings.target_provider}:{settings.target_model}), judge "
         f"{settings.judge_provider}:{settings.judge_model}, variant {settings.variant}, concurrency {settings.concurrency}"
