@@ -58,11 +58,21 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it; set straight back, once, at import (before any worker thread)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 def write_atomic_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never a mix."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the mode a plain open() would
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -250,7 +250,7 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
         notes.append(f"strict denominator narrowed to the first {card['n_total']} of the run's {manifest_n} items "
                      "(N_TOTAL / --n-total)")
     if card["n_total"] < OFFICIAL_SET_SIZE:
-        notes.append(f"scored over {card['n_total']} of the {OFFICIAL_SET_SIZE} items of the official set")
+        notes.append(f"N = {card['n_total']} items (the official set has {OFFICIAL_SET_SIZE})")
     trunc = card.get("truncation") or {}
     if trunc.get("lost_evidence"):
         notes.append(f"history truncated to fit the context window on {trunc['truncated']} item(s); "
@@ -266,6 +266,13 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
 
 
 # --------------------------------------------------------------------------- the scorecard
+
+
+def _status(card: Mapping[str, Any]) -> str:
+    """The run's status, saying so when a completed invocation (``--max``) left items not run yet."""
+    if card["status"] == "completed" and card["not_run"]:
+        return f"completed (this invocation; {card['not_run']} items not run yet)"
+    return str(card["status"])
 
 
 def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | None = None,
@@ -348,7 +355,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         lines.append("")
     judge = card["judge"]
     lines += [
-        f"Status: **{card['status']}** · judged {card['judged']}/{card['n_total']} · errors {card['errors']} · "
+        f"Status: **{_status(card)}** · judged {card['judged']}/{card['n_total']} · errors {card['errors']} · "
         f"not run {card['not_run']} · judge {judge.get('provider')} {judge.get('model')} "
         f"(official={judge.get('official')}) · dataset {card['dataset']['known_official'] or 'unrecognised file'}",
         "",
@@ -399,7 +406,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         f"max {_ms(lat['generation']['max'])}; judging: p50 {_ms(lat['judge']['p50'])}, "
         f"p95 {_ms(lat['judge']['p95'])}, max {_ms(lat['judge']['max'])}",
         f"- Cache hits: {usage['cache']['generation_calls_cached']}/{usage['cache']['generation_calls']} "
-        f"generation calls, {usage['cache']['judge_cached']} judge calls; retries: generation "
+        f"generation calls, {usage['cache']['judge_cached']}/{card['judged']} judge calls; retries: generation "
         f"{usage['retries']['generation']}, judge {usage['retries']['judge']}",
         f"- Error rows: {card['errors']}" + (
             " (" + ", ".join(f"{k} {v}" for k, v in usage["errors_by_kind"].items()) + ")" if card["errors"] else ""),

@@ -273,3 +273,16 @@ def test_repair_leaves_a_clean_file_alone(tmp_path):
     path.write_bytes(data)
     assert cio.repair_tail(path) is None
     assert path.read_bytes() == data
+
+
+def test_atomically_written_files_get_the_mode_a_plain_open_would_give(tmp_path):
+    code = textwrap.dedent(f"""
+        import os, sys
+        os.umask(0o022)
+        sys.path.insert(0, {str(Path(cio.__file__).parent)!r})
+        import checkpoint_io
+        checkpoint_io.write_atomic_json(checkpoint_io.Path({str(tmp_path)!r}) / "x.json", {{"a": 1}})
+        print(oct(os.stat({str(tmp_path / "x.json")!r}).st_mode & 0o777))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "0o644"  # mkstemp alone would give 0o600

@@ -117,7 +117,7 @@ def test_a_judge_behind_another_endpoint_is_not_comparable(tmp_path, monkeypatch
 
 def test_a_run_smaller_than_the_official_set_is_not_comparable(tmp_path):
     card = scorecard.build_scorecard(load_run(_clean(tmp_path)))
-    assert card["comparability_notes"] == ["scored over 2 of the 500 items of the official set"]
+    assert card["comparability_notes"] == ["N = 2 items (the official set has 500)"]
 
 
 def test_narrowing_the_strict_denominator_below_the_manifest_is_named(seven, capsys, monkeypatch):
@@ -125,7 +125,7 @@ def test_narrowing_the_strict_denominator_below_the_manifest_is_named(seven, cap
     assert scorecard.main([str(seven), "5", "_s", "seven", "--no-charts", "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["comparability_notes"]
     assert "strict denominator narrowed to the first 5 of the run's 7 items (N_TOTAL / --n-total)" in notes
-    assert "scored over 5 of the 7 items of the official set" in notes
+    assert "N = 5 items (the official set has 7)" in notes
     card = scorecard.build_scorecard(load_run(seven), 7)
     assert not any("narrowed" in n or "official set" in n for n in card["comparability_notes"])
 
