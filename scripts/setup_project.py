@@ -339,8 +339,8 @@ def dataset_url(base_url: str, release: str, file_name: str) -> str:
 
 
 def _offline_help(url: str, target: Path) -> str:
-    return (f"download {url} into {target.parent}/ yourself, then re-run this command (it verifies and uses "
-            f"the file there), or set datasetPath in {target.parent.parent / 'config.json'} to where you put it")
+    return (f"download {url} into {target.parent}/ yourself, then re-run this command: it verifies and uses "
+            "the file there")
 
 
 def download(url: str, target: Path, *, expected_sha256: str | None, attempts: int = 4,
@@ -591,11 +591,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                      for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"))
     report.add("keys", keys)
     print("\n".join(report.lines))
-    print(f"next: {next_command(config)}")
+    print(f"next: {next_command(config, downloaded=args.download)}")
     return 0
 
 
-def next_command(config: dict[str, Any]) -> str:
+def next_command(config: dict[str, Any], *, downloaded: str | None = None) -> str:
+    """What to run next; a real dataset in a config still set up for the offline sample needs --force-config."""
+    uses_sample = str(config.get("datasetPath", "")).endswith(SAMPLE_DATASET.name)
+    if config.get("judgeProvider") == "offline" and (downloaded or not uses_sample):
+        variant = resolve_variant(downloaded) if downloaded else config.get("variant", "_s")
+        return (f"/longmemeval-setup --download {variant} --force-config   (your config still uses the offline "
+                "sample's dataset, target and judge; this writes the real defaults, keeping a .bak)")
     if config.get("judgeProvider") == "offline":
         return "/longmemeval-run --max 3   (offline sample run; no keys needed)"
     return "/longmemeval-run --dry-run   (checks config, dataset and keys without spending anything)"

@@ -313,7 +313,7 @@ def test_offline_download_says_what_to_fetch_from_where_and_exits_2(tmp_path, ca
     err = capsys.readouterr().err.splitlines()[-1]  # a progress line may precede the one error line
     assert err.startswith("error: ")
     assert "datasets/xiaowu0162/longmemeval-cleaned/resolve/main/longmemeval_s_cleaned.json" in err
-    assert str(tmp_path / ".longmemeval-benchmarks" / "data") in err and "datasetPath" in err
+    assert str(tmp_path / ".longmemeval-benchmarks" / "data") in err and "re-run this command" in err
 
 
 # --------------------------------------------------------------------------- upstream clone
@@ -404,3 +404,13 @@ def test_a_file_where_setup_needs_a_folder_is_one_line_exit_2_and_writes_nothing
     err = capsys.readouterr().err
     assert str(path) in err and err.count("\n") == 1
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_downloading_into_a_sample_project_says_the_offline_target_and_judge_remain(tmp_path, capsys):
+    assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
+    data = tmp_path / ".longmemeval-benchmarks" / "data"
+    (data / "longmemeval_oracle.json").write_bytes(setup_project.SAMPLE_DATASET.read_bytes())
+    capsys.readouterr()
+    assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--offline"]) == 0
+    out = capsys.readouterr().out
+    assert "next: /longmemeval-setup --download _oracle --force-config" in out
