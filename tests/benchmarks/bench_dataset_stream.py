@@ -7,6 +7,7 @@ Not a test (pytest does not collect tests/benchmarks). Run by hand:
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -17,7 +18,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import dataset  # noqa: E402
 
-DEFAULT = REPO.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.499of500.json.xz"
+DEFAULT = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval")) / "longmemeval_s_cleaned.499of500.json.xz"
 EXPECTED_DECOMPRESSED = 257_423_532
 
 

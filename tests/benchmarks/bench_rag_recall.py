@@ -18,6 +18,7 @@ ours 0.955, 0.854, 0.923: ours beats it on every figure.
 from __future__ import annotations
 
 import argparse
+import os
 import importlib.util
 import math
 import sys
@@ -32,7 +33,7 @@ import dataset  # noqa: E402
 from records import Question  # noqa: E402
 from retrieval_metrics import evaluate, mean_metrics, should_skip  # noqa: E402
 
-DEFAULT = REPO.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.499of500.json.xz"
+DEFAULT = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval")) / "longmemeval_s_cleaned.499of500.json.xz"
 SHOWN = ("recall_any@5", "recall_all@5", "recall_all@10", "ndcg_any@10")
 OKAPI_K1, OKAPI_B, OKAPI_EPSILON = 1.5, 0.75, 0.25
 

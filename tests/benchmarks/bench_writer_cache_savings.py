@@ -13,6 +13,7 @@ Usage (from the repo root; under a minute):
 from __future__ import annotations
 
 import argparse
+import os
 import hashlib
 import json
 import lzma
@@ -23,7 +24,7 @@ from typing import Sequence
 import ijson
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned.499of500.json.xz"
+DEFAULT_DATA = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval")) / "longmemeval_s_cleaned.499of500.json.xz"
 
 
 def _digest(value: object) -> str:
@@ -56,9 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the _s file (.json or .json.xz)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N items (default: all)")
     args = parser.parse_args(argv)
-    if not args.data.exists():
-        print(f"error: no data at {args.data} (pass --data)", file=sys.stderr)
-        return 2
+    if not args.data.exists():  # the real data is not shipped: skip, as every benchmark does without it
+        print(f"skipped: no data at {args.data} (pass --data or set LONGMEMEVAL_DATA_DIR)")
+        return 0
     print(json.dumps(count(args.data, args.limit), indent=2))
     return 0
 
