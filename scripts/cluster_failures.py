@@ -5,6 +5,8 @@ Every item whose last row is not judged correct (strict: errors count) gets one 
     error:<kind>            the row is an error (rate_limit, server, billing, ...): infrastructure, not a fix target
     gold_reported_bad       the id is in references/known-gold-errors.json: do not chase it
     abstention_answered     an ``_abs`` item (should refuse) that the target answered
+    abstention_refused_judged_wrong   an ``_abs`` item whose hypothesis does refuse (the offline judge's
+                            abstention phrases), judged wrong anyway: read the judge's verdict before the target
     refused_should_answer   a normal item the target refused ("I don't know", "not mentioned", ...)
     retrieval_miss          the row carries retrieval and no gold session is in the top k
     retrieval_partial       some but not all gold sessions are in the top k (multi-session needs all)
@@ -20,6 +22,7 @@ Usage:
     python scripts/cluster_failures.py --run-id longmemeval-iter            # Markdown for the agent
     python scripts/cluster_failures.py --run-id longmemeval-iter --json     # JSON records only
     python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1    # cluster 1's ids, one per line
+    python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1 --out .longmemeval-benchmarks/trigger_set.txt
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import checkpoint_io
 import metrics
+import offline_judge
 from errors import UserError, run_main
 from loop_guard import SYMBOLIC_FLAGS, existing_run_dir
 from records import QUESTION_TYPES, is_abstention
@@ -42,6 +46,7 @@ KNOWN_GOLD_ERRORS = Path(__file__).resolve().parent.parent / "references" / "kno
 MODES: tuple[str, ...] = (
     "gold_reported_bad",
     "abstention_answered",
+    "abstention_refused_judged_wrong",
     "refused_should_answer",
     "retrieval_miss",
     "retrieval_partial",
@@ -70,6 +75,14 @@ def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> set[str]:
 
 def looks_like_refusal(hypothesis: Any) -> bool:
     return isinstance(hypothesis, str) and bool(_REFUSAL.search(hypothesis))
+
+
+def says_it_cannot_answer(question_id: str, hypothesis: Any) -> bool:
+    """Whether an abstention item's hypothesis refuses, by the offline judge's abstention-phrase rule."""
+    if not isinstance(hypothesis, str) or not is_abstention(question_id):
+        return False
+    label, _why = offline_judge.decide(question_id, None, hypothesis)
+    return label
 
 
 def retrieval_state(row: Mapping[str, Any], top_k: int) -> str | None:
@@ -122,7 +135,8 @@ def failure_mode(row: Mapping[str, Any], gold_bad: set[str], top_k: int) -> str:
     if qid in gold_bad:
         return "gold_reported_bad"
     if is_abstention(qid):
-        return "abstention_answered"
+        return "abstention_refused_judged_wrong" if says_it_cannot_answer(qid, row.get("hypothesis")) \
+            else "abstention_answered"
     if looks_like_refusal(row.get("hypothesis")):
         return "refused_should_answer"
     retrieval = retrieval_state(row, top_k)
@@ -254,6 +268,15 @@ def cluster_ids(result: Mapping[str, Any], number: int) -> list[str]:
     return list(chosen["question_ids"])
 
 
+def write_ids(path: Path, ids: Sequence[str]) -> None:
+    """``ids`` one per line into ``path``, atomically (a trigger set is whole or unchanged)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(f"{qid}\n" for qid in ids), encoding="utf-8")
+    tmp.replace(path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
@@ -263,17 +286,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
     parser.add_argument("--ids", type=int, metavar="N",
                         help="print only the question ids of cluster N (numbered as in the Markdown), one per line")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="with --ids: write the ids to FILE (one per line, replacing it) instead of stdout")
     args = parser.parse_args(argv)
     if not args.run_id and not args.run_dir:
         raise UserError("give --run-id R (or --run-dir PATH)", fix="e.g. --run-id longmemeval-iter")
     if args.top_k < 1:
         raise UserError(f"--top-k {args.top_k} must be >= 1")
+    if args.out is not None and args.ids is None:
+        raise UserError("--out writes a cluster's ids: it needs --ids N", fix="e.g. --ids 1 --out trigger_set.txt")
     run_dir = args.run_dir if args.run_dir else existing_run_dir(args.project, args.run_id)
     if not Path(run_dir).is_dir():
         raise UserError(f"no run directory at {run_dir}")
     result = cluster_run(run_dir, top_k=args.top_k)
     if args.ids is not None:
-        print("\n".join(cluster_ids(result, args.ids)))
+        ids = cluster_ids(result, args.ids)
+        if args.out is None:
+            print("\n".join(ids))
+        else:
+            write_ids(args.out, ids)
+            print(f"trigger set: {len(ids)} id(s) of cluster {args.ids} written to {args.out}", file=sys.stderr)
         return 0
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render_markdown(result), end="" if not args.json else "\n")
     return 0

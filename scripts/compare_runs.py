@@ -2,6 +2,11 @@
 
 Usage:
     python scripts/compare_runs.py BEFORE_DIR AFTER_DIR [--json] [--force]
+    python scripts/compare_runs.py --latest [--project P] [--json] [--force]
+
+``--latest`` compares the project's two most recently STARTED runs (run-meta ``started_at``, the rule
+``scorecard.py --latest`` uses; the older one is "before"), so re-scoring an old run never swaps them. With fewer
+than two runs it prints "need two runs to compare" and exits 0.
 
 Each argument is a run directory (or a snapshot of one): it holds item-results.jsonl, run-meta.json and
 manifest.json. Labels are strict: an error row or an item never run counts as wrong. Runs judged differently, on a
@@ -232,15 +237,58 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _started(run_dir: Path) -> tuple[str, float]:
+    """The order of ``scorecard.latest_run``: run-meta ``started_at``, then the file's time."""
+    meta_path = run_dir / "run-meta.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        meta = {}
+    return str(meta.get("started_at") or "") if isinstance(meta, dict) else "", meta_path.stat().st_mtime
+
+
+def latest_two(project: Path) -> tuple[Path, Path] | None:
+    """(before, after): the project's two most recently started runs, older first; None with fewer than two.
+
+    "After" is ``scorecard.latest_run`` itself; "before" is the latest of the others by the same order.
+    """
+    import scorecard
+
+    after = scorecard.latest_run(Path(project), required=False)
+    if after is None:
+        return None
+    base = scorecard.runs_dir(Path(project))
+    others = [p for p in base.glob("*") if (p / "run-meta.json").is_file() and p != after]
+    if not others:
+        return None
+    return max(others, key=_started), after
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("before", type=Path, help="run (or snapshot) directory before the change")
-    parser.add_argument("after", type=Path, help="run (or snapshot) directory after the change")
+    parser.add_argument("before", type=Path, nargs="?", help="run (or snapshot) directory before the change")
+    parser.add_argument("after", type=Path, nargs="?", help="run (or snapshot) directory after the change")
+    parser.add_argument("--latest", action="store_true",
+                        help="compare the project's two most recently started runs (older = before)")
+    parser.add_argument("--project", type=Path, default=Path("."),
+                        help="project root for --latest (default: current dir)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of Markdown")
     parser.add_argument("--force", action="store_true",
                         help="compare even when judge, dataset sha256 or n_total differ (output says so)")
     args = parser.parse_args(argv)
+    if args.latest:
+        if args.before is not None or args.after is not None:
+            raise UserError("--latest picks both runs: give either --latest or BEFORE_DIR AFTER_DIR",
+                            fix="drop the directories, or drop --latest")
+        pair = latest_two(args.project)
+        if pair is None:
+            print("need two runs to compare")
+            return 0
+        args.before, args.after = pair
+    elif args.before is None or args.after is None:
+        raise UserError("give two run directories (BEFORE_DIR AFTER_DIR), or --latest",
+                        fix="e.g. compare_runs.py --latest")
     result = compare(args.before, args.after, force=args.force)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))

@@ -5,7 +5,10 @@ The run driver calls ``check_loop_run`` when started with ``--loop`` and refuses
 - the full question set every round (``--max`` below the dataset's ``n_total`` is a partial run);
 - the official judge only (openai ``gpt-4o`` / ``gpt-4o-2024-08-06``), so rounds stay comparable;
 - the three symbolic layers of the target on (``symbolic_resolver``, ``symbolic_temporal``, ``symbolic_bypass``);
-- the work tree on the loop branch (config ``loop.branch``, default ``longmemeval-iter``).
+- the work tree on the loop branch (config ``loop.branch``, default ``longmemeval-iter``);
+- the configured target (``loop.target``): a built-in name, or a path in the project such as ``memory_system``
+  (a copy of the plugin's ``plugins/memory_ref`` that the loop's fixes edit, committed on the loop branch).
+  Paths are compared as files, so ``memory_system``, ``./memory_system/`` and its absolute path are one target.
 
 The loop's settings live in the ``loop`` object of ``.longmemeval-benchmarks/config.json``; ``loop_config``
 fills in the defaults below (``references/iteration-rules.md`` documents each key).
@@ -13,6 +16,7 @@ fills in the defaults below (``references/iteration-rules.md`` documents each ke
 Usage (prints the loop configuration, or the problems for a planned run):
     python scripts/loop_guard.py config [--project P]
     python scripts/loop_guard.py check [--project P] [--max N] [--n-total N]
+    python scripts/loop_guard.py target --n-total 500          # the loop's target: 475 of 500
 """
 
 from __future__ import annotations
@@ -199,9 +203,30 @@ def check_loop_run(settings: Mapping[str, Any], project: Path) -> list[str]:
             f"on branch {actual or '(none: detached HEAD or not a git repo)'}, not the loop branch {cfg['branch']}"
         )
     target = settings.get("target")
-    if target is not None and cfg.get("target") and target != cfg["target"]:
+    if target is not None and cfg.get("target") and not same_target(str(target), str(cfg["target"]), project):
         problems.append(f"target is {target}, the loop configuration says {cfg['target']}")
     return problems
+
+
+def target_key(target: str, project: Path) -> str:
+    """What a target names: a built-in name as it is; a path (a ``.py`` file or a package directory, relative to
+    the project) as its resolved file, a package as its ``__init__.py``."""
+    from generation_driver import BUILTIN_TARGETS
+
+    if target in BUILTIN_TARGETS:
+        return target
+    path = Path(target).expanduser()
+    if not path.is_absolute():
+        path = Path(project) / path
+    path = path.resolve()
+    if path.is_dir():
+        path = path / "__init__.py"
+    return str(path)
+
+
+def same_target(a: str, b: str, project: Path) -> bool:
+    """Whether two target spellings name the same target (see ``target_key``)."""
+    return a == b or target_key(a, project) == target_key(b, project)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -213,8 +238,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_chk.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     p_chk.add_argument("--max", type=int, default=None, help="the --max the run would use (default: all)")
     p_chk.add_argument("--n-total", type=int, default=500, help="questions in the dataset file (default 500)")
+    p_tgt = sub.add_parser("target", help="print the strict-correct count that ends the loop for N items")
+    p_tgt.add_argument("--n-total", type=int, required=True, help="items in the full set (e.g. 500)")
     args = parser.parse_args(argv)
 
+    if args.command == "target":
+        if args.n_total < 1:
+            raise UserError(f"--n-total {args.n_total} must be >= 1", fix="pass the dataset's size, e.g. 500")
+        needed = target_correct(args.n_total)
+        print(f"{needed} of {args.n_total} strict correct ({needed / args.n_total:.1%}; ceil(0.95 * n_total))")
+        return 0
     cfg = loop_config(args.project)
     if args.command == "config":
         print(json.dumps(cfg, indent=2, sort_keys=True))

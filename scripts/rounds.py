@@ -11,6 +11,12 @@ Usage:
     python scripts/rounds.py snapshot --run-id longmemeval-iter
     python scripts/rounds.py log --run-id longmemeval-iter --note "baseline"
     python scripts/rounds.py blocked --reason billing
+    python scripts/rounds.py status                    # where the loop stands and the step to run next
+
+The loop's steps as one command each (the skill's steps 4, 6 and 8-10; each can simply be run again):
+    python scripts/rounds.py begin --run-id longmemeval-iter     # bump, snapshot, log, commit, push
+    python scripts/rounds.py commit-fix                          # commit the fix as "fix(v<N>): <proposal>"
+    python scripts/rounds.py finish --run-id longmemeval-iter    # decide (revert applied), commit, push
 """
 
 from __future__ import annotations
@@ -28,7 +34,15 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from errors import UserError, run_main
-from loop_guard import HISTORY_FILE, ROUND_FILE, SNAPSHOTS_DIR, existing_run_dir
+from loop_guard import (
+    CONFIRMATION_FILE,
+    DECISIONS_FILE,
+    HISTORY_FILE,
+    ROUND_FILE,
+    SNAPSHOTS_DIR,
+    existing_run_dir,
+)
+from loop_git import PROPOSAL_FILE
 
 SNAPSHOT_FILES = (
     "item-results.jsonl",
@@ -233,14 +247,196 @@ def log(project: Path, run_id: str, note: str = "", round_no: int | None = None)
     return row
 
 
+def blocked_row(round_no: int, reason: str, date: str | None = None) -> str:
+    """The history table row that records a halt: ``| BLOCKED | date | n/a ... | <reason> (round vN): ... |``.
+
+    A row, not a paragraph, so rows logged after it stay in the table; it does not start with ``| v<N> |``, so
+    charts (``charts.load_history``) skip it.
+    """
+    text = " ".join(BLOCK_REASONS.get(reason, reason).split()).replace("|", "/")
+    return (f"| BLOCKED | {date or today()} | n/a | n/a | n/a | n/a | "
+            f"{text} (round v{round_no}): the loop is halted until a human fixes it |")
+
+
 def blocked(project: Path, reason: str) -> str:
-    """Append ``BLOCKED: <reason>`` to the loop's history; the loop then waits for a human."""
+    """Append a BLOCKED row to the loop's history table; the loop then waits for a human."""
     project = Path(project)
     init(project)
-    text = BLOCK_REASONS.get(reason, reason)
-    line = f"\nBLOCKED: {text} (round v{current(project)}, {today()}): the loop is halted until a human fixes it.\n"
-    _append_line(project / HISTORY_FILE, line)
-    return line.strip()
+    row = blocked_row(current(project), reason)
+    _append_line(project / HISTORY_FILE, row)
+    return row
+
+
+# --------------------------------------------------------------------------- the round's steps, one command each
+
+
+def decision_for(project: Path, round_no: int) -> dict[str, Any] | None:
+    """The last decision recorded for ``round_no`` in ``decisions.jsonl`` (None: the round is not decided)."""
+    path = Path(project) / DECISIONS_FILE
+    if not path.exists():
+        return None
+    found = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.get("round") == round_no:
+            found = record
+    return found
+
+
+def fix_commit(project: Path, round_no: int) -> str | None:
+    """The sha of the newest ``fix(v<round>):`` commit on HEAD's history (None when there is none)."""
+    import loop_git
+
+    done = loop_git.run_git(["log", "-1", "--format=%H", f"--grep=^fix(v{round_no}):"], Path(project), check=False)
+    sha = done.stdout.strip() if done.returncode == 0 else ""
+    return sha or None
+
+
+def _baseline_note(round_no: int) -> str:
+    return f"baseline of round v{round_no}"
+
+
+def _baseline_logged(project: Path, round_no: int) -> bool:
+    history = Path(project) / HISTORY_FILE
+    if not history.exists():
+        return False
+    prefix = f"| v{round_no} |"
+    return any(line.startswith(prefix) and _baseline_note(round_no) in line
+               for line in history.read_text(encoding="utf-8").splitlines())
+
+
+def _commit_state_and_push(project: Path, message: str) -> str | None:
+    import loop_git
+
+    sha = loop_git.commit(message, loop_git.state_paths(project), project=project)
+    print(f"pushed {loop_git.push(project=project)}", file=sys.stderr)
+    return sha
+
+
+def begin(project: Path, run_id: str) -> int:
+    """Step 4: a new round (bump), its pre-fix snapshot, its baseline row, committed and pushed. Returns the round.
+
+    Run again after an interruption it finishes the round it started instead of starting another: the current
+    round is reused while it has no decision yet. Refused once the round has its fix commit (finish it first).
+    """
+    project = Path(project)
+    init(project)
+    round_no = current(project)
+    if round_no == 0 or decision_for(project, round_no) is not None:
+        round_no = bump(project)
+    elif fix_commit(project, round_no):
+        raise UserError(f"round v{round_no} already has its fix commit and no decision yet",
+                        fix="finish it: re-test the trigger set (step 7), then rounds.py finish (steps 8-10)")
+    if not snapshot_dir(project, round_no).exists():
+        snapshot(project, run_id, round_no)
+    if not _baseline_logged(project, round_no):
+        log(project, run_id, _baseline_note(round_no), round_no)
+    _commit_state_and_push(project, f"round v{round_no}: baseline")
+    return round_no
+
+
+def commit_fix(project: Path, proposal: Path | None = None) -> str:
+    """Step 6: commit every changed file outside the loop's state as ``fix(v<N>): <proposal>``; returns the sha.
+
+    Refused before the round has begun (no snapshot), after it was decided, and when it already has a fix
+    commit: one fix per round.
+    """
+    import loop_git
+
+    project = Path(project)
+    round_no = current(project)
+    if round_no == 0 or not snapshot_dir(project, round_no).is_dir():
+        raise UserError(f"round v{round_no} has not begun (no snapshot v{round_no})",
+                        fix="start the round first: rounds.py begin --run-id <loop run> (step 4)")
+    if decision_for(project, round_no) is not None:
+        raise UserError(f"round v{round_no} is decided already", fix="start a new round (step 4) for another fix")
+    existing = fix_commit(project, round_no)
+    if existing:
+        raise UserError(f"round v{round_no} already has its fix commit {existing[:12]}: one fix per round",
+                        fix="re-test it (step 7), then rounds.py finish (steps 8-10)")
+    path = project / (PROPOSAL_FILE if proposal is None else proposal)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise UserError(f"{path} is missing", fix="write the proposal first: the fix in one sentence on line 1")
+    if not text:
+        raise UserError(f"{path} is empty", fix="write the fix in one sentence on its first line")
+    changed = loop_git.changed_paths(project)
+    if not changed:
+        raise UserError("no changed files outside the loop's state: there is no fix to commit",
+                        fix="make the fix first (git status shows it)")
+    print(f"committing: {', '.join(changed)}", file=sys.stderr)
+    sha = loop_git.commit(f"fix(v{round_no}): {text}", changed, project=project)
+    assert sha is not None  # changed_paths found changes
+    return sha
+
+
+def finish(project: Path, run_id: str, *, reusable: bool = False, allow_errors: bool = False) -> str:
+    """Steps 8-10: decide on the round's fix (a revert is applied), commit the state, push. Returns the summary.
+
+    Run again after an interruption it does not decide twice: the round's recorded decision is committed and
+    pushed (a revert recorded without being applied is decided again, applied).
+    """
+    import decide
+
+    project = Path(project)
+    round_no = current(project)
+    record = decision_for(project, round_no)
+    if record is None or (record.get("decision") == "revert" and not record.get("applied")):
+        sha = fix_commit(project, round_no)
+        if not sha:
+            raise UserError(f"no 'fix(v{round_no}):' commit on this branch",
+                            fix="commit the fix first: rounds.py commit-fix (step 6)")
+        record = decide.run_decision(project, f"v{round_no}", run_id, reusable=reusable, fix_commit=sha,
+                                     apply=True, allow_errors=allow_errors)
+    summary = decide.describe(record)
+    _commit_state_and_push(project, f"round v{round_no}: {summary}")
+    return summary
+
+
+def status(project: Path) -> list[str]:
+    """Where the loop stands, as lines for people; the last line says which skill step to run next."""
+    project = Path(project)
+    round_no = current(project)
+    lines = [f"round: v{round_no}"]
+    confirmation = None
+    path = project / CONFIRMATION_FILE
+    if path.exists():
+        try:
+            confirmation = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise UserError(f"{path} is not valid JSON", fix="restore it from git history") from None
+    fix = fix_commit(project, round_no) if round_no else None
+    record = decision_for(project, round_no) if round_no else None
+    has_snapshot = round_no > 0 and snapshot_dir(project, round_no).is_dir()
+    if round_no:
+        lines.append(f"snapshot v{round_no}: {'present' if has_snapshot else 'missing'}")
+        lines.append(f"fix commit of v{round_no}: {fix[:12] if fix else 'none'}")
+        lines.append(f"decision for v{round_no}: {record['decision'] if record else 'none'}")
+    if confirmation:
+        lines.append(f"confirmation: {confirmation.get('status')} (run {confirmation.get('confirm_run_id')})")
+    history = project / HISTORY_FILE
+    if history.exists():
+        rows = [line for line in history.read_text(encoding="utf-8").splitlines()
+                if line.startswith("| ") and not line.startswith("| round |")]
+        lines += [f"history: {row}" for row in rows[-3:]]
+    if confirmation and confirmation.get("status") == "confirmed":
+        step = "the loop is over (confirmed): report both run ids and both counts"
+    elif confirmation and confirmation.get("status") == "pending":
+        step = "steps 2-3 (the confirmation rerun resumes, then it is judged)"
+    elif round_no == 0 or record is not None:
+        step = "step 1 (the full run resumes), then steps 2-3"
+    elif not has_snapshot:
+        step = "step 4 (rounds.py begin finishes starting the round)"
+    elif fix is None:
+        step = "step 5 (cluster, diagnose, propose), then step 6"
+    else:
+        step = "step 7 (re-test the trigger set; the run resumes), then steps 8-10"
+    lines.append(f"next: {step}")
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -259,6 +455,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_log.add_argument("--round", type=int, default=None, help="round number (default: the current round)")
     p_blk = sub.add_parser("blocked", help="log that the loop is blocked and needs a human")
     p_blk.add_argument("--reason", required=True, help="'billing' (logged as 'API billing') or free text")
+    sub.add_parser("status", help="print where the loop stands and the skill step to run next")
+    p_begin = sub.add_parser("begin", help="step 4: bump, snapshot, log the baseline, commit the state, push")
+    p_begin.add_argument("--run-id", required=True, help="the loop's run id")
+    p_fix = sub.add_parser("commit-fix", help="step 6: commit the changed files as 'fix(v<N>): <proposal>'")
+    p_fix.add_argument("--proposal", type=Path, default=None,
+                       help=f"the proposal file, relative to the project (default: {PROPOSAL_FILE})")
+    p_finish = sub.add_parser("finish", help="steps 8-10: decide (revert applied), commit the state, push")
+    p_finish.add_argument("--run-id", required=True, help="the loop's run id (re-tested after the fix)")
+    p_finish.add_argument("--reusable", action="store_true",
+                          help="the fix is infrastructure later fixes build on: keep it at net 0 or -1")
+    p_finish.add_argument("--allow-errors", action="store_true",
+                          help="decide although re-tested items ended in errors (they count as wrong)")
     args = parser.parse_args(argv)
     project = args.project
 
@@ -274,8 +482,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(snapshot(project, args.run_id, args.round))
     elif args.command == "log":
         print(log(project, args.run_id, args.note, args.round))
-    else:
+    elif args.command == "blocked":
         print(blocked(project, args.reason))
+    elif args.command == "status":
+        print("\n".join(status(project)))
+    elif args.command == "begin":
+        print(begin(project, args.run_id))
+    elif args.command == "commit-fix":
+        print(commit_fix(project, args.proposal))
+    else:
+        print(finish(project, args.run_id, reusable=args.reusable, allow_errors=args.allow_errors))
     return 0
 
 

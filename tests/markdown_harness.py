@@ -48,12 +48,19 @@ _MARK = "@@doc-test"
 
 #: What the agent does without bash between two blocks (the ``agent`` directive), played by shell in tests.
 AGENT_STANDINS: dict[str, str] = {
+    # the iterate skill's "where a fix goes": target and loop.target set to the project's copy, with the editor
+    "use-project-target": (
+        "python -c 'import json, pathlib; p = pathlib.Path(\".longmemeval-benchmarks/config.json\"); "
+        "c = json.loads(p.read_text()); c[\"target\"] = \"memory_system\"; "
+        "c.setdefault(\"loop\", {})[\"target\"] = \"memory_system\"; "
+        "p.write_text(json.dumps(c, indent=2) + chr(10))'"
+    ),
     # the iterate skill's step 6: the proposal (step C) and the fix's code change, made with the editor
     "write-fix": (
         "printf 'Prefer the latest session when two sessions disagree\\n\\n"
-        "Files: answer_policy.py. Must not touch: abstention, the symbolic layers.\\n' "
+        "Files: memory_system/answer_policy.py. Must not touch: abstention, the symbolic layers.\\n' "
         "> .longmemeval-benchmarks/proposal.md\n"
-        "printf 'PREFER_LATEST_SESSION = True\\n' > answer_policy.py"
+        "printf 'PREFER_LATEST_SESSION = True\\n' > memory_system/answer_policy.py"
     ),
 }
 

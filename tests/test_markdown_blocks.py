@@ -59,14 +59,19 @@ def _a_round_was_played(project: Path, env, output: str) -> None:
     assert log[0].startswith("round v1: REVERT: net +0") and log[1].startswith('Revert "fix(v1): Prefer the latest')
     assert log[2].startswith("fix(v1): Prefer the latest") and log[3] == "round v1: baseline"
     assert _git_log(project.parent / "origin.git", env, "longmemeval-iter") == log
-    assert not (project / "answer_policy.py").exists()
+    assert not (project / "memory_system" / "answer_policy.py").exists()  # the fix went into the project's target
+    assert (project / "memory_system" / "__init__.py").exists()
+    rows = [json.loads(line) for line in
+            (state / "runs" / "longmemeval-iter" / "item-results.jsonl").read_text().splitlines()]
+    assert rows and {row["target"]["name"] for row in rows} == {"memory_system"}
 
 
 def _the_loop_was_confirmed(project: Path, env, output: str) -> None:
     confirmation = json.loads((project / ".longmemeval-benchmarks" / "confirmation.json").read_text())
     assert (confirmation["status"], confirmation["confirm_correct"], confirmation["n_total"]) == ("confirmed", 24, 24)
     assert _git_log(project.parent / "origin.git", env, "longmemeval-iter")[0].startswith("FINAL: LongMemEval 24/24")
-    assert "BLOCKED: API billing" in (project / "history_max_effort.md").read_text()
+    history = (project / "history_max_effort.md").read_text()
+    assert any(line.startswith("| BLOCKED |") and "API billing" in line for line in history.splitlines())
 
 
 #: What a doc's blocks must have done, beyond exiting 0 (doc path -> check(project, env, output)).

@@ -7,9 +7,10 @@ import threading
 
 import pytest
 
+import charts
 import rounds
 from errors import UserError, run_main
-from loop_testing import item_ids, write_run
+from loop_testing import git, item_ids, make_loop_project, write_run
 
 
 def test_init_creates_counter_at_zero_and_history_once(tmp_path):
@@ -97,11 +98,148 @@ def test_log_in_a_project_without_a_counter_creates_it_and_logs_round_zero(tmp_p
 def test_blocked_billing_is_logged_for_a_human(tmp_path):
     rounds.init(tmp_path)
     line = rounds.blocked(tmp_path, "billing")
-    assert line.startswith("BLOCKED: API billing")
-    assert "BLOCKED: API billing" in (tmp_path / "history_max_effort.md").read_text()
+    assert line.startswith("| BLOCKED | ") and "API billing (round v0)" in line
+    assert line in (tmp_path / "history_max_effort.md").read_text().splitlines()
+
+
+def test_a_blocked_row_keeps_later_rounds_inside_the_history_table_and_charts_skip_it(tmp_path):
+    _run(tmp_path)
+    rounds.init(tmp_path)
+    rounds.log(tmp_path, "loop", "baseline")
+    rounds.blocked(tmp_path, "billing")
+    rounds.bump(tmp_path)
+    rounds.log(tmp_path, "loop", "after the billing fix")
+    history = tmp_path / "history_max_effort.md"
+    lines = history.read_text().splitlines()
+    table = lines[lines.index("| round | date | correct/n | overall | task-avg | abstention | note |"):]
+    # one unbroken Markdown table: every line from the header on is a row with the header's 7 cells
+    assert all(line.startswith("| ") or line.startswith("|---") for line in table)
+    assert {line.count("|") for line in table} == {8}
+    assert table[-1].startswith("| v1 | ") and table[-2].startswith("| BLOCKED | ")
+    assert [r["label"] for r in charts.load_history(history)] == ["v0", "v1"]
+
+
+def test_a_blocked_reason_cannot_break_the_row(tmp_path):
+    rounds.init(tmp_path)
+    row = rounds.blocked(tmp_path, "quota | exceeded\nagain")
+    assert row.count("|") == 8 and "\n" not in row
 
 
 def test_figure_reads_numbers_and_metric_blocks():
     assert rounds.figure(0.5) == 0.5
     assert rounds.figure({"accuracy_strict": 0.9, "accuracy_judged": 0.95}) == 0.9
     assert rounds.figure(None) is None and rounds.figure(True) is None
+
+
+# --------------------------------------------------------------------------- the round's steps, one command each
+
+
+@pytest.fixture
+def loop_project(tmp_path):
+    project = make_loop_project(tmp_path)
+    types = item_ids(12)
+    labels = {q: i % 3 != 0 for i, q in enumerate(types)}
+    write_run(project, "loop", types, labels)
+    return project, types, labels
+
+
+def _subjects(project, ref="HEAD"):
+    return git(["log", "--format=%s", ref], project).stdout.splitlines()
+
+
+def _write_fix(project, proposal="Prefer the latest session\n\nFiles: memory_system/policy.py\n"):
+    (project / ".longmemeval-benchmarks" / "proposal.md").write_text(proposal)
+    (project / "policy.py").write_text("LATEST = True\n")
+
+
+def test_begin_bumps_snapshots_logs_commits_and_pushes_and_a_rerun_finishes_the_same_round(loop_project):
+    project, _, _ = loop_project
+    assert rounds.begin(project, "loop") == 1
+    assert rounds.snapshot_dir(project, 1).is_dir()
+    assert _subjects(project)[0] == "round v1: baseline"
+    assert _subjects(project, "origin/longmemeval-iter")[0] == "round v1: baseline"
+    assert rounds.begin(project, "loop") == 1  # an interrupted or repeated begin does not start round 2
+    rows = [line for line in (project / "history_max_effort.md").read_text().splitlines() if line.startswith("| v1 |")]
+    assert len(rows) == 1 and "baseline of round v1" in rows[0]
+    assert rounds.current(project) == 1
+
+
+def test_commit_fix_commits_the_change_as_the_rounds_fix_once(loop_project, capsys):
+    project, _, _ = loop_project
+    rounds.init(project)
+    _write_fix(project)
+    with pytest.raises(UserError, match="has not begun"):
+        rounds.commit_fix(project)
+    rounds.begin(project, "loop")
+    assert run_main(rounds.main, ["--project", str(project), "commit-fix"]) == 0
+    sha = capsys.readouterr().out.strip()
+    assert rounds.fix_commit(project, 1) == sha
+    message = git(["log", "-1", "--format=%B"], project).stdout
+    assert message.startswith("fix(v1): Prefer the latest session\n\nFiles: memory_system/policy.py")
+    assert git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split() == ["policy.py"]
+    (project / "policy.py").write_text("LATEST = False\n")
+    with pytest.raises(UserError, match="one fix per round"):
+        rounds.commit_fix(project)
+    with pytest.raises(UserError, match="already has its fix commit"):
+        rounds.begin(project, "loop")
+
+
+def test_commit_fix_refuses_an_empty_proposal_or_no_change(loop_project):
+    project, _, _ = loop_project
+    rounds.begin(project, "loop")
+    (project / ".longmemeval-benchmarks" / "proposal.md").write_text("\n")
+    with pytest.raises(UserError, match="is empty"):
+        rounds.commit_fix(project)
+    (project / ".longmemeval-benchmarks" / "proposal.md").write_text("A fix\n")
+    with pytest.raises(UserError, match="no changed files"):
+        rounds.commit_fix(project)
+
+
+def test_finish_reverts_a_harmful_fix_commits_pushes_and_never_decides_twice(loop_project):
+    project, types, labels = loop_project
+    rounds.begin(project, "loop")
+    with pytest.raises(UserError, match="no 'fix\\(v1\\):' commit"):
+        rounds.finish(project, "loop")
+    _write_fix(project)
+    fix = rounds.commit_fix(project)
+    right = [q for q, ok in labels.items() if ok][:2]
+    write_run(project, "loop", types, {q: False for q in right})  # the re-test: two regressions, net -2
+    summary = rounds.finish(project, "loop")
+    assert summary.startswith("REVERT: net -2")
+    subjects = _subjects(project)
+    assert subjects[0] == f"round v1: {summary}" and subjects[1].startswith('Revert "fix(v1): Prefer the latest')
+    assert _subjects(project, "origin/longmemeval-iter") == subjects
+    assert not (project / "policy.py").exists()
+    assert rounds.finish(project, "loop") == summary  # run again: committed and pushed, not decided again
+    decisions = (project / ".longmemeval-benchmarks" / "decisions.jsonl").read_text().splitlines()
+    assert len(decisions) == 1 and json.loads(decisions[0])["fix_commit"] == fix
+
+
+def test_status_names_the_step_to_continue_at(loop_project, capsys):
+    project, types, labels = loop_project
+    rounds.init(project)
+
+    def step():
+        return rounds.status(project)[-1]
+
+    assert step().startswith("next: step 1 ")
+    rounds.bump(project)  # begin interrupted right after the bump
+    assert step().startswith("next: step 4 ")
+    rounds.begin(project, "loop")
+    assert step().startswith("next: step 5 ")
+    _write_fix(project)
+    rounds.commit_fix(project)
+    assert step().startswith("next: step 7 ")
+    rounds.finish(project, "loop")
+    assert step().startswith("next: step 1 ")
+    (project / ".longmemeval-benchmarks" / "confirmation.json").write_text(
+        json.dumps({"status": "pending", "confirm_run_id": "loop-confirm"}))
+    assert step().startswith("next: steps 2-3 ")
+    assert run_main(rounds.main, ["--project", str(project), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "round: v1" in out and "decision for v1: " in out and "confirmation: pending (run loop-confirm)" in out
+
+
+def test_status_fails_with_the_fix_when_the_loop_was_never_set_up(tmp_path, capsys):
+    assert run_main(rounds.main, ["--project", str(tmp_path), "status"]) == 2
+    assert "check_setup.sh" in capsys.readouterr().err

@@ -1,0 +1,133 @@
+"""Every command line of every bash block in commands/*.md is allowed by that command's own ``allowed-tools``.
+
+Claude Code 2.1.332 asks permission for any Bash command no allow rule matches, so a block the rules miss
+interrupts the user at every step. The rules are matched here the way 2.1.332 matches them:
+
+- ``allowed-tools`` is split into entries at commas and spaces outside parentheses. Its parser (function ``Qf``
+  in the bundled JS): ``case",":if(o)r+=s;else{if(r.trim())t.push(r.trim());r=""}break;case" ":if(o)r+=s;else
+  if(r.trim())t.push(r.trim()),r="";break`` (``o`` is "inside parentheses").
+- ``${CLAUDE_PLUGIN_ROOT}`` is substituted in the entries (and in the command's body) before that.
+- A rule ending in ``:*`` is a PREFIX rule: ``function cXt(e){return e.match(/^(.+):\\*$/)?.[1]??null}`` and
+  ``function Syt(e){let n=cXt(e);if(n!==null)return{type:"prefix",prefix:n};...``. It matches a command that
+  equals the prefix or starts with the prefix and a space: ``case"prefix":{if(E(W,N.prefix))return!0;return
+  x(W,N.prefix+" ")}`` (``E`` is equality, ``x`` is startsWith). A ``*`` inside the prefix is literal (the
+  validator's warning: "mixes * with the trailing :* prefix syntax, so it is matched as a literal prefix (the *
+  is not expanded)").
+- Any other rule without ``*`` matches the command exactly.
+- A compound command is checked part by part: each part split at newlines, ``&&``, ``||``, ``;`` and ``|`` must
+  be allowed on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from markdown_harness import REPO, extract_blocks
+from test_plugin_manifest import frontmatter
+
+COMMANDS = sorted((REPO / "commands").glob("*.md"))
+SAMPLE_ROOT = "/home/some user/.claude/plugins/cache/longmemeval-benchmarker"
+"""Where Claude Code might have installed the plugin: a path with a space, as on many machines."""
+
+#: Skills a command tells the agent to follow step by step: their blocks run under the command's rules too.
+FOLLOWED_DOCS = {
+    "longmemeval-iterate": ("skills/longmemeval-iterate/SKILL.md", "references/iteration-rules.md",
+                            "references/termination.md"),
+}
+#: Example arguments per command (``$ARGUMENTS`` is substituted textually before the agent runs a block).
+ARGUMENTS = ("", "--max 3 --run-id demo")
+
+
+def split_entries(allowed: str) -> list[str]:
+    """``allowed-tools`` as Claude Code splits it: at commas and spaces outside parentheses."""
+    entries, current, depth = [], "", False
+    for ch in allowed:
+        if ch == "(":
+            depth = True
+            current += ch
+        elif ch == ")":
+            depth = False
+            current += ch
+        elif ch in ", " and not depth:
+            if current.strip():
+                entries.append(current.strip())
+            current = ""
+        elif current or ch.strip():
+            current += ch
+    if current.strip():
+        entries.append(current.strip())
+    return entries
+
+
+def bash_rules(allowed: str, plugin_root: str) -> list[str]:
+    """The contents of the ``Bash(...)`` entries, ``${CLAUDE_PLUGIN_ROOT}`` substituted."""
+    text = allowed.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root)
+    return [entry[len("Bash("):-1] for entry in split_entries(text) if entry.startswith("Bash(") and entry.endswith(")")]
+
+
+def rule_matches(rule: str, command: str) -> bool:
+    """2.1.332's matcher for one rule and one simple command (see the module docstring)."""
+    command = command.strip()
+    prefix = re.match(r"^(.+):\*$", rule, re.S)
+    if prefix is not None:
+        head = prefix[1]
+        return command == head or command.startswith(head + " ")
+    if "*" in rule:
+        raise AssertionError(f"wildcard rule {rule!r}: this test does not model wildcards; use a prefix rule")
+    return command == rule
+
+
+def command_lines(block: str) -> list[str]:
+    """The simple commands of a block: split at newlines, ``&&``, ``||``, ``;`` and ``|``; blanks and comments out."""
+    parts = re.split(r"\n|&&|\|\||;|\|", block)
+    return [p.strip() for p in parts if p.strip() and not p.strip().startswith("#")]
+
+
+def _blocks(path: Path, plugin_root: str, arguments: str) -> list[str]:
+    return [b.code.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root).replace("$ARGUMENTS", arguments)
+            for b in extract_blocks(path)]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("arguments", ARGUMENTS, ids=("no-args", "args"))
+def test_every_command_line_is_allowed_by_the_commands_own_rules(command, arguments):
+    rules = bash_rules(str(frontmatter(command).get("allowed-tools", "")), SAMPLE_ROOT)
+    assert rules, f"{command.name}: no Bash(...) rule in allowed-tools"
+    docs = [command, *(REPO / doc for doc in FOLLOWED_DOCS.get(command.stem, ()))]
+    lines = [(doc, line) for doc in docs for block in _blocks(doc, SAMPLE_ROOT, arguments)
+             for line in command_lines(block)]
+    assert lines, f"{command.name}: no bash block"
+    unmatched = [f"{doc.relative_to(REPO)}: {line}" for doc, line in lines
+                 if not any(rule_matches(rule, line) for rule in rules)]
+    assert not unmatched, f"{command.name}: commands no allowed-tools rule matches:\n" + "\n".join(unmatched)
+
+
+def test_the_matcher_reads_rules_as_claude_code_does():
+    root = SAMPLE_ROOT
+    rule = f'bash "{root}/scripts/venv_run.sh" run_benchmark.py'
+    assert rule_matches(rule + ":*", f'bash "{root}/scripts/venv_run.sh" run_benchmark.py --max 3')
+    assert rule_matches(rule + ":*", f'bash "{root}/scripts/venv_run.sh" run_benchmark.py')
+    assert not rule_matches(rule + ":*", f'bash "{root}/scripts/venv_run.sh" run_benchmark.pyx')
+    assert not rule_matches(rule + ":*", f'bash "{root}/scripts/venv_run.sh" scorecard.py')
+    # the old rules: a * inside a prefix rule is literal, so they matched nothing
+    assert not rule_matches("*/scripts/*.py:*", f'python "{root}/scripts/run_benchmark.py" --max 3')
+    assert rule_matches("git status", "git status") and not rule_matches("git status", "git status -s")
+    assert split_entries('Bash(bash "/a b/x.sh" y.py:*), Read Edit,Write') == [
+        'Bash(bash "/a b/x.sh" y.py:*)', "Read", "Edit", "Write"]
+    assert bash_rules('Bash(python3 "${CLAUDE_PLUGIN_ROOT}/s.py":*), Read', "/p q") == ['python3 "/p q/s.py":*']
+    assert command_lines("a && b; c | d\n# note\n\ne || f\n") == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_a_block_with_shell_logic_is_caught(tmp_path):
+    doc = tmp_path / "commands" / "demo.md"
+    doc.parent.mkdir()
+    doc.write_text('---\ndescription: d\nallowed-tools: Bash(bash "${CLAUDE_PLUGIN_ROOT}/scripts/venv_run.sh" x.py:*)\n'
+                   '---\n\n```bash\nif [ -x .longmemeval-venv/bin/python ]; then PY=1; fi\n'
+                   'bash "${CLAUDE_PLUGIN_ROOT}/scripts/venv_run.sh" x.py --y\n```\n')
+    rules = bash_rules(frontmatter(doc)["allowed-tools"], SAMPLE_ROOT)
+    lines = [line for block in _blocks(doc, SAMPLE_ROOT, "") for line in command_lines(block)]
+    verdicts = [any(rule_matches(r, line) for r in rules) for line in lines]
+    assert verdicts == [False, False, False, True]  # "if [ -x ... ]", "then PY=1", "fi", the script call
