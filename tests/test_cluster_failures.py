@@ -142,3 +142,38 @@ def test_ids_refuses_infrastructure_gold_bad_and_missing_clusters(tmp_path, caps
     write_run(tmp_path, "loop", types, {q: None for q in types}, rows=rows)
     assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "99"]) == 2
     assert "no cluster 99" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("hypothesis,mode", [
+    ("The information provided is not enough to answer: you did not mention a piano.", "abstention_refused_judged_wrong"),
+    ("I don\u2019t know which gym you joined.", "abstention_refused_judged_wrong"),
+    ("You joined the Northside gym.", "abstention_answered"),
+])
+def test_a_wrong_abstention_item_that_refused_is_not_called_answered(hypothesis, mode):
+    rows = {"gym_abs": make_row("gym_abs", "multi-session", False, hypothesis=hypothesis)}
+    result = cf.cluster(rows, {"gym_abs": "multi-session"})
+    assert modes(result) == {"gym_abs": mode} and mode in cf.MODES
+
+
+def test_the_refusal_check_is_the_offline_judges_phrase_list(monkeypatch):
+    import offline_judge
+
+    assert cf.says_it_cannot_answer("x_abs", "That is unanswerable from our chats.")
+    monkeypatch.setattr(offline_judge, "ABSTENTION_PHRASES", ("zebra-phrase",))
+    assert not cf.says_it_cannot_answer("x_abs", "That is unanswerable from our chats.")
+    assert cf.says_it_cannot_answer("x_abs", "zebra-phrase")
+    assert not cf.says_it_cannot_answer("x", "zebra-phrase") and not cf.says_it_cannot_answer("x_abs", None)
+
+
+def test_ids_out_writes_the_trigger_set_file_and_counts_it_on_stderr(tmp_path, capsys):
+    rows, types = rows_and_types()
+    write_run(tmp_path, "loop", types, {q: None for q in types}, rows=rows)
+    first = cf.cluster_run(tmp_path / ".longmemeval-benchmarks" / "runs" / "loop")["clusters"][0]
+    out = tmp_path / ".longmemeval-benchmarks" / "trigger_set.txt"
+    out.write_text("stale-id\n")
+    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert out.read_text().splitlines() == first["question_ids"] and captured.out == ""
+    assert f"trigger set: {len(first['question_ids'])} id(s) of cluster 1" in captured.err
+    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--out", str(out)]) == 2
+    assert "needs --ids" in capsys.readouterr().err

@@ -131,3 +131,61 @@ def test_a_block_with_shell_logic_is_caught(tmp_path):
     lines = [line for block in _blocks(doc, SAMPLE_ROOT, "") for line in command_lines(block)]
     verdicts = [any(rule_matches(r, line) for r in rules) for line in lines]
     assert verdicts == [False, False, False, True]  # "if [ -x ... ]", "then PY=1", "fi", the script call
+
+
+# --------------------------------------------------------------------------- venv_run.sh, the runner the rules name
+
+
+def _venv_project(tmp_path: Path, layout: str | None = "bin/python") -> Path:
+    import stat
+    import sys
+
+    project = tmp_path / "project"
+    project.mkdir()
+    if layout is not None:
+        python = project / ".longmemeval-venv" / layout
+        python.parent.mkdir(parents=True)
+        python.write_text(f'#!/bin/sh\necho "venv python {layout}" >&2\nexec "{sys.executable}" "$@"\n')
+        python.chmod(python.stat().st_mode | stat.S_IXUSR)
+    return project
+
+
+def _venv_run(runner: Path, project: Path, *args: str):
+    import subprocess
+
+    return subprocess.run(["bash", str(runner), *args], cwd=project, capture_output=True, text=True, timeout=60,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(project)})
+
+
+@pytest.mark.parametrize("layout", ["bin/python", "Scripts/python.exe"])
+def test_venv_run_runs_a_sibling_script_with_the_projects_venv_python(tmp_path, layout):
+    import shutil
+
+    plugin = tmp_path / "plugin root with space"
+    shutil.copytree(REPO / "scripts", plugin / "scripts", ignore=shutil.ignore_patterns("__pycache__"))
+    project = _venv_project(tmp_path, layout)
+    done = _venv_run(plugin / "scripts" / "venv_run.sh", project, "loop_guard.py", "target", "--n-total", "20")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("19 of 20 strict correct") and f"venv python {layout}" in done.stderr
+
+
+def test_venv_run_without_the_venv_says_to_run_setup_and_exits_2(tmp_path):
+    project = _venv_project(tmp_path, None)
+    done = _venv_run(REPO / "scripts" / "venv_run.sh", project, "run_benchmark.py", "--max", "3")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"error: .longmemeval-venv not found in {project}: run /longmemeval-setup first\n"
+
+
+@pytest.mark.parametrize("name,needle", [("../evil.py", "not a script name"), ("no_such.py", "no script no_such.py"),
+                                         ("README", "neither a .py nor a .sh")])
+def test_venv_run_runs_only_its_own_scripts(tmp_path, name, needle):
+    done = _venv_run(REPO / "scripts" / "venv_run.sh", _venv_project(tmp_path), name)
+    assert done.returncode == 2 and needle in done.stderr
+
+
+def test_venv_run_runs_a_shell_script_with_bash_and_passes_the_exit_status(tmp_path):
+    project = _venv_project(tmp_path)
+    done = _venv_run(REPO / "scripts" / "venv_run.sh", project, "parallel_longmemeval.sh", "--help")
+    assert done.returncode == 0 and "Usage: bash scripts/parallel_longmemeval.sh" in done.stdout
+    bad = _venv_run(REPO / "scripts" / "venv_run.sh", project, "parallel_longmemeval.sh", "8", "x", "500")
+    assert bad.returncode == 2 and "'x' is not a whole number" in bad.stderr

@@ -173,3 +173,50 @@ def test_missing_run_dir_is_a_user_error(tmp_path):
 def test_runs_with_the_same_judge_model_compare_whatever_alias_or_official_flag(tmp_path, judge):
     a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": True}, judge=judge)
     assert compare_runs.compare(a, b)["fixes"] == 1
+
+
+def _started(run_dir: Path, started_at: str) -> Path:
+    meta = checkpoint_io.read_json(run_dir / "run-meta.json")
+    meta["started_at"] = started_at
+    checkpoint_io.write_atomic_json(run_dir / "run-meta.json", meta)
+    return run_dir
+
+
+def test_latest_compares_the_two_most_recently_started_runs_older_first(tmp_path, capsys):
+    runs = tmp_path / ".longmemeval-benchmarks" / "runs"
+    items = [("q1", SSU), ("q2", SSU)]
+    _started(write_run(runs / "oldest", items, [row("q1", SSU, False), row("q2", SSU, False)]), "2026-11-27T09:00:00Z")
+    _started(write_run(runs / "middle", items, [row("q1", SSU, False), row("q2", SSU, True)]), "2026-11-28T09:00:00Z")
+    newest = _started(write_run(runs / "newest", items, [row("q1", SSU, True), row("q2", SSU, True)]),
+                      "2026-11-29T09:00:00Z")
+    import os
+    os.utime(runs / "middle", (1e10, 1e10))  # re-scored last: folder time must not matter
+    assert compare_runs.latest_two(tmp_path) == (runs / "middle", newest)
+    assert run_main(compare_runs.main, ["--latest", "--project", str(tmp_path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["run_a"]["run_id"], result["run_b"]["run_id"], result["net"]) == ("middle", "newest", 1)
+
+
+def test_latest_agrees_with_the_scorecards_latest_run(tmp_path):
+    import scorecard
+
+    runs = tmp_path / ".longmemeval-benchmarks" / "runs"
+    for name, started in (("b", "2026-11-29T09:00:00Z"), ("a", "2026-11-29T10:00:00Z")):
+        _started(write_run(runs / name, [("q1", SSU)], [row("q1", SSU, True)]), started)
+    assert compare_runs.latest_two(tmp_path)[1] == scorecard.latest_run(tmp_path) == runs / "a"
+
+
+@pytest.mark.parametrize("n_runs", [0, 1])
+def test_latest_with_fewer_than_two_runs_says_so_and_exits_0(tmp_path, capsys, n_runs):
+    runs = tmp_path / ".longmemeval-benchmarks" / "runs"
+    for i in range(n_runs):
+        write_run(runs / f"r{i}", [("q1", SSU)], [row("q1", SSU, True)])
+    assert run_main(compare_runs.main, ["--latest", "--project", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "need two runs to compare\n"
+
+
+def test_latest_and_directories_together_or_neither_is_a_user_error(tmp_path, capsys):
+    assert run_main(compare_runs.main, ["--latest", str(tmp_path), str(tmp_path)]) == 2
+    assert "either --latest or BEFORE_DIR AFTER_DIR" in capsys.readouterr().err
+    assert run_main(compare_runs.main, []) == 2
+    assert "or --latest" in capsys.readouterr().err

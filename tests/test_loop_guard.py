@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,8 @@ import loop_git
 import loop_guard
 from errors import UserError, run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
+
+REPO_PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 
 GOOD = {
     "n_total": 500,
@@ -204,3 +207,54 @@ def test_commit_state_includes_the_loop_files(project, capsys):
     assert loop_git.main(["--project", str(project), "commit", "-m", "round v1", "--state"]) == 0
     files = git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split()
     assert sorted(files) == [".max_effort_round", "history_max_effort.md"]
+
+
+def test_a_project_copy_of_memory_ref_is_one_target_however_its_path_is_spelled(tmp_path):
+    import shutil
+
+    project = make_loop_project(tmp_path, loop={"target": "memory_system"})
+    shutil.copytree(REPO_PLUGINS / "memory_ref", project / "memory_system")
+    for spelling in ("memory_system", "./memory_system/", str(project / "memory_system"),
+                     str(project / "memory_system" / "__init__.py")):
+        assert loop_guard.check_loop_run({**GOOD, "target": spelling}, project) == [], spelling
+    problems = loop_guard.check_loop_run({**GOOD, "target": "memory-ref"}, project)
+    assert problems == ["target is memory-ref, the loop configuration says memory_system"]
+    assert not loop_guard.same_target("memory_system", "other_system", project)
+
+
+def test_the_generation_driver_loads_a_project_copy_of_memory_ref_by_its_folder(tmp_path, monkeypatch):
+    import shutil
+
+    import generation_driver
+
+    shutil.copytree(REPO_PLUGINS / "memory_ref", tmp_path / "memory_system")
+    monkeypatch.chdir(tmp_path)
+    assert generation_driver.target_path("memory_system") == str((tmp_path / "memory_system" / "__init__.py"))
+    module = generation_driver.load_target("memory_system")
+    assert callable(module.generate) and generation_driver.target_name("memory_system") == "memory_system"
+    assert generation_driver.describe_target("memory_system", {})["symbolic_bypass"] is True
+
+
+def test_target_command_prints_the_count_that_ends_the_loop(capsys):
+    assert run_main(loop_guard.main, ["target", "--n-total", "500"]) == 0
+    assert capsys.readouterr().out.startswith("475 of 500 strict correct")
+    assert run_main(loop_guard.main, ["target", "--n-total", "0"]) == 2
+
+
+def test_parallel_confirm_below_the_target_says_so_and_changes_nothing(tmp_path):
+    import subprocess
+
+    from loop_testing import item_ids, write_run
+
+    project = make_loop_project(tmp_path)
+    types = item_ids(10)
+    write_run(project, "longmemeval-iter", types, {q: i < 5 for i, q in enumerate(types)})
+    script = Path(loop_guard.__file__).with_name("parallel_longmemeval.sh")
+    done = subprocess.run(["bash", str(script), "8", "133", "10", "--confirm"], cwd=project, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "below the target: no confirmation yet; go on with step 4"
+    assert not (project / ".longmemeval-benchmarks" / "confirmation.json").exists()
+    extra = subprocess.run(["bash", str(script), "8", "133", "10", "--confirm", "--no-cache"], cwd=project,
+                           capture_output=True, text=True, timeout=60)
+    assert extra.returncode == 2 and "--confirm takes no other argument" in extra.stderr
