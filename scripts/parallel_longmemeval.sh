@@ -6,7 +6,7 @@
 #   N_PARALLEL  items in flight at once (--concurrency); pick it from references/model-config.md
 #   BATCH       accepted for compatibility and ignored: the driver's concurrency and adaptive rate limiter
 #               replace shell-level batches, and its checkpoints make any interruption resumable
-#   TOTAL       --max; the loop guard refuses anything below the full set (500, or 499 for the _s copy)
+#   TOTAL       --max; the loop guard refuses anything below the full set (the dataset's size, 500)
 #   extra args  passed through last, e.g. --run-id <confirmation id> --no-cache for the confirmation rerun
 #   --confirm   the termination step instead: when the loop run reached the target (confirm.py check), start or
 #               resume the confirmation (confirm.py start --resume), run the full set under its new run id with

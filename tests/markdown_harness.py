@@ -17,6 +17,8 @@ Anywhere in a file:
 
 Claude Code substitutes ``$ARGUMENTS`` in a command's body before running it; the harness does the same textual
 substitution for ``commands/*.md``. In skills and references ``ARGUMENTS`` is only an environment variable.
+``${CLAUDE_PLUGIN_ROOT}`` is an environment variable of the blocks (the plugin's checkout): Claude Code
+substitutes it in commands and skills, and references tell the agent to write the same path in by hand.
 """
 
 from __future__ import annotations
