@@ -237,31 +237,12 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _started(run_dir: Path) -> tuple[str, float]:
-    """The order of ``scorecard.latest_run``: run-meta ``started_at``, then the file's time."""
-    meta_path = run_dir / "run-meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        meta = {}
-    return str(meta.get("started_at") or "") if isinstance(meta, dict) else "", meta_path.stat().st_mtime
-
-
 def latest_two(project: Path) -> tuple[Path, Path] | None:
-    """(before, after): the project's two most recently started runs, older first; None with fewer than two.
-
-    "After" is ``scorecard.latest_run`` itself; "before" is the latest of the others by the same order.
-    """
+    """(before, after): the project's two most recently started runs, older first; None with fewer than two."""
     import scorecard
 
-    after = scorecard.latest_run(Path(project), required=False)
-    if after is None:
-        return None
-    base = scorecard.runs_dir(Path(project))
-    others = [p for p in base.glob("*") if (p / "run-meta.json").is_file() and p != after]
-    if not others:
-        return None
-    return max(others, key=_started), after
+    runs = scorecard.runs_by_start(Path(project))
+    return (runs[1], runs[0]) if len(runs) >= 2 else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

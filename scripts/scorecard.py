@@ -472,23 +472,27 @@ def runs_dir(project: Path) -> Path:
     return Path(project) / DEFAULT_RUNS_DIR
 
 
-def latest_run(project: Path, *, required: bool = True) -> Path | None:
-    """The most recently started run directory (by run-meta ``started_at``, then file time)."""
+def runs_by_start(project: Path) -> list[Path]:
+    """The project's run directories, most recently started first (run-meta ``started_at``, then file time)."""
     base = runs_dir(project)
     candidates = [p for p in base.glob("*") if (p / "run-meta.json").is_file()] if base.is_dir() else []
-    if not candidates:
-        if not required:
-            return None
-        raise UserError(f"no runs under {base}", fix="start one with /longmemeval-run")
 
     def started(p: Path) -> tuple[str, float]:
         try:
             meta = json.loads((p / "run-meta.json").read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             meta = {}
-        return str(meta.get("started_at") or ""), (p / "run-meta.json").stat().st_mtime
+        return str(meta.get("started_at") or "") if isinstance(meta, dict) else "", (p / "run-meta.json").stat().st_mtime
 
-    return max(candidates, key=started)
+    return sorted(candidates, key=started, reverse=True)
+
+
+def latest_run(project: Path, *, required: bool = True) -> Path | None:
+    """The most recently started run directory."""
+    runs = runs_by_start(project)
+    if not runs and required:
+        raise UserError(f"no runs under {runs_dir(project)}", fix="start one with /longmemeval-run")
+    return runs[0] if runs else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

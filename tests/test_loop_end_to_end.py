@@ -109,7 +109,7 @@ def test_two_rounds_keep_then_revert_then_confirmed_target(loop_project, tmp_pat
     assert confirm.check(project, "loop")["reached"] is False
     r1 = start_round(project, "baseline")
     clusters = cluster_failures.cluster_run(project / ".longmemeval-benchmarks/runs/loop")
-    assert clusters["failures"] == 6 and set(clusters["by_mode"]) <= {"refused_should_answer", "abstention_answered"}
+    assert clusters["failures"] == 6 and set(clusters["by_mode"]) <= {"refused_should_answer", "abstention_answered", "abstention_refused_judged_wrong"}
 
     # a fix that helps: 3 of the 6 failures now answered
     (project / "fix_one.py").write_text("HELPS = True\n")

@@ -278,8 +278,7 @@ def _project_with_venv(tmp_path: Path, *, runs: bool = True) -> Path:
     return project
 
 
-@pytest.mark.parametrize("arguments,expected,runs", [("older", "run `older`", True), ("", "run `newer`", True),
-                                                     ("", "no runs yet", False)])
+@pytest.mark.parametrize("arguments,expected,runs", [("--run-id older", "run `older`", True), ("", "run `newer`", True)])
 def test_report_command_block_runs_as_written(tmp_path, repo_root, arguments, expected, runs):
     import subprocess
 
