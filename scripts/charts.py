@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -40,18 +38,15 @@ def _pyplot():
 
 
 def _save_atomic(fig: Any, out_png: Path) -> Path:
+    import io
+
+    from checkpoint_io import write_atomic_bytes
+
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_png.name}.", suffix=".tmp", dir=out_png.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fig.savefig(fh, format="png", dpi=110, bbox_inches="tight")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out_png)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    write_atomic_bytes(out_png, buffer.getvalue())
     return out_png
 
 

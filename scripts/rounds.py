@@ -88,16 +88,9 @@ def _counter_lock(project: Path, timeout: float = 10.0) -> Iterator[None]:
 
 
 def _write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from checkpoint_io import write_atomic_bytes
+
+    write_atomic_bytes(path, text.encode("utf-8"))
 
 
 def _append_line(path: Path, line: str) -> None:
