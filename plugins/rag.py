@@ -119,9 +119,9 @@ class EmbeddingCache:
                 db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector TEXT NOT NULL)")
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(str(self.path), timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+        import sqlite_store
+
+        return sqlite_store.connect(self.path, autocommit=False)
 
     @staticmethod
     def key(model: str, text: str) -> str:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import sqlite_store
 from errors import UserError
 from records import ChatRequest, Completion
 
@@ -60,9 +61,7 @@ class CallCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn = sqlite_store.connect(self.path)
             self._local.conn = conn
         return conn
 

@@ -117,7 +117,7 @@ def run_decision(
     if problems and not allow_errors:
         raise UserError(
             f"run {run_id} is not ready to judge the fix: {'; '.join(problems)}",
-            fix=f"resume the run (parallel_longmemeval.sh) until every item is judged, or pass --allow-errors",
+            fix="resume the run (parallel_longmemeval.sh) until every item is judged, or pass --allow-errors",
         )
     comparison = compare_runs.compare(snap_dir, run_dir)
     net = int(comparison["net"])

@@ -22,9 +22,7 @@ import signal
 import sys
 import threading
 import time
-import zlib
 from contextlib import redirect_stdout
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -32,141 +30,13 @@ import checkpoint_io
 import config as config_mod
 import dataset
 import run_settings
-from errors import UserError, run_main
+import run_state
+from errors import run_main
 from item_runner import BILLING
-from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, SCHEMA_VERSION, Question
+from records import Question
 from run_settings import RunSettings
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
-
-
-def _utcnow() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def official_judge(provider: str, model: str) -> bool:
-    return provider == OFFICIAL_JUDGE_PROVIDER and model == OFFICIAL_JUDGE_MODEL
-
-
-def in_shard(question_id: str, shard: tuple[int, int] | None) -> bool:
-    """Deterministic, process-independent assignment of an item to shard i of n (crc32 of the id)."""
-    if shard is None:
-        return True
-    i, n = shard
-    return zlib.crc32(question_id.encode("utf-8")) % n == i - 1
-
-
-def shard_dir(root: Path, shard: tuple[int, int] | None) -> Path:
-    return root if shard is None else root / f"shard-{shard[0]}of{shard[1]}"
-
-
-# --------------------------------------------------------------------------- run-meta and manifest
-
-
-def build_manifest(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count."""
-    info = dataset.scan(Path(settings.dataset_path))
-    items = [{"question_id": qid, "question_type": qtype} for qid, qtype in info.questions]
-    manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(items), "items": items}
-    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items, **_file_stamp(settings)}
-    return manifest, described
-
-
-def _file_stamp(settings: RunSettings) -> dict[str, int]:
-    """Size and mtime of the dataset file: a resume re-hashes the file only when these changed."""
-    st = Path(settings.dataset_path).stat()
-    return {"file_bytes": st.st_size, "file_mtime_ns": st.st_mtime_ns}
-
-
-def _stored_settings_conflicts(meta: dict[str, Any], settings: RunSettings, ds: dict[str, Any]) -> list[str]:
-    """A resumed run must keep what makes its rows comparable: dataset, target, judge."""
-    problems = []
-    if meta["dataset"]["sha256"] != ds["sha256"]:
-        problems.append(f"dataset sha256 {ds['sha256'][:12]} != the run's {meta['dataset']['sha256'][:12]}")
-    if (meta["target"]["name"], meta["target"]["provider"], meta["target"]["model"]) != (
-        settings.target, settings.target_provider, settings.target_model
-    ):
-        problems.append(
-            f"target {settings.target} {settings.target_provider}:{settings.target_model} != the run's "
-            f"{meta['target']['name']} {meta['target']['provider']}:{meta['target']['model']}"
-        )
-    if dict(meta["target"].get("options") or {}) != dict(settings.target_options):
-        problems.append(f"target options {dict(settings.target_options)} != the run's {meta['target'].get('options')}")
-    if (meta["judge"]["provider"], meta["judge"]["model"]) != (settings.judge_provider, settings.judge_model):
-        problems.append(
-            f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
-            f"{meta['judge']['provider']}:{meta['judge']['model']}"
-        )
-    stored_template = ((meta.get("provenance") or {}).get("prompt_hashes") or {}).get("judge_template_sha256")
-    if settings.judge_provider != "offline" and stored_template:
-        import provenance
-
-        current = provenance.judge_template_sha256(settings.longmemeval_root)
-        if current != stored_template:
-            problems.append(f"judge prompt file {provenance.judge_template_path(settings.longmemeval_root)} "
-                            f"(sha256 {str(current)[:12]}) is not the one the run used ({stored_template[:12]})")
-    return problems
-
-
-def _shard_layout_conflicts(root: Path, shard: tuple[int, int] | None) -> list[str]:
-    """A run is sharded (every writer with --shard i/n, one n) or not; the two never mix."""
-    shard_dirs = sorted(p.name for p in root.glob("shard-*of*") if p.is_dir())
-    if shard is None:
-        return [f"the run is sharded ({', '.join(shard_dirs)}): resume each shard with --shard i/n"] if shard_dirs else []
-    problems = []
-    if (root / checkpoint_io.RESULTS_FILE).exists():
-        problems.append("the run was started without --shard: resume it without --shard")
-    other_n = {d for d in shard_dirs if not d.endswith(f"of{shard[1]}")}
-    if other_n:
-        problems.append(f"the run is sharded differently ({', '.join(sorted(other_n))}): use the same n")
-    return problems
-
-
-def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> dict[str, Any]:
-    import provenance
-
-    prov = provenance.describe(Path(settings.project), settings.target, settings.longmemeval_root)
-    return {
-        "schemaVersion": SCHEMA_VERSION,
-        "runId": run_id,
-        "status": "running",
-        "started_at": _utcnow(),
-        "finished_at": None,
-        "duration_seconds": 0.0,
-        "variant": settings.variant,
-        "dataset": ds,
-        "target": {
-            "name": settings.target,
-            "provider": settings.target_provider,
-            "model": settings.target_model,
-            "options": dict(settings.target_options),
-        },
-        "judge": {
-            "provider": settings.judge_provider,
-            "model": settings.judge_model,
-            "official": official_judge(settings.judge_provider, settings.judge_model),
-        },
-        "plugin_version": prov["plugin_version"],
-        "project_git_commit": prov["project_git_commit"],
-        "error": None,
-        "provenance": prov,
-        "endpoints": endpoints(settings),
-        "settings": settings.to_dict(),
-        "shard": None if settings.shard is None else f"{settings.shard[0]}/{settings.shard[1]}",
-        "invocations": [],
-    }
-
-
-def endpoints(settings: RunSettings) -> dict[str, str]:
-    """Where each provider's calls go: the config's base_url, else the SDK's environment variable, else default.
-
-    Recorded because a judge behind a proxy or another host is not the official judge, whatever it is called.
-    """
-    out = {}
-    for provider in sorted({settings.target_provider, settings.judge_provider} - {"offline"}):
-        env = os.environ.get(f"{provider.upper()}_BASE_URL")
-        out[provider] = settings.base_urls.get(provider) or env or "default"
-    return out
 
 
 # --------------------------------------------------------------------------- the run
@@ -236,59 +106,6 @@ class _Tally:
                 self.billing_message = row["error"]["message"]
 
 
-def _open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
-              scanned: tuple[dict[str, Any], dict[str, Any]] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Load or create run-meta and the manifest; refuse a resume whose dataset, target, options or judge changed.
-
-    A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
-    """
-    layout = _shard_layout_conflicts(root, settings.shard)
-    if layout:
-        raise UserError(f"cannot write run {run_id} this way: " + "; ".join(layout))
-    meta_path = work / "run-meta.json"
-    manifest_path = root / "manifest.json"
-    if not meta_path.exists() and settings.shard is not None and (root / "run-meta.json").exists():
-        meta_path = root / "run-meta.json"  # this shard is new: the run's own settings are in the root meta
-    meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else None
-    stored = (meta or {}).get("dataset", {})
-    unchanged = stored.get("path") == settings.dataset_path and all(
-        stored.get(k) == v for k, v in _file_stamp(settings).items()
-    )
-    if meta is not None and manifest_path.exists() and unchanged:
-        manifest = checkpoint_io.read_json(manifest_path, schema="manifest")
-        ds = dict(meta["dataset"])
-    else:
-        manifest, ds = scanned or build_manifest(settings)
-    if meta is None or meta_path != work / "run-meta.json":
-        fresh = new_meta(run_id, settings, ds)
-        if meta is not None:
-            conflicts = _stored_settings_conflicts(meta, settings, ds)
-            if conflicts:
-                raise UserError(f"cannot add a shard to run {run_id}: " + "; ".join(conflicts),
-                                fix="use the run's own settings for every shard")
-        meta = fresh
-    else:
-        conflicts = _stored_settings_conflicts(meta, settings, ds)
-        if conflicts:
-            raise UserError(
-                f"cannot resume run {run_id}: " + "; ".join(conflicts),
-                fix="resume with the run's own settings, or start a new run (omit --run-id)",
-            )
-    if settings.loop:
-        _loop_guard(settings, manifest)
-    if not manifest_path.exists():
-        checkpoint_io.write_atomic_json(manifest_path, manifest)
-    return meta, manifest
-
-
-def _scan_new_run(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Validate the whole dataset before a new run's directory exists: a bad file leaves nothing behind."""
-    manifest, ds = build_manifest(settings)
-    if manifest["n_total"] == 0:
-        raise UserError(f"dataset {settings.dataset_path} has no items", fix="point datasetPath at a LongMemEval file")
-    return manifest, ds
-
-
 def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: dict[str, Any],
            tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any) -> None:
     """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged."""
@@ -337,8 +154,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
     checkpoint_io.ensure_writable_dir(runs_dir)
     run_id = checkpoint_io.validate_run_id(run_id) if run_id else checkpoint_io.new_run_id()
     root = checkpoint_io.run_dir_for(runs_dir, run_id)
-    work = shard_dir(root, settings.shard)
-    scanned = None if root.exists() else _scan_new_run(settings)
+    work = run_state.shard_dir(root, settings.shard)
+    scanned = None if root.exists() else run_state.scan_new_run(settings)
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
@@ -348,21 +165,21 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         if settings.shard is not None:
             own.enter_context(checkpoint_io.RunLock(work))
         checkpoint_io.reconcile(work)
-        meta, manifest = _open_run(settings, run_id, root, work, scanned)
+        meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
         done = checkpoint_io.load_completed(root)  # root and every shard: never re-run what another shard did
-        planned = [it["question_id"] for it in manifest["items"] if in_shard(it["question_id"], settings.shard)]
+        planned = [it["question_id"] for it in manifest["items"] if run_state.in_shard(it["question_id"], settings.shard)]
         pending_all = [qid for qid in planned if qid not in done]
         pending = pending_all[: settings.max_evals]
 
         tally = _Tally()
         limiter = AdaptiveLimiter(settings.concurrency)
         gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
-        invocation: dict[str, Any] = {"started_at": _utcnow(), "pending_before": len(pending_all)}
+        invocation: dict[str, Any] = {"started_at": run_state.utcnow(), "pending_before": len(pending_all)}
         meta.update(status="running", finished_at=None, error=None)
         meta.setdefault("invocations", []).append(invocation)
         checkpoint_io.write_atomic_json(work / "run-meta.json", meta)
         if settings.shard is not None:
-            _update_root_meta(root, manifest)
+            run_state.update_root_meta(root, manifest)
 
         def finish(status: str, error: str | None) -> None:
             elapsed = time.monotonic() - t_start
@@ -370,7 +187,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             meta.update(
                 status=status,
                 error=error,
-                finished_at=_utcnow(),
+                finished_at=run_state.utcnow(),
                 duration_seconds=round(float(meta.get("duration_seconds") or 0.0) + elapsed, 3),
                 counts={
                     "n_total": manifest["n_total"],
@@ -427,7 +244,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             finish("completed", None)
             code = EXIT_COMPLETED
         if settings.shard is not None:
-            _update_root_meta(root, manifest)
+            run_state.update_root_meta(root, manifest)
     return code, root
 
 
@@ -444,50 +261,6 @@ def _provider_settings(settings: RunSettings) -> Any:
     return providers.ProviderSettings(
         timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls)
     )
-
-
-def _loop_guard(settings: RunSettings, manifest: dict[str, Any]) -> None:
-    import loop_guard
-
-    problems = loop_guard.check_loop_run(
-        {
-            "n_total": manifest["n_total"],
-            "max": settings.max_evals,
-            "judge_provider": settings.judge_provider,
-            "judge_model": settings.judge_model,
-            "symbolic": {f: bool(settings.target_options.get(f, True)) for f in run_settings.SYMBOLIC_FLAGS},
-            "target": settings.target,
-        },
-        Path(settings.project),
-    )
-    if problems:
-        raise UserError("loop mode refuses this run: " + "; ".join(problems), fix="see references/iteration-rules.md")
-
-
-def _update_root_meta(root: Path, manifest: dict[str, Any]) -> None:
-    """With shards, the root run-meta summarises the shards' metas: the worst status, counts over all shards."""
-    with checkpoint_io.RunLock(root, name=".meta.lock", wait=True):
-        metas = [checkpoint_io.read_json(p, schema="run-meta") for p in sorted(root.glob("shard-*/run-meta.json"))]
-        if not metas:
-            return
-        order = {"failed": 0, "interrupted": 1, "running": 2, "completed": 3}
-        completed = checkpoint_io.load_completed(root)
-        summary = dict(metas[0])
-        summary.update(
-            status=min((m["status"] for m in metas), key=lambda s: order[s]),
-            shard=None,
-            shards={m["shard"]: m["status"] for m in metas},
-            duration_seconds=max(float(m.get("duration_seconds") or 0) for m in metas),
-            error="; ".join(m["error"] for m in metas if m.get("error")) or None,
-            invocations=[],
-            counts={
-                "n_total": manifest["n_total"],
-                "planned": manifest["n_total"],
-                "completed": sum(1 for it in manifest["items"] if it["question_id"] in completed),
-                "pending": sum(1 for it in manifest["items"] if it["question_id"] not in completed),
-            },
-        )
-        checkpoint_io.write_atomic_json(root / "run-meta.json", summary)
 
 
 def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:

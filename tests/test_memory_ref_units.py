@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 import threading
 from pathlib import Path
@@ -16,7 +15,7 @@ from records import ChatRequest, Completion, PublicSession, PublicTurn
 PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 sys.path.insert(0, str(PLUGINS))
 
-from memory_ref import index, rerank, stack, writer  # noqa: E402
+from memory_ref import index, rerank, writer  # noqa: E402
 from memory_ref.stack import Role, load_settings  # noqa: E402
 
 

@@ -1,6 +1,5 @@
 """The command and python adapters, with real subprocesses and real user files."""
 
-import json
 import sys
 import time
 from pathlib import Path

@@ -1,6 +1,5 @@
 """The offline extractive target: no model, no network."""
 
-import pytest
 
 import generation_driver as gd
 from test_targets_common import GOLD, make_raw_item

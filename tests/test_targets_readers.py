@@ -7,7 +7,7 @@ import pytest
 import generation_driver as gd
 from records import Question
 from retrieval_metrics import evaluate
-from test_targets_common import GOLD, RecordingLLM, make_raw_item, prompt_of
+from test_targets_common import GOLD, RecordingLLM, make_raw_item
 
 
 @pytest.fixture

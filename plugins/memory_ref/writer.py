@@ -87,16 +87,15 @@ class FactCache:
         self.path = Path(directory) / CACHE_FILE
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, writer TEXT NOT NULL, "
                 "prompt_version TEXT NOT NULL, payload TEXT NOT NULL, created_at REAL NOT NULL)"
             )
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        conn.execute("PRAGMA busy_timeout=30000")
-        return conn
+        import sqlite_store
+
+        return sqlite_store.connect(self.path)
 
     def get(self, key: str) -> list[dict[str, Any]] | None:
         conn = self._connect()
