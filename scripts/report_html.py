@@ -7,6 +7,9 @@ Usage:
 ``scorecard.py`` writes ``report.html`` for every run it scores (and ``--compare OTHER`` a diff page, see
 ``compare_page``); this CLI rebuilds one, with another text budget, or prints a prompt the page left out.
 
+The page's bulk (session turns, prompt lines) is one zlib-compressed, base64 blob that the browser unpacks on the
+first drill-down; the table's data is plain JSON parsed at load.
+
 What the page shows: the scorecard's own figures (the card ``scorecard.build_scorecard`` computed, formatted by
 the scorecard's helpers: nothing is recomputed), charts, a filterable table of every question, and a drill-down
 per question: question and date, gold answer, hypothesis, judge reply and prompt sha, the target's debug, the
@@ -26,8 +29,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import sys
+import zlib
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
@@ -62,6 +67,17 @@ def embed_json(obj: Any) -> str:
                       ("\u2029", "\\u2029")):
         text = text.replace(raw, safe)
     return text
+
+
+def pack_texts(texts: Any) -> str:
+    """The texts blob as base64 of zlib-compressed JSON (about 0.4 of the JSON's size): the page's bulk, which the
+    browser decompresses (``DecompressionStream``) only when a drill-down first needs it."""
+    raw = json.dumps(texts, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def unpack_texts(blob: str) -> Any:
+    return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
 
 
 def stability_registry(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -109,8 +125,9 @@ def _page(title: str, body: str, data: Any, texts: Any, script: str) -> str:
             "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
             f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head><body>{body}"
             f"<script type=\"application/json\" id=\"lme-data\">{embed_json(data)}</script>"
-            f"<script type=\"application/json\" id=\"lme-texts\">{embed_json(texts)}</script>"
-            f"<script>{_asset(script)}</script></body></html>\n")
+            f"<script>{_asset(script)}</script>"  # before the bulk: the table works while the parser reads on
+            f"<script type=\"application/octet-stream\" id=\"lme-texts\" data-encoding=\"deflate-base64\">"
+            f"{pack_texts(texts)}</script></body></html>\n")
 
 
 # --------------------------------------------------------------------------- the dataset side

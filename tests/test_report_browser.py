@@ -142,6 +142,7 @@ def test_the_drill_down_shows_hypothesis_judge_reply_and_the_exact_prompt(page, 
     assert page.evaluate("window.pwned") is None
     assert page.inner_text("#d-judge-raw") == row["judgment"]["raw"]
     assert page.inner_text("#d-gold") == str(row["answer"])
+    page.wait_for_selector("#d-texts[data-ready]")  # the packed texts are unpacked on the first drill-down
     assert row["question"] in page.inner_text(".prompt-text")
     assert page.locator("#d-sessions .session.evidence").count() >= 1
     _shot(page, "report-drilldown-1366x768.png")

@@ -21,8 +21,10 @@ from run_project import make_project, run_dir
 
 def blobs(page: str) -> tuple[dict, dict]:
     """The page's two embedded JSON blobs, parsed as the browser parses them."""
-    found = dict(re.findall(r'<script type="application/json" id="(lme-\w+)">(.*?)</script>', page, re.S))
-    return json.loads(found["lme-data"]), json.loads(found["lme-texts"])
+    data = re.search(r'<script type="application/json" id="lme-data">(.*?)</script>', page, re.S).group(1)
+    texts = re.search(r'<script type="application/octet-stream" id="lme-texts" data-encoding="deflate-base64">'
+                      r'([A-Za-z0-9+/=]*)</script>', page).group(1)
+    return json.loads(data), report_html.unpack_texts(texts)
 
 
 @pytest.fixture
@@ -107,8 +109,7 @@ def test_each_session_and_prompt_line_is_embedded_once(report_run):
     assert len(ids) == len(set(ids))
     lines = [t for t in texts["l"] if t is not None]
     assert len(lines) == len(set(lines))
-    longest = max(lines, key=len)
-    assert page.count(report_html.embed_json(longest)) == 1
+    assert len(lines) >= 24 and all(report_html.embed_json(line) not in page for line in lines)  # packed, once
 
 
 def test_a_missing_dataset_still_gives_a_report_that_says_what_is_missing(report_run, tmp_path):
@@ -150,3 +151,39 @@ def test_a_bad_compare_run_is_one_line_and_writes_nothing(report_run, capsys):
     assert run_main(scorecard.main, ["--run-id", "r1", "--project", str(report_run.project), "--compare", "nope"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert {p.name: p.stat().st_mtime_ns for p in report_run.run_dir.iterdir()} == before
+
+
+@pytest.mark.parametrize("text", ["</script><script>alert(1)</script>", "<!-- <script>", "a\u2028b\u2029c", "&amp; >"])
+def test_embedded_json_has_no_markup_and_parses_back(text):
+    blob = report_html.embed_json({"t": text})
+    assert "<" not in blob and ">" not in blob and "\u2028" not in blob
+    assert json.loads(blob) == {"t": text}
+
+
+def test_the_flaky_mark_reads_the_rows_repeats_or_the_registrys_exact_prompt():
+    row = {"question_id": "q1", "judgment": {"model": "gpt-4o-2024-08-06", "prompt_sha256": "a" * 64}}
+    key = ("q1", "gpt-4o-2024-08-06", "a" * 64)
+    assert report_html.flaky_mark(row, {}) is None
+    assert report_html.flaky_mark(row, {key: {"yes": 3, "no": 0, "flaky": False}}) is None
+    assert report_html.flaky_mark(row, {key: {"yes": 1, "no": 2}})["no"] == 2  # both labels: flaky
+    assert report_html.flaky_mark(row, {("q1", "gpt-4o-2024-08-06", "b" * 64): {"yes": 1, "no": 1}}) is None
+    repeated = {**row, "judgment": {**row["judgment"], "stability": {"n": 3, "yes": 2, "no": 1, "flaky": True}}}
+    assert report_html.flaky_mark(repeated, {})["source"] == "this run's repeated verdicts"
+
+
+def test_the_symbolic_layers_say_which_one_acted():
+    debug = {"symbolic": {"temporal": {"resolved": [{"expression": "last week"}]}, "resolver": {"off": True},
+                          "bypass": {"taken": True, "reason": "counted 3 items"}}}
+    assert report_html._layers(debug) == ["temporal: 1 expression(s) resolved", "resolver: off",
+                                          "bypass: ANSWERED (reader skipped) — counted 3 items"]
+
+
+def test_a_loop_run_charts_accuracy_over_the_rounds(report_run, tmp_path):
+    history = tmp_path / "history_max_effort.md"
+    history.write_text("| round | date | correct/n | overall | task-avg | abstention | note |\n|---|---|---|---|---|---|---|\n"
+                       "| v1 | 2026-12-01 | 400/500 | 0.8000 | 0.7900 | 0.7000 | base |\n"
+                       "| v2 | 2026-12-02 | 450/500 | 0.9000 | 0.8800 | 0.8000 | fix |\n", encoding="utf-8")
+    assert scorecard.main(["--run-id", "r1", "--project", str(report_run.project), "--no-charts",
+                           "--history", str(history)]) == 0
+    page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Accuracy over the loop&#x27;s rounds" in page and page.count("<polyline") == 3

@@ -1,14 +1,24 @@
 // report.html: the question table (filters, search, sort) and the per-question drill-down.
-// Data: #lme-data (parsed at load), #lme-texts (session turns and prompt lines; parsed on the first drill-down).
-// Every data string reaches the page through textContent, never as HTML.
+// Data: #lme-data (JSON, parsed at load) and #lme-texts (session turns and prompt lines: base64 of zlib-compressed
+// JSON, unpacked once, on the first drill-down). Every data string reaches the page through textContent, never as HTML.
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('lme-data').textContent);
-  var T = null;
-  function texts() {
-    if (T === null) T = JSON.parse(document.getElementById('lme-texts').textContent);
-    return T;
+  var T = null, pending = null;
+  function loadTexts() {  // a Promise of {s: session turns by index, l: prompt lines by index}
+    if (pending === null) {
+      var parsed = document.readyState === 'loading'  // the blob follows this script: wait until it is all read
+        ? new Promise(function (r) { document.addEventListener('DOMContentLoaded', r); }) : Promise.resolve();
+      pending = parsed.then(function () {
+        if (typeof DecompressionStream === 'undefined') throw new Error('this browser cannot unpack the texts (no DecompressionStream)');
+        var bin = atob(document.getElementById('lme-texts').textContent), bytes = new Uint8Array(bin.length);
+        for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+        return new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('deflate'))).text();
+      }).then(function (text) { T = JSON.parse(text); window.lmeReport.textsAt = performance.now(); return T; });
+    }
+    return pending;
   }
+  function texts() { return T; }
 
   function h(tag, attrs) {
     var node = document.createElement(tag);
@@ -165,10 +175,12 @@
     var det = h('details', { cls: 'session' + (flags.indexOf('e') >= 0 ? ' evidence' : '') }, summary);
     if (flags.indexOf('e') >= 0) det.open = true;
     if (turns) {
+      var box = h('div', { cls: 'turns' });
       turns.forEach(function (t) {
-        det.appendChild(h('div', { cls: 'turn' + (t[2] ? ' has-answer' : '') }, h('span', { cls: 'role', text: t[0] + ': ' }),
+        box.appendChild(h('div', { cls: 'turn' + (t[2] ? ' has-answer' : '') }, h('span', { cls: 'role', text: t[0] + ': ' }),
           t[1]));
       });
+      det.appendChild(box);
     } else {
       det.appendChild(h('p', { cls: 'note', text: s.turns === null
         ? 'Text not available (the dataset file is not readable here).'
@@ -239,6 +251,23 @@
     dbg.appendChild(h('pre', { text: JSON.stringify(q.debug, null, 2) }));
     drawer.appendChild(dbg);
 
+    var bulk = h('div', { id: 'd-texts' }, h('p', { cls: 'note', text: 'Unpacking session and prompt texts…' }));
+    drawer.appendChild(bulk);
+    drawer.hidden = false;
+    drawer.scrollTop = 0;
+    setHash('#q=' + encodeURIComponent(qid));
+    loadTexts().then(function () {
+      if (current !== qid) return;
+      bulk.textContent = '';
+      renderTexts(q, bulk);
+      bulk.setAttribute('data-ready', '1');
+    }, function (err) {
+      bulk.textContent = '';
+      bulk.appendChild(h('p', { cls: 'note', text: 'Session and prompt texts unavailable: ' + err.message }));
+    });
+  }
+
+  function renderTexts(q, drawer) {
     drawer.appendChild(h('h3', { text: 'Sessions (' + q.sess.length + ')' }));
     if (!q.sess.length) drawer.appendChild(h('p', { cls: 'note', text: 'No session list (dataset not readable here).' }));
     var list = h('div', { id: 'd-sessions' });
@@ -263,9 +292,6 @@
       }
       drawer.appendChild(det);
     });
-    drawer.hidden = false;
-    drawer.scrollTop = 0;
-    setHash('#q=' + encodeURIComponent(qid));
   }
   function closeDrawer() {
     drawer.hidden = true;
@@ -290,5 +316,10 @@
   });
   var m = /^#q=(.+)$/.exec(location.hash);
   if (m) openDrawer(decodeURIComponent(m[1]));
-  window.lmeReport = { open: openDrawer, close: closeDrawer, apply: apply };
+  // Unpack the texts once the page is idle, so the first drill-down need not wait for it.
+  window.addEventListener('load', function () {
+    var later = window.requestIdleCallback || function (f) { return setTimeout(f, 200); };
+    later(function () { loadTexts().catch(function () { /* the drill-down says why */ }); }, { timeout: 2000 });
+  });
+  window.lmeReport = { open: openDrawer, close: closeDrawer, apply: apply, texts: loadTexts, readyAt: performance.now() };
 })();
