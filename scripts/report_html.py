@@ -7,8 +7,8 @@ Usage:
 ``scorecard.py`` writes ``report.html`` for every run it scores (and ``--compare OTHER`` a diff page, see
 ``compare_page``); this CLI rebuilds one, with another text budget, or prints a prompt the page left out.
 
-The page's bulk (session turns, prompt lines) is one zlib-compressed, base64 blob that the browser unpacks on the
-first drill-down; the table's data is plain JSON parsed at load.
+The table's data is plain JSON, parsed at load; the page's bulk (session turns, prompt lines) is one
+zlib-compressed, base64 blob after the page's code, which the browser unpacks once the page is idle.
 
 What the page shows: the scorecard's own figures (the card ``scorecard.build_scorecard`` computed, formatted by
 the scorecard's helpers: nothing is recomputed), charts, a filterable table of every question, and a drill-down
@@ -290,7 +290,7 @@ class _Texts:
     def __init__(self, budget_bytes: int, sessions: Mapping[str, _SessionText], prompts: prompt_store.StoredPrompts):
         self.budget = budget_bytes
         self.used = 0
-        self.over_budget = 0
+        self.left_out: set[str] = set()
         self._sessions_src = sessions
         self._prompts = prompts
         self.session_index: dict[str, int] = {}
@@ -320,7 +320,7 @@ class _Texts:
             self.session_turns[i] = src.turns
             self.used += cost
         else:
-            self.over_budget += 1
+            self.left_out.add(f"session {sid}")
 
     def line(self, key: str) -> int:
         if key not in self.line_index:
@@ -338,7 +338,7 @@ class _Texts:
             self.lines[i] = self._prompts.text(key)
             self.used += cost
         else:
-            self.over_budget += 1
+            self.left_out.add(f"line {key}")
 
 
 def _prompt_view(key: str, store: prompt_store.StoredPrompts, texts: _Texts) -> dict[str, Any]:
@@ -352,8 +352,8 @@ def _prompt_view(key: str, store: prompt_store.StoredPrompts, texts: _Texts) -> 
         return [s if isinstance(s, str) else texts.line(s["line"]) for s in segments]
 
     messages = [{"role": m.get("role"), "seg": segs(m.get("content") or [])} for m in record.get("messages") or []]
-    chars = sum(len(s) if isinstance(s, str) else max(0, texts.line_chars[s]) + 1
-                for m in messages for s in m["seg"])
+    chars = sum(sum(len(s) if isinstance(s, str) else max(0, texts.line_chars[s]) for s in m["seg"])
+                + max(0, len(m["seg"]) - 1) for m in messages)  # the segments and the newlines joining them
     return {"key": key, "provider": record.get("provider"), "model": record.get("model"),
             "max_tokens": record.get("max_tokens"), "temperature": record.get("temperature"),
             "system": segs(record.get("system")), "messages": messages, "chars": chars}
@@ -502,8 +502,8 @@ def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None 
                     texts.embed_line(line)
 
     notes = [n for n in [view.note] if n]
-    if texts.over_budget:
-        notes.append(f"{texts.over_budget} session or prompt text(s) were left out to keep this page under "
+    if texts.left_out:
+        notes.append(f"{len(texts.left_out)} session or prompt text(s) were left out to keep this page under "
                      f"{max_text_mb:g} MB of text (evidence sessions are always in); the drill-down names the "
                      f"command that prints a left-out prompt")
     if not store.prompts and any(run.rows.get(q) for q in types):

@@ -555,16 +555,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     markdown = render_markdown(card)
     import report_html
 
+    # The pages are built before anything is written: a bad --history, OTHER_RUN or unlike runs write nothing.
+    page = None if args.no_html else report_html.build_report(
+        run, card, project=args.project, history=report_html.loop_history(run, args.project, args.history))
     comparison = None
-    if args.compare:  # before anything is written: a bad OTHER_RUN or unlike runs are a one-line error
+    if args.compare:
         other = Path(args.compare) if Path(args.compare).is_dir() else checkpoint_io.run_dir_for(
             runs_dir(args.project), args.compare)
         comparison = report_html.build_compare(other, run_dir, force=args.force, project=args.project)
     written = write_outputs(run_dir, card, markdown, charts=not args.no_charts, history=args.history)
-    if not args.no_html:
-        history = report_html.loop_history(run, args.project, args.history)
-        written.append(report_html.write_report(run_dir, report_html.build_report(
-            run, card, project=args.project, history=history)))
+    if page is not None:
+        written.append(report_html.write_report(run_dir, page))
     if comparison is not None:
         written.append(report_html.write_page(comparison[1], comparison[0]))
     print(json.dumps(card, indent=2, ensure_ascii=False) if args.format == "json" else markdown, end="\n"

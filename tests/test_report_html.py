@@ -85,7 +85,7 @@ def test_the_drill_down_data_holds_the_exact_prompt_judge_reply_and_error(report
             assert q["judge"]["raw"] == row["judgment"]["raw"] and q["judge"]["prompt_sha256"]
         (prompt,) = q["prompts"]
         text = "\n".join(s if isinstance(s, str) else texts["l"][s] for s in prompt["messages"][-1]["seg"])
-        assert text in sent  # rebuilt in the page exactly as the reader got it
+        assert text in sent and prompt["chars"] == len(text)  # rebuilt in the page exactly as the reader got it
     assert by_id[report_run.error_id]["state"] == "error" and by_id[report_run.error_id]["err"]["kind"]
     assert by_id[report_run.flaky_id]["flaky"] == {"yes": 2, "no": 1, "source": "registry (run test)"}
     assert sum(1 for q in data["questions"] if q["flaky"]) == 1
@@ -95,8 +95,8 @@ def test_texts_beyond_the_evidence_respect_the_budget_and_say_so(report_run):
     run = compare_runs.load_run(report_run.run_dir)
     card = scorecard.build_scorecard(run)
     data, texts = blobs(report_html.build_report(run, card, project=report_run.project, max_text_mb=0))
-    assert all(t is None for t in texts["l"]) and any(n.startswith(f"{len(texts['l'])} ") or "left out" in n
-                                                       for n in data["notes"])
+    assert texts["l"] and all(t is None for t in texts["l"])
+    assert any(f"{len(texts['l'])} session or prompt text(s) were left out" in n for n in data["notes"])
     evidence = {ref[0] for q in data["questions"] for ref in q["sess"] if "e" in ref[2]}
     assert evidence and all(texts["s"][i] for i in evidence)
     assert all(texts["s"][i] is None for i in range(len(texts["s"])) if i not in evidence)
