@@ -3,6 +3,7 @@
 Usage:
     python scripts/compare_runs.py BEFORE_DIR AFTER_DIR [--json] [--force]
     python scripts/compare_runs.py --latest [--project P] [--json] [--force]
+    python scripts/compare_runs.py BEFORE_DIR AFTER_DIR --html [PATH]    # also the diff page (report_html)
 
 ``--latest`` compares the project's two most recently STARTED runs (run-meta ``started_at``, the rule
 ``scorecard.py --latest`` uses; the older one is "before"), so re-scoring an old run never swaps them. With fewer
@@ -257,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of Markdown")
     parser.add_argument("--force", action="store_true",
                         help="compare even when judge, dataset sha256 or n_total differ (output says so)")
+    parser.add_argument("--html", nargs="?", const="", metavar="PATH", type=str,
+                        help="also write the comparison as a page (default AFTER_DIR/compare-<before id>.html)")
     args = parser.parse_args(argv)
     if args.latest:
         if args.before is not None or args.after is not None:
@@ -271,6 +274,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError("give two run directories (BEFORE_DIR AFTER_DIR), or --latest",
                         fix="e.g. compare_runs.py --latest")
     result = compare(args.before, args.after, force=args.force)
+    if args.html is not None:
+        import report_html
+
+        page, default = report_html.build_compare(args.before, args.after, force=args.force, project=args.project)
+        print(f"wrote {report_html.write_page(Path(args.html) if args.html else default, page)}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:

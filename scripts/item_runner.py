@@ -11,7 +11,8 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from errors import UserError
-from records import LLM, Question, row_base
+from prompt_store import RecordingLLM
+from records import LLM, ChatRequest, Question, row_base
 from run_settings import RunSettings
 
 BILLING = "billing"
@@ -99,13 +100,27 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> dict
     )
 
 
-def run_item(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
-    """Return the result row for ``q``: ``status`` ``judged``, or ``error`` with the failing stage."""
+def run_item(q: Question, settings: RunSettings, llm: LLM,
+             prompts: list[ChatRequest] | None = None) -> dict[str, Any]:
+    """Return the result row for ``q``: ``status`` ``judged``, or ``error`` with the failing stage.
+
+    The row's ``prompt_keys`` name the chat requests the target sent (``ChatRequest.key()``, in order); the
+    requests themselves go into ``prompts`` when given, for the run's writer to store (``prompt_store``)."""
+    recorder = None if llm is None else RecordingLLM(llm)
+    row = _run_item(q, settings, llm, recorder)
+    if recorder is not None:
+        row["prompt_keys"] = recorder.keys()
+        if prompts is not None:
+            prompts.extend(recorder.requests)
+    return row
+
+
+def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None) -> dict[str, Any]:
     import providers
 
     t0 = time.monotonic()
     try:
-        hyp = generate(q, settings, llm)
+        hyp = generate(q, settings, gen_llm)
     except providers.ProviderError as err:
         return _error_row(q, settings, "generate", err.kind, str(err), getattr(err, "attempts", 1))
     except UserError as err:

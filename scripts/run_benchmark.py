@@ -110,7 +110,10 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
            tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any) -> None:
     """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged."""
     import item_runner
+    import prompt_store
 
+    prompts = prompt_store.PromptStore(work)
+    requests_of: dict[cf.Future, list] = {}
     with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
         in_flight: set[cf.Future] = set()
         exhausted = False
@@ -120,12 +123,16 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 if q is None:
                     exhausted = True
                     break
-                in_flight.add(pool.submit(item_runner.run_item, q, settings, gateway))
+                requests: list = []
+                fut = pool.submit(item_runner.run_item, q, settings, gateway, requests)
+                requests_of[fut] = requests
+                in_flight.add(fut)
             if not in_flight:
                 return
             finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
             for fut in finished:
                 row = fut.result()
+                prompts.add(requests_of.pop(fut))  # the prompts before the row that names them
                 checkpoint_io.append_item_result(work, row)
                 tally.record(row)
                 if row["status"] == "judged":

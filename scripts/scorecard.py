@@ -5,12 +5,15 @@ Usage:
     python scripts/scorecard.py --run-id RUN_ID [--project P] [--format md|json] [--no-charts] [--history FILE]
     python scripts/scorecard.py --latest [--project P]
     python scripts/scorecard.py --print-latest-id [--project P]
+    python scripts/scorecard.py --run-id RUN_ID --compare OTHER_RUN     # also compare-<OTHER>.html (OTHER = before)
 
 Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
 and judged-only (denominator = judged items). A banner says exactly why a run is not comparable with published
 LongMemEval figures (judge, dataset file, incomplete run, errors). A second figure leaves out items whose gold
 label was reported wrong upstream (references/known-gold-errors.json); it never replaces the official one.
-Works on completed, interrupted, failed and still-running runs (it only reads the run's files).
+Works on completed, interrupted, failed and still-running runs (it only reads the run's files). Every scoring also
+writes report.html, a self-contained page with the figures, charts and a drill-down per question
+(``report_html``; open it in a browser).
 
 Example:
     python scripts/scorecard.py --run-id baseline --format json
@@ -511,6 +514,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
     parser.add_argument("--history", type=Path, help="loop history (history_max_effort.md or JSONL): adds a "
                                                      "chart of accuracy over rounds")
+    parser.add_argument("--no-html", action="store_true", help="skip report.html")
+    parser.add_argument("--compare", metavar="OTHER_RUN",
+                        help="also write compare-<OTHER>.html: OTHER_RUN (a run id or directory) before, this run after")
+    parser.add_argument("--force", action="store_true",
+                        help="with --compare: compare even when judge, dataset sha256 or n_total differ (page says so)")
     args = parser.parse_args(argv)
 
     if args.print_latest_id:
@@ -545,7 +553,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = load_run(run_dir)
     card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
     markdown = render_markdown(card)
+    import report_html
+
+    # The pages are built before anything is written: a bad --history, OTHER_RUN or unlike runs write nothing.
+    page = None if args.no_html else report_html.build_report(
+        run, card, project=args.project, history=report_html.loop_history(run, args.project, args.history))
+    comparison = None
+    if args.compare:
+        other = Path(args.compare) if Path(args.compare).is_dir() else checkpoint_io.run_dir_for(
+            runs_dir(args.project), args.compare)
+        comparison = report_html.build_compare(other, run_dir, force=args.force, project=args.project)
     written = write_outputs(run_dir, card, markdown, charts=not args.no_charts, history=args.history)
+    if page is not None:
+        written.append(report_html.write_report(run_dir, page))
+    if comparison is not None:
+        written.append(report_html.write_page(comparison[1], comparison[0]))
     print(json.dumps(card, indent=2, ensure_ascii=False) if args.format == "json" else markdown, end="\n"
           if args.format == "json" else "")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)

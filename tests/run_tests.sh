@@ -19,6 +19,18 @@ if ! command -v claude >/dev/null 2>&1 && [ ! -x .tools/node_modules/.bin/claude
 fi
 export PATH="$PWD/.tools/node_modules/.bin:$PATH"
 
+# The report's browser tests (tests/test_report_browser.py) drive Debian's Chromium: install it, as root, when missing.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    log=$(mktemp)
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >"$log" 2>&1 \
+      || { tail -n 5 "$log"; echo "warning: could not install chromium; the browser tests will skip (or fail under CI)"; }
+    rm -f "$log"
+  else
+    echo "warning: chromium not found (apt-get install chromium); the browser tests will skip (or fail under CI)"
+  fi
+fi
+
 "$VENV/bin/python" -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi

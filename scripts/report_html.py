@@ -1,0 +1,677 @@
+"""report.html: one self-contained page per run (no network; inline CSS, JS and SVG; data as embedded JSON).
+
+Usage:
+    python scripts/report_html.py RUN_DIR [--project P] [--max-text-mb 24] [--history FILE]
+    python scripts/report_html.py RUN_DIR --prompt QUESTION_ID       # print the exact prompt(s) of one item
+
+``scorecard.py`` writes ``report.html`` for every run it scores (and ``--compare OTHER`` a diff page, see
+``compare_page``); this CLI rebuilds one, with another text budget, or prints a prompt the page left out.
+
+The table's data is plain JSON, parsed at load; the page's bulk (session turns, prompt lines) is one
+zlib-compressed, base64 blob after the page's code, which the browser unpacks once the page is idle.
+
+What the page shows: the scorecard's own figures (the card ``scorecard.build_scorecard`` computed, formatted by
+the scorecard's helpers: nothing is recomputed), charts, a filterable table of every question, and a drill-down
+per question: question and date, gold answer, hypothesis, judge reply and prompt sha, the target's debug, the
+sessions (evidence marked) with their text, and the exact prompts the target sent.
+
+Where the texts come from: the prompts are STORED by the run (``prompts.jsonl``, ``prompt_store``), exactly as
+sent; session texts, dates and evidence ids are read from the run's dataset file (checked against the size and
+mtime run-meta recorded). Each session and each long prompt line is embedded once, however many questions refer
+to it. Evidence sessions are always embedded; other texts (retrieved sessions, prompt lines) are embedded up to
+``--max-text-mb``, wrong and failed items first: a full-context ``_s`` run sends ~200 MB of distinct session text,
+far more than a page should carry. What is left out says so and names the ``--prompt`` command that prints it.
+
+Example:
+    python scripts/report_html.py .longmemeval-benchmarks/runs/baseline --max-text-mb 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import sys
+import zlib
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import checkpoint_io
+import metrics
+import prompt_store
+import report_svg
+from compare_runs import RunData, load_run
+from errors import UserError, run_main
+from records import QUESTION_TYPES, Question
+
+REPORT_FILE = "report.html"
+ASSETS = Path(__file__).resolve().parent / "report_assets"
+STABILITY_FILE = "judge-stability.jsonl"
+"""The judge-stability registry (issue 12, /work/team/INTERFACE-12.md): in ``.longmemeval-benchmarks/``."""
+DEFAULT_MAX_TEXT_MB = 24.0
+DEFAULT_TOP_K = 10
+"""Retrieved sessions listed per question when the target's debug does not say how many the reader got."""
+
+
+# --------------------------------------------------------------------------- small pieces
+
+
+def embed_json(obj: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``</script>``, ``<!--`` or line separators can
+    end or confuse the element (``<``, ``>``, ``&`` only ever occur inside JSON strings, so escaping them is
+    lossless)."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                      ("\u2029", "\\u2029")):
+        text = text.replace(raw, safe)
+    return text
+
+
+def pack_texts(texts: Any) -> str:
+    """The texts blob as base64 of zlib-compressed JSON (about 0.4 of the JSON's size): the page's bulk, which the
+    browser decompresses (``DecompressionStream``) only when a drill-down first needs it."""
+    raw = json.dumps(texts, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def unpack_texts(blob: str) -> Any:
+    return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+
+
+def stability_registry(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The judge-stability registry: the last line per (question_id, judge_model, prompt_sha256); {} if absent."""
+    registry: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for _, rec in checkpoint_io.iter_jsonl(Path(path)):
+        registry[(str(rec.get("question_id")), str(rec.get("judge_model")), str(rec.get("prompt_sha256")))] = rec
+    return registry
+
+
+def flaky_mark(row: Mapping[str, Any] | None, registry: Mapping[tuple[str, str, str], Mapping[str, Any]]
+               ) -> dict[str, Any] | None:
+    """``{"yes", "no", "source"}`` when the judge gave this row's exact prompt both labels (the row's own repeats,
+    ``judgment.stability``, or the registry), else None. The one place the flaky rule is read."""
+    judgment = (row or {}).get("judgment") or {}
+    own = judgment.get("stability")
+    if isinstance(own, Mapping) and own.get("flaky"):
+        return {"yes": own.get("yes"), "no": own.get("no"), "source": "this run's repeated verdicts"}
+    rec = registry.get((str((row or {}).get("question_id")), str(judgment.get("model")),
+                        str(judgment.get("prompt_sha256"))))
+    if rec and (rec.get("flaky") or (int(rec.get("yes") or 0) > 0 and int(rec.get("no") or 0) > 0)):
+        return {"yes": rec.get("yes"), "no": rec.get("no"), "source": f"registry ({rec.get('source', '?')})"}
+    return None
+
+
+def stability_path(run_dir: Path, project: Path | None = None) -> Path:
+    """``<project>/.longmemeval-benchmarks/judge-stability.jsonl`` when it exists, else the one beside the run's
+    ``runs/`` folder (a run in the default layout, scored from anywhere)."""
+    beside = Path(run_dir).resolve().parent.parent / STABILITY_FILE
+    if project is not None:
+        own = Path(project) / ".longmemeval-benchmarks" / STABILITY_FILE
+        if own.is_file() or not beside.is_file():
+            return own
+    return beside
+
+
+def _asset(name: str) -> str:
+    return (ASSETS / name).read_text(encoding="utf-8")
+
+
+def _page(title: str, body: str, data: Any, texts: Any, script: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+            f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head><body>{body}"
+            f"<script type=\"application/json\" id=\"lme-data\">{embed_json(data)}</script>"
+            f"<script>{_asset(script)}</script>"  # before the bulk: the table works while the parser reads on
+            f"<script type=\"application/octet-stream\" id=\"lme-texts\" data-encoding=\"deflate-base64\">"
+            f"{pack_texts(texts)}</script></body></html>\n")
+
+
+# --------------------------------------------------------------------------- the dataset side
+
+
+@dataclass
+class _SessionText:
+    session_id: str
+    date: str
+    turns: list[list[Any]]
+    """``[role, content, has_answer 0/1]`` per turn."""
+
+    @property
+    def chars(self) -> int:
+        return sum(len(t[1]) for t in self.turns)
+
+
+@dataclass
+class _ItemFacts:
+    question_date: str
+    order: list[str]
+    """Real ids of the sessions the target was given, in the dataset's order."""
+    evidence: list[str]
+
+
+@dataclass
+class _DatasetView:
+    items: dict[str, _ItemFacts] = field(default_factory=dict)
+    sessions: dict[str, _SessionText] = field(default_factory=dict)
+    note: str | None = None
+
+
+def _dataset_note(meta: Mapping[str, Any]) -> tuple[Path | None, str | None]:
+    ds = meta.get("dataset") or {}
+    path = Path(str(ds.get("path") or ""))
+    if not ds.get("path") or not path.is_file():
+        return None, (f"the run's dataset file {ds.get('path') or '(none recorded)'} is not here: question dates and "
+                      "session texts are missing from this report")
+    st = path.stat()
+    if ("file_bytes" in ds and ds["file_bytes"] != st.st_size) or (
+            "file_mtime_ns" in ds and ds["file_mtime_ns"] != st.st_mtime_ns):
+        return None, (f"the dataset file {path} changed since the run (size or mtime differ from run-meta): "
+                      "question dates and session texts are left out rather than shown wrong")
+    return path, None
+
+
+def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evidence: bool) -> _DatasetView:
+    """Stream the run's dataset once; keep dates and ids of every wanted item, and the turns of the sessions in
+    ``wanted[qid]`` (the ones a drill-down may show). Nothing else is held in memory."""
+    import dataset
+
+    view = _DatasetView()
+    path, view.note = _dataset_note(run.meta)
+    if path is None:
+        return view
+    left = set(wanted)
+    for raw in dataset.iter_items(path):
+        qid = str(raw["question_id"])
+        if qid not in left:
+            continue
+        left.discard(qid)
+        q = Question.from_dict(raw)
+        evidence = list(q.answer_session_ids)
+        shown = [s for s in q.sessions if not visible_only_evidence or s.session_id in set(evidence)]
+        view.items[qid] = _ItemFacts(q.question_date, [s.session_id for s in shown], evidence)
+        keep = wanted[qid] | set(evidence)
+        for s in q.sessions:
+            if s.session_id not in view.sessions:
+                turns = [[t.role, t.content, 1 if t.has_answer else 0] for t in s.turns] if s.session_id in keep else []
+                view.sessions[s.session_id] = _SessionText(s.session_id, s.date, turns)
+            elif s.session_id in keep and not view.sessions[s.session_id].turns and s.turns:
+                view.sessions[s.session_id].turns = [[t.role, t.content, 1 if t.has_answer else 0] for t in s.turns]
+        if not left:
+            break
+    return view
+
+
+# --------------------------------------------------------------------------- per question
+
+
+def _state(row: Mapping[str, Any] | None) -> str:
+    if row is None:
+        return "not_run"
+    if row.get("status") == "error":
+        return "error"
+    return "correct" if metrics.label_of_row(row) is True else "wrong"
+
+
+def _cached(row: Mapping[str, Any] | None) -> str | None:
+    if row is None:
+        return None
+    flags = [bool(c.get("cached")) for c in row.get("calls") or []]
+    if row.get("judgment"):
+        flags.append(bool(row["judgment"].get("cached")))
+    if not flags:
+        return None
+    return "all" if all(flags) else "some" if any(flags) else "none"
+
+
+def _top_k(row: Mapping[str, Any]) -> int:
+    retrieval = ((row.get("target") or {}).get("debug") or {}).get("retrieval")
+    k = retrieval.get("top_k") if isinstance(retrieval, Mapping) else None
+    return int(k) if isinstance(k, int) and not isinstance(k, bool) and k > 0 else DEFAULT_TOP_K
+
+
+def _layers(debug: Mapping[str, Any]) -> list[str]:
+    """One line per symbolic layer of the target (memory-ref's ``debug.symbolic``): what it did, or that it was off."""
+    symbolic = debug.get("symbolic")
+    if not isinstance(symbolic, Mapping):
+        return []
+    out = []
+    for name, info in symbolic.items():
+        if not isinstance(info, Mapping):
+            continue
+        if info.get("off"):
+            out.append(f"{name}: off")
+        elif name == "bypass":
+            out.append(f"bypass: {'ANSWERED (reader skipped)' if info.get('taken') else 'not taken'}"
+                       + (f" — {info.get('reason')}" if info.get("reason") else ""))
+        elif name == "temporal":
+            resolved = info.get("resolved") or []
+            out.append(f"temporal: {len(resolved)} expression(s) resolved" + (f" ({info['error']})" if info.get("error") else ""))
+        elif name == "resolver":
+            superseded = info.get("superseded") or []
+            extra = f", counted {info.get('count')} '{info.get('count_noun')}'" if info.get("count_noun") else ""
+            out.append(f"resolver: {len(superseded)} superseded fact(s){extra}")
+        else:
+            out.append(f"{name}: {json.dumps(info, ensure_ascii=False)[:160]}")
+    return out
+
+
+def _session_refs(row: Mapping[str, Any] | None, facts: _ItemFacts | None) -> list[tuple[str, int | None, str]]:
+    """(session id, rank or None, flags) for the drill-down: ``e`` evidence, ``k`` given to the reader (top k),
+    ``d`` dropped to fit the context window, ``x`` evidence left outside the top k."""
+    evidence = set(facts.evidence if facts else ((row or {}).get("retrieval") or {}).get("gold_session_ids") or [])
+    debug = ((row or {}).get("target") or {}).get("debug") or {}
+    trunc = debug.get("truncation") if isinstance(debug, Mapping) else None
+    dropped = set(trunc.get("dropped_session_ids") or []) if isinstance(trunc, Mapping) else set()
+    ranked = ((row or {}).get("retrieval") or {}).get("retrieved_session_ids")
+    refs: list[tuple[str, int | None, str]] = []
+    if ranked is not None:
+        k = _top_k(row or {})
+        for rank, sid in enumerate(ranked[:k], 1):
+            refs.append((sid, rank, ("e" if sid in evidence else "") + "k" + ("d" if sid in dropped else "")))
+        shown = {sid for sid, _, _ in refs}
+        for sid in sorted(evidence - shown, key=lambda s: ranked.index(s) if s in ranked else len(ranked)):
+            refs.append((sid, ranked.index(sid) + 1 if sid in ranked else None, "ex"))
+    elif facts is not None:
+        for sid in facts.order:
+            refs.append((sid, None, ("e" if sid in evidence else "") + "k" + ("d" if sid in dropped else "")))
+    return refs
+
+
+# --------------------------------------------------------------------------- texts under a budget
+
+
+class _Texts:
+    """Sessions and prompt lines, each embedded once, evidence always, the rest while the budget lasts."""
+
+    def __init__(self, budget_bytes: int, sessions: Mapping[str, _SessionText], prompts: prompt_store.StoredPrompts):
+        self.budget = budget_bytes
+        self.used = 0
+        self.left_out: set[str] = set()
+        self._sessions_src = sessions
+        self._prompts = prompts
+        self.session_index: dict[str, int] = {}
+        self.sessions: list[dict[str, Any]] = []
+        self.session_turns: list[list[list[Any]] | None] = []
+        self.line_index: dict[str, int] = {}
+        self.line_chars: list[int] = []
+        self.lines: list[str | None] = []
+
+    def session(self, sid: str) -> int:
+        if sid not in self.session_index:
+            src = self._sessions_src.get(sid)
+            self.session_index[sid] = len(self.sessions)
+            self.sessions.append({"id": sid, "date": src.date if src else None,
+                                  "turns": len(src.turns) if src and src.turns else None,
+                                  "chars": src.chars if src and src.turns else None})
+            self.session_turns.append(None)
+        return self.session_index[sid]
+
+    def embed_session(self, sid: str, *, always: bool = False) -> None:
+        i = self.session(sid)
+        src = self._sessions_src.get(sid)
+        if self.session_turns[i] is not None or src is None or not src.turns:
+            return
+        cost = src.chars + 16 * len(src.turns)
+        if always or self.used + cost <= self.budget:
+            self.session_turns[i] = src.turns
+            self.used += cost
+        else:
+            self.left_out.add(f"session {sid}")
+
+    def line(self, key: str) -> int:
+        if key not in self.line_index:
+            self.line_index[key] = len(self.lines)
+            self.line_chars.append(self._prompts.line_chars(key) if self._prompts.has_line(key) else -1)
+            self.lines.append(None)
+        return self.line_index[key]
+
+    def embed_line(self, key: str) -> None:
+        i = self.line(key)
+        if self.lines[i] is not None or not self._prompts.has_line(key):
+            return
+        cost = self.line_chars[i]
+        if self.used + cost <= self.budget:
+            self.lines[i] = self._prompts.text(key)
+            self.used += cost
+        else:
+            self.left_out.add(f"line {key}")
+
+
+def _prompt_view(key: str, store: prompt_store.StoredPrompts, texts: _Texts) -> dict[str, Any]:
+    record = store.prompts.get(key)
+    if record is None:
+        return {"key": key, "missing": True}
+
+    def segs(segments: Sequence[Any] | None) -> list[Any] | None:
+        if segments is None:
+            return None
+        return [s if isinstance(s, str) else texts.line(s["line"]) for s in segments]
+
+    messages = [{"role": m.get("role"), "seg": segs(m.get("content") or [])} for m in record.get("messages") or []]
+    chars = sum(sum(len(s) if isinstance(s, str) else max(0, texts.line_chars[s]) for s in m["seg"])
+                + max(0, len(m["seg"]) - 1) for m in messages)  # the segments and the newlines joining them
+    return {"key": key, "provider": record.get("provider"), "model": record.get("model"),
+            "max_tokens": record.get("max_tokens"), "temperature": record.get("temperature"),
+            "system": segs(record.get("system")), "messages": messages, "chars": chars}
+
+
+def _line_keys(record: Mapping[str, Any] | None) -> Iterable[str]:
+    if not record:
+        return []
+    parts = list(record.get("system") or []) + [s for m in record.get("messages") or [] for s in m.get("content") or []]
+    return [s["line"] for s in parts if isinstance(s, Mapping)]
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def _figures_html(card: Mapping[str, Any]) -> str:
+    """The scorecard's headline, formatted by the scorecard's own helpers (the same strings as scorecard.md)."""
+    import scorecard
+
+    ta = card["task_averaged"]
+    n_types, n_judged_types = len(ta["types_strict"]), len(ta["types_judged"])
+    judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
+        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
+    judge = card["judge"]
+    parts = []
+    if card["comparability_notes"]:
+        parts.append('<section class="banner" id="banner"><strong>NOT COMPARABLE with published LongMemEval '
+                     'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card["comparability_notes"])
+                     + "</ul></section>")
+    else:
+        parts.append('<section class="banner ok" id="banner"><strong>Comparable with published LongMemEval '
+                     'results</strong> (official judge and prompt, known dataset file, complete run, no errors).'
+                     '</section>')
+    big = [("Overall (micro)", card["overall"]["accuracy_strict"], scorecard._acc(card["overall"], "judged")),
+           (f"Task-averaged (macro, {n_types} types)", ta["accuracy_strict"], judged_ta),
+           ("Abstention (_abs ids)", card["abstention"]["accuracy_strict"], scorecard._acc(card["abstention"], "judged"))]
+    parts.append('<section class="tiles">' + "".join(
+        f'<div class="tile"><div class="tile-label">{escape(label)}</div><div class="tile-value">'
+        f'{escape(metrics.fmt(value))}</div><div class="tile-sub">strict · judged only {escape(judged)}</div></div>'
+        for label, value, judged in big) + "</section>")
+    status = (f"Status: <b>{escape(scorecard._status(card))}</b> · judged {card['judged']}/{card['n_total']} · "
+              f"errors {card['errors']} · not run {card['not_run']} · judge {escape(str(judge.get('provider')))} "
+              f"{escape(str(judge.get('model')))} (official={escape(str(judge.get('official')))}) · dataset "
+              f"{escape(str(card['dataset']['known_official'] or 'unrecognised file'))}")
+    rows = [
+        ("Overall accuracy (micro)", scorecard._acc(card["overall"], "strict"), scorecard._acc(card["overall"], "judged")),
+        (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta["accuracy_strict"]), judged_ta),
+        ("Abstention accuracy (_abs ids)", scorecard._acc(card["abstention"], "strict"),
+         scorecard._acc(card["abstention"], "judged")),
+    ]
+    table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card["n_total"]} items; '
+             f'errors/not run = wrong)</th><th>judged only ({card["judged"]} items)</th></tr></thead><tbody>'
+             + "".join(f"<tr><td>{escape(a)}</td><td>{escape(b)}</td><td>{escape(c)}</td></tr>" for a, b, c in rows)
+             + "</tbody></table>")
+    per_type = ('<table class="figures" id="per-type"><thead><tr><th>question type</th><th>n</th><th>judged</th>'
+                '<th>correct</th><th>strict</th><th>judged only</th><th>95% Wilson (strict)</th></tr></thead><tbody>'
+                + "".join(f"<tr><td>{escape(t)}</td><td>{b['n']}</td><td>{b['judged']}</td><td>{b['correct']}</td>"
+                          f"<td>{escape(metrics.fmt(b['accuracy_strict']))}</td>"
+                          f"<td>{escape(metrics.fmt(b['accuracy_judged']))}</td>"
+                          f"<td>{escape(metrics.fmt_interval(b['wilson_strict']))}</td></tr>"
+                          for t, b in card["per_type"].items() if b["n"]) + "</tbody></table>")
+    ex = card["excluding_gold_errors"]
+    extra = ""
+    if ex["excluded"]:
+        extra = (f'<p class="note">Excluding {len(ex["excluded"])} reported gold error(s) (a second figure; the '
+                 f'official one is above): strict overall {escape(scorecard._acc(ex["overall"], "strict"))}, '
+                 f'task-averaged {escape(metrics.fmt(ex["task_averaged"]["accuracy_strict"]))}, abstention '
+                 f'{escape(scorecard._acc(ex["abstention"], "strict"))}.</p>')
+    cost, usage = card["cost"], card["usage"]
+    total = scorecard._usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
+        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {scorecard._usd(cost['known_total_usd'])})")
+    lat = usage["latency_ms"]
+    money = (f'<p class="note">Cost {escape(total)} (generation {escape(scorecard._usd(cost["known_generation_usd"]))}, '
+             f'judge {escape(scorecard._usd(cost["known_judge_usd"]))}) · latency generation p50 '
+             f'{escape(scorecard._ms(lat["generation"]["p50"]))}, p95 {escape(scorecard._ms(lat["generation"]["p95"]))}'
+             f' · cache hits {usage["cache"]["generation_calls_cached"]}/{usage["cache"]["generation_calls"]} '
+             f'generation calls, {usage["cache"]["judge_cached"]}/{card["judged"]} judge calls</p>')
+    return (f'<p class="status">{status}</p>' + "".join(parts) + '<section class="cols"><div>' + table + extra
+            + money + "</div><div>" + per_type + "</div></section>")
+
+
+def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]],
+                 history: Sequence[Mapping[str, Any]] | None) -> str:
+    costs = [q["cost"] for q in questions if q.get("cost") is not None]
+    lat = [q["lat"] / 1000 for q in questions if q.get("lat") is not None]
+    charts = [report_svg.per_type_chart(card),
+              report_svg.histogram(costs, title="Cost per item (USD)", fmt="${:.4f}",
+                                   empty="no paid calls (every known cost is $0)" if costs else "no priced items"),
+              report_svg.histogram(lat, title="Generation latency per item", fmt=report_svg.seconds)]
+    if history:
+        charts.append(report_svg.history_chart(history))
+    return '<section class="charts" id="charts">' + "".join(f'<div class="chart-box">{c}</div>' for c in charts) + "</section>"
+
+
+def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
+                 history: Sequence[Mapping[str, Any]] | None = None, max_text_mb: float = DEFAULT_MAX_TEXT_MB
+                 ) -> str:
+    """The report page of ``run`` for ``card`` (``scorecard.build_scorecard`` of the same run)."""
+    types, _ = run.item_types(card["n_total"])
+    registry = stability_registry(stability_path(run.path, project))
+    store = prompt_store.load(run.path)
+    target_name = (run.meta.get("target") or {}).get("name")
+    wanted: dict[str, set[str]] = {}
+    for qid in types:
+        row = run.rows.get(qid)
+        ranked = ((row or {}).get("retrieval") or {}).get("retrieved_session_ids")
+        wanted[qid] = set(ranked[: _top_k(row or {})]) if ranked else set()
+    view = _read_dataset(run, wanted, visible_only_evidence=target_name == "oracle")
+    texts = _Texts(int(max_text_mb * 1_000_000), view.sessions, store)
+
+    questions: list[dict[str, Any]] = []
+    refs_of: dict[str, list[tuple[str, int | None, str]]] = {}
+    for qid, qtype in types.items():
+        row = run.rows.get(qid)
+        facts = view.items.get(qid)
+        refs = refs_of[qid] = _session_refs(row, facts)
+        for sid in (facts.evidence if facts else []):
+            texts.embed_session(sid, always=True)
+        debug = ((row or {}).get("target") or {}).get("debug") or {}
+        err = (row or {}).get("error")
+        questions.append({
+            "id": qid, "type": qtype, "abs": "_abs" in qid, "state": _state(row),
+            "err": err, "cost": ((row or {}).get("cost") or {}).get("total_usd"),
+            "lat": (row or {}).get("latencyMs"), "cached": _cached(row), "flaky": flaky_mark(row, registry),
+            "q": (row or {}).get("question"), "qdate": facts.question_date if facts else None,
+            "gold": (row or {}).get("answer"), "hyp": (row or {}).get("hypothesis"),
+            "judge": (row or {}).get("judgment"), "debug": debug if isinstance(debug, Mapping) else {},
+            "layers": _layers(debug) if isinstance(debug, Mapping) else [],
+            "tokens": [(row or {}).get("tokensIn"), (row or {}).get("tokensOut")],
+            "calls": [{k: c.get(k) for k in ("role", "provider", "model", "tokensIn", "tokensOut", "latencyMs",
+                                             "cached", "attempts")} for c in (row or {}).get("calls") or []],
+            "finished": (row or {}).get("finished_at"),
+            "sess": [[texts.session(sid), rank, flags] for sid, rank, flags in refs],
+            "prompts": [_prompt_view(k, store, texts) for k in (row or {}).get("prompt_keys") or []],
+        })
+    # Texts beyond the evidence, while the budget lasts: wrong and failed items first, then the rest.
+    for first in (True, False):
+        for q in questions:
+            if (q["state"] in ("wrong", "error", "not_run")) != first:
+                continue
+            for sid, _, flags in refs_of[q["id"]]:
+                if "k" in flags:
+                    texts.embed_session(sid)
+            for key in (run.rows.get(q["id"]) or {}).get("prompt_keys") or []:
+                for line in _line_keys(store.prompts.get(key)):
+                    texts.embed_line(line)
+
+    notes = [n for n in [view.note] if n]
+    if texts.left_out:
+        notes.append(f"{len(texts.left_out)} session or prompt text(s) were left out to keep this page under "
+                     f"{max_text_mb:g} MB of text (evidence sessions are always in); the drill-down names the "
+                     f"command that prints a left-out prompt")
+    if not store.prompts and any(run.rows.get(q) for q in types):
+        notes.append("this run stored no prompts (an offline target makes no model calls, or the run predates "
+                     "prompts.jsonl)")
+    data = {
+        "run": {"id": run.run_id, "path": str(run.path), "variant": card.get("variant"), "target": card.get("target"),
+                "judge": card.get("judge"), "status": card.get("status")},
+        "types": [t for t in QUESTION_TYPES if t in set(types.values())],
+        "questions": questions,
+        "sessions": texts.sessions,
+        "line_chars": texts.line_chars,
+        "notes": notes,
+        "prompt_command": f"python scripts/report_html.py {run.path} --prompt QID",
+    }
+    title = f"LongMemEval report — run {run.run_id} ({card.get('variant')})"
+    target = card.get("target") or {}
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.get("name")))} '
+            f'{escape(str(target.get("provider")))}:{escape(str(target.get("model")))} · {card["n_total"]} questions · '
+            f'<a href="#questions-section">questions ↓</a></p></header><main>' + _figures_html(card) + _charts_html(card, questions, history)
+            + '<section id="notes"></section>'
+            + '<section class="questions" id="questions-section"><h2>Questions</h2><div class="filters" id="filters"></div>'
+              '<div class="table-wrap"><table id="questions"><thead></thead><tbody></tbody></table></div></section>'
+              '</main><aside id="drawer" hidden></aside>')
+    return _page(title, body, data, {"s": texts.session_turns, "l": texts.lines}, "report.js")
+
+
+def write_report(run_dir: Path, html_text: str) -> Path:
+    return write_page(Path(run_dir) / REPORT_FILE, html_text)
+
+
+# --------------------------------------------------------------------------- the diff page
+
+
+def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
+                 registry: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None) -> str:
+    """The diff page of ``compare_runs.compare(before, after)``: its figures (McNemar included) as computed there,
+    and every flipped question side by side."""
+    a, b = result["run_a"], result["run_b"]
+    registry = registry or {}
+    title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
+    banner = ""
+    if result["forced"]:
+        banner = ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
+                  'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result["mismatches"])
+                  + "</ul></section>")
+    tiles = [("Strict accuracy", f"{metrics.fmt(result['accuracy_a'])} → {metrics.fmt(result['accuracy_b'])}",
+              f"{result['n_compared']} items compared"),
+             ("Fixes (wrong → right)", str(result["fixes"]), f"regressions {result['regressions']}"),
+             ("Net change", f"{result['net']:+d}", f"{result['both_right']} both right, {result['both_wrong']} both wrong"),
+             ("Exact McNemar p (two-sided)", f"{result['p_value']:.4g}",
+              "significant at 0.05" if result["p_value"] < 0.05 else "not significant at 0.05")]
+    tiles_html = '<section class="tiles">' + "".join(
+        f'<div class="tile"><div class="tile-label">{escape(l)}</div><div class="tile-value">{escape(v)}</div>'
+        f'<div class="tile-sub">{escape(s)}</div></div>' for l, v, s in tiles) + "</section>"
+    per_type = ('<table class="figures" id="per-type"><thead><tr><th>type</th><th>n</th><th>fixes</th>'
+                '<th>regressions</th><th>net</th></tr></thead><tbody>'
+                + "".join(f"<tr><td>{escape(t)}</td><td>{v['n']}</td><td>{v['fixes']}</td><td>{v['regressions']}"
+                          f"</td><td>{v['net']:+d}</td></tr>" for t, v in result["per_type"].items() if v["n"])
+                + "</tbody></table>")
+    flips = []
+    for c in result["changed"]:
+        qid = c["question_id"]
+        ra, rb = before.rows.get(qid) or {}, after.rows.get(qid) or {}
+        flaky = c.get("flaky")
+        if flaky is None:
+            flaky = bool(flaky_mark(ra, registry) or flaky_mark(rb, registry))
+        flips.append({"id": qid, "type": c["question_type"], "fix": bool(c["after"]), "flaky": bool(flaky),
+                      "q": rb.get("question") or ra.get("question"), "gold": rb.get("answer", ra.get("answer")),
+                      "sides": [_side(ra, c["before_status"]), _side(rb, c["after_status"])]})
+    data = {"a": a["run_id"], "b": b["run_id"], "flips": flips,
+            "types": [t for t in QUESTION_TYPES if any(f["type"] == t for f in flips)]}
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(a["path"])} → {escape(b["path"])}</p></header>'
+            f'<main>{banner}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note">Labels are '
+            'strict: an error row or an item never run counts as wrong. Only in before: '
+            f'{len(result["only_in_a"])}; only in after: {len(result["only_in_b"])}.</p></div></section>'
+            '<section class="questions"><h2>Flipped questions</h2><div class="filters" id="filters"></div>'
+            '<div id="flips"></div></section></main>')
+    return _page(title, body, data, {}, "compare.js")
+
+
+def _side(row: Mapping[str, Any], status: str) -> dict[str, Any]:
+    judgment = row.get("judgment") or {}
+    return {"status": status, "label": judgment.get("label"), "hyp": row.get("hypothesis"),
+            "raw": judgment.get("raw"), "judge_model": judgment.get("model"),
+            "err": row.get("error"), "cost": (row.get("cost") or {}).get("total_usd"), "lat": row.get("latencyMs")}
+
+
+def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None
+                  ) -> tuple[str, Path]:
+    """The diff page of two runs (``compare_runs.compare``, which refuses unlike runs unless ``force``) and where
+    it goes by default: ``AFTER/compare-<before run id>.html``. Nothing is written."""
+    import compare_runs
+
+    result = compare_runs.compare(Path(before_dir), Path(after_dir), force=force)
+    before, after = load_run(Path(before_dir)), load_run(Path(after_dir))
+    registry = stability_registry(stability_path(after.path, project))
+    return compare_page(result, before, after, registry), Path(after_dir) / f"compare-{before.run_id}.html"
+
+
+def write_page(path: Path, html_text: str) -> Path:
+    checkpoint_io.write_atomic_bytes(Path(path), html_text.encode("utf-8"))
+    return Path(path)
+
+
+def loop_history(run: RunData, project: Path | None, history: Path | None = None) -> list[dict[str, Any]] | None:
+    """Rounds for the accuracy-over-rounds chart: ``history`` when given, else the project's loop history when
+    the run was made by the loop (``--loop``); None otherwise or when it holds no round."""
+    import charts
+    from loop_guard import HISTORY_FILE
+
+    if history is None and project is not None and (run.meta.get("settings") or {}).get("loop"):
+        candidate = Path(project) / HISTORY_FILE
+        history = candidate if candidate.is_file() else None
+    return (charts.load_history(history) or None) if history is not None else None
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def print_prompts(run: RunData, question_id: str) -> int:
+    row = run.rows.get(question_id)
+    if row is None:
+        raise UserError(f"run {run.run_id} has no row for question {question_id!r}", fix="check the id in report.html")
+    keys = row.get("prompt_keys") or []
+    if not keys:
+        print(f"question {question_id}: the run stored no prompt (the target made no model call, or the run "
+              "predates prompts.jsonl)", file=sys.stderr)
+        return 0
+    store = prompt_store.load(run.path)
+    for i, key in enumerate(keys, 1):
+        if key not in store.prompts:
+            print(f"# request {i}/{len(keys)} {key}: not in prompts.jsonl", file=sys.stderr)
+            continue
+        request = store.request_text(key)
+        print(f"# request {i}/{len(keys)} {request['provider']}:{request['model']} max_tokens={request['max_tokens']} "
+              f"key={key}", file=sys.stderr)
+        if request["system"] is not None:
+            print(f"## system\n{request['system']}")
+        for m in request["messages"]:
+            print(f"## {m['role']}\n{m['content']}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path, help="a run directory (.longmemeval-benchmarks/runs/<id>)")
+    parser.add_argument("--project", type=Path, help="project root (for the judge-stability registry)")
+    parser.add_argument("--prompt", metavar="QUESTION_ID", help="print the exact prompt(s) of one question and exit")
+    parser.add_argument("--max-text-mb", type=float, default=DEFAULT_MAX_TEXT_MB,
+                        help=f"text beyond the evidence sessions embedded in the page (default {DEFAULT_MAX_TEXT_MB:g})")
+    parser.add_argument("--history", type=Path, help="loop history (history_max_effort.md): adds accuracy over rounds")
+    args = parser.parse_args(argv)
+    run = load_run(args.run_dir)
+    if args.prompt:
+        return print_prompts(run, args.prompt)
+    if args.max_text_mb < 0:
+        raise UserError(f"--max-text-mb must be >= 0, got {args.max_text_mb:g}", fix="e.g. --max-text-mb 24")
+    import scorecard
+
+    card = scorecard.build_scorecard(run)
+    history = loop_history(run, args.project, args.history)
+    path = write_report(run.path, build_report(run, card, project=args.project, history=history,
+                                               max_text_mb=args.max_text_mb))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

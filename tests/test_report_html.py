@@ -1,0 +1,189 @@
+"""report.html and the diff page, read as files: self-contained, the scorecard's own figures, safe data, exact
+prompts, evidence texts always and other texts within the budget, the flaky mark, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import pytest
+
+import compare_runs
+import prompt_store
+import report_html
+import run_benchmark
+import scorecard
+from errors import run_main
+from report_testing import NASTY, make_report_run
+from run_project import make_project, run_dir
+
+
+def blobs(page: str) -> tuple[dict, dict]:
+    """The page's two embedded JSON blobs, parsed as the browser parses them."""
+    data = re.search(r'<script type="application/json" id="lme-data">(.*?)</script>', page, re.S).group(1)
+    texts = re.search(r'<script type="application/octet-stream" id="lme-texts" data-encoding="deflate-base64">'
+                      r'([A-Za-z0-9+/=]*)</script>', page).group(1)
+    return json.loads(data), report_html.unpack_texts(texts)
+
+
+@pytest.fixture
+def report_run(tmp_path, fake_llm):
+    return make_report_run(tmp_path, fake_llm)
+
+
+def test_the_offline_sample_run_writes_a_self_contained_report(tmp_path):
+    project = make_project(tmp_path / "p")
+    assert run_benchmark.main(["--project", str(project), "--offline", "--run-id", "off", "--progress", "quiet"]) == 0
+    page = (run_dir(project, "off") / "report.html").read_text(encoding="utf-8")
+    assert "<link" not in page and "@import" not in page and not re.search(r'\bsrc\s*=', page)
+    assert not re.search(r"""(?:href|url)\s*[=(]\s*["']?(?:https?:)?//""", page)  # nothing fetched from anywhere
+    assert "default-src 'none'" in page  # and the page's own policy forbids it
+    data, texts = blobs(page)
+    assert len(data["questions"]) == 24
+    assert all(q["qdate"] for q in data["questions"])  # dates come from the run's dataset file
+    evidence = [ref for q in data["questions"] for ref in q["sess"] if "e" in ref[2]]
+    assert evidence and all(texts["s"][ref[0]] for ref in evidence)  # evidence sessions are always embedded
+
+
+def test_the_headline_is_the_scorecards_own_strings(report_run):
+    page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
+    markdown = (report_run.run_dir / "scorecard.md").read_text(encoding="utf-8")
+    figures = re.search(r'<table class="figures" id="figures">(.*?)</table>', page, re.S).group(1)
+    cells = [unescape(c) for c in re.findall(r"<td>(.*?)</td>", figures)]
+    for label in ("Overall accuracy (micro)", "Task-averaged accuracy (macro", "Abstention accuracy"):
+        md_row = next(line for line in markdown.splitlines() if line.startswith(f"| {label}"))
+        strict, judged = [c.strip().replace("`", "") for c in md_row.strip("|").split("|")][1:3]
+        i = next(i for i, c in enumerate(cells) if c.replace("`", "").startswith(label.split(" (")[0]))
+        assert cells[i + 1:i + 3] == [strict, judged], label
+    banner = re.search(r'<section class="banner" id="banner">(.*?)</section>', page, re.S).group(1)
+    card = json.loads((report_run.run_dir / "metrics.json").read_text())
+    assert card["comparability_notes"] and all(n in unescape(banner) for n in card["comparability_notes"])
+    per_type = re.search(r'<table class="figures" id="per-type">(.*?)</table>', page, re.S).group(1)
+    for qtype, block in card["per_type"].items():
+        if block["n"]:
+            assert f"[{block['wilson_strict'][0]:.3f}, {block['wilson_strict'][1]:.3f}]" in per_type, qtype
+
+
+def test_data_that_closes_a_script_element_stays_data(report_run):
+    page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "</script><script>window.pwned" not in page and "\u2028" not in page
+    assert page.count("<script") == 3  # the two data blobs and the page's own code: nothing injected
+    data, _ = blobs(page)
+    nasty = next(q for q in data["questions"] if q["id"] == report_run.nasty_id)
+    assert nasty["hyp"] == NASTY  # the exact text comes back
+
+
+def test_the_drill_down_data_holds_the_exact_prompt_judge_reply_and_error(report_run, fake_llm):
+    data, texts = blobs((report_run.run_dir / "report.html").read_text(encoding="utf-8"))
+    by_id = {q["id"]: q for q in data["questions"]}
+    sent = {r["body"]["messages"][-1]["content"] for r in fake_llm.requests if r["body"].get("max_tokens") != 10}
+    for qid, row in report_run.rows.items():
+        q = by_id[qid]
+        assert q["hyp"] == row["hypothesis"] and q["gold"] == row["answer"]
+        if row["status"] == "judged":
+            assert q["judge"]["raw"] == row["judgment"]["raw"] and q["judge"]["prompt_sha256"]
+        (prompt,) = q["prompts"]
+        text = "\n".join(s if isinstance(s, str) else texts["l"][s] for s in prompt["messages"][-1]["seg"])
+        assert text in sent and prompt["chars"] == len(text)  # rebuilt in the page exactly as the reader got it
+    assert by_id[report_run.error_id]["state"] == "error" and by_id[report_run.error_id]["err"]["kind"]
+    assert by_id[report_run.flaky_id]["flaky"] == {"yes": 2, "no": 1, "source": "registry (run test)"}
+    assert sum(1 for q in data["questions"] if q["flaky"]) == 1
+
+
+def test_texts_beyond_the_evidence_respect_the_budget_and_say_so(report_run):
+    run = compare_runs.load_run(report_run.run_dir)
+    card = scorecard.build_scorecard(run)
+    data, texts = blobs(report_html.build_report(run, card, project=report_run.project, max_text_mb=0))
+    assert texts["l"] and all(t is None for t in texts["l"])
+    assert any(f"{len(texts['l'])} session or prompt text(s) were left out" in n for n in data["notes"])
+    evidence = {ref[0] for q in data["questions"] for ref in q["sess"] if "e" in ref[2]}
+    assert evidence and all(texts["s"][i] for i in evidence)
+    assert all(texts["s"][i] is None for i in range(len(texts["s"])) if i not in evidence)
+
+
+def test_each_session_and_prompt_line_is_embedded_once(report_run):
+    page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
+    data, texts = blobs(page)
+    ids = [s["id"] for s in data["sessions"]]
+    assert len(ids) == len(set(ids))
+    lines = [t for t in texts["l"] if t is not None]
+    assert len(lines) == len(set(lines))
+    assert len(lines) >= 24 and all(report_html.embed_json(line) not in page for line in lines)  # packed, once
+
+
+def test_a_missing_dataset_still_gives_a_report_that_says_what_is_missing(report_run, tmp_path):
+    run = compare_runs.load_run(report_run.run_dir)
+    meta = dict(run.meta, dataset=dict(run.meta["dataset"], path=str(tmp_path / "gone.json")))
+    run = compare_runs.RunData(path=run.path, meta=meta, manifest=run.manifest, rows=run.rows)
+    data, _ = blobs(report_html.build_report(run, scorecard.build_scorecard(run)))
+    assert any("is not here" in n for n in data["notes"])
+    assert {q["hyp"] for q in data["questions"]} == {r.get("hypothesis") for r in report_run.rows.values()}
+
+
+def test_the_prompt_command_prints_the_stored_prompt(report_run, capsys):
+    qid = report_run.nasty_id
+    assert report_html.main([str(report_run.run_dir), "--prompt", qid]) == 0
+    key = report_run.rows[qid]["prompt_keys"][0]
+    stored = prompt_store.load(report_run.run_dir).request_text(key)
+    assert capsys.readouterr().out == f"## user\n{stored['messages'][0]['content']}\n"
+
+
+def test_compare_writes_a_diff_page_with_compare_runs_figures(tmp_path, fake_llm):
+    first = make_report_run(tmp_path, fake_llm)
+    second = make_report_run(tmp_path, fake_llm, run_id="r2", correct_share=0.9, project=first.project)
+    assert scorecard.main(["--run-id", "r2", "--project", str(first.project), "--no-charts", "--compare", "r1"]) == 0
+    page = (second.run_dir / "compare-r1.html").read_text(encoding="utf-8")
+    result = compare_runs.compare(first.run_dir, second.run_dir)
+    data, _ = blobs(page)
+    assert [f["id"] for f in data["flips"]] == [c["question_id"] for c in result["changed"]] and data["flips"]
+    assert f"{result['p_value']:.4g}" in page and f"{result['net']:+d}" in page
+    flip = data["flips"][0]
+    assert [s["hyp"] for s in flip["sides"]] == [first.rows[flip["id"]].get("hypothesis"),
+                                                  second.rows[flip["id"]].get("hypothesis")]
+    out = tmp_path / "diff.html"
+    assert compare_runs.main([str(first.run_dir), str(second.run_dir), "--html", str(out)]) == 0
+    assert blobs(out.read_text(encoding="utf-8"))[0]["flips"] == data["flips"]
+
+
+def test_a_bad_compare_run_is_one_line_and_writes_nothing(report_run, capsys):
+    before = {p.name: p.stat().st_mtime_ns for p in report_run.run_dir.iterdir()}
+    assert run_main(scorecard.main, ["--run-id", "r1", "--project", str(report_run.project), "--compare", "nope"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    assert {p.name: p.stat().st_mtime_ns for p in report_run.run_dir.iterdir()} == before
+
+
+@pytest.mark.parametrize("text", ["</script><script>alert(1)</script>", "<!-- <script>", "a\u2028b\u2029c", "&amp; >"])
+def test_embedded_json_has_no_markup_and_parses_back(text):
+    blob = report_html.embed_json({"t": text})
+    assert "<" not in blob and ">" not in blob and "\u2028" not in blob
+    assert json.loads(blob) == {"t": text}
+
+
+def test_the_flaky_mark_reads_the_rows_repeats_or_the_registrys_exact_prompt():
+    row = {"question_id": "q1", "judgment": {"model": "gpt-4o-2024-08-06", "prompt_sha256": "a" * 64}}
+    key = ("q1", "gpt-4o-2024-08-06", "a" * 64)
+    assert report_html.flaky_mark(row, {}) is None
+    assert report_html.flaky_mark(row, {key: {"yes": 3, "no": 0, "flaky": False}}) is None
+    assert report_html.flaky_mark(row, {key: {"yes": 1, "no": 2}})["no"] == 2  # both labels: flaky
+    assert report_html.flaky_mark(row, {("q1", "gpt-4o-2024-08-06", "b" * 64): {"yes": 1, "no": 1}}) is None
+    repeated = {**row, "judgment": {**row["judgment"], "stability": {"n": 3, "yes": 2, "no": 1, "flaky": True}}}
+    assert report_html.flaky_mark(repeated, {})["source"] == "this run's repeated verdicts"
+
+
+def test_the_symbolic_layers_say_which_one_acted():
+    debug = {"symbolic": {"temporal": {"resolved": [{"expression": "last week"}]}, "resolver": {"off": True},
+                          "bypass": {"taken": True, "reason": "counted 3 items"}}}
+    assert report_html._layers(debug) == ["temporal: 1 expression(s) resolved", "resolver: off",
+                                          "bypass: ANSWERED (reader skipped) — counted 3 items"]
+
+
+def test_a_loop_run_charts_accuracy_over_the_rounds(report_run, tmp_path):
+    history = tmp_path / "history_max_effort.md"
+    history.write_text("| round | date | correct/n | overall | task-avg | abstention | note |\n|---|---|---|---|---|---|---|\n"
+                       "| v1 | 2026-12-01 | 400/500 | 0.8000 | 0.7900 | 0.7000 | base |\n"
+                       "| v2 | 2026-12-02 | 450/500 | 0.9000 | 0.8800 | 0.8000 | fix |\n", encoding="utf-8")
+    assert scorecard.main(["--run-id", "r1", "--project", str(report_run.project), "--no-charts",
+                           "--history", str(history)]) == 0
+    page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Accuracy over the loop&#x27;s rounds" in page and page.count("<polyline") == 3
