@@ -78,6 +78,17 @@ class RunGateway:
         self.stats.on_call(cached=False)
         return completion
 
+    def complete_fresh(self, request: ChatRequest) -> Completion:
+        """A real call that neither reads nor writes the cache (the judge's repeats: a cached reply would only
+        repeat the first verdict, and a stored repeat would replace it)."""
+        import providers
+
+        completion = providers.complete(
+            request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
+        )
+        self.stats.on_call(cached=False)
+        return completion
+
     def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
         import providers
 
