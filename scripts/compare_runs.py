@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import checkpoint_io
+import judge_stability
 import metrics
 import schemas
 from errors import UserError, run_main
@@ -139,6 +140,8 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
     types_a, _ = a.item_types()
     types_b, _ = b.item_types()
     common = [qid for qid in types_a if qid in types_b]
+    flaky_a, flaky_b = _flaky_keys(a), _flaky_keys(b)
+    flaky_flips = {"fixes": 0, "regressions": 0, "net": 0, "ids": []}
 
     per_type = {t: {"n": 0, "fixes": 0, "regressions": 0, "net": 0, "both_right": 0, "both_wrong": 0}
                 for t in QUESTION_TYPES}
@@ -160,11 +163,17 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
         bucket["n"] += 1
         bucket[key] += 1
         if before != after:
+            flaky = judge_stability.row_is_unstable(row_a or {}, flaky_a) or \
+                judge_stability.row_is_unstable(row_b or {}, flaky_b)
+            if flaky:
+                flaky_flips["fixes" if after else "regressions"] += 1
+                flaky_flips["ids"].append(qid)
             changed.append({
                 "question_id": qid,
                 "question_type": qtype,
                 "before": before,
                 "after": after,
+                "flaky": flaky,
                 "before_status": _state(row_a),
                 "after_status": _state(row_b),
                 "hypothesis_before": None if row_a is None else row_a.get("hypothesis"),
@@ -191,11 +200,19 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
         "both_right": overall["both_right"],
         "both_wrong": overall["both_wrong"],
         "p_value": mcnemar_exact_p(overall["regressions"], overall["fixes"]),
+        "flaky_flips": {**flaky_flips, "net": flaky_flips["fixes"] - flaky_flips["regressions"]},
+        "net_excluding_flaky": (overall["fixes"] - overall["regressions"])
+        - (flaky_flips["fixes"] - flaky_flips["regressions"]),
         "per_type": per_type,
         "changed": changed,
     }
     schemas.validate("comparison", result, where=f"comparison of {a.path} and {b.path}")
     return result
+
+
+def _flaky_keys(run: RunData) -> set:
+    """Prompts the run's project registry marks flaky (judge_stability.jsonl); empty when it has none."""
+    return judge_stability.StabilityRegistry(judge_stability.project_of_run(run.meta, run.path)).flaky()
 
 
 def _short(text: Any, width: int = 80) -> str:
@@ -221,6 +238,11 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         f"Exact McNemar p-value (two-sided): {result['p_value']:.4g}",
         "",
     ]
+    flaky = result.get("flaky_flips") or {}
+    if flaky.get("ids"):
+        lines += [f"Flips on unstable judge labels (counted above, and here on their own): {flaky['fixes']} fixes, "
+                  f"{flaky['regressions']} regressions ({', '.join(flaky['ids'])}); net without them "
+                  f"{result['net_excluding_flaky']:+d}", ""]
     if result["only_in_a"] or result["only_in_b"]:
         lines += [f"Not compared: {len(result['only_in_a'])} items only in before, "
                   f"{len(result['only_in_b'])} only in after.", ""]
@@ -231,7 +253,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         lines += ["", "## Changed questions", "", "| question_id | type | change | before | after |",
                   "|---|---|---|---|---|"]
         for c in result["changed"]:
-            change = "fix" if c["after"] else "regression"
+            change = ("fix" if c["after"] else "regression") + (" (unstable label)" if c.get("flaky") else "")
             lines.append(f"| {c['question_id']} | {c['question_type']} | {change} | "
                          f"{_short(c['hypothesis_before'])} | {_short(c['hypothesis_after'])} |")
     return "\n".join(lines) + "\n"
