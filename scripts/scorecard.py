@@ -8,8 +8,10 @@ Usage:
 
 Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
 and judged-only (denominator = judged items). A banner says exactly why a run is not comparable with published
-LongMemEval figures (judge, dataset file, incomplete run, errors). A second figure leaves out items whose gold
-label was reported wrong upstream (references/known-gold-errors.json); it never replaces the official one.
+LongMemEval figures (judge, dataset items, top_k covering every session, incomplete run, errors). A second figure
+leaves out items whose gold was reported wrong upstream (references/known-gold-errors.json, status ``wrong``); it
+never replaces the official one. Unstable judge labels (judge_stability) and a successor judge's measured agreement
+are shown when there are any.
 Works on completed, interrupted, failed and still-running runs (it only reads the run's files).
 
 Example:
