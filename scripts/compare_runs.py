@@ -32,7 +32,7 @@ import judge_stability
 import metrics
 import schemas
 from errors import UserError, run_main
-from records import QUESTION_TYPES, SCHEMA_VERSION
+from records import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,11 @@ def mcnemar_exact_p(b: int, c: int) -> float:
 
 def _mismatches(a: RunData, b: RunData) -> list[str]:
     problems = []
-    same_judge = ("provider", "model")
-    if [a.judge[k] for k in same_judge] != [b.judge[k] for k in same_judge]:
+    def judge_id(run: RunData) -> tuple[Any, Any]:  # the official snapshot is one judge through OpenAI or Azure
+        provider, model = run.judge["provider"], run.judge["model"]
+        return ("official", model) if is_official_judge(provider, model) else (provider, model)
+
+    if judge_id(a) != judge_id(b):
         problems.append(f"judge differs: {a.judge} vs {b.judge}")
     if a.dataset_sha256 != b.dataset_sha256:
         problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")

@@ -75,7 +75,7 @@ def _names(ids: Sequence[str]) -> str:
 def summary(rec: Mapping[str, Any]) -> str:
     """One line for people: which release the file matches, on how many items, and which items differ."""
     if rec.get("release") is None and not rec.get("matched"):
-        return f"unrecognised: no item matches a shipped fingerprint ({rec.get('file_items', 0)} items)"
+        return f"no item matches a shipped fingerprint ({rec.get('file_items', 0)} items)"
     if rec.get("exact_file"):
         head = f"the published {rec['file']} byte for byte"
     else:

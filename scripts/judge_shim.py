@@ -242,7 +242,8 @@ def judge(
         from providers import Gateway
 
         llm = Gateway()
-    archived = archive.lookup(prompt_sha256, request.model) if archive is not None else None
+    official_route = is_official_judge(provider, request.model)
+    archived = archive.lookup(prompt_sha256, request.model) if archive is not None and official_route else None
     if archived is not None:
         first = _verdict(builder, provider, model, request, prompt_sha256, archived["raw"], archived["model"],
                          source="archive")

@@ -362,22 +362,28 @@ def azure_target(settings: ProviderSettings) -> tuple[str, str, str]:
     return str(azure["endpoint"]).rstrip("/"), str(azure["deployment"]), str(azure["api_version"])
 
 
+SDK_DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1/", "anthropic": "https://api.anthropic.com"}
+"""What ``openai.OpenAI().base_url`` / ``anthropic.Anthropic().base_url`` resolve to with no base URL and no
+``*_BASE_URL`` variable (tests compare these with the installed SDKs, so a change there is caught)."""
+
+
 def resolved_base_url(provider: str, settings: ProviderSettings | None = None) -> str | None:
-    """Where ``provider``'s calls go, as the SDK client resolves it (``base_urls``, then the SDK's environment
-    variable, then its default host, e.g. ``https://api.openai.com/v1/``). Builds a client; makes no call.
-    None for ``offline`` or a provider that cannot be routed."""
+    """Where ``provider``'s calls go, as its SDK client resolves it: ``base_urls``, then the SDK's environment
+    variable, then the SDK's default host (``https://api.openai.com/v1/``); Azure:
+    ``<endpoint>/openai/deployments/<deployment>/``. No call, and no SDK import (a run records this before its
+    signal handlers are in place). None for ``offline`` or an Azure route missing its settings."""
     settings = settings or ProviderSettings()
     if provider == "offline":
         return None
     base_url = settings.base_urls.get(provider) or None
-    try:
-        if provider == "azure":
-            endpoint, deployment, api_version = azure_target(settings)
-            return str(_build_client("azure", endpoint, "unused", 1.0, (deployment, api_version)).base_url)
-        if provider in ("openai", "anthropic"):
-            return str(_build_client(provider, base_url, "unused", 1.0).base_url)
-    except ProviderError:
-        return None
+    if provider == "azure":
+        try:
+            endpoint, deployment, _ = azure_target(settings)
+        except ProviderError:
+            return None
+        return f"{endpoint}/openai/deployments/{deployment}/"
+    if provider in SDK_DEFAULT_BASE_URLS:
+        return base_url or os.environ.get(BASE_URL_ENV[provider]) or SDK_DEFAULT_BASE_URLS[provider]
     return base_url
 
 

@@ -240,3 +240,16 @@ def test_a_run_with_an_unmeasured_judge_says_its_agreement_was_never_measured(tm
 def test_kappa_is_undefined_when_every_label_is_the_same():
     assert judge_agreement.cohens_kappa(5, 0, 0, 0) is None
     assert judge_agreement.cohens_kappa(4, 1, 1, 4) == pytest.approx(0.6)
+
+
+def test_runs_judged_by_the_snapshot_through_openai_and_through_azure_compare_like_for_like(tmp_path):
+    import compare_runs
+    from test_compare_runs import SSU, row, write_run
+
+    items = [("k1", SSU), ("k2", SSU)]
+    a = write_run(tmp_path / "a", items, [row("k1", SSU, True), row("k2", SSU, False)])
+    b = write_run(tmp_path / "b", items, [row("k1", SSU, True, judge_provider="azure"),
+                                          row("k2", SSU, True, judge_provider="azure")],
+                  judge={"provider": "azure", "model": "gpt-4o-2024-08-06", "official": True})
+    res = compare_runs.compare(a, b)
+    assert res["forced"] is False and res["fixes"] == 1

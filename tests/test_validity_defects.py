@@ -286,3 +286,20 @@ def test_7_the_real_s_copy_matches_the_cleaned_release_on_499_of_500_items(real_
 DUPLICATED_54 = ("58bf7951", "1e043500", "001be529", "d23cf73b", "caf03d32", "91b15a6e", "078150f1",
                  "gpt4_4929293b", "gpt4_76048e76", "gpt4_c27434e8_abs", "18bc8abd", "c7dc5443", "1d4da289")
 """The 13 ``_s`` histories upstream issue #54 lists as repeating a filler session."""
+
+
+def test_1_the_recorded_hosts_are_what_the_installed_sdks_resolve(monkeypatch):
+    """endpoints() avoids importing the SDKs; this keeps its answer equal to theirs, with and without settings."""
+    import anthropic
+    import openai
+
+    import providers
+
+    assert providers.resolved_base_url("openai") == str(openai.OpenAI(api_key="x").base_url)
+    assert providers.resolved_base_url("anthropic") == str(anthropic.Anthropic(api_key="x").base_url)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
+    assert providers.resolved_base_url("openai") == str(openai.OpenAI(api_key="x").base_url)
+    azure = {"endpoint": "https://res.openai.azure.com", "deployment": "judge-4o", "api_version": "2024-10-21"}
+    client = openai.AzureOpenAI(api_key="x", azure_endpoint=azure["endpoint"], azure_deployment="judge-4o",
+                                api_version="2024-10-21")
+    assert providers.resolved_base_url("azure", providers.ProviderSettings(azure=azure)) == str(client.base_url)
