@@ -17,8 +17,9 @@ session index (``src/retrieval/eval_utils.py``; our own code):
 Not upstream's turn-to-session figures: for a turn index upstream (``evaluate_retrieval_turn2session``) counts a hit
 only on a ``has_answer`` turn of an evidence session, widens k over turns until k distinct sessions are covered,
 and computes NDCG over the turn ranking. A target that indexes turns (``rag`` with ``granularity=turn``) hands us
-a SESSION ranking instead (a turn hit ranks its session, any turn of it), and we score that ranking as above; the
-scorecard labels such figures "session-level" with the granularity the target used.
+a SESSION ranking instead (a turn hit ranks its session, any turn of it; one entry per haystack session, as the
+built-in targets return), and we score that ranking as above; the scorecard labels such figures "session-level"
+with the granularity the target used. A ranking that repeats a session per turn hit is scored as given too.
 """
 
 from __future__ import annotations
