@@ -206,3 +206,17 @@ def test_decide_uses_the_net_without_flips_of_unstable_labels(tmp_path, monkeypa
 ])
 def test_stability_counts_only_verdicts_that_have_a_label(verdicts, expected):
     assert judge_stability.stability(verdicts) == expected
+
+
+def test_a_dry_run_counts_k_judge_calls_per_item(tmp_path):
+    import dataclasses
+
+    import config
+    import dry_run
+    import run_settings
+
+    project = make_project(tmp_path / "p")
+    args = run_benchmark.build_parser().parse_args(["--project", str(project), "--max", "3"])
+    once = run_settings.resolve(config.load_config(project), args, project)
+    thrice = dataclasses.replace(once, judge_repeat=3)
+    assert dry_run.estimate(thrice)["judge"]["tokens_in"] == 3 * dry_run.estimate(once)["judge"]["tokens_in"]
