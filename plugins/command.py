@@ -11,8 +11,9 @@ Options:
 The process receives the public item (``question``, ``question_date``, ``sessions`` with aliased ids; no gold)
 and the environment variables ``LONGMEMEVAL_TARGET_PROVIDER``, ``LONGMEMEVAL_TARGET_MODEL`` and
 ``LONGMEMEVAL_CACHE_DIR``. It answers ``{"hypothesis": str, "tokensIn"?, "tokensOut"?,
-"retrieved_session_ids"?, "debug"?}``. A timeout, a non-zero exit, invalid JSON or a missing/empty
-``hypothesis`` is a TargetError carrying the last ~2 KB of the process's stderr; never a hang or an empty answer.
+"retrieved_session_ids"?, "debug"?}``. A timeout, a non-zero exit, invalid JSON or a missing (or non-string)
+``hypothesis`` is a TargetError carrying the last ~2 KB of the process's stderr; never a hang. An empty string is
+an answer, judged as upstream judges it.
 """
 
 from __future__ import annotations

@@ -64,13 +64,18 @@ _REFUSAL = re.compile(
 )
 
 
-def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> set[str]:
-    """Question ids whose gold answer was reported wrong upstream (empty set if the list is absent)."""
+def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS, variant: str | None = None,
+                           release: str | None = None) -> set[str]:
+    """Question ids whose gold was reported wrong or disputed upstream (a ``fixed-in-cleaned`` one only on an
+    original-release file), for the run's variant; structural entries (#54) are not gold errors. Empty set if the
+    registry is absent."""
+    import gold_registry
+
     if not path.exists():
         return set()
-    data = json.loads(path.read_text(encoding="utf-8"))
-    items = data.get("items", data) if isinstance(data, dict) else data
-    return {str(i["question_id"] if isinstance(i, Mapping) else i) for i in items}
+    entries = gold_registry.load(path)
+    chase_not = gold_registry.listed(entries, variant, release, ("wrong", "disputed"))
+    return set(chase_not) | set(gold_registry.excluded(entries, variant, release))
 
 
 def looks_like_refusal(hypothesis: Any) -> bool:
@@ -215,7 +220,10 @@ def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
         types = {str(i["question_id"]): str(i["question_type"]) for i in items}
     else:
         types = {qid: str(row.get("question_type")) for qid, row in rows.items()}
-    result = cluster(rows, types, gold_bad=load_known_gold_errors(), top_k=top_k)
+    meta_path = run_dir / "run-meta.json"
+    meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else {}
+    gold_bad = load_known_gold_errors(variant=meta.get("variant"), release=(meta.get("dataset") or {}).get("release"))
+    result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
     result["run"] = str(run_dir)
     return result
 

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import checkpoint_io
+import judge_stability
 import metrics
 import schemas
 from errors import UserError, run_main
-from records import QUESTION_TYPES, SCHEMA_VERSION
+from records import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,11 @@ def mcnemar_exact_p(b: int, c: int) -> float:
 
 def _mismatches(a: RunData, b: RunData) -> list[str]:
     problems = []
-    same_judge = ("provider", "model")
-    if [a.judge[k] for k in same_judge] != [b.judge[k] for k in same_judge]:
+    def judge_id(run: RunData) -> tuple[Any, Any]:  # the official snapshot is one judge through OpenAI or Azure
+        provider, model = run.judge["provider"], run.judge["model"]
+        return ("official", model) if is_official_judge(provider, model) else (provider, model)
+
+    if judge_id(a) != judge_id(b):
         problems.append(f"judge differs: {a.judge} vs {b.judge}")
     if a.dataset_sha256 != b.dataset_sha256:
         problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")
@@ -140,6 +144,8 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
     types_a, _ = a.item_types()
     types_b, _ = b.item_types()
     common = [qid for qid in types_a if qid in types_b]
+    flaky_a, flaky_b = _flaky_keys(a), _flaky_keys(b)
+    flaky_flips = {"fixes": 0, "regressions": 0, "net": 0, "ids": []}
 
     per_type = {t: {"n": 0, "fixes": 0, "regressions": 0, "net": 0, "both_right": 0, "both_wrong": 0}
                 for t in QUESTION_TYPES}
@@ -161,11 +167,17 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
         bucket["n"] += 1
         bucket[key] += 1
         if before != after:
+            flaky = judge_stability.row_is_unstable(row_a or {}, flaky_a) or \
+                judge_stability.row_is_unstable(row_b or {}, flaky_b)
+            if flaky:
+                flaky_flips["fixes" if after else "regressions"] += 1
+                flaky_flips["ids"].append(qid)
             changed.append({
                 "question_id": qid,
                 "question_type": qtype,
                 "before": before,
                 "after": after,
+                "flaky": flaky,
                 "before_status": _state(row_a),
                 "after_status": _state(row_b),
                 "hypothesis_before": None if row_a is None else row_a.get("hypothesis"),
@@ -192,11 +204,19 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
         "both_right": overall["both_right"],
         "both_wrong": overall["both_wrong"],
         "p_value": mcnemar_exact_p(overall["regressions"], overall["fixes"]),
+        "flaky_flips": {**flaky_flips, "net": flaky_flips["fixes"] - flaky_flips["regressions"]},
+        "net_excluding_flaky": (overall["fixes"] - overall["regressions"])
+        - (flaky_flips["fixes"] - flaky_flips["regressions"]),
         "per_type": per_type,
         "changed": changed,
     }
     schemas.validate("comparison", result, where=f"comparison of {a.path} and {b.path}")
     return result
+
+
+def _flaky_keys(run: RunData) -> set:
+    """Prompts the run's project registry marks flaky (judge_stability.jsonl); empty when it has none."""
+    return judge_stability.StabilityRegistry(judge_stability.project_of_run(run.meta, run.path)).flaky()
 
 
 def _short(text: Any, width: int = 80) -> str:
@@ -222,6 +242,11 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         f"Exact McNemar p-value (two-sided): {result['p_value']:.4g}",
         "",
     ]
+    flaky = result.get("flaky_flips") or {}
+    if flaky.get("ids"):
+        lines += [f"Flips on unstable judge labels (counted above, and here on their own): {flaky['fixes']} fixes, "
+                  f"{flaky['regressions']} regressions ({', '.join(flaky['ids'])}); net without them "
+                  f"{result['net_excluding_flaky']:+d}", ""]
     if result["only_in_a"] or result["only_in_b"]:
         lines += [f"Not compared: {len(result['only_in_a'])} items only in before, "
                   f"{len(result['only_in_b'])} only in after.", ""]
@@ -232,7 +257,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         lines += ["", "## Changed questions", "", "| question_id | type | change | before | after |",
                   "|---|---|---|---|---|"]
         for c in result["changed"]:
-            change = "fix" if c["after"] else "regression"
+            change = ("fix" if c["after"] else "regression") + (" (unstable label)" if c.get("flaky") else "")
             lines.append(f"| {c['question_id']} | {c['question_type']} | {change} | "
                          f"{_short(c['hypothesis_before'])} | {_short(c['hypothesis_after'])} |")
     return "\n".join(lines) + "\n"

@@ -24,7 +24,7 @@ from schemas import check_version, validate
 
 CONFIG_FILE = "config.json"
 SETUP_COMMAND = "/longmemeval-setup"
-KNOWN_PROVIDERS = ("anthropic", "openai", "offline")
+KNOWN_PROVIDERS = ("anthropic", "openai", "azure", "offline")
 
 
 def config_path(project: Path) -> Path:

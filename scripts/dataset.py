@@ -18,13 +18,15 @@ import lzma
 import re
 import sys
 import zlib
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 
 import ijson
 
 from errors import UserError, run_main
+from fingerprints import item_sha256
 from records import QUESTION_TYPES, Question
 from schemas import validate
 
@@ -97,6 +99,10 @@ class DatasetInfo:
     decompressed_bytes: int = 0
     questions: tuple[tuple[str, str], ...] = ()
     """``(question_id, question_type)`` per item, in dataset order (what a run manifest lists)."""
+    item_sha256: Mapping[str, str] = field(default_factory=dict)
+    """Content fingerprint per question id (``fingerprints.item_sha256``): recognises a file by its items."""
+    duplicate_sessions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Question ids whose haystack lists a session id more than once (upstream issue #54), with those ids."""
 
     @property
     def official_name(self) -> str | None:
@@ -104,7 +110,8 @@ class DatasetInfo:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        del d["questions"]
+        del d["questions"], d["item_sha256"]
+        d["duplicate_sessions"] = {q: list(s) for q, s in self.duplicate_sessions.items()}
         d["official_name"] = self.official_name
         return d
 
@@ -230,6 +237,8 @@ class _ItemStream:
         self.count = 0
         self.max_sessions = 0
         self.questions: list[tuple[str, str]] = []
+        self.item_sha256: dict[str, str] = {}
+        self.duplicate_sessions: dict[str, tuple[str, ...]] = {}
         self.reader: _HashingReader | None = None
 
     def __iter__(self) -> Iterator[dict]:
@@ -250,6 +259,10 @@ class _ItemStream:
                     seen[qid] = index
                     self.count += 1
                     self.questions.append((qid, item["question_type"]))
+                    self.item_sha256[qid] = item_sha256(item)
+                    repeated = [sid for sid, n in Counter(item["haystack_session_ids"]).items() if n > 1]
+                    if repeated:
+                        self.duplicate_sessions[qid] = tuple(repeated)
                     self.max_sessions = max(self.max_sessions, len(item["haystack_sessions"]))
                     yield item
                 reader.drain()
@@ -281,6 +294,8 @@ class _ItemStream:
             variant=guess_variant(self.path, self.max_sessions if self.count else None),
             decompressed_bytes=reader.offset if reader else 0,
             questions=tuple(self.questions),
+            item_sha256=dict(self.item_sha256),
+            duplicate_sessions=dict(self.duplicate_sessions),
         )
 
 
@@ -365,6 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         + (f"the official {official}" if official else "not a known official file"),
         file=sys.stderr,
     )
+    if info.duplicate_sessions:
+        print(f"{len(info.duplicate_sessions)} item(s) list a haystack session twice (upstream issue #54; kept as "
+              f"given): {', '.join(sorted(info.duplicate_sessions))}", file=sys.stderr)
     return 0
 
 

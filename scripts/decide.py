@@ -5,6 +5,10 @@
     net in {0, -1}         keep only with --reusable (infrastructure other fixes build on); else revert
     net <= -2              revert, however right the fix feels
 
+A flip on an item whose judge label is unstable (its repeated verdicts disagree, or the project's
+judge-stability.jsonl marks that exact prompt flaky) is noise: the decision uses the net without such flips,
+and the record and the printed line name them (never hidden).
+
 With --apply, a revert restores the snapshot's rows and completed marks for every re-tested question (under the
 run lock, atomically, with a backup), runs ``git revert --no-edit <fix commit>`` on the loop branch, and rewrites
 the run's scorecard. Every decision is appended to ``.longmemeval-benchmarks/decisions.jsonl``.
@@ -121,7 +125,8 @@ def run_decision(
         )
     comparison = compare_runs.compare(snap_dir, run_dir)
     net = int(comparison["net"])
-    decision = decide(net, reusable)
+    flaky = comparison["flaky_flips"]
+    decision = decide(int(comparison["net_excluding_flaky"]), reusable)  # a flip of an unstable label is noise
     changed_ids = retested_ids(snap_rows, run_rows)
     record: dict[str, Any] = {
         "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -133,6 +138,8 @@ def run_decision(
         "fixes": comparison["fixes"],
         "regressions": comparison["regressions"],
         "net": net,
+        "flaky_flips": flaky,
+        "net_excluding_flaky": comparison["net_excluding_flaky"],
         "p_value": comparison["p_value"],
         "per_type_net": {t: b["net"] for t, b in comparison["per_type"].items() if b["n"]},
         "retested": len(changed_ids),
@@ -161,7 +168,11 @@ def describe(record: Mapping[str, Any]) -> str:
         f"{verdict}: net {record['net']:+d} (fixes {record['fixes']}, regressions {record['regressions']}, "
         f"McNemar p={record['p_value']:.3g}) vs snapshot {record['snapshot']}"
     )
-    if record["decision"] == "keep" and record["net"] < 1:
+    flaky = record.get("flaky_flips") or {}
+    if flaky.get("ids"):
+        line += (f"; decided on net {record['net_excluding_flaky']:+d} without {len(flaky['ids'])} flip(s) of "
+                 f"unstable judge labels ({', '.join(flaky['ids'])})")
+    if record["decision"] == "keep" and record.get("net_excluding_flaky", record["net"]) < 1:
         line += " — kept only because --reusable"
     if record["applied"] and record["decision"] == "revert":
         line += f"; reverted {record['fix_commit']} ({record['revert_commit']}), restored {record['retested']} item(s)"

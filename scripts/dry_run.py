@@ -80,9 +80,10 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]
                 gen_out += req.max_tokens
                 gen_seconds += _seconds_per_call(tin, req.max_tokens)
         jin = JUDGE_TEMPLATE_TOKENS + providers.estimate_tokens(f"{q.question} {q.answer}") + ASSUMED_HYPOTHESIS_TOKENS
-        judge_in += jin
-        judge_out += JUDGE_OUTPUT_TOKENS
-        judge_seconds += _seconds_per_call(jin, JUDGE_OUTPUT_TOKENS)
+        repeat = getattr(settings, "judge_repeat", 1)  # --judge-repeat K: K judge calls per item
+        judge_in += jin * repeat
+        judge_out += JUDGE_OUTPUT_TOKENS * repeat
+        judge_seconds += _seconds_per_call(jin, JUDGE_OUTPUT_TOKENS) * repeat
 
     def usd(model: str, tin: int, tout: int, provider: str) -> float | None:
         if provider == "offline":

@@ -183,8 +183,8 @@ def hypothesis_from_response(obj: Any, source: str) -> Hypothesis:
     if not isinstance(obj, Mapping):
         raise TargetError(f"{source} returned {type(obj).__name__}, expected a JSON object with 'hypothesis'")
     text = obj.get("hypothesis")
-    if not isinstance(text, str) or not text.strip():
-        raise TargetError(f"{source} returned no 'hypothesis' (missing, empty or not a string): keys {sorted(obj)}")
+    if not isinstance(text, str):  # an empty string is an answer: upstream judges it
+        raise TargetError(f"{source} returned no 'hypothesis' (missing or not a string): keys {sorted(obj)}")
     retrieved = obj.get("retrieved_session_ids")
     if retrieved is not None and (not isinstance(retrieved, list) or not all(isinstance(s, str) for s in retrieved)):
         raise TargetError(f"{source}: 'retrieved_session_ids' must be a list of session id strings")
@@ -265,8 +265,8 @@ def generate_hypothesis(
     wall_ms = (time.monotonic() - t0) * 1000.0
     if not isinstance(hyp, Hypothesis):
         raise TargetError(f"target {target!r} returned {type(hyp).__name__}, expected records.Hypothesis")
-    if not isinstance(hyp.hypothesis, str) or not hyp.hypothesis.strip():
-        raise TargetError(f"target {target!r} returned an empty hypothesis")
+    if not isinstance(hyp.hypothesis, str):  # an empty string is an answer: upstream judges it
+        raise TargetError(f"target {target!r} returned a hypothesis that is not a string")
     out = hyp.to_dict()
     if not out["latencyMs"]:
         out["latencyMs"] = round(wall_ms, 3)

@@ -38,11 +38,12 @@ def _call_cost(calls: list[Mapping[str, Any]]) -> float | None:
 
 
 def _error_row(q: Question, settings: RunSettings, stage: str, kind: str, message: str, attempts: int,
-               hyp: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               hyp: Mapping[str, Any] | None = None, hypothesis: str | None = None) -> dict[str, Any]:
+    """``hypothesis``: the text that was (to be) judged, when it differs from the target's raw output."""
     row = row_base(q)
     row.update(
         status="error",
-        hypothesis=None if hyp is None else hyp.get("hypothesis"),
+        hypothesis=hypothesis if hypothesis is not None else (None if hyp is None else hyp.get("hypothesis")),
         judgment=None,
         latencyMs=0.0 if hyp is None else float(hyp.get("latencyMs", 0.0)),
         tokensIn=0 if hyp is None else int(hyp.get("tokensIn", 0)),
@@ -86,6 +87,7 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> dict
 
         return offline_judge.offline_judge(q.question_id, q.question_type, q.question, q.answer, hypothesis)
     import judge_shim
+    import verdict_archive
 
     return judge_shim.judge(
         q.question_type,
@@ -97,6 +99,8 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> dict
         model=settings.judge_model,
         question_id=q.question_id,
         llm=llm,
+        archive=verdict_archive.for_project(settings.project),
+        repeat=settings.judge_repeat,
     )
 
 
@@ -130,19 +134,18 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
     gen_ms = (time.monotonic() - t0) * 1000.0
 
     hypothesis = hyp.get("hypothesis")
-    if isinstance(hypothesis, str):
-        hypothesis = hypothesis.strip()  # upstream strips the reader's output before judging it
-    if not isinstance(hypothesis, str) or not hypothesis:
-        return _error_row(q, settings, "generate", "target", "the target returned an empty hypothesis", 1, hyp)
+    if not isinstance(hypothesis, str):
+        return _error_row(q, settings, "generate", "target", "the target returned no hypothesis text", 1, hyp)
+    hypothesis = hypothesis.strip()  # upstream strips the reader's output, then judges it, even when empty
 
     try:
         verdict = judge(q, hypothesis, settings, llm)
     except providers.ProviderError as err:
-        return _error_row(q, settings, "judge", err.kind, str(err), getattr(err, "attempts", 1), hyp)
+        return _error_row(q, settings, "judge", err.kind, str(err), getattr(err, "attempts", 1), hyp, hypothesis)
     except UserError as err:
-        return _error_row(q, settings, "judge", "judge_input", str(err), 1, hyp)
+        return _error_row(q, settings, "judge", "judge_input", str(err), 1, hyp, hypothesis)
     except Exception as err:  # an unforeseen reply must fail this item, not the run
-        return _error_row(q, settings, "judge", "malformed", f"{type(err).__name__}: {err}", 1, hyp)
+        return _error_row(q, settings, "judge", "malformed", f"{type(err).__name__}: {err}", 1, hyp, hypothesis)
 
     gen_calls = [dict(c) for c in hyp.get("calls", [])]
     if gen_calls:

@@ -6,9 +6,11 @@ imports and ``__main__`` block never run, and the checkout is never modified). T
 one user message holding the prompt, no system message, ``temperature 0``, ``max_tokens 10``, ``n 1``, with the
 judge alias ``gpt-4o`` pinned to ``gpt-4o-2024-08-06``. The label is ``'yes' in reply.strip().lower()``.
 
-A verdict is ``official`` only for provider ``openai``, the model ``gpt-4o-2024-08-06`` (requested and returned),
-and a prompt function whose source is upstream's (its sha256 is pinned below). Any other judge is allowed and
-recorded as non-official.
+A verdict is ``official`` only for provider ``openai`` (or ``azure``: the same snapshot through Azure OpenAI), the
+model ``gpt-4o-2024-08-06`` (requested and returned), and a prompt function whose source is upstream's (its sha256
+is pinned below). Any other judge is allowed and recorded as non-official. An empty reply is labelled False, as
+upstream does. Official verdicts can be exported and imported (``export-verdicts`` / ``import-verdicts``, see
+``verdict_archive``); an archived verdict is used instead of a call.
 
 Usage:
     python scripts/judge_shim.py --longmemeval-root ~/LongMemEval --print-prompt \\
@@ -16,6 +18,8 @@ Usage:
         --answer 18 --hypothesis "19 days"
     python scripts/judge_shim.py --longmemeval-root ~/LongMemEval --hyp-file hyps.jsonl \\
         --ref-file longmemeval_oracle.json            # writes hyps.jsonl.eval-results-gpt-4o
+    python scripts/judge_shim.py export-verdicts --project . --out verdicts.jsonl
+    python scripts/judge_shim.py import-verdicts verdicts.jsonl --project .
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from records import (
     ChatRequest,
     Verdict,
     is_abstention,
+    is_official_judge,
 )
 
 TEMPLATE_RELPATH = Path("src") / "evaluation" / "evaluate_qa.py"
@@ -159,7 +164,9 @@ def build_prompt(
 
 
 def judge_request(prompt: str, provider: str, model: str) -> ChatRequest:
-    """Upstream's call: one user message, no system message, temperature 0, max_tokens 10, n 1."""
+    """Upstream's call: one user message, no system message, temperature 0, max_tokens 10, n 1.
+
+    An empty reply is a reply (``allow_empty``): upstream labels it False (``'yes' in ''``) and goes on."""
     return ChatRequest(
         provider=provider,
         model=resolve_judge_model(model),
@@ -168,7 +175,34 @@ def judge_request(prompt: str, provider: str, model: str) -> ChatRequest:
         max_tokens=JUDGE_MAX_TOKENS,
         temperature=0,  # an int, as upstream sends it: the JSON body says 0, not 0.0
         n=1,
+        allow_empty=True,
     )
+
+
+CONTINUITY_HINT = (
+    "the official judge gpt-4o-2024-08-06 is not served here (retired?): reuse official verdicts from an archive "
+    "(judge_shim.py import-verdicts FILE), route the same snapshot through Azure OpenAI (judgeProvider azure with "
+    "providers.azure endpoint, deployment, api_version; key AZURE_OPENAI_API_KEY), or measure a successor judge "
+    "with scripts/judge_agreement.py (its runs are labelled with that agreement, never official)"
+)
+"""What to do when the official judge answers not_found: named in the one-line stop of a run and of --hyp-file."""
+
+
+def official_judge_gone(err: Any, provider: str, model: str) -> bool:
+    """True when ``err`` (a ProviderError, or a row's ``error`` dict) is the official judge answering 'not found'
+    (the snapshot retired from the API)."""
+    kind = err.get("kind") if isinstance(err, dict) else getattr(err, "kind", None)
+    return kind == "not_found" and is_official_judge(provider, resolve_judge_model(model))
+
+
+def _verdict_summary(verdict: Verdict) -> dict[str, Any]:
+    return {"label": verdict.label, "raw": verdict.raw, "model": verdict.model, "cached": verdict.cached,
+            "source": verdict.source}
+
+
+def _fresh_complete(llm: LLM) -> Callable[[ChatRequest], Any]:
+    """The LLM's call that bypasses (neither reads nor writes) a call cache, for the repeats of ``--repeat``."""
+    return getattr(llm, "complete_fresh", None) or llm.complete
 
 
 def judge(
@@ -181,8 +215,16 @@ def judge(
     model: str = "gpt-4o",
     question_id: str | None = None,
     llm: LLM | None = None,
+    *,
+    archive: Any = None,
+    repeat: int = 1,
 ) -> dict[str, Any]:
-    """Judge one hypothesis; returns ``Verdict.to_dict()``. Raises JudgeInputError or providers.ProviderError."""
+    """Judge one hypothesis; returns ``Verdict.to_dict()``. Raises JudgeInputError or providers.ProviderError.
+
+    ``archive`` (a ``verdict_archive.VerdictArchive``): an official verdict for this exact prompt and model is used
+    instead of a call. ``repeat`` K > 1 judges K times (the K-1 repeats bypass cache and archive) and adds
+    ``verdicts`` (all K, the first is the label) and ``stability`` to the returned dict.
+    """
     if question_id is None:
         raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
                         fix="pass question_id=...")
@@ -195,38 +237,60 @@ def judge(
     prompt = build_prompt(builder, question_type, question, answer, hypothesis, abstention=abstention,
                           question_id=question_id)
     request = judge_request(prompt, provider, model)
+    prompt_sha256 = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     if llm is None:
         from providers import Gateway
 
         llm = Gateway()
-    completion = llm.complete(request)
-    reply = completion.text if isinstance(completion.text, str) else ""
-    if not reply.strip():
-        from providers import ProviderError
+    official_route = is_official_judge(provider, request.model)
+    archived = archive.lookup(prompt_sha256, request.model) if archive is not None and official_route else None
+    if archived is not None:
+        first = _verdict(builder, provider, model, request, prompt_sha256, archived["raw"], archived["model"],
+                         source="archive")
+    else:
+        completion = llm.complete(request)
+        first = _verdict(builder, provider, model, request, prompt_sha256, completion.text, completion.model,
+                         completion=completion, source="cache" if completion.cached else "call")
+    out = first.to_dict()
+    if repeat > 1:
+        from judge_stability import stability
 
-        raise ProviderError("malformed", f"question {question_id}: the judge ({provider} {request.model}) "
-                            "returned an empty reply", attempts=completion.attempts)
-    official = (
-        provider == OFFICIAL_JUDGE_PROVIDER
-        and request.model == OFFICIAL_JUDGE_MODEL
-        and completion.model == OFFICIAL_JUDGE_MODEL
+        fresh = _fresh_complete(llm)
+        verdicts = [_verdict_summary(first)]
+        for _ in range(repeat - 1):
+            try:
+                again = fresh(request)
+            except Exception as err:  # noqa: BLE001 - a failed repeat never costs the item its official label
+                verdicts.append({"label": None, "error": f"{getattr(err, 'kind', type(err).__name__)}: {err}"})
+                continue
+            verdicts.append(_verdict_summary(_verdict(builder, provider, model, request, prompt_sha256, again.text,
+                                                      again.model, completion=again, source="call")))
+        out["verdicts"] = verdicts
+        out["stability"] = stability(verdicts)
+    return out
+
+
+def _verdict(builder: PromptBuilder, provider: str, model: str, request: ChatRequest, prompt_sha256: str,
+             reply: Any, returned_model: str, *, completion: Any = None, source: str) -> Verdict:
+    reply = reply if isinstance(reply, str) else ""
+    official = is_official_judge(provider, request.model) and returned_model == OFFICIAL_JUDGE_MODEL \
         and builder.is_upstream
-    )
     return Verdict(
         label=label_from_reply(reply),
         raw=reply,
         provider=provider,
-        model=completion.model,
+        model=returned_model,
         requested_model=model,
         official=official,
-        prompt_sha256=hashlib.sha256(prompt.encode("utf-8")).hexdigest(),
+        prompt_sha256=prompt_sha256,
         template_sha256=builder.template_sha256,
-        tokensIn=completion.tokensIn,
-        tokensOut=completion.tokensOut,
-        latencyMs=completion.latencyMs,
-        attempts=completion.attempts,
-        cached=completion.cached,
-    ).to_dict()
+        tokensIn=0 if completion is None else completion.tokensIn,
+        tokensOut=0 if completion is None else completion.tokensOut,
+        latencyMs=0.0 if completion is None else completion.latencyMs,
+        attempts=0 if completion is None else completion.attempts,
+        cached=source != "call",
+        source=source,
+    )
 
 
 # ---------------------------------------------------------------------- CLI
@@ -314,11 +378,13 @@ def check_out_path(out: Path) -> None:
 
 def judge_file(
     hyp_file: Path, ref_file: Path, longmemeval_root: Path, provider: str, model: str, out: Path,
-    llm: LLM | None = None,
+    llm: LLM | None = None, *, archive: Any = None, repeat: int = 1, registry: Any = None,
 ) -> tuple[int, int]:
     """Upstream's file flow: judge each hypothesis line, write it back with ``autoeval_label``. -> (correct, n).
 
     ``out`` is replaced atomically once every line is judged: a failed run leaves a previous ``out`` as it was.
+    With ``repeat`` K > 1 each line also gets ``autoeval_verdicts`` (all K verdicts; the first is the label) and
+    ``registry`` (a ``judge_stability.StabilityRegistry``) gets the counts.
     """
     from checkpoint_io import write_atomic_bytes
 
@@ -337,9 +403,14 @@ def judge_file(
             print(f"skipping {qid}: not in {ref_file}", file=sys.stderr)
             continue
         verdict = judge(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
-                        longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm)
+                        longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm,
+                        archive=archive, repeat=repeat)
         line = dict(entry)
         line["autoeval_label"] = {"model": verdict["model"], "label": verdict["label"]}
+        if "verdicts" in verdict:
+            line["autoeval_verdicts"] = verdict["verdicts"]
+            if registry is not None:
+                registry.record(qid, verdict, f"judge_shim {hyp_file}")
         lines.append(json.dumps(line, ensure_ascii=False) + "\n")
         judged += 1
         correct += bool(verdict["label"])
@@ -350,11 +421,48 @@ def judge_file(
     return correct, judged
 
 
+def _archive_main(command: str, argv: Sequence[str]) -> int:
+    """``export-verdicts`` / ``import-verdicts``: the portable archive of official verdicts."""
+    import verdict_archive
+
+    parser = argparse.ArgumentParser(prog=f"judge_shim.py {command}", description=(
+        "Write every official verdict of this project (its archive and its runs) to one JSONL file."
+        if command == "export-verdicts" else
+        "Add the official verdicts of an exported file to this project's archive; the judge then uses them "
+        "instead of a call, and they stay official."))
+    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
+    if command == "export-verdicts":
+        parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    else:
+        parser.add_argument("file", type=Path, help="a file written by judge_shim.py export-verdicts")
+    args = parser.parse_args(argv)
+    project = args.project.resolve()
+    if command == "export-verdicts":
+        import scorecard
+
+        result = verdict_archive.export(project, scorecard.runs_dir(project), args.out)
+        result["out"] = str(args.out)
+    else:
+        result = verdict_archive.import_file(project, args.file)
+        result["archive"] = str(verdict_archive.archive_path(project))
+    print(json.dumps(result))
+    return 0
+
+
+ARCHIVE_COMMANDS = ("export-verdicts", "import-verdicts")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Judge hypotheses with the official LongMemEval judge.")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ARCHIVE_COMMANDS:
+        return _archive_main(argv[0], argv[1:])
+    parser = argparse.ArgumentParser(description="Judge hypotheses with the official LongMemEval judge.",
+                                     epilog="Verdict archive: judge_shim.py export-verdicts --out FILE | "
+                                            "judge_shim.py import-verdicts FILE (see --help of each).")
     parser.add_argument("--longmemeval-root", type=Path, required=True,
                         help="your clone of xiaowu0162/LongMemEval (the judge prompt is read from it)")
-    parser.add_argument("--provider", default=OFFICIAL_JUDGE_PROVIDER, help="judge provider (official: openai)")
+    parser.add_argument("--provider", default=OFFICIAL_JUDGE_PROVIDER,
+                        help="judge provider (official: openai, or azure for the same snapshot through Azure OpenAI)")
     parser.add_argument("--model", default="gpt-4o", help="judge model; gpt-4o means gpt-4o-2024-08-06")
     parser.add_argument("--print-prompt", action="store_true",
                         help="print the judge prompt for one case (the --question* flags) and exit; no API call")
@@ -367,6 +475,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ref-file", type=Path, help="the LongMemEval data file the hypotheses answer")
     parser.add_argument("--out", type=Path, default=None,
                         help="output JSONL (default: <hyp-file>.eval-results-<model>, as upstream)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="K",
+                        help="judge each hypothesis K times (the first verdict is the label); counts go to the "
+                             "project's .longmemeval-benchmarks/judge-stability.jsonl")
+    parser.add_argument("--project", type=Path, default=Path("."),
+                        help="project root whose verdict archive is used and whose stability registry is written "
+                             "(default: .)")
     args = parser.parse_args(argv)
 
     if args.print_prompt:
@@ -384,14 +498,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.hyp_file is None or args.ref_file is None:
         raise UserError("give --hyp-file and --ref-file to judge a file, or --print-prompt for one case")
+    if args.repeat < 1:
+        raise UserError(f"--repeat {args.repeat} must be >= 1", fix="e.g. --repeat 3")
     load_prompt_builder(args.longmemeval_root)  # a missing checkout is reported before anything is read
     out = args.out or Path(f"{args.hyp_file}.eval-results-{args.model}")
+    import verdict_archive
+    from judge_stability import StabilityRegistry
     from providers import ProviderError
 
+    project = args.project.resolve()
+    registry = StabilityRegistry(project) if args.repeat > 1 else None
     try:
         correct, judged = judge_file(args.hyp_file, args.ref_file, args.longmemeval_root, args.provider,
-                                     args.model, out)
+                                     args.model, out, archive=verdict_archive.for_project(project),
+                                     repeat=args.repeat, registry=registry)
     except ProviderError as err:
+        if official_judge_gone(err, args.provider, args.model):
+            raise UserError(f"judging stopped: {CONTINUITY_HINT}; nothing was written, {out} is as it was") from None
         raise UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was") from None
     print(json.dumps({"judged": judged, "correct": correct, "accuracy": round(correct / judged, 4) if judged else None,
                       "out": str(out)}))

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from errors import UserError, run_main
 
-KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 
 
 def check_inputs(settings) -> None:
@@ -39,6 +39,15 @@ def check_inputs(settings) -> None:
         ) from None
     if settings.judge_provider != "offline":
         judge_shim.load_prompt_builder(settings.longmemeval_root)
+    if "azure" in (settings.judge_provider, settings.target_provider):
+        import providers
+
+        try:
+            providers.azure_target(providers.ProviderSettings(azure=dict(settings.azure)))
+        except providers.ProviderError as err:
+            raise UserError(str(err), fix='e.g. "providers": {"azure": {"endpoint": "https://<resource>.openai.azure.com", '
+                                          '"deployment": "<your gpt-4o-2024-08-06 deployment>", "api_version": '
+                                          '"2024-10-21"}} in .longmemeval-benchmarks/config.json') from None
 
 
 def checks(settings) -> list[tuple[bool | None, str]]:

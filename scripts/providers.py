@@ -10,6 +10,11 @@
 - any other name with a base URL in ``ProviderSettings.base_urls`` (``openai-compatible``, ``vllm``, ``ollama``,
   ``openrouter``...): Chat Completions at that URL. Key: ``<NAME>_API_KEY`` (e.g. ``OPENROUTER_API_KEY``), else
   ``OPENAI_API_KEY``, else the placeholder ``EMPTY`` that local servers accept.
+- ``azure``: Azure OpenAI through the ``openai`` SDK's ``AzureOpenAI`` client: Chat Completions at
+  ``<endpoint>/openai/deployments/<deployment>/chat/completions?api-version=<api_version>``, the three named in
+  ``ProviderSettings.azure`` (config ``providers.azure``; the endpoint may also come from ``AZURE_OPENAI_ENDPOINT``).
+  Key: ``AZURE_OPENAI_API_KEY``. The request's ``model`` stays the snapshot (``gpt-4o-2024-08-06``) the deployment
+  serves: that is what the cache, the verdict archive and the official check key on.
 - ``offline``: no chat model; the offline target and offline judge never call this module.
 
 Base URLs: ``settings.base_urls[provider]`` when given, else the SDKs' own ``OPENAI_BASE_URL`` /
@@ -25,7 +30,8 @@ Retry policy (the only one in the toolkit), run by the ``backoff`` library, boun
   ``retry-after-ms`` / ``Retry-After``.
 - not retried: 400 / 401 / 403 / 404 and other 4xx; billing (OpenAI 429 ``insufficient_quota``, Anthropic 400
   "credit balance is too low") as kind ``billing``; an empty reply (no choices, no text) as ``malformed``; a
-  refusal as ``refusal``. At temperature 0 the same request would give the same empty reply again.
+  refusal as ``refusal``. At temperature 0 the same request would give the same empty reply again. A request
+  with ``allow_empty`` (the judge's: upstream labels an empty reply False) gets an empty or blank text back.
 
 The limiter slot is held for one attempt only: ``limiter.acquire`` before it, ``limiter.release`` after it, and the
 backoff sleep happens outside the slot. Keys never appear in a Completion or in an error message.
@@ -64,7 +70,7 @@ RETRIED_STATUSES = {408, 409, 429}
 MALFORMED_MAX_ATTEMPTS = 3
 SETUP_COMMAND = "/longmemeval-setup"
 EMBED_BATCH = 256
-KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
 
@@ -81,6 +87,8 @@ class ProviderSettings:
     backoff_max: float = 60.0
     api_key_envs: Mapping[str, str] = field(default_factory=dict)
     """Optional per provider name: which environment variable holds its key (default: see module docstring)."""
+    azure: Mapping[str, str] = field(default_factory=dict)
+    """Azure OpenAI: ``endpoint``, ``deployment``, ``api_version`` (config ``providers.azure``)."""
 
 
 class ProviderError(Exception):
@@ -239,7 +247,7 @@ class _ClientPool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._clients: dict[tuple[str, str | None, str, float], Any] = {}
+        self._clients: dict[tuple[str, str | None, str, float, tuple[str, str] | None], Any] = {}
         self._no_temperature: set[str] = set()
         """Anthropic models that answered 400 to a ``temperature``: later calls leave it out."""
 
@@ -251,13 +259,14 @@ class _ClientPool:
         with self._lock:
             self._no_temperature.add(model)
 
-    def get(self, kind: str, base_url: str | None, api_key: str, timeout: float) -> Any:
+    def get(self, kind: str, base_url: str | None, api_key: str, timeout: float,
+            azure: tuple[str, str] | None = None) -> Any:
         fingerprint = hashlib.sha256(api_key.encode("utf-8")).hexdigest()[:16]
-        key = (kind, base_url, fingerprint, float(timeout))
+        key = (kind, base_url, fingerprint, float(timeout), azure)
         with self._lock:
             client = self._clients.get(key)
             if client is None:
-                client = _build_client(kind, base_url, api_key, timeout)
+                client = _build_client(kind, base_url, api_key, timeout, azure)
                 self._clients[key] = client
             return client
 
@@ -267,12 +276,18 @@ def _rejects_temperature(exc: BaseException) -> bool:
     return getattr(exc, "status_code", None) == 400 and "temperature" in _status_message(exc).lower()
 
 
-def _build_client(kind: str, base_url: str | None, api_key: str, timeout: float) -> Any:
+def _build_client(kind: str, base_url: str | None, api_key: str, timeout: float,
+                  azure: tuple[str, str] | None = None) -> Any:
     if kind == "anthropic":
         import anthropic
 
         return anthropic.Anthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
     import openai
+
+    if kind == "azure":
+        deployment, api_version = azure or ("", "")
+        return openai.AzureOpenAI(api_key=api_key, azure_endpoint=base_url, azure_deployment=deployment,
+                                  api_version=api_version, max_retries=0, timeout=timeout)
 
     return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
@@ -284,9 +299,14 @@ _POOL = _ClientPool()
 @dataclass(frozen=True)
 class _Route:
     kind: str
-    """``anthropic`` or ``openai`` (the SDK and wire format)."""
+    """``anthropic``, ``openai`` or ``azure`` (the SDK client and wire format)."""
     base_url: str | None
     api_key: str
+    azure: tuple[str, str] | None = None
+    """``(deployment, api_version)`` of an Azure route."""
+
+    def client(self, timeout: float) -> Any:
+        return _POOL.get(self.kind, self.base_url, self.api_key, timeout, self.azure)
 
 
 def _env_name(provider: str) -> str:
@@ -301,6 +321,13 @@ def _route(provider: str, settings: ProviderSettings) -> _Route:
             "pick a model provider (anthropic, openai, or one with a base_url) for model calls",
         )
     base_url = settings.base_urls.get(provider) or None
+    if provider == "azure":
+        endpoint, deployment, api_version = azure_target(settings)
+        env = settings.api_key_envs.get(provider, KEY_ENV[provider])
+        key = os.environ.get(env, "").strip()
+        if not key:
+            raise ProviderError("auth", f"{env} is not set: export the key of your Azure OpenAI resource")
+        return _Route("azure", endpoint, key, (deployment, api_version))
     if provider in KEY_ENV:
         kind = provider
         base_url = base_url or os.environ.get(BASE_URL_ENV[provider]) or None
@@ -319,6 +346,45 @@ def _route(provider: str, settings: ProviderSettings) -> _Route:
     candidates = [env] if env else [_env_name(provider), "OPENAI_API_KEY"]
     key = next((os.environ[c].strip() for c in candidates if os.environ.get(c, "").strip()), "EMPTY")
     return _Route("openai", base_url, key)
+
+
+AZURE_FIELDS = ("endpoint", "deployment", "api_version")
+
+
+def azure_target(settings: ProviderSettings) -> tuple[str, str, str]:
+    """``(endpoint, deployment, api_version)`` of the Azure route; a ProviderError naming what is missing."""
+    azure = dict(settings.azure)
+    azure.setdefault("endpoint", os.environ.get("AZURE_OPENAI_ENDPOINT", ""))
+    missing = [f for f in AZURE_FIELDS if not str(azure.get(f) or "").strip()]
+    if missing:
+        raise ProviderError("bad_request", f"provider azure needs {', '.join(missing)} in the config's "
+                            "providers.azure (endpoint, deployment, api_version)")
+    return str(azure["endpoint"]).rstrip("/"), str(azure["deployment"]), str(azure["api_version"])
+
+
+SDK_DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1/", "anthropic": "https://api.anthropic.com"}
+"""What ``openai.OpenAI().base_url`` / ``anthropic.Anthropic().base_url`` resolve to with no base URL and no
+``*_BASE_URL`` variable (tests compare these with the installed SDKs, so a change there is caught)."""
+
+
+def resolved_base_url(provider: str, settings: ProviderSettings | None = None) -> str | None:
+    """Where ``provider``'s calls go, as its SDK client resolves it: ``base_urls``, then the SDK's environment
+    variable, then the SDK's default host (``https://api.openai.com/v1/``); Azure:
+    ``<endpoint>/openai/deployments/<deployment>/``. No call, and no SDK import (a run records this before its
+    signal handlers are in place). None for ``offline`` or an Azure route missing its settings."""
+    settings = settings or ProviderSettings()
+    if provider == "offline":
+        return None
+    base_url = settings.base_urls.get(provider) or None
+    if provider == "azure":
+        try:
+            endpoint, deployment, _ = azure_target(settings)
+        except ProviderError:
+            return None
+        return f"{endpoint}/openai/deployments/{deployment}/"
+    if provider in SDK_DEFAULT_BASE_URLS:
+        return base_url or os.environ.get(BASE_URL_ENV[provider]) or SDK_DEFAULT_BASE_URLS[provider]
+    return base_url
 
 
 def _key_env_for(provider: str, settings: ProviderSettings) -> str:
@@ -452,7 +518,7 @@ def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> tuple[
     if message.stop_reason == "refusal":
         raise ProviderError("refusal", f"{where}: the model refused to answer (stop_reason refusal)")
     text = "".join(getattr(b, "text", "") for b in (message.content or ()) if getattr(b, "type", "") == "text")
-    if not text.strip():
+    if not text.strip() and not request.allow_empty:
         raise ProviderError("malformed", f"{where}: empty reply (no text content, stop_reason "
                             f"{message.stop_reason})")
     return text, message, message.stop_reason
@@ -482,7 +548,7 @@ def _send_openai(client: Any, request: ChatRequest, timeout: float) -> tuple[str
     if refusal:
         raise ProviderError("refusal", f"{where}: the model refused to answer ({str(refusal)[:200]})")
     text = message.content
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or (not text.strip() and not request.allow_empty):
         raise ProviderError("malformed", f"{where}: empty reply (no message content, finish_reason "
                             f"{choice.finish_reason})")
     return text, response, choice.finish_reason
@@ -591,7 +657,7 @@ def complete(
     """Send ``request`` to its provider under the retry policy. ``latencyMs`` is the wall time of all attempts."""
     settings = settings or ProviderSettings()
     route = _route(request.provider, settings)
-    client = _POOL.get(route.kind, route.base_url, route.api_key, settings.timeout_s)
+    client = route.client(settings.timeout_s)
     send = _send_anthropic if route.kind == "anthropic" else _send_openai
     started = time.monotonic()
     (text, response, stop_reason), attempts = call_with_retries(
@@ -631,7 +697,7 @@ def embed(
     if route.kind != "openai":
         raise ProviderError("bad_request", f"{provider} has no embeddings API here: use openai (e.g. "
                             "text-embedding-3-small) or an OpenAI-compatible base URL")
-    client = _POOL.get(route.kind, route.base_url, route.api_key, settings.timeout_s)
+    client = route.client(settings.timeout_s)
     vectors: list[list[float]] = []
     for start in range(0, len(texts), EMBED_BATCH):
         batch = [str(t) for t in texts[start : start + EMBED_BATCH]]
@@ -664,7 +730,7 @@ def count_tokens_how(request: ChatRequest, settings: ProviderSettings | None = N
         settings = settings or ProviderSettings()
         try:
             route = _route(request.provider, settings)
-            client = _POOL.get(route.kind, route.base_url, route.api_key, settings.timeout_s)
+            client = route.client(settings.timeout_s)
             kwargs: dict[str, Any] = {"model": request.model, "messages": [dict(m) for m in request.messages]}
             if request.system is not None:
                 kwargs["system"] = request.system

@@ -29,6 +29,13 @@ QUESTION_TYPES: tuple[str, ...] = (
 
 OFFICIAL_JUDGE_PROVIDER = "openai"
 OFFICIAL_JUDGE_MODEL = "gpt-4o-2024-08-06"
+OFFICIAL_JUDGE_ROUTES: tuple[str, ...] = (OFFICIAL_JUDGE_PROVIDER, "azure")
+"""Providers that serve the official snapshot: OpenAI itself, and Azure OpenAI (a deployment of the same snapshot)."""
+
+
+def is_official_judge(provider: str | None, model: str | None) -> bool:
+    """The official judge: the snapshot ``gpt-4o-2024-08-06`` through OpenAI or Azure OpenAI."""
+    return provider in OFFICIAL_JUDGE_ROUTES and model == OFFICIAL_JUDGE_MODEL
 
 
 def is_abstention(question_id: str) -> bool:
@@ -199,6 +206,9 @@ class ChatRequest:
     temperature: float = 0.0
     n: int | None = None
     """Sent only when set (the official judge sends ``n=1``)."""
+    allow_empty: bool = False
+    """An empty or blank reply text is a reply, not an error (the judge: upstream labels it False). Not part of the
+    call's key: it changes what we accept, not what the model is asked."""
 
     def canonical(self) -> dict[str, Any]:
         return {
@@ -323,6 +333,8 @@ class Verdict:
     latencyMs: float = 0.0
     attempts: int = 1
     cached: bool = False
+    source: str = "call"
+    """``call`` (a model call), ``cache`` (the call cache) or ``archive`` (an imported official verdict)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

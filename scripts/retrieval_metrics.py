@@ -5,18 +5,21 @@ Usage (library): ``evaluate(ranked_real_ids, question.gold_session_ids())`` ->
 
 What this computes: SESSION-level metrics of a ranking of sessions, as upstream's ``evaluate_retrieval`` over a
 session index (``src/retrieval/eval_utils.py``; our own code):
-- ``ranked`` is a best-first list of session ids. Repeats are dropped (first occurrence wins).
+- ``ranked`` is a best-first list of session ids, scored as given: an id listed twice (13 ``_s`` haystacks
+  repeat a filler session, upstream #54, and a ranking of haystack positions lists it twice) takes two ranks, as
+  upstream's ranking of corpus positions does. Nothing is de-duplicated.
 - recall_any@k: 1.0 if any gold session is among the first k; recall_all@k: 1.0 if every gold session is.
 - ndcg_any@k: binary relevance, DCG = rel_1 + sum_{i>=2} rel_i / log2(i); the ideal ranking puts all gold
-  sessions first (upstream counts the gold sessions present in the corpus; every gold session is in the item's
-  haystack, so that is ``len(gold)``).
+  sessions first (upstream counts the corpus positions holding a gold session: ``len(gold)`` when ``gold`` lists
+  each haystack position, as ``Question.gold_session_ids`` does).
 - Items are skipped (``should_skip``) when they are abstention items (``_abs`` in the id) or have no gold session.
 
 Not upstream's turn-to-session figures: for a turn index upstream (``evaluate_retrieval_turn2session``) counts a hit
 only on a ``has_answer`` turn of an evidence session, widens k over turns until k distinct sessions are covered,
 and computes NDCG over the turn ranking. A target that indexes turns (``rag`` with ``granularity=turn``) hands us
-a SESSION ranking instead (a turn hit ranks its session, any turn of it), and we score that ranking as above; the
-scorecard labels such figures "session-level" with the granularity the target used.
+a SESSION ranking instead (a turn hit ranks its session, any turn of it; one entry per haystack session, as the
+built-in targets return), and we score that ranking as above; the scorecard labels such figures "session-level"
+with the granularity the target used. A ranking that repeats a session per turn hit is scored as given too.
 """
 
 from __future__ import annotations
@@ -29,32 +32,22 @@ from records import is_abstention
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
 
 
-def _dedup(ranked: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for doc in ranked:
-        if doc not in seen:
-            seen.add(doc)
-            out.append(doc)
-    return out
-
-
 def _check_k(k: int) -> None:
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
 
 
 def recall_any(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """1.0 if any gold id is in the first k distinct ranked ids, else 0.0."""
+    """1.0 if any gold id is in the first k ranked ids, else 0.0."""
     _check_k(k)
-    top = set(_dedup(ranked)[:k])
+    top = set(list(ranked)[:k])
     return float(any(g in top for g in set(gold)))
 
 
 def recall_all(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """1.0 if every gold id is in the first k distinct ranked ids, else 0.0 (vacuously 1.0 for no gold)."""
+    """1.0 if every gold id is in the first k ranked ids, else 0.0 (vacuously 1.0 for no gold)."""
     _check_k(k)
-    top = set(_dedup(ranked)[:k])
+    top = set(list(ranked)[:k])
     return float(all(g in top for g in set(gold)))
 
 
@@ -67,11 +60,12 @@ def _dcg(relevances: Sequence[int]) -> float:
 def ndcg_any(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
     """Binary-relevance NDCG at k (0.0 when there is no gold)."""
     _check_k(k)
-    gold_set = set(gold)
-    ideal = _dcg([1] * min(len(gold_set), k))
+    gold_list = list(gold)
+    gold_set = set(gold_list)
+    ideal = _dcg([1] * min(len(gold_list), k))
     if ideal == 0:
         return 0.0
-    actual = _dcg([1 if doc in gold_set else 0 for doc in _dedup(ranked)[:k]])
+    actual = _dcg([1 if doc in gold_set else 0 for doc in list(ranked)[:k]])
     return actual / ideal
 
 

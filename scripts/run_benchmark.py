@@ -6,7 +6,9 @@ Usage:
     python scripts/run_benchmark.py --offline                     # no network, no keys (not comparable)
     python scripts/run_benchmark.py --dry-run                     # prompts, tokens, cost and time; no model call
 
-Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error, 3 blocked on billing, 130 interrupted.
+Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error (or the official judge answered
+not_found: the line names the verdict archive, the Azure route and judge_agreement.py), 3 blocked on billing,
+130 interrupted.
 One process writes a run directory at a time (a lock); the writer is this process's main thread, the workers only
 compute rows. An item that fails after retries gets an error row and is not marked completed.
 """
@@ -31,12 +33,14 @@ import config as config_mod
 import dataset
 import run_settings
 import run_state
-from errors import run_main
+from errors import UserError, run_main
 from item_runner import BILLING
 from records import Question
 from run_settings import RunSettings
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_JUDGE_GONE = 2
+"""The official judge answered not_found (retired): one line naming the ways on, as for a user mistake."""
 
 
 # --------------------------------------------------------------------------- the run
@@ -110,10 +114,13 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
            tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any) -> None:
     """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged."""
     import item_runner
+    import judge_shim
     import prompt_store
+    from judge_stability import StabilityRegistry
 
     prompts = prompt_store.PromptStore(work)
     requests_of: dict[cf.Future, list] = {}
+    registry = StabilityRegistry(settings.project) if settings.judge_repeat > 1 else None
     with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
         in_flight: set[cf.Future] = set()
         exhausted = False
@@ -132,13 +139,20 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
             finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
             for fut in finished:
                 row = fut.result()
-                prompts.add(requests_of.pop(fut))  # the prompts before the row that names them
+                item_prompts = requests_of.pop(fut)
+                if row["status"] == "error" and row["error"]["stage"] == "judge" and judge_shim.official_judge_gone(
+                        row["error"], settings.judge_provider, settings.judge_model):
+                    stop.request("judge_gone")  # no row: the item stays pending for a resume with another route
+                    continue
+                prompts.add(item_prompts)  # the prompts before the row that names them
                 checkpoint_io.append_item_result(work, row)
                 tally.record(row)
                 if row["status"] == "judged":
                     checkpoint_io.mark_completed(work, row["question_id"])
                     if not row["judgment"].get("official", False):
                         meta["judge"]["official"] = False  # e.g. a prompt that is not upstream's
+                    if registry is not None:
+                        registry.record(row["question_id"], row["judgment"], f"run {meta['runId']}")
                 elif tally.billing_message is not None:
                     stop.request("billing")
                 elif tally.errors > settings.error_threshold:
@@ -237,7 +251,12 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
 
-        if stop.reason == "billing":
+        if stop.reason == "judge_gone":
+            import judge_shim
+
+            finish("failed", judge_shim.CONTINUITY_HINT)
+            code = EXIT_JUDGE_GONE
+        elif stop.reason == "billing":
             finish("failed", f"blocked on API billing: {tally.billing_message}")
             code = EXIT_BILLING
         elif stop.reason == "interrupted":
@@ -266,7 +285,8 @@ def _provider_settings(settings: RunSettings) -> Any:
     import providers
 
     return providers.ProviderSettings(
-        timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls)
+        timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls),
+        azure=dict(settings.azure),
     )
 
 
@@ -305,6 +325,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
     code, root = execute(settings, args.run_id, progress_mode=args.progress)
     run_id = root.name
+    if code == EXIT_JUDGE_GONE:
+        import judge_shim
+
+        raise UserError(f"run {run_id} stopped: {judge_shim.CONTINUITY_HINT}; the items it could not judge stay "
+                        f"pending (resume with --run-id {run_id})")
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
     status = {0: "completed", 1: "failed", 3: "blocked on billing", 130: "interrupted"}[code]

@@ -61,22 +61,44 @@ class RunGateway:
         self.cache = cache
         self.limiter = limiter
         self.stats = stats or RunStats()
+        self._gone: dict[tuple[str, str], Any] = {}
+        """Models that answered not_found: later calls to them fail the same way without a request."""
+        self._gone_lock = threading.Lock()
 
     def complete(self, request: ChatRequest) -> Completion:
-        import providers
-
         if self.cache is not None:
             hit = self.cache.get(request)
             if hit is not None:
                 self.stats.on_call(cached=True)
                 return hit
-        completion = providers.complete(
-            request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
-        )
+        completion = self._call(request)
         if self.cache is not None:
             self.cache.put(request, completion)
+        return completion
+
+    def _call(self, request: ChatRequest) -> Completion:
+        import providers
+
+        with self._gone_lock:
+            gone = self._gone.get((request.provider, request.model))
+        if gone is not None:  # a fresh error per caller: one exception object must not cross threads
+            raise providers.ProviderError(gone.kind, gone.message, attempts=0, status=gone.status)
+        try:
+            completion = providers.complete(
+                request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
+            )
+        except providers.ProviderError as err:
+            if err.kind == "not_found":
+                with self._gone_lock:
+                    self._gone[(request.provider, request.model)] = err
+            raise
         self.stats.on_call(cached=False)
         return completion
+
+    def complete_fresh(self, request: ChatRequest) -> Completion:
+        """A real call that neither reads nor writes the cache (the judge's repeats: a cached reply would only
+        repeat the first verdict, and a stored repeat would replace it)."""
+        return self._call(request)
 
     def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
         import providers

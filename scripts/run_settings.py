@@ -41,11 +41,16 @@ class RunSettings:
     base_urls: Mapping[str, str] = field(default_factory=dict)
     shard: tuple[int, int] | None = None
     loop: bool = False
+    judge_repeat: int = 1
+    """Verdicts per hypothesis (``--judge-repeat``); the first is the label, the repeats measure stability."""
+    azure: Mapping[str, str] = field(default_factory=dict)
+    """Config ``providers.azure``: ``endpoint``, ``deployment``, ``api_version`` of the Azure OpenAI route."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["target_options"] = dict(self.target_options)
         d["base_urls"] = dict(self.base_urls)
+        d["azure"] = dict(self.azure)
         d["shard"] = None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"
         return d
 
@@ -76,6 +81,7 @@ _RESUMED_FROM_META = {  # config key <- the run's stored setting: what makes its
     "judgeProvider": "judge_provider",
     "judgeModel": "judge_model",
     "longmemeval_root": "longmemeval_root",
+    "judgeRepeat": "judge_repeat",  # not a config.json key: kept only so a resume keeps the run's --judge-repeat
 }
 
 
@@ -120,7 +126,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     judge_provider, judge_model = cfg.get("judgeProvider", "openai"), cfg.get("judgeModel", "gpt-4o-2024-08-06")
     if args.judge_model:
         judge_provider, judge_model = config_mod.parse_model_arg(args.judge_model, judge_provider, named)
-    if judge_provider == "openai":  # upstream's alias: gpt-4o is the snapshot gpt-4o-2024-08-06, recorded as such
+    if judge_provider in ("openai", "azure"):  # upstream's alias: gpt-4o is the snapshot gpt-4o-2024-08-06, recorded as such
         from judge_shim import resolve_judge_model
 
         judge_model = resolve_judge_model(judge_model)
@@ -148,6 +154,11 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     if error_threshold < 0:
         raise UserError(f"--error-threshold {error_threshold} is negative", fix="give a count >= 0 (0 = stop at the first error)")
 
+    judge_repeat = args.judge_repeat if args.judge_repeat is not None else int(cfg.get("judgeRepeat", 1))
+    if judge_repeat < 1:
+        raise UserError(f"--judge-repeat {judge_repeat} must be >= 1", fix="e.g. --judge-repeat 3")
+    azure = {k: str(v) for k, v in dict((cfg.get("providers") or {}).get("azure") or {}).items()
+             if k in ("endpoint", "deployment", "api_version")}
     cache_enabled = bool(cfg.get("cacheEnabled", True))
     base_urls = {
         name: str(p["base_url"])
@@ -182,6 +193,8 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         base_urls=base_urls,
         shard=parse_shard(args.shard),
         loop=bool(args.loop),
+        judge_repeat=judge_repeat,
+        azure=azure,
     )
 
 
@@ -221,6 +234,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable), e.g. top_k=10")
     parser.add_argument("--judge-model", help="judge as provider:model; official: openai:gpt-4o (= gpt-4o-2024-08-06)")
     parser.add_argument("--longmemeval-root", help="upstream LongMemEval checkout holding the judge prompts")
+    parser.add_argument("--judge-repeat", type=int, metavar="K", help="judge each hypothesis K times (repeats bypass the cache; the first verdict is the label): measures judge stability (default 1; a resume keeps the run's)")
     parser.add_argument("--run-id", help="resume this run (default: a new UUID)")
     parser.add_argument("--concurrency", type=int, help="items in flight at once; the limiter adapts below it (default: config, 8)")
     parser.add_argument("--error-threshold", type=int, help="item errors tolerated before the run stops as failed (default: config, 0)")

@@ -5,7 +5,6 @@ Everything here reads or writes files under ``runs/<runId>/``; ``run_benchmark``
 
 from __future__ import annotations
 
-import os
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +14,7 @@ import checkpoint_io
 import dataset
 import run_settings
 from errors import UserError
-from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, SCHEMA_VERSION
+from records import SCHEMA_VERSION, is_official_judge
 from run_settings import RunSettings
 
 
@@ -24,7 +23,7 @@ def utcnow() -> str:
 
 
 def official_judge(provider: str, model: str) -> bool:
-    return provider == OFFICIAL_JUDGE_PROVIDER and model == OFFICIAL_JUDGE_MODEL
+    return is_official_judge(provider, model)
 
 
 def in_shard(question_id: str, shard: tuple[int, int] | None) -> bool:
@@ -47,8 +46,18 @@ def build_manifest(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any
     info = dataset.scan(Path(settings.dataset_path))
     items = [{"question_id": qid, "question_type": qtype} for qid, qtype in info.questions]
     manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(items), "items": items}
-    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items, **_file_stamp(settings)}
+    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items, **_file_stamp(settings),
+                 **describe_content(settings.dataset_path, info)}
     return manifest, described
+
+
+def describe_content(path: str, info: dataset.DatasetInfo) -> dict[str, Any]:
+    """What the file's items are: the release they match (by fingerprint) and the duplicated sessions (#54)."""
+    import fingerprints
+
+    recognition = fingerprints.recognize_file(path, info.item_sha256, info.sha256)
+    return {"release": recognition["release"], "recognition": recognition,
+            "duplicate_sessions": {q: list(s) for q, s in sorted(info.duplicate_sessions.items())}}
 
 
 def _file_stamp(settings: RunSettings) -> dict[str, int]:
@@ -137,14 +146,17 @@ def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> dict[str
 
 
 def endpoints(settings: RunSettings) -> dict[str, str]:
-    """Where each provider's calls go: the config's base_url, else the SDK's environment variable, else default.
+    """Where each provider's calls go, as the SDK client resolves it: the config's base_url, else the SDK's
+    environment variable, else the SDK's default host (``https://api.openai.com/v1/``). No call is made.
 
     Recorded because a judge behind a proxy or another host is not the official judge, whatever it is called.
     """
+    import providers
+
+    settings_for_sdk = providers.ProviderSettings(base_urls=dict(settings.base_urls), azure=dict(settings.azure))
     out = {}
     for provider in sorted({settings.target_provider, settings.judge_provider} - {"offline"}):
-        env = os.environ.get(f"{provider.upper()}_BASE_URL")
-        out[provider] = settings.base_urls.get(provider) or env or "default"
+        out[provider] = providers.resolved_base_url(provider, settings_for_sdk) or "unknown"
     return out
 
 

@@ -9,8 +9,10 @@ Usage:
 
 Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
 and judged-only (denominator = judged items). A banner says exactly why a run is not comparable with published
-LongMemEval figures (judge, dataset file, incomplete run, errors). A second figure leaves out items whose gold
-label was reported wrong upstream (references/known-gold-errors.json); it never replaces the official one.
+LongMemEval figures (judge, dataset items, top_k covering every session, incomplete run, errors). A second figure
+leaves out items whose gold was reported wrong upstream (references/known-gold-errors.json, status ``wrong``); it
+never replaces the official one. Unstable judge labels (judge_stability) and a successor judge's measured agreement
+are shown when there are any.
 Works on completed, interrupted, failed and still-running runs (it only reads the run's files). Every scoring also
 writes report.html, a self-contained page with the figures, charts and a drill-down per question
 (``report_html``; open it in a browser).
@@ -30,12 +32,15 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import checkpoint_io
 import dataset
+import gold_registry
+import judge_agreement
+import judge_stability
 import metrics
 import retrieval_metrics
 import schemas
 from compare_runs import RunData, load_run
 from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, QUESTION_TYPES, SCHEMA_VERSION
+from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
 
 REFERENCES = Path(__file__).resolve().parent.parent / "references"
 KNOWN_GOLD_ERRORS = REFERENCES / "known-gold-errors.json"
@@ -147,7 +152,7 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
     not upstream's turn-level evaluation).
     """
     per_item: dict[str, list[dict[str, float]]] = {t: [] for t in QUESTION_TYPES}
-    carried = skipped_abstention = skipped_no_gold = 0
+    carried = skipped_abstention = skipped_no_gold = covers_all = repeated_ids = 0
     granularities: Counter[str] = Counter()
     for qid, qtype in types.items():
         retrieval = (rows.get(qid) or {}).get("retrieval") or {}
@@ -158,6 +163,8 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
         target_retrieval = _target_debug(rows.get(qid)).get("retrieval")
         granularity = target_retrieval.get("granularity") if isinstance(target_retrieval, Mapping) else None
         granularities[str(granularity or "unreported")] += 1
+        covers_all += bool(isinstance(target_retrieval, Mapping) and target_retrieval.get("top_k_covers_all"))
+        repeated_ids += len(set(ranked)) < len(ranked)
         gold = list(retrieval.get("gold_session_ids") or [])
         if retrieval_metrics.should_skip(qid, gold):
             if "_abs" in qid:
@@ -177,6 +184,8 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
         "scored": len(every),
         "skipped_abstention": skipped_abstention,
         "skipped_no_gold": skipped_no_gold,
+        "top_k_covers_all": covers_all,
+        "rankings_with_repeated_ids": repeated_ids,
         "overall": retrieval_metrics.mean_metrics(every),
         "per_type": {t: {"n": len(v), **retrieval_metrics.mean_metrics(v)} for t, v in per_item.items() if v},
     }
@@ -211,7 +220,7 @@ def truncation_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any] | No
 
 
 def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> list[dict[str, Any]]:
-    return list(json.loads(Path(path).read_text(encoding="utf-8"))["items"])
+    return gold_registry.load(path)
 
 
 def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]], card: Mapping[str, Any],
@@ -220,25 +229,38 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
     notes = []
     judge = run.judge
     judged = [r.get("judgment") or {} for r in covered_rows if r.get("status") == "judged"]
-    if judge.get("provider") != OFFICIAL_JUDGE_PROVIDER or judge.get("model") != OFFICIAL_JUDGE_MODEL:
+    if not is_official_judge(judge.get("provider"), judge.get("model")):
+        agreement = card.get("judge_agreement")
+        measured = (f"; a successor judge: {judge_agreement.describe(agreement)}" if agreement else
+                    "; its agreement with the official judge was never measured (scripts/judge_agreement.py)"
+                    if judge.get("provider") != "offline" else "")
         notes.append(f"judge is {judge.get('provider')} {judge.get('model')}, not the official "
-                     f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}")
+                     f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}{measured}")
     other_model = Counter(f"{j.get('provider')} {j.get('model')}" for j in judged
-                          if (j.get("provider"), j.get("model")) != (OFFICIAL_JUDGE_PROVIDER, OFFICIAL_JUDGE_MODEL))
+                          if not is_official_judge(j.get("provider"), j.get("model")))
     for what, count in sorted(other_model.items()):
         if what != f"{judge.get('provider')} {judge.get('model')}":
             notes.append(f"{count} judged row(s) were judged by {what}")
     prompt_off = [j for j in judged if j.get("official") is not True
-                  and (j.get("provider"), j.get("model")) == (OFFICIAL_JUDGE_PROVIDER, OFFICIAL_JUDGE_MODEL)]
+                  and is_official_judge(j.get("provider"), j.get("model"))]
     if prompt_off:
         templates = sorted({str(j.get("template_sha256") or "?")[:12] for j in prompt_off})
         notes.append(f"judge prompt is not upstream's get_anscheck_prompt on {len(prompt_off)} of {len(judged)} "
                      f"judged row(s) (evaluate_qa.py sha256 {', '.join(templates)})")
-    endpoint = ((run.meta.get("endpoints") or {}).get(OFFICIAL_JUDGE_PROVIDER))
-    if judge.get("provider") == OFFICIAL_JUDGE_PROVIDER and endpoint and "api.openai.com" not in endpoint:
-        notes.append(f"judge endpoint is {endpoint}, not api.openai.com")
+    endpoint = (run.meta.get("endpoints") or {}).get(judge.get("provider"))
+    if endpoint and endpoint != "default":  # "default": runs recorded before the SDK's resolved host was
+        if judge.get("provider") == OFFICIAL_JUDGE_PROVIDER and "api.openai.com" not in endpoint:
+            notes.append(f"judge endpoint is {endpoint}, not api.openai.com")
+        if judge.get("provider") == "azure" and ".openai.azure.com" not in endpoint:
+            notes.append(f"judge endpoint is {endpoint}, not an Azure OpenAI resource (*.openai.azure.com)")
     sha = run.dataset_sha256
-    if not sha or dataset.is_known_official(str(sha)) is None:
+    recognition = (run.meta.get("dataset") or {}).get("recognition")
+    if recognition:  # by item fingerprints (runs made before they were recorded: by file sha256 only)
+        if recognition.get("release") is None:
+            notes.append(f"dataset not recognised as an official release: {recognition.get('summary')}")
+        elif recognition.get("differing") or recognition.get("extra") or recognition.get("unknown"):
+            notes.append(f"dataset items not all vouched for: {recognition.get('summary')}")
+    elif not sha or dataset.is_known_official(str(sha)) is None:
         notes.append(f"dataset file not a known official release (sha256 {sha or 'missing'})")
     if card["coverage"] < 1:
         notes.append(f"run incomplete: {card['judged']} of {card['n_total']} items judged "
@@ -254,6 +276,10 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
                      "(N_TOTAL / --n-total)")
     if card["n_total"] < OFFICIAL_SET_SIZE:
         notes.append(f"N = {card['n_total']} items (the official set has {OFFICIAL_SET_SIZE})")
+    covers_all = (card.get("retrieval") or {}).get("top_k_covers_all")
+    if covers_all:
+        notes.append(f"top_k >= the number of sessions on {covers_all} item(s): retrieval returned every session, "
+                     "so those items measure full context, not retrieval (their retrieval figures are 1.0)")
     trunc = card.get("truncation") or {}
     if trunc.get("lost_evidence"):
         notes.append(f"history truncated to fit the context window on {trunc['truncated']} item(s); "
@@ -293,11 +319,15 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     usage = usage_summary(covered)
     errors = sum(1 for r in covered if r.get("status") == "error")
 
-    gold_errors = load_known_gold_errors() if gold_errors is None else gold_errors
-    bad = {g["question_id"]: g for g in gold_errors}
+    entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
+    run_variant = variant or run.meta.get("variant")
+    release = (run.meta.get("dataset") or {}).get("release")
+    bad = gold_registry.excluded(entries, run_variant, release)
     present = [q for q in types if q in bad]
+    also_listed = gold_registry.listed(entries, run_variant, release)
     kept = {q: t for q, t in types.items() if q not in bad}
     excl = metrics.score(metrics.strict_labels(run.rows, kept), kept, unattributed=unattributed)
+    project = judge_stability.project_of_run(run.meta, run.path)
 
     card: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
@@ -306,7 +336,9 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "status": run.meta.get("status"),
         "judge": run.judge,
         "dataset": {"sha256": run.dataset_sha256, "path": (run.meta.get("dataset") or {}).get("path"),
-                    "known_official": dataset.is_known_official(str(run.dataset_sha256 or ""))},
+                    "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
+                    "release": release, "recognition": (run.meta.get("dataset") or {}).get("recognition"),
+                    "duplicate_sessions": len((run.meta.get("dataset") or {}).get("duplicate_sessions") or {})},
         "target": {k: (run.meta.get("target") or {}).get(k) for k in ("name", "provider", "model")},
         **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
                                   "task_averaged", "abstention", "per_type")},
@@ -314,7 +346,11 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "not_run": scored["n_total"] - scored["judged"] - errors,
         "rows_outside_item_set": ignored_rows,
         "excluding_gold_errors": {
-            "excluded": [{"question_id": q, "issues": bad[q].get("issues", [])} for q in present],
+            "excluded": [{"question_id": q, "issues": bad[q].get("issues", []), "status": bad[q]["status"]}
+                         for q in present],
+            "listed_not_excluded": [{"question_id": q, "issues": also_listed[q].get("issues", []),
+                                     "status": also_listed[q]["status"]} for q in types
+                                    if q in also_listed and q not in bad],
             "n_total": excl["n_total"], "correct": excl["correct"], "judged": excl["judged"],
             "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
         },
@@ -323,6 +359,9 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "latency": usage["latency_ms"],
         "retrieval": retrieval_summary(run.rows, types),
         "truncation": truncation_summary(covered),
+        "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
+        "judge_agreement": None if is_official_judge(run.judge.get("provider"), run.judge.get("model"))
+        else judge_agreement.compact(judge_agreement.latest(project, run.judge.get("provider"), run.judge.get("model"))),
     }
     notes = comparability_notes(run, covered, card, variant=variant, run_id=run_id)
     card["comparable"] = not notes
@@ -357,10 +396,13 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         lines += [f"> - {n}" for n in card["comparability_notes"]]
         lines.append("")
     judge = card["judge"]
+    recognition = card["dataset"].get("recognition")
     lines += [
         f"Status: **{_status(card)}** · judged {card['judged']}/{card['n_total']} · errors {card['errors']} · "
         f"not run {card['not_run']} · judge {judge.get('provider')} {judge.get('model')} "
-        f"(official={judge.get('official')}) · dataset {card['dataset']['known_official'] or 'unrecognised file'}",
+        f"(official={judge.get('official')}) · dataset "
+        + (f"{recognition['summary']} (release: {recognition.get('release') or 'unknown'})" if recognition
+           else card['dataset']['known_official'] or 'unrecognised file'),
         "",
         f"| figure | strict (all {card['n_total']} items; errors/not run = wrong) | "
         f"judged only ({card['judged']} items) |",
@@ -391,9 +433,22 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     if ex["excluded"]:
         ids = ", ".join(f"{e['question_id']} (#{', #'.join(str(i) for i in e['issues'])})" for e in ex["excluded"])
         lines += ["", "## Excluding reported gold errors (a second figure; the official one is above)", "",
-                  f"Left out: {ids}. Strict overall {_acc(ex['overall'], 'strict')}, task-averaged "
+                  f"Left out (status wrong): {ids}. Strict overall {_acc(ex['overall'], 'strict')}, task-averaged "
                   f"{metrics.fmt(ex['task_averaged']['accuracy_strict'])}, abstention "
                   f"{_acc(ex['abstention'], 'strict')}."]
+    listed = Counter(e["status"] for e in ex.get("listed_not_excluded") or [])
+    if listed:
+        lines += ["", "Also in the known-defect registry, counted in both figures: " + ", ".join(
+            f"{n} {status}" for status, n in sorted(listed.items())) + " (references/known-gold-errors.json)."]
+    stab = card.get("judge_stability") or {}
+    if stab.get("repeated_items") or stab.get("unstable_ids"):
+        shown = ", ".join(stab["unstable_ids"][:20]) + (" ..." if len(stab["unstable_ids"]) > 20 else "")
+        lines += ["", "## Judge stability", "",
+                  f"{len(stab['unstable_ids'])} of {card['judged']} judged labels are unstable (the same judge "
+                  f"prompt got both yes and no): {stab['unstable_in_run']} in this run's repeated verdicts "
+                  f"({stab['repeated_items']} items judged more than once), {stab['flaky_in_registry']} flaky in the "
+                  f"project's judge-stability.jsonl. The first verdict is the official label."
+                  + (f" Unstable: {shown}." if shown else "")]
     cost, usage = card["cost"], card["usage"]
     total = _usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
         f"unknown for {cost['rows_unknown_cost']} row(s) (known part {_usd(cost['known_total_usd'])})")
@@ -427,9 +482,12 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     if ret:
         shown = [k for k in ret["ks"] if k in MARKDOWN_RETRIEVAL_KS] or ret["ks"]
         granularity = ", ".join(f"{g} ({n})" for g, n in ret.get("granularity", {}).items()) or "unreported"
+        repeats = (f" {ret['rankings_with_repeated_ids']} ranking(s) list a session id twice (a haystack that "
+                   "repeats a session, upstream #54): scored as given, each copy taking a rank, as upstream's "
+                   "eval_utils does." if ret.get("rankings_with_repeated_ids") else "")
         lines += ["", "## Session retrieval (session-level metrics)", "",
                   f"Metrics of the ranked sessions; retrieval granularity: {granularity} (a turn hit ranks its "
-                  f"session, so turn-granularity figures are not upstream's turn-level ones). "
+                  f"session, so turn-granularity figures are not upstream's turn-level ones).{repeats} "
                   f"{ret['scored']} items scored ({ret['skipped_abstention']} abstention and "
                   f"{ret['skipped_no_gold']} no-gold items skipped, as upstream does). k = "
                   f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret['ks']))}.", "",

@@ -4,10 +4,17 @@ Usage:
     python scripts/selftest_scoring.py
 
 Each scenario answers a small synthetic item set in a known way (all expected answers; all "I don't know";
-answers rotated between questions; judge replies worded "Yes, because...", "no", "YES."; judge failures). A
-deterministic judge replies; judge_shim.label_from_reply (the one label rule) turns replies into labels; metrics.score
-computes the figures. Each figure must equal the value written here by hand. Prints a pass/fail table; exit 1 on
-any failure. No network, no keys, no files.
+answers rotated between questions; judge replies worded "Yes, because...", "no", "YES."; replies holding "yes"
+but not starting with it, replies holding both "yes" and "no", empty replies; judge failures, including every
+item of one type and an abstention item). A deterministic judge replies; judge_shim.label_from_reply (the one label
+rule) turns replies into labels; metrics.score computes the figures; metrics.fmt renders them as people read them.
+Each figure and each displayed string must equal the value written here by hand. Prints a pass/fail table; exit 1
+on any failure. No network, no keys, no files.
+
+What it catches (tests/test_selftest_scoring.py applies each break to a copy of the scorer): judged-only macro
+computed as micro; a ``startswith("yes")`` label rule; label = ``"no" not in reply``; strict macro over judged
+types only; strict abstention over the judged-only denominator; Python ``round`` for display (7/160 shows 0.0437,
+upstream 0.0438); 3 decimals for display.
 """
 
 from __future__ import annotations
@@ -75,7 +82,30 @@ def _replies(scenario: str) -> dict[str, str | None]:
         return out
     if scenario == "judge failed on two multi-session items":
         return {q: None if q in ("ms-1", "ms-3") else judge_reply(q, expected_response(q)) for q, _ in ITEMS}
+    if scenario == "judge wording: yes inside, both words, empty":
+        return dict(WORDED_REPLIES)
+    if scenario == "judge failed on every preference item and on an abstention item":
+        return {q: None if q in ("ssp-1", "tr-2_abs") else judge_reply(q, expected_response(q)) for q, _ in ITEMS}
     raise ValueError(scenario)
+
+
+WORDED_REPLIES: tuple[tuple[str, str], ...] = (
+    # (question id, judge reply); the label upstream's rule gives is written in the comment, by hand
+    ("ssu-1", "Correct: yes."),        # yes (not at the start)
+    ("ssu-2_abs", ""),                 # no (an empty reply)
+    ("ssu-3", "Yes, I know it."),      # yes ("know" holds "no")
+    ("ssa-1", "The answer is yes"),    # yes
+    ("ssa-2", "No."),                  # no
+    ("ssp-1", "yes, not no"),          # yes (both words)
+    ("ms-1", "   "),                   # no (blank)
+    ("ms-2_abs", "Nope"),              # no
+    ("ms-3", "no, yes"),               # yes (both words, "no" first)
+    ("ms-4_abs", "YES"),               # yes
+    ("tr-1", "No, it is not correct"),  # no
+    ("tr-2_abs", "The eyes have it"),  # yes ("eyes" holds "yes")
+    ("ku-1", "Yes"),                   # yes
+    ("ku-2", "no"),                    # no
+)
 
 
 # Expected figures, computed by hand from ITEMS (type sizes: SSU 3, SSA 2, SSP 1, MS 4, TR 2, KU 2; abstention 4).
@@ -106,7 +136,32 @@ EXPECTED: dict[str, dict[str, F]] = {
         "strict macro": (5 + F(1, 2)) / 6, "judged macro": ONE,
         "strict micro": F(12, 14), "judged micro": ONE, "strict abstention": ONE, "coverage": F(12, 14),
     },
+    "judge wording: yes inside, both words, empty": {
+        f"strict {SSU}": F(2, 3), f"strict {SSA}": F(1, 2), f"strict {SSP}": ONE, f"strict {MS}": F(2, 4),
+        f"strict {TR}": F(1, 2), f"strict {KU}": F(1, 2),
+        "strict macro": (F(2, 3) + F(1, 2) + 1 + F(1, 2) + F(1, 2) + F(1, 2)) / 6,  # 11/18
+        "judged macro": F(11, 18),  # nothing failed: judged-only equals strict, and differs from micro (8/14)
+        "strict micro": F(8, 14), "judged micro": F(8, 14),
+        "strict abstention": F(2, 4), "judged abstention": F(2, 4),
+    },
+    "judge failed on every preference item and on an abstention item": {
+        f"strict {SSP}": ZERO, f"strict {TR}": F(1, 2), f"judged {TR}": ONE,
+        "strict macro": (4 + 0 + F(1, 2)) / 6,  # 3/4: the preference type counts, at 0, among the six
+        "judged macro": ONE,  # over the five types with a judged item
+        "strict micro": F(12, 14), "judged micro": ONE,
+        "strict abstention": F(3, 4), "judged abstention": ONE, "coverage": F(12, 14),
+    },
 }
+
+DISPLAYED: tuple[tuple[float | None, str], ...] = (
+    (7 / 160, "0.0438"),  # numpy rounding, as upstream prints it (Python's round gives 0.0437)
+    (1 / 3, "0.3333"),
+    (2 / 3, "0.6667"),
+    (11 / 18, "0.6111"),
+    (0.5, "0.5000"),
+    (None, "\u2014"),
+)
+"""Figures as people read them: upstream's ``round(np.mean(...), 4)``, four decimals, a dash when undefined."""
 
 
 def _figure(scored: dict, name: str) -> float | None:
@@ -131,7 +186,7 @@ def run_selftest(label_rule: Callable[[str], bool] | None = None) -> list[dict]:
     if label_rule is None:
         from judge_shim import label_from_reply as label_rule
     types = dict(ITEMS)
-    checks = []
+    checks: list[dict] = []
     for scenario, expected in EXPECTED.items():
         labels = {q: None if reply is None else bool(label_rule(reply)) for q, reply in _replies(scenario).items()}
         scored = metrics.score(labels, types)
@@ -139,7 +194,15 @@ def run_selftest(label_rule: Callable[[str], bool] | None = None) -> list[dict]:
             got = _figure(scored, name)
             ok = got is not None and abs(got - float(value)) < 1e-12
             checks.append({"scenario": scenario, "figure": name, "expected": float(value), "got": got, "ok": ok})
+    for value, shown in DISPLAYED:
+        got_text = metrics.fmt(value)
+        checks.append({"scenario": "displayed figures", "figure": f"fmt({'None' if value is None else repr(value)})",
+                       "expected": shown, "got": got_text, "ok": got_text == shown})
     return checks
+
+
+def _cell(value: float | str | None) -> str:
+    return value if isinstance(value, str) else metrics.fmt(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -150,7 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| scenario | figure | expected | got | result |")
     print("|---|---|---:|---:|---|")
     for c in checks:
-        print(f"| {c['scenario']} | {c['figure']} | {c['expected']:.4f} | {metrics.fmt(c['got'])} | "
+        expected = c["expected"] if isinstance(c["expected"], str) else f"{c['expected']:.4f}"
+        print(f"| {c['scenario']} | {c['figure']} | {expected} | {_cell(c['got'])} | "
               f"{'pass' if c['ok'] else 'FAIL'} |")
     failures = [c for c in checks if not c["ok"]]
     print(f"{len(checks) - len(failures)}/{len(checks)} checks passed", file=sys.stderr)

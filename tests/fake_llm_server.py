@@ -4,7 +4,9 @@ Tests point the official ``openai`` / ``anthropic`` clients at it (``base_url``)
 (``server.requests``), inject faults, and get deterministic answers. Nothing here reaches the internet.
 
 Endpoints: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` and ``/v1/messages/count_tokens``
-(Anthropic), ``POST /v1/embeddings`` (OpenAI; vectors derived from a sha256 of the text). Error bodies use the
+(Anthropic), ``POST /v1/embeddings`` (OpenAI; vectors derived from a sha256 of the text), and Azure OpenAI's
+``POST /openai/deployments/<deployment>/chat/completions?api-version=...`` (answered as OpenAI chat; the
+``AzureOpenAI`` client's ``azure_endpoint`` is ``root_url``; the log entry's ``query`` holds the api-version). Error bodies use the
 shape of the API the path belongs to (``/v1/messages*`` is Anthropic, the rest OpenAI).
 
 Policies (all deterministic):
@@ -52,6 +54,7 @@ import json
 import lzma
 import math
 import random
+import re
 import socket
 import struct
 import sys
@@ -81,6 +84,7 @@ FAULT_KINDS = (
     "refusal",
 )
 EMBEDDING_DIM = 64
+_AZURE_CHAT = re.compile(r"/openai/deployments/[^/]+/chat/completions")
 _TAIL_CHARS = 4000
 
 
@@ -258,9 +262,10 @@ class FakeLLMServer:
 
     # ------------------------------------------------------------------ internals used by the handler
 
-    def _log(self, path: str, headers: Mapping[str, str], body: Any, raw: bytes) -> None:
+    def _log(self, path: str, headers: Mapping[str, str], body: Any, raw: bytes, query: str = "") -> None:
         entry: dict[str, Any] = {
             "path": path,
+            "query": query,
             "headers": {k.lower(): v for k, v in headers.items()},
             "t": time.monotonic(),
         }
@@ -380,12 +385,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _log_and_dispatch(self, raw: bytes) -> None:
         fake = self.fake
-        path = self.path.split("?", 1)[0]
+        path, _, query = self.path.partition("?")
         try:
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = None
-        fake._log(path, dict(self.headers.items()), body, raw)
+        fake._log(path, dict(self.headers.items()), body, raw, query)
         anthropic = path.startswith("/v1/messages")
         fault = fake._next_fault()
         fake.sleep(fake._delay())
@@ -396,7 +401,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.command != "POST":
             self._error(404, "not_found_error", f"no route for {self.command} {path}", anthropic)
-        elif path == "/v1/chat/completions":
+        elif path == "/v1/chat/completions" or _AZURE_CHAT.fullmatch(path):
             self._send(200, self._openai_chat(body, fault), {"x-request-id": fake._next_id("req_")})
         elif path == "/v1/messages":
             self._send(200, self._anthropic_message(body, fault), {"request-id": fake._next_id("req_")})

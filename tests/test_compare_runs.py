@@ -93,7 +93,7 @@ def test_five_fixes_no_regressions_gives_p_0_0625(tmp_path):
     q0 = next(c for c in res["changed"] if c["question_id"] == "q0")
     assert q0 == {"question_id": "q0", "question_type": SSU, "before": False, "after": True,
                   "before_status": "judged", "after_status": "judged", "hypothesis_before": "A q0",
-                  "hypothesis_after": "B q0"}
+                  "hypothesis_after": "B q0", "flaky": False}
     assert res["forced"] is False
 
 

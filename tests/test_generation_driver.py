@@ -91,9 +91,12 @@ def test_provider_error_from_a_target_passes_through_unchanged(tmp_path):
     assert err.value.kind == "rate_limit"
 
 
-def test_empty_hypothesis_is_a_target_error_not_a_silent_answer(tmp_path):
+def test_empty_hypothesis_is_an_answer_to_judge_but_a_non_string_is_a_target_error(tmp_path):
     target = write_target(tmp_path, "def generate(item, ctx):\n    return Hypothesis('   ')\n")
-    with pytest.raises(gd.TargetError, match="empty hypothesis"):
+    assert gd.generate_hypothesis(make_raw_item(), "offline", "m", target=target)["hypothesis"] == "   "
+    (tmp_path / "b").mkdir()
+    target = write_target(tmp_path / "b", "def generate(item, ctx):\n    return Hypothesis(None)\n")
+    with pytest.raises(gd.TargetError, match="not a string"):
         gd.generate_hypothesis(make_raw_item(), "offline", "m", target=target)
 
 

@@ -18,11 +18,12 @@ def test_recall_all_needs_every_gold_session_in_top_k():
     assert recall_all(ranked, ["a", "d"], 4) == 1.0
 
 
-def test_repeated_ids_from_turn_hits_count_once_like_upstream_turn_to_session():
-    # turn-level hits map to sessions: k counts distinct sessions
-    ranked = ["a", "a", "a", "b", "c"]
-    assert recall_all(ranked, ["a", "c"], 3) == 1.0
-    assert recall_any(ranked, ["b"], 2) == 1.0
+def test_a_session_listed_twice_takes_two_ranks_as_in_upstreams_ranking_of_corpus_positions():
+    # a haystack that repeats filler session "x" (upstream #54): both copies are ranked, nothing is de-duplicated
+    ranked = ["a", "x", "x", "g"]
+    assert recall_any(ranked, ["g"], 3) == 0.0
+    assert recall_all(ranked, ["a", "g"], 4) == 1.0
+    assert ndcg_any(ranked, ["g"], 4) == pytest.approx(1.0 / math.log2(4))
 
 
 def test_ndcg_is_one_for_gold_first_and_uses_log2_discount():

@@ -73,13 +73,13 @@ def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
 def test_second_figure_excludes_reported_gold_errors_without_replacing_official(seven):
     card = scorecard.build_scorecard(load_run(seven))
     ex = card["excluding_gold_errors"]
-    assert ex["excluded"] == [{"question_id": "370a8ff4", "issues": [19, 40]}]
+    assert ex["excluded"] == [{"question_id": "370a8ff4", "issues": [19, 26, 41], "status": "wrong"}]
     assert (ex["n_total"], ex["correct"]) == (6, 3)
     assert ex["overall"]["accuracy_strict"] == pytest.approx(0.5)
     assert ex["task_averaged"]["accuracy_strict"] == pytest.approx(7 / 18)  # (2/3 + 1/2 + 0/1) / 3
     assert card["overall"]["accuracy_strict"] == pytest.approx(4 / 7)  # official figure untouched
     md = scorecard.render_markdown(card)
-    assert "Excluding reported gold errors" in md and "370a8ff4 (#19, #40)" in md
+    assert "Excluding reported gold errors" in md and "370a8ff4 (#19, #26, #41)" in md
 
 
 def test_retrieval_skips_abstention_and_no_gold_items_and_says_how_many(tmp_path):

@@ -78,8 +78,13 @@ def test_log_lines_before_the_json_reply_are_tolerated(tmp_path):
     assert run_command({"command": argv})["hypothesis"] == "Luna"
 
 
-@pytest.mark.parametrize("reply", [{"answer": "Luna"}, {"hypothesis": ""}, {"hypothesis": None}, ["Luna"]])
-def test_missing_or_empty_hypothesis_is_a_target_error(tmp_path, reply):
+def test_an_empty_hypothesis_is_an_answer_not_an_error(tmp_path):
+    argv = script(tmp_path, "sys.stdin.read()\nprint(json.dumps({'hypothesis': ''}))\n")
+    assert run_command({"command": argv})["hypothesis"] == ""
+
+
+@pytest.mark.parametrize("reply", [{"answer": "Luna"}, {"hypothesis": None}, ["Luna"]])
+def test_missing_or_non_string_hypothesis_is_a_target_error(tmp_path, reply):
     argv = script(tmp_path, f"sys.stdin.read()\nprint(json.dumps({reply!r}))\n")
     with pytest.raises(gd.TargetError, match="hypothesis"):
         run_command({"command": argv})
