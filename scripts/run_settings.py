@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import command_names
 from errors import UserError
 
 SYMBOLIC_FLAGS = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
@@ -156,7 +157,8 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     }
     dataset_path = args.dataset or cfg.get("datasetPath")
     if not dataset_path:
-        raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run /longmemeval-setup")
+        raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run "
+                        f"{command_names.SETUP}")
     dataset_path = str(dataset_for_variant(path(dataset_path), variant, explicit=bool(args.dataset), project=project,
                                            configured_variant=dataset.resolve_variant(cfg.get("variant") or "_s")))
     return RunSettings(
@@ -206,7 +208,7 @@ def dataset_for_variant(configured: str, variant: str, *, explicit: bool, projec
                 return candidate
     raise UserError(
         f"variant {variant} asked for, but the dataset {path} is a {named} file",
-        fix=f"download it with /longmemeval-setup --download {variant}, or pass --dataset <the {variant} file>",
+        fix=f"download it with {command_names.SETUP} --download {variant}, or pass --dataset <the {variant} file>",
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import command_names
 import run_benchmark
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
 
@@ -191,7 +192,7 @@ def test_resume_with_a_different_judge_is_refused(tmp_path, fake_llm, capsys):
 
 def test_missing_config_says_to_run_setup(tmp_path, capsys):
     code = run_benchmark.run_main(run_benchmark.main, ["--project", str(tmp_path)])
-    assert code == 2 and "/longmemeval-setup" in capsys.readouterr().err
+    assert code == 2 and command_names.SETUP in capsys.readouterr().err
 
 
 def test_no_api_key_lands_in_any_run_file(tmp_path, fake_llm):
@@ -366,7 +367,7 @@ def test_variant_picks_the_downloaded_file_or_refuses_a_file_of_another_variant(
     cfg["datasetPath"] = str(data / "longmemeval_s_cleaned.json")
     config_mod.write_config(project, cfg, force=True)
     code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle"])
-    assert code == 2 and "download it with /longmemeval-setup --download _oracle" in capsys.readouterr().err
+    assert code == 2 and f"download it with {command_names.SETUP} --download _oracle" in capsys.readouterr().err
     shutil.copy(SAMPLE, data / "longmemeval_oracle.json")
     assert run(project, "--offline", "--variant", "_oracle", "--run-id", "orc", "--max", "1") == 0
     assert meta(project, "orc")["dataset"]["path"].endswith("longmemeval_oracle.json")
