@@ -120,7 +120,7 @@ def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
     import dry_run
 
     if cap_usd < 0:
-        raise UserError(f"--max-cost {cap_usd} is negative", fix="give a dollar amount >= 0, e.g. --max-cost 20")
+        raise UserError(f"--max-cost {cap_usd:g} is negative", fix="give a dollar amount >= 0, e.g. --max-cost 20")
     est = dry_run.Estimator(settings)
     if not est.previewable and settings.target not in dry_run.OWN_CALLS_TARGETS:
         raise UserError(f"--max-cost: target {settings.target} cannot preview its calls (no prepare_requests), so "

@@ -225,7 +225,7 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]
 def dollars(value: float | None, *, bound: bool = False) -> str:
     if value is None:
         return "unknown (a model is not in the price table)"
-    return f"{'<= ' if bound else ''}${value:,.2f}"
+    return f"{'<= ' if bound else ''}${value:,.2f}" if value >= 1 else f"{'<= ' if bound else ''}${value:.4f}"
 
 
 def duration(seconds: float) -> str:
@@ -243,7 +243,7 @@ def format_block(result: dict[str, Any]) -> str:
     lines = [f"estimate: {result['items']} items; target {result['target']}, judge {result['judge_model']}"]
 
     def stage(name: str, calls: int, cached: int, tin: int, tout: int, usd: float | None, bound: bool) -> str:
-        free = f" (+{cached:,} cached, free)" if cached else ""
+        free = f" (+{cached:,} cached or repeated, free)" if cached else ""
         return (f"  {name:<10} {calls:>7,} calls{free}  {tin:>13,} tokens in  {'<= ' if bound else ''}{tout:,} out"
                 f"  {dollars(usd, bound=bound)}")
 

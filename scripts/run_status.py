@@ -146,10 +146,11 @@ def _metas(root: Path) -> list[dict[str, Any]]:
 
 
 def writer_pid(root: Path) -> int | None:
-    """The pid of a live process that holds (or last held) one of the run's locks and is a run driver."""
+    """The pid of a live run driver that holds (or last held) one of the run's locks. The lock file keeps the
+    last writer's pid after it ends, so the pid must still be alive and still be ``run_benchmark.py``."""
     for lock in [root / checkpoint_io.LOCK_FILE, *sorted(root.glob("shard-*/" + checkpoint_io.LOCK_FILE))]:
         pid = checkpoint_io.RunLock(lock.parent).holder_pid()
-        if pid and background.pid_alive(pid) and (pid == os.getpid() or _is_run_driver(pid)):
+        if pid and background.pid_alive(pid) and _is_run_driver(pid):
             return pid
     return None
 
@@ -313,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the status as one JSON object")
     args = parser.parse_args(argv)
     if args.wait < 0:
-        raise UserError(f"--wait {args.wait} is negative", fix="give seconds >= 0, e.g. --wait 100")
+        raise UserError(f"--wait {args.wait:g} is negative", fix="give seconds >= 0, e.g. --wait 100")
     project = args.project.resolve()
     root = find_run(project, args.run_id)
     wait_for(root, args.wait)

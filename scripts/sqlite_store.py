@@ -34,14 +34,16 @@ def connect(path: str | Path, *, autocommit: bool = True) -> sqlite3.Connection:
 
 def existing_keys(path: str | Path, table: str, keys: Sequence[str]) -> set[str]:
     """Which of ``keys`` the ``key`` column of ``table`` holds, read-only: a missing or unreadable file is an
-    empty set and nothing is created (dry runs look here before a run has written anything). ``immutable`` keeps
-    SQLite from creating its -wal/-shm files; rows still in another process's WAL are not seen (counted as not
-    cached: the estimate errs high)."""
+    empty set and nothing is created (dry runs look here before a run has written anything). With no write-ahead
+    log beside the file, every row is in it: it is opened ``immutable``, so SQLite creates no -wal/-shm files;
+    otherwise read-only through the existing log."""
     path = Path(path)
     if not keys or not path.is_file():
         return set()
+    wal = Path(f"{path}-wal")
+    mode = "ro" if wal.is_file() and wal.stat().st_size > 0 else "ro&immutable=1"
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=5)
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, timeout=5)
         try:
             found: set[str] = set()
             unique = sorted(set(keys))
