@@ -44,17 +44,31 @@ def _proc_start(pid: int) -> str | None:
     return fields[19] if fields and len(fields) > 19 else None
 
 
+def _windows_pid_alive(pid: int) -> bool:  # pragma: no cover - exercised on Windows only
+    import ctypes
+
+    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
+    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
+    if not handle:
+        return False
+    try:
+        code = ctypes.c_ulong()
+        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
+    finally:
+        kernel32.CloseHandle(handle)
+
+
 def pid_alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie, or our own exited child, is dead)."""
     if pid <= 0:
         return False
+    if sys.platform == "win32":  # os.kill(pid, 0) would terminate the process there
+        return _windows_pid_alive(pid)
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)  # our own child (a caller that stayed alive): reap it
         if done == pid:
             return False
-    except ChildProcessError:
-        pass
-    except OSError:
+    except OSError:  # not our child (the usual case: the caller that started it has exited)
         pass
     try:
         os.kill(pid, 0)
@@ -100,8 +114,9 @@ def live_worker(root: Path) -> dict[str, Any] | None:
     return info if worker_alive(info) else None
 
 
-def start(root: Path, argv: Sequence[str], *, cwd: Path, log_header: str) -> dict[str, Any]:
-    """Start ``argv`` detached, logging to ``root/run.log``; write and return its worker.json record.
+def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header: str) -> dict[str, Any]:
+    """Start ``argv`` detached, logging to ``root/run.log`` (``root``: the run's or its shard's directory); write
+    and return its worker.json record.
 
     Refuses (UserError) while a live worker of this run exists; the check and the start are serialised by a
     lock so two callers cannot both start one.
@@ -113,8 +128,8 @@ def start(root: Path, argv: Sequence[str], *, cwd: Path, log_header: str) -> dic
     with checkpoint_io.RunLock(root, name=_STARTER_LOCK, wait=True):
         running = live_worker(root)
         if running is not None:
-            raise UserError(f"run {root.name} is already running (pid {running['pid']})",
-                            fix="wait for it with run_status.py --run-id " + root.name + " --wait 100")
+            raise UserError(f"run {run_id} is already running (pid {running['pid']})",
+                            fix=f"wait for it with run_status.py --run-id {run_id} --wait 100")
         started_at = checkpoint_io.utc_now()  # before the start: a run's end is never earlier than this
         with open(log, "ab") as fh:
             fh.write(f"{log_header}\n".encode("utf-8"))

@@ -389,7 +389,7 @@ def _refuse_a_live_worker(settings: RunSettings, run_id: str | None) -> None:
     if not run_id:
         return
     root = checkpoint_io.run_dir_for(Path(settings.runs_dir), checkpoint_io.validate_run_id(run_id))
-    worker = background.live_worker(root)
+    worker = background.live_worker(root) or background.live_worker(run_state.shard_dir(root, settings.shard))
     if worker is not None:
         raise UserError(f"run {run_id} is already running (pid {worker['pid']}) in the background",
                         fix=f"wait for it: run_status.py --run-id {run_id} --wait 100")
@@ -422,9 +422,9 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
         from call_cache import CallCache
 
         CallCache(Path(settings.cache_dir), read=settings.cache_read)
-    root.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)  # a shard's worker, log and worker.json live in its own directory
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
-    info = background.start(root, _worker_argv(argv, run_id, bool(args.run_id)), cwd=Path.cwd(),
+    info = background.start(work, _worker_argv(argv, run_id, bool(args.run_id)), run_id=run_id, cwd=Path.cwd(),
                             log_header=f"=== {checkpoint_io.utc_now()} started in the background: {shown}")
     log = Path(info["log"])
     try:

@@ -167,8 +167,10 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
     """(state, run-meta, worker.json, why dead) from the run's files and its processes; cheap enough to poll."""
     meta = _read_meta(root / checkpoint_io.META_FILE)
     worker = background.read_worker(root)
-    if background.worker_alive(worker):
-        return "running", meta, worker, None
+    for directory in [root, *sorted(p for p in root.glob("shard-*") if p.is_dir())]:  # a shard has its own worker
+        info = worker if directory == root else background.read_worker(directory)
+        if background.worker_alive(info):
+            return "running", meta, info, None
     if meta is None:
         if worker is not None:
             return "dead", meta, worker, "the background worker exited before it wrote run-meta.json; see its log"
@@ -266,17 +268,22 @@ def runs_dir(project: Path) -> Path:
     return config_mod.resolve_path(project, cfg.get("runs_dir") or ".longmemeval-benchmarks/runs")
 
 
+def _is_run(p: Path) -> bool:
+    """A run directory: a run-meta, or a background worker (also a shard's) that has not written one yet."""
+    return any((d / name).is_file() for d in (p, *p.glob("shard-*"))
+               for name in (checkpoint_io.META_FILE, background.WORKER_FILE))
+
+
 def latest_run(base: Path) -> Path:
     """The most recently active run: its last start, or its background worker's start."""
     def last_active(p: Path) -> float:
-        times = [_parse_time((background.read_worker(p) or {}).get("started_at"))]
+        times = [_parse_time((background.read_worker(d) or {}).get("started_at")) for d in (p, *p.glob("shard-*"))]
         for m in _metas(p)[:1]:
             times.append(_parse_time(m.get("started_at")))
             times += [_parse_time(i.get("started_at")) for i in m.get("invocations") or []]
         return max([t for t in times if t] or [0.0])
 
-    runs = [p for p in base.glob("*") if p.is_dir() and ((p / checkpoint_io.META_FILE).is_file()
-                                                          or (p / background.WORKER_FILE).is_file())]
+    runs = [p for p in base.glob("*") if p.is_dir() and _is_run(p)]
     if not runs:
         raise UserError(f"no runs under {base}", fix=f"start one with {command_names.RUN}")
     return max(runs, key=lambda p: (last_active(p), p.name))
@@ -287,7 +294,7 @@ def find_run(project: Path, run_id: str | None) -> Path:
     if run_id is None:
         return latest_run(base)
     root = checkpoint_io.run_dir_for(base, checkpoint_io.validate_run_id(run_id))
-    if not root.is_dir() or not ((root / checkpoint_io.META_FILE).is_file() or (root / background.WORKER_FILE).is_file()):
+    if not root.is_dir() or not _is_run(root):
         raise UserError(f"no run {run_id} under {base}", fix="check the id (run_status.py --latest shows the newest run)")
     return root
 

@@ -221,3 +221,27 @@ def test_the_loops_full_run_in_the_background_and_the_reentrant_confirmation(tmp
     meta = json.loads((run_dir(project, confirm_id) / "run-meta.json").read_text())
     assert meta["settings"]["cache_read"] is False and meta["status"] == "completed"
     assert loop("--confirm", "--no-cache").returncode == 2
+
+
+def test_two_shards_run_in_the_background_side_by_side(tmp_path, fake_llm, workers):
+    register_answers(fake_llm)
+    fake_llm.latency = 0.05
+    project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
+    for shard in ("1/2", "2/2"):
+        done = start(project, "--run-id", "sh", "--shard", shard)
+        assert done.returncode == 0, done.stderr
+        i = shard[0]
+        workers.append(json.loads((run_dir(project, "sh") / f"shard-{i}of2" / "worker.json").read_text())["pid"])
+        assert f"shard-{i}of2" in done.stdout.splitlines()[0]  # each shard has its own log
+    again = start(project, "--run-id", "sh", "--shard", "1/2")
+    assert again.returncode == 2 and "already running" in again.stderr
+    assert status(project, "sh", "--wait", "100").returncode in (0, 4)
+    for pid in workers:
+        deadline = time.monotonic() + 100
+        while background.pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert status(project, "sh").returncode == 0
+    import checkpoint_io
+
+    rows = checkpoint_io.load_results(run_dir(project, "sh"))
+    assert len(rows) == N_SAMPLE and all(r["status"] == "judged" for r in rows.values())
