@@ -87,7 +87,7 @@ def _duration(seconds: float) -> str:
 
 def format_line(s: Status) -> str:
     """``running  212/500 done (210 judged, 2 errors)  acc 0.871  $3.42  38.0 items/min  ETA 7m35s  run 3f2a``"""
-    parts = [f"{s.state:<8}", f"{s.done}/{s.total} done ({s.judged} judged, {s.errors} errors)"]
+    parts = [s.state, f"{s.done}/{s.total} done ({s.judged} judged, {s.errors} errors)"]
     parts.append(f"acc {s.accuracy:.3f}" if s.accuracy is not None else "acc -")
     parts.append("$?" if s.spent_usd is None else f"${s.spent_usd:,.2f}" if s.spent_usd >= 1 else f"${s.spent_usd:.4f}")
     if s.items_per_min is not None:
@@ -160,7 +160,7 @@ def _is_run_driver(pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return True  # no /proc (macOS, Windows): trust the live pid
-    return b"run_benchmark" in cmdline
+    return any(Path(arg.decode("utf-8", "replace")).name == "run_benchmark.py" for arg in cmdline.split(b"\0"))
 
 
 def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None, str | None]:
