@@ -31,7 +31,7 @@ def upstream_prompt(monkeypatch, tmp_path):
 
 
 def run(project: Path, *args: str) -> int:
-    return run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", *args])
+    return run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", "--yes", *args])
 
 
 def rows_of(project: Path, run_id: str) -> list[dict]:
@@ -156,7 +156,7 @@ def test_import_keeps_the_first_verdict_of_a_key(tmp_path):
 def test_not_found_from_the_official_judge_stops_the_run_with_one_line_and_no_junk_rows(fake_llm, tmp_path, capsys):
     project = make_project(tmp_path / "p", concurrency=1)
     fake_llm.fail_next("404")
-    code = run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet", "--run-id", "gone",
+    code = run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet", "--yes", "--run-id", "gone",
                                          "--target", quiet_target(tmp_path)])
     assert code == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]

@@ -13,7 +13,6 @@ import pytest
 import selftest_scoring
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-SCORER_FILES = ("selftest_scoring.py", "metrics.py", "judge_shim.py", "records.py", "errors.py")
 """The self-test and everything it imports: copied, then one file broken, then run."""
 
 MUTATIONS = {
@@ -38,9 +37,7 @@ MUTATIONS = {
 
 def _run_copy(tmp_path: Path, mutation: tuple[str, str, str] | None) -> subprocess.CompletedProcess:
     copy = tmp_path / "scripts"
-    copy.mkdir()
-    for name in SCORER_FILES:
-        shutil.copy(SCRIPTS / name, copy / name)
+    shutil.copytree(SCRIPTS, copy, ignore=shutil.ignore_patterns("__pycache__"))  # the scorer and what it imports
     if mutation is not None:
         name, old, new = mutation
         text = (copy / name).read_text()

@@ -29,7 +29,7 @@ SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 
 
 def run(project: Path, *args: str) -> int:
-    return run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", *args])
+    return run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", "--yes", *args])
 
 
 def rows_of(project: Path, run_id: str) -> list[dict]:
