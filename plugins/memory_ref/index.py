@@ -71,13 +71,14 @@ class RetrieverConfig:
 BEST = RetrieverConfig()
 PRESETS: dict[str, RetrieverConfig] = {
     "plain": RetrieverConfig(name="plain", rewrite=False, turn_weight=0.0, assistant_weight=0.0, feedback_docs=0,
-                             time_weight=0.0, b=0.75, dedup=False),
+                             time_weight=0.0, b=0.75),
     "fused-v1": RetrieverConfig(name="fused-v1", rewrite=False, turn_weight=0.3, assistant_weight=0.0,
-                                fusion="rrf", feedback_docs=0, time_weight=0.0, b=0.75, dedup=False),
+                                fusion="rrf", feedback_docs=0, time_weight=0.0, b=0.75),
     "best": BEST,
 }
 """``plain``: session BM25 over user turns, query = question (the floor). ``fused-v1``: memory-ref's retriever
-before issue 19 (sessions + turns at weight 0.3, RRF). ``best``: everything above, tuned on the development half."""
+before issue 19 (sessions + turns at weight 0.3, RRF). ``best``: everything above, tuned on the development half.
+All three return a repeated session once (no target emits an id twice)."""
 
 
 def config_named(name: str, **overrides: Any) -> RetrieverConfig:
@@ -118,6 +119,12 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
 def order(scores: Sequence[float]) -> list[int]:
     """Indices best first; ties keep index order."""
     return sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+
+
+def matched(scores: Sequence[float]) -> list[int]:
+    """Indices with a positive score, best first: what a ranking contributes to reciprocal-rank fusion (a
+    session no query word reached has no rank to give, whatever its position among the ties)."""
+    return [i for i in order(scores) if scores[i] > 0]
 
 
 @dataclass
@@ -198,7 +205,7 @@ class _Sources:
         fused = [0.0] * self.n
         if self.config.fusion == "rrf":
             weights = [self.indexes[name][2] for name in lists]
-            for i, value in rrf_scores(list(lists.values()), weights=weights).items():
+            for i, value in rrf_scores([matched(s) for s in per_source.values()], weights=weights).items():
                 fused[i] = value
         else:
             for name, scores in per_source.items():
@@ -287,7 +294,7 @@ def retrieve(
         vectors = embed([query] + [d[:EMBED_CHARS] or " " for d in sources.session_docs])
         sims = [cosine(vectors[0], v) for v in vectors[1:]]
         lists["embed"] = order(sims)
-        by_rrf = rrf_scores([order(fused), lists["embed"]], weights=[1.0, config.embed_weight])
+        by_rrf = rrf_scores([matched(fused), lists["embed"]], weights=[1.0, config.embed_weight])
         final = [by_rrf.get(i, 0.0) for i in range(n)]
     ranked = order(final)
     dropped: list[int] = []
