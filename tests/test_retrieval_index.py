@@ -66,6 +66,14 @@ def test_rewrite_adds_the_words_an_age_is_stated_with_to_an_age_question():
     assert not query.rewrite("What is my cat's name?", QDATE).expansions
 
 
+def test_an_age_question_prefers_the_session_where_the_user_states_an_age():
+    stated = session("session_007", ("user", "Any tips for a career change? I'm 32 and restless."))
+    result = index.retrieve("How many years older is my sister than me?", haystack(stated), question_date=QDATE)
+    assert result.ranked[0] == 6 and result.query.wants is not None
+    assert query.AGE_STATEMENT.search("she just turned 29") and query.AGE_STATEMENT.search("a 32-year-old")
+    assert not query.AGE_STATEMENT.search("I have 32 plants")
+
+
 def test_rewrite_keeps_the_counted_noun_and_never_returns_an_empty_query():
     assert query.rewrite("How many bikes do I own?", QDATE).counted == "bikes"
     assert query.rewrite("What did I do last week?", QDATE).terms  # only time words: the words come back

@@ -27,6 +27,9 @@ AGE_QUESTION = re.compile(r"\b(how old|years? old|ages?|years? (?:older|younger)
 AGE_WORDS = ("age", "old", "turned", "birthday", "year")
 AGE_WEIGHT = 1.0
 """Weight of each age word added to an age question (1.0 = as much as a word of the question)."""
+AGE_STATEMENT = re.compile(r"\b(?:i'?m|i am|turned|turning|i was|aged?)\s+(?:now\s+|just\s+)?\d{1,3}\b|"
+                           r"\b\d{1,3}[- ]years?[- ]old\b|\b\d{1,3}(?:st|nd|rd|th) birthday\b", re.I)
+"""How a session states an age ("I'm 32", "just turned 32", "a 32-year-old"): the evidence an age question needs."""
 
 
 @dataclass(frozen=True)
@@ -39,11 +42,13 @@ class Query:
     """The date windows the question's time expressions name (empty without a question date)."""
     counted: str | None = None
     expansions: tuple[str, ...] = field(default=())
+    wants: re.Pattern[str] | None = None
+    """What a session must state to answer the question (an age), if the question says so."""
 
     def to_debug(self) -> dict[str, Any]:
         return {"terms": {t: round(w, 3) for t, w in self.terms.items()},
                 "windows": [w.to_dict() for w in self.windows], "counted": self.counted,
-                "expansions": list(self.expansions)}
+                "expansions": list(self.expansions), "wants": self.wants.pattern if self.wants else None}
 
 
 def rewrite(question: str, question_date: str | None = None, *, drop_time_words: bool = True,
@@ -58,7 +63,9 @@ def rewrite(question: str, question_date: str | None = None, *, drop_time_words:
             text = text.replace(window.expression, " ")
     terms = query_weights(tokenize(text))
     expansions: list[str] = []
+    wants = None
     if age_expansion and AGE_QUESTION.search(question.lower()):
+        wants = AGE_STATEMENT
         for word in AGE_WORDS:
             for token in tokenize(word):
                 terms[token] = terms.get(token, 0.0) + AGE_WEIGHT
@@ -66,7 +73,7 @@ def rewrite(question: str, question_date: str | None = None, *, drop_time_words:
     if not terms:  # a question of stop words and time words only: search with what it has
         terms = query_weights(tokenize(question))
     return Query(text=" ".join(text.split()), terms=terms, windows=windows, counted=counted_noun(question),
-                 expansions=tuple(expansions))
+                 expansions=tuple(expansions), wants=wants)
 
 
 def plain(question: str) -> Query:

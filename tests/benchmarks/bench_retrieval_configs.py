@@ -14,9 +14,9 @@ filler session in 13 histories; a retriever must not return it twice). ``ms`` is
 tokenizing included (the tokenizer memo is cleared before each configuration).
 
 Configurations: ``upstream flat-bm25`` (the reference line of ``bench_rag_recall.py``), the presets of
-``plugins/memory_ref/index.py`` (``plain``, ``fused-v1`` = memory-ref before issue 19, ``best``), ``best`` minus one
-feature at a time, ``best`` at turn granularity, and the ``rag`` target's own ranking with default options (it
-must equal ``best``). Optional, model-backed: ``--embed-model provider:model`` adds ``best+embed`` (real calls
+``plugins/memory_ref/index.py`` (``plain``, ``fused-v1`` = memory-ref before issue 19, ``best``), ``best`` minus
+(or plus) one feature at a time, ``best`` at turn granularity, and the ``rag`` target's own ranking with default
+options (it must equal ``best``). Optional, model-backed: ``--embed-model provider:model`` adds ``best+embed`` (real calls
 through the gateway, cached under ``--cache-dir``); ``--facts-cache DIR --writer provider:model`` adds
 ``best+facts`` from a memory-ref fact cache (cached facts only, no calls). The adaptive-k line shows what the
 default reader selection (min 5, at most top_k 10) keeps.
@@ -134,7 +134,7 @@ def configurations(args: argparse.Namespace) -> dict[str, Ranker]:
     out: dict[str, Ranker] = {"upstream flat-bm25": flat_bm25_ranker()}
     for name in ("plain", "fused-v1", "best"):
         out[name] = preset_ranker(index.PRESETS[name])
-    ablations = {"-rewrite": {"rewrite": False}, "-turns": {"turn_weight": 0.0},
+    ablations = {"-rewrite": {"rewrite": False}, "+turns 0.3": {"turn_weight": 0.3}, "-age cue": {"cue_weight": 0.0},
                  "-assistant": {"assistant_weight": 0.0}, "-feedback": {"feedback_docs": 0},
                  "-time": {"time_weight": 0.0}, "-dedup": {"dedup": False}, "rrf fusion": {"fusion": "rrf"}}
     for label, change in ablations.items():
