@@ -16,7 +16,8 @@ Options:
 - ``retriever``: ``best`` (default) | ``fused-v1`` | ``plain`` (``index.PRESETS``).
 - ``granularity``: ``session`` (default) | ``turn`` (user-turn documents only: a turn hit ranks its session).
 - ``top_k``: at most this many sessions reach the reader (default 10); ``adaptive_k`` (default true) shows fewer
-  when the retrieval score drops, never fewer than ``min_k`` (default 5). Never every session: with ``top_k`` >=
+  when the retrieval score falls below a fifth of the best, never fewer than ``min_k`` (default 3), except for
+  questions that count, order or compare, which get ``top_k`` (``index.adaptive_k``). Never every session: with ``top_k`` >=
   the number of sessions a warning goes to stderr once per process, ``debug.retrieval.top_k_covers_all`` is true,
   and the reader still gets one session fewer than the item has.
 - ``bm25``: use the lexical retriever (default true).
@@ -88,7 +89,8 @@ def settings(options: Mapping[str, Any]) -> dict[str, Any]:
     if not use_bm25 and not embed_model:
         raise ValueError("rag needs a retriever: keep bm25 on or set embed_model=provider:model")
     return {"granularity": granularity, "top_k": _positive_int(options, "top_k", 10),
-            "adaptive_k": _truthy(options.get("adaptive_k", True)), "min_k": _positive_int(options, "min_k", 5),
+            "adaptive_k": _truthy(options.get("adaptive_k", True)),
+            "min_k": _positive_int(options, "min_k", index.ADAPTIVE_MIN_K),
             "retriever": retriever, "bm25": use_bm25, "embed_model": embed_model}
 
 
@@ -130,6 +132,7 @@ def rank_sessions(item: PublicItem, ctx: TargetContext, *, with_embeddings: bool
     """Every distinct session alias, best first, and the retrieval debug record (``shown``: how many to read)."""
     cfg = settings(ctx.options)
     info: dict[str, Any] = {"granularity": cfg["granularity"], "top_k": cfg["top_k"], "retrievers": []}
+    aggregates = False
     use_embed = bool(cfg["embed_model"]) and with_embeddings
     alias = lambda i: item.sessions[i].session_id  # noqa: E731
     if cfg["bm25"]:
@@ -144,6 +147,7 @@ def rank_sessions(item: PublicItem, ctx: TargetContext, *, with_embeddings: bool
                                 config=index.config_named(cfg["retriever"]), granularity=cfg["granularity"],
                                 embed=embed if use_embed else None)
         ranked, scores = result.ranked, result.scores
+        aggregates = result.query is not None and result.query.aggregates
         info["retrievers"].append(f"bm25:{cfg['retriever']}")
         info |= {k: v for k, v in result.debug(alias).items() if k in ("query", "feedback_terms",
                                                                          "duplicates_dropped")}
@@ -161,7 +165,7 @@ def rank_sessions(item: PublicItem, ctx: TargetContext, *, with_embeddings: bool
     n = len(item.sessions)
     info["top_k_covers_all"] = cfg["top_k"] >= n
     if cfg["adaptive_k"]:
-        info["shown"] = index.adaptive_k(scores, cfg["top_k"], min_k=cfg["min_k"])
+        info["shown"] = index.adaptive_k(scores, cfg["top_k"], min_k=cfg["min_k"], aggregates=aggregates)
     else:
         info["shown"] = min(cfg["top_k"], max(len(ranked) - 1, 1))
     if info["top_k_covers_all"]:

@@ -158,13 +158,20 @@ def test_unknown_preset_names_the_choices():
         index.config_named("nope")
 
 
-@pytest.mark.parametrize("scores,top_k,min_k,expected", [
-    ([1.0, 0.9, 0.8, 0.2, 0.1, 0.1], 10, 1, 3),  # stops where the score falls below half the best
-    ([1.0, 0.9, 0.8, 0.2, 0.1, 0.1], 10, 5, 5),  # never fewer than min_k
-    ([1.0] * 20, 10, 5, 10),                      # never more than top_k
-    ([1.0] * 4, 10, 5, 3),                        # never every session
-    ([0.0] * 6, 10, 2, 2),                        # nothing matched: min_k
-    ([1.0], 10, 5, 1),                            # a one-session history is shown whole
+@pytest.mark.parametrize("scores,top_k,min_k,aggregates,expected", [
+    ([1.0, 0.9, 0.8, 0.1, 0.1, 0.1], 10, 1, False, 3),  # stops where the score falls below a fifth of the best
+    ([1.0, 0.9, 0.8, 0.1, 0.1, 0.1], 10, 5, False, 5),  # never fewer than min_k
+    ([1.0, 0.9, 0.8, 0.1, 0.1, 0.1], 10, 1, True, 5),   # counting/ordering questions get the cap
+    ([1.0] * 20, 10, 5, False, 10),                      # never more than top_k
+    ([1.0] * 4, 10, 5, True, 3),                         # never every session
+    ([0.0] * 6, 10, 2, False, 2),                        # nothing matched: min_k
+    ([1.0], 10, 5, False, 1),                            # a one-session history is shown whole
 ])
-def test_adaptive_k(scores, top_k, min_k, expected):
-    assert index.adaptive_k(scores, top_k, min_k=min_k) == expected
+def test_adaptive_k(scores, top_k, min_k, aggregates, expected):
+    assert index.adaptive_k(scores, top_k, min_k=min_k, aggregates=aggregates) == expected
+
+
+def test_questions_that_count_order_or_compare_are_marked_as_aggregating():
+    assert query.rewrite("How many bikes do I own?", QDATE).aggregates
+    assert query.rewrite("Which did I buy first, the lamp or the rug?", QDATE).aggregates
+    assert not query.rewrite("What is the name of my cat?", QDATE).aggregates

@@ -10,7 +10,8 @@ config ``targetOptions`` or ``--target-option k=v``; see ``references/model-conf
 - ``use_writer`` (alias ``writer``): extract facts per session (default true).
 - ``retriever`` (``best``): a preset of ``index.PRESETS`` (``best``, ``fused-v1``, ``plain``);
 - ``top_k`` (10): at most this many sessions shown to the reader; ``adaptive_k`` (true): fewer when the retrieval
-  score drops, never fewer than ``min_k`` (5) and never every session; ``granularity`` (``session`` | ``turn``);
+  score drops (not for questions that count, order or compare), never fewer than ``min_k`` (3) and never every
+  session; ``granularity`` (``session`` | ``turn``);
   ``rerank_candidates`` (20); ``writer_parallel`` (4); ``max_evidence_chars`` (60000);
   ``facts_cache``: directory of the writer's SQLite cache (default ``ctx.cache_dir``; none = no cache).
 

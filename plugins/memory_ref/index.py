@@ -313,14 +313,25 @@ def retrieve(
                            duplicates=dropped, feedback=feedback, config=config.name)
 
 
-def adaptive_k(scores: Sequence[float], top_k: int, *, min_k: int = 3, drop: float = 0.5) -> int:
-    """How many of the ranked sessions to show: at least ``min_k``, at most ``top_k``, and never all of them when
-    there are two or more; in between, keep taking sessions while the score stays at least ``drop`` x the best.
+ADAPTIVE_MIN_K = 3
+ADAPTIVE_DROP = 0.2
+"""Adaptive k keeps sessions scoring at least this share of the best. Measured on the development half of ``_s``
+(``best``): with aggregating questions at the full top 10, mean k 8.65 and the recall of a fixed top 10; a cut at
+0.2 for every question, mean k 5.3 but recall_all 0.947 instead of 0.957."""
+
+
+def adaptive_k(scores: Sequence[float], top_k: int, *, min_k: int = ADAPTIVE_MIN_K, drop: float = ADAPTIVE_DROP,
+               aggregates: bool = False) -> int:
+    """How many of the ranked sessions to show: at most ``top_k`` and never all of them when there are two or
+    more. A question that ``aggregates`` (counts, orders, compares: ``Query.aggregates``) gets that maximum; any
+    other keeps taking sessions, from ``min_k`` on, while the score stays at least ``drop`` x the best.
 
     ``scores`` are the ranked sessions' final scores, best first (``RetrievalResult.scores``).
     """
     n = len(scores)
     cap = min(top_k, n - 1) if n > 1 else n
+    if aggregates:
+        return cap
     k = min(min_k, cap)
     best = scores[0] if scores else 0.0
     while k < cap and best > 0 and scores[k] >= drop * best:

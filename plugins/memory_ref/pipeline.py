@@ -121,8 +121,9 @@ def _retrieve(item: PublicItem, ctx: TargetContext, settings: Settings, facts: l
                             embed=embed)
     ranked = result.ranked
     alias = lambda i: item.sessions[i].session_id  # noqa: E731
-    shown = (index.adaptive_k(result.scores, settings.top_k, min_k=settings.min_k) if settings.adaptive_k
-             else min(settings.top_k, max(len(ranked) - 1, 1)))
+    aggregates = result.query is not None and result.query.aggregates
+    shown = (index.adaptive_k(result.scores, settings.top_k, min_k=settings.min_k, aggregates=aggregates)
+             if settings.adaptive_k else min(settings.top_k, max(len(ranked) - 1, 1)))
     out = result.debug(alias, settings.top_k) | {
         "top_k": settings.top_k, "shown": shown, "adaptive_k": settings.adaptive_k,
         "granularity": settings.granularity, "top_k_covers_all": settings.top_k >= len(item.sessions)}

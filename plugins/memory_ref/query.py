@@ -9,7 +9,8 @@
   state an age with ("I just turned 32", "a 32-year-old", "my age"): the evidence rarely repeats the question's
   words;
 - the noun a "how many X" question counts is kept (``counted_noun``) and reported, so the debug shows what the
-  retriever looked for.
+  retriever looked for; a question that counts, adds up, orders or compares is marked ``aggregates`` (its reader
+  gets the full ``top_k``, see ``index.adaptive_k``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ AGE_STATEMENT = re.compile(r"\b(?:i'?m|i am|turned|turning|i was|aged?)\s+(?:now
 """How a session states an age ("I'm 32", "just turned 32", "a 32-year-old"): the evidence an age question needs."""
 
 
+AGGREGATE = re.compile(r"\b(how many|how much|total|in total|average|sum|combined|altogether|all the|each|every|"
+                       r"list|order of|both|so far|first|last|before|after|more|most|least|difference|older|"
+                       r"younger|compared?|between)\b", re.I)
+"""Questions that count, add up, order or compare: their evidence is spread over sessions, so the reader gets the
+full ``top_k`` rather than an adaptive cut."""
+
+
 @dataclass(frozen=True)
 class Query:
     text: str
@@ -44,11 +52,14 @@ class Query:
     expansions: tuple[str, ...] = field(default=())
     wants: re.Pattern[str] | None = None
     """What a session must state to answer the question (an age), if the question says so."""
+    aggregates: bool = False
+    """The question counts, adds up, orders or compares (``AGGREGATE``)."""
 
     def to_debug(self) -> dict[str, Any]:
         return {"terms": {t: round(w, 3) for t, w in self.terms.items()},
                 "windows": [w.to_dict() for w in self.windows], "counted": self.counted,
-                "expansions": list(self.expansions), "wants": self.wants.pattern if self.wants else None}
+                "expansions": list(self.expansions), "wants": self.wants.pattern if self.wants else None,
+                "aggregates": self.aggregates}
 
 
 def rewrite(question: str, question_date: str | None = None, *, drop_time_words: bool = True,
@@ -73,7 +84,7 @@ def rewrite(question: str, question_date: str | None = None, *, drop_time_words:
     if not terms:  # a question of stop words and time words only: search with what it has
         terms = query_weights(tokenize(question))
     return Query(text=" ".join(text.split()), terms=terms, windows=windows, counted=counted_noun(question),
-                 expansions=tuple(expansions), wants=wants)
+                 expansions=tuple(expansions), wants=wants, aggregates=bool(AGGREGATE.search(question)))
 
 
 def plain(question: str) -> Query:

@@ -84,8 +84,9 @@ class Settings:
     top_k: int = 10
     """At most this many sessions reach the reader (never every session of an item)."""
     adaptive_k: bool = True
-    """Show fewer than ``top_k`` when the retrieval score drops (``index.adaptive_k``)."""
-    min_k: int = 5
+    """Show fewer than ``top_k`` when the retrieval score drops, except to questions that count, order or compare
+    (``index.adaptive_k``)."""
+    min_k: int = 3
     granularity: str = "session"
     """``session`` (documents = sessions, plus turn documents fused in) or ``turn`` (turn documents only)."""
     retriever: str = "best"
@@ -138,7 +139,7 @@ def load_settings(options: Mapping[str, Any], provider: str, model: str, cache_d
         use_writer=use_writer and roles["writer"] is not None,
         top_k=_int(options, "top_k", 10),
         adaptive_k=_flag(options, "adaptive_k", True),
-        min_k=_int(options, "min_k", 5),
+        min_k=_int(options, "min_k", 3),
         granularity=granularity,
         retriever=retriever,
         rerank_candidates=_int(options, "rerank_candidates", 20),

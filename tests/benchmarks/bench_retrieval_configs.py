@@ -19,7 +19,7 @@ Configurations: ``upstream flat-bm25`` (the reference line of ``bench_rag_recall
 options (it must equal ``best``). Optional, model-backed: ``--embed-model provider:model`` adds ``best+embed`` (real calls
 through the gateway, cached under ``--cache-dir``); ``--facts-cache DIR --writer provider:model`` adds
 ``best+facts`` from a memory-ref fact cache (cached facts only, no calls). The adaptive-k line shows what the
-default reader selection (min 5, at most top_k 10) keeps.
+default reader selection (``index.adaptive_k``, at most top_k 10) keeps.
 """
 
 from __future__ import annotations
@@ -175,13 +175,13 @@ def run_config(ranker: Ranker, items: Sequence[Scored]) -> dict[str, Any]:
     return out
 
 
-def adaptive_line(items: Sequence[Scored], top_k: int = 10, min_k: int = 5) -> dict[str, dict[str, float]]:
+def adaptive_line(items: Sequence[Scored], top_k: int = 10) -> dict[str, dict[str, float]]:
     """What the default reader selection keeps: mean k, recall_any@k, recall_all@k, per half."""
     acc: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
     for it in items:
         p = it.public
         result = index.retrieve(p.question, p.sessions, question_date=p.question_date)
-        k = index.adaptive_k(result.scores, top_k, min_k=min_k)
+        k = index.adaptive_k(result.scores, top_k, aggregates=result.query.aggregates)
         real = [it.q.sessions[i].session_id for i in result.ranked]
         m = evaluate(real, it.gold, ks=(k,))
         acc[it.half].append((k, m[f"recall_any@{k}"], m[f"recall_all@{k}"]))
@@ -236,7 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{len(items)} scored items ({counts['dev']} development, {counts['test']} held-out test); "
           "session-level metrics, upstream semantics")
     print_tables(figures)
-    print("\n== adaptive k of the default reader selection (best; min_k 5, top_k 10)")
+    print(f"\n== adaptive k of the default reader selection (best; min_k {index.ADAPTIVE_MIN_K}, drop "
+          f"{index.ADAPTIVE_DROP}, top_k 10 for questions that count, order or compare)")
     for half, row in adaptive.items():
         print(f"   {half:5} mean k {row['mean_k']:5.2f}  recall_any@k {row['recall_any@k']:.3f}  "
               f"recall_all@k {row['recall_all@k']:.3f}")
