@@ -31,8 +31,6 @@ AGE_WEIGHT = 1.0
 AGE_STATEMENT = re.compile(r"\b(?:i'?m|i am|turned|turning|i was|aged?)\s+(?:now\s+|just\s+)?\d{1,3}\b|"
                            r"\b\d{1,3}[- ]years?[- ]old\b|\b\d{1,3}(?:st|nd|rd|th) birthday\b", re.I)
 """How a session states an age ("I'm 32", "just turned 32", "a 32-year-old"): the evidence an age question needs."""
-
-
 AGGREGATE = re.compile(r"\b(how many|how much|total|in total|average|sum|combined|altogether|all the|each|every|"
                        r"list|order of|both|so far|first|last|before|after|more|most|least|difference|older|"
                        r"younger|compared?|between)\b", re.I)

@@ -88,7 +88,8 @@ class Settings:
     (``index.adaptive_k``)."""
     min_k: int = 3
     granularity: str = "session"
-    """``session`` (documents = sessions, plus turn documents fused in) or ``turn`` (turn documents only)."""
+    """``session`` (session documents, assistant turns, facts; the best-turn list at the preset's weight) or
+    ``turn`` (user-turn documents and facts only)."""
     retriever: str = "best"
     """A preset of ``index.PRESETS`` (``best``, ``fused-v1``, ``plain``)."""
     rerank_candidates: int = 20
