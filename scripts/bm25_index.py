@@ -1,27 +1,36 @@
-"""A small BM25 index over short texts (sessions, turns, facts), built on ``bm25s``.
+"""A small BM25 index over short texts (sessions, turns, facts), in plain Python.
 
 Usage (library)::
 
     index = BM25Index(["I adopted a cat named Luna", "We moved to Denver"], ids=["s1", "s2"])
-    index.rank("what is my cat called?")        # [("s1", 1.23), ("s2", 0.0)]
+    index.rank("what is my cat called?")        # [("s1", 0.47), ("s2", 0.0)]
     index.rank("cat", k=1)                      # [("s1", ...)]
+    index.scores({"cat": 1.0, "luna": 0.5})     # a weighted query (query expansion, feedback terms)
 
-Tokenizer: lower-case, runs of letters/digits, English stop words dropped (bm25s's list), and a light suffix
-strip (plural ``s``/``es``, ``ing``, ``ed``) so "cats"/"cat" and "moved"/"move" meet. Deterministic and
-stdlib-only. Ties in score keep corpus order, so rankings are reproducible.
+Tokenizer: lower-case, runs of letters/digits, English stop words dropped, and a light suffix strip (plural
+``s``/``es``, ``ing``, ``ed``) so "cats"/"cat" and "moved"/"move" meet. Deterministic and stdlib-only; results
+are memoised per text because the same sessions recur across items. Ties in score keep corpus order, so rankings
+are reproducible. (A Snowball stemmer and a 180-word stop list measured no better on the ``_s`` development half,
+``tests/benchmarks/bench_retrieval_configs.py``, so the light ones stay.)
+
+Scoring is Lucene's BM25 (idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, term frequency ``tf / (tf + k1 (1 - b +
+b dl / avgdl))``), the variant ``bm25s`` implements; a query term's weight multiplies its contribution.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Hashable, Sequence
-
-import bm25s
-from bm25s.stopwords import STOPWORDS_EN
+from functools import lru_cache
+from typing import Hashable, Iterable, Mapping, Sequence
 
 _WORD = re.compile(r"[a-z0-9]+")
-_STOPWORDS = frozenset(STOPWORDS_EN) | frozenset({"i", "me", "my", "you", "your", "we", "our", "do", "did", "what",
-                                                  "how", "which", "when", "where", "who"})
+_STOPWORDS = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there these
+    they this to was will with i me my you your we our do did what how which when where who""".split()
+)
+K1 = 1.5
+B = 0.75
 
 
 def _stem(word: str) -> str:
@@ -37,44 +46,78 @@ def _stem(word: str) -> str:
     return word
 
 
+@lru_cache(maxsize=200_000)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS)
+
+
 def tokenize(text: str) -> list[str]:
     """Words of ``text`` for BM25: lower-case, alphanumeric runs, stop words dropped, light stemming."""
-    return [_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+    return list(_tokens(text))
+
+
+def query_weights(tokens: Iterable[str], weight: float = 1.0) -> dict[str, float]:
+    """``{token: weight x occurrences}``: a repeated query word counts once per occurrence."""
+    out: dict[str, float] = {}
+    for token in tokens:
+        out[token] = out.get(token, 0.0) + weight
+    return out
 
 
 class BM25Index:
-    """BM25 (bm25s, Lucene variant, k1=1.5, b=0.75) over ``texts``; ``ids`` name the documents (default 0..n-1)."""
+    """BM25 over ``texts`` (strings, or token sequences already made by ``tokenize``); ``ids`` name the documents
+    (default 0..n-1)."""
 
-    def __init__(self, texts: Sequence[str], ids: Sequence[Hashable] | None = None) -> None:
+    def __init__(self, texts: Sequence[str] | Sequence[Sequence[str]], ids: Sequence[Hashable] | None = None,
+                 *, k1: float = K1, b: float = B) -> None:
         if ids is not None and len(ids) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(ids)} ids")
         self.ids: list[Hashable] = list(ids) if ids is not None else list(range(len(texts)))
-        self._model: bm25s.BM25 | None = None
-        if texts:
-            self._model = bm25s.BM25()
-            self._model.index([tokenize(t) for t in texts], show_progress=False)
+        self.k1, self.b = k1, b
+        self.docs: list[tuple[str, ...]] = [_tokens(t) if isinstance(t, str) else tuple(t) for t in texts]
+        self._norm = []
+        total = sum(len(d) for d in self.docs)
+        avg = total / len(self.docs) if self.docs and total else 1.0
+        self._postings: dict[str, list[tuple[int, int]]] = {}
+        for i, doc in enumerate(self.docs):
+            counts: dict[str, int] = {}
+            for token in doc:
+                counts[token] = counts.get(token, 0) + 1
+            for token, tf in counts.items():
+                self._postings.setdefault(token, []).append((i, tf))
+            self._norm.append(k1 * (1 - b + b * len(doc) / avg))
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def scores(self, query: str) -> list[float]:
-        """One BM25 score per document, in corpus order (all 0.0 when no query word is in the corpus)."""
-        tokens = tokenize(query)
-        if self._model is None:
-            return []
-        if not tokens:
-            return [0.0] * len(self.ids)
-        return [float(s) for s in self._model.get_scores(tokens)]
+    def idf(self, token: str) -> float:
+        df = len(self._postings.get(token, ()))
+        return math.log(1 + (len(self.docs) - df + 0.5) / (df + 0.5))
 
-    def rank(self, query: str, k: int | None = None) -> list[tuple[Hashable, float]]:
+    def scores(self, query: str | Mapping[str, float]) -> list[float]:
+        """One BM25 score per document, in corpus order (all 0.0 when no query word is in the corpus).
+
+        ``query`` is a text (tokenized here) or ``{token: weight}`` (tokens as ``tokenize`` makes them)."""
+        weights = query_weights(_tokens(query)) if isinstance(query, str) else query
+        out = [0.0] * len(self.docs)
+        for token, weight in weights.items():
+            postings = self._postings.get(token)
+            if not postings or not weight:
+                continue
+            idf = self.idf(token) * weight
+            for i, tf in postings:
+                out[i] += idf * tf / (tf + self._norm[i])
+        return out
+
+    def rank(self, query: str | Mapping[str, float], k: int | None = None) -> list[tuple[Hashable, float]]:
         """``(id, score)`` best first, ties in corpus order; all documents unless ``k`` is given."""
-        scored = sorted(zip(range(len(self.ids)), self.scores(query)), key=lambda p: (-p[1], p[0]))
+        scored = sorted(enumerate(self.scores(query)), key=lambda p: (-p[1], p[0]))
         if k is not None:
             scored = scored[:k]
         return [(self.ids[i], s) for i, s in scored]
 
 
-def rank_grouped(index: BM25Index, query: str) -> list[tuple[Hashable, float]]:
+def rank_grouped(index: BM25Index, query: str | Mapping[str, float]) -> list[tuple[Hashable, float]]:
     """Rank groups when several documents share an id (e.g. turns of one session): a group's score is its best
     document's score; each group appears once, at its best document's position."""
     seen: set[Hashable] = set()

@@ -20,7 +20,7 @@ def test_every_option_and_role_is_documented_with_its_default():
     text = DOC.read_text()
     settings = stack.load_settings({}, "openai", "gpt-4o", "/c")
     for name in ("symbolic_temporal", "symbolic_resolver", "symbolic_bypass", "bypass_counts", "use_writer",
-                 "top_k", "granularity", "rerank_candidates", "writer_parallel", "max_evidence_chars", "facts_cache"):
+                 "top_k", "adaptive_k", "min_k", "retriever", "granularity", "rerank_candidates", "writer_parallel", "max_evidence_chars", "facts_cache"):
         row = re.search(rf"^\| `{name}` \| `?([^`|]+)`? \|", text, re.M)
         assert row, name
         default = getattr(settings, name)

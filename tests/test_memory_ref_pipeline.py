@@ -221,3 +221,16 @@ def test_real_oracle_items_run_end_to_end(fake_llm, tmp_path, shared_data):
     prompts = bodies_with(fake_llm, READER_CUE)
     assert len(prompts) == len(picked)
     assert not any(re.search(r"answer_[0-9a-f]{6,}|has_answer", p) for p in prompts)
+
+
+def test_the_reader_never_gets_every_session_and_the_debug_says_how_many_it_got(fake_llm, tmp_path):
+    fake_llm.answer_fn = scripted()
+    q = make_item("What is the name of my cat?", evidence=[("2023/11/30 (Thu) 08:00", "My cat Luna loves boxes.")])
+    out = run(q, tmp_path, top_k=10)
+    retrieval = out["debug"]["retrieval"]
+    assert retrieval["top_k_covers_all"] is True and retrieval["shown"] == len(q.sessions) - 1
+    assert out["debug"]["reader"]["sessions"] == retrieval["shown"]
+    assert retrieval["retriever"] == "best" and "cat" in retrieval["query"]["terms"]
+    fixed = run(q, tmp_path, top_k=2, adaptive_k=False)["debug"]
+    assert fixed["retrieval"]["shown"] == 2 and fixed["reader"]["sessions"] == 2
+

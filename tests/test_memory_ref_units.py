@@ -189,3 +189,9 @@ def test_package_loaded_as_a_plain_module_still_reaches_its_pipeline():
     spec.loader.exec_module(module)
     pipeline = module._pipeline()
     assert callable(pipeline.generate)
+
+
+def test_an_unknown_retriever_preset_is_a_user_error():
+    with pytest.raises(UserError, match="retriever must be one of"):
+        load_settings({"retriever": "bm42"}, "openai", "gpt-4o-mini", None)
+    assert load_settings({}, "openai", "gpt-4o-mini", None).retriever == "best"

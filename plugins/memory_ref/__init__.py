@@ -8,7 +8,10 @@ config ``targetOptions`` or ``--target-option k=v``; see ``references/model-conf
 - ``symbolic_temporal``, ``symbolic_resolver``, ``symbolic_bypass``: booleans, default true.
 - ``bypass_counts``: let the bypass answer "how many X" from deduplicated facts (default false).
 - ``use_writer`` (alias ``writer``): extract facts per session (default true).
-- ``top_k`` (10): sessions shown to the reader; ``granularity`` (``session`` | ``turn``);
+- ``retriever`` (``best``): a preset of ``index.PRESETS`` (``best``, ``fused-v1``, ``plain``);
+- ``top_k`` (10): at most this many sessions shown to the reader; ``adaptive_k`` (true): fewer when the retrieval
+  score drops (not for questions that count, order or compare), never fewer than ``min_k`` (3) and never every
+  session; ``granularity`` (``session`` | ``turn``);
   ``rerank_candidates`` (20); ``writer_parallel`` (4); ``max_evidence_chars`` (60000);
   ``facts_cache``: directory of the writer's SQLite cache (default ``ctx.cache_dir``; none = no cache).
 
@@ -27,10 +30,11 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 
 
-def _pipeline() -> Any:
+def submodule(module: str) -> Any:
+    """This package's module ``module`` (``pipeline``, ``index`` ...), however this file was loaded."""
     own = sys.modules.get(__name__)
     if __spec__ is not None and __spec__.submodule_search_locations and own is not None:
-        return importlib.import_module(f"{__name__}.pipeline")
+        return importlib.import_module(f"{__name__}.{module}")
     name = "memory_ref"
     package = sys.modules.get(name)
     if package is None or not getattr(package, "__path__", None):
@@ -40,7 +44,11 @@ def _pipeline() -> Any:
         package = importlib.util.module_from_spec(spec)
         sys.modules[name] = package
         spec.loader.exec_module(package)
-    return importlib.import_module(f"{name}.pipeline")
+    return importlib.import_module(f"{name}.{module}")
+
+
+def _pipeline() -> Any:
+    return submodule("pipeline")
 
 
 def generate(item: Any, ctx: Any) -> Any:

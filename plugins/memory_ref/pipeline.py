@@ -7,7 +7,7 @@ from typing import Any
 
 from records import Hypothesis, PublicItem, TargetContext
 
-from . import bypass, index, reader, rerank, resolver, temporal, writer
+from . import bypass, embed_cache, index, reader, rerank, resolver, temporal, writer
 from .facts import Fact
 from .stack import Settings, load_settings
 
@@ -71,7 +71,7 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
         notes += _event_notes(decision, qd)
     debug["symbolic"] = symbolic
 
-    ranked, retrieval_debug = _retrieve(item, ctx, settings, facts, calls, rerank_on=not decision.taken)
+    ranked, shown, retrieval_debug = _retrieve(item, ctx, settings, facts, calls, rerank_on=not decision.taken)
     debug["retrieval"] = retrieval_debug
     aliases = tuple(item.sessions[i].session_id for i in ranked)
 
@@ -79,7 +79,8 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
         answer = decision.answer
         debug["reader"] = {"skipped": "bypass"}
     else:
-        answer = _read(item, ctx, settings, ranked, current, superseded, notes, describe, annotations, calls, debug)
+        answer = _read(item, ctx, settings, ranked[:shown], current, superseded, notes, describe, annotations,
+                       calls, debug)
 
     return Hypothesis(
         hypothesis=answer,
@@ -103,19 +104,31 @@ def _write(item: PublicItem, ctx: TargetContext, settings: Settings, calls: list
 
 
 def _retrieve(item: PublicItem, ctx: TargetContext, settings: Settings, facts: list[Fact],
-              calls: list[dict[str, Any]], *, rerank_on: bool) -> tuple[list[int], dict[str, Any]]:
+              calls: list[dict[str, Any]], *, rerank_on: bool) -> tuple[list[int], int, dict[str, Any]]:
+    """``(ranked session indices, how many the reader sees, debug)``."""
     embed = None
+    embed_info: dict[str, Any] = {}
     if settings.embed is not None:
         role = settings.embed
 
         def embed(texts: list[str]) -> list[list[float]]:
-            return ctx.llm.embed(role.provider, role.model, texts)
+            vectors, computed = embed_cache.cached_embed(ctx.llm, role.spec, texts, ctx.cache_dir)
+            embed_info.update(model=role.spec, computed=computed, texts=len(texts))
+            return vectors
 
-    result = index.retrieve(item.question, item.sessions, facts, granularity=settings.granularity, embed=embed)
+    result = index.retrieve(item.question, item.sessions, facts, question_date=item.question_date,
+                            config=index.config_named(settings.retriever), granularity=settings.granularity,
+                            embed=embed)
     ranked = result.ranked
     alias = lambda i: item.sessions[i].session_id  # noqa: E731
-    out = result.debug(alias, settings.top_k) | {"top_k": settings.top_k, "granularity": settings.granularity,
-                                                 "top_k_covers_all": settings.top_k >= len(item.sessions)}
+    aggregates = result.query is not None and result.query.aggregates
+    shown = (index.adaptive_k(result.scores, settings.top_k, min_k=settings.min_k, aggregates=aggregates)
+             if settings.adaptive_k else min(settings.top_k, max(len(ranked) - 1, 1)))
+    out = result.debug(alias, settings.top_k) | {
+        "top_k": settings.top_k, "shown": shown, "adaptive_k": settings.adaptive_k,
+        "granularity": settings.granularity, "top_k_covers_all": settings.top_k >= len(item.sessions)}
+    if embed_info:
+        out["embeddings"] = embed_info
     if settings.rerank is not None and rerank_on and ranked:
         head = ranked[: settings.rerank_candidates]
         candidates = [(alias(i), item.sessions[i].date,
@@ -126,13 +139,13 @@ def _retrieve(item: PublicItem, ctx: TargetContext, settings: Settings, facts: l
         position = {a: i for i, a in enumerate(alias(j) for j in range(len(item.sessions)))}
         ranked = [position[a] for a in order] + ranked[len(head):]
         out["rerank"] = rerank_debug
-    return ranked, out
+    return ranked, shown, out
 
 
 def _read(item: PublicItem, ctx: TargetContext, settings: Settings, ranked: list[int], current: list[Fact],
           superseded: list[resolver.Supersession], notes: list[str], describe: Any, annotations: dict[str, str],
           calls: list[dict[str, Any]], debug: dict[str, Any]) -> str:
-    top = [item.sessions[i] for i in ranked[: settings.top_k]]
+    top = [item.sessions[i] for i in ranked]
     top_ids = {s.session_id for s in top}
     superseded_texts = {s.old.text for s in superseded}
     evidence_facts = [f for f in current if f.session_id in top_ids]

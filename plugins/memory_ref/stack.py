@@ -82,8 +82,16 @@ class Settings:
     bypass_counts: bool = False
     use_writer: bool = True
     top_k: int = 10
+    """At most this many sessions reach the reader (never every session of an item)."""
+    adaptive_k: bool = True
+    """Show fewer than ``top_k`` when the retrieval score drops, except to questions that count, order or compare
+    (``index.adaptive_k``)."""
+    min_k: int = 3
     granularity: str = "session"
-    """``session`` (documents = sessions, plus turn documents fused in) or ``turn`` (turn documents only)."""
+    """``session`` (session documents, assistant turns, facts; the best-turn list at the preset's weight) or
+    ``turn`` (user-turn documents and facts only)."""
+    retriever: str = "best"
+    """A preset of ``index.PRESETS`` (``best``, ``fused-v1``, ``plain``)."""
     rerank_candidates: int = 20
     writer_parallel: int = 4
     max_evidence_chars: int = 60_000
@@ -91,6 +99,12 @@ class Settings:
 
     def roles(self) -> dict[str, str | None]:
         return {name: (getattr(self, name).spec if getattr(self, name) else None) for name in ROLES}
+
+
+def _presets() -> dict[str, Any]:
+    from .index import PRESETS
+
+    return PRESETS
 
 
 def load_settings(options: Mapping[str, Any], provider: str, model: str, cache_dir: str | None) -> Settings:
@@ -109,6 +123,9 @@ def load_settings(options: Mapping[str, Any], provider: str, model: str, cache_d
     granularity = str(options.get("granularity", "session"))
     if granularity not in {"session", "turn"}:
         raise _user_error(f"target option granularity must be 'session' or 'turn', got {granularity!r}")
+    retriever = str(options.get("retriever", "best"))
+    if retriever not in _presets():
+        raise _user_error(f"target option retriever must be one of {sorted(_presets())}, got {retriever!r}")
     use_writer = _flag(options, "use_writer", _flag(options, "writer", True) if "writer" in options else True)
     reader = roles["reader"] or own
     return Settings(
@@ -122,7 +139,10 @@ def load_settings(options: Mapping[str, Any], provider: str, model: str, cache_d
         bypass_counts=_flag(options, "bypass_counts", False),
         use_writer=use_writer and roles["writer"] is not None,
         top_k=_int(options, "top_k", 10),
+        adaptive_k=_flag(options, "adaptive_k", True),
+        min_k=_int(options, "min_k", 3),
         granularity=granularity,
+        retriever=retriever,
         rerank_candidates=_int(options, "rerank_candidates", 20),
         writer_parallel=_int(options, "writer_parallel", 4),
         max_evidence_chars=_int(options, "max_evidence_chars", 60_000, minimum=1000),

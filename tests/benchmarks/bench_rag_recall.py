@@ -1,18 +1,21 @@
-"""Session recall of the rag target's BM25 retrieval on the real `_s` copy, overall and per question type, against
-upstream's flat-bm25 as the reference line.
+"""Session recall of the rag target's retrieval on the real `_s` copy, overall and per question type, against
+upstream's flat-bm25 as the reference line. (Every configuration, on both held-out halves:
+``bench_retrieval_configs.py``.)
 
 Not a test (pytest does not collect tests/benchmarks). Run by hand:
-    python tests/benchmarks/bench_rag_recall.py [PATH] [--granularity session|turn] [--limit N]
+    python tests/benchmarks/bench_rag_recall.py [PATH] [--granularity session|turn] [--retriever best|plain]
+                                                [--limit N]
 
-Ours is exactly the rag target's retrieval (``plugins/rag.py``): our BM25 (lowercased, stop words removed, light
-stemming; bm25s, through ``bm25_index``) over USER turns, query = the question, run on the public item (aliases),
-mapped back to real ids, scored with ``retrieval_metrics`` (session level) over every non-abstention item with gold.
+Ours is exactly the rag target's retrieval (``plugins/rag.py``, ``rank_sessions`` with the given options; the
+default retriever is ``best``, ``plain`` is BM25 over the USER turns with query = the question), run on the public
+item (aliases), mapped back to real ids, scored with ``retrieval_metrics`` (session level) over every
+non-abstention item with gold.
 
 Reference: upstream's flat-bm25 at session granularity (documents = user turns joined by spaces, tokens = the text
 split on single spaces, case kept, Okapi BM25 with k1 1.5, b 0.75, negative idf floored at 0.25 x the mean idf),
 computed here by ``flat_bm25_ranking``, our own small implementation of that textbook formula. Measured on the
 499-item ``_s`` copy (418 items scored, 2026-11-29): flat-bm25 R_any@5 0.8876, R_all@5 0.7416, R_all@10 0.8230;
-ours 0.955, 0.854, 0.923: ours beats it on every figure.
+plain 0.955, 0.854, 0.923: ours beats it on every figure.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
 import dataset  # noqa: E402
-from records import Question  # noqa: E402
+from records import Question, TargetContext  # noqa: E402
 from retrieval_metrics import evaluate, mean_metrics, should_skip  # noqa: E402
 
 DEFAULT = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval")) / "longmemeval_s_cleaned.499of500.json.xz"
@@ -80,12 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT, help="dataset file (default: the shared _s copy)")
     parser.add_argument("--granularity", choices=("session", "turn"), default="session",
                         help="BM25 documents: one per session (user turns joined) or one per user turn")
+    parser.add_argument("--retriever", default="best", help="the rag retriever preset (best, fused-v1, plain)")
     parser.add_argument("--limit", type=int, default=None, help="stop after this many scored items")
     args = parser.parse_args(argv)
     if not args.path.exists():
         print(f"skipped: {args.path} not present", file=sys.stderr)
         return 0
     rag = load_rag()
+    ctx = TargetContext(provider="offline", model="none", llm=None,  # type: ignore[arg-type]
+                        options={"granularity": args.granularity, "retriever": args.retriever})
     per_type: dict[str, list[dict[str, float]]] = defaultdict(list)
     reference: list[dict[str, float]] = []
     skipped = 0
@@ -99,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         public = q.public()
         t0 = time.perf_counter()
-        aliases = rag.bm25_ranking(public, public.question, args.granularity)
+        aliases, _ = rag.rank_sessions(public, ctx)
         rank_seconds += time.perf_counter() - t0
         ranked = [q.real_session_id(a) for a in aliases]
         per_type[q.question_type].append(evaluate(ranked, gold))
@@ -110,9 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - t_all
     scored = sum(len(v) for v in per_type.values())
     overall = mean_metrics(row for rows in per_type.values() for row in rows)
-    print(f"our BM25 (lowercased, stop words removed, light stemming; bm25s), {args.granularity} granularity, "
-          f"user turns, query = question: {scored} items scored, {skipped} skipped (abstention or no gold); "
-          "session-level metrics")
+    print(f"rag retriever {args.retriever!r}, {args.granularity} granularity: {scored} items scored, {skipped} "
+          "skipped (abstention or no gold); session-level metrics")
     print(f"{'type':28s} {'n':>4s} " + " ".join(f"{k:>14s}" for k in SHOWN))
     for qtype in sorted(per_type):
         means = mean_metrics(per_type[qtype])
