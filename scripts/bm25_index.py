@@ -14,7 +14,7 @@ are reproducible. (A Snowball stemmer and a 180-word stop list measured no bette
 ``tests/benchmarks/bench_retrieval_configs.py``, so the light ones stay.)
 
 Scoring is Lucene's BM25 (idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, term frequency ``tf / (tf + k1 (1 - b +
-b dl / avgdl))``), the variant ``bm25s`` implements; a query term's weight multiplies its contribution.
+b dl / avgdl))``), the variant the ``bm25s`` package implements; a query term's weight multiplies its contribution.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("anthropic", "openai", "backoff", "jsonschema", "ijson", "bm25s", "tqdm")
+PACKAGES = ("anthropic", "openai", "backoff", "jsonschema", "ijson", "tqdm", "matplotlib", "tiktoken")
 
 
 def plugin_version() -> str:
