@@ -219,8 +219,9 @@ def _hypotheses_target(args: argparse.Namespace, target: str, provider: str, mod
         options = hypotheses_file.options_for(str(path(given)), stored)
     elif target != hypotheses_file.TARGET:
         return target, provider, model, options
-    elif options.get("file") and not options.get("sha256"):  # target hypotheses with a file option of its own
-        options = hypotheses_file.options_for(str(path(str(options["file"]))))
+    elif options.get("file"):  # --target hypotheses --target-option file=..., or a resumed hypotheses run
+        file = str(path(str(options["file"])))
+        options = {"file": file, "sha256": options.get("sha256") or hypotheses_file.file_sha256(file)}
     name = Path(str(options.get("file") or "")).name or "none"
     return hypotheses_file.TARGET, "offline", name, options
 

@@ -288,3 +288,13 @@ def test_a_judge_comparison_of_runs_with_other_hypotheses_is_refused(project, fa
     with pytest.raises(UserError, match=f"not a judge comparison: {differ} of 24 common questions have different"):
         compare_runs.compare(run_dir(project, "one"), run_dir(project, "two"), judge_comparison=True)
     assert compare_runs.compare(run_dir(project, "one"), run_dir(project, "two"))["kind"] == "runs"
+
+
+def test_the_target_option_form_records_the_file_and_its_sha256_too(project, fake_llm, tmp_path):
+    register_answers(fake_llm)
+    hyp_file = tmp_path / "hyps.jsonl"
+    write_hypotheses(hyp_file)
+    assert run(project, "--target", "hypotheses", "--target-option", f"file={hyp_file}", "--run-id", "opt") == 0
+    meta = json.loads((run_dir(project, "opt") / "run-meta.json").read_text())
+    assert meta["target"]["options"] == {"file": str(hyp_file),
+                                         "sha256": hashlib.sha256(hyp_file.read_bytes()).hexdigest()}
