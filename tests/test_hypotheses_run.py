@@ -18,6 +18,7 @@ import compare_runs
 import interop
 import judge_agreement
 import judge_shim
+import report_html
 import run_benchmark
 import scorecard
 from compare_runs import load_run
@@ -266,6 +267,8 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
     assert (agr["n"], agr["agree"]) == (n, n - 3) and agr["a_yes_b_no"] + agr["a_no_b_yes"] == 3
     assert compare_runs.compare(a, b, force=True)["kind"] == "judge"  # --force says what it is, too
     assert "Judge comparison: the same hypotheses" in compare_runs.render_markdown(result)
+    page, _ = report_html.build_compare(a, b, judge_comparison=True)
+    assert "Judge comparison: the same hypotheses" in page and "FORCED" not in page
 
     assert judge_agreement.main(["--run-id", "official", "--candidate-run", "mini", "--project", str(project),
                                  "--json"]) == 0
