@@ -12,6 +12,9 @@ than two runs it prints "need two runs to compare" and exits 0.
 Each argument is a run directory (or a snapshot of one): it holds item-results.jsonl, run-meta.json and
 manifest.json. Labels are strict: an error row or an item never run counts as wrong. Runs judged differently, on a
 different dataset file, or over a different number of items are refused unless --force, and forced output says so.
+Two runs of the same hypotheses (every common question has the same hypothesis text) with different judges are a
+judge comparison: --judge-comparison (or --force) compares them, and the output says so, with the judges' label
+agreement and Cohen's kappa (judge_agreement.py measures a candidate against the official verdicts the same way).
 
 Example:
     python scripts/compare_runs.py .longmemeval-benchmarks/runs/base .longmemeval-benchmarks/runs/try-2 --json
@@ -100,14 +103,19 @@ def mcnemar_exact_p(b: int, c: int) -> float:
     return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
+def _judge_id(run: RunData) -> tuple[Any, Any]:
+    """The official snapshot is one judge, through OpenAI or Azure."""
+    provider, model = run.judge["provider"], run.judge["model"]
+    return ("official", model) if is_official_judge(provider, model) else (provider, model)
+
+
+JUDGE_DIFFERS = "judge differs"
+
+
 def _mismatches(a: RunData, b: RunData) -> list[str]:
     problems = []
-    def judge_id(run: RunData) -> tuple[Any, Any]:  # the official snapshot is one judge through OpenAI or Azure
-        provider, model = run.judge["provider"], run.judge["model"]
-        return ("official", model) if is_official_judge(provider, model) else (provider, model)
-
-    if judge_id(a) != judge_id(b):
-        problems.append(f"judge differs: {a.judge} vs {b.judge}")
+    if _judge_id(a) != _judge_id(b):
+        problems.append(f"{JUDGE_DIFFERS}: {a.judge} vs {b.judge}")
     if a.dataset_sha256 != b.dataset_sha256:
         problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")
     if a.n_total != b.n_total:
@@ -130,20 +138,41 @@ def _state(row: Mapping[str, Any] | None) -> str:
     return "not_run" if row is None else str(row.get("status"))
 
 
-def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
+def differing_hypotheses(a: RunData, b: RunData, common: Sequence[str]) -> list[str]:
+    """The common question ids whose hypothesis differs between the runs (an item without a row has none)."""
+    return [qid for qid in common
+            if (a.rows.get(qid) or {}).get("hypothesis") != (b.rows.get(qid) or {}).get("hypothesis")]
+
+
+def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> dict[str, Any]:
     """Per-question change from run A (before) to run B (after), over the items both runs cover.
 
     Raises UserError when the judge, dataset sha256 or n_total differ, unless ``force`` (then ``forced`` is true
-    and ``mismatches`` lists what differs).
+    and ``mismatches`` lists what differs). Runs with the same hypotheses on every common item and different
+    judges are a judge comparison (``kind: "judge"``, with ``judge_agreement``): given ``judge_comparison`` or
+    ``force``, the judge is then not a mismatch. ``judge_comparison`` on runs whose hypotheses differ is refused.
     """
     a, b = load_run(Path(run_a)), load_run(Path(run_b))
-    mismatches = _mismatches(a, b)
-    if mismatches and not force:
-        raise UserError(f"refusing to compare {a.path} with {b.path}: {'; '.join(mismatches)}",
-                        fix="compare runs made the same way, or pass --force to compare anyway")
     types_a, _ = a.item_types()
     types_b, _ = b.item_types()
     common = [qid for qid in types_a if qid in types_b]
+    mismatches = _mismatches(a, b)
+    differing = differing_hypotheses(a, b, common)
+    judge_differs = any(m.startswith(JUDGE_DIFFERS) for m in mismatches)
+    if judge_comparison and (differing or not common):
+        raise UserError(f"{a.path} and {b.path} are not a judge comparison: "
+                        + (f"{len(differing)} of {len(common)} common questions have different hypotheses (first: "
+                           f"{differing[0]})" if differing else "they have no question in common"),
+                        fix="compare two runs of the same hypotheses (run_benchmark.py --hypotheses FILE, judged "
+                            "twice), or drop --judge-comparison")
+    kind = "judge" if common and not differing and (judge_differs or judge_comparison) else "runs"
+    if kind == "judge" and (judge_comparison or force):
+        mismatches = [m for m in mismatches if not m.startswith(JUDGE_DIFFERS)]
+    if mismatches and not force:
+        hint = ("; the hypotheses are the same: pass --judge-comparison to compare the two judges"
+                if kind == "judge" else "")
+        raise UserError(f"refusing to compare {a.path} with {b.path}: {'; '.join(mismatches)}{hint}",
+                        fix="compare runs made the same way, or pass --force to compare anyway")
     flaky_a, flaky_b = _flaky_keys(a), _flaky_keys(b)
     flaky_flips = {"fixes": 0, "regressions": 0, "net": 0, "ids": []}
 
@@ -189,6 +218,7 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
     n = len(common)
     result = {
         "schemaVersion": SCHEMA_VERSION,
+        "kind": kind,
         "run_a": _run_summary(a),
         "run_b": _run_summary(b),
         "forced": bool(mismatches),
@@ -210,8 +240,25 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False) -> dict[str, Any]:
         "per_type": per_type,
         "changed": changed,
     }
+    if kind == "judge":
+        result["judge_agreement"] = _label_agreement(a, b, common)
     schemas.validate("comparison", result, where=f"comparison of {a.path} and {b.path}")
     return result
+
+
+def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str, Any]:
+    """How often judge B gives judge A's label, over the items both judged (the same hypotheses)."""
+    from judge_agreement import cohens_kappa
+
+    table = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
+    for qid in common:
+        la, lb = metrics.label_of_row(a.rows.get(qid)), metrics.label_of_row(b.rows.get(qid))
+        if la is not None and lb is not None:
+            table[(bool(la), bool(lb))] += 1
+    n = sum(table.values())
+    agree = table[(True, True)] + table[(False, False)]
+    return {"n": n, "agree": agree, "agreement": agree / n if n else None, "kappa": cohens_kappa(*table.values()),
+            "a_yes_b_no": table[(True, False)], "a_no_b_yes": table[(False, True)]}
 
 
 def _flaky_keys(run: RunData) -> set:
@@ -229,6 +276,8 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     """The comparison as a Markdown report."""
     a, b = result["run_a"], result["run_b"]
     lines = [f"# Comparison: {a['run_id']} (before) -> {b['run_id']} (after)", ""]
+    if result.get("kind") == "judge":
+        lines += [f"> **{judge_comparison_line(result)}**", ""]
     if result["forced"]:
         lines += ["> **FORCED comparison of runs made differently — not a like-for-like result:**"]
         lines += [f"> - {m}" for m in result["mismatches"]]
@@ -263,6 +312,17 @@ def render_markdown(result: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def judge_comparison_line(result: Mapping[str, Any]) -> str:
+    """What a judge comparison is, with its agreement figures (one line of plain text)."""
+    a, b, agr = result["run_a"], result["run_b"], result["judge_agreement"]
+    judge = lambda run: f"{run['judge']['provider']} {run['judge']['model']}"  # noqa: E731
+    kappa = "undefined" if agr["kappa"] is None else f"{agr['kappa']:.3f}"
+    return (f"Judge comparison: the same hypotheses judged by {judge(a)} (before) and {judge(b)} (after). "
+            f"Labels agree on {agr['agree']} of {agr['n']} items judged by both ({metrics.fmt(agr['agreement'])}, "
+            f"Cohen's kappa {kappa}); yes -> no {agr['a_yes_b_no']}, no -> yes {agr['a_no_b_yes']}. Fixes and "
+            "regressions below are the second judge's label changes, not the system's.")
+
+
 def latest_two(project: Path) -> tuple[Path, Path] | None:
     """(before, after): the project's two most recently started runs, older first; None with fewer than two."""
     import scorecard
@@ -283,6 +343,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of Markdown")
     parser.add_argument("--force", action="store_true",
                         help="compare even when judge, dataset sha256 or n_total differ (output says so)")
+    parser.add_argument("--judge-comparison", action="store_true",
+                        help="the runs judged the same hypotheses (e.g. run_benchmark.py --hypotheses FILE twice) "
+                             "with different judges: compare the judges (label agreement, kappa, flips); refused "
+                             "when any hypothesis differs")
     parser.add_argument("--html", nargs="?", const="", metavar="PATH", type=str,
                         help="also write the comparison as a page (default AFTER_DIR/compare-<before id>.html)")
     args = parser.parse_args(argv)
@@ -298,11 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.before is None or args.after is None:
         raise UserError("give two run directories (BEFORE_DIR AFTER_DIR), or --latest",
                         fix="e.g. compare_runs.py --latest")
-    result = compare(args.before, args.after, force=args.force)
+    result = compare(args.before, args.after, force=args.force, judge_comparison=args.judge_comparison)
     if args.html is not None:
         import report_html
 
-        page, default = report_html.build_compare(args.before, args.after, force=args.force, project=args.project)
+        page, default = report_html.build_compare(args.before, args.after, force=args.force, project=args.project,
+                                                  judge_comparison=args.judge_comparison)
         print(f"wrote {report_html.write_page(Path(args.html) if args.html else default, page)}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))

@@ -6,7 +6,8 @@ Also the cost gate's and ``--max-cost``'s source of estimates. What is exact and
   are exact where the target can build them before the run (memory-ref's reader assumes a facts block: see
   ``plugins/memory_ref/preview.py``). Output is counted at ``max_tokens``, an upper bound. A target with neither
   function is unknown. ``command`` and ``python`` targets make their own model calls, which are not ours to count.
-- judge: sized from the question, the gold answer and an assumed hypothesis length; two output tokens.
+- judge: sized from the question, the gold answer and an assumed hypothesis length (a hypotheses run: the file's
+  own hypothesis, and no call for a question the file lacks); two output tokens.
 - calls found in the call cache (when the run reads it) and repeats of an identical request in the run are free;
   so are the facts a target caches itself (memory-ref's writer). Judge calls are always counted.
 - tokens: the provider layer's estimate (characters / 4); dollars: ``prices.py`` (a model not in it is unknown,
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import hypotheses_file
 from records import Question
 from run_settings import RunSettings
 
@@ -93,6 +95,8 @@ class Estimator:
         self.previewable = any(hasattr(self.module, f) for f in ("prepare_requests_by_role", "prepare_requests"))
         self.self_cached_roles = set(getattr(self.module, "CACHED_ROLES", ()))
         self.judge_model = "gpt-4o-2024-08-06" if settings.judge_model == "gpt-4o" else settings.judge_model
+        self.known_hypotheses = settings.target == hypotheses_file.TARGET
+        """A hypotheses run: each judge call is sized with the file's hypothesis (none: an error row, no call)."""
 
     def target_calls(self, q: Question) -> list[Call] | None:
         """The target's calls for ``q``; None when the target cannot preview them."""
@@ -113,15 +117,23 @@ class Estimator:
                 calls.append(Call(role, req.provider, req.model, tin, req.max_tokens, req.key()))
         return calls
 
-    def judge_call(self, q: Question) -> Call:
+    def judge_call(self, q: Question) -> Call | None:
+        """The judge call of ``q``; None when there will be none (a hypotheses file without this question)."""
         import providers
 
-        tin = JUDGE_TEMPLATE_TOKENS + providers.estimate_tokens(f"{q.question} {q.answer}") + ASSUMED_HYPOTHESIS_TOKENS
+        hypothesis_tokens = ASSUMED_HYPOTHESIS_TOKENS
+        if self.known_hypotheses:
+            text = self.module.preview(q.question_id, self.settings.target_options)
+            if text is None:
+                return None
+            hypothesis_tokens = providers.estimate_tokens(text)
+        tin = JUDGE_TEMPLATE_TOKENS + providers.estimate_tokens(f"{q.question} {q.answer}") + hypothesis_tokens
         return Call("judge", self.settings.judge_provider, self.judge_model, tin, JUDGE_OUTPUT_TOKENS)
 
     def item_usd(self, q: Question) -> float | None:
         """An upper-bound price of ``q`` alone (no cache, no repeats): what ``--max-cost`` reserves in flight."""
-        calls = [*(self.target_calls(q) or []), *[self.judge_call(q)] * max(1, self.settings.judge_repeat)]
+        judge = self.judge_call(q)
+        calls = [*(self.target_calls(q) or []), *([judge] if judge else []) * max(1, self.settings.judge_repeat)]
         total = 0.0
         for call in calls:
             usd = call.usd()
@@ -174,8 +186,9 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]
             repeat = call.key in seen and (settings.cache_read or call.stage in est.self_cached_roles)
             roles.setdefault(call.stage, StageTotals()).add(call, free=repeat or call.key in in_cache)
             seen.add(call.key)
-        for _ in range(max(1, settings.judge_repeat)):  # --judge-repeat K: K judge calls per item
-            judge.add(est.judge_call(q), free=False)
+        judge_call = est.judge_call(q)
+        for _ in range(max(1, settings.judge_repeat) if judge_call else 0):  # --judge-repeat K: K calls per item
+            judge.add(judge_call, free=False)
 
     generation = StageTotals()
     for totals in roles.values():
@@ -190,8 +203,9 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]
         generation.usd = None
     concurrency = settings.concurrency
     total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
-    notes = ["tokens ~ chars/4; generation output counted at max_tokens; judge hypothesis assumed "
-             f"{ASSUMED_HYPOTHESIS_TOKENS} tokens; latency model in dry_run.py",
+    sized = ("each judge call sized with the file's own hypothesis" if est.known_hypotheses
+             else f"judge hypothesis assumed {ASSUMED_HYPOTHESIS_TOKENS} tokens")
+    notes = [f"tokens ~ chars/4; generation output counted at max_tokens; {sized}; latency model in dry_run.py",
              "calls in the call cache and repeated identical calls are free; judge calls are always counted"]
     if settings.target in OWN_CALLS_TARGETS:
         notes.append(f"target {settings.target} makes its own model calls: not counted (only the judge is ours)")
@@ -266,6 +280,8 @@ def format_block(result: dict[str, Any]) -> str:
 
 
 def run(settings: RunSettings, run_id: str | None = None) -> int:
+    if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
+        hypotheses_file.check_run_inputs(settings)
     result = estimate(settings, run_id)
     print(json.dumps(result, indent=2))
     print("dry run " + format_block(result), file=sys.stderr)

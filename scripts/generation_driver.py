@@ -14,7 +14,8 @@ Built-in targets live in ``plugins/``; any other ``.py`` path loads the same way
 Gold never reaches a target: it receives ``Question.public()`` (no answer, no evidence ids, no ``has_answer``,
 sessions renamed ``session_001`` ...). The one exception is by design and happens HERE, not in the target:
 for ``oracle`` the driver keeps only the evidence sessions (``answer_session_ids``) before building the public
-item, so the oracle target is the plain reader over the sessions it is given.
+item, so the oracle target is the plain reader over the sessions it is given. The ``hypotheses`` target (answers
+read from a file written before the run) is looked up by question id, also here: no model sees the id.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
+import hypotheses_file
 from errors import UserError, run_main
 from records import ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
 
@@ -45,9 +47,12 @@ BUILTIN_TARGETS: dict[str, str] = {
     "command": "plugins/command.py",
     "python": "plugins/python_file.py",
     "memory-ref": "plugins/memory_ref/__init__.py",
+    hypotheses_file.TARGET: "plugins/hypotheses.py",
 }
 
 ORACLE_TARGET = "oracle"
+HYPOTHESES_TARGET = hypotheses_file.TARGET
+"""Answers read from a file (``run_benchmark.py --hypotheses FILE``), the one target looked up by question id."""
 
 
 class TargetError(UserError):
@@ -255,7 +260,7 @@ def generate_hypothesis(
                         options=dict(options or {}), cache_dir=cache_dir)
     t0 = time.monotonic()
     try:
-        hyp = module.generate(public, ctx)
+        hyp = module.answer(q.question_id, ctx) if target == HYPOTHESES_TARGET else module.generate(public, ctx)
     except TargetError:
         raise
     except Exception as err:

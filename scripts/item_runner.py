@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from errors import UserError
+from hypotheses_file import TARGET as HYPOTHESES_TARGET
 from prompt_store import RecordingLLM
 from records import LLM, ChatRequest, Question, row_base
 from run_settings import RunSettings
@@ -136,7 +137,8 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
     hypothesis = hyp.get("hypothesis")
     if not isinstance(hypothesis, str):
         return _error_row(q, settings, "generate", "target", "the target returned no hypothesis text", 1, hyp)
-    hypothesis = hypothesis.strip()  # upstream strips the reader's output, then judges it, even when empty
+    if settings.target != HYPOTHESES_TARGET:  # a file's hypothesis is judged as written, as upstream judges a file
+        hypothesis = hypothesis.strip()  # upstream strips the reader's output, then judges it, even when empty
 
     try:
         verdict = judge(q, hypothesis, settings, llm)

@@ -9,9 +9,14 @@ The prompt is rebuilt from your LongMemEval checkout; a record whose rebuilt pro
 verdict's ``prompt_sha256`` is skipped and counted (the official judge saw another prompt). Each measurement is
 appended to ``.longmemeval-benchmarks/judge-agreement.jsonl``.
 
+A candidate's verdicts can also come from a run it judged (``--candidate-run``, no call): e.g. a hypotheses file
+judged twice as runs, once by the official judge and once with ``--judge-model`` (``run_benchmark.py
+--hypotheses FILE``). Its verdicts are paired with the official ones on the same prompt (``prompt_sha256``).
+
 Usage:
     python scripts/judge_agreement.py --run-id baseline --candidate openai:gpt-4.1-2025-04-14
     python scripts/judge_agreement.py --archive verdicts.jsonl --candidate anthropic:claude-sonnet-4-6 --json
+    python scripts/judge_agreement.py --run-id official-judged --candidate-run gpt41-judged
 
 Exit status: 0 measured, 2 a user mistake (no official verdicts, unknown run, bad candidate).
 """
@@ -27,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL, QUESTION_TYPES, SCHEMA_VERSION, is_abstention
+from records import OFFICIAL_JUDGE_MODEL, QUESTION_TYPES, SCHEMA_VERSION, is_abstention, is_official_judge
 
 REGISTRY_NAME = "judge-agreement.jsonl"
 STATE_DIR = ".longmemeval-benchmarks"
@@ -136,11 +141,63 @@ def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candi
                 rec = futures[fut]
                 errors.append({"question_id": rec["question_id"], "kind": getattr(err, "kind", type(err).__name__),
                                "message": str(err)[:300]})
+    return _full_report(pairs, skipped, errors)
+
+
+def _full_report(pairs: list[dict[str, Any]], skipped: list[dict[str, Any]], errors: list[dict[str, Any]]
+                 ) -> dict[str, Any]:
     report = agreement_report(pairs)
     report["returned_models"] = sorted({p["returned_model"] for p in pairs})
     report["skipped"] = sorted(skipped, key=lambda s: str(s["question_id"]))
     report["errors"] = sorted(errors, key=lambda e: str(e["question_id"]))
     return report
+
+
+def candidate_run(project: Path, run: str) -> tuple[str, str, dict[tuple[str, str], dict[str, Any]], str]:
+    """A run judged by the candidate: (provider, model, its verdicts by (question_id, prompt_sha256), source).
+
+    ``run`` is a run id of the project or a run directory. No call is made: the run's own verdicts are compared."""
+    import checkpoint_io
+    import scorecard
+    from compare_runs import load_run
+
+    path = Path(run)
+    if not path.is_dir():
+        path = checkpoint_io.run_dir_for(scorecard.runs_dir(project), checkpoint_io.validate_run_id(run))
+    if not (path / "run-meta.json").is_file():
+        raise UserError(f"--candidate-run {run}: no run at {path}", fix="give a run id or a run directory")
+    data = load_run(path)
+    provider, model = data.judge["provider"], data.judge["model"]
+    if provider == "offline":
+        raise UserError(f"--candidate-run {run} was judged offline: the offline judge is not a candidate",
+                        fix="pass a run judged by provider:model")
+    if is_official_judge(provider, model):
+        raise UserError(f"--candidate-run {run} was judged by the official judge: there is no candidate to measure",
+                        fix="pass a run judged by another judge, e.g. run_benchmark.py --hypotheses FILE "
+                            "--judge-model provider:model")
+    verdicts = {}
+    for qid, row in data.rows.items():
+        judgment = row.get("judgment") or {}
+        if row.get("status") == "judged" and judgment.get("prompt_sha256"):
+            verdicts[(qid, str(judgment["prompt_sha256"]))] = judgment
+    return str(provider), str(model), verdicts, f"run {data.run_id}"
+
+
+def measure_against_run(records: Sequence[Mapping[str, Any]],
+                        candidate: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Any]:
+    """The report for verdicts the candidate already gave (``candidate_run``): an official record is paired with
+    the candidate's verdict on the same prompt (same question, hypothesis and template), else skipped."""
+    pairs, skipped = [], []
+    for rec in records:
+        verdict = candidate.get((str(rec.get("question_id")), str(rec.get("prompt_sha256"))))
+        if verdict is None:
+            skipped.append({"question_id": rec.get("question_id"),
+                            "why": "the candidate run has no verdict on this prompt (another hypothesis, or not judged)"})
+            continue
+        pairs.append({"question_id": rec["question_id"], "question_type": rec.get("question_type"),
+                      "official": bool(rec["label"]), "candidate": bool(verdict.get("label")),
+                      "candidate_raw": verdict.get("raw"), "returned_model": verdict.get("model")})
+    return _full_report(pairs, skipped, [])
 
 
 def append_record(project: Path, record: Mapping[str, Any]) -> Path:
@@ -215,7 +272,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="a run whose rows carry official verdicts")
     source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
-    parser.add_argument("--candidate", required=True, help="the candidate judge as provider:model")
+    candidate = parser.add_mutually_exclusive_group(required=True)
+    candidate.add_argument("--candidate", help="the candidate judge as provider:model (judges the hypotheses again)")
+    candidate.add_argument("--candidate-run", metavar="RUN",
+                           help="a run (id or directory) already judged by the candidate, e.g. the same hypotheses "
+                                "file judged with --judge-model: its verdicts are paired with the official ones on "
+                                "the same prompt; no call")
     parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
     parser.add_argument("--longmemeval-root", help="upstream checkout for the prompts (default: from the config)")
     parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
@@ -224,17 +286,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     import config as config_mod
+    import judge_shim
     import providers
     from checkpoint_io import utc_now
     from judge_shim import resolve_judge_model
 
     project = args.project.resolve()
-    cfg = config_mod.load_config(project) if config_mod.config_path(project).is_file() else {}
-    named = tuple((cfg.get("providers") or {}))
-    provider, model = config_mod.parse_model_arg(args.candidate, "openai", named)
-    if provider == "offline":
-        raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
-    model = resolve_judge_model(model)
+    cfg = judge_shim.project_config(project)
+    if args.candidate_run:
+        provider, model, verdicts, candidate_source = candidate_run(project, args.candidate_run)
+    else:
+        provider, model = config_mod.parse_model_arg(args.candidate, "openai", tuple(cfg.get("providers") or {}))
+        if provider == "offline":
+            raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
+        model = resolve_judge_model(model)
     root = args.longmemeval_root or cfg.get("longmemeval_root")
     root = None if root is None else str(config_mod.resolve_path(project, root))
     records, source = official_records(project, args.run_id, args.archive)
@@ -243,12 +308,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         fix="use a run judged by openai gpt-4o-2024-08-06 with upstream's prompt, or an archive")
     if args.max is not None:
         records = records[: max(0, args.max)]
-    settings = providers.ProviderSettings(
-        base_urls={n: str(p["base_url"]) for n, p in (cfg.get("providers") or {}).items()
-                   if isinstance(p, Mapping) and p.get("base_url")},
-        azure={k: str(v) for k, v in dict((cfg.get("providers") or {}).get("azure") or {}).items()},
-        timeout_s=float(cfg.get("requestTimeoutSeconds", 600)), max_attempts=int(cfg.get("maxAttempts", 8)))
-    report = measure(records, provider, model, root, providers.Gateway(settings), concurrency=args.concurrency)
+    if args.candidate_run:
+        report = measure_against_run(records, verdicts)
+        source = f"{source} vs candidate {candidate_source}"
+    else:
+        report = measure(records, provider, model, root, providers.Gateway(judge_shim.provider_settings(cfg)),
+                         concurrency=args.concurrency)
     if report["n"] == 0:
         first = (report["errors"] or report["skipped"] or [{}])[0]
         raise UserError(f"no verdict of {source} could be compared: {len(report['skipped'])} skipped, "

@@ -10,14 +10,15 @@ A verdict is ``official`` only for provider ``openai`` (or ``azure``: the same s
 model ``gpt-4o-2024-08-06`` (requested and returned), and a prompt function whose source is upstream's (its sha256
 is pinned below). Any other judge is allowed and recorded as non-official. An empty reply is labelled False, as
 upstream does. Official verdicts can be exported and imported (``export-verdicts`` / ``import-verdicts``, see
-``verdict_archive``); an archived verdict is used instead of a call.
+``verdict_archive``); an archived verdict is used instead of a call. File mode (``--hyp-file``) judges
+``--concurrency`` lines at once through a run's gateway (rate limiter and call cache), output in input order.
 
 Usage:
     python scripts/judge_shim.py --longmemeval-root ~/LongMemEval --print-prompt \\
         --question-type temporal-reasoning --question-id q1 --question "How many days...?" \\
         --answer 18 --hypothesis "19 days"
     python scripts/judge_shim.py --longmemeval-root ~/LongMemEval --hyp-file hyps.jsonl \\
-        --ref-file longmemeval_oracle.json            # writes hyps.jsonl.eval-results-gpt-4o
+        --ref-file longmemeval_oracle.json --concurrency 8   # writes hyps.jsonl.eval-results-gpt-4o
     python scripts/judge_shim.py export-verdicts --project . --out verdicts.jsonl
     python scripts/judge_shim.py import-verdicts verdicts.jsonl --project .
 """
@@ -35,7 +36,7 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import command_names
 from errors import UserError, run_main
@@ -346,7 +347,7 @@ def load_references(ref_file: Path) -> dict[str, dict[str, Any]]:
     return references
 
 
-def load_hypotheses(hyp_file: Path) -> list[dict[str, Any]]:
+def load_hypotheses(hyp_file: Path, *, flag: str = "--hyp-file") -> list[dict[str, Any]]:
     """Upstream's hypothesis lines ``{question_id, hypothesis}``; anything else is a UserError naming the record."""
     hypotheses = _load_records(hyp_file)
     for number, entry in enumerate(hypotheses, 1):
@@ -354,11 +355,12 @@ def load_hypotheses(hyp_file: Path) -> list[dict[str, Any]]:
                    else ["question_id", "hypothesis"])
         if missing:
             swapped = isinstance(entry, dict) and "question_type" in entry
-            hint = " (are --hyp-file and --ref-file swapped?)" if swapped else ""
+            hint = ("" if not swapped else " (are --hyp-file and --ref-file swapped?)" if flag == "--hyp-file"
+                    else " (is it the dataset file?)")
             raise UserError(
-                f"--hyp-file {hyp_file}: {_record_name(number, entry)} is not a hypothesis line: "
+                f"{flag} {hyp_file}: {_record_name(number, entry)} is not a hypothesis line: "
                 f"no {', '.join(missing)}{hint}",
-                fix='pass a JSONL file of {"question_id": ..., "hypothesis": ...} as --hyp-file',
+                fix=f'pass a JSONL file of {{"question_id": ..., "hypothesis": ...}} as {flag}',
             )
     return hypotheses
 
@@ -379,13 +381,17 @@ def check_out_path(out: Path) -> None:
 
 def judge_file(
     hyp_file: Path, ref_file: Path, longmemeval_root: Path, provider: str, model: str, out: Path,
-    llm: LLM | None = None, *, archive: Any = None, repeat: int = 1, registry: Any = None,
+    llm: LLM | None = None, *, archive: Any = None, repeat: int = 1, registry: Any = None, concurrency: int = 1,
+    make_llm: Callable[[], LLM] | None = None,
 ) -> tuple[int, int]:
     """Upstream's file flow: judge each hypothesis line, write it back with ``autoeval_label``. -> (correct, n).
 
-    ``out`` is replaced atomically once every line is judged: a failed run leaves a previous ``out`` as it was.
+    ``concurrency`` lines are judged at once (through ``llm``, e.g. ``file_gateway``'s limiter and call cache); the
+    output keeps the input's order, so it is the same whatever the concurrency. ``out`` is replaced atomically once
+    every line is judged: a failed run leaves a previous ``out`` as it was (the verdicts it got are in the cache).
     With ``repeat`` K > 1 each line also gets ``autoeval_verdicts`` (all K verdicts; the first is the label) and
-    ``registry`` (a ``judge_stability.StabilityRegistry``) gets the counts.
+    ``registry`` (a ``judge_stability.StabilityRegistry``) gets the counts. ``make_llm`` builds the LLM once the
+    inputs are checked (a mistake in them creates no call cache).
     """
     from checkpoint_io import write_atomic_bytes
 
@@ -395,17 +401,25 @@ def judge_file(
     references = load_references(ref_file)
     hypotheses = load_hypotheses(hyp_file)
     check_out_path(out)
-    lines: list[str] = []
-    correct = judged = 0
+    jobs = []
     for entry in hypotheses:
         qid = str(entry["question_id"])
-        ref = references.get(qid)
-        if ref is None:
+        if qid not in references:
             print(f"skipping {qid}: not in {ref_file}", file=sys.stderr)
             continue
-        verdict = judge(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
-                        longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm,
-                        archive=archive, repeat=repeat)
+        jobs.append((qid, entry, references[qid]))
+    if make_llm is not None and jobs:
+        llm = make_llm()
+
+    def one(job: tuple[str, dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+        qid, entry, ref = job
+        return judge(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
+                     longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm,
+                     archive=archive, repeat=repeat)
+
+    verdicts = _in_order(one, jobs, concurrency)
+    lines: list[str] = []
+    for (qid, entry, _ref), verdict in zip(jobs, verdicts):
         line = dict(entry)
         line["autoeval_label"] = {"model": verdict["model"], "label": verdict["label"]}
         if "verdicts" in verdict:
@@ -413,13 +427,61 @@ def judge_file(
             if registry is not None:
                 registry.record(qid, verdict, f"judge_shim {hyp_file}")
         lines.append(json.dumps(line, ensure_ascii=False) + "\n")
-        judged += 1
-        correct += bool(verdict["label"])
     try:
         write_atomic_bytes(out, "".join(lines).encode("utf-8"))
     except OSError as err:
         raise UserError(f"cannot write --out {out}: {err.strerror or err}") from None
-    return correct, judged
+    return sum(bool(v["label"]) for v in verdicts), len(verdicts)
+
+
+def _in_order(work: Callable[[Any], Any], jobs: Sequence[Any], concurrency: int) -> list[Any]:
+    """``work`` over ``jobs``, at most ``concurrency`` at once, results in the jobs' order. The first failure (or
+    Ctrl-C) starts no further job, lets the calls in flight finish (their replies reach the call cache), and is
+    raised."""
+    import concurrent.futures as cf
+
+    results: list[Any] = [None] * len(jobs)
+    waiting = iter(enumerate(jobs))
+    in_flight: dict[cf.Future, int] = {}
+    with cf.ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="judge") as pool:
+        while True:
+            while len(in_flight) < max(1, concurrency):
+                nxt = next(waiting, None)
+                if nxt is None:
+                    break
+                in_flight[pool.submit(work, nxt[1])] = nxt[0]
+            if not in_flight:
+                return results
+            done, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                results[in_flight.pop(fut)] = fut.result()
+
+
+def file_gateway(project: Path, cfg: Mapping[str, Any], concurrency: int, *, read_cache: bool = True) -> LLM:
+    """The LLM of ``--hyp-file``: a run's gateway (``run_gateway``) with the project's call cache, an adaptive
+    limiter starting at ``concurrency``, and the config's provider settings (``cfg``: ``project_config``)."""
+    import config as config_mod
+    from call_cache import CallCache
+    from config_defaults import STATE_DIR
+    from rate_limiter import AdaptiveLimiter
+    from run_gateway import RunGateway
+
+    cache = None
+    if cfg.get("cacheEnabled", True):
+        cache_dir = config_mod.resolve_path(project, cfg.get("cache_dir") or Path(STATE_DIR) / "cache")
+        cache = CallCache(cache_dir, read=read_cache)
+    return RunGateway(settings=provider_settings(cfg), cache=cache, limiter=AdaptiveLimiter(concurrency))
+
+
+def provider_settings(cfg: Mapping[str, Any]) -> Any:
+    """``providers.ProviderSettings`` from a config: base URLs of named providers, Azure, timeout, attempts."""
+    import providers
+
+    named = cfg.get("providers") or {}
+    return providers.ProviderSettings(
+        base_urls={n: str(p["base_url"]) for n, p in named.items() if isinstance(p, Mapping) and p.get("base_url")},
+        azure={k: str(v) for k, v in dict(named.get("azure") or {}).items()},
+        timeout_s=float(cfg.get("requestTimeoutSeconds", 600)), max_attempts=int(cfg.get("maxAttempts", 8)))
 
 
 def _archive_main(command: str, argv: Sequence[str]) -> int:
@@ -451,6 +513,21 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
 
 
 ARCHIVE_COMMANDS = ("export-verdicts", "import-verdicts")
+FILE_MODE_EPILOG = (
+    "File mode (--hyp-file): the lines are judged --concurrency at a time through the same rate limiter and call "
+    "cache as runs (the project's .longmemeval-benchmarks/cache, unless cacheEnabled is false); the output file "
+    "keeps the input's order and is written once every line is judged. An interrupted or failed judge loses no "
+    "paid verdict: they are in the cache, so a re-run pays only for the rest. For checkpoints, resume by run id "
+    "and a scorecard, judge the file as a run: run_benchmark.py --hypotheses FILE. "
+    "Verdict archive: judge_shim.py export-verdicts --out FILE | judge_shim.py import-verdicts FILE (see --help of "
+    "each).")
+
+
+def project_config(project: Path) -> dict[str, Any]:
+    """The project's config.json, or {} when it has none (a file can be judged outside a project)."""
+    import config as config_mod
+
+    return dict(config_mod.load_config(project)) if config_mod.config_path(project).is_file() else {}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -458,8 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in ARCHIVE_COMMANDS:
         return _archive_main(argv[0], argv[1:])
     parser = argparse.ArgumentParser(description="Judge hypotheses with the official LongMemEval judge.",
-                                     epilog="Verdict archive: judge_shim.py export-verdicts --out FILE | "
-                                            "judge_shim.py import-verdicts FILE (see --help of each).")
+                                     epilog=FILE_MODE_EPILOG)
     parser.add_argument("--longmemeval-root", type=Path, required=True,
                         help="your clone of xiaowu0162/LongMemEval (the judge prompt is read from it)")
     parser.add_argument("--provider", default=OFFICIAL_JUDGE_PROVIDER,
@@ -480,8 +556,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="judge each hypothesis K times (the first verdict is the label); counts go to the "
                              "project's .longmemeval-benchmarks/judge-stability.jsonl")
     parser.add_argument("--project", type=Path, default=Path("."),
-                        help="project root whose verdict archive is used and whose stability registry is written "
-                             "(default: .)")
+                        help="project root whose verdict archive and call cache are used and whose stability "
+                             "registry is written (default: .)")
+    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
+                        help="judge N lines at once under the runs' adaptive rate limiter (default: the project's "
+                             "concurrency, else 8; 1 = one call at a time, as upstream); the output is the same, in "
+                             "the input's order")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read the call cache (replies are still stored in it)")
     args = parser.parse_args(argv)
 
     if args.print_prompt:
@@ -501,6 +583,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError("give --hyp-file and --ref-file to judge a file, or --print-prompt for one case")
     if args.repeat < 1:
         raise UserError(f"--repeat {args.repeat} must be >= 1", fix="e.g. --repeat 3")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UserError(f"--concurrency {args.concurrency} must be >= 1", fix="e.g. --concurrency 8")
     load_prompt_builder(args.longmemeval_root)  # a missing checkout is reported before anything is read
     out = args.out or Path(f"{args.hyp_file}.eval-results-{args.model}")
     import verdict_archive
@@ -509,14 +593,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     project = args.project.resolve()
     registry = StabilityRegistry(project) if args.repeat > 1 else None
+    cfg = project_config(project)
+    concurrency = args.concurrency or max(1, int(cfg.get("concurrency", 8)))
+    kept = ("; the verdicts already received are in the call cache: a re-run does not pay for them again"
+            if cfg.get("cacheEnabled", True) else "")
     try:
         correct, judged = judge_file(args.hyp_file, args.ref_file, args.longmemeval_root, args.provider,
                                      args.model, out, archive=verdict_archive.for_project(project),
-                                     repeat=args.repeat, registry=registry)
+                                     repeat=args.repeat, registry=registry, concurrency=concurrency,
+                                     make_llm=lambda: file_gateway(project, cfg, concurrency,
+                                                                   read_cache=not args.no_cache))
     except ProviderError as err:
         if official_judge_gone(err, args.provider, args.model):
             raise UserError(f"judging stopped: {CONTINUITY_HINT}; nothing was written, {out} is as it was") from None
-        raise UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was") from None
+        raise UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was{kept}") \
+            from None
     print(json.dumps({"judged": judged, "correct": correct, "accuracy": round(correct / judged, 4) if judged else None,
                       "out": str(out)}))
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 import command_names
+import hypotheses_file
 from errors import UserError, run_main
 
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
@@ -38,6 +39,8 @@ def check_inputs(settings) -> None:
             f"target {settings.target}: bad target options {dict(settings.target_options)} ({err})",
             fix="fix --target-option / targetOptions (see the target's documentation)",
         ) from None
+    if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: one line, before anything
+        hypotheses_file.check_run_inputs(settings)
     if settings.judge_provider != "offline":
         judge_shim.load_prompt_builder(settings.longmemeval_root)
     if "azure" in (settings.judge_provider, settings.target_provider):
@@ -66,6 +69,13 @@ def checks(settings) -> list[tuple[bool | None, str]]:
         results.append((True, f"dataset {dataset_path}"))
     else:
         results.append((False, f"dataset {dataset_path} not found: run {command_names.SETUP} (--download {settings.variant} or --sample), or set datasetPath"))
+    if settings.target == hypotheses_file.TARGET and dataset_path.is_file():
+        try:
+            hf, missing = hypotheses_file.check_run_inputs(settings)
+            gaps = f"; {len(missing)} of the dataset's questions have none (error rows)" if missing else ""
+            results.append((True, f"hypotheses {hf.path}: {len(hf.hypotheses)} answers, all in the dataset{gaps}"))
+        except UserError as err:
+            results.append((False, str(err)))
 
     if settings.judge_provider != "offline":
         import judge_shim

@@ -546,10 +546,15 @@ def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
     registry = registry or {}
     title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
     banner = ""
+    if result.get("kind") == "judge":
+        import compare_runs
+
+        line = escape(compare_runs.judge_comparison_line(result))
+        banner = f'<section class="banner"><strong>{line}</strong></section>'
     if result["forced"]:
-        banner = ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
-                  'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result["mismatches"])
-                  + "</ul></section>")
+        banner += ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
+                   'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result["mismatches"])
+                   + "</ul></section>")
     tiles = [("Strict accuracy", f"{metrics.fmt(result['accuracy_a'])} → {metrics.fmt(result['accuracy_b'])}",
               f"{result['n_compared']} items compared"),
              ("Fixes (wrong → right)", str(result["fixes"]), f"regressions {result['regressions']}"),
@@ -592,13 +597,13 @@ def _side(row: Mapping[str, Any], status: str) -> dict[str, Any]:
             "err": row.get("error"), "cost": (row.get("cost") or {}).get("total_usd"), "lat": row.get("latencyMs")}
 
 
-def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None
-                  ) -> tuple[str, Path]:
+def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None,
+                  judge_comparison: bool = False) -> tuple[str, Path]:
     """The diff page of two runs (``compare_runs.compare``, which refuses unlike runs unless ``force``) and where
     it goes by default: ``AFTER/compare-<before run id>.html``. Nothing is written."""
     import compare_runs
 
-    result = compare_runs.compare(Path(before_dir), Path(after_dir), force=force)
+    result = compare_runs.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)
     before, after = load_run(Path(before_dir)), load_run(Path(after_dir))
     registry = stability_registry(stability_path(after.path, project))
     return compare_page(result, before, after, registry), Path(after_dir) / f"compare-{before.run_id}.html"

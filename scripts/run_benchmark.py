@@ -7,6 +7,7 @@ Usage:
     python scripts/run_benchmark.py --dry-run                     # prompts, tokens, cost and time; no model call
     python scripts/run_benchmark.py --background --yes            # detached; then run_status.py --run-id <id> --wait 100
     python scripts/run_benchmark.py --max-cost 20                 # pause (exit 6) before passing $20
+    python scripts/run_benchmark.py --hypotheses hyps.jsonl       # judge a file of {question_id, hypothesis} lines
 
 Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error (or the official judge answered
 not_found: the line names the verdict archive, the Azure route and judge_agreement.py), 3 blocked on billing,
@@ -36,9 +37,11 @@ import checkpoint_io
 import config as config_mod
 import cost_gate
 import dataset
+import hypotheses_file
 import run_settings
 import run_state
 from errors import UserError, run_main
+from hypotheses_file import MISSING_HYPOTHESIS
 from item_runner import BILLING
 from records import Question
 from run_settings import RunSettings
@@ -112,8 +115,10 @@ class _Tally:
         self.evaluated += 1
         if row["status"] == "error":
             kind = row["error"]["kind"]
-            self.errors += 1
             self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+            if kind == MISSING_HYPOTHESIS:  # the file has no answer: an error row, never a reason to stop the run
+                return
+            self.errors += 1
             if kind == BILLING:
                 self.billing_message = row["error"]["message"]
 
@@ -409,6 +414,13 @@ def _say_how_to_finish(settings: RunSettings, root: Path) -> None:
     """A run cut by ``--max`` (or maxEvals) completed this invocation only: print the command that finishes it."""
     meta = checkpoint_io.read_json(root / "run-meta.json") if settings.shard is None else None
     pending = int(((meta or {}).get("counts") or {}).get("pending") or 0)
+    if meta is not None and settings.target == hypotheses_file.TARGET:  # no answer in the file: final, not pending
+        gaps = sum(1 for r in checkpoint_io.load_results(root).values()
+                   if (r.get("error") or {}).get("kind") == MISSING_HYPOTHESIS)
+        if gaps:
+            print(f"{gaps} questions have no hypothesis in {settings.target_options.get('file')}: error rows "
+                  f"({MISSING_HYPOTHESIS}), wrong in the strict figures", file=sys.stderr)
+        pending -= gaps
     if pending:
         print(_resume_hint(settings, root.name, verb=f"{pending} items not run yet; finish with"), file=sys.stderr)
 

@@ -147,6 +147,9 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         if chosen is not None:
             options[flag] = chosen
 
+    target, target_provider, target_model, options = _hypotheses_target(
+        args, target, target_provider, target_model, options, stored, path)
+
     max_evals = args.max if args.max is not None else int(cfg.get("maxEvals", 500))
     concurrency = args.concurrency if args.concurrency is not None else int(cfg.get("concurrency", 8))
     if max_evals < 0:
@@ -202,6 +205,27 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     )
 
 
+def _hypotheses_target(args: argparse.Namespace, target: str, provider: str, model: str, options: dict[str, Any],
+                       stored: Mapping[str, Any] | None, path: Any) -> tuple[str, str, str, dict[str, Any]]:
+    """``--hypotheses FILE`` (or target ``hypotheses``): answers read from the file, no model for the target; the
+    options are the file and its sha256 (see ``hypotheses_file.options_for``)."""
+    import hypotheses_file
+
+    given = getattr(args, "hypotheses", None)
+    if given:
+        if args.target and args.target != hypotheses_file.TARGET:
+            raise UserError(f"--hypotheses and --target {args.target} both given",
+                            fix="drop --target: --hypotheses judges the answers in the file")
+        options = hypotheses_file.options_for(str(path(given)), stored)
+    elif target != hypotheses_file.TARGET:
+        return target, provider, model, options
+    elif options.get("file"):  # --target hypotheses --target-option file=..., or a resumed hypotheses run
+        file = str(path(str(options["file"])))
+        options = {"file": file, "sha256": options.get("sha256") or hypotheses_file.file_sha256(file)}
+    name = Path(str(options.get("file") or "")).name or "none"
+    return hypotheses_file.TARGET, "offline", name, options
+
+
 def dataset_for_variant(configured: str, variant: str, *, explicit: bool, project: Path,
                         configured_variant: str | None = None) -> Path:
     """The dataset file for ``variant``: the configured (or ``--dataset``) file when its name, or the config's
@@ -234,6 +258,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", help="dataset file (default: datasetPath from config)")
     parser.add_argument("--max", type=int, help="evaluate at most this many pending items now (default: maxEvals, 500)")
     parser.add_argument("--target", help="target (memory system under test): full-context, oracle, rag, offline, command, python, memory-ref, or a .py path")
+    parser.add_argument("--hypotheses", metavar="FILE",
+                        help="judge the answers in FILE as a run (target hypotheses): upstream's JSONL of "
+                             "{question_id, hypothesis} (or a JSON array); a question without a line is an error row")
     parser.add_argument("--target-model", help="reader model as provider:model or a bare model (provider from config)")
     parser.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable), e.g. top_k=10")
     parser.add_argument("--judge-model", help="judge as provider:model; official: openai:gpt-4o (= gpt-4o-2024-08-06)")

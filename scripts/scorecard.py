@@ -34,6 +34,7 @@ import checkpoint_io
 import command_names
 import dataset
 import gold_registry
+import hypotheses_file
 import judge_agreement
 import judge_stability
 import metrics
@@ -340,7 +341,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
                     "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
                     "release": release, "recognition": (run.meta.get("dataset") or {}).get("recognition"),
                     "duplicate_sessions": len((run.meta.get("dataset") or {}).get("duplicate_sessions") or {})},
-        "target": {k: (run.meta.get("target") or {}).get(k) for k in ("name", "provider", "model")},
+        "target": _target(run.meta),
         **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
                                   "task_averaged", "abstention", "per_type")},
         "errors": errors,
@@ -371,6 +372,15 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     return card
 
 
+def _target(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's target as the scorecard names it; a hypotheses run also names its file and the file's sha256."""
+    target = meta.get("target") or {}
+    out = {k: target.get(k) for k in ("name", "provider", "model")}
+    if target.get("name") == hypotheses_file.TARGET:
+        out["hypotheses"] = {k: (target.get("options") or {}).get(k) for k in ("file", "sha256")}
+    return out
+
+
 def _acc(block: Mapping[str, Any], which: str) -> str:
     count = block["n"] if which == "strict" else block["judged"]
     return f"{metrics.fmt(block['accuracy_' + which])} ({block['correct']}/{count})"
@@ -382,6 +392,14 @@ def _usd(value: float | None) -> str:
 
 def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value / 1000:.2f} s"
+
+
+def _hypotheses_lines(card: Mapping[str, Any]) -> list[str]:
+    hyp = (card.get("target") or {}).get("hypotheses")
+    if not hyp:
+        return []
+    return [f"Hypotheses judged as written from `{hyp.get('file')}` (sha256 `{str(hyp.get('sha256'))[:12]}`): no "
+            "generation in this run; a question without a line is a missing_hypothesis error row.", ""]
 
 
 def render_markdown(card: Mapping[str, Any]) -> str:
@@ -405,6 +423,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         + (f"{recognition['summary']} (release: {recognition.get('release') or 'unknown'})" if recognition
            else card['dataset']['known_official'] or 'unrecognised file'),
         "",
+        *_hypotheses_lines(card),
         f"| figure | strict (all {card['n_total']} items; errors/not run = wrong) | "
         f"judged only ({card['judged']} items) |",
         "|---|---|---|",

@@ -318,11 +318,21 @@ def _loop_setup(correct_share: float) -> Callable[[Path, dict[str, str], Any], N
     return setup
 
 
+def _hypotheses_setup(project: Path, env: dict[str, str], server: Any) -> None:
+    """The user's own stack already answered: ``hyps.jsonl`` in upstream's format, one line per dataset question."""
+    cfg = json.loads((project / ".longmemeval-benchmarks" / "config.json").read_text(encoding="utf-8"))
+    items = json.loads((project / cfg["datasetPath"]).read_text(encoding="utf-8"))
+    (project / "hyps.jsonl").write_text("".join(
+        json.dumps({"question_id": it["question_id"], "hypothesis": str(it["answer"])}) + "\n" for it in items))
+
+
 SETUPS: Mapping[str, Callable[[Path, dict[str, str], Any], None]] = {
     # the reader gives the gold answer for a stable half of the questions: below the target, right and wrong items
     "loop": _loop_setup(0.5),
     # the reader always gives the gold answer: the loop run reaches the target (for the confirmation rerun)
     "loop-at-target": _loop_setup(1.0),
+    # a hypotheses file the user's stack wrote (run-benchmark's "judge a file of hypotheses")
+    "hypotheses": _hypotheses_setup,
 }
 
 

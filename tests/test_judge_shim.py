@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import openai
 import pytest
@@ -203,7 +204,7 @@ def test_cli_judges_a_hypothesis_file_in_upstream_format(fake_llm, root, tmp_pat
     hyps = tmp_path / "hyp.jsonl"
     hyps.write_text('{"question_id": "a1", "hypothesis": "It is blue"}\n{"question_id": "a2", "hypothesis": "5"}\n')
     code = judge_shim.main(["--longmemeval-root", str(root), "--hyp-file", str(hyps),
-                            "--ref-file", str(tmp_path / "ref.json")])
+                            "--ref-file", str(tmp_path / "ref.json"), "--project", str(tmp_path)])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["judged"] == 2 and summary["correct"] == 1
@@ -230,7 +231,7 @@ def _run_file_mode(root, hyp, ref, *extra):
     from errors import run_main
 
     return run_main(judge_shim.main, ["--longmemeval-root", str(root), "--hyp-file", str(hyp),
-                                      "--ref-file", str(ref), *extra])
+                                      "--ref-file", str(ref), "--project", str(hyp.parent), *extra])
 
 
 def _one_error_line(capsys) -> str:
@@ -246,10 +247,11 @@ def test_a_failed_rerun_leaves_the_previous_results_file_as_it_was(fake_llm, roo
     before = out.read_bytes()
     assert len(before.splitlines()) == 2
     fake_llm.fail_next("401")
-    assert _run_file_mode(root, hyp, ref) == 2
+    assert _run_file_mode(root, hyp, ref, "--no-cache") == 2  # the cache would answer without a call
     assert out.read_bytes() == before
     assert "as it was" in _one_error_line(capsys)
-    assert [p.name for p in hyp.parent.iterdir() if p.name.startswith(".")] == []  # no temp file left behind
+    left = [p.name for p in hyp.parent.iterdir() if p.name.startswith(".") and p.name != ".longmemeval-benchmarks"]
+    assert left == []  # no temp file left behind
 
 
 @pytest.mark.parametrize(("refs", "named"), [
@@ -300,3 +302,68 @@ def test_a_non_utf8_ref_file_is_one_line(fake_llm, root, files, capsys):
     ref.write_bytes(b"\xff\xfe[]")
     assert _run_file_mode(root, hyp, ref) == 2
     assert str(ref) in _one_error_line(capsys)
+
+
+# ---------------------------------------------------------------------- file mode: concurrent, cached
+
+
+def _sample_hypotheses(tmp_path):
+    from run_project import SAMPLE
+
+    items = json.loads(SAMPLE.read_text())
+    hyp = tmp_path / "hyps.jsonl"
+    hyp.write_text("".join(json.dumps({"question_id": it["question_id"],
+                                       "hypothesis": f"It is {it['answer']}" if i % 3 else "no idea"}) + "\n"
+                           for i, it in enumerate(items)))
+    return hyp, SAMPLE, items
+
+
+def test_hyp_file_at_concurrency_8_writes_the_same_bytes_as_one_at_a_time(fake_llm, root, tmp_path):
+    from run_project import register_answers
+
+    register_answers(fake_llm)
+    fake_llm.latency = (0.0, 0.03)  # replies come back out of order
+    hyp, ref, items = _sample_hypotheses(tmp_path)
+    outs = {}
+    for n in ("1", "8"):
+        project = tmp_path / f"project-{n}"  # each its own cache: both really call the judge
+        project.mkdir()
+        outs[n] = tmp_path / f"out-{n}.jsonl"
+        assert _run_file_mode(root, hyp, ref, "--concurrency", n, "--project", str(project), "--out",
+                              str(outs[n])) == 0
+    assert len(fake_llm.requests) == 2 * len(items)
+    assert outs["8"].read_bytes() == outs["1"].read_bytes()
+    lines = [json.loads(x) for x in outs["8"].read_text().splitlines()]
+    assert [x["question_id"] for x in lines] == [it["question_id"] for it in items]  # the input's order
+    assert {x["autoeval_label"]["label"] for x in lines} == {True, False}
+
+
+def test_an_interrupted_file_judge_keeps_its_paid_verdicts_and_a_rerun_pays_only_the_rest(fake_llm, root, tmp_path,
+                                                                                           capsys):
+    from run_project import register_answers
+
+    register_answers(fake_llm)
+    hyp, ref, items = _sample_hypotheses(tmp_path)
+    default, seen = fake_llm._default_judge, []
+
+    def judge_then_fail_the_fifth(prompt):
+        seen.append(prompt)
+        if len(seen) == 4:
+            fake_llm.fail_next("401")  # the next request fails: judging stops there
+        return default(prompt)
+
+    fake_llm.judge_fn = judge_then_fail_the_fifth
+    out = Path(f"{hyp}.eval-results-gpt-4o")
+    assert _run_file_mode(root, hyp, ref, "--concurrency", "1") == 2
+    assert "a re-run does not pay for them again" in _one_error_line(capsys) and not out.exists()
+    assert len(fake_llm.requests) == 5  # no job starts after the failure
+    assert _run_file_mode(root, hyp, ref, "--concurrency", "4") == 0
+    assert len(fake_llm.requests) == 5 + len(items) - 4  # the four verdicts received came from the cache
+    assert len(out.read_text().splitlines()) == len(items)
+
+
+def test_hyp_file_help_says_an_interrupted_judge_loses_no_paid_verdict(capsys):
+    with pytest.raises(SystemExit):
+        judge_shim.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--concurrency N" in text and "loses no paid verdict" in text and "run_benchmark.py --hypotheses" in text

@@ -74,10 +74,19 @@ def _the_loop_was_confirmed(project: Path, env, output: str) -> None:
     assert any(line.startswith("| BLOCKED |") and "API billing" in line for line in history.splitlines())
 
 
+def _the_hypotheses_were_judged(project: Path, env, output: str) -> None:
+    rows = [json.loads(line) for line in
+            (project / ".longmemeval-benchmarks" / "runs" / "skill-hyps" / "item-results.jsonl").read_text().splitlines()]
+    written = (project / "hyps.jsonl").read_text().splitlines()
+    assert len(rows) == len(written) and {r["status"] for r in rows} == {"judged"}
+    assert {r["target"]["name"] for r in rows} == {"hypotheses"}
+
+
 #: What a doc's blocks must have done, beyond exiting 0 (doc path -> check(project, env, output)).
 OUTCOMES = {
     "skills/longmemeval-iterate/SKILL.md": _a_round_was_played,
     "references/termination.md": _the_loop_was_confirmed,
+    "skills/run-benchmark/SKILL.md": _the_hypotheses_were_judged,
 }
 
 
