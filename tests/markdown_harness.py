@@ -50,14 +50,7 @@ _MARK = "@@doc-test"
 
 #: What the agent does without bash between two blocks (the ``agent`` directive), played by shell in tests.
 AGENT_STANDINS: dict[str, str] = {
-    # the iterate skill's "where a fix goes": target and loop.target set to the project's copy, with the editor
-    "use-project-target": (
-        "python -c 'import json, pathlib; p = pathlib.Path(\".longmemeval-benchmarks/config.json\"); "
-        "c = json.loads(p.read_text()); c[\"target\"] = \"memory_system\"; "
-        "c.setdefault(\"loop\", {})[\"target\"] = \"memory_system\"; "
-        "p.write_text(json.dumps(c, indent=2) + chr(10))'"
-    ),
-    # the iterate skill's step 6: the proposal (step C) and the fix's code change, made with the editor
+    # the loop skill's step 6: the proposal (step C) and the fix's code change, made with the editor
     "write-fix": (
         "printf 'Prefer the latest session when two sessions disagree\\n\\n"
         "Files: memory_system/answer_policy.py. Must not touch: abstention, the symbolic layers.\\n' "
@@ -257,6 +250,8 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
         "GIT_AUTHOR_NAME": "doc-test", "GIT_AUTHOR_EMAIL": "doc-test@example.invalid",
         "GIT_COMMITTER_NAME": "doc-test", "GIT_COMMITTER_EMAIL": "doc-test@example.invalid",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # what Claude Code sets for its Bash commands: the loop skill's loop_session.py start records it
+        "CLAUDE_CODE_SESSION_ID": "doc-test-session",
     })
     env.pop("PYTHONPATH", None)
     _git("init", "-q", "--bare", str(origin), cwd=root, env=env)
