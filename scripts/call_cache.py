@@ -128,3 +128,9 @@ class CallCache:
     def stats(self) -> dict[str, int]:
         with self._count_lock:
             return {"hits": self.hits, "misses": self.misses}
+
+
+def cached_keys(directory: Path, keys: list[str]) -> set[str]:
+    """Which request keys (``ChatRequest.key()``) the cache in ``directory`` holds, without creating or writing
+    anything: what a dry run counts as free."""
+    return sqlite_store.existing_keys(Path(directory) / CallCache.FILE_NAME, "calls", keys)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import command_names
 from checkpoint_io import write_atomic_json
 from config_defaults import STATE_DIR, default_config
 from errors import UserError, run_main
@@ -23,7 +24,7 @@ from records import SCHEMA_VERSION
 from schemas import check_version, validate
 
 CONFIG_FILE = "config.json"
-SETUP_COMMAND = "/longmemeval-setup"
+SETUP_COMMAND = command_names.SETUP
 KNOWN_PROVIDERS = ("anthropic", "openai", "offline")
 
 

@@ -37,4 +37,5 @@ def default_config() -> dict[str, Any]:
         "providers": {},
         "loop": {},
         "contextWindowTokens": None,
+        "confirmCostUsd": 5,
     }

@@ -1,24 +1,34 @@
 """``--dry-run``: build every prompt the run would send, count tokens, and estimate cost and time. No model call.
 
-Token counts use the provider layer's documented estimate (no network); generation prompts come from the target's
-``prepare_requests`` (targets without it are counted as unknown). The judge prompt is sized from the question,
-gold answer and an assumed hypothesis length. Time assumes a per-call latency model, divided by the concurrency:
-a rough figure to plan with, printed as such.
+Also the cost gate's and ``--max-cost``'s source of estimates. What is exact and what is assumed:
+
+- generation: the target's own requests (``prepare_requests_by_role``, else ``prepare_requests``), so prompts
+  are exact where the target can build them before the run (memory-ref's reader assumes a facts block: see
+  ``plugins/memory_ref/preview.py``). Output is counted at ``max_tokens``, an upper bound. A target with neither
+  function is unknown. ``command`` and ``python`` targets make their own model calls, which are not ours to count.
+- judge: sized from the question, the gold answer and an assumed hypothesis length; two output tokens.
+- calls found in the call cache (when the run reads it) and repeats of an identical request in the run are free;
+  so are the facts a target caches itself (memory-ref's writer). Judge calls are always counted.
+- tokens: the provider layer's estimate (characters / 4); dollars: ``prices.py`` (a model not in it is unknown,
+  never free); time: a per-call latency model, divided by the concurrency: a rough figure to plan with.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
-from records import ChatRequest, TargetContext
+from records import Question
 from run_settings import RunSettings
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
 JUDGE_OUTPUT_TOKENS = 2
+OWN_CALLS_TARGETS = ("command", "python")
+"""Targets whose model calls are made by the user's own code, outside this toolkit's gateway."""
 
 
 def _seconds_per_call(tokens_in: int, tokens_out: int) -> float:
@@ -26,96 +36,236 @@ def _seconds_per_call(tokens_in: int, tokens_out: int) -> float:
     return 0.5 + tokens_in / 20000.0 + tokens_out * 0.02
 
 
-class _NoCalls:
-    """The LLM a dry run hands to targets: any call is a bug in the target's prepare_requests."""
+@dataclass(frozen=True)
+class Call:
+    """One model call the run would make, as the dry run sees it."""
 
-    def complete(self, request: ChatRequest):  # pragma: no cover - guard
-        raise RuntimeError("dry run: no model calls")
+    stage: str
+    """``judge`` or the target's role (``reader``, ``writer``, ``rerank``...)."""
+    provider: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    """``max_tokens`` for generation: an upper bound."""
+    key: str | None = None
+    """The request's content address, when the dry run built the request itself."""
 
-    def embed(self, provider, model, texts):  # pragma: no cover - guard
-        raise RuntimeError("dry run: no model calls")
+    def usd(self) -> float | None:
+        import prices
+
+        return 0.0 if self.provider == "offline" else prices.cost_usd(self.model, self.tokens_in, self.tokens_out)
 
 
-def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]:
+@dataclass
+class StageTotals:
+    calls: int = 0
+    cached_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    usd: float | None = 0.0
+    seconds: float = 0.0
+    unpriced: set[str] = field(default_factory=set)
+
+    def add(self, call: Call, *, free: bool) -> None:
+        if free:
+            self.cached_calls += 1
+            return
+        self.calls += 1
+        self.tokens_in += call.tokens_in
+        self.tokens_out += call.tokens_out
+        self.seconds += _seconds_per_call(call.tokens_in, call.tokens_out)
+        usd = call.usd()
+        if usd is None:
+            self.unpriced.add(f"{call.provider}:{call.model}")
+            self.usd = None
+        elif self.usd is not None:
+            self.usd += usd
+
+
+class Estimator:
+    """The calls one item would cost under ``settings``: target requests by role, plus the judge call."""
+
+    def __init__(self, settings: RunSettings) -> None:
+        import generation_driver
+
+        self.settings = settings
+        self.module = generation_driver.load_target(settings.target)
+        self.previewable = any(hasattr(self.module, f) for f in ("prepare_requests_by_role", "prepare_requests"))
+        self.self_cached_roles = set(getattr(self.module, "CACHED_ROLES", ()))
+        self.judge_model = "gpt-4o-2024-08-06" if settings.judge_model == "gpt-4o" else settings.judge_model
+
+    def target_calls(self, q: Question) -> list[Call] | None:
+        """The target's calls for ``q``; None when the target cannot preview them."""
+        import generation_driver
+        import providers
+
+        s = self.settings
+        by_role = generation_driver.prepare_requests_by_role(
+            q, s.target_provider, s.target_model, target=s.target, options=dict(s.target_options),
+            cache_dir=s.cache_dir)
+        if by_role is None:
+            return None
+        calls = []
+        for role, requests in by_role.items():
+            for req in requests:
+                tin = sum(providers.estimate_tokens(m["content"]) for m in req.messages)
+                tin += providers.estimate_tokens(req.system or "")
+                calls.append(Call(role, req.provider, req.model, tin, req.max_tokens, req.key()))
+        return calls
+
+    def judge_call(self, q: Question) -> Call:
+        import providers
+
+        tin = JUDGE_TEMPLATE_TOKENS + providers.estimate_tokens(f"{q.question} {q.answer}") + ASSUMED_HYPOTHESIS_TOKENS
+        return Call("judge", self.settings.judge_provider, self.judge_model, tin, JUDGE_OUTPUT_TOKENS)
+
+    def item_usd(self, q: Question) -> float | None:
+        """An upper-bound price of ``q`` alone (no cache, no repeats): what ``--max-cost`` reserves in flight."""
+        calls = [*(self.target_calls(q) or []), self.judge_call(q)]
+        total = 0.0
+        for call in calls:
+            usd = call.usd()
+            if usd is None:
+                return None
+            total += usd
+        return total
+
+
+def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     import checkpoint_io
     import dataset
-    import generation_driver
-    import prices
-    import providers
-    from records import Question
+    import run_state
 
-    module = generation_driver.load_target(settings.target)
-    prepare = getattr(module, "prepare_requests", None)
     done: set[str] = set()
     if run_id:
         run_dir = checkpoint_io.run_dir_for(Path(settings.runs_dir), checkpoint_io.validate_run_id(run_id))
         if run_dir.exists():
             done = checkpoint_io.load_completed(run_dir)
-
-    ctx = TargetContext(
-        provider=settings.target_provider,
-        model=settings.target_model,
-        llm=_NoCalls(),
-        options=dict(settings.target_options),
-        cache_dir=settings.cache_dir,
-    )
-    gen_in = gen_out = judge_in = judge_out = 0
-    gen_seconds = judge_seconds = 0.0
-    items = unknown = 0
+    items = 0
     for raw in dataset.iter_items(Path(settings.dataset_path)):
         if items >= settings.max_evals:
-            break
+            return
         q = Question.from_dict(raw)
-        if q.question_id in done:
+        if q.question_id in done or not run_state.in_shard(q.question_id, settings.shard):
             continue
         items += 1
-        if prepare is None:
+        yield q
+
+
+def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]:
+    """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
+    import call_cache
+
+    est = Estimator(settings)
+    roles: dict[str, StageTotals] = {}
+    judge = StageTotals()
+    seen: set[str] = set()
+    items = unknown = 0
+    for q in _pending(settings, run_id):
+        items += 1
+        calls = est.target_calls(q)
+        if calls is None:
             unknown += 1
-        else:
-            public = generation_driver.public_view(q, settings.target)
-            for req in prepare(public, ctx):
-                tin = sum(providers.estimate_tokens(m["content"]) for m in req.messages)
-                tin += providers.estimate_tokens(req.system or "")
-                gen_in += tin
-                gen_out += req.max_tokens
-                gen_seconds += _seconds_per_call(tin, req.max_tokens)
-        jin = JUDGE_TEMPLATE_TOKENS + providers.estimate_tokens(f"{q.question} {q.answer}") + ASSUMED_HYPOTHESIS_TOKENS
-        judge_in += jin
-        judge_out += JUDGE_OUTPUT_TOKENS
-        judge_seconds += _seconds_per_call(jin, JUDGE_OUTPUT_TOKENS)
+            calls = []
+        in_cache = set()
+        if settings.cache_enabled and settings.cache_read and calls:
+            in_cache = call_cache.cached_keys(Path(settings.cache_dir), [c.key for c in calls if c.key])
+        for call in calls:
+            repeat = call.key in seen and (settings.cache_read or call.stage in est.self_cached_roles)
+            roles.setdefault(call.stage, StageTotals()).add(call, free=repeat or call.key in in_cache)
+            seen.add(call.key)
+        judge.add(est.judge_call(q), free=False)
 
-    def usd(model: str, tin: int, tout: int, provider: str) -> float | None:
-        if provider == "offline":
-            return 0.0
-        return prices.cost_usd(model, tin, tout)
-
-    judge_model = "gpt-4o-2024-08-06" if settings.judge_model == "gpt-4o" else settings.judge_model
-    gen_usd = usd(settings.target_model, gen_in, gen_out, settings.target_provider) if prepare else None
-    judge_usd = usd(judge_model, judge_in, judge_out, settings.judge_provider)
+    generation = StageTotals()
+    for totals in roles.values():
+        generation.calls += totals.calls
+        generation.cached_calls += totals.cached_calls
+        generation.tokens_in += totals.tokens_in
+        generation.tokens_out += totals.tokens_out
+        generation.seconds += totals.seconds
+        generation.unpriced |= totals.unpriced
+        generation.usd = None if generation.usd is None or totals.usd is None else generation.usd + totals.usd
+    if unknown:
+        generation.usd = None
+    concurrency = settings.concurrency
+    total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
+    notes = ["tokens ~ chars/4; generation output counted at max_tokens; judge hypothesis assumed "
+             f"{ASSUMED_HYPOTHESIS_TOKENS} tokens; latency model in dry_run.py",
+             "calls in the call cache and repeated identical calls are free; judge calls are always counted"]
+    if settings.target in OWN_CALLS_TARGETS:
+        notes.append(f"target {settings.target} makes its own model calls: not counted (only the judge is ours)")
+    if unknown:
+        notes.append(f"target {settings.target} cannot preview its requests (no prepare_requests): "
+                     "generation cost unknown")
+    assumptions = getattr(est.module, "DRY_RUN_ASSUMPTIONS", None)
+    if assumptions:
+        notes.append(f"target {settings.target}: {assumptions}")
     return {
         "items": items,
         "items_without_prompt_preview": unknown,
-        "generation": {"tokens_in": gen_in, "tokens_out_max": gen_out, "usd_max": gen_usd,
-                       "seconds": round(gen_seconds / settings.concurrency, 1)},
-        "judge": {"tokens_in": judge_in, "tokens_out": judge_out, "usd": judge_usd,
-                  "seconds": round(judge_seconds / settings.concurrency, 1)},
-        "concurrency": settings.concurrency,
-        "note": "estimates: tokens ~ chars/4, output at max_tokens, latency model in dry_run.py; cache hits would cost nothing",
+        "generation": {
+            "calls": generation.calls, "cached_calls": generation.cached_calls, "tokens_in": generation.tokens_in,
+            "tokens_out_max": generation.tokens_out, "usd_max": generation.usd,
+            "seconds": round(generation.seconds / concurrency, 1), "unpriced_models": sorted(generation.unpriced),
+            "by_role": {role: {"calls": t.calls, "cached_calls": t.cached_calls, "tokens_in": t.tokens_in,
+                               "tokens_out_max": t.tokens_out, "usd_max": t.usd} for role, t in roles.items()},
+        },
+        "judge": {"calls": judge.calls, "tokens_in": judge.tokens_in, "tokens_out": judge.tokens_out,
+                  "usd": judge.usd, "seconds": round(judge.seconds / concurrency, 1),
+                  "unpriced_models": sorted(judge.unpriced)},
+        "total_usd_max": total_usd,
+        "seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
+        "concurrency": concurrency,
+        "target": f"{settings.target} {settings.target_provider}:{settings.target_model}",
+        "judge_model": f"{settings.judge_provider}:{est.judge_model}",
+        "note": "; ".join(notes),
     }
+
+
+def dollars(value: float | None, *, bound: bool = False) -> str:
+    if value is None:
+        return "unknown (a model is not in the price table)"
+    return f"{'<= ' if bound else ''}${value:,.2f}" if value >= 1 else f"{'<= ' if bound else ''}${value:.4f}"
+
+
+def duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 90:
+        return f"{seconds}s"
+    if seconds < 5400:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def format_block(result: dict[str, Any]) -> str:
+    """The estimate as people read it: one line per stage, the total, what was assumed."""
+    g, j = result["generation"], result["judge"]
+    lines = [f"estimate: {result['items']} items; target {result['target']}, judge {result['judge_model']}"]
+
+    def stage(name: str, calls: int, cached: int, tin: int, tout: int, usd: float | None, bound: bool) -> str:
+        free = f" (+{cached:,} cached or repeated, free)" if cached else ""
+        return (f"  {name:<10} {calls:>7,} calls{free}  {tin:>13,} tokens in  {'<= ' if bound else ''}{tout:,} out"
+                f"  {dollars(usd, bound=bound)}")
+
+    roles = g["by_role"]
+    for role, t in roles.items():
+        lines.append(stage(role, t["calls"], t["cached_calls"], t["tokens_in"], t["tokens_out_max"], t["usd_max"], True))
+    if result["items_without_prompt_preview"]:
+        lines.append(f"  {'target':<10} unknown for {result['items_without_prompt_preview']} items (no preview)")
+    elif not roles:
+        lines.append(f"  {'target':<10}       0 calls")
+    lines.append(stage("judge", j["calls"], 0, j["tokens_in"], j["tokens_out"], j["usd"], False))
+    unpriced = sorted(set(g["unpriced_models"]) | set(j["unpriced_models"]))
+    total = dollars(result["total_usd_max"], bound=True)
+    if unpriced:
+        total += f": no price for {', '.join(unpriced)}"
+    lines.append(f"  total      {total}; ~{duration(result['seconds'])} at concurrency {result['concurrency']}")
+    lines.append(f"  ({result['note']})")
+    return "\n".join(lines)
 
 
 def run(settings: RunSettings, run_id: str | None = None) -> int:
     result = estimate(settings, run_id)
     print(json.dumps(result, indent=2))
-    g, j = result["generation"], result["judge"]
-
-    def dollars(v: float | None) -> str:
-        return "unknown (model not in the price table)" if v is None else f"${v:,.2f}"
-
-    print(
-        f"dry run: {result['items']} items; generation {g['tokens_in']:,} tokens in (<= {dollars(g['usd_max'])}, "
-        f"~{g['seconds']:.0f} s); judge {j['tokens_in']:,} tokens in ({dollars(j['usd'])}, ~{j['seconds']:.0f} s) "
-        f"at concurrency {result['concurrency']}",
-        file=sys.stderr,
-    )
+    print("dry run " + format_block(result), file=sys.stderr)
     return 0

@@ -281,7 +281,13 @@ def generate_hypothesis(
     return out
 
 
-def prepare_requests(
+def prepare_requests(item: Question | Mapping[str, Any], provider: str, model: str, **kwargs: Any) -> list[ChatRequest]:
+    """The model requests the target would send for ``item`` (dry runs); [] when the target cannot say."""
+    by_role = prepare_requests_by_role(item, provider, model, **kwargs)
+    return [request for requests in (by_role or {}).values() for request in requests]
+
+
+def prepare_requests_by_role(
     item: Question | Mapping[str, Any],
     provider: str,
     model: str,
@@ -289,16 +295,20 @@ def prepare_requests(
     target: str = "full-context",
     options: Mapping[str, Any] | None = None,
     cache_dir: str | None = None,
-) -> list[ChatRequest]:
-    """The model requests the target would send for ``item`` (dry runs); [] when the target cannot say."""
+) -> dict[str, list[ChatRequest]] | None:
+    """The target's requests for ``item`` by role (``prepare_requests_by_role``, else ``{"reader": [...]}`` from
+    ``prepare_requests``); None when the target cannot say (it makes its own calls)."""
     module = load_target(target)
+    by_role = getattr(module, "prepare_requests_by_role", None)
     prepare = getattr(module, "prepare_requests", None)
-    if prepare is None:
-        return []
+    if by_role is None and prepare is None:
+        return None
     public = public_view(_as_question(item), target)
     ctx = TargetContext(provider=provider, model=model, llm=_NoProviderLLM(), options=dict(options or {}),
                         cache_dir=cache_dir)
-    return list(prepare(public, ctx))
+    if by_role is not None:
+        return {role: list(requests) for role, requests in by_role(public, ctx).items()}
+    return {"reader": list(prepare(public, ctx))}
 
 
 def describe_target(target: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:

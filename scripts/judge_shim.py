@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import command_names
 from errors import UserError, run_main
 from records import (
     LLM,
@@ -53,7 +54,7 @@ UPSTREAM_FUNCTION_SHA256 = frozenset({
     # get_anscheck_prompt at xiaowu0162/LongMemEval d6dc8b5 (2024-11-24; unchanged through 9e0b455), CRLF -> LF
     "90413115ed06dd07135f9d9ed53b14238776029eeb1a32a87ccbfbc0e2730482",
 })
-SETUP_HINT = "run /longmemeval-setup (it clones xiaowu0162/LongMemEval) or set longmemeval_root in the config"
+SETUP_HINT = f"run {command_names.SETUP} (it clones xiaowu0162/LongMemEval) or set longmemeval_root in the config"
 
 
 class JudgeInputError(UserError):

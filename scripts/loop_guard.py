@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import command_names
 from errors import UserError, run_main
 
 STATE_DIR = ".longmemeval-benchmarks"
@@ -98,9 +99,9 @@ def read_project_config(project: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as err:
-        raise UserError(f"cannot read {path}: {err}", fix="fix the JSON or re-run /longmemeval-setup")
+        raise UserError(f"cannot read {path}: {err}", fix=f"fix the JSON or re-run {command_names.SETUP}")
     if not isinstance(data, dict):
-        raise UserError(f"{path} is not a JSON object", fix="re-run /longmemeval-setup")
+        raise UserError(f"{path} is not a JSON object", fix=f"re-run {command_names.SETUP}")
     return data
 
 

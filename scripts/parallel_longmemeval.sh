@@ -2,21 +2,28 @@
 # The iteration loop's full run: one resumable run_benchmark.py --loop over the whole set.
 #
 # Usage: bash scripts/parallel_longmemeval.sh <N_PARALLEL> <BATCH> <TOTAL> [extra run_benchmark.py args]
-#        bash scripts/parallel_longmemeval.sh <N_PARALLEL> <BATCH> <TOTAL> --confirm
+#        bash scripts/parallel_longmemeval.sh <N_PARALLEL> <BATCH> <TOTAL> --background [--yes]
+#        bash scripts/parallel_longmemeval.sh <N_PARALLEL> <BATCH> <TOTAL> --confirm [--yes] [--wait SECONDS]
 #   N_PARALLEL  items in flight at once (--concurrency); pick it from references/model-config.md
 #   BATCH       accepted for compatibility and ignored: the driver's concurrency and adaptive rate limiter
 #               replace shell-level batches, and its checkpoints make any interruption resumable
 #   TOTAL       --max; the loop guard refuses anything below the full set (the dataset's size, 500)
-#   extra args  passed through last, e.g. --run-id <confirmation id> --no-cache for the confirmation rerun
-#   --confirm   the termination step instead: when the loop run reached the target (confirm.py check), start or
-#               resume the confirmation (confirm.py start --resume), run the full set under its new run id with
-#               --no-cache, and judge it (confirm.py finish --commit). Below the target it says so and exits 0.
+#   extra args  passed through last, e.g. --background (start the run detached and return at once; follow it
+#               with run_status.py --run-id <id> --wait 100) or --yes (past the confirmCostUsd gate)
+#   --confirm   the termination step, re-entrant: run it again until it prints CONFIRMED or NOT CONFIRMED.
+#               Below the target (confirm.py check) it says so and exits 0. At the target it records or resumes
+#               the confirmation (confirm.py start --resume); while that rerun (the full set, new run id,
+#               --no-cache) has not completed it starts or resumes it in the background and waits for it up to
+#               --wait seconds (default 90, inside run_status.py: under Claude Code's 120 s Bash limit); still
+#               running then: it prints the rerun's id and status line and exits 4. Once the rerun completed it
+#               judges it (confirm.py finish --commit): CONFIRMED ends the loop, NOT CONFIRMED adopts its verdicts.
 #
 # Everything else comes from the loop configuration (.longmemeval-benchmarks/config.json "loop"): run id,
 # variant, target, target model, judge, target options. The symbolic flags are passed exactly as configured,
 # so a flag that is off makes the driver refuse the run instead of being silently switched on.
-# Exit status is the driver's: 0 completed, 1 failed (resume by running this again), 2 user error,
-# 3 billing (then: rounds.py blocked --reason billing), 130 interrupted.
+# Exit status is the driver's: 0 completed (or started, with --background), 1 failed (resume by running this
+# again), 2 user error, 3 billing (then: rounds.py blocked --reason billing), 4 the confirmation rerun is running
+# (--confirm), 5 the estimate is above confirmCostUsd (ask, then add --yes), 130 interrupted.
 set -u
 
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0; fi
@@ -30,16 +37,26 @@ for VALUE in "$N_PARALLEL" "$BATCH" "$TOTAL"; do
 done
 
 CONFIRM=0
+CONFIRM_WAIT=90
 if [ "${1:-}" = "--confirm" ]; then
-  if [ $# -ne 1 ]; then echo "error: --confirm takes no other argument (usage: <N_PARALLEL> <BATCH> <TOTAL> --confirm)" >&2; exit 2; fi
   CONFIRM=1; shift
+  CONFIRM_ARGS=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --yes) CONFIRM_ARGS+=(--yes); shift ;;
+      --wait) case "${2:-}" in ''|*[!0-9]*) echo "error: --wait needs whole seconds (e.g. --confirm --wait 90)" >&2; exit 2 ;; esac
+              CONFIRM_WAIT="$2"; shift 2 ;;
+      *) echo "error: --confirm takes no other argument but --yes and --wait SECONDS (usage: <N_PARALLEL> <BATCH> <TOTAL> --confirm [--yes] [--wait SECONDS])" >&2; exit 2 ;;
+    esac
+  done
+  set -- ${CONFIRM_ARGS[@]+"${CONFIRM_ARGS[@]}"}
 fi
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -n "${LONGMEMEVAL_PYTHON:-}" ]; then PY="$LONGMEMEVAL_PYTHON"
 elif [ -x .longmemeval-venv/bin/python ]; then PY=.longmemeval-venv/bin/python
 elif [ -x .longmemeval-venv/Scripts/python.exe ]; then PY=.longmemeval-venv/Scripts/python.exe
-else echo "error: venv missing (.longmemeval-venv): run /longmemeval-setup" >&2; exit 2
+else echo "error: venv missing (.longmemeval-venv): run /longmemeval-benchmarker:longmemeval-setup" >&2; exit 2
 fi
 
 # The driver's arguments from the loop configuration, one per line.
@@ -77,9 +94,22 @@ if [ "$CONFIRM" = 1 ]; then
     exit "$STATUS"
   fi
   CONFIRM_ID="$("$PY" "$SCRIPTS/confirm.py" --project . start --resume)" || exit $?
-  echo "confirmation rerun $CONFIRM_ID: the full set, --no-cache" >&2
-  "$PY" "$SCRIPTS/run_benchmark.py" "${ARGS[@]}" "$@" --run-id "$CONFIRM_ID" --no-cache || exit $?
-  exec "$PY" "$SCRIPTS/confirm.py" --project . finish --commit
+  RUN_STATE=0
+  "$PY" "$SCRIPTS/run_status.py" --project . --run-id "$CONFIRM_ID" >/dev/null 2>&1 || RUN_STATE=$?
+  case "$RUN_STATE" in
+    0|4) ;;
+    3) "$PY" "$SCRIPTS/run_status.py" --project . --run-id "$CONFIRM_ID"; exit 3 ;;
+    *) echo "confirmation rerun $CONFIRM_ID: the full set, --no-cache, in the background" >&2
+       "$PY" "$SCRIPTS/run_benchmark.py" "${ARGS[@]}" "$@" --run-id "$CONFIRM_ID" --no-cache --background || exit $? ;;
+  esac
+  RUN_STATE=0
+  "$PY" "$SCRIPTS/run_status.py" --project . --run-id "$CONFIRM_ID" --wait "$CONFIRM_WAIT" || RUN_STATE=$?
+  case "$RUN_STATE" in
+    0) exec "$PY" "$SCRIPTS/confirm.py" --project . finish --commit ;;
+    4) echo "confirmation rerun $CONFIRM_ID is still running: run this command again (it waits up to $CONFIRM_WAIT s)"
+       exit 4 ;;
+    *) exit "$RUN_STATE" ;;
+  esac
 fi
 
 echo "loop run: concurrency $N_PARALLEL, max $TOTAL (batch $BATCH ignored: the driver's concurrency replaces batches)" >&2

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import command_names
 from errors import UserError, run_main
 
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -55,7 +56,7 @@ def checks(settings) -> list[tuple[bool | None, str]]:
     if dataset_path.is_file():
         results.append((True, f"dataset {dataset_path}"))
     else:
-        results.append((False, f"dataset {dataset_path} not found: run /longmemeval-setup (--download {settings.variant} or --sample), or set datasetPath"))
+        results.append((False, f"dataset {dataset_path} not found: run {command_names.SETUP} (--download {settings.variant} or --sample), or set datasetPath"))
 
     if settings.judge_provider != "offline":
         import judge_shim
@@ -64,7 +65,7 @@ def checks(settings) -> list[tuple[bool | None, str]]:
             builder = judge_shim.load_prompt_builder(settings.longmemeval_root)
         except UserError:
             results.append((False, f"upstream LongMemEval checkout missing at {settings.longmemeval_root}: run "
-                                   "/longmemeval-setup --clone-upstream, or set longmemeval_root"))
+                                   f"{command_names.SETUP} --clone-upstream, or set longmemeval_root"))
         else:
             if builder.is_upstream:
                 results.append((True, f"upstream judge prompts {builder.path}"))

@@ -1,7 +1,8 @@
 """Progress of a run, for people (a tqdm bar or one line per item on stderr) or agents (one JSON line per item).
 
 ``lines`` prints what the user's original driver printed, ``qid [type] -> label``; ``json`` prints one record per
-item on stdout and nothing else there.
+item on stdout and nothing else there; ``status`` prints ``run_status.py``'s status line on stderr every
+``STATUS_EVERY_S`` seconds and at the end (plus one line per error item): the background worker's log.
 """
 
 from __future__ import annotations
@@ -9,11 +10,17 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from typing import Any, Mapping
+
+from run_settings import STATUS_EVERY_S
 
 
 class Progress:
-    def __init__(self, mode: str, total: int, *, already_done: int = 0) -> None:
+    def __init__(self, mode: str, total: int, *, already_done: int = 0, run_id: str = "",
+                 run_total: int | None = None, before: Mapping[str, Any] | None = None) -> None:
+        """``before``: the run's figures when this invocation starts (``judged``, ``errors``, ``correct``,
+        ``spent_usd``), so a status line counts the whole run, not just this invocation."""
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.mode = mode
@@ -27,16 +34,26 @@ class Progress:
         self.usd_unknown = 0
         self._lock = threading.Lock()
         self._bar = None
+        self.run_id = run_id
+        self.run_total = run_total if run_total is not None else total + already_done
+        self.before = dict(before or {})
+        self.spent_usd: float | None = float(self.before.get("spent_usd") or 0.0)
+        self._error_ids = set(self.before.get("error_ids") or ())
+        self._errors_fixed = 0
+        self._started = time.monotonic()
+        self._last_status = self._started
         if mode == "bar":
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit="item", file=sys.stderr, dynamic_ncols=True)
-        if already_done and mode in ("bar", "lines"):
+        if already_done and mode in ("bar", "lines", "status"):
             print(f"resuming: {already_done} items already completed", file=sys.stderr)
 
     def update(self, row: Mapping[str, Any], run_counters: Mapping[str, Any]) -> None:
         with self._lock:
             self.done += 1
+            if row.get("question_id") in self._error_ids:
+                self._errors_fixed += 1  # its earlier error row is replaced by this one
             label = None
             if row.get("status") == "judged":
                 self.judged += 1
@@ -47,6 +64,11 @@ class Progress:
             judgment = row.get("judgment") or {}
             self.tokens += int(row.get("tokensIn") or 0) + int(row.get("tokensOut") or 0)
             self.tokens += int(judgment.get("tokensIn") or 0) + int(judgment.get("tokensOut") or 0)
+            if self.mode == "status":
+                import cost_gate
+
+                usd = cost_gate.row_spend(row)
+                self.spent_usd = None if usd is None or self.spent_usd is None else self.spent_usd + usd
             cost = (row.get("cost") or {}).get("total_usd")
             if cost is None:
                 self.usd_unknown += 1 if row.get("status") == "judged" else 0
@@ -67,6 +89,12 @@ class Progress:
                     "retries": run_counters.get("retries", 0),
                 }
                 print(json.dumps(record), flush=True)
+            elif self.mode == "status":
+                if row.get("status") == "error":
+                    print(f"{row['question_id']} [{row['question_type']}] -> {shown}: {row['error']['message'][:200]}",
+                          file=sys.stderr, flush=True)
+                if time.monotonic() - self._last_status >= STATUS_EVERY_S:
+                    self._print_status("running")
             elif self.mode == "lines":
                 print(f"{row['question_id']} [{row['question_type']}] -> {shown}", file=sys.stderr, flush=True)
             elif self._bar is not None:
@@ -80,6 +108,29 @@ class Progress:
                 )
                 self._bar.update(1)
 
-    def close(self) -> None:
+    def status(self, state: str) -> Any:
+        """The run's ``run_status.Status`` as this process counts it."""
+        import run_status
+
+        elapsed_min = max(time.monotonic() - self._started, 1e-6) / 60.0
+        rate = self.done / elapsed_min
+        judged = int(self.before.get("judged", 0)) + self.judged
+        errors = max(int(self.before.get("errors", 0)) + self.errors - self._errors_fixed, 0)
+        return run_status.Status(
+            state=state, run_id=self.run_id, done=judged + errors, total=self.run_total, judged=judged,
+            errors=errors, correct=int(self.before.get("correct", 0)) + self.correct, spent_usd=self.spent_usd,
+            items_per_min=round(rate, 1), eta_seconds=(self.total - self.done) / rate * 60.0 if self.done else None)
+
+    def _print_status(self, state: str) -> None:
+        import run_status
+
+        self._last_status = time.monotonic()
+        print(run_status.format_line(self.status(state)), file=sys.stderr, flush=True)
+
+    def close(self, state: str | None = None) -> None:
+        """End the display; in ``status`` mode print the final status line (``state``: how the run ended)."""
         if self._bar is not None:
             self._bar.close()
+        if self.mode == "status" and state is not None:
+            with self._lock:
+                self._print_status(state)

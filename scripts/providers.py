@@ -46,6 +46,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import backoff
 
+import command_names
 from records import ChatRequest, Completion, Limiter
 
 KINDS = (
@@ -62,7 +63,7 @@ KINDS = (
 )
 RETRIED_STATUSES = {408, 409, 429}
 MALFORMED_MAX_ATTEMPTS = 3
-SETUP_COMMAND = "/longmemeval-setup"
+SETUP_COMMAND = command_names.SETUP
 EMBED_BATCH = 256
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}

@@ -11,9 +11,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import command_names
 from errors import UserError
 
 SYMBOLIC_FLAGS = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
+STATUS_EVERY_S = 15.0
+"""Seconds between two status lines of ``--progress status``."""
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
 
 
@@ -156,7 +159,8 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     }
     dataset_path = args.dataset or cfg.get("datasetPath")
     if not dataset_path:
-        raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run /longmemeval-setup")
+        raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run "
+                        f"{command_names.SETUP}")
     dataset_path = str(dataset_for_variant(path(dataset_path), variant, explicit=bool(args.dataset), project=project,
                                            configured_variant=dataset.resolve_variant(cfg.get("variant") or "_s")))
     return RunSettings(
@@ -174,7 +178,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         max_evals=max_evals,
         concurrency=concurrency,
         cache_enabled=cache_enabled,
-        cache_read=cache_enabled and not args.no_cache,
+        cache_read=cache_enabled and not args.no_cache and bool((stored or {}).get("cache_read", True)),
         cache_dir=str(path(cfg.get("cache_dir") or ".longmemeval-benchmarks/cache")),
         error_threshold=error_threshold,
         timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
@@ -206,7 +210,7 @@ def dataset_for_variant(configured: str, variant: str, *, explicit: bool, projec
                 return candidate
     raise UserError(
         f"variant {variant} asked for, but the dataset {path} is a {named} file",
-        fix=f"download it with /longmemeval-setup --download {variant}, or pass --dataset <the {variant} file>",
+        fix=f"download it with {command_names.SETUP} --download {variant}, or pass --dataset <the {variant} file>",
     )
 
 
@@ -225,11 +229,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, help="items in flight at once; the limiter adapts below it (default: config, 8)")
     parser.add_argument("--error-threshold", type=int, help="item errors tolerated before the run stops as failed (default: config, 0)")
     parser.add_argument("--shard", help="run only shard i of n (i/n), deterministic by question id")
-    parser.add_argument("--no-cache", action="store_true", help="do not read the call cache (still writes it): for confirmation reruns")
+    parser.add_argument("--no-cache", action="store_true", help="do not read the call cache (still writes it): for confirmation reruns; a resume keeps the run's choice")
     parser.add_argument("--dry-run", action="store_true", help="build every prompt, count tokens, estimate cost and time; call no model")
     parser.add_argument("--offline", action="store_true", help="offline target and offline judge: no network, no keys (not comparable)")
     parser.add_argument("--loop", action="store_true", help="iteration-loop mode: refuse partial N, a non-gpt-4o judge, symbolic flags off, or the wrong branch")
-    parser.add_argument("--progress", choices=("auto", "bar", "lines", "json", "quiet"), default="auto", help="progress output (default: a bar on a terminal, lines otherwise)")
+    parser.add_argument("--progress", choices=("auto", "bar", "lines", "status", "json", "quiet"), default="auto",
+                        help="progress output: bar, lines (one per item), status (a status line every "
+                             f"{STATUS_EVERY_S:.0f} s: count, accuracy, cost, rate, ETA), json, quiet (default: a bar "
+                             "on a terminal, lines otherwise; status in the background)")
+    parser.add_argument("--background", action="store_true",
+                        help="check everything here, then run detached (own session; log in <run dir>/run.log, pid in "
+                             "worker.json) and return at once; follow it with run_status.py --run-id ID --wait 100")
+    parser.add_argument("--yes", "--confirm-cost", dest="yes", action="store_true",
+                        help="start even when the estimate is above confirmCostUsd (otherwise: exit 5 with the estimate)")
+    parser.add_argument("--max-cost", type=float, metavar="USD",
+                        help="stop taking new items once the run's spending plus the items in flight would pass USD: "
+                             "status paused, exit 6; resume with a higher --max-cost")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the --background child
     parser.add_argument("--no-scorecard", action="store_true", help="do not write the scorecard at the end")
     for flag in SYMBOLIC_FLAGS:
         name = flag.replace("_", "-")

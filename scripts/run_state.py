@@ -149,11 +149,22 @@ def endpoints(settings: RunSettings) -> dict[str, str]:
 
 
 def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
-              scanned: tuple[dict[str, Any], dict[str, Any]] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+             scanned: tuple[dict[str, Any], dict[str, Any]] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Load or create run-meta and the manifest; refuse a resume whose dataset, target, options or judge changed.
 
     A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
     """
+    meta, manifest = check_run(settings, run_id, root, work, scanned)
+    manifest_path = root / "manifest.json"
+    if not manifest_path.exists():
+        checkpoint_io.write_atomic_json(manifest_path, manifest)
+    return meta, manifest
+
+
+def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
+              scanned: tuple[dict[str, Any], dict[str, Any]] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``open_run``'s refusals and the (meta, manifest) it would use, writing nothing: a caller that starts the
+    run in another process (``--background``) runs them first, so a mistake is refused where the user sees it."""
     layout = _shard_layout_conflicts(root, settings.shard)
     if layout:
         raise UserError(f"cannot write run {run_id} this way: " + "; ".join(layout))
@@ -188,8 +199,6 @@ def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
             )
     if settings.loop:
         loop_guard_check(settings, manifest)
-    if not manifest_path.exists():
-        checkpoint_io.write_atomic_json(manifest_path, manifest)
     return meta, manifest
 
 
@@ -225,7 +234,7 @@ def update_root_meta(root: Path, manifest: dict[str, Any]) -> None:
         metas = [checkpoint_io.read_json(p, schema="run-meta") for p in sorted(root.glob("shard-*/run-meta.json"))]
         if not metas:
             return
-        order = {"failed": 0, "interrupted": 1, "running": 2, "completed": 3}
+        order = {"failed": 0, "interrupted": 1, "paused": 2, "running": 3, "completed": 4}
         completed = checkpoint_io.load_completed(root)
         summary = dict(metas[0])
         summary.update(

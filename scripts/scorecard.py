@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import checkpoint_io
+import command_names
 import dataset
 import metrics
 import retrieval_metrics
@@ -491,7 +492,7 @@ def latest_run(project: Path, *, required: bool = True) -> Path | None:
     """The most recently started run directory."""
     runs = runs_by_start(project)
     if not runs and required:
-        raise UserError(f"no runs under {runs_dir(project)}", fix="start one with /longmemeval-run")
+        raise UserError(f"no runs under {runs_dir(project)}", fix=f"start one with {command_names.RUN}")
     return runs[0] if runs else None
 
 

@@ -35,6 +35,7 @@ REPO = SCRIPTS.parent
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
+import command_names  # noqa: E402  (stdlib-only sibling)
 from errors import UserError, run_main  # noqa: E402  (stdlib-only sibling)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
@@ -642,11 +643,11 @@ def next_command(config: dict[str, Any], *, downloaded: str | None = None) -> st
     uses_sample = str(config.get("datasetPath", "")).endswith(SAMPLE_DATASET.name)
     if config.get("judgeProvider") == "offline" and (downloaded or not uses_sample):
         variant = resolve_variant(downloaded) if downloaded else config.get("variant", "_s")
-        return (f"/longmemeval-setup --download {variant} --force-config   (your config still uses the offline "
+        return (f"{command_names.slash(command_names.SETUP, f'--download {variant} --force-config')}   (your config still uses the offline "
                 "sample's dataset, target and judge; this writes the real defaults, keeping a .bak)")
     if config.get("judgeProvider") == "offline":
-        return "/longmemeval-run --max 3   (offline sample run; no keys needed)"
-    return "/longmemeval-run --dry-run   (checks config, dataset and keys without spending anything)"
+        return f"{command_names.RUN} --max 3   (offline sample run; no keys needed)"
+    return f"{command_names.RUN} --dry-run   (checks config, dataset and keys without spending anything)"
 
 
 if __name__ == "__main__":

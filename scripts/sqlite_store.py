@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from pathlib import Path
+from typing import Sequence
 
 BUSY_TIMEOUT_S = 60.0
 
@@ -29,3 +30,29 @@ def connect(path: str | Path, *, autocommit: bool = True) -> sqlite3.Connection:
             time.sleep(0.01 * (attempt + 1))
     conn.execute("PRAGMA synchronous=NORMAL")
     return conn
+
+
+def existing_keys(path: str | Path, table: str, keys: Sequence[str]) -> set[str]:
+    """Which of ``keys`` the ``key`` column of ``table`` holds, read-only: a missing or unreadable file is an
+    empty set and nothing is created (dry runs look here before a run has written anything). With no write-ahead
+    log beside the file, every row is in it: it is opened ``immutable``, so SQLite creates no -wal/-shm files;
+    otherwise read-only through the existing log."""
+    path = Path(path)
+    if not keys or not path.is_file():
+        return set()
+    wal = Path(f"{path}-wal")
+    mode = "ro" if wal.is_file() and wal.stat().st_size > 0 else "ro&immutable=1"
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True, timeout=5)
+        try:
+            found: set[str] = set()
+            unique = sorted(set(keys))
+            for start in range(0, len(unique), 500):
+                chunk = unique[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                found.update(row[0] for row in conn.execute(f"SELECT key FROM {table} WHERE key IN ({marks})", chunk))
+            return found
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return set()

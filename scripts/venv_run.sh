@@ -31,7 +31,7 @@ fi
 if [ -x .longmemeval-venv/bin/python ]; then PY=.longmemeval-venv/bin/python
 elif [ -x .longmemeval-venv/Scripts/python.exe ]; then PY=.longmemeval-venv/Scripts/python.exe
 else
-  echo "error: .longmemeval-venv not found in $(pwd): run /longmemeval-setup first" >&2
+  echo "error: .longmemeval-venv not found in $(pwd): run /longmemeval-benchmarker:longmemeval-setup first" >&2
   exit 2
 fi
 

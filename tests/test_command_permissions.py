@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+import command_names
 from claude_settings import PLUGIN, split_entries
 from markdown_harness import REPO, extract_blocks
 from test_plugin_manifest import frontmatter
@@ -195,7 +196,7 @@ def test_venv_run_without_the_venv_says_to_run_setup_and_exits_2(tmp_path):
     project = _venv_project(tmp_path, None)
     done = _venv_run(REPO / "scripts" / "venv_run.sh", project, "run_benchmark.py", "--max", "3")
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"error: .longmemeval-venv not found in {project}: run /longmemeval-setup first\n"
+    assert done.stderr == f"error: .longmemeval-venv not found in {project}: run {command_names.SETUP} first\n"
 
 
 @pytest.mark.parametrize("name,needle", [("../evil.py", "not a script name"), ("no_such.py", "no script no_such.py"),

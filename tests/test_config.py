@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+import command_names
 import config
 from errors import UserError, run_main
 from records import OFFICIAL_JUDGE_MODEL
@@ -22,7 +23,7 @@ def test_defaults_are_the_documented_ones_and_valid(tmp_path):
 
 
 def test_missing_config_names_the_setup_command(tmp_path):
-    with pytest.raises(UserError, match="/longmemeval-setup"):
+    with pytest.raises(UserError, match=command_names.SETUP):
         config.load_config(tmp_path)
 
 
@@ -103,7 +104,7 @@ def test_parse_model_arg_without_a_model_is_refused():
 
 def test_cli_prints_config_and_exits_2_without_one(tmp_path, capsys):
     assert run_main(config.main, ["--project", str(tmp_path)]) == 2
-    assert "/longmemeval-setup" in capsys.readouterr().err
+    assert command_names.SETUP in capsys.readouterr().err
     assert run_main(config.main, ["--project", str(tmp_path), "--defaults"]) == 0
     assert json.loads(capsys.readouterr().out)["variant"] == "_s"
 

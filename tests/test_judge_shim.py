@@ -7,6 +7,7 @@ import json
 import openai
 import pytest
 
+import command_names
 import judge_shim
 from errors import UserError
 from judge_shim import JudgeInputError, judge, label_from_reply, load_prompt_builder
@@ -141,7 +142,7 @@ def test_prompt_function_is_cached_until_the_file_changes(root):
 def test_missing_checkout_or_function_says_how_to_get_it(tmp_path, where):
     root = {"missing": tmp_path / "nope", "no_function": make_upstream_tree(tmp_path, with_function=False),
             "none": None}[where]
-    with pytest.raises(UserError, match="/longmemeval-setup"):
+    with pytest.raises(UserError, match=command_names.SETUP):
         judge("multi-session", "Q", "A", "R", root, question_id="q", llm=ScriptedLLM("yes"))
 
 

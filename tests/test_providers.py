@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+import command_names
 import providers
 from providers import Gateway, ProviderError, ProviderSettings, complete, count_tokens, estimate_tokens
 from records import ChatRequest
@@ -211,7 +212,7 @@ def test_missing_key_names_the_env_var_without_sending_anything(fake_llm, monkey
     with pytest.raises(ProviderError) as info:
         complete(ask(provider, "m"), settings=FAST)
     assert info.value.kind == "auth"
-    assert str(info.value) == f"{env} is not set: export it or run /longmemeval-setup"
+    assert str(info.value) == f"{env} is not set: export it or run {command_names.SETUP}"
     assert fake_llm.requests == []
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import checkpoint_io
+import command_names
 from loop_testing import item_ids, write_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,7 +65,7 @@ def test_a_broken_config_fails_the_block_with_the_error_only(tmp_path, doc):
 @pytest.mark.parametrize("doc", sorted(DOCS))
 def test_with_no_run_yet_the_block_says_to_start_one(tmp_path, doc):
     done = _bash(_block(DOCS[doc], "scorecard.py"), _project(tmp_path), tmp_path)
-    assert done.returncode == 2 and "no runs under" in done.stderr and "/longmemeval-run" in done.stderr
+    assert done.returncode == 2 and "no runs under" in done.stderr and command_names.RUN in done.stderr
 
 
 @pytest.mark.parametrize("doc", sorted(DOCS))
@@ -72,7 +73,7 @@ def test_without_the_venv_the_block_says_to_run_setup(tmp_path, doc):
     project = _project(tmp_path, venv=False)
     done = _bash(_block(DOCS[doc], "scorecard.py"), project, tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == f"error: .longmemeval-venv not found in {project}: run /longmemeval-setup first"
+    assert done.stderr.strip() == f"error: .longmemeval-venv not found in {project}: run {command_names.SETUP} first"
 
 
 def test_the_command_scores_the_latest_started_run_or_the_one_named_by_run_id(tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import command_names
 import run_benchmark
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
 
@@ -191,7 +192,7 @@ def test_resume_with_a_different_judge_is_refused(tmp_path, fake_llm, capsys):
 
 def test_missing_config_says_to_run_setup(tmp_path, capsys):
     code = run_benchmark.run_main(run_benchmark.main, ["--project", str(tmp_path)])
-    assert code == 2 and "/longmemeval-setup" in capsys.readouterr().err
+    assert code == 2 and command_names.SETUP in capsys.readouterr().err
 
 
 def test_no_api_key_lands_in_any_run_file(tmp_path, fake_llm):
@@ -366,7 +367,7 @@ def test_variant_picks_the_downloaded_file_or_refuses_a_file_of_another_variant(
     cfg["datasetPath"] = str(data / "longmemeval_s_cleaned.json")
     config_mod.write_config(project, cfg, force=True)
     code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle"])
-    assert code == 2 and "download it with /longmemeval-setup --download _oracle" in capsys.readouterr().err
+    assert code == 2 and f"download it with {command_names.SETUP} --download _oracle" in capsys.readouterr().err
     shutil.copy(SAMPLE, data / "longmemeval_oracle.json")
     assert run(project, "--offline", "--variant", "_oracle", "--run-id", "orc", "--max", "1") == 0
     assert meta(project, "orc")["dataset"]["path"].endswith("longmemeval_oracle.json")
@@ -421,3 +422,121 @@ def test_a_variant_other_than_the_configs_needs_its_own_file(tmp_path, capsys):
     code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_m"])
     err = capsys.readouterr().err
     assert code == 2 and "--download _m" in err
+
+
+# --------------------------------------------------------------------------- cost gate, cost cap, resume details
+
+
+def _nothing_written(project):
+    state = project / ".longmemeval-benchmarks"
+    return not (state / "runs").exists() and not (state / "cache").exists()
+
+
+def test_the_cost_gate_refuses_above_the_threshold_with_nothing_written_and_runs_with_yes(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p", confirmCostUsd=0.001)
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "g") == 5
+    out = capsys.readouterr().out
+    assert out.startswith("cost gate: this run needs confirmation: estimated <= $") and "confirmCostUsd $0.00" in out
+    assert f"estimate: {N_SAMPLE} items" in out and "tokens in" in out and "at concurrency 4" in out
+    assert out.rstrip().splitlines()[-1] == "ask the user; to start it add --yes (or set confirmCostUsd)"
+    assert fake_llm.requests == [] and _nothing_written(project)
+    assert run(project, "--run-id", "g", "--background") == 5 and _nothing_written(project)
+    assert run(project, "--run-id", "g", "--max", "2", "--confirm-cost") == 0
+    assert run(project, "--run-id", "g", "--yes") == 0
+    assert len(completed(project, "g")) == N_SAMPLE
+
+
+def test_the_gate_counts_only_the_items_this_invocation_runs(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p", confirmCostUsd=0.005)
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "part", "--max", "2") == 0  # two items cost well under half a cent
+    assert run(project, "--run-id", "part") == 5
+    assert f"estimate: {N_SAMPLE - 2} items" in capsys.readouterr().out
+
+
+def test_an_unknown_price_gates_and_offline_or_dry_runs_never_do(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p", confirmCostUsd=1000)
+    assert run(project, "--target-model", "openai:gpt-unpriced-9") == 5
+    out = capsys.readouterr().out
+    assert "a price is unknown" in out and "no price for openai:gpt-unpriced-9" in out and _nothing_written(project)
+    zero = make_project(tmp_path / "z", confirmCostUsd=0)
+    assert run(zero, "--dry-run") == 0
+    assert run(zero, "--offline", "--run-id", "off") == 0
+
+
+def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_path, fake_llm, capsys):
+    import cost_gate
+
+    project = make_project(tmp_path / "p", cacheEnabled=False)
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "cap", "--max-cost", "0.004") == 6
+    err = capsys.readouterr().err
+    assert "paused at the cost cap" in err and "--max-cost <a higher USD>" in err
+    m = meta(project, "cap")
+    assert m["status"] == "paused" and m["exit_status"] == 6 and m["error"].startswith("cost cap reached")
+    rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
+    assert 0 < len(rows) < N_SAMPLE and all(r["status"] == "judged" for r in rows)
+    assert sorted(completed(project, "cap")) == sorted(r["question_id"] for r in rows)  # nothing half-recorded
+    spent, unknown = cost_gate.spent(rows)
+    assert unknown == 0 and 0 < spent <= 0.004 and m["invocations"][-1]["spent_usd"] == pytest.approx(spent, abs=1e-6)
+    # the cap counts the run's whole spending: resumed under the same cap, it never passes it in total
+    assert run(project, "--run-id", "cap", "--max-cost", "0.004") == 6
+    rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
+    assert cost_gate.spent(rows)[0] <= 0.004 and len(rows) < N_SAMPLE
+    assert run(project, "--run-id", "cap", "--max-cost", "1") == 0
+    rows = judged_rows(project, "cap")
+    assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})
+    assert sorted(completed(project, "cap")) == sorted(r["question_id"] for r in rows)
+
+
+def test_max_cost_needs_prices_and_a_positive_amount(tmp_path, capsys):
+    from errors import run_main
+
+    project = make_project(tmp_path / "p", confirmCostUsd=1000)
+    args = ["--project", str(project), "--progress", "quiet"]
+    assert run_main(run_benchmark.main, [*args, "--max-cost", "-1"]) == 2
+    assert "--max-cost -1 is negative" in capsys.readouterr().err
+    assert run_main(run_benchmark.main, [*args, "--max-cost", "5", "--target-model", "openai:gpt-unpriced-9"]) == 2
+    assert "not in the price table" in capsys.readouterr().err and _nothing_written(project)
+
+
+def test_a_resume_keeps_the_runs_no_cache(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "warm") == 0  # every call is now in the cache
+    assert run(project, "--run-id", "cold", "--no-cache", "--max", "3") == 0
+    calls = len(fake_llm.requests)
+    assert run(project, "--run-id", "cold") == 0  # no --no-cache: the run's own choice is kept
+    m = meta(project, "cold")
+    assert m["settings"]["cache_read"] is False
+    assert m["invocations"][-1]["cache"]["read"] is False and m["invocations"][-1]["cached_calls"] == 0
+    assert len(fake_llm.requests) - calls == 2 * (N_SAMPLE - 3)  # a reader and a judge call per item, made afresh
+
+
+def test_a_run_cut_by_max_prints_the_command_that_finishes_it(tmp_path, fake_llm, capsys):
+    import shlex
+    import subprocess
+
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "cut", "--max", "5") == 0
+    err = capsys.readouterr().err
+    assert f"{N_SAMPLE - 5} items not run yet; finish with: " in err
+    assert f"in Claude Code: {command_names.RUN} --run-id cut" in err
+    command = err.split("finish with: ", 1)[1].splitlines()[0]
+    assert subprocess.run(shlex.split(command) + ["--progress", "quiet", "--no-scorecard"], capture_output=True,
+                          text=True, timeout=120).returncode == 0
+    assert len(completed(project, "cut")) == N_SAMPLE
+
+
+def test_progress_status_prints_the_status_line_at_the_end(tmp_path, capsys):
+    project = make_project(tmp_path / "p")
+    assert run_benchmark.main(["--project", str(project), "--offline", "--run-id", "st", "--progress", "status",
+                               "--no-scorecard", "--max", "4"]) == 0
+    assert run_benchmark.main(["--project", str(project), "--offline", "--run-id", "st", "--progress", "status",
+                               "--no-scorecard"]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("completed")]
+    assert lines[0].startswith("completed  4/24 done (4 judged, 0 errors)  acc ")
+    assert lines[1].startswith(f"completed  {N_SAMPLE}/{N_SAMPLE} done ({N_SAMPLE} judged, 0 errors)")
+    assert "$0.0000" in lines[1] and "items/min" in lines[1] and lines[1].endswith("run st")

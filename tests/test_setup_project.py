@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import command_names
 import setup_project
 from errors import run_main
 
@@ -413,4 +414,4 @@ def test_downloading_into_a_sample_project_says_the_offline_target_and_judge_rem
     capsys.readouterr()
     assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--offline"]) == 0
     out = capsys.readouterr().out
-    assert "next: /longmemeval-setup --download _oracle --force-config" in out
+    assert f"next: {command_names.SETUP} --download _oracle --force-config" in out

@@ -48,6 +48,22 @@ def generate(item: Any, ctx: Any) -> Any:
     return _pipeline().generate(item, ctx)
 
 
+CACHED_ROLES = ("writer",)
+"""Roles whose identical requests this target serves from its own cache (the facts cache): a dry run counts each
+distinct request of these roles once per run."""
+DRY_RUN_ASSUMPTIONS = ("reader prompt assumes a facts block of about 1,300 characters per shown session and is counted "
+                       "on every item (the bypass may skip it); embedding calls are not counted (see preview.py)")
+
+
+def prepare_requests_by_role(item: Any, ctx: Any) -> dict[str, list[Any]]:
+    """The requests ``generate`` would send for ``item``, by role (writer, rerank, reader); see ``preview.py``."""
+    return importlib.import_module(_pipeline().__name__.rsplit(".", 1)[0] + ".preview").requests_by_role(item, ctx)
+
+
+def prepare_requests(item: Any, ctx: Any) -> list[Any]:
+    return [request for requests in prepare_requests_by_role(item, ctx).values() for request in requests]
+
+
 def describe(options: Any) -> dict[str, Any]:
     """The effective options (defaults filled in); raises UserError on a bad option, before any item runs."""
     stack = importlib.import_module(_pipeline().__name__.rsplit(".", 1)[0] + ".stack")

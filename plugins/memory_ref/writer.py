@@ -126,6 +126,13 @@ class FactCache:
             conn.close()
 
 
+def cached_keys(directory: str | Path, keys: Sequence[str]) -> set[str]:
+    """Which of ``keys`` the facts cache in ``directory`` holds, read-only (nothing is created): for dry runs."""
+    import sqlite_store
+
+    return sqlite_store.existing_keys(Path(directory) / CACHE_FILE, "facts", keys)
+
+
 def _one_session(role: Role, session: Any, llm: LLM, cache: FactCache | None) -> tuple[list[Fact], dict[str, Any]]:
     key = session_key(role, session)
     if cache is not None:

@@ -1,0 +1,98 @@
+"""The dry run prices every target (memory-ref's writer and reader included), says what it assumed, writes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import dry_run
+import run_benchmark
+import run_state
+from run_project import SAMPLE, make_project, register_answers
+
+ITEMS = json.loads(SAMPLE.read_text())
+N_SAMPLE = len(ITEMS)
+
+
+def estimate(project, capsys, *args):
+    assert run_benchmark.main(["--project", str(project), "--dry-run", *args]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def files_of(project: Path) -> dict[str, int]:
+    state = project / ".longmemeval-benchmarks"
+    return {str(p.relative_to(state)): p.stat().st_mtime_ns for p in state.rglob("*") if p.is_file()}
+
+
+def test_memory_ref_is_priced_per_role_with_repeated_sessions_counted_once(tmp_path, capsys):
+    project = make_project(tmp_path / "p", target="memory-ref")
+    result = estimate(project, capsys)
+    roles = result["generation"]["by_role"]
+    assert set(roles) == {"writer", "reader"}
+    sessions = [json.dumps(s) for item in ITEMS for s in item["haystack_sessions"]]
+    writer = roles["writer"]
+    assert writer["calls"] == len(set(sessions)) and writer["calls"] + writer["cached_calls"] == len(sessions)
+    assert writer["tokens_out_max"] == 2000 * writer["calls"]  # the writer's max_tokens: an upper bound
+    assert roles["reader"]["calls"] == N_SAMPLE and roles["reader"]["usd_max"] > 0
+    assert result["total_usd_max"] == pytest.approx(result["generation"]["usd_max"] + result["judge"]["usd"])
+    assert "facts block" in result["note"] and "embedding calls are not counted" in result["note"]
+
+
+def test_memory_ref_sessions_already_in_the_facts_cache_are_free_and_the_dry_run_writes_nothing(
+        tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p", target="memory-ref", confirmCostUsd=1000)
+    register_answers(fake_llm)
+    fake_llm.answer_fn = lambda body: "NONE" if "building a memory of a user" in json.dumps(body) else None
+    before = estimate(project, capsys)["generation"]["by_role"]["writer"]["calls"]
+    assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", "--max", "3",
+                               "--run-id", "warm"]) == 0
+    capsys.readouterr()
+    files = files_of(project)
+    after = estimate(project, capsys)["generation"]["by_role"]["writer"]["calls"]
+    warmed = {json.dumps(s) for item in ITEMS[:3] for s in item["haystack_sessions"]}
+    assert after == before - len(warmed)
+    assert files_of(project) == files  # no new file, no changed file (no -wal/-shm beside the caches either)
+
+
+def test_calls_in_the_call_cache_are_free_unless_the_run_will_not_read_it(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p", confirmCostUsd=1000)
+    register_answers(fake_llm)
+    assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", "--max", "3"]) == 0
+    capsys.readouterr()
+    reader = estimate(project, capsys)["generation"]["by_role"]["reader"]
+    assert (reader["calls"], reader["cached_calls"]) == (N_SAMPLE - 3, 3)
+    reader = estimate(project, capsys, "--no-cache")["generation"]["by_role"]["reader"]
+    assert (reader["calls"], reader["cached_calls"]) == (N_SAMPLE, 0)
+
+
+def test_a_users_own_system_counts_only_the_judge_and_a_target_without_a_preview_is_unknown(tmp_path, capsys):
+    (tmp_path / "mine.py").write_text("def generate(item, ctx):\n    return {'hypothesis': 'x'}\n")
+    project = make_project(tmp_path / "p")
+    result = estimate(project, capsys, "--target", "python", "--target-option", f"path={tmp_path / 'mine.py'}")
+    assert result["generation"]["calls"] == 0 and result["total_usd_max"] == pytest.approx(result["judge"]["usd"])
+    assert "makes its own model calls" in result["note"]
+    (tmp_path / "bare.py").write_text("from records import Hypothesis\n"
+                                      "def generate(item, ctx):\n    return Hypothesis(hypothesis='x')\n")
+    result = estimate(project, capsys, "--target", str(tmp_path / "bare.py"))
+    assert result["items_without_prompt_preview"] == N_SAMPLE
+    assert result["generation"]["usd_max"] is None and result["total_usd_max"] is None
+    assert "dollars unknown" not in dry_run.format_block(result) and "unknown for 24 items" in dry_run.format_block(result)
+
+
+def test_the_estimate_covers_the_shard_and_max_of_this_invocation(tmp_path, capsys):
+    project = make_project(tmp_path / "p")
+    in_shard = [it for it in ITEMS if run_state.in_shard(it["question_id"], (1, 2))]
+    assert estimate(project, capsys, "--shard", "1/2")["items"] == len(in_shard)
+    assert estimate(project, capsys, "--max", "5")["items"] == 5
+
+
+def test_the_block_shows_every_stage_the_total_and_the_time(tmp_path, capsys):
+    project = make_project(tmp_path / "p", target="memory-ref")
+    block = dry_run.format_block(estimate(project, capsys))
+    lines = block.splitlines()
+    assert lines[0] == f"estimate: {N_SAMPLE} items; target memory-ref openai:gpt-4o-mini, judge openai:gpt-4o-2024-08-06"
+    assert [line.split()[0] for line in lines[1:4]] == ["writer", "reader", "judge"]
+    assert "cached or repeated, free" in lines[1] and lines[4].startswith("  total      <= $")
+    assert "at concurrency 4" in lines[4]
