@@ -9,8 +9,8 @@ Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs
 - The project's ``.claude/settings.local.json`` is read even before the workspace is trusted; its
   ``.claude/settings.json`` is ignored until then. So the rules go to ``settings.local.json`` (personal, not
   meant to be committed).
-- Plugin commands expand only as ``/longmemeval-benchmarker:longmemeval-run``. A project command is not
-  namespaced: ``.claude/commands/longmemeval-run.md`` makes ``/longmemeval-run`` work in that project. Ours only
+- Plugin commands expand only in their qualified form (``command_names.RUN``). A project command is not
+  namespaced: ``.claude/commands/longmemeval-run.md`` makes the short name work in that project. Ours only
   tells the model to load the plugin's command with the Skill tool (allowed by the wrapper's own
   ``allowed-tools``), which then runs under the plugin command's rules: no plugin path in the project, nothing
   to go stale when the plugin updates.
@@ -22,17 +22,22 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import command_names  # noqa: E402  (stdlib only)
+
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
-PLUGIN = "longmemeval-benchmarker"
+PLUGIN = command_names.PLUGIN
 SETTINGS_FILE = Path(".claude") / "settings.local.json"
 COMMANDS_DIR = Path(".claude") / "commands"
 WRAPPER_MARK = "<!-- written by longmemeval-benchmarker setup (--short-commands); safe to delete -->"
-#: The plugin commands that get a short project name, and what each wrapper's description says.
-SHORT_COMMANDS = ("longmemeval-setup", "longmemeval-run", "longmemeval-report", "longmemeval-iterate",
-                  "longmemeval-cancel")
+#: The plugin commands that get a short project name: every one command_names knows.
+SHORT_COMMANDS = tuple(name.split(":", 1)[1] for name in command_names.ALL.values())
 
 
 def frontmatter(path: Path) -> dict[str, str]:

@@ -9,7 +9,7 @@ user cancelled.
 The loop is over only on facts our scripts wrote, never on what the model says:
 - CONFIRMED: ``confirmation.json`` says ``confirmed`` (``confirm.py finish`` judged the clean rerun at target);
 - BLOCKED: a ``| BLOCKED |`` row was added to ``history_max_effort.md`` after ``start`` (``rounds.py blocked``);
-- cancelled: the user ran ``loop_session.py cancel`` (the ``/longmemeval-benchmarker:longmemeval-cancel`` command).
+- cancelled: the user ran ``loop_session.py cancel`` (the plugin's cancel command, ``command_names.CANCEL``).
 
 One guard against a session that spins without doing anything (a step refused again and again, a permission
 prompt nobody answers in a headless run): when the loop's files have not changed across ``STALL_LIMIT`` stops in
@@ -37,7 +37,8 @@ from typing import Any, Sequence
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from errors import UserError, run_main  # noqa: E402  (stdlib-only siblings)
+import command_names  # noqa: E402  (stdlib-only siblings)
+from errors import UserError, run_main  # noqa: E402
 from loop_guard import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, ROUND_FILE, STATE_DIR  # noqa: E402
 
 SESSION_FILE = f"{STATE_DIR}/loop-session.json"
@@ -119,7 +120,7 @@ def start(project: Path, session_id: str) -> str:
         return (f"loop session {session_id}: taken over from session {previous['session_id']}; "
                 "the Stop hook keeps this session going until CONFIRMED, BLOCKED or cancel")
     return (f"loop session {session_id}: the Stop hook keeps this session going until CONFIRMED, BLOCKED or "
-            "cancel (/longmemeval-benchmarker:longmemeval-cancel)")
+            f"cancel ({command_names.CANCEL})")
 
 
 def cancel(project: Path) -> str:

@@ -50,6 +50,8 @@ def loop_status_lines(project: Path) -> list[str]:
 
 
 def reason(project: Path, why: str) -> str:
+    import command_names
+
     plugin = SCRIPTS.parent
     venv_run = f'bash "{plugin / "scripts" / "venv_run.sh"}"'
     lines = [f"The LongMemEval loop this session started in {project} is not over: {why}. Do not stop: continue it now.",
@@ -59,7 +61,7 @@ def reason(project: Path, why: str) -> str:
              f"If a run is going on in the background, wait for it: {venv_run} run_status.py --latest --wait 100",
              "It ends only on CONFIRMED (the clean confirmation rerun at the target), on BLOCKED (billing: "
              f"{venv_run} rounds.py blocked --reason billing), or when the user cancels with "
-             "/longmemeval-benchmarker:longmemeval-cancel."]
+             f"{command_names.CANCEL}."]
     return "\n".join(lines)
 
 
@@ -79,9 +81,11 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
             return None
         stalls = loop_session.note_stop(project)
         if stalls >= loop_session.STALL_LIMIT:
+            import command_names
+
             return {"systemMessage": f"LongMemEval loop: no change to the loop's files across {stalls + 1} stops in a "
                                      "row; letting the session end so a human can look (resume with "
-                                     "/longmemeval-benchmarker:longmemeval-iterate)"}
+                                     f"{command_names.ITERATE})"}
         return {"decision": "block", "reason": reason(project, found.why)}
     return None
 

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import command_names
 import config
 import loop_git
 from errors import UserError, run_main
@@ -41,7 +42,7 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
     dest = Path(dest).as_posix().strip("/")
     path = config.config_path(project)
     if not path.is_file():
-        raise UserError(f"no config at {path}", fix="run /longmemeval-benchmarker:longmemeval-setup first")
+        raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
     loop_git.assert_on_loop_branch(project=project)
     done: list[str] = []
     target = project / dest

@@ -543,7 +543,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="add the plugin's permission rules (its script lines, with this plugin's path, and "
                              "its skills) to .claude/settings.local.json, so Claude Code runs the loop unattended")
     parser.add_argument("--short-commands", action="store_true",
-                        help="write .claude/commands/longmemeval-*.md so /longmemeval-run etc. work in this project")
+                        help="write .claude/commands/longmemeval-*.md: the short command names (longmemeval-run, ...) then work "
+                             "in this project")
     return parser.parse_args(argv)
 
 

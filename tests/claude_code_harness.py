@@ -21,7 +21,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 REPO = Path(__file__).resolve().parent.parent
 CLAUDE_CODE_VERSION = "2.1.332"
@@ -84,8 +84,11 @@ def base_env(home: Path, base_url: str | None = None, extra: Mapping[str, str] |
 
 
 def install_plugin(binary: str, home: Path, plugin_dir: Path) -> None:
-    """Add ``plugin_dir`` as a marketplace and install the plugin from it, as a user does."""
+    """Add ``plugin_dir`` as a marketplace and install the plugin from it, as a user does.
+
+    Without an API key: with one, 2.1.332 spends 15-30 s per plugin command trying to reach Anthropic."""
     env = base_env(home)
+    env.pop("ANTHROPIC_API_KEY")
     for args in (["plugin", "marketplace", "add", str(plugin_dir)],
                  ["plugin", "install", f"{PLUGIN}@{PLUGIN}"]):
         done = subprocess.run([binary, *args], env=env, cwd=home, capture_output=True, text=True, timeout=120)
@@ -183,12 +186,16 @@ def result_text(block: Mapping[str, Any]) -> str:
 
 
 def run_session(binary: str, prompt: str, *, cwd: Path, env: Mapping[str, str], timeout: float = 240,
-                extra_args: Iterable[str] = ()) -> Session:
-    """One headless session in ``cwd``; stream-json events parsed (non-JSON lines are kept in stderr)."""
+                extra_args: Iterable[str] = (), on_start: Callable[[subprocess.Popen], None] | None = None) -> Session:
+    """One headless session in ``cwd``; stream-json events parsed (non-JSON lines are kept in stderr).
+
+    ``on_start(proc)`` gets the CLI's process (its own process group) as soon as it runs, e.g. to kill it."""
     started = time.monotonic()
     cmd = [binary, "-p", prompt, "--output-format", "stream-json", "--verbose", *extra_args]
     with subprocess.Popen(cmd, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, start_new_session=True) as proc:
+        if on_start is not None:
+            on_start(proc)
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -217,9 +224,10 @@ class ClaudeCode:
         return base_env(self.home, base_url, {**self.extra_env, **(extra or {})})
 
     def session(self, prompt: str, *, cwd: Path, base_url: str, env: Mapping[str, str] | None = None,
-                timeout: float = 240, extra_args: Iterable[str] = ()) -> Session:
+                timeout: float = 240, extra_args: Iterable[str] = (),
+                on_start: Callable[[subprocess.Popen], None] | None = None) -> Session:
         return run_session(self.binary, prompt, cwd=cwd, env=self.env(base_url, env), timeout=timeout,
-                           extra_args=extra_args)
+                           extra_args=extra_args, on_start=on_start)
 
     def clone(self, home: Path) -> "ClaudeCode":
         """A copy of this HOME (the plugin stays where it was installed from)."""

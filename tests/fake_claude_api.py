@@ -78,6 +78,14 @@ class ToolResult:
     text: str
     is_error: bool
 
+    @property
+    def exit_code(self) -> int:
+        """The command's exit status as Claude Code reports it (``Exit code N`` opens a failing Bash result)."""
+        if not self.is_error:
+            return 0
+        match = re.match(r"\s*Exit code (\d+)", self.text)
+        return int(match[1]) if match else -1
+
 
 _BASH_FENCE = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
 
@@ -143,6 +151,36 @@ class Exchange:
                                  if isinstance(b, Mapping) and b.get("type") == "text")
         return ""
 
+    def last_text(self) -> str:
+        """The text blocks of the last message of any role: a Stop hook's reason arrives as a system message."""
+        if not self.messages:
+            return ""
+        content = self.messages[-1].get("content")
+        if isinstance(content, str):
+            return content
+        return "\n".join(_texts(content))
+
+    def loaded_skills(self) -> dict[str, str]:
+        """skill name -> the body the Skill tool loaded (the text blocks after its ``Launching skill:`` result)."""
+        found: dict[str, str] = {}
+        for message in self.messages:
+            content = message.get("content")
+            if message.get("role") != "user" or not isinstance(content, list):
+                continue
+            name = None
+            texts = []
+            for block in content:
+                if not isinstance(block, Mapping):
+                    continue
+                if block.get("type") == "tool_result":
+                    match = re.match(r"Launching skill: (\S+)", "\n".join(_texts(block.get("content"))))
+                    name = match[1] if match else name
+                elif block.get("type") == "text" and name:
+                    texts.append(str(block.get("text", "")))
+            if name and texts:
+                found[name] = "\n".join(texts)
+        return found
+
     def expanded_commands(self) -> list["ExpandedCommand"]:
         """Every slash command the CLI expanded into this conversation, in order."""
         found = []
@@ -154,10 +192,6 @@ class Exchange:
             elif found and not found[-1].body:
                 found[-1] = ExpandedCommand(found[-1].name, found[-1].args, text)
         return found
-
-    def skill_bodies(self) -> list[str]:
-        """Bodies of skills the Skill tool loaded (they arrive as user text blocks after its tool result)."""
-        return [t for t in self.user_texts() if t.startswith("Base directory for this skill:")]
 
 
 @dataclass(frozen=True)
@@ -195,6 +229,62 @@ def once(fn: Callable[[Exchange], Turn]) -> Callable[[Exchange], Union[Turn, Non
         return fn(exchange)
 
     return step
+
+
+def play_blocks(doc: Callable[[Exchange], str], *needles: str, again_on: int | None = 4,
+                stop_on: Callable[[str, ToolResult], bool] | None = None) -> Step:
+    """A step that runs bash blocks of ``doc(exchange)`` (the Markdown the CLI sent), one Bash call each, as written.
+
+    With no ``needles``, every block in order; else, per needle, the first block not run yet that contains it.
+    A call that exits ``again_on`` (4: "still running, run it again") is run again. ``stop_on(block, result)``
+    ends the step early (e.g. on the cost gate's exit 5).
+    """
+    state: dict[str, Any] = {"queue": None, "last": None}
+
+    def step(exchange: Exchange) -> Turn | None:
+        if state["queue"] is None:
+            blocks = [b.strip() for b in bash_blocks(doc(exchange))]
+            if needles:
+                chosen, used = [], set()
+                for needle in needles:
+                    index = next((i for i, b in enumerate(blocks) if needle in b and i not in used), None)
+                    if index is None:
+                        raise LookupError(f"no bash block containing {needle!r} (left: {len(blocks) - len(used)})")
+                    used.add(index)
+                    chosen.append(blocks[index])
+                blocks = chosen
+            state["queue"] = list(blocks)
+        last = state["last"]
+        if last is not None:
+            results = exchange.last_tool_results()
+            result = results[-1] if results else ToolResult("", "", True)
+            if again_on is not None and result.exit_code == again_on:
+                return bash(last)
+            if stop_on is not None and stop_on(last, result):
+                state["queue"] = []
+        if not state["queue"]:
+            return None
+        state["last"] = state["queue"].pop(0)
+        return bash(state["last"])
+
+    return step
+
+
+def command_body(exchange: Exchange) -> str:
+    """The body of the last slash command the CLI expanded (what ``play_blocks`` reads for a command)."""
+    commands = exchange.expanded_commands()
+    if not commands:
+        raise LookupError("no expanded slash command in this conversation")
+    return commands[-1].body
+
+
+def skill_body(name: str) -> Callable[[Exchange], str]:
+    def read(exchange: Exchange) -> str:
+        skills = exchange.loaded_skills()
+        if name not in skills:
+            raise LookupError(f"skill {name} was not loaded (loaded: {sorted(skills)})")
+        return skills[name]
+    return read
 
 
 # --------------------------------------------------------------------------- the server

@@ -238,9 +238,10 @@ def make_sample_run(project: Path, env: Mapping[str, str], *, max_items: int = 5
 
 def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
                     longmemeval_root: Path | None = None,
-                    runs_from: Path | None = None) -> tuple[Path, dict[str, str]]:
+                    runs_from: Path | None = None, run_setup: bool = True) -> tuple[Path, dict[str, str]]:
     """A temp project like a user's: git on ``longmemeval-iter`` with a bare ``origin``, an installed venv whose
-    python runs ``python``, and ``setup_project.py --sample`` already run. Returns (project, env for the blocks)."""
+    python runs ``python``, and ``setup_project.py --sample`` already run (unless ``run_setup`` is false).
+    Returns (project, env for the blocks)."""
     project = root / "project"
     origin = root / "origin.git"
     project.mkdir(parents=True)
@@ -278,6 +279,8 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
     if longmemeval_root is not None:
         env["LONGMEMEVAL_ROOT"] = str(longmemeval_root)
         setup += ["--longmemeval-root", str(longmemeval_root)]
+    if not run_setup:
+        return project, env
     done = subprocess.run(setup, cwd=project, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"setup_project.py failed while preparing the doc-test project:\n{done.stderr}")
