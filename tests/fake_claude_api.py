@@ -220,14 +220,11 @@ Step = Union[Turn, Callable[[Exchange], Union[Turn, None]]]
 
 def once(fn: Callable[[Exchange], Turn]) -> Callable[[Exchange], Union[Turn, None]]:
     """A step that answers one request with ``fn(exchange)`` and is then over."""
-    done = []
 
     def step(exchange: Exchange) -> Turn | None:
-        if done:
-            return None
-        done.append(True)
         return fn(exchange)
 
+    step.single = True  # type: ignore[attr-defined]  # the server moves on once it answered
     return step
 
 
@@ -376,6 +373,8 @@ class ScriptedClaude:
                 if turn is None:
                     self._step += 1
                     continue
+                if getattr(step, "single", False):
+                    self._step += 1
                 self.turns.append(turn)
                 return turn
             self.overruns += 1
