@@ -112,7 +112,10 @@ def start(project: Path, session_id: str) -> str:
     """Record ``session_id`` as the loop's driver; returns the line to print. Another session's record is replaced."""
     if confirmed(project):
         return "the loop is over (CONFIRMED): nothing to keep going; report both run ids and both counts"
-    previous = read_state(project) or {}
+    try:
+        previous = read_state(project) or {}
+    except UserError:  # a broken record is replaced: that is the fix it names
+        previous = {}
     state = {"session_id": session_id, "started_at": _now(), "status": "active",
              "history_rows": len(_history_rows(project)), "project": str(Path(project).resolve())}
     _write_state(project, state)

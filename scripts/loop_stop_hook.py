@@ -93,8 +93,11 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
 def main() -> int:
     try:
         hook_input = json.loads(sys.stdin.read() or "{}")
-        if not isinstance(hook_input, dict):
-            return 0
+    except ValueError:  # not a hook event of ours to judge
+        return 0
+    if not isinstance(hook_input, dict):
+        return 0
+    try:
         with redirect_stdout(io.StringIO()):  # nothing but our one JSON object may reach stdout
             output = decide(hook_input)
     except Exception as err:  # noqa: BLE001 - never trap a session on a bug: say it and let it stop
