@@ -57,13 +57,13 @@ def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str 
 
 def row_spend(row: Mapping[str, Any]) -> float | None:
     """Dollars this toolkit paid for one result row: its target calls and its judge call (cache hits free)."""
-    from item_runner import _call_cost
+    from item_runner import call_cost
 
     calls = [dict(c) for c in row.get("calls") or []]
     judgment = row.get("judgment")
     if isinstance(judgment, Mapping) and judgment.get("provider") != "offline":
         calls.append({**judgment, "cached": bool(judgment.get("cached"))})
-    return _call_cost(calls)
+    return call_cost(calls)
 
 
 def spent(rows: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
@@ -117,7 +117,9 @@ class CostCap:
 
 def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
     """``--max-cost`` needs a price for every call the run makes; refuse it up front otherwise."""
+    import dataset
     import dry_run
+    import prices
 
     if cap_usd < 0:
         raise UserError(f"--max-cost {cap_usd:g} is negative", fix="give a dollar amount >= 0, e.g. --max-cost 20")
@@ -125,15 +127,6 @@ def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
     if not est.previewable and settings.target not in dry_run.OWN_CALLS_TARGETS:
         raise UserError(f"--max-cost: target {settings.target} cannot preview its calls (no prepare_requests), so "
                         "its cost cannot be capped", fix="drop --max-cost, or add prepare_requests to the target")
-    import dataset
-    import prices
-
-    items = dataset.iter_items(Path(settings.dataset_path))
-    first = next(items, None)
-    items.close()
-    if first is not None and est.item_usd(Question.from_dict(first)) is None:
-        raise UserError("--max-cost: a model this run calls is not in the price table (scripts/prices.py)",
-                        fix="drop --max-cost, or use priced models (see the dry run's unpriced_models)")
     judge_model = est.judge_model
     if settings.judge_provider != "offline" and prices.price_for(judge_model) is None:
         raise UserError(f"--max-cost: judge model {judge_model} is not in the price table (scripts/prices.py)",
@@ -142,3 +135,9 @@ def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
             and prices.price_for(settings.target_model) is None:
         raise UserError(f"--max-cost: target model {settings.target_model} is not in the price table "
                         "(scripts/prices.py)", fix="drop --max-cost or add the model's price")
+    items = dataset.iter_items(Path(settings.dataset_path))
+    first = next(items, None)
+    items.close()
+    if first is not None and est.item_usd(Question.from_dict(first)) is None:  # e.g. a memory-ref stack role
+        raise UserError("--max-cost: a model this run calls is not in the price table (scripts/prices.py)",
+                        fix="drop --max-cost, or use priced models (see the dry run's unpriced_models)")

@@ -21,7 +21,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _call_cost(calls: list[Mapping[str, Any]]) -> float | None:
+def call_cost(calls: list[Mapping[str, Any]]) -> float | None:
     """Dollars actually spent on these calls (cache hits are free); None when any paid call's price is unknown."""
     import prices
 
@@ -131,10 +131,10 @@ def run_item(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
 
     gen_calls = [dict(c) for c in hyp.get("calls", [])]
     if gen_calls:
-        gen_usd = _call_cost(gen_calls)
+        gen_usd = call_cost(gen_calls)
     else:  # no model calls we made: free (offline), or a user's system whose spending we cannot price
         gen_usd = 0.0 if not (hyp.get("tokensIn") or hyp.get("tokensOut")) else None
-    judge_usd = _call_cost([{**verdict, "cached": verdict.get("cached", False)}]) if verdict.get("provider") != "offline" else 0.0
+    judge_usd = call_cost([{**verdict, "cached": verdict.get("cached", False)}]) if verdict.get("provider") != "offline" else 0.0
     total = None if gen_usd is None or judge_usd is None else gen_usd + judge_usd
 
     retrieved = hyp.get("retrieved_session_ids")

@@ -248,9 +248,14 @@ def _rate_and_eta(status: Status, root: Path) -> None:
     if not starts:
         return
     since = min(starts)
-    finished = [_parse_time(r.get("finished_at")) for r in checkpoint_io.iter_result_rows(root)]
-    recent = sum(1 for t in finished if t and t >= since)
-    until = time.time() if status.state == "running" or not all(ends) else max(e for e in ends if e)
+    finished = [t for t in (_parse_time(r.get("finished_at")) for r in checkpoint_io.iter_result_rows(root)) if t]
+    recent = sum(1 for t in finished if t >= since)
+    if status.state == "running":
+        until = time.time()
+    elif all(ends):
+        until = max(e for e in ends if e)
+    else:  # killed: the pace up to its last row
+        until = max(finished, default=since)
     minutes = max(until - since, 1e-6) / 60.0
     status.items_per_min = round(recent / minutes, 1) if recent else 0.0
     remaining = max(planned - recent, 0) if planned else max(status.total - status.done, 0)

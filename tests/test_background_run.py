@@ -137,7 +137,7 @@ def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_th
 def test_the_worker_survives_the_death_of_the_session_that_started_it(tmp_path, fake_llm, workers):
     """As when Claude Code kills a Bash tool call's process group: the starter's whole group dies, the run goes on."""
     register_answers(fake_llm)
-    fake_llm.latency = 0.1
+    fake_llm.latency = 0.02
     project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
     starter_cmd = (f"{shlex.quote(sys.executable)} {shlex.quote(str(DRIVER))} --project {shlex.quote(str(project))} "
                    "--background --run-id orphan && sleep 60")

@@ -57,7 +57,7 @@ def test_the_module_is_standard_library_only():
     assert done.stdout.strip() == command_names.RUN
 
 
-def test_script_messages_print_the_qualified_names(tmp_path, capsys):
+def test_script_messages_print_the_qualified_names():
     import setup_project
 
     assert setup_project.next_command({"judgeProvider": "offline", "datasetPath": "x/longmemeval_sample.json"}) \

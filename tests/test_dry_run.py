@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -49,11 +50,16 @@ def test_memory_ref_sessions_already_in_the_facts_cache_are_free_and_the_dry_run
     assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", "--max", "3",
                                "--run-id", "warm"]) == 0
     capsys.readouterr()
+    gc.collect()  # connections the run left to the garbage collector close (and checkpoint their logs) now
     files = files_of(project)
     after = estimate(project, capsys)["generation"]["by_role"]["writer"]["calls"]
     warmed = {json.dumps(s) for item in ITEMS[:3] for s in item["haystack_sessions"]}
     assert after == before - len(warmed)
-    assert files_of(project) == files  # no new file, no changed file (no -wal/-shm beside the caches either)
+    now = files_of(project)
+    assert sorted(now) == sorted(files)  # no new file (no -wal/-shm created beside a cache)
+    # no file changed; SQLite's shared-memory index of a log another connection left open may be touched
+    assert {k: v for k, v in now.items() if not k.endswith("-shm")} == {
+        k: v for k, v in files.items() if not k.endswith("-shm")}
 
 
 def test_calls_in_the_call_cache_are_free_unless_the_run_will_not_read_it(tmp_path, fake_llm, capsys):

@@ -26,7 +26,7 @@ def offline_run(project, run_id, *args):
                                "--run-id", run_id, *args]) == 0
 
 
-def status(project, *args, capsys=None):
+def status(project, *args):
     code = run_status.main(["--project", str(project), *args])
     return code
 

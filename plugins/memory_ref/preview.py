@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from records import ChatRequest, PublicItem, TargetContext
 
