@@ -44,6 +44,17 @@ def cli_required() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("LONGMEMEVAL_REQUIRE_CLAUDE") == "1"
 
 
+def unusable_reason() -> str | None:
+    """Why the Claude Code tests cannot run here (None: the pinned CLI is installed)."""
+    binary = claude_binary()
+    if binary is None:
+        return "the Claude Code CLI is not installed (bash tests/run_tests.sh installs it into .tools/)"
+    version = cli_version(binary)
+    if version != CLAUDE_CODE_VERSION:
+        return f"{binary} is Claude Code {version!r}; the tests pin {CLAUDE_CODE_VERSION} (tests/run_tests.sh)"
+    return None
+
+
 def cli_version(binary: str) -> str:
     done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60)
     return done.stdout.split()[0] if done.returncode == 0 and done.stdout.split() else ""

@@ -50,40 +50,17 @@ LOOP_SKILL = f"{harness.PLUGIN}:longmemeval-loop"
 # --------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="session")
-def claude_binary() -> str:
-    binary = harness.claude_binary()
-    if binary is None:
-        if harness.cli_required():
-            pytest.fail("the Claude Code CLI is not installed: bash tests/run_tests.sh installs it into .tools/")
-        pytest.skip("the Claude Code CLI is not installed (bash tests/run_tests.sh installs it into .tools/)")
-    version = harness.cli_version(binary)
-    if version != harness.CLAUDE_CODE_VERSION:
-        message = f"{binary} is Claude Code {version!r}; these tests pin {harness.CLAUDE_CODE_VERSION} (tests/run_tests.sh)"
-        pytest.fail(message) if harness.cli_required() else pytest.skip(message)
-    return binary
-
-
-@pytest.fixture(scope="session")
-def installed(claude_binary, tmp_path_factory) -> harness.ClaudeCode:
-    """A HOME with the plugin added as a marketplace and installed, made once; tests use copies of it."""
-    root = tmp_path_factory.mktemp("claude-code")
-    plugin = harness.copy_plugin(root / "plugin" / harness.PLUGIN)
-    home = root / "home"
-    home.mkdir()
-    harness.install_plugin(claude_binary, home, plugin)
-    return harness.ClaudeCode(claude_binary, home, plugin)
-
-
 @pytest.fixture
-def cc(installed, tmp_path) -> harness.ClaudeCode:
-    return installed.clone(tmp_path / "home")
+def cc(claude_code_installed, tmp_path) -> harness.ClaudeCode:
+    """A copy of the installed HOME (conftest.py installs the plugin once per test session)."""
+    return claude_code_installed.clone(tmp_path / "home")
 
 
 def make_project(root: Path, *, setup: bool = True, upstream: bool = False) -> tuple[Path, dict[str, str]]:
     """A user's project (git, a venv running this python, the sample set up unless ``setup`` is false) and the
     environment the CLI passes on to its Bash commands."""
     base = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    base["HOME"] = str(root)  # git and setup in the project never read the real home
     standin = make_upstream_tree(root / "upstream") if upstream else None
     project, env = markdown_harness.prepare_project(root, sys.executable, base, longmemeval_root=standin,
                                                     run_setup=setup)
@@ -458,10 +435,7 @@ def test_the_stop_hook_lets_other_sessions_go_and_a_spinning_session_go_after_th
 
 LONG_RUN_LATENCY = 5.1
 """Seconds per fake model call: 24 items x (reader + judge) at concurrency 1 = at least 245 s, past the Bash tool's
-120 s default twice over. The session runs in a thread while the other tests of this module run."""
-LONG_TEST = "test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks"
-
-
+120 s default twice over. The session runs in a thread while the rest of the suite runs (conftest.py)."""
 class LongRun(threading.Thread):
     def __init__(self, cc: harness.ClaudeCode, root: Path) -> None:
         super().__init__(name="claude-code-long-run", daemon=True)
@@ -491,23 +465,17 @@ class LongRun(threading.Thread):
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, 9)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def long_run(request, tmp_path_factory):
-    """Started at the module's first test when the long test is selected, so it overlaps the others."""
-    if not any(item.name == LONG_TEST for item in request.session.items):
-        yield None
-        return
-    installed = request.getfixturevalue("installed")
-    root = tmp_path_factory.mktemp("long-run")
-    thread = LongRun(installed.clone(root / "home"), root)
-    thread.start()
-    yield thread
-    thread.kill()
-    thread.join(timeout=30)
+    @classmethod
+    def launch(cls, installed: harness.ClaudeCode, root: Path) -> "LongRun":
+        thread = cls(installed.clone(root / "home"), root)
+        thread.start()
+        return thread
 
 
-def test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks(long_run):
+def test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks(
+        claude_code_installed, long_claude_code_run, tmp_path):
+    # conftest.py started it with the session's first test and runs this test last: it waited meanwhile
+    long_run = long_claude_code_run or LongRun.launch(claude_code_installed, tmp_path)
     long_run.join(timeout=560)
     assert not long_run.is_alive(), "the long session did not end within 560 s"
     assert long_run.error is None, repr(long_run.error)
