@@ -148,7 +148,7 @@ def verdict(project: Path, session_id: str | None) -> Verdict:
         return Verdict(False, "CONFIRMED: the loop is over")
     if blocked_since(project, int(state.get("history_rows") or 0)):
         return Verdict(False, "BLOCKED: the loop is halted until a human fixes it")
-    return Verdict(True, "the loop is not over (no CONFIRMED, no BLOCKED, not cancelled)")
+    return Verdict(True, "no CONFIRMED, no BLOCKED, not cancelled")
 
 
 def fingerprint(project: Path) -> str:

@@ -54,7 +54,8 @@ def reason(project: Path, why: str) -> str:
 
     plugin = SCRIPTS.parent
     venv_run = f'bash "{plugin / "scripts" / "venv_run.sh"}"'
-    lines = [f"The LongMemEval loop this session started in {project} is not over: {why}. Do not stop: continue it now.",
+    lines = [f"The LongMemEval loop this session started in {project} is not over ({why}). Do not stop: "
+             "continue it now.",
              "Where it stands (rounds.py status):", *[f"  {line}" for line in loop_status_lines(project)],
              "Continue at the step that `next:` names, following the longmemeval-loop skill, running its blocks "
              "as written from the project root.",
