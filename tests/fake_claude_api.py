@@ -87,7 +87,7 @@ class ToolResult:
         return int(match[1]) if match else -1
 
 
-_BASH_FENCE = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
+_BASH_FENCE = re.compile(r"^(?P<indent>[ \t]*)```bash\n(?P<body>.*?)^(?P=indent)```", re.S | re.M)
 
 
 def _texts(content: Any) -> list[str]:
@@ -207,11 +207,12 @@ class ExpandedCommand:
 
 
 def bash_blocks(markdown: str) -> list[str]:
-    """The ```bash blocks of a Markdown text, unindented, in order."""
-    text = re.sub(r"^[ \t]+(?=```)", "", markdown, flags=re.M)
+    """The ```bash blocks of a Markdown text, in order; a fence indented in a list is dedented with its body."""
     blocks = []
-    for match in _BASH_FENCE.finditer(text):
-        blocks.append(match[1])
+    for match in _BASH_FENCE.finditer(markdown):
+        indent = match["indent"]
+        lines = match["body"].splitlines(keepends=True)
+        blocks.append("".join(line[len(indent):] if line.startswith(indent) else line.lstrip() for line in lines))
     return blocks
 
 
