@@ -18,8 +18,9 @@ SETUP = f"/{PLUGIN}:longmemeval-setup"
 RUN = f"/{PLUGIN}:longmemeval-run"
 REPORT = f"/{PLUGIN}:longmemeval-report"
 ITERATE = f"/{PLUGIN}:longmemeval-iterate"
+CANCEL = f"/{PLUGIN}:longmemeval-cancel"
 
-ALL = {"SETUP": SETUP, "RUN": RUN, "REPORT": REPORT, "ITERATE": ITERATE}
+ALL = {"SETUP": SETUP, "RUN": RUN, "REPORT": REPORT, "ITERATE": ITERATE, "CANCEL": CANCEL}
 
 
 def slash(name: str, args: str = "") -> str:

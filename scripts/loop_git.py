@@ -41,8 +41,9 @@ PROPOSAL_FILE = f"{STATE_DIR}/proposal.md"
 """The round's proposal: the fix in one line, then its files and what it must not touch (the fix commit's message)."""
 STATE_PATHS = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, SNAPSHOTS_DIR, TRIGGER_SET_FILE,
                PROPOSAL_FILE)
-NEVER_A_FIX = (f"{STATE_DIR}/", ".longmemeval-venv/", f"{ROUND_FILE}.lock")
-"""Prefixes ``--changed`` leaves out besides the state paths: runs, caches, config, the venv."""
+NEVER_A_FIX = (f"{STATE_DIR}/", ".longmemeval-venv/", f"{ROUND_FILE}.lock", ".claude/")
+"""Prefixes ``--changed`` leaves out besides the state paths: runs, caches, config, the venv, and Claude Code's
+project files (the permission rules and short command names setup may write there are not a fix)."""
 
 
 class PushFailed(UserError):

@@ -59,7 +59,8 @@ HISTORY_HEADER = (
     "| round | date | correct/n | overall | task-avg | abstention | note |\n"
     "|---|---|---|---|---|---|---|\n"
 )
-BLOCK_REASONS = {"billing": "API billing"}
+BLOCK_REASONS = {"billing": "API billing",
+                 "cost": "run estimate above confirmCostUsd: waiting for the user's approval"}
 
 
 def today() -> str:
@@ -447,7 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_log.add_argument("--note", default="", help="free text for the note column (e.g. baseline, kept fix X)")
     p_log.add_argument("--round", type=int, default=None, help="round number (default: the current round)")
     p_blk = sub.add_parser("blocked", help="log that the loop is blocked and needs a human")
-    p_blk.add_argument("--reason", required=True, help="'billing' (logged as 'API billing') or free text")
+    p_blk.add_argument("--reason", required=True,
+                       help="'billing' (logged as 'API billing'), 'cost' (the cost gate needs the user), or free text")
     sub.add_parser("status", help="print where the loop stands and the skill step to run next")
     p_begin = sub.add_parser("begin", help="step 4: bump, snapshot, log the baseline, commit the state, push")
     p_begin.add_argument("--run-id", required=True, help="the loop's run id")

@@ -539,7 +539,47 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--offline", action="store_true",
                         help="never use the network: print what to download or clone by hand instead")
     parser.add_argument("--index-url", help="Python package index for pip (default: pip's own setting)")
+    parser.add_argument("--allow-unattended", action="store_true",
+                        help="add the plugin's permission rules (its script lines, with this plugin's path, and "
+                             "its skills) to .claude/settings.local.json, so Claude Code runs the loop unattended")
+    parser.add_argument("--short-commands", action="store_true",
+                        help="write .claude/commands/longmemeval-*.md: the short command names (longmemeval-run, ...) then work "
+                             "in this project")
     return parser.parse_args(argv)
+
+
+def check_claude_settings(project: Path) -> None:
+    """``.claude/settings.local.json``, when present, must be a JSON object (checked before anything is written)."""
+    import claude_settings
+
+    path = project / claude_settings.SETTINGS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path} is not valid JSON ({err})", fix="fix or delete it, then re-run") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a JSON object", fix="fix or delete it, then re-run")
+
+
+def add_claude_settings(project: Path, report: Report, *, allow: bool, short: bool) -> None:
+    """The opt-in Claude Code files (see claude_settings.py), each reported on its own line."""
+    import claude_settings
+
+    if allow:
+        added = claude_settings.write_permissions(project, write_json_atomic)
+        where = claude_settings.SETTINGS_FILE.as_posix()
+        report.add("permissions", f"added {len(added)} rules to {where}" if added
+                   else f"all rules already in {where}; nothing to do")
+        for rule in claude_settings.permission_rules():
+            report.add("permissions", f"  {rule}")
+    if short:
+        written, kept = claude_settings.write_short_commands(project)
+        report.add("commands", f"wrote {', '.join(written)} in {claude_settings.COMMANDS_DIR.as_posix()}" if written
+                   else "short command names present; nothing to do")
+        for path in kept:
+            report.add("commands", f"kept your {path} (not written by setup)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -562,6 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = root if root.is_absolute() else project / root
     if args.longmemeval_root and not args.clone_upstream:
         verify_upstream(root)
+    if args.allow_unattended:
+        check_claude_settings(project)
 
     report = Report()
     project.mkdir(parents=True, exist_ok=True)
@@ -583,6 +625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted["longmemeval_root"] = project_relative(project, root)
     write_state_gitignore(project)
     config = apply_config(project, wanted, report, force=args.force_config)
+    add_claude_settings(project, report, allow=args.allow_unattended, short=args.short_commands)
     dataset = Path(str(config.get("datasetPath", "")))
     if not (dataset if dataset.is_absolute() else project / dataset).is_file():
         report.add("dataset", f"none at {config.get('datasetPath')}: re-run with --sample (offline demo) or "

@@ -66,3 +66,57 @@ def fake_llm(monkeypatch):
         yield server
     finally:
         server.stop()
+
+
+# --------------------------------------------------------------------------- Claude Code (tests/test_claude_code.py)
+
+LONG_CLAUDE_CODE_TEST = "test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks"
+"""The one slow test: a Claude Code session of about four minutes, most of it waiting on a slow fake model."""
+
+
+@pytest.fixture(scope="session")
+def claude_binary() -> str:
+    """The pinned CLI; missing (or another version): skip locally, fail under CI."""
+    import claude_code_harness as harness
+
+    problem = harness.unusable_reason()
+    if problem is not None:
+        if harness.cli_required():
+            pytest.fail(problem)
+        pytest.skip(problem)
+    return harness.claude_binary()
+
+
+@pytest.fixture(scope="session")
+def claude_code_installed(claude_binary, tmp_path_factory):
+    """A HOME with the plugin added as a marketplace and installed, made once; tests use copies of it."""
+    import claude_code_harness as harness
+
+    root = tmp_path_factory.mktemp("claude-code")
+    plugin = harness.copy_plugin(root / "plugin" / harness.PLUGIN)
+    home = root / "home"
+    home.mkdir()
+    harness.install_plugin(claude_binary, home, plugin)
+    return harness.ClaudeCode(claude_binary, home, plugin)
+
+
+def pytest_collection_modifyitems(items):
+    """The slow Claude Code test runs last (its session started with the first test; see below)."""
+    items.sort(key=lambda item: item.name == LONG_CLAUDE_CODE_TEST)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def long_claude_code_run(request, tmp_path_factory):
+    """Start the slow Claude Code session with the session's first test, so it waits while the suite runs."""
+    import claude_code_harness as harness
+
+    if not any(item.name == LONG_CLAUDE_CODE_TEST for item in request.session.items) \
+            or harness.unusable_reason() is not None:
+        yield None
+        return
+    from test_claude_code import LongRun
+
+    thread = LongRun.launch(request.getfixturevalue("claude_code_installed"), tmp_path_factory.mktemp("long-run"))
+    yield thread
+    thread.kill()
+    thread.join(timeout=30)

@@ -50,14 +50,7 @@ _MARK = "@@doc-test"
 
 #: What the agent does without bash between two blocks (the ``agent`` directive), played by shell in tests.
 AGENT_STANDINS: dict[str, str] = {
-    # the iterate skill's "where a fix goes": target and loop.target set to the project's copy, with the editor
-    "use-project-target": (
-        "python -c 'import json, pathlib; p = pathlib.Path(\".longmemeval-benchmarks/config.json\"); "
-        "c = json.loads(p.read_text()); c[\"target\"] = \"memory_system\"; "
-        "c.setdefault(\"loop\", {})[\"target\"] = \"memory_system\"; "
-        "p.write_text(json.dumps(c, indent=2) + chr(10))'"
-    ),
-    # the iterate skill's step 6: the proposal (step C) and the fix's code change, made with the editor
+    # the loop skill's step 6: the proposal (step C) and the fix's code change, made with the editor
     "write-fix": (
         "printf 'Prefer the latest session when two sessions disagree\\n\\n"
         "Files: memory_system/answer_policy.py. Must not touch: abstention, the symbolic layers.\\n' "
@@ -245,9 +238,10 @@ def make_sample_run(project: Path, env: Mapping[str, str], *, max_items: int = 5
 
 def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
                     longmemeval_root: Path | None = None,
-                    runs_from: Path | None = None) -> tuple[Path, dict[str, str]]:
+                    runs_from: Path | None = None, run_setup: bool = True) -> tuple[Path, dict[str, str]]:
     """A temp project like a user's: git on ``longmemeval-iter`` with a bare ``origin``, an installed venv whose
-    python runs ``python``, and ``setup_project.py --sample`` already run. Returns (project, env for the blocks)."""
+    python runs ``python``, and ``setup_project.py --sample`` already run (unless ``run_setup`` is false).
+    Returns (project, env for the blocks)."""
     project = root / "project"
     origin = root / "origin.git"
     project.mkdir(parents=True)
@@ -257,6 +251,8 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
         "GIT_AUTHOR_NAME": "doc-test", "GIT_AUTHOR_EMAIL": "doc-test@example.invalid",
         "GIT_COMMITTER_NAME": "doc-test", "GIT_COMMITTER_EMAIL": "doc-test@example.invalid",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # what Claude Code sets for its Bash commands: the loop skill's loop_session.py start records it
+        "CLAUDE_CODE_SESSION_ID": "doc-test-session",
     })
     env.pop("PYTHONPATH", None)
     _git("init", "-q", "--bare", str(origin), cwd=root, env=env)
@@ -283,6 +279,8 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
     if longmemeval_root is not None:
         env["LONGMEMEVAL_ROOT"] = str(longmemeval_root)
         setup += ["--longmemeval-root", str(longmemeval_root)]
+    if not run_setup:
+        return project, env
     done = subprocess.run(setup, cwd=project, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"setup_project.py failed while preparing the doc-test project:\n{done.stderr}")

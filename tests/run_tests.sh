@@ -9,12 +9,13 @@ CLAUDE_CODE_VERSION=2.1.332
 if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV" || exit 1; fi
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
 
-if ! command -v claude >/dev/null 2>&1 && [ ! -x .tools/node_modules/.bin/claude ]; then
+# The pinned CLI in .tools/ (the Claude Code tests drive it; another version on PATH is not used).
+if [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
   if command -v npm >/dev/null 2>&1; then
     npm install --silent --no-fund --no-audit --prefix .tools "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
-      || echo "warning: could not install the Claude Code CLI; the plugin validation test will skip (or fail under CI)"
+      || echo "warning: could not install the Claude Code CLI; its tests will skip (or fail under CI)"
   else
-    echo "warning: npm not found; the plugin validation test will skip (or fail under CI)"
+    echo "warning: npm not found; the Claude Code tests will skip (or fail under CI)"
   fi
 fi
 export PATH="$PWD/.tools/node_modules/.bin:$PATH"

@@ -1,7 +1,11 @@
-"""Every command line of every bash block in commands/*.md is allowed by that command's own ``allowed-tools``.
+"""Every command line of every bash block in commands/*.md and skills/*/SKILL.md is allowed by its own ``allowed-tools``.
 
 Claude Code 2.1.332 asks permission for any Bash command no allow rule matches, so a block the rules miss
-interrupts the user at every step. The rules are matched here the way 2.1.332 matches them:
+interrupts the user at every step. A command's rules apply while it runs; a skill's rules apply once the Skill
+tool loaded it (observed with the real CLI: tests/test_claude_code.py proves both). A command that hands over to
+a skill (``Skill(plugin:name)`` in its rules) must also cover that skill's blocks and the references it follows
+with its own rules: the model may read the skill's file instead of loading it. The rules are matched here the way
+2.1.332 matches them:
 
 - ``allowed-tools`` is split into entries at commas and spaces outside parentheses. Its parser (function ``Qf``
   in the bundled JS): ``case",":if(o)r+=s;else{if(r.trim())t.push(r.trim());r=""}break;case" ":if(o)r+=s;else
@@ -26,47 +30,32 @@ from pathlib import Path
 import pytest
 
 import command_names
+from claude_settings import PLUGIN, split_entries
 from markdown_harness import REPO, extract_blocks
 from test_plugin_manifest import frontmatter
 
 COMMANDS = sorted((REPO / "commands").glob("*.md"))
+SKILLS = sorted((REPO / "skills").glob("*/SKILL.md"))
 SAMPLE_ROOT = "/home/some user/.claude/plugins/cache/longmemeval-benchmarker"
 """Where Claude Code might have installed the plugin: a path with a space, as on many machines."""
 
-#: Skills a command tells the agent to follow step by step: their blocks run under the command's rules too.
+#: References a skill tells the agent to follow step by step: their blocks run under the skill's rules too.
 FOLLOWED_DOCS = {
-    "longmemeval-iterate": ("skills/longmemeval-iterate/SKILL.md", "references/iteration-rules.md",
-                            "references/termination.md"),
+    "longmemeval-loop": ("references/iteration-rules.md", "references/termination.md"),
 }
 #: Example arguments per command (``$ARGUMENTS`` is substituted textually before the agent runs a block).
 ARGUMENTS = ("", "--max 3 --run-id demo")
-
-
-def split_entries(allowed: str) -> list[str]:
-    """``allowed-tools`` as Claude Code splits it: at commas and spaces outside parentheses."""
-    entries, current, depth = [], "", False
-    for ch in allowed:
-        if ch == "(":
-            depth = True
-            current += ch
-        elif ch == ")":
-            depth = False
-            current += ch
-        elif ch in ", " and not depth:
-            if current.strip():
-                entries.append(current.strip())
-            current = ""
-        elif current or ch.strip():
-            current += ch
-    if current.strip():
-        entries.append(current.strip())
-    return entries
 
 
 def bash_rules(allowed: str, plugin_root: str) -> list[str]:
     """The contents of the ``Bash(...)`` entries, ``${CLAUDE_PLUGIN_ROOT}`` substituted."""
     text = allowed.replace("${CLAUDE_PLUGIN_ROOT}", plugin_root)
     return [entry[len("Bash("):-1] for entry in split_entries(text) if entry.startswith("Bash(") and entry.endswith(")")]
+
+
+def skills_handed_over(allowed: str) -> list[str]:
+    """The skill names of ``Skill(plugin:name)`` entries."""
+    return [m[1] for m in (re.fullmatch(rf"Skill\({PLUGIN}:([a-z0-9-]+)\)", e) for e in split_entries(allowed)) if m]
 
 
 def rule_matches(rule: str, command: str) -> bool:
@@ -92,18 +81,50 @@ def _blocks(path: Path, plugin_root: str, arguments: str) -> list[str]:
             for b in extract_blocks(path)]
 
 
+def _unmatched(rules: list[str], docs: list[Path], arguments: str) -> list[str]:
+    lines = [(doc, line) for doc in docs for block in _blocks(doc, SAMPLE_ROOT, arguments)
+             for line in command_lines(block)]
+    return [f"{doc.relative_to(REPO)}: {line}" for doc, line in lines
+            if not any(rule_matches(rule, line) for rule in rules)]
+
+
+def _skill_docs(name: str) -> list[Path]:
+    return [REPO / "skills" / name / "SKILL.md", *(REPO / doc for doc in FOLLOWED_DOCS.get(name, ()))]
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda p: p.stem)
 @pytest.mark.parametrize("arguments", ARGUMENTS, ids=("no-args", "args"))
 def test_every_command_line_is_allowed_by_the_commands_own_rules(command, arguments):
-    rules = bash_rules(str(frontmatter(command).get("allowed-tools", "")), SAMPLE_ROOT)
+    allowed = str(frontmatter(command).get("allowed-tools", ""))
+    rules = bash_rules(allowed, SAMPLE_ROOT)
     assert rules, f"{command.name}: no Bash(...) rule in allowed-tools"
-    docs = [command, *(REPO / doc for doc in FOLLOWED_DOCS.get(command.stem, ()))]
-    lines = [(doc, line) for doc in docs for block in _blocks(doc, SAMPLE_ROOT, arguments)
-             for line in command_lines(block)]
-    assert lines, f"{command.name}: no bash block"
-    unmatched = [f"{doc.relative_to(REPO)}: {line}" for doc, line in lines
-                 if not any(rule_matches(rule, line) for rule in rules)]
+    docs = [command, *(doc for name in skills_handed_over(allowed) for doc in _skill_docs(name))]
+    assert any(extract_blocks(doc) for doc in docs), f"{command.name}: no bash block, nor a skill it hands over to"
+    unmatched = _unmatched(rules, docs, arguments)
     assert not unmatched, f"{command.name}: commands no allowed-tools rule matches:\n" + "\n".join(unmatched)
+
+
+@pytest.mark.parametrize("skill", SKILLS, ids=lambda p: p.parent.name)
+def test_every_skill_line_is_allowed_by_the_skills_own_rules(skill):
+    rules = bash_rules(str(frontmatter(skill).get("allowed-tools", "")), SAMPLE_ROOT)
+    assert rules, f"{skill.parent.name}: no Bash(...) rule in allowed-tools"
+    unmatched = _unmatched(rules, _skill_docs(skill.parent.name), "")
+    assert not unmatched, f"{skill.parent.name}: commands no allowed-tools rule matches:\n" + "\n".join(unmatched)
+
+
+def test_a_command_hands_over_only_to_skills_that_exist():
+    handed = {name for c in COMMANDS for name in skills_handed_over(str(frontmatter(c).get("allowed-tools", "")))}
+    assert handed == {"longmemeval-loop"}
+    assert all((REPO / "skills" / name / "SKILL.md").is_file() for name in handed)
+
+
+def test_no_rule_names_a_step_claude_code_always_refuses():
+    """``cp`` with flags is refused by 2.1.332's path check whatever the rules say; such steps live in scripts."""
+    for doc in [*COMMANDS, *SKILLS]:
+        allowed = str(frontmatter(doc).get("allowed-tools", ""))
+        assert not [r for r in bash_rules(allowed, SAMPLE_ROOT) if re.match(r"(cp|mv|rm)\s+-", r)], doc
+        for block in _blocks(doc, SAMPLE_ROOT, ""):
+            assert not [line for line in command_lines(block) if re.match(r"(cp|nohup|setsid|sleep)\b", line)], doc
 
 
 def test_the_matcher_reads_rules_as_claude_code_does():
@@ -116,6 +137,7 @@ def test_the_matcher_reads_rules_as_claude_code_does():
     # the old rules: a * inside a prefix rule is literal, so they matched nothing
     assert not rule_matches("*/scripts/*.py:*", f'python "{root}/scripts/run_benchmark.py" --max 3')
     assert rule_matches("git status", "git status") and not rule_matches("git status", "git status -s")
+    assert skills_handed_over("Skill(longmemeval-benchmarker:longmemeval-loop), Read") == ["longmemeval-loop"]
     assert split_entries('Bash(bash "/a b/x.sh" y.py:*), Read Edit,Write') == [
         'Bash(bash "/a b/x.sh" y.py:*)', "Read", "Edit", "Write"]
     assert bash_rules('Bash(python3 "${CLAUDE_PLUGIN_ROOT}/s.py":*), Read', "/p q") == ['python3 "/p q/s.py":*']

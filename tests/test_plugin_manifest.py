@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,8 +13,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / ".claude-plugin" / "plugin.json"
 MARKETPLACE = REPO / ".claude-plugin" / "marketplace.json"
-COMMANDS = ("longmemeval-setup", "longmemeval-run", "longmemeval-report", "longmemeval-iterate")
-SKILLS = ("setup", "run-benchmark", "report", "longmemeval-iterate")
+COMMANDS = ("longmemeval-setup", "longmemeval-run", "longmemeval-report", "longmemeval-iterate", "longmemeval-cancel")
+SKILLS = ("setup", "run-benchmark", "report", "longmemeval-loop")
 SKILL_NAME = re.compile(r"^[a-z0-9-]{1,64}$")
 
 
@@ -31,11 +29,13 @@ def frontmatter(path: Path) -> dict:
 
 
 def test_claude_plugin_validate_strict_passes():
-    claude = shutil.which("claude")
+    from claude_code_harness import claude_binary, cli_required
+
+    claude = claude_binary()
     if claude is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("claude CLI not on PATH in CI: npm install -g @anthropic-ai/claude-code@2.1.332")
-        pytest.skip("claude CLI not installed")
+        if cli_required():
+            pytest.fail("claude CLI not installed under CI: bash tests/run_tests.sh installs it into .tools/")
+        pytest.skip("claude CLI not installed (bash tests/run_tests.sh installs it into .tools/)")
     done = subprocess.run([claude, "plugin", "validate", "--strict", "."], cwd=REPO, capture_output=True,
                           text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -84,6 +84,23 @@ def test_skill_frontmatter_has_a_valid_name_and_description(path):
 def test_command_frontmatter_has_a_description(path):
     meta = frontmatter(path)
     assert isinstance(meta.get("description"), str) and meta["description"].strip(), f"{path}: no description"
+
+
+def test_the_stop_hook_is_the_loop_scripts_and_only_a_stop_hook():
+    hooks = json.loads((REPO / "hooks" / "hooks.json").read_text(encoding="utf-8"))
+    assert set(hooks["hooks"]) == {"Stop"} and hooks["description"]
+    [[hook]] = [group["hooks"] for group in hooks["hooks"]["Stop"]]
+    assert hook["type"] == "command" and 0 < hook["timeout"] <= 60
+    # the plugin path quoted (it may hold spaces); python3, not the venv: the hook runs in every project
+    assert hook["command"] == 'python3 "${CLAUDE_PLUGIN_ROOT}/scripts/loop_stop_hook.py"'
+    assert (REPO / "scripts" / "loop_stop_hook.py").is_file()
+
+
+@pytest.mark.parametrize("path", [*sorted((REPO / "commands").glob("*.md")), *sorted((REPO / "skills").glob("*/SKILL.md"))],
+                         ids=lambda p: p.parent.name if p.name == "SKILL.md" else p.stem)
+def test_every_command_and_skill_declares_the_tools_it_needs(path):
+    """Skills too: 2.1.332 honours a plugin skill's allowed-tools once the Skill tool loaded it."""
+    assert str(frontmatter(path).get("allowed-tools", "")).strip(), f"{path}: no allowed-tools"
 
 
 def test_frontmatter_reader_rejects_files_without_it_or_with_bad_yaml(tmp_path):

@@ -1,0 +1,498 @@
+"""The plugin driven by the real Claude Code CLI (pinned 2.1.332), headless, against a scripted fake model.
+
+Each test starts ``claude -p`` in a user's project with the plugin installed from this checkout (a directory
+marketplace) and Claude Code's default permission mode. The "model" (tests/fake_claude_api.py) runs the blocks the
+CLI sent it - the expanded command or the skill the Skill tool loaded, ``${CLAUDE_PLUGIN_ROOT}`` and
+``$ARGUMENTS`` already substituted by the CLI - as Bash tool calls, exactly as written. The tests assert what a
+user would see: the command expanded, no permission denial (from every stream-json result), and the outcome in the
+project. docs/claude-code.md lists what these tests observed about the CLI.
+
+Without the CLI the tests skip locally and fail under CI (``CI`` or ``LONGMEMEVAL_REQUIRE_CLAUDE=1``):
+tests/run_tests.sh installs it into ``.tools/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import claude_code_harness as harness
+import command_names
+import markdown_harness
+from fake_claude_api import (
+    Exchange,
+    ScriptedClaude,
+    bash,
+    bash_blocks,
+    command_body,
+    once,
+    play_blocks,
+    say,
+    skill_body,
+    tool,
+)
+from fake_llm_server import FakeLLMServer, prompt_text, stable_share
+from upstream_standin import make_upstream_tree
+
+REPO = harness.REPO
+LOOP_SKILL = f"{harness.PLUGIN}:longmemeval-loop"
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def cc(claude_code_installed, tmp_path) -> harness.ClaudeCode:
+    """A copy of the installed HOME (conftest.py installs the plugin once per test session)."""
+    return claude_code_installed.clone(tmp_path / "home")
+
+
+def make_project(root: Path, *, setup: bool = True, upstream: bool = False) -> tuple[Path, dict[str, str]]:
+    """A user's project (git, a venv running this python, the sample set up unless ``setup`` is false) and the
+    environment the CLI passes on to its Bash commands."""
+    base = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    base["HOME"] = str(root)  # git and setup in the project never read the real home
+    standin = make_upstream_tree(root / "upstream") if upstream else None
+    project, env = markdown_harness.prepare_project(root, sys.executable, base, longmemeval_root=standin,
+                                                    run_setup=setup)
+    return project, {k: env[k] for k in ("PATH", "VIRTUAL_ENV")} | {"LONGMEMEVAL_TIKTOKEN": "0"}
+
+
+def llm_env(server: FakeLLMServer) -> dict[str, str]:
+    """The benchmark's own model calls go to the fake OpenAI API (Anthropic's base URL is Claude Code's)."""
+    return {"OPENAI_BASE_URL": server.openai_base_url, "OPENAI_API_KEY": "sk-test-DUMMY-openai-key-0000"}
+
+
+def edit_config(project: Path, **changes: Any) -> dict[str, Any]:
+    path = project / ".longmemeval-benchmarks" / "config.json"
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    cfg.update(changes)
+    path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
+    return cfg
+
+
+def expanded(doc: str, plugin_dir: Path, arguments: str = "") -> list[str]:
+    """The repo's blocks of ``doc`` as Claude Code must send them: the plugin path and arguments substituted."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    return [b.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_dir)).replace("$ARGUMENTS", arguments).strip()
+            for b in bash_blocks(text)]
+
+
+def assert_clean(session: harness.Session, fake: ScriptedClaude) -> None:
+    """The session ran the whole script, nothing was denied, nothing crashed."""
+    transcript = session.describe()
+    if os.environ.get("LONGMEMEVAL_CC_TRANSCRIPTS"):  # a folder: every session's transcript lands there
+        folder = Path(os.environ["LONGMEMEVAL_CC_TRANSCRIPTS"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{session.init.get('session_id', 'session')}.txt").write_text(transcript, encoding="utf-8")
+    assert session.returncode == 0, transcript
+    assert session.permission_denials == [], transcript
+    assert fake.errors == [] and fake.overruns == 0 and fake.finished, (fake.errors, fake.overruns, transcript)
+
+
+def calls_of(session: harness.Session, needle: str) -> list[tuple[str, str, bool]]:
+    return [call for call in session.bash_calls() if needle in call[0]]
+
+
+# --------------------------------------------------------------------------- setup, run, report
+
+
+def test_setup_sample_runs_through_claude_code(cc, tmp_path):
+    project, env = make_project(tmp_path, setup=False)
+    with ScriptedClaude([play_blocks(command_body), say("Set up: the sample is ready.")]) as fake:
+        session = cc.session(f"{command_names.SETUP} --sample", cwd=project, base_url=fake.base_url, env=env)
+    assert_clean(session, fake)
+    [command] = fake.main_requests[0].expanded_commands()
+    assert (command.name, command.args) == (command_names.SETUP, "--sample")
+    assert "${CLAUDE_PLUGIN_ROOT}" not in command.body and "$ARGUMENTS" not in command.body
+    [(line, output, failed)] = session.bash_calls()
+    assert [line] == expanded("commands/longmemeval-setup.md", cc.plugin_dir, "--sample") and not failed
+    assert "venv      up to date" in output and f"next: {command_names.RUN} --max 3" in output
+    cfg = json.loads((project / ".longmemeval-benchmarks" / "config.json").read_text())
+    assert cfg["judgeProvider"] == "offline" and cfg["datasetPath"].endswith("longmemeval_sample.json")
+
+
+def test_a_run_and_its_report_through_claude_code(cc, tmp_path):
+    project, env = make_project(tmp_path)
+    with ScriptedClaude([play_blocks(command_body), say("The run completed.")]) as fake:
+        session = cc.session(f"{command_names.RUN} --max 4", cwd=project, base_url=fake.base_url, env=env)
+    assert_clean(session, fake)
+    lines = [call[0] for call in session.bash_calls()]
+    blocks = expanded("commands/longmemeval-run.md", cc.plugin_dir, "--max 4")
+    assert set(lines) == set(blocks) and lines[:2] == blocks[:2] and lines[-1] == blocks[-1]
+    [started] = [out for line, out, _ in session.bash_calls() if "--background" in line]
+    run_id = re.search(r"run (\S+) started in the background \(pid \d+\)", started)[1]
+    status = calls_of(session, "run_status.py")[-1][1]
+    assert status.startswith("completed") and "4/24 done (4 judged, 0 errors)" in status and f"run {run_id}" in status
+    assert f"{command_names.RUN} --run-id {run_id}" in status  # 20 items not run yet: how to finish it
+    assert "overall" in session.bash_calls()[-1][1].lower()  # the scorecard was printed
+    meta = json.loads((project / ".longmemeval-benchmarks" / "runs" / run_id / "run-meta.json").read_text())
+    assert meta["status"] == "completed"
+
+    with ScriptedClaude([play_blocks(command_body), say("Here is the scorecard.")]) as fake:
+        report = cc.session(command_names.REPORT, cwd=project, base_url=fake.base_url, env=env)
+    assert_clean(report, fake)
+    [(line, scorecard, failed)] = report.bash_calls()
+    assert [line] == expanded("commands/longmemeval-report.md", cc.plugin_dir) and not failed
+    assert run_id in scorecard and "task-averaged" in scorecard.lower()
+
+
+def _priced_project(root: Path, **changes: Any) -> tuple[Path, dict[str, str]]:
+    """The sample with paid models (the fake OpenAI server answers): runs are priced and the cost gate applies."""
+    project, env = make_project(root, upstream=True)
+    edit_config(project, target="full-context", targetProvider="openai", targetModel="gpt-4o-mini",
+                judgeProvider="openai", judgeModel="gpt-4o", requestTimeoutSeconds=60, **changes)
+    return project, env
+
+
+def test_a_run_above_confirm_cost_stops_and_asks_before_anything_starts(cc, tmp_path, fake_llm):
+    project, env = _priced_project(tmp_path, confirmCostUsd=0.01)
+    env |= llm_env(fake_llm)
+    asked = []
+
+    def ask(exchange: Exchange) -> Any:
+        [result] = exchange.last_tool_results()
+        asked.append(result.text)
+        return say(f"This run needs your go-ahead:\n{result.text}\nShall I start it?")
+
+    script = [play_blocks(command_body, stop_on=lambda block, result: result.exit_code == 5), once(ask)]
+    with ScriptedClaude(script) as fake:
+        first = cc.session(f"{command_names.RUN} --variant _s", cwd=project, base_url=fake.base_url, env=env)
+    assert_clean(first, fake)
+    [(line, output, failed)] = calls_of(first, "run_benchmark.py")
+    assert line == expanded("commands/longmemeval-run.md", cc.plugin_dir, "--variant _s")[1] and failed
+    assert output.startswith("Exit code 5") and "estimate: 24 items" in output and "$" in output
+    assert "ask the user; to start it add --yes" in output and asked
+    assert not (project / ".longmemeval-benchmarks" / "runs").exists() and fake_llm.requests == []
+    assert not [call for call in first.bash_calls() if "--yes" in call[0]]  # never added without the user
+
+    # The user's answer: the same command with --yes (its rules apply again; a bare "yes" in a later turn makes
+    # Claude Code ask to allow the line once, unless setup --allow-unattended wrote the rules).
+    with ScriptedClaude([play_blocks(command_body), say("The run completed.")]) as fake:
+        second = cc.session(f"{command_names.RUN} --variant _s --yes", cwd=project, base_url=fake.base_url, env=env)
+    assert_clean(second, fake)
+    status = calls_of(second, "run_status.py")[-1][1]
+    assert status.startswith("completed") and "24/24 done (24 judged, 0 errors)" in status
+    assert len(fake_llm.requests) >= 48  # reader + judge per item, through the real SDKs
+
+
+# --------------------------------------------------------------------------- the loop, kept going by the Stop hook
+
+FIXES = ("Prefer the most recent session.", "Check every session's date.")
+"""What each round's fix adds to memory_system/reader.py's instructions; the fake reader answers better with them."""
+_READER_LINE = 'not answer the question, say that there is not enough information to answer it."'
+
+
+class FixAwareReader:
+    """The fake model's reader: gold for a stable half of the questions; with the first fix for 80% of them,
+    with both fixes for all of them. So round 1's fix helps, round 2's reaches the target."""
+
+    def __init__(self, server: FakeLLMServer) -> None:
+        self.server = server
+
+    def __call__(self, body: Any) -> str | None:
+        text = prompt_text(body)
+        question = self.server._find_question(text)
+        if question is None or FIXES[0] not in text:
+            return None  # the server's own policy: gold for stable_share < correct_share (0.5)
+        if FIXES[1] in text or stable_share(question) < 800:
+            return str(self.server.answers[question])
+        return None
+
+
+def _wrong_ids(project: Path) -> list[str]:
+    rows: dict[str, dict[str, Any]] = {}
+    path = project / ".longmemeval-benchmarks" / "runs" / "longmemeval-iter" / "item-results.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        rows[row["question_id"]] = row
+    return sorted(q for q, r in rows.items() if r["status"] != "judged" or not r["judgment"].get("label"))
+
+
+def _round(project: Path, number: int, hook_reasons: list[str]) -> list[Any]:
+    """One round as the skill has it (steps 1-10), then the model stops; the Stop hook must send it on."""
+    skill = skill_body(LOOP_SKILL)
+    state = project / ".longmemeval-benchmarks"
+    reader = project / "memory_system" / "reader.py"
+
+    def trigger_set(exchange: Exchange) -> Any:
+        return tool("Write", {"file_path": str(state / "trigger_set.txt"), "content": "\n".join(_wrong_ids(project)) + "\n"})
+
+    def proposal(exchange: Exchange) -> Any:
+        return tool("Write", {"file_path": str(state / "proposal.md"),
+                              "content": f"{FIXES[number - 1]} (reader instructions)\n\nFiles: memory_system/reader.py.\n"})
+
+    def fix(exchange: Exchange) -> Any:
+        old = _READER_LINE if number == 1 else _READER_LINE.replace('it."', f'it. {FIXES[0]}"')
+        new = f'{old[:-1]} {FIXES[number - 1]}"'
+        return tool("Edit", {"file_path": str(reader), "old_string": old, "new_string": new})
+
+    def stop_here(exchange: Exchange) -> Any:
+        return say(f"Round {number} is decided; I stop here.")
+
+    def after_the_hook(exchange: Exchange) -> None:
+        hook_reasons.append(exchange.last_text())
+        return None
+
+    return [
+        play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm",
+                    "rounds.py begin", "cluster_failures.py --run-id longmemeval-iter", "--ids 1"),
+        once(lambda ex: tool("Read", {"file_path": str(state / "trigger_set.txt")})), once(trigger_set),
+        *([once(lambda ex: tool("Read", {"file_path": str(state / "proposal.md")}))] if number > 1 else []),
+        once(proposal), once(lambda ex: tool("Read", {"file_path": str(reader)})), once(fix),
+        play_blocks(skill, "rounds.py commit-fix", "drop_qids.py", "run_status.py --run-id longmemeval-iter",
+                    "rounds.py finish"),
+        once(stop_here), after_the_hook,
+    ]
+
+
+def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc, tmp_path, fake_llm):
+    project, env = make_project(tmp_path, upstream=True)
+    markdown_harness.SETUPS["loop"](project, env, fake_llm)
+    fake_llm.answer_fn = FixAwareReader(fake_llm)
+    env |= llm_env(fake_llm)
+    hook_reasons: list[str] = []
+    skill = skill_body(LOOP_SKILL)
+    script = [
+        tool("Skill", {"skill": LOOP_SKILL}),  # what the iterate command says to do; its rules allow it
+        play_blocks(skill, "loop_target.py use-copy", "check_setup.sh", "loop_session.py\" start",
+                    "loop_guard.py config"),
+        *_round(project, 1, hook_reasons),
+        *_round(project, 2, hook_reasons),
+        play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm"),
+        say("CONFIRMED: the loop is over."),
+    ]
+    with ScriptedClaude(script) as fake:
+        session = cc.session(command_names.ITERATE, cwd=project, base_url=fake.base_url, env=env, timeout=400)
+    assert_clean(session, fake)
+    transcript = session.describe()
+
+    # The command loaded the skill; its blocks ran under the skill's rules, across the hook's continuations.
+    assert fake.main_requests[0].expanded_commands()[0].name == command_names.ITERATE
+    [launch] = [u for u in session.tool_uses("Skill")]
+    assert session.tool_results()[launch["id"]].get("is_error") is not True, transcript
+    # Two stops blocked by the hook, each naming the next step; the third (at CONFIRMED) let the session end.
+    assert len(hook_reasons) == 2, transcript
+    for reason in hook_reasons:
+        assert "Stop hook" in reason and "is not over" in reason and "next: step 1" in reason, reason
+    assert "CONFIRMED" in calls_of(session, "--confirm")[-1][1]
+    assert len(fake.main_requests) == len(fake.turns)  # no request after the last stop: the hook let it go
+    # The outcome in the project: two kept rounds, a confirmed loop, pushed; the session that started it recorded.
+    state = project / ".longmemeval-benchmarks"
+    decisions = [json.loads(line) for line in (state / "decisions.jsonl").read_text().splitlines()]
+    assert [(d["round"], d["decision"]) for d in decisions] == [(1, "keep"), (2, "keep")], decisions
+    confirmation = json.loads((state / "confirmation.json").read_text())
+    assert (confirmation["status"], confirmation["confirm_correct"], confirmation["n_total"]) == ("confirmed", 24, 24)
+    loop_session = json.loads((state / "loop-session.json").read_text())
+    assert loop_session["session_id"] == session.init["session_id"]
+    log = subprocess.run(["git", "log", "--format=%s", "longmemeval-iter"], cwd=tmp_path / "origin.git",
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert log[0].startswith("FINAL: LongMemEval 24/24"), log
+    assert [s for s in log if s.startswith("fix(")] == [f"fix(v2): {FIXES[1]} (reader instructions)",
+                                                       f"fix(v1): {FIXES[0]} (reader instructions)"]
+
+
+# --------------------------------------------------------------------------- "iterate LongMemEval" in chat: permissions
+
+
+def test_iterate_in_chat_asks_for_the_skill_until_setup_allow_unattended_wrote_the_rules(cc, tmp_path, fake_llm):
+    project, env = make_project(tmp_path, upstream=True)
+    markdown_harness.SETUPS["loop"](project, env, fake_llm)
+    env |= llm_env(fake_llm)
+    status_line = f'bash "{cc.plugin_dir}/scripts/venv_run.sh" rounds.py status'
+
+    # No rules: the model's Skill call needs approval, and so does every line of the loop outside the skill.
+    with ScriptedClaude([tool("Skill", {"skill": LOOP_SKILL}), bash(status_line), say("I need permission.")]) as fake:
+        denied = cc.session("iterate LongMemEval", cwd=project, base_url=fake.base_url, env=env)
+    assert [(d["tool_name"], d["tool_input"].get("skill") or d["tool_input"]["command"])
+            for d in denied.permission_denials] == [("Skill", LOOP_SKILL), ("Bash", status_line)], denied.describe()
+    assert f"Skill({LOOP_SKILL})" in next(iter(denied.tool_results().values()))["content"]
+
+    # setup --allow-unattended, through the setup command, writes the exact rules with this plugin's path ...
+    with ScriptedClaude([play_blocks(command_body), say("Rules written.")]) as fake:
+        setup = cc.session(f"{command_names.SETUP} --skip-venv --allow-unattended", cwd=project,
+                           base_url=fake.base_url, env=env)
+    assert_clean(setup, fake)
+    rules = json.loads((project / ".claude" / "settings.local.json").read_text())["permissions"]["allow"]
+    assert f"Skill({LOOP_SKILL})" in rules
+    assert f'Bash(bash "{cc.plugin_dir}/scripts/venv_run.sh" rounds.py:*)' in rules
+    assert not [r for r in rules if "${CLAUDE_PLUGIN_ROOT}" in r]
+
+    # ... read although the workspace was never trusted: the skill loads, its own rules run its lines, ...
+    skill = skill_body(LOOP_SKILL)
+    script = [tool("Skill", {"skill": LOOP_SKILL}),
+              play_blocks(skill, "loop_target.py use-copy", "check_setup.sh", "loop_guard.py config"),
+              say("The loop is set up.")]
+    with ScriptedClaude(script) as fake:
+        chat = cc.session("iterate LongMemEval", cwd=project, base_url=fake.base_url, env=env)
+    assert_clean(chat, fake)
+    assert [c[2] for c in chat.bash_calls()] == [False, False, False], chat.describe()
+    # ... and a later turn of the same session (the skill's rules are gone by then) runs the loop's lines too.
+    session_id = chat.init["session_id"]
+    with ScriptedClaude([bash(status_line), say("Round status shown.")]) as fake:
+        later = cc.session("continue", cwd=project, base_url=fake.base_url, env=env,
+                           extra_args=["--resume", session_id])
+    assert_clean(later, fake)
+    assert "next: step 1" in later.bash_calls()[0][1]
+
+
+# --------------------------------------------------------------------------- names
+
+
+SLASH = re.compile(r"(?<![\w.:/-])/longmemeval-[\w:-]+")
+NAMED_IN = ("README.md", "docs/*.md", "commands/*.md", "skills/*/SKILL.md", "references/*.md", "plugins/*.md",
+            "scripts/*.sh")
+
+
+def documented_slash_commands() -> dict[str, list[str]]:
+    """Every slash command README, docs, commands, skills, references and script messages name -> where."""
+    found: dict[str, list[str]] = {name: ["scripts/command_names.py"] for name in command_names.ALL.values()}
+    for pattern in NAMED_IN:
+        for path in sorted(REPO.glob(pattern)):
+            for name in SLASH.findall(path.read_text(encoding="utf-8")):
+                found.setdefault(name, []).append(path.relative_to(REPO).as_posix())
+    return found
+
+
+def test_every_documented_slash_command_expands_in_the_real_cli(cc, tmp_path):
+    names = documented_slash_commands()
+    qualified = sorted(n for n in names if n.startswith(f"/{harness.PLUGIN}:"))
+    short = sorted(set(names) - set(qualified))
+    assert set(qualified) == set(command_names.ALL.values()), names
+    assert set(short) <= {"/" + n.split(":", 1)[1] for n in qualified}, names
+
+    project, env = make_project(tmp_path)
+    for name in qualified:  # plugin commands: only the qualified form expands
+        with ScriptedClaude([say("ok")]) as fake:
+            session = cc.session(name, cwd=project, base_url=fake.base_url, env=env)
+        assert session.returncode == 0, session.describe()
+        [command] = fake.main_requests[0].expanded_commands()
+        assert command.name == name and command.body.strip(), (name, names[name])
+
+    with ScriptedClaude([say("ok")]) as fake:  # a short name is text to the model without the project commands
+        cc.session("/longmemeval-run --max 2", cwd=project, base_url=fake.base_url, env=env)
+    assert fake.main_requests[0].expanded_commands() == []
+
+    subprocess.run([sys.executable, str(REPO / "scripts" / "setup_project.py"), "--skip-venv", "--short-commands"],
+                   cwd=project, check=True, capture_output=True)
+
+    def load(exchange: Exchange) -> Any:  # what the project command says: load the plugin's command
+        body = exchange.expanded_commands()[0].body
+        skill, args = re.search(r"skill `([^`]+)` and args `([^`]*)`", body).groups()
+        return tool("Skill", {"skill": skill, "args": args})
+
+    for name in short:  # project commands written by setup --short-commands: the short form expands
+        chain = [tool("Skill", {"skill": LOOP_SKILL})] if name == "/longmemeval-iterate" else []  # and hands over
+        with ScriptedClaude([once(load), *chain, say("ok")]) as fake:
+            session = cc.session(f"{name} --max 2", cwd=project, base_url=fake.base_url, env=env)
+        assert_clean(session, fake)
+        [command] = fake.main_requests[0].expanded_commands()
+        assert (command.name, command.args) == (name, "--max 2"), names[name]
+        loaded = fake.main_requests[-1].loaded_skills()[f"{harness.PLUGIN}:{name[1:]}"]
+        assert loaded.strip() and "$ARGUMENTS" not in loaded and str(cc.plugin_dir) in loaded
+
+
+# --------------------------------------------------------------------------- the Stop hook's bounds
+
+
+def test_the_stop_hook_lets_other_sessions_go_and_a_spinning_session_go_after_three_idle_stops(cc, tmp_path):
+    project, env = make_project(tmp_path)
+    (project / ".max_effort_round").write_text("0\n")
+    state = project / ".longmemeval-benchmarks" / "loop-session.json"
+    mine = str(uuid.uuid4())
+    state.write_text(json.dumps({"session_id": "someone-else", "status": "active", "history_rows": 0}))
+    with ScriptedClaude([say("Hello.")]) as fake:  # another session's loop: this one stops at once
+        other = cc.session("hello", cwd=project, base_url=fake.base_url, env=env)
+    assert_clean(other, fake)
+    assert len(fake.main_requests) == 1
+
+    state.write_text(json.dumps({"session_id": mine, "status": "active", "history_rows": 0}))
+    with ScriptedClaude([say("Done?")] * 4) as fake:  # this session's loop: blocked, until nothing moves
+        spinning = cc.session("hello", cwd=project, base_url=fake.base_url, env=env, extra_args=["--session-id", mine])
+    assert_clean(spinning, fake)
+    reasons = [ex.last_text() for ex in fake.main_requests[1:]]
+    assert len(reasons) == 3 and all("is not over" in r and "next: step 1" in r for r in reasons), reasons
+    notices = [e for e in spinning.events if e.get("subtype") == "informational"]
+    assert any("no change to the loop's files across 4 stops" in e.get("content", "") for e in notices), notices
+
+    state.write_text(json.dumps({"session_id": mine, "status": "active", "history_rows": 0}))
+    with ScriptedClaude([play_blocks(command_body), say("Cancelled.")]) as fake:  # the user's cancel ends it
+        cancel = cc.session(command_names.CANCEL, cwd=project, base_url=fake.base_url, env=env,
+                            extra_args=["--resume", mine])
+    assert_clean(cancel, fake)
+    assert json.loads(state.read_text())["status"] == "cancelled" and len(fake.main_requests) == 2
+
+
+# --------------------------------------------------------------------------- a run longer than the Bash tool's limit
+
+LONG_RUN_LATENCY = 5.1
+"""Seconds per fake model call: 24 items x (reader + judge) at concurrency 1 = at least 245 s, past the Bash tool's
+120 s default twice over. The session runs in a thread while the rest of the suite runs (conftest.py)."""
+class LongRun(threading.Thread):
+    def __init__(self, cc: harness.ClaudeCode, root: Path) -> None:
+        super().__init__(name="claude-code-long-run", daemon=True)
+        self.cc, self.root = cc, root
+        self.session: harness.Session | None = None
+        self.fake: ScriptedClaude | None = None
+        self.project: Path | None = None
+        self.error: BaseException | None = None
+        self.proc: subprocess.Popen | None = None
+
+    def run(self) -> None:
+        try:
+            project, env = _priced_project(self.root, concurrency=1)
+            self.project = project
+            with FakeLLMServer() as llm, ScriptedClaude([play_blocks(command_body), say("The run completed.")]) as fake:
+                llm.latency = LONG_RUN_LATENCY
+                items = json.loads((REPO / "data" / "sample" / "longmemeval_sample.json").read_text())
+                llm.answers = {item["question"]: item["answer"] for item in items}
+                self.fake = fake
+                self.session = self.cc.session(command_names.RUN, cwd=project, base_url=fake.base_url,
+                                               env=env | llm_env(llm), timeout=600,
+                                               on_start=lambda proc: setattr(self, "proc", proc))
+        except BaseException as err:  # noqa: BLE001 - reported by the test
+            self.error = err
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+
+    @classmethod
+    def launch(cls, installed: harness.ClaudeCode, root: Path) -> "LongRun":
+        thread = cls(installed.clone(root / "home"), root)
+        thread.start()
+        return thread
+
+
+def test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks(
+        claude_code_installed, long_claude_code_run, tmp_path):
+    # conftest.py started it with the session's first test and runs this test last: it waited meanwhile
+    long_run = long_claude_code_run or LongRun.launch(claude_code_installed, tmp_path)
+    long_run.join(timeout=560)
+    assert not long_run.is_alive(), "the long session did not end within 560 s"
+    assert long_run.error is None, repr(long_run.error)
+    session, fake = long_run.session, long_run.fake
+    assert_clean(session, fake)
+    transcript = session.describe()
+    assert session.seconds > 240, transcript  # longer than two of the Bash tool's 120 s default limits
+    calls = session.bash_calls()
+    # no call came near the limit: none was moved to the background by Claude Code
+    assert not [c for c in calls if "moved to the background" in c[1]], transcript
+    waits = calls_of(session, "run_status.py")
+    assert len(waits) >= 3, transcript
+    assert all(out.startswith("Exit code 4") and "running" in out for _, out, _ in waits[:-1]), transcript
+    assert waits[-1][1].startswith("completed") and "24/24 done (24 judged, 0 errors)" in waits[-1][1]
+    assert re.search(r"acc \d\.\d{3}  \$\d", waits[0][1]) and "ETA" in waits[0][1], waits[0][1]
+    [started] = [out for line, out, _ in calls if "--background" in line]
+    run_id = re.search(r"run (\S+) started in the background", started)[1]
+    meta = json.loads((long_run.project / ".longmemeval-benchmarks" / "runs" / run_id / "run-meta.json").read_text())
+    assert meta["status"] == "completed"
