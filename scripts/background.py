@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import checkpoint_io
+from clock import utc_now
 
 WORKER_FILE = "worker.json"
 LOG_FILE = "run.log"
@@ -130,7 +131,7 @@ def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header
         if running is not None:
             raise UserError(f"run {run_id} is already running (pid {running['pid']})",
                             fix=f"wait for it with run_status.py --run-id {run_id} --wait 100")
-        started_at = checkpoint_io.utc_now()  # before the start: a run's end is never earlier than this
+        started_at = utc_now()  # before the start: a run's end is never earlier than this
         with open(log, "ab") as fh:
             fh.write(f"{log_header}\n".encode("utf-8"))
             fh.flush()

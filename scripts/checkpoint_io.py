@@ -20,10 +20,10 @@ import sys
 import tempfile
 import threading
 import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
+from clock import utc_now
 from errors import UserError
 from schemas import SchemaError, check_version, is_valid, validate
 
@@ -39,10 +39,6 @@ _RUN_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,80}")
 _TAIL_CHUNK = 1 << 16
 
 T = TypeVar("T")
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --------------------------------------------------------------------------- whole files

@@ -39,8 +39,8 @@ import checkpoint_io
 import metrics
 import offline_judge
 from errors import UserError, run_main
-from loop_guard import SYMBOLIC_FLAGS, existing_run_dir
-from records import QUESTION_TYPES, is_abstention
+from loop_guard import existing_run_dir
+from facts import QUESTION_TYPES, SYMBOLIC_FLAGS, is_abstention
 
 KNOWN_GOLD_ERRORS = Path(__file__).resolve().parent.parent / "references" / "known-gold-errors.json"
 MODES: tuple[str, ...] = (

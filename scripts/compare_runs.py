@@ -36,7 +36,7 @@ import judge_stability
 import metrics
 import schemas
 from errors import UserError, run_main
-from records import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
+from facts import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge, resolve_judge_model
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,6 @@ class RunData:
     def judge(self) -> dict[str, Any]:
         """The judge as comparable: provider and model (aliases resolved: runs made before the alias was
         recorded as its snapshot say ``gpt-4o``). Whether verdicts were official is the scorecard's banner."""
-        from judge_shim import resolve_judge_model
-
         judge = self.meta.get("judge") or {}
         return {"provider": judge.get("provider"), "model": resolve_judge_model(str(judge.get("model"))),
                 "official": judge.get("official")}

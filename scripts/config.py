@@ -18,12 +18,11 @@ from typing import Any, Mapping, Sequence
 
 import command_names
 from checkpoint_io import write_atomic_json
-from config_defaults import STATE_DIR, default_config
+from config_defaults import default_config
 from errors import UserError, run_main
-from records import SCHEMA_VERSION
+from facts import CONFIG_FILE, SCHEMA_VERSION, STATE_DIR
 from schemas import check_version, validate
 
-CONFIG_FILE = "config.json"
 SETUP_COMMAND = command_names.SETUP
 KNOWN_PROVIDERS = ("anthropic", "openai", "azure", "offline")
 

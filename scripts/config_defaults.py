@@ -8,19 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, SCHEMA_VERSION
-
-STATE_DIR = ".longmemeval-benchmarks"
+from facts import (  # noqa: F401  (STATE_DIR re-exported for config.py)
+    CACHE_DIR,
+    DATA_DIR,
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    RUNS_DIR,
+    SCHEMA_VERSION,
+    STATE_DIR,
+    UPSTREAM_DIR,
+)
 
 
 def default_config() -> dict[str, Any]:
     """Every field with its default; ``datasetPath`` and the target model are placeholders setup replaces."""
     return {
         "schemaVersion": SCHEMA_VERSION,
-        "datasetPath": f"{STATE_DIR}/data/longmemeval_s_cleaned.json",
+        "datasetPath": f"{DATA_DIR}/longmemeval_s_cleaned.json",
         "variant": "_s",
-        "runs_dir": f"{STATE_DIR}/runs",
-        "longmemeval_root": f"{STATE_DIR}/LongMemEval",
+        "runs_dir": RUNS_DIR,
+        "longmemeval_root": UPSTREAM_DIR,
         "targetProvider": "anthropic",
         "targetModel": "claude-sonnet-4-6",
         "judgeProvider": OFFICIAL_JUDGE_PROVIDER,
@@ -30,7 +37,7 @@ def default_config() -> dict[str, Any]:
         "targetOptions": {},
         "concurrency": 8,
         "cacheEnabled": True,
-        "cache_dir": f"{STATE_DIR}/cache",
+        "cache_dir": CACHE_DIR,
         "errorThreshold": 0,
         "requestTimeoutSeconds": 600,
         "maxAttempts": 8,

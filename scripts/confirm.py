@@ -21,20 +21,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 import checkpoint_io
+from clock import utc_now, utc_stamp
 import drop_qids
 import loop_git
 import rounds
 from errors import UserError, run_main
 from loop_guard import CONFIRMATION_FILE, existing_run_dir, loop_config, run_dir, target_correct
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def check(project: Path, run_id: str) -> dict[str, Any]:
@@ -77,7 +73,7 @@ def start(project: Path, run_id: str, confirm_run_id: str | None = None, *, resu
             f"{result['threshold']}: no confirmation yet", fix="keep iterating")
     if result["status"] not in (None, "completed"):
         raise UserError(f"run {run_id} is {result['status']}, not completed", fix="resume it to the end first")
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = utc_stamp()
     confirm_id = checkpoint_io.validate_run_id(confirm_run_id or f"{run_id}-confirm-{stamp}")
     if run_dir(project, confirm_id).exists():
         raise UserError(f"run {confirm_id} already exists", fix="a confirmation must be a new run id")
@@ -88,7 +84,7 @@ def start(project: Path, run_id: str, confirm_run_id: str | None = None, *, resu
         "threshold": result["threshold"],
         "confirm_run_id": confirm_id,
         "no_cache": True,
-        "started_at": _now(),
+        "started_at": utc_now(),
         "status": "pending",
         "history": (state or {}).get("history", []),
     }
@@ -109,7 +105,7 @@ def finish(project: Path, *, commit: bool = False) -> dict[str, Any]:
     if result["n_total"] != state["n_total"]:
         raise UserError(f"confirmation covers {result['n_total']} items, the loop run {state['n_total']}",
                         fix="the confirmation must run the full set")
-    state.update(confirm_correct=result["correct"], finished_at=_now())
+    state.update(confirm_correct=result["correct"], finished_at=utc_now())
     confirmed = result["correct"] >= state["threshold"]
     state["status"] = "confirmed" if confirmed else "not_confirmed"
     state["history"] = [*state.get("history", []), {k: state.get(k) for k in (

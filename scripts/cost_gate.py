@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from errors import UserError
+from facts import is_offline
 from records import Question
 from run_settings import RunSettings
 
@@ -32,7 +33,7 @@ def confirm_threshold(cfg: Mapping[str, Any]) -> float:
 
 
 def makes_paid_calls(settings: RunSettings) -> bool:
-    return settings.target_provider != "offline" or settings.judge_provider != "offline"
+    return not is_offline(settings.target_provider) or not is_offline(settings.judge_provider)
 
 
 def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str | None:
@@ -61,7 +62,7 @@ def row_spend(row: Mapping[str, Any]) -> float | None:
 
     calls = [dict(c) for c in row.get("calls") or []]
     judgment = row.get("judgment")
-    if isinstance(judgment, Mapping) and judgment.get("provider") != "offline":
+    if isinstance(judgment, Mapping) and not is_offline(judgment.get("provider")):
         calls.append({**judgment, "cached": bool(judgment.get("cached"))})
     return call_cost(calls)
 
@@ -128,10 +129,10 @@ def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
         raise UserError(f"--max-cost: target {settings.target} cannot preview its calls (no prepare_requests), so "
                         "its cost cannot be capped", fix="drop --max-cost, or add prepare_requests to the target")
     judge_model = est.judge_model
-    if settings.judge_provider != "offline" and prices.price_for(judge_model) is None:
+    if not is_offline(settings.judge_provider) and prices.price_for(judge_model) is None:
         raise UserError(f"--max-cost: judge model {judge_model} is not in the price table (scripts/prices.py)",
                         fix="drop --max-cost or add the model's price")
-    if settings.target_provider != "offline" and settings.target not in dry_run.OWN_CALLS_TARGETS \
+    if not is_offline(settings.target_provider) and settings.target not in dry_run.OWN_CALLS_TARGETS \
             and prices.price_for(settings.target_model) is None:
         raise UserError(f"--max-cost: target model {settings.target_model} is not in the price table "
                         "(scripts/prices.py)", fix="drop --max-cost or add the model's price")

@@ -27,27 +27,13 @@ import ijson
 
 from errors import UserError, run_main
 from fingerprints import item_sha256
-from records import QUESTION_TYPES, Question
+from facts import KNOWN_SHA256, QUESTION_TYPES, VARIANT_ALIASES
+from records import Question
 from schemas import validate
 
-VARIANTS: dict[str, str] = {
-    "_s": "_s",
-    "s": "_s",
-    "longmemeval_s": "_s",
-    "longmemeval_s_cleaned": "_s",
-    "_m": "_m",
-    "m": "_m",
-    "longmemeval_m": "_m",
-    "longmemeval_m_cleaned": "_m",
-    "_oracle": "_oracle",
-    "oracle": "_oracle",
-    "longmemeval_oracle": "_oracle",
-}
-
-KNOWN_FILES: dict[str, str] = {
-    # sha256 of the file as published upstream (Hugging Face xiaowu0162/longmemeval-cleaned); see protocol notes.
-    "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442": "longmemeval_s_cleaned.json",
-}
+VARIANTS: dict[str, str] = VARIANT_ALIASES
+KNOWN_FILES: dict[str, str] = {sha: name for (_release, name), sha in KNOWN_SHA256.items()}
+"""sha256 of each file as published upstream -> its name (``facts.KNOWN_SHA256``)."""
 
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _GZ_MAGIC = b"\x1f\x8b"

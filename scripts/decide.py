@@ -26,11 +26,11 @@ import json
 import os
 import sys
 from contextlib import redirect_stdout
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import checkpoint_io
+from clock import utc_now
 import compare_runs
 import drop_qids
 import loop_git
@@ -129,7 +129,7 @@ def run_decision(
     decision = decide(int(comparison["net_excluding_flaky"]), reusable)  # a flip of an unstable label is noise
     changed_ids = retested_ids(snap_rows, run_rows)
     record: dict[str, Any] = {
-        "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "at": utc_now(),
         "round": round_no,
         "snapshot": f"v{round_no}",
         "run_id": run_id,

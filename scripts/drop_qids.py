@@ -19,11 +19,11 @@ import contextlib
 import json
 import shutil
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import checkpoint_io
+from clock import utc_now, utc_stamp
 import metrics
 from checkpoint_io import COMPLETED_FILE, MANIFEST_FILE, RESULTS_FILE
 from errors import UserError, run_main
@@ -103,7 +103,7 @@ def rewrite_run(
     """
     run_dir = Path(run_dir)
     drop = set(drop)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = utc_stamp(precise=True)
     backup = run_dir / "backups" / f"{label}-{stamp}"
     rows_removed = marks_removed = 0
     dirs = _jsonl_dirs(run_dir)
@@ -123,7 +123,7 @@ def rewrite_run(
                 if d == run_dir and name == RESULTS_FILE:
                     blob += b"".join(_line(r) for r in add_rows)
                 if d == run_dir and name == COMPLETED_FILE:
-                    blob += b"".join(_line({"question_id": q, "at": checkpoint_io.utc_now()}) for q in add_completed)
+                    blob += b"".join(_line({"question_id": q, "at": utc_now()}) for q in add_completed)
                 if removed or (d == run_dir and (add_rows or add_completed)):
                     checkpoint_io.write_atomic_bytes(d / name, blob)
                 if name == RESULTS_FILE:

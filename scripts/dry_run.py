@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from facts import is_offline, resolve_judge_model
 import hypotheses_file
 from records import Question
 from run_settings import RunSettings
@@ -55,7 +56,7 @@ class Call:
     def usd(self) -> float | None:
         import prices
 
-        return 0.0 if self.provider == "offline" else prices.cost_usd(self.model, self.tokens_in, self.tokens_out)
+        return 0.0 if is_offline(self.provider) else prices.cost_usd(self.model, self.tokens_in, self.tokens_out)
 
 
 @dataclass
@@ -94,7 +95,7 @@ class Estimator:
         self.module = generation_driver.load_target(settings.target)
         self.previewable = any(hasattr(self.module, f) for f in ("prepare_requests_by_role", "prepare_requests"))
         self.self_cached_roles = set(getattr(self.module, "CACHED_ROLES", ()))
-        self.judge_model = "gpt-4o-2024-08-06" if settings.judge_model == "gpt-4o" else settings.judge_model
+        self.judge_model = resolve_judge_model(settings.judge_model)
         self.known_hypotheses = settings.target == hypotheses_file.TARGET
         """A hypotheses run: each judge call is sized with the file's hypothesis (none: an error row, no call)."""
 

@@ -33,26 +33,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
-import hypotheses_file
+from facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
 from errors import UserError, run_main
 from records import ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
 
 PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
 
-BUILTIN_TARGETS: dict[str, str] = {
-    "full-context": "plugins/full_context.py",
-    "oracle": "plugins/oracle.py",
-    "rag": "plugins/rag.py",
-    "offline": "plugins/offline.py",
-    "command": "plugins/command.py",
-    "python": "plugins/python_file.py",
-    "memory-ref": "plugins/memory_ref/__init__.py",
-    hypotheses_file.TARGET: "plugins/hypotheses.py",
-}
-
-ORACLE_TARGET = "oracle"
-HYPOTHESES_TARGET = hypotheses_file.TARGET
-"""Answers read from a file (``run_benchmark.py --hypotheses FILE``), the one target looked up by question id."""
 
 
 class TargetError(UserError):

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, Collection, Mapping
 
 from errors import UserError
+from facts import HYPOTHESES_TARGET
 
-TARGET = "hypotheses"
+TARGET = HYPOTHESES_TARGET
 """The target's name (``run_benchmark.py --hypotheses FILE`` selects it)."""
 MISSING_HYPOTHESIS = "missing_hypothesis"
 """The error kind of a question the file has no hypothesis for."""

@@ -27,7 +27,7 @@ import checkpoint_io
 import metrics
 from compare_runs import RunData, load_run
 from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL
+from facts import OFFICIAL_JUDGE_MODEL
 
 EVAL_SUFFIX = ".eval-results-gpt-4o"
 """Upstream names its output ``<hyp file>.eval-results-<judge alias>``; the official alias is gpt-4o."""

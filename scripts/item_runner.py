@@ -7,20 +7,16 @@ message, attempts) that is never marked completed, so a resume re-runs the item.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from clock import utc_now_precise
 from errors import UserError
-from hypotheses_file import TARGET as HYPOTHESES_TARGET
+from facts import HYPOTHESES_TARGET, is_offline
 from prompt_store import RecordingLLM
 from records import LLM, ChatRequest, Question, row_base
 from run_settings import RunSettings
 
 BILLING = "billing"
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def call_cost(calls: list[Mapping[str, Any]]) -> float | None:
@@ -54,7 +50,7 @@ def _error_row(q: Question, settings: RunSettings, stage: str, kind: str, messag
         cost=None,
         calls=[] if hyp is None else list(hyp.get("calls", [])),
         error={"stage": stage, "kind": kind, "message": message[:2000], "attempts": int(attempts)},
-        finished_at=_now(),
+        finished_at=utc_now_precise(),
     )
     return row
 
@@ -83,7 +79,7 @@ def generate(q: Question, settings: RunSettings, llm: LLM) -> dict[str, Any]:
 
 
 def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> dict[str, Any]:
-    if settings.judge_provider == "offline":
+    if is_offline(settings.judge_provider):
         import offline_judge
 
         return offline_judge.offline_judge(q.question_id, q.question_type, q.question, q.answer, hypothesis)
@@ -154,7 +150,7 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
         gen_usd = call_cost(gen_calls)
     else:  # no model calls we made: free (offline), or a user's system whose spending we cannot price
         gen_usd = 0.0 if not (hyp.get("tokensIn") or hyp.get("tokensOut")) else None
-    judge_usd = call_cost([{**verdict, "cached": verdict.get("cached", False)}]) if verdict.get("provider") != "offline" else 0.0
+    judge_usd = call_cost([{**verdict, "cached": verdict.get("cached", False)}]) if not is_offline(verdict.get("provider")) else 0.0
     total = None if gen_usd is None or judge_usd is None else gen_usd + judge_usd
 
     retrieved = hyp.get("retrieved_session_ids")
@@ -173,6 +169,6 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
         cost={"generation_usd": gen_usd, "judge_usd": judge_usd, "total_usd": total},
         calls=gen_calls,
         error=None,
-        finished_at=_now(),
+        finished_at=utc_now_precise(),
     )
     return row

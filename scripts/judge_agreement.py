@@ -31,11 +31,21 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from clock import utc_now
 from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL, QUESTION_TYPES, SCHEMA_VERSION, is_abstention, is_official_judge
+from facts import (
+    AGREEMENT_REGISTRY,
+    OFFICIAL_JUDGE_MODEL,
+    QUESTION_TYPES,
+    SCHEMA_VERSION,
+    STATE_DIR,
+    is_abstention,
+    is_official_judge,
+    is_offline,
+    resolve_judge_model,
+)
 
-REGISTRY_NAME = "judge-agreement.jsonl"
-STATE_DIR = ".longmemeval-benchmarks"
+REGISTRY_NAME = AGREEMENT_REGISTRY
 
 
 def registry_path(project: str | Path) -> Path:
@@ -168,7 +178,7 @@ def candidate_run(project: Path, run: str) -> tuple[str, str, dict[tuple[str, st
         raise UserError(f"--candidate-run {run}: no run at {path}", fix="give a run id or a run directory")
     data = load_run(path)
     provider, model = data.judge["provider"], data.judge["model"]
-    if provider == "offline":
+    if is_offline(provider):
         raise UserError(f"--candidate-run {run} was judged offline: the offline judge is not a candidate",
                         fix="pass a run judged by provider:model")
     if is_official_judge(provider, model):
@@ -288,8 +298,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     import config as config_mod
     import judge_shim
     import providers
-    from checkpoint_io import utc_now
-    from judge_shim import resolve_judge_model
 
     project = args.project.resolve()
     cfg = judge_shim.project_config(project)
@@ -297,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         provider, model, verdicts, candidate_source = candidate_run(project, args.candidate_run)
     else:
         provider, model = config_mod.parse_model_arg(args.candidate, "openai", tuple(cfg.get("providers") or {}))
-        if provider == "offline":
+        if is_offline(provider):
             raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
         model = resolve_judge_model(model)
     root = args.longmemeval_root or cfg.get("longmemeval_root")

@@ -40,26 +40,25 @@ from typing import Any, Callable, Mapping, Sequence
 
 import command_names
 from errors import UserError, run_main
-from records import (
-    LLM,
+from facts import (
+    CACHE_DIR,
+    JUDGE_MODEL_ALIASES,
+    JUDGE_PROMPT_FUNCTION,
+    JUDGE_TEMPLATE_RELPATH,
     OFFICIAL_JUDGE_MODEL,
     OFFICIAL_JUDGE_PROVIDER,
     QUESTION_TYPES,
-    ChatRequest,
-    Verdict,
+    UPSTREAM_FUNCTION_SHA256,
     is_abstention,
     is_official_judge,
+    is_offline,
+    resolve_judge_model,
 )
+from records import LLM, ChatRequest, Verdict
 
-TEMPLATE_RELPATH = Path("src") / "evaluation" / "evaluate_qa.py"
-PROMPT_FUNCTION = "get_anscheck_prompt"
-JUDGE_MODEL_ALIASES = {"gpt-4o": "gpt-4o-2024-08-06", "gpt-4o-mini": "gpt-4o-mini-2024-07-18"}
-"""Upstream's ``model_zoo`` for the judge."""
+TEMPLATE_RELPATH = Path(JUDGE_TEMPLATE_RELPATH)
+PROMPT_FUNCTION = JUDGE_PROMPT_FUNCTION
 JUDGE_MAX_TOKENS = 10
-UPSTREAM_FUNCTION_SHA256 = frozenset({
-    # get_anscheck_prompt at xiaowu0162/LongMemEval d6dc8b5 (2024-11-24; unchanged through 9e0b455), CRLF -> LF
-    "90413115ed06dd07135f9d9ed53b14238776029eeb1a32a87ccbfbc0e2730482",
-})
 SETUP_HINT = f"run {command_names.SETUP} (it clones xiaowu0162/LongMemEval) or set longmemeval_root in the config"
 
 
@@ -138,10 +137,6 @@ def load_prompt_builder(longmemeval_root: str | Path | None) -> PromptBuilder:
     if not path.is_file():
         raise UserError(f"LongMemEval checkout not found: {path} does not exist", fix=SETUP_HINT)
     return _CACHE.get(path.resolve())
-
-
-def resolve_judge_model(model: str) -> str:
-    return JUDGE_MODEL_ALIASES.get(model, model)
 
 
 def label_from_reply(reply: str) -> bool:
@@ -231,7 +226,7 @@ def judge(
         raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
                         fix="pass question_id=...")
     abstention = is_abstention(question_id)
-    if provider == "offline":
+    if is_offline(provider):
         from offline_judge import offline_judge
 
         return offline_judge(question_id, question_type, question, answer, hypothesis)
@@ -462,13 +457,12 @@ def file_gateway(project: Path, cfg: Mapping[str, Any], concurrency: int, *, rea
     limiter starting at ``concurrency``, and the config's provider settings (``cfg``: ``project_config``)."""
     import config as config_mod
     from call_cache import CallCache
-    from config_defaults import STATE_DIR
     from rate_limiter import AdaptiveLimiter
     from run_gateway import RunGateway
 
     cache = None
     if cfg.get("cacheEnabled", True):
-        cache_dir = config_mod.resolve_path(project, cfg.get("cache_dir") or Path(STATE_DIR) / "cache")
+        cache_dir = config_mod.resolve_path(project, cfg.get("cache_dir") or CACHE_DIR)
         cache = CallCache(cache_dir, read=read_cache)
     return RunGateway(settings=provider_settings(cfg), cache=cache, limiter=AdaptiveLimiter(concurrency))
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import checkpoint_io
-from records import SCHEMA_VERSION
+from clock import utc_now
+from facts import SCHEMA_VERSION, STABILITY_REGISTRY, STATE_DIR
 
-REGISTRY_NAME = "judge-stability.jsonl"
-STATE_DIR = ".longmemeval-benchmarks"
+REGISTRY_NAME = STABILITY_REGISTRY
 Key = tuple[str, str, str]
 """(question_id, judge model, prompt sha256)."""
 
@@ -100,7 +100,7 @@ class StabilityRegistry:
                 "judge_provider": judgment.get("provider"), "judge_model": key[1], "prompt_sha256": key[2],
                 "yes": yes, "no": no, "n": yes + no, "flaky": yes > 0 and no > 0,
                 "first_label": before.get("first_label", verdicts[0].get("label")),
-                "updated_at": checkpoint_io.utc_now(), "source": source,
+                "updated_at": utc_now(), "source": source,
             }
             self._append(line)
             self._entries[key] = line

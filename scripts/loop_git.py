@@ -20,28 +20,26 @@ from pathlib import Path
 from typing import Sequence
 
 from errors import UserError, run_main
-from loop_guard import (
+from facts import (
     CONFIRMATION_FILE,
     DECISIONS_FILE,
     HISTORY_FILE,
+    PROPOSAL_FILE,
     ROUND_FILE,
     SNAPSHOTS_DIR,
     STATE_DIR,
-    assert_on_loop_branch,
-    loop_config,
+    TRIGGER_SET_FILE,
+    VENV_DIR,
 )
+from loop_guard import assert_on_loop_branch, loop_config
 
 FORBIDDEN_ARGS = ("-f", "--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "-d")
 FORBIDDEN_COMMANDS = ("checkout", "switch", "reset", "rebase", "stash", "branch", "filter-branch")
 """Commands that move HEAD to another branch or rewrite history; the loop never runs them."""
 
-TRIGGER_SET_FILE = f"{STATE_DIR}/trigger_set.txt"
-"""The round's trigger set: the question ids its fix should change, one per line (``drop_qids.py --from-file``)."""
-PROPOSAL_FILE = f"{STATE_DIR}/proposal.md"
-"""The round's proposal: the fix in one line, then its files and what it must not touch (the fix commit's message)."""
 STATE_PATHS = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, SNAPSHOTS_DIR, TRIGGER_SET_FILE,
                PROPOSAL_FILE)
-NEVER_A_FIX = (f"{STATE_DIR}/", ".longmemeval-venv/", f"{ROUND_FILE}.lock", ".claude/")
+NEVER_A_FIX = (f"{STATE_DIR}/", f"{VENV_DIR}/", f"{ROUND_FILE}.lock", ".claude/")
 """Prefixes ``--changed`` leaves out besides the state paths: runs, caches, config, the venv, and Claude Code's
 project files (the permission rules and short command names setup may write there are not a fix)."""
 

@@ -32,19 +32,23 @@ from typing import Any, Mapping, Sequence
 
 import command_names
 from errors import UserError, run_main
+from facts import (
+    BUILTIN_TARGETS,
+    CONFIG_FILE,
+    CONFIRMATION_FILE,
+    DECISIONS_FILE,
+    HISTORY_FILE,
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    ROUND_FILE,
+    RUNS_DIR,
+    SNAPSHOTS_DIR,
+    STATE_DIR,
+    SYMBOLIC_FLAGS,
+    resolve_judge_model,
+)
 
-STATE_DIR = ".longmemeval-benchmarks"
-CONFIG_FILE = "config.json"
-HISTORY_FILE = "history_max_effort.md"
-"""The loop's own log. Never ``history.md``: that one belongs to the canonical stack."""
-ROUND_FILE = ".max_effort_round"
-SNAPSHOTS_DIR = f"{STATE_DIR}/snapshots"
-DECISIONS_FILE = f"{STATE_DIR}/decisions.jsonl"
-CONFIRMATION_FILE = f"{STATE_DIR}/confirmation.json"
-
-SYMBOLIC_FLAGS: tuple[str, ...] = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
-LOOP_JUDGE_PROVIDER = "openai"
-LOOP_JUDGE_MODELS: tuple[str, ...] = ("gpt-4o", "gpt-4o-2024-08-06")
+LOOP_JUDGE_PROVIDER = OFFICIAL_JUDGE_PROVIDER
 TARGET_SHARE = 0.95
 """The loop ends when a run and its clean confirmation rerun both reach ceil(0.95 * n_total) strict correct."""
 
@@ -64,7 +68,7 @@ LOOP_DEFAULTS: dict[str, Any] = {
 
 def runs_root(project: Path) -> Path:
     """The runs directory: config ``runs_dir`` (relative to the project), else ``.longmemeval-benchmarks/runs``."""
-    configured = read_project_config(project).get("runs_dir") or f"{STATE_DIR}/runs"
+    configured = read_project_config(project).get("runs_dir") or RUNS_DIR
     path = Path(str(configured)).expanduser()
     return path if path.is_absolute() else Path(project) / path
 
@@ -171,7 +175,7 @@ def symbolic_problems(symbolic: Mapping[str, Any] | None) -> list[str]:
 
 
 def judge_problems(provider: str | None, model: str | None) -> list[str]:
-    if provider == LOOP_JUDGE_PROVIDER and model in LOOP_JUDGE_MODELS:
+    if provider == LOOP_JUDGE_PROVIDER and model is not None and resolve_judge_model(model) == OFFICIAL_JUDGE_MODEL:
         return []
     return [
         f"judge is {provider or '?'}:{model or '?'}: the loop uses only openai:gpt-4o "
@@ -212,8 +216,6 @@ def check_loop_run(settings: Mapping[str, Any], project: Path) -> list[str]:
 def target_key(target: str, project: Path) -> str:
     """What a target names: a built-in name as it is; a path (a ``.py`` file or a package directory, relative to
     the project) as its resolved file, a package as its ``__init__.py``."""
-    from generation_driver import BUILTIN_TARGETS
-
     if target in BUILTIN_TARGETS:
         return target
     path = Path(target).expanduser()

@@ -30,24 +30,32 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from clock import utc_now_iso
 import command_names  # noqa: E402  (stdlib-only siblings)
 from errors import UserError, run_main  # noqa: E402
-from loop_guard import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, ROUND_FILE, STATE_DIR  # noqa: E402
+from facts import (  # noqa: E402
+    CONFIRMATION_FILE,
+    DECISIONS_FILE,
+    HISTORY_FILE,
+    LOOP_SESSION_FILE,
+    PROPOSAL_FILE,
+    ROUND_FILE,
+    RUNS_DIR,
+    TRIGGER_SET_FILE,
+)
 
-SESSION_FILE = f"{STATE_DIR}/loop-session.json"
+SESSION_FILE = LOOP_SESSION_FILE
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 """Set by Claude Code (2.1.332) in the environment of every Bash command and hook it runs."""
 STALL_LIMIT = 3
 """Stops in a row with no change to the loop's files after which the hook lets the session end."""
-_WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, f"{STATE_DIR}/trigger_set.txt",
-            f"{STATE_DIR}/proposal.md")
+_WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, TRIGGER_SET_FILE, PROPOSAL_FILE)
 _RUN_FILES = ("item-results.jsonl", "questions_completed.jsonl", "run-meta.json", "worker.json")
 
 
@@ -104,10 +112,6 @@ def blocked_since(project: Path, rows_at_start: int) -> bool:
     return any(row.startswith("| BLOCKED |") for row in _history_rows(project)[rows_at_start:])
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def start(project: Path, session_id: str) -> str:
     """Record ``session_id`` as the loop's driver; returns the line to print. Another session's record is replaced."""
     if confirmed(project):
@@ -116,7 +120,7 @@ def start(project: Path, session_id: str) -> str:
         previous = read_state(project) or {}
     except UserError:  # a broken record is replaced: that is the fix it names
         previous = {}
-    state = {"session_id": session_id, "started_at": _now(), "status": "active",
+    state = {"session_id": session_id, "started_at": utc_now_iso("seconds"), "status": "active",
              "history_rows": len(_history_rows(project)), "project": str(Path(project).resolve())}
     _write_state(project, state)
     if previous.get("session_id") not in (None, session_id) and previous.get("status") == "active":
@@ -130,7 +134,7 @@ def cancel(project: Path) -> str:
     state = read_state(project)
     if state is None or state.get("status") != "active":
         return "no active loop session: nothing to cancel"
-    state.update(status="cancelled", ended_at=_now())
+    state.update(status="cancelled", ended_at=utc_now_iso("seconds"))
     _write_state(project, state)
     return f"loop session {state.get('session_id')} cancelled: Claude Code may end the session; the loop's state is kept"
 
@@ -165,7 +169,7 @@ def fingerprint(project: Path) -> str:
         except (OSError, subprocess.SubprocessError):
             parts.append("")
     files = [project / name for name in _WATCHED]
-    files += [run / name for run in sorted((project / STATE_DIR / "runs").glob("*")) for name in _RUN_FILES]
+    files += [run / name for run in sorted((project / RUNS_DIR).glob("*")) for name in _RUN_FILES]
     for path in files:
         try:
             stat = path.stat()

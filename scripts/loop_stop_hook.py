@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 SCRIPTS = Path(__file__).resolve().parent
-STATE_FILE = Path(".longmemeval-benchmarks") / "loop-session.json"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+from facts import LOOP_SESSION_FILE  # noqa: E402  (stdlib only)
+
+STATE_FILE = Path(LOOP_SESSION_FILE)
 
 
 def projects(hook_input: Mapping[str, Any]) -> list[Path]:
@@ -73,8 +78,6 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
     for project in projects(hook_input):
         if not (project / STATE_FILE).is_file():
             continue
-        if str(SCRIPTS) not in sys.path:
-            sys.path.insert(0, str(SCRIPTS))
         import loop_session
 
         found = loop_session.verdict(project, str(hook_input.get("session_id") or ""))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
-from records import QUESTION_TYPES, is_abstention
+from facts import QUESTION_TYPES, is_abstention
 
 Z_95 = 1.959963984540054
 """The two-sided 95% normal quantile used for the Wilson interval."""

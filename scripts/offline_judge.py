@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from records import Verdict, is_abstention
+from facts import is_abstention
+from records import Verdict
 
 OFFLINE_JUDGE_MODEL = "offline-containment-v1"
 ABSTENTION_PHRASES = (

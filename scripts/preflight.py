@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 import command_names
+from facts import is_offline
 import hypotheses_file
 from errors import UserError, run_main
 
@@ -41,7 +42,7 @@ def check_inputs(settings) -> None:
         ) from None
     if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: one line, before anything
         hypotheses_file.check_run_inputs(settings)
-    if settings.judge_provider != "offline":
+    if not is_offline(settings.judge_provider):
         judge_shim.load_prompt_builder(settings.longmemeval_root)
     if "azure" in (settings.judge_provider, settings.target_provider):
         import providers
@@ -77,7 +78,7 @@ def checks(settings) -> list[tuple[bool | None, str]]:
         except UserError as err:
             results.append((False, str(err)))
 
-    if settings.judge_provider != "offline":
+    if not is_offline(settings.judge_provider):
         import judge_shim
 
         try:

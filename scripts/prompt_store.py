@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from records import SCHEMA_VERSION, ChatRequest, Completion
+from facts import SCHEMA_VERSION
+from records import ChatRequest, Completion
 
 PROMPTS_FILE = "prompts.jsonl"
 SHARED_LINE_CHARS = 200

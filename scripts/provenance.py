@@ -9,6 +9,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from facts import JUDGE_TEMPLATE_RELPATH
+
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("anthropic", "openai", "backoff", "jsonschema", "ijson", "tqdm", "matplotlib", "tiktoken")
 
@@ -66,7 +68,7 @@ def target_source_sha256(target: str) -> str | None:
 
 
 def judge_template_path(longmemeval_root: str | None) -> Path | None:
-    return Path(longmemeval_root) / "src" / "evaluation" / "evaluate_qa.py" if longmemeval_root else None
+    return Path(longmemeval_root) / JUDGE_TEMPLATE_RELPATH if longmemeval_root else None
 
 
 def judge_template_sha256(longmemeval_root: str | None) -> str | None:

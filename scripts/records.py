@@ -5,8 +5,8 @@ Raw dataset JSON enters through ``Question.from_dict`` only; targets only ever s
 carries no gold field (no answer, no evidence ids, no ``has_answer``) and hides real session ids behind aliases,
 because upstream's evidence session ids contain the substring ``answer``.
 
-The facts of the protocol that everything else imports live here, once: the six question types and the
-abstention rule.
+The facts of the protocol (the six question types, the abstention rule, the official judge) are defined in
+``facts`` and re-exported here.
 """
 
 from __future__ import annotations
@@ -16,31 +16,15 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
-SCHEMA_VERSION = "1.0.0"
-
-QUESTION_TYPES: tuple[str, ...] = (
-    "single-session-user",
-    "single-session-assistant",
-    "single-session-preference",
-    "multi-session",
-    "temporal-reasoning",
-    "knowledge-update",
+from facts import (  # noqa: F401  (re-exported: the protocol's facts beside the records)
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    OFFICIAL_JUDGE_ROUTES,
+    QUESTION_TYPES,
+    SCHEMA_VERSION,
+    is_abstention,
+    is_official_judge,
 )
-
-OFFICIAL_JUDGE_PROVIDER = "openai"
-OFFICIAL_JUDGE_MODEL = "gpt-4o-2024-08-06"
-OFFICIAL_JUDGE_ROUTES: tuple[str, ...] = (OFFICIAL_JUDGE_PROVIDER, "azure")
-"""Providers that serve the official snapshot: OpenAI itself, and Azure OpenAI (a deployment of the same snapshot)."""
-
-
-def is_official_judge(provider: str | None, model: str | None) -> bool:
-    """The official judge: the snapshot ``gpt-4o-2024-08-06`` through OpenAI or Azure OpenAI."""
-    return provider in OFFICIAL_JUDGE_ROUTES and model == OFFICIAL_JUDGE_MODEL
-
-
-def is_abstention(question_id: str) -> bool:
-    """Upstream's rule, and the only one: an item is an abstention item iff its id contains ``_abs``."""
-    return "_abs" in question_id
 
 
 def session_alias(index: int) -> str:

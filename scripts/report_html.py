@@ -44,12 +44,13 @@ import prompt_store
 import report_svg
 from compare_runs import RunData, load_run
 from errors import UserError, run_main
-from records import QUESTION_TYPES, Question
+from facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR
+from records import Question
 
 REPORT_FILE = "report.html"
 ASSETS = Path(__file__).resolve().parent / "report_assets"
-STABILITY_FILE = "judge-stability.jsonl"
-"""The judge-stability registry (issue 12, /work/team/INTERFACE-12.md): in ``.longmemeval-benchmarks/``."""
+STABILITY_FILE = STABILITY_REGISTRY
+"""The judge-stability registry, in ``.longmemeval-benchmarks/``."""
 DEFAULT_MAX_TEXT_MB = 24.0
 DEFAULT_TOP_K = 10
 """Retrieved sessions listed per question when the target's debug does not say how many the reader got."""
@@ -108,7 +109,7 @@ def stability_path(run_dir: Path, project: Path | None = None) -> Path:
     ``runs/`` folder (a run in the default layout, scored from anywhere)."""
     beside = Path(run_dir).resolve().parent.parent / STABILITY_FILE
     if project is not None:
-        own = Path(project) / ".longmemeval-benchmarks" / STABILITY_FILE
+        own = Path(project) / STATE_DIR / STABILITY_FILE
         if own.is_file() or not beside.is_file():
             return own
     return beside

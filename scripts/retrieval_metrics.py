@@ -27,9 +27,9 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-from records import is_abstention
+from facts import RETRIEVAL_KS, is_abstention
 
-DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
+DEFAULT_KS: tuple[int, ...] = RETRIEVAL_KS
 
 
 def _check_k(k: int) -> None:

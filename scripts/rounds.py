@@ -29,10 +29,10 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from clock import utc_now_iso, utc_today
 from errors import UserError, run_main
 from loop_guard import (
     CONFIRMATION_FILE,
@@ -61,10 +61,6 @@ HISTORY_HEADER = (
 )
 BLOCK_REASONS = {"billing": "API billing",
                  "cost": "run estimate above confirmCostUsd: waiting for the user's approval"}
-
-
-def today() -> str:
-    return datetime.now(timezone.utc).date().isoformat()
 
 
 @contextmanager
@@ -175,7 +171,7 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
             if shard.is_dir():
                 shutil.copytree(shard, tmp / shard.name, ignore=shutil.ignore_patterns(".lock"))
         (tmp / "snapshot.json").write_text(
-            json.dumps({"round": round_no, "run_id": run_id, "created": datetime.now(timezone.utc).isoformat()}) + "\n",
+            json.dumps({"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n",
             encoding="utf-8",
         )
         os.rename(tmp, dest)
@@ -225,7 +221,7 @@ def history_row(round_no: int, metrics: Mapping[str, Any], note: str, date: str 
     correct, n_total = strict_correct(metrics)
     note = " ".join(note.split()).replace("|", "/")
     return (
-        f"| v{round_no} | {date or today()} | {correct}/{n_total} | {fmt(metrics.get('overall'))} | "
+        f"| v{round_no} | {date or utc_today()} | {correct}/{n_total} | {fmt(metrics.get('overall'))} | "
         f"{fmt(metrics.get('task_averaged'))} | {fmt(metrics.get('abstention'))} | {note} |"
     )
 
@@ -248,7 +244,7 @@ def blocked_row(round_no: int, reason: str, date: str | None = None) -> str:
     charts (``charts.load_history``) skip it.
     """
     text = " ".join(BLOCK_REASONS.get(reason, reason).split()).replace("|", "/")
-    return (f"| BLOCKED | {date or today()} | n/a | n/a | n/a | n/a | "
+    return (f"| BLOCKED | {date or utc_today()} | n/a | n/a | n/a | n/a | "
             f"{text} (round v{round_no}): the loop is halted until a human fixes it |")
 
 

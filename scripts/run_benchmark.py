@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import checkpoint_io
+from clock import utc_now
 import config as config_mod
 import cost_gate
 import dataset
@@ -220,7 +221,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
         cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         before = _run_figures(work)
-        invocation: dict[str, Any] = {"started_at": run_state.utcnow(), "pending_before": len(pending_all),
+        invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
                                       "planned_now": len(pending)}
         if max_cost is not None:
             invocation["max_cost_usd"] = max_cost
@@ -236,7 +237,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             meta.update(
                 status=status,
                 error=error,
-                finished_at=run_state.utcnow(),
+                finished_at=utc_now(),
                 duration_seconds=round(float(meta.get("duration_seconds") or 0.0) + elapsed, 3),
                 counts={
                     "n_total": manifest["n_total"],
@@ -467,7 +468,7 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
     work.mkdir(parents=True, exist_ok=True)  # a shard's worker, log and worker.json live in its own directory
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
     info = background.start(work, _worker_argv(argv, run_id, bool(args.run_id)), run_id=run_id, cwd=Path.cwd(),
-                            log_header=f"=== {checkpoint_io.utc_now()} started in the background: {shown}")
+                            log_header=f"=== {utc_now()} started in the background: {shown}")
     log = Path(info["log"])
     try:
         log = log.relative_to(Path.cwd())

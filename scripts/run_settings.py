@@ -13,8 +13,21 @@ from typing import Any, Mapping
 
 import command_names
 from errors import UserError
+from facts import (
+    CACHE_DIR,
+    DATA_DIR,
+    FILES,
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    OFFICIAL_JUDGE_ROUTES,
+    OFFLINE,
+    OFFLINE_JUDGE_MODEL,
+    OFFLINE_TARGET_MODEL,
+    RUNS_DIR,
+    SYMBOLIC_FLAGS,
+    resolve_judge_model,
+)
 
-SYMBOLIC_FLAGS = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
 STATUS_EVERY_S = 15.0
 """Seconds between two status lines of ``--progress status``."""
 _SHARD = re.compile(r"^(\d+)/(\d+)$")
@@ -95,7 +108,7 @@ def stored_run_settings(cfg: Mapping[str, Any], run_id: str | None, project: Pat
 
     if not run_id:
         return None
-    runs_dir = config_mod.resolve_path(project, cfg.get("runs_dir") or ".longmemeval-benchmarks/runs")
+    runs_dir = config_mod.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
     root = checkpoint_io.run_dir_for(runs_dir, checkpoint_io.validate_run_id(run_id))
     metas = [root / "run-meta.json", *sorted(root.glob("shard-*/run-meta.json"))]
     meta_path = next((m for m in metas if m.is_file()), None)
@@ -126,16 +139,15 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     target_provider, target_model = cfg.get("targetProvider", "anthropic"), cfg.get("targetModel", "")
     if args.target_model:
         target_provider, target_model = config_mod.parse_model_arg(args.target_model, target_provider, named)
-    judge_provider, judge_model = cfg.get("judgeProvider", "openai"), cfg.get("judgeModel", "gpt-4o-2024-08-06")
+    judge_provider, judge_model = (cfg.get("judgeProvider", OFFICIAL_JUDGE_PROVIDER),
+                                   cfg.get("judgeModel", OFFICIAL_JUDGE_MODEL))
     if args.judge_model:
         judge_provider, judge_model = config_mod.parse_model_arg(args.judge_model, judge_provider, named)
-    if judge_provider in ("openai", "azure"):  # upstream's alias: gpt-4o is the snapshot gpt-4o-2024-08-06, recorded as such
-        from judge_shim import resolve_judge_model
-
+    if judge_provider in OFFICIAL_JUDGE_ROUTES:  # upstream's alias: gpt-4o is the snapshot, recorded as such
         judge_model = resolve_judge_model(judge_model)
     if args.offline:
-        target_provider, target_model = "offline", "extractive"
-        judge_provider, judge_model = "offline", "offline-containment-v1"
+        target_provider, target_model = OFFLINE, OFFLINE_TARGET_MODEL
+        judge_provider, judge_model = OFFLINE, OFFLINE_JUDGE_MODEL
     target = args.target or cfg.get("target") or "full-context"
     if args.offline and not args.target:
         target = "offline"
@@ -181,7 +193,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         project=str(project),
         dataset_path=str(path(dataset_path)),
         variant=variant,
-        runs_dir=str(path(cfg.get("runs_dir") or ".longmemeval-benchmarks/runs")),
+        runs_dir=str(path(cfg.get("runs_dir") or RUNS_DIR)),
         longmemeval_root=path(args.longmemeval_root or cfg.get("longmemeval_root")),
         target=target,
         target_provider=target_provider,
@@ -193,7 +205,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         concurrency=concurrency,
         cache_enabled=cache_enabled,
         cache_read=cache_enabled and not args.no_cache and bool((stored or {}).get("cache_read", True)),
-        cache_dir=str(path(cfg.get("cache_dir") or ".longmemeval-benchmarks/cache")),
+        cache_dir=str(path(cfg.get("cache_dir") or CACHE_DIR)),
         error_threshold=error_threshold,
         timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
         max_attempts=int(cfg.get("maxAttempts", 8)),
@@ -223,7 +235,7 @@ def _hypotheses_target(args: argparse.Namespace, target: str, provider: str, mod
         file = str(path(str(options["file"])))
         options = {"file": file, "sha256": options.get("sha256") or hypotheses_file.file_sha256(file)}
     name = Path(str(options.get("file") or "")).name or "none"
-    return hypotheses_file.TARGET, "offline", name, options
+    return hypotheses_file.TARGET, OFFLINE, name, options
 
 
 def dataset_for_variant(configured: str, variant: str, *, explicit: bool, project: Path,
@@ -232,8 +244,6 @@ def dataset_for_variant(configured: str, variant: str, *, explicit: bool, projec
     ``variant``, says it is that variant; otherwise the variant's file downloaded by setup into
     ``.longmemeval-benchmarks/data/``. ``--variant _oracle`` must never run the ``_s`` file under the oracle's name."""
     import dataset
-    from config_defaults import STATE_DIR
-    from setup_project import FILES
 
     path = Path(configured)
     named = dataset.guess_variant(path)  # from the file name only
@@ -242,7 +252,7 @@ def dataset_for_variant(configured: str, variant: str, *, explicit: bool, projec
     named = named or f"{configured_variant} (the config's variant)"
     if not explicit:
         for release in ("cleaned", "original"):
-            candidate = project / STATE_DIR / "data" / FILES[release][variant]
+            candidate = project / DATA_DIR / FILES[release][variant]
             if candidate.is_file():
                 return candidate
     raise UserError(

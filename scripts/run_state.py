@@ -6,20 +6,16 @@ Everything here reads or writes files under ``runs/<runId>/``; ``run_benchmark``
 from __future__ import annotations
 
 import zlib
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import checkpoint_io
+from clock import utc_now
 import dataset
 import run_settings
 from errors import UserError
-from records import SCHEMA_VERSION, is_official_judge
+from facts import SCHEMA_VERSION, is_official_judge, is_offline
 from run_settings import RunSettings
-
-
-def utcnow() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def official_judge(provider: str, model: str) -> bool:
@@ -86,7 +82,7 @@ def _stored_settings_conflicts(meta: dict[str, Any], settings: RunSettings, ds: 
             f"{meta['judge']['provider']}:{meta['judge']['model']}"
         )
     stored_template = ((meta.get("provenance") or {}).get("prompt_hashes") or {}).get("judge_template_sha256")
-    if settings.judge_provider != "offline" and stored_template:
+    if not is_offline(settings.judge_provider) and stored_template:
         import provenance
 
         current = provenance.judge_template_sha256(settings.longmemeval_root)
@@ -118,7 +114,7 @@ def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> dict[str
         "schemaVersion": SCHEMA_VERSION,
         "runId": run_id,
         "status": "running",
-        "started_at": utcnow(),
+        "started_at": utc_now(),
         "finished_at": None,
         "duration_seconds": 0.0,
         "variant": settings.variant,

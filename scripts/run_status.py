@@ -25,14 +25,15 @@ import shlex
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
 import background
 import checkpoint_io
+from clock import parse_utc
 import command_names
 from errors import UserError, run_main
+from facts import RUNS_DIR
 
 POLL_S = 1.0
 """Seconds between two looks at the run's files while ``--wait`` blocks."""
@@ -121,15 +122,7 @@ def wait_line(run_id: str) -> str:
 # --------------------------------------------------------------------------- reading a run
 
 
-def _parse_time(text: Any) -> float | None:
-    if not text:
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(str(text), fmt).replace(tzinfo=timezone.utc).timestamp()
-        except ValueError:
-            continue
-    return None
+_parse_time = parse_utc
 
 
 def _read_meta(path: Path) -> dict[str, Any] | None:
@@ -270,7 +263,7 @@ def runs_dir(project: Path) -> Path:
     import config as config_mod
 
     cfg = config_mod.load_config(project)
-    return config_mod.resolve_path(project, cfg.get("runs_dir") or ".longmemeval-benchmarks/runs")
+    return config_mod.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
 
 
 def _is_run(p: Path) -> bool:

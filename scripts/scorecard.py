@@ -42,17 +42,23 @@ import retrieval_metrics
 import schemas
 from compare_runs import RunData, load_run
 from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
+from facts import (
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    OFFICIAL_SET_SIZE,
+    QUESTION_TYPES,
+    RETRIEVAL_KS,
+    RUNS_DIR,
+    SCHEMA_VERSION,
+    is_official_judge,
+    is_offline,
+)
 
 REFERENCES = Path(__file__).resolve().parent.parent / "references"
 KNOWN_GOLD_ERRORS = REFERENCES / "known-gold-errors.json"
-RETRIEVAL_KS = (1, 3, 5, 10, 30, 50)
-"""As upstream's retrieval evaluation; metrics.json has every k."""
 MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
 """The k shown in scorecard.md (all six make the table too wide to read)."""
-OFFICIAL_SET_SIZE = 500
-"""Items in every official LongMemEval variant (_s, _m, _oracle)."""
-DEFAULT_RUNS_DIR = Path(".longmemeval-benchmarks") / "runs"
+DEFAULT_RUNS_DIR = Path(RUNS_DIR)
 
 
 # --------------------------------------------------------------------------- accounting
@@ -235,7 +241,7 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
         agreement = card.get("judge_agreement")
         measured = (f"; a successor judge: {judge_agreement.describe(agreement)}" if agreement else
                     "; its agreement with the official judge was never measured (scripts/judge_agreement.py)"
-                    if judge.get("provider") != "offline" else "")
+                    if not is_offline(judge.get("provider")) else "")
         notes.append(f"judge is {judge.get('provider')} {judge.get('model')}, not the official "
                      f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}{measured}")
     other_model = Counter(f"{j.get('provider')} {j.get('model')}" for j in judged

@@ -37,41 +37,38 @@ if str(SCRIPTS) not in sys.path:
 
 import command_names  # noqa: E402  (stdlib-only sibling)
 from errors import UserError, run_main  # noqa: E402  (stdlib-only sibling)
+from facts import (  # noqa: E402  (stdlib-only sibling)
+    FILES,
+    JUDGE_PROMPT_FUNCTION,
+    JUDGE_TEMPLATE_RELPATH,
+    KNOWN_SHA256,
+    OFFLINE,
+    OFFLINE_JUDGE_MODEL,
+    OFFLINE_TARGET_MODEL,
+    RELEASES,
+    STATE_DIR,
+    UPSTREAM_COMMIT,
+    UPSTREAM_URL,
+    VARIANT_ALIASES,
+    VENV_DIR,
+    is_offline,
+)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
 SAMPLE_DATASET = REPO / "data" / "sample" / "longmemeval_sample.json"
-STATE_DIR = ".longmemeval-benchmarks"
-VENV_DIR = ".longmemeval-venv"
 VENV_MARKER = ".longmemeval-requirements.sha256"
 
 DEFAULT_BASE_URL = "https://huggingface.co"
-UPSTREAM_URL = "https://github.com/xiaowu0162/LongMemEval"
-UPSTREAM_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
-JUDGE_FILE = Path("src") / "evaluation" / "evaluate_qa.py"
-JUDGE_FUNCTION = "def get_anscheck_prompt("
-
-RELEASES = {"cleaned": "xiaowu0162/longmemeval-cleaned", "original": "xiaowu0162/longmemeval"}
-FILES = {
-    "cleaned": {"_s": "longmemeval_s_cleaned.json", "_m": "longmemeval_m_cleaned.json",
-                "_oracle": "longmemeval_oracle.json"},
-    "original": {"_s": "longmemeval_s.json", "_m": "longmemeval_m.json", "_oracle": "longmemeval_oracle.json"},
-}
-KNOWN_SHA256 = {
-    ("cleaned", "longmemeval_s_cleaned.json"): "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
-}
-VARIANT_ALIASES = {
-    "_s": "_s", "s": "_s", "longmemeval_s": "_s", "longmemeval_s_cleaned": "_s",
-    "_m": "_m", "m": "_m", "longmemeval_m": "_m", "longmemeval_m_cleaned": "_m",
-    "_oracle": "_oracle", "oracle": "_oracle", "longmemeval_oracle": "_oracle",
-}
+JUDGE_FILE = Path(JUDGE_TEMPLATE_RELPATH)
+JUDGE_FUNCTION = f"def {JUDGE_PROMPT_FUNCTION}("
 
 SAMPLE_SETTINGS = {
     "variant": "_s",
     "target": "offline",
-    "targetProvider": "offline",
-    "targetModel": "extractive",
-    "judgeProvider": "offline",
-    "judgeModel": "offline-containment-v1",
+    "targetProvider": OFFLINE,
+    "targetModel": OFFLINE_TARGET_MODEL,
+    "judgeProvider": OFFLINE,
+    "judgeModel": OFFLINE_JUDGE_MODEL,
 }
 
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
@@ -642,11 +639,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def next_command(config: dict[str, Any], *, downloaded: str | None = None) -> str:
     """What to run next; a real dataset in a config still set up for the offline sample needs --force-config."""
     uses_sample = str(config.get("datasetPath", "")).endswith(SAMPLE_DATASET.name)
-    if config.get("judgeProvider") == "offline" and (downloaded or not uses_sample):
+    if is_offline(config.get("judgeProvider")) and (downloaded or not uses_sample):
         variant = resolve_variant(downloaded) if downloaded else config.get("variant", "_s")
         return (f"{command_names.slash(command_names.SETUP, f'--download {variant} --force-config')}   (your config still uses the offline "
                 "sample's dataset, target and judge; this writes the real defaults, keeping a .bak)")
-    if config.get("judgeProvider") == "offline":
+    if is_offline(config.get("judgeProvider")):
         return f"{command_names.RUN} --max 3   (offline sample run; no keys needed)"
     return f"{command_names.RUN} --dry-run   (checks config, dataset and keys without spending anything)"
 

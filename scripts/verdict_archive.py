@@ -26,10 +26,9 @@ from typing import Any, Iterator, Mapping
 
 import checkpoint_io
 from errors import UserError
-from records import SCHEMA_VERSION, is_official_judge
+from facts import SCHEMA_VERSION, STATE_DIR, VERDICT_ARCHIVE, is_official_judge
 
-ARCHIVE_NAME = "verdicts.jsonl"
-STATE_DIR = ".longmemeval-benchmarks"
+ARCHIVE_NAME = VERDICT_ARCHIVE
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 Key = tuple[str, str]
 """(prompt sha256, judge model)."""

@@ -1,0 +1,147 @@
+"""The facts of the protocol and of the toolkit's layout, each defined once. Standard library only.
+
+Everything imports its facts from here, ``setup_project.py`` included (it runs before the venv exists): the
+question types and the abstention rule, the official judge and its alias, which provider is offline, the dataset
+variants, releases, file names and the shas we know, the upstream checkout we pin, the retrieval k-list, the
+target names, and the names of the state directories and files.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+SCHEMA_VERSION = "1.0.0"
+"""Written in every record; ``schemas.check_version`` reads majors up to this one."""
+
+# --------------------------------------------------------------------------- the protocol
+
+QUESTION_TYPES: tuple[str, ...] = (
+    "single-session-user",
+    "single-session-assistant",
+    "single-session-preference",
+    "multi-session",
+    "temporal-reasoning",
+    "knowledge-update",
+)
+OFFICIAL_SET_SIZE = 500
+"""Items in every official LongMemEval variant (_s, _m, _oracle)."""
+
+
+def is_abstention(question_id: str) -> bool:
+    """Upstream's rule, and the only one: an item is an abstention item iff its id contains ``_abs``."""
+    return "_abs" in question_id
+
+
+OFFICIAL_JUDGE_PROVIDER = "openai"
+OFFICIAL_JUDGE_MODEL = "gpt-4o-2024-08-06"
+OFFICIAL_JUDGE_ROUTES: tuple[str, ...] = (OFFICIAL_JUDGE_PROVIDER, "azure")
+"""Providers that serve the official snapshot: OpenAI itself, and Azure OpenAI (a deployment of the same snapshot)."""
+JUDGE_MODEL_ALIASES = {"gpt-4o": OFFICIAL_JUDGE_MODEL, "gpt-4o-mini": "gpt-4o-mini-2024-07-18"}
+"""Upstream's ``model_zoo`` for the judge: ``gpt-4o`` is the snapshot ``gpt-4o-2024-08-06``."""
+
+
+def resolve_judge_model(model: str) -> str:
+    """A judge model with upstream's alias resolved (``gpt-4o`` -> ``gpt-4o-2024-08-06``)."""
+    return JUDGE_MODEL_ALIASES.get(model, model)
+
+
+def is_official_judge(provider: str | None, model: str | None) -> bool:
+    """The official judge: the snapshot ``gpt-4o-2024-08-06`` through OpenAI or Azure OpenAI."""
+    return provider in OFFICIAL_JUDGE_ROUTES and model == OFFICIAL_JUDGE_MODEL
+
+
+UPSTREAM_URL = "https://github.com/xiaowu0162/LongMemEval"
+UPSTREAM_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
+"""The upstream commit setup pins its checkout to."""
+JUDGE_TEMPLATE_RELPATH = PurePosixPath("src/evaluation/evaluate_qa.py")
+"""Where the judge prompt lives in an upstream checkout."""
+JUDGE_PROMPT_FUNCTION = "get_anscheck_prompt"
+UPSTREAM_FUNCTION_SHA256 = frozenset({
+    # get_anscheck_prompt at xiaowu0162/LongMemEval d6dc8b5 (2024-11-24; unchanged through 9e0b455), CRLF -> LF
+    "90413115ed06dd07135f9d9ed53b14238776029eeb1a32a87ccbfbc0e2730482",
+})
+"""sha256 of upstream's prompt function source: what makes a judge prompt upstream's."""
+
+# --------------------------------------------------------------------------- offline
+
+OFFLINE = "offline"
+"""The provider of the offline target and the offline judge: no network, no keys, never official."""
+OFFLINE_TARGET_MODEL = "extractive"
+OFFLINE_JUDGE_MODEL = "offline-containment-v1"
+
+
+def is_offline(provider: str | None) -> bool:
+    """True for the provider that makes no model call (the offline target, the offline judge, a hypotheses file)."""
+    return provider == OFFLINE
+
+
+# --------------------------------------------------------------------------- the dataset
+
+VARIANT_ALIASES: dict[str, str] = {
+    "_s": "_s", "s": "_s", "longmemeval_s": "_s", "longmemeval_s_cleaned": "_s",
+    "_m": "_m", "m": "_m", "longmemeval_m": "_m", "longmemeval_m_cleaned": "_m",
+    "_oracle": "_oracle", "oracle": "_oracle", "longmemeval_oracle": "_oracle",
+}
+"""Every spelling of a variant -> ``_s``, ``_m`` or ``_oracle``."""
+VARIANTS: tuple[str, ...] = ("_s", "_m", "_oracle")
+
+RELEASES = {"cleaned": "xiaowu0162/longmemeval-cleaned", "original": "xiaowu0162/longmemeval"}
+"""Hugging Face dataset repositories of the two releases."""
+FILES = {
+    "cleaned": {"_s": "longmemeval_s_cleaned.json", "_m": "longmemeval_m_cleaned.json",
+                "_oracle": "longmemeval_oracle.json"},
+    "original": {"_s": "longmemeval_s.json", "_m": "longmemeval_m.json", "_oracle": "longmemeval_oracle.json"},
+}
+"""The file of each variant in each release."""
+KNOWN_SHA256 = {
+    ("cleaned", "longmemeval_s_cleaned.json"): "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
+}
+"""sha256 of files as published upstream (Hugging Face xiaowu0162/longmemeval-cleaned); see the protocol notes."""
+
+# --------------------------------------------------------------------------- targets and retrieval
+
+BUILTIN_TARGETS: dict[str, str] = {
+    "full-context": "plugins/full_context.py",
+    "oracle": "plugins/oracle.py",
+    "rag": "plugins/rag.py",
+    "offline": "plugins/offline.py",
+    "command": "plugins/command.py",
+    "python": "plugins/python_file.py",
+    "memory-ref": "plugins/memory_ref/__init__.py",
+    "hypotheses": "plugins/hypotheses.py",
+}
+"""The built-in targets, by name, and their files relative to the plugin root."""
+ORACLE_TARGET = "oracle"
+"""The one target that sees only the evidence sessions (the driver picks them)."""
+HYPOTHESES_TARGET = "hypotheses"
+"""Answers read from a file (``run_benchmark.py --hypotheses FILE``), the one target looked up by question id."""
+SYMBOLIC_FLAGS: tuple[str, ...] = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
+"""memory-ref's three symbolic layers (target options; the loop keeps them on)."""
+RETRIEVAL_KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
+"""The k of upstream's retrieval evaluation; metrics.json has every one."""
+
+# --------------------------------------------------------------------------- state on disk
+
+STATE_DIR = ".longmemeval-benchmarks"
+"""A project's state: config, runs, cache, data, the loop's files, the judge registries."""
+VENV_DIR = ".longmemeval-venv"
+CONFIG_FILE = "config.json"
+RUNS_DIR = f"{STATE_DIR}/runs"
+CACHE_DIR = f"{STATE_DIR}/cache"
+DATA_DIR = f"{STATE_DIR}/data"
+UPSTREAM_DIR = f"{STATE_DIR}/LongMemEval"
+STABILITY_REGISTRY = "judge-stability.jsonl"
+VERDICT_ARCHIVE = "verdicts.jsonl"
+AGREEMENT_REGISTRY = "judge-agreement.jsonl"
+"""The judge's registries, in ``STATE_DIR``."""
+
+HISTORY_FILE = "history_max_effort.md"
+"""The loop's own log (project root). Never ``history.md``: that one belongs to the canonical stack."""
+ROUND_FILE = ".max_effort_round"
+SNAPSHOTS_DIR = f"{STATE_DIR}/snapshots"
+DECISIONS_FILE = f"{STATE_DIR}/decisions.jsonl"
+CONFIRMATION_FILE = f"{STATE_DIR}/confirmation.json"
+TRIGGER_SET_FILE = f"{STATE_DIR}/trigger_set.txt"
+PROPOSAL_FILE = f"{STATE_DIR}/proposal.md"
+LOOP_SESSION_FILE = f"{STATE_DIR}/loop-session.json"
+"""The loop's files, relative to the project root."""
