@@ -25,19 +25,12 @@ import selectors
 import shlex
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import IO, Any, Mapping, Sequence
 
-_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
-if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
-    sys.path.insert(0, _SCRIPTS)
-
-from generation_driver import TargetError, hypothesis_from_response  # noqa: E402
-from records import ChatRequest, Hypothesis, PublicItem, TargetContext  # noqa: E402
+from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError, hypothesis_from_response
 
 NAME = "command"
 MODES = ("per-item", "jsonl")

@@ -9,16 +9,10 @@ says how many and which (real ids, mapped by the driver) and ``dropped_evidence`
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any, Mapping
 
-_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
-if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
-    sys.path.insert(0, _SCRIPTS)
-
-import reader  # noqa: E402
-from records import ChatRequest, Hypothesis, PublicItem, TargetContext  # noqa: E402
+import reader
+from targets import ChatRequest, Hypothesis, PublicItem, TargetContext
 
 NAME = "full-context"
 

@@ -12,17 +12,10 @@ judges a file. No model call is made here: generation costs nothing. Reading and
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any, Mapping
 
-_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
-if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
-    sys.path.insert(0, _SCRIPTS)
-
-import hypotheses_file  # noqa: E402
-from generation_driver import TargetError  # noqa: E402
-from records import ChatRequest, Hypothesis, PublicItem, TargetContext  # noqa: E402
+import hypotheses_file
+from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
 
 NAME = hypotheses_file.TARGET
 DRY_RUN_ASSUMPTIONS = "no generation calls: the answers are read from the file"

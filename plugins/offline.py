@@ -12,16 +12,10 @@ Options: ``min_coverage`` (default 0.2), ``max_chars`` (default 300).
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 from typing import Any, Mapping
 
-_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
-if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
-    sys.path.insert(0, _SCRIPTS)
-
-from bm25_index import BM25Index, tokenize  # noqa: E402
-from records import ChatRequest, Hypothesis, PublicItem, TargetContext  # noqa: E402
+from bm25_index import BM25Index, tokenize
+from targets import ChatRequest, Hypothesis, PublicItem, TargetContext
 
 NAME = "offline"
 NOT_ENOUGH = "The information provided is not enough to answer this question."

@@ -7,18 +7,13 @@ reader. Options: as ``full-context`` (``mode``, ``history_format``, ``context_wi
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
-if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
-    sys.path.insert(0, _SCRIPTS)
-
-from generation_driver import load_target  # noqa: E402
+from targets import load_module
 
 NAME = "oracle"
-_full_context = load_target("full-context")
+_full_context = load_module(Path(__file__).resolve().parent / "full_context.py", "lme_oracle_full_context")
 prepare_requests = _full_context.prepare_requests
 generate = _full_context.generate
 

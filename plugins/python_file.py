@@ -13,21 +13,14 @@ The file is imported once per (path, modification time). An exception inside it 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping
 
-_SCRIPTS = str(Path(__file__).resolve().parent.parent / "scripts")
-if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
-    sys.path.insert(0, _SCRIPTS)
-
-from generation_driver import TargetError, hypothesis_from_response  # noqa: E402
-from records import ChatRequest, Hypothesis, PublicItem, TargetContext  # noqa: E402
+from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError, hypothesis_from_response, load_module
 
 NAME = "python"
 ADAPTER_OPTIONS = ("path",)
@@ -57,11 +50,10 @@ _LOAD_LOCK = threading.Lock()
 @lru_cache(maxsize=16)
 def _load(path: str, mtime_ns: int) -> ModuleType:
     name = f"lme_user_target_{Path(path).stem}_{mtime_ns}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise TargetError(f"python target: cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    try:
+        module = load_module(path, name, error=TargetError)
+    except TargetError:
+        raise TargetError(f"python target: cannot import {path}") from None
     if not callable(getattr(module, "generate", None)):
         raise TargetError(f"python target: {path} defines no generate(item, ctx)")
     return module

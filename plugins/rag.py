@@ -33,19 +33,15 @@ k. The sessions read are shown to the reader in date order.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-_PLUGINS = Path(__file__).resolve().parent
-_SCRIPTS = str(_PLUGINS.parent / "scripts")
-if _SCRIPTS not in sys.path:  # loaded by path: make the toolkit's modules importable
-    sys.path.insert(0, _SCRIPTS)
+import reader
+from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, load_module
 
-import reader  # noqa: E402
-from records import ChatRequest, Hypothesis, PublicItem, TargetContext  # noqa: E402
+_PLUGINS = Path(__file__).resolve().parent
 
 NAME = "rag"
 GRANULARITIES = ("session", "turn")
@@ -54,11 +50,7 @@ RRF_K = 60
 
 def _memory_ref(module: str) -> Any:
     """A module of the memory_ref package (its retrieval stage is ours too)."""
-    spec = importlib.util.spec_from_file_location("memory_ref_for_rag", _PLUGINS / "memory_ref" / "__init__.py")
-    assert spec is not None and spec.loader is not None
-    loader = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loader)
-    return loader.submodule(module)
+    return load_module(_PLUGINS / "memory_ref" / "__init__.py", "memory_ref_for_rag").submodule(module)
 
 
 index = _memory_ref("index")

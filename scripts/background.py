@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import checkpoint_io
+from errors import UserError
+import run_store
 from clock import utc_now
 
-WORKER_FILE = "worker.json"
-LOG_FILE = "run.log"
-_STARTER_LOCK = ".worker.lock"
+WORKER_FILE = run_store.WORKER_FILE
+LOG_FILE = run_store.LOG_FILE
 
 
 def _boot_id() -> str | None:
@@ -88,7 +88,7 @@ def read_worker(root: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        return checkpoint_io.read_json(path)
+        return run_store.read_json(path)
     except Exception:  # noqa: BLE001 - a damaged record says nothing about a live worker
         return None
 
@@ -122,11 +122,9 @@ def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header
     Refuses (UserError) while a live worker of this run exists; the check and the start are serialised by a
     lock so two callers cannot both start one.
     """
-    from errors import UserError
-
     root = Path(root)
     log = root / LOG_FILE
-    with checkpoint_io.RunLock(root, name=_STARTER_LOCK, wait=True):
+    with run_store.RunLock(root, name=run_store.WORKER_LOCK_FILE, wait=True):
         running = live_worker(root)
         if running is not None:
             raise UserError(f"run {run_id} is already running (pid {running['pid']})",
@@ -150,6 +148,6 @@ def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header
             "boot_id": _boot_id(),
             "proc_start": _proc_start(proc.pid),
         }
-        checkpoint_io.write_atomic_json(root / WORKER_FILE, info)
+        run_store.write_atomic_json(root / WORKER_FILE, info)
     proc.returncode = 0  # never waited for here; keeps Popen's destructor from warning about a running child
     return info

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from errors import UserError, run_main
+from run_layout import HISTORY_CHART, PER_TYPE_CHART
 
 SHORT_TYPE_NAMES = {
     "single-session-user": "SS-user",
@@ -40,7 +41,7 @@ def _pyplot():
 def _save_atomic(fig: Any, out_png: Path) -> Path:
     import io
 
-    from checkpoint_io import write_atomic_bytes
+    from fileio import write_atomic_bytes
 
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
@@ -207,9 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.metrics_json.exists():
         raise UserError(f"{args.metrics_json} does not exist", fix="run scorecard.py for the run first")
     card = load_card(args.metrics_json)
-    print(per_type_chart(card, args.out_dir / "per-type-accuracy.png"))
+    print(per_type_chart(card, args.out_dir / PER_TYPE_CHART))
     if args.history:
-        print(history_chart(load_history(args.history), args.out_dir / "accuracy-over-rounds.png"))
+        print(history_chart(load_history(args.history), args.out_dir / HISTORY_CHART))
     return 0
 
 

@@ -35,14 +35,14 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import checkpoint_io
-import metrics
+import gold_registry
 import offline_judge
+import run_store
 from errors import UserError, run_main
-from loop_guard import existing_run_dir
 from facts import QUESTION_TYPES, SYMBOLIC_FLAGS, is_abstention
+from run_records import ResultRow
 
-KNOWN_GOLD_ERRORS = Path(__file__).resolve().parent.parent / "references" / "known-gold-errors.json"
+KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 MODES: tuple[str, ...] = (
     "gold_reported_bad",
     "abstention_answered",
@@ -69,8 +69,6 @@ def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS, variant: str | None =
     """Question ids whose gold was reported wrong or disputed upstream (a ``fixed-in-cleaned`` one only on an
     original-release file), for the run's variant; structural entries (#54) are not gold errors. Empty set if the
     registry is absent."""
-    import gold_registry
-
     if not path.exists():
         return set()
     entries = gold_registry.load(path)
@@ -90,11 +88,12 @@ def says_it_cannot_answer(question_id: str, hypothesis: Any) -> bool:
     return label
 
 
-def retrieval_state(row: Mapping[str, Any], top_k: int) -> str | None:
+def retrieval_state(row: ResultRow, top_k: int) -> str | None:
     """``hit`` (all gold in top k), ``partial``, ``miss`` (none), or None when the row has no retrieval."""
-    retrieval = row.get("retrieval") or {}
-    retrieved = retrieval.get("retrieved_session_ids")
-    gold = [g for g in retrieval.get("gold_session_ids") or [] if g]
+    if row.retrieval is None:
+        return None
+    retrieved = row.retrieval.retrieved_session_ids
+    gold = [g for g in row.retrieval.gold_session_ids if g]
     if retrieved is None or not gold:
         return None
     top = set(retrieved[:top_k])
@@ -117,13 +116,13 @@ def _fired(value: Any) -> bool:
     return value is True
 
 
-def symbolic_layers(row: Mapping[str, Any]) -> list[str]:
+def symbolic_layers(row: ResultRow) -> list[str]:
     """The symbolic layers the target's debug says acted on this item (any of the debug shapes we accept).
 
     Accepted: ``debug.symbolic = {"resolver": {...fired: true}, ...}`` (names with or without ``symbolic_``),
     or top-level ``debug.symbolic_resolver = true|{...}``.
     """
-    debug = (row.get("target") or {}).get("debug") or {}
+    debug = row.debug
     found = []
     nested = debug.get("symbolic") if isinstance(debug.get("symbolic"), Mapping) else {}
     for flag in SYMBOLIC_FLAGS:
@@ -133,21 +132,21 @@ def symbolic_layers(row: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def failure_mode(row: Mapping[str, Any], gold_bad: set[str], top_k: int) -> str:
-    qid = str(row["question_id"])
-    if row.get("status") == "error":
-        return f"error:{(row.get('error') or {}).get('kind', 'unknown')}"
+def failure_mode(row: ResultRow, gold_bad: set[str], top_k: int) -> str:
+    qid = row.question_id
+    if row.status == "error":
+        return f"error:{'unknown' if row.error is None else row.error.kind}"
     if qid in gold_bad:
         return "gold_reported_bad"
     if is_abstention(qid):
-        return "abstention_refused_judged_wrong" if says_it_cannot_answer(qid, row.get("hypothesis")) \
+        return "abstention_refused_judged_wrong" if says_it_cannot_answer(qid, row.hypothesis) \
             else "abstention_answered"
-    if looks_like_refusal(row.get("hypothesis")):
+    if looks_like_refusal(row.hypothesis):
         return "refused_should_answer"
     retrieval = retrieval_state(row, top_k)
     if retrieval in ("miss", "partial"):
         return f"retrieval_{retrieval}"
-    qtype = row.get("question_type")
+    qtype = row.question_type
     if qtype == "temporal-reasoning":
         return "temporal_arithmetic"
     if qtype == "knowledge-update":
@@ -158,7 +157,7 @@ def failure_mode(row: Mapping[str, Any], gold_bad: set[str], top_k: int) -> str:
 
 
 def cluster(
-    rows: Mapping[str, Mapping[str, Any]],
+    rows: Mapping[str, ResultRow],
     types: Mapping[str, str],
     *,
     gold_bad: Iterable[str] = (),
@@ -172,15 +171,15 @@ def cluster(
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for qid, qtype in types.items():
         row = rows.get(qid)
-        if metrics.label_of_row(row) is True:
+        if row is not None and row.correct:
             continue
         mode = "not_run" if row is None else failure_mode(row, gold_bad, top_k)
         groups[(qtype, mode)].append(
             {
                 "question_id": qid,
                 "layers": [] if row is None else symbolic_layers(row),
-                "hypothesis": None if row is None else row.get("hypothesis"),
-                "answer": None if row is None else row.get("answer"),
+                "hypothesis": None if row is None else row.hypothesis,
+                "answer": None if row is None else row.answer,
             }
         )
     clusters = []
@@ -213,16 +212,12 @@ def cluster(
 
 def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
     run_dir = Path(run_dir)
-    rows = checkpoint_io.load_results(run_dir)
-    manifest = run_dir / checkpoint_io.MANIFEST_FILE
-    if manifest.exists():
-        items = checkpoint_io.read_json(manifest, schema="manifest")["items"]
-        types = {str(i["question_id"]): str(i["question_type"]) for i in items}
-    else:
-        types = {qid: str(row.get("question_type")) for qid, row in rows.items()}
-    meta_path = run_dir / "run-meta.json"
-    meta = checkpoint_io.read_json(meta_path, schema="run-meta") if meta_path.exists() else {}
-    gold_bad = load_known_gold_errors(variant=meta.get("variant"), release=(meta.get("dataset") or {}).get("release"))
+    rows = run_store.load_results(run_dir)
+    manifest = run_store.read_manifest(run_dir)
+    types = manifest.types() if manifest is not None else {qid: row.question_type for qid, row in rows.items()}
+    meta = run_store.read_meta(run_dir) if run_store.has_meta(run_dir) else None
+    gold_bad = load_known_gold_errors(variant=None if meta is None else meta.variant,
+                                      release=None if meta is None else meta.dataset.get("release"))
     result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
     result["run"] = str(run_dir)
     return result
@@ -303,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError(f"--top-k {args.top_k} must be >= 1")
     if args.out is not None and args.ids is None:
         raise UserError("--out writes a cluster's ids: it needs --ids N", fix="e.g. --ids 1 --out trigger_set.txt")
-    run_dir = args.run_dir if args.run_dir else existing_run_dir(args.project, args.run_id)
+    run_dir = args.run_dir if args.run_dir else run_store.existing_run_dir(args.project, args.run_id)
     if not Path(run_dir).is_dir():
         raise UserError(f"no run directory at {run_dir}")
     result = cluster_run(run_dir, top_k=args.top_k)

@@ -26,70 +26,19 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import checkpoint_io
 import judge_stability
 import metrics
+import run_store
+from run_store import RunData, load_run
 import schemas
 from errors import UserError, run_main
-from facts import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge, resolve_judge_model
-
-
-@dataclass(frozen=True)
-class RunData:
-    """What a scorecard or a comparison reads from one run directory."""
-
-    path: Path
-    meta: Mapping[str, Any]
-    manifest: Mapping[str, Any] | None
-    rows: Mapping[str, Mapping[str, Any]]
-
-    @property
-    def run_id(self) -> str:
-        return str(self.meta.get("runId") or self.path.name)
-
-    @property
-    def judge(self) -> dict[str, Any]:
-        """The judge as comparable: provider and model (aliases resolved: runs made before the alias was
-        recorded as its snapshot say ``gpt-4o``). Whether verdicts were official is the scorecard's banner."""
-        judge = self.meta.get("judge") or {}
-        return {"provider": judge.get("provider"), "model": resolve_judge_model(str(judge.get("model"))),
-                "official": judge.get("official")}
-
-    @property
-    def dataset_sha256(self) -> str | None:
-        return (self.meta.get("dataset") or {}).get("sha256")
-
-    @property
-    def n_total(self) -> int:
-        if self.manifest is not None:
-            return int(self.manifest.get("n_total", len(self.manifest.get("items", []))))
-        return len(self.rows)
-
-    def item_types(self, n_total: int | None = None) -> tuple[dict[str, str], int]:
-        items = None if self.manifest is None else self.manifest.get("items", [])
-        return metrics.item_set(items, self.rows, self.n_total if n_total is None else n_total)
-
-
-def load_run(run_dir: Path) -> RunData:
-    """Read run-meta.json, manifest.json (optional) and the merged result rows of a run or snapshot directory."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise UserError(f"run directory {run_dir} does not exist",
-                        fix="pass a run dir from .longmemeval-benchmarks/runs/")
-    meta_path = run_dir / "run-meta.json"
-    if not meta_path.exists():
-        raise UserError(f"{meta_path} is missing: {run_dir} is not a run directory",
-                        fix="pass a directory written by run_benchmark.py or a snapshot of one")
-    meta = checkpoint_io.read_json(meta_path, schema="run-meta")
-    manifest_path = run_dir / "manifest.json"
-    manifest = checkpoint_io.read_json(manifest_path, schema="manifest") if manifest_path.exists() else None
-    rows = checkpoint_io.load_results(run_dir)
-    return RunData(path=run_dir, meta=meta, manifest=manifest, rows=rows)
+from facts import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
+from judge_agreement import cohens_kappa
+from run_records import ResultRow, label_of
 
 
 def mcnemar_exact_p(b: int, c: int) -> float:
@@ -125,21 +74,24 @@ def _run_summary(run: RunData) -> dict[str, Any]:
     return {
         "path": str(run.path),
         "run_id": run.run_id,
-        "status": run.meta.get("status"),
+        "status": run.meta.status,
         "judge": run.judge,
         "dataset_sha256": run.dataset_sha256,
         "n_total": run.n_total,
     }
 
 
-def _state(row: Mapping[str, Any] | None) -> str:
-    return "not_run" if row is None else str(row.get("status"))
+def _state(row: ResultRow | None) -> str:
+    return "not_run" if row is None else row.status
 
 
 def differing_hypotheses(a: RunData, b: RunData, common: Sequence[str]) -> list[str]:
     """The common question ids whose hypothesis differs between the runs (an item without a row has none)."""
-    return [qid for qid in common
-            if (a.rows.get(qid) or {}).get("hypothesis") != (b.rows.get(qid) or {}).get("hypothesis")]
+    return [qid for qid in common if _hypothesis(a.rows.get(qid)) != _hypothesis(b.rows.get(qid))]
+
+
+def _hypothesis(row: ResultRow | None) -> str | None:
+    return None if row is None else row.hypothesis
 
 
 def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> dict[str, Any]:
@@ -182,8 +134,8 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
     for qid in common:
         qtype = types_a[qid]
         row_a, row_b = a.rows.get(qid), b.rows.get(qid)
-        before = metrics.label_of_row(row_a) is True
-        after = metrics.label_of_row(row_b) is True
+        before = row_a is not None and row_a.correct
+        after = row_b is not None and row_b.correct
         right_a += before
         right_b += after
         key = {(False, True): "fixes", (True, False): "regressions",
@@ -194,8 +146,7 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
         bucket["n"] += 1
         bucket[key] += 1
         if before != after:
-            flaky = judge_stability.row_is_unstable(row_a or {}, flaky_a) or \
-                judge_stability.row_is_unstable(row_b or {}, flaky_b)
+            flaky = judge_stability.row_is_unstable(row_a, flaky_a) or judge_stability.row_is_unstable(row_b, flaky_b)
             if flaky:
                 flaky_flips["fixes" if after else "regressions"] += 1
                 flaky_flips["ids"].append(qid)
@@ -207,8 +158,8 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
                 "flaky": flaky,
                 "before_status": _state(row_a),
                 "after_status": _state(row_b),
-                "hypothesis_before": None if row_a is None else row_a.get("hypothesis"),
-                "hypothesis_after": None if row_b is None else row_b.get("hypothesis"),
+                "hypothesis_before": _hypothesis(row_a),
+                "hypothesis_after": _hypothesis(row_b),
             })
     for bucket in per_type.values():
         bucket["net"] = bucket["fixes"] - bucket["regressions"]
@@ -246,11 +197,9 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
 
 def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str, Any]:
     """How often judge B gives judge A's label, over the items both judged (the same hypotheses)."""
-    from judge_agreement import cohens_kappa
-
     table = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
     for qid in common:
-        la, lb = metrics.label_of_row(a.rows.get(qid)), metrics.label_of_row(b.rows.get(qid))
+        la, lb = label_of(a.rows.get(qid)), label_of(b.rows.get(qid))
         if la is not None and lb is not None:
             table[(bool(la), bool(lb))] += 1
     n = sum(table.values())
@@ -323,9 +272,7 @@ def judge_comparison_line(result: Mapping[str, Any]) -> str:
 
 def latest_two(project: Path) -> tuple[Path, Path] | None:
     """(before, after): the project's two most recently started runs, older first; None with fewer than two."""
-    import scorecard
-
-    runs = scorecard.runs_by_start(Path(project))
+    runs = run_store.runs_by_start(Path(project))
     return (runs[1], runs[0]) if len(runs) >= 2 else None
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import command_names
-from checkpoint_io import write_atomic_json
+from fileio import write_atomic_json
 from config_defaults import default_config
 from errors import UserError, run_main
 from facts import CONFIG_FILE, SCHEMA_VERSION, STATE_DIR

@@ -24,19 +24,22 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-import checkpoint_io
-from clock import utc_now, utc_stamp
-import drop_qids
+import decide
+import fileio
 import loop_git
-import rounds
+import loop_state
+import loop_steps
+import run_store
+from clock import utc_now, utc_stamp
 from errors import UserError, run_main
-from loop_guard import CONFIRMATION_FILE, existing_run_dir, loop_config, run_dir, target_correct
+from facts import CONFIRMATION_FILE
+from loop_rules import loop_config, target_correct
 
 
 def check(project: Path, run_id: str) -> dict[str, Any]:
     """The run's strict correct count against the target."""
-    m = rounds.read_metrics(existing_run_dir(project, run_id))
-    correct, n_total = rounds.strict_correct(m)
+    m = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+    correct, n_total = loop_state.strict_correct(m)
     threshold = target_correct(n_total)
     return {"run_id": run_id, "correct": correct, "n_total": n_total, "threshold": threshold,
             "reached": correct >= threshold, "status": m.get("status")}
@@ -74,8 +77,8 @@ def start(project: Path, run_id: str, confirm_run_id: str | None = None, *, resu
     if result["status"] not in (None, "completed"):
         raise UserError(f"run {run_id} is {result['status']}, not completed", fix="resume it to the end first")
     stamp = utc_stamp()
-    confirm_id = checkpoint_io.validate_run_id(confirm_run_id or f"{run_id}-confirm-{stamp}")
-    if run_dir(project, confirm_id).exists():
+    confirm_id = run_store.validate_run_id(confirm_run_id or f"{run_id}-confirm-{stamp}")
+    if (run_store.runs_dir(project) / confirm_id).exists():
         raise UserError(f"run {confirm_id} already exists", fix="a confirmation must be a new run id")
     record = {
         "source_run_id": run_id,
@@ -88,7 +91,7 @@ def start(project: Path, run_id: str, confirm_run_id: str | None = None, *, resu
         "status": "pending",
         "history": (state or {}).get("history", []),
     }
-    checkpoint_io.write_atomic_json(project / CONFIRMATION_FILE, record)
+    fileio.write_atomic_json(project / CONFIRMATION_FILE, record)
     return record
 
 
@@ -113,10 +116,10 @@ def finish(project: Path, *, commit: bool = False) -> dict[str, Any]:
     if not confirmed:
         adopt(project, state["source_run_id"], state["confirm_run_id"])
         state["adopted"] = True
-    checkpoint_io.write_atomic_json(project / CONFIRMATION_FILE, state)
+    fileio.write_atomic_json(project / CONFIRMATION_FILE, state)
     note = (f"confirmation {state['confirm_run_id']}: {result['correct']}/{result['n_total']} "
             f"({'CONFIRMED' if confirmed else 'not confirmed, adopted as baseline'})")
-    rounds.log(project, state["confirm_run_id"], note)
+    loop_steps.log(project, state["confirm_run_id"], note)
     if confirmed and commit:
         sha = loop_git.commit(
             f"FINAL: LongMemEval {state['source_correct']}/{state['n_total']} confirmed by clean rerun "
@@ -124,21 +127,19 @@ def finish(project: Path, *, commit: bool = False) -> dict[str, Any]:
             loop_git.state_paths(project), project=project)
         state["final_commit"] = sha
         state["pushed"] = loop_git.push(project=project)
-        checkpoint_io.write_atomic_json(project / CONFIRMATION_FILE, state)
+        fileio.write_atomic_json(project / CONFIRMATION_FILE, state)
     return state
 
 
 def adopt(project: Path, loop_run_id: str, confirm_run_id: str) -> dict:
     """Replace the loop run's rows and marks with the confirmation run's (backup kept), then rescore it."""
-    loop_dir = existing_run_dir(project, loop_run_id)
-    confirm_dir = existing_run_dir(project, confirm_run_id)
-    rows = checkpoint_io.load_results(confirm_dir)
-    done = checkpoint_io.load_completed(confirm_dir)
-    ids = set(checkpoint_io.load_results(loop_dir)) | set(rows)
-    out = drop_qids.rewrite_run(loop_dir, ids, add_rows=list(rows.values()),
+    loop_dir = run_store.existing_run_dir(project, loop_run_id)
+    confirm_dir = run_store.existing_run_dir(project, confirm_run_id)
+    rows = run_store.load_results(confirm_dir)
+    done = run_store.load_completed(confirm_dir)
+    ids = set(run_store.load_results(loop_dir)) | set(rows)
+    out = run_store.rewrite_run(loop_dir, ids, add_rows=list(rows.values()),
                                 add_completed=[q for q in rows if q in done], label="adopt-confirmation")
-    import decide
-
     decide.rescore(project, loop_run_id)
     return out
 

@@ -16,9 +16,12 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import run_store
 from errors import UserError
 from facts import is_offline
+from prices import call_cost, verdict_cost
 from records import Question
+from run_records import ResultRow
 from run_settings import RunSettings
 
 DEFAULT_CONFIRM_COST_USD = 5.0
@@ -56,18 +59,14 @@ def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str 
 # --------------------------------------------------------------------------- the cap
 
 
-def row_spend(row: Mapping[str, Any]) -> float | None:
+def row_spend(row: ResultRow) -> float | None:
     """Dollars this toolkit paid for one result row: its target calls and its judge call (cache hits free)."""
-    from item_runner import call_cost
-
-    calls = [dict(c) for c in row.get("calls") or []]
-    judgment = row.get("judgment")
-    if isinstance(judgment, Mapping) and not is_offline(judgment.get("provider")):
-        calls.append({**judgment, "cached": bool(judgment.get("cached"))})
-    return call_cost(calls)
+    generation = call_cost(row.calls)
+    judge = 0.0 if row.judgment is None else verdict_cost(row.judgment)
+    return None if generation is None or judge is None else generation + judge
 
 
-def spent(rows: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
+def spent(rows: Iterable[ResultRow]) -> tuple[float, int]:
     """(dollars of the priced rows, number of rows whose price is unknown)."""
     total, unknown = 0.0, 0
     for row in rows:
@@ -83,12 +82,11 @@ class CostCap:
     """Admission control for ``--max-cost``: the run's driver asks before it starts each item."""
 
     def __init__(self, cap_usd: float, settings: RunSettings, work: Path) -> None:
-        import checkpoint_io
         import dry_run
 
         self.cap = cap_usd
         self.estimator = dry_run.Estimator(settings)
-        self.spent, _ = spent(checkpoint_io.iter_result_rows(work, include_shards=False))
+        self.spent, _ = spent(run_store.iter_rows(work, include_shards=False))
         self.reserved: dict[str, float] = {}
         self.refused_estimate: float | None = None
         self._lock = threading.Lock()
@@ -104,9 +102,9 @@ class CostCap:
             self.reserved[q.question_id] = estimate
             return True
 
-    def settle(self, row: Mapping[str, Any]) -> None:
+    def settle(self, row: ResultRow) -> None:
         with self._lock:
-            reserved = self.reserved.pop(str(row["question_id"]), 0.0)
+            reserved = self.reserved.pop(row.question_id, 0.0)
             usd = row_spend(row)
             self.spent += reserved if usd is None else usd
 

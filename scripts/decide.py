@@ -23,21 +23,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import checkpoint_io
-from clock import utc_now
 import compare_runs
-import drop_qids
+import fileio
 import loop_git
-import metrics
-import rounds
+import loop_state
+import run_store
+from clock import utc_now
 from errors import UserError, run_main
-from loop_guard import DECISIONS_FILE, assert_on_loop_branch, existing_run_dir
+from facts import DECISIONS_FILE
+from loop_rules import assert_on_loop_branch
+from run_records import ResultRow
 
 
 def decide(net: int, reusable: bool) -> str:
@@ -49,18 +49,18 @@ def decide(net: int, reusable: bool) -> str:
     return "revert"
 
 
-def retested_ids(snapshot_rows: Mapping[str, Mapping], run_rows: Mapping[str, Mapping]) -> list[str]:
+def retested_ids(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]) -> list[str]:
     """Ids whose last row changed since the snapshot (the ones the fix's re-run touched)."""
     ids = list(dict.fromkeys([*snapshot_rows, *run_rows]))
     return [q for q in ids if snapshot_rows.get(q) != run_rows.get(q)]
 
 
-def readiness_problems(snapshot_rows: Mapping[str, Mapping], run_rows: Mapping[str, Mapping]) -> list[str]:
+def readiness_problems(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]) -> list[str]:
     """Why the run is not ready to be judged against the snapshot: items not re-run yet, or re-run into errors."""
     missing = [q for q in snapshot_rows if q not in run_rows]
     errored = [
         q for q, row in run_rows.items()
-        if row.get("status") == "error" and (snapshot_rows.get(q) or {}).get("status") == "judged"
+        if row.status == "error" and q in snapshot_rows and snapshot_rows[q].judged
     ]
     problems = []
     if missing:
@@ -71,23 +71,21 @@ def readiness_problems(snapshot_rows: Mapping[str, Mapping], run_rows: Mapping[s
 
 
 def append_decision(project: Path, record: Mapping[str, Any]) -> Path:
-    """Append one JSON line to decisions.jsonl and fsync it (the file only grows)."""
+    """Append one JSON line to decisions.jsonl, fsynced (the file only grows; a torn last line is cut first)."""
     path = Path(project) / DECISIONS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    fileio.append_jsonl(path, record, line=line)
     return path
 
 
 def restore_from_snapshot(snapshot_dir: Path, run_dir: Path, ids: Sequence[str]) -> dict:
     """Put the snapshot's last rows and marks for ``ids`` back into the run (ids without a snapshot row vanish)."""
-    snap_rows = checkpoint_io.load_results(snapshot_dir)
-    snap_done = checkpoint_io.load_completed(snapshot_dir)
+    snap_rows = run_store.load_results(snapshot_dir)
+    snap_done = run_store.load_completed(snapshot_dir)
     add_rows = [snap_rows[q] for q in ids if q in snap_rows]
-    add_completed = [q for q in ids if q in snap_done and metrics.label_of_row(snap_rows.get(q)) is not None]
-    return drop_qids.rewrite_run(run_dir, ids, add_rows=add_rows, add_completed=add_completed, label="revert")
+    add_completed = [q for q in ids if q in snap_done and q in snap_rows and snap_rows[q].label is not None]
+    return run_store.rewrite_run(run_dir, ids, add_rows=add_rows, add_completed=add_completed, label="revert")
 
 
 def rescore(project: Path, run_id: str) -> None:
@@ -110,13 +108,13 @@ def run_decision(
 ) -> dict[str, Any]:
     """Compare, decide, optionally apply, and log. Returns the decision record."""
     project = Path(project)
-    round_no = rounds.parse_snapshot(snapshot)
-    snap_dir = rounds.snapshot_dir(project, round_no)
+    round_no = loop_state.parse_snapshot(snapshot)
+    snap_dir = loop_state.snapshot_dir(project, round_no)
     if not snap_dir.is_dir():
         raise UserError(f"no snapshot v{round_no} at {snap_dir}", fix="take it with rounds.py snapshot before the fix")
-    run_dir = existing_run_dir(project, run_id)
-    snap_rows = checkpoint_io.load_results(snap_dir)
-    run_rows = checkpoint_io.load_results(run_dir)
+    run_dir = run_store.existing_run_dir(project, run_id)
+    snap_rows = run_store.load_results(snap_dir)
+    run_rows = run_store.load_results(run_dir)
     problems = readiness_problems(snap_rows, run_rows)
     if problems and not allow_errors:
         raise UserError(

@@ -15,35 +15,28 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import shutil
 import sys
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Sequence
 
-import checkpoint_io
-from clock import utc_now, utc_stamp
-import metrics
-from checkpoint_io import COMPLETED_FILE, MANIFEST_FILE, RESULTS_FILE
+import run_store
 from errors import UserError, run_main
-from loop_guard import existing_run_dir
-
 
 def known_ids(run_dir: Path) -> set[str]:
     """Ids the run covers: its manifest, plus any id that has a row or a mark."""
     ids: set[str] = set()
-    manifest = Path(run_dir) / MANIFEST_FILE
-    if manifest.exists():
-        ids.update(str(i["question_id"]) for i in checkpoint_io.read_json(manifest, schema="manifest")["items"])
-    ids.update(checkpoint_io.load_results(run_dir))
-    ids.update(checkpoint_io.load_completed(run_dir))
+    manifest = run_store.read_manifest(run_dir)
+    if manifest is not None:
+        ids.update(manifest.question_ids)
+    ids.update(run_store.load_results(run_dir))
+    ids.update(run_store.load_completed(run_dir))
     return ids
 
 
 def failed_ids(run_dir: Path) -> list[str]:
     """Ids whose last row is wrong or an error (strict: anything not judged correct), in results order."""
-    return [qid for qid, row in checkpoint_io.load_results(run_dir).items() if metrics.label_of_row(row) is not True]
+    return [qid for qid, row in run_store.load_results(run_dir).items() if not row.correct]
 
 
 def read_id_file(path: Path) -> list[str]:
@@ -59,84 +52,6 @@ def read_id_file(path: Path) -> list[str]:
     return [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
 
 
-def _jsonl_dirs(run_dir: Path) -> list[Path]:
-    return [Path(run_dir), *sorted(p for p in Path(run_dir).glob(checkpoint_io.SHARD_GLOB) if p.is_dir())]
-
-
-def _filtered_lines(path: Path, drop: set[str]) -> tuple[bytes, int]:
-    """The file's complete lines without those of ``drop`` ids (raw bytes kept), and how many were removed."""
-    if not path.exists():
-        return b"", 0
-    kept: list[bytes] = []
-    removed = 0
-    for raw in path.read_bytes().splitlines(keepends=True):
-        if not raw.endswith(b"\n") or not raw.strip():
-            continue  # a torn tail (no newline) is never a complete row
-        try:
-            qid = json.loads(raw).get("question_id")
-        except (json.JSONDecodeError, AttributeError):
-            kept.append(raw)  # not ours to judge: the readers report it
-            continue
-        if qid in drop:
-            removed += 1
-        else:
-            kept.append(raw)
-    return b"".join(kept), removed
-
-
-def rewrite_run(
-    run_dir: Path,
-    drop: Iterable[str],
-    *,
-    add_rows: Sequence[Mapping] = (),
-    add_completed: Sequence[str] = (),
-    label: str,
-) -> dict:
-    """Remove ``drop`` ids from results and marks (all shards), then append ``add_rows`` / ``add_completed``.
-
-    Holds the RunLock of every folder it rewrites (each ``shard-*``, then the run) from before the first read to
-    after the last write, so no row a writer appends can be lost; a held lock is a UserError with nothing changed.
-    Shards come first: a running shard holds its own folder's lock with its pid (the run's root it holds shared,
-    without one), so the refusal names that pid. Backs both files up under
-    ``backups/<label>-<UTC time>/`` first; every file is replaced atomically.
-    Returns ``{"backup": path, "rows_removed": n, "marks_removed": n}``.
-    """
-    run_dir = Path(run_dir)
-    drop = set(drop)
-    stamp = utc_stamp(precise=True)
-    backup = run_dir / "backups" / f"{label}-{stamp}"
-    rows_removed = marks_removed = 0
-    dirs = _jsonl_dirs(run_dir)
-    with contextlib.ExitStack() as locks:
-        for d in [*dirs[1:], dirs[0]]:
-            locks.enter_context(checkpoint_io.RunLock(d))
-        for d in dirs:
-            for name in (RESULTS_FILE, COMPLETED_FILE):
-                if (d / name).exists():
-                    checkpoint_io.repair_tail(d / name)
-                    target = backup / d.relative_to(run_dir) / name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(d / name, target)
-        for d in dirs:
-            for name in (RESULTS_FILE, COMPLETED_FILE):
-                blob, removed = _filtered_lines(d / name, drop)
-                if d == run_dir and name == RESULTS_FILE:
-                    blob += b"".join(_line(r) for r in add_rows)
-                if d == run_dir and name == COMPLETED_FILE:
-                    blob += b"".join(_line({"question_id": q, "at": utc_now()}) for q in add_completed)
-                if removed or (d == run_dir and (add_rows or add_completed)):
-                    checkpoint_io.write_atomic_bytes(d / name, blob)
-                if name == RESULTS_FILE:
-                    rows_removed += removed
-                else:
-                    marks_removed += removed
-    return {"backup": str(backup), "rows_removed": rows_removed, "marks_removed": marks_removed}
-
-
-def _line(obj: Mapping) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-
-
 def drop_qids(run_dir: Path, ids: Sequence[str]) -> dict:
     """Drop exactly ``ids`` from the run so a resume re-runs them; unknown ids are a UserError naming them all."""
     wanted = list(dict.fromkeys(ids))
@@ -148,7 +63,7 @@ def drop_qids(run_dir: Path, ids: Sequence[str]) -> dict:
             f"{len(unknown)} id(s) not in run {Path(run_dir).name}: {', '.join(unknown)}",
             fix="check the ids (nothing was changed)",
         )
-    result = rewrite_run(run_dir, wanted, label="drop")
+    result = run_store.rewrite_run(run_dir, wanted, label="drop")
     result["dropped"] = wanted
     return result
 
@@ -162,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("qids", nargs="*", help="question ids to drop")
     args = parser.parse_args(argv)
 
-    run_dir = existing_run_dir(args.project, args.run_id)
+    run_dir = run_store.existing_run_dir(args.project, args.run_id)
     ids = list(args.qids)
     if args.from_file:
         ids += read_id_file(args.from_file)

@@ -26,6 +26,7 @@ from facts import is_offline, resolve_judge_model
 import hypotheses_file
 from records import Question
 from run_settings import RunSettings
+import run_store
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
@@ -145,21 +146,19 @@ class Estimator:
 
 
 def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
-    import checkpoint_io
     import dataset
-    import run_state
 
     done: set[str] = set()
     if run_id:
-        run_dir = checkpoint_io.run_dir_for(Path(settings.runs_dir), checkpoint_io.validate_run_id(run_id))
+        run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
         if run_dir.exists():
-            done = checkpoint_io.load_completed(run_dir)
+            done = run_store.load_completed(run_dir)
     items = 0
     for raw in dataset.iter_items(Path(settings.dataset_path)):
         if items >= settings.max_evals:
             return
         q = Question.from_dict(raw)
-        if q.question_id in done or not run_state.in_shard(q.question_id, settings.shard):
+        if q.question_id in done or not run_store.in_shard(q.question_id, settings.shard):
             continue
         items += 1
         yield q

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import shlex
 import sys
@@ -33,23 +32,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
-from facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
+import dataset
+import providers
 from errors import UserError, run_main
-from records import ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
+from facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
+from records import LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
+from targets import TargetError, hypothesis_from_response, load_module  # noqa: F401  (re-exported: older plugins)
 
 PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
-
-
-
-class TargetError(UserError):
-    """A target failed on one item (bad output, subprocess crash, a bug). The run records it as an item error
-    of kind ``target``; it never stops the run. The message is kept verbatim (it may hold a stderr tail)."""
-
-    kind = "target"
-
-    def __init__(self, message: str) -> None:
-        Exception.__init__(self, message)
-        self.message = message
 
 
 # --------------------------------------------------------------------------- loading targets
@@ -101,20 +91,13 @@ def load_target(name_or_path: str) -> ModuleType:
 @lru_cache(maxsize=None)
 def _load_module(path: str) -> ModuleType:
     file = Path(path)
-    is_package = file.name == "__init__.py"
-    stem = file.parent.name if is_package else file.stem
+    stem = file.parent.name if file.name == "__init__.py" else file.stem
     module_name = f"lme_target_{stem.replace('-', '_')}_{abs(hash(path)) % 10**8}"
-    spec = importlib.util.spec_from_file_location(
-        module_name, file, submodule_search_locations=[str(file.parent)] if is_package else None
-    )
-    if spec is None or spec.loader is None:
-        raise UserError(f"cannot load target {path}", fix="give a path to a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # packages need this for their relative imports
     try:
-        spec.loader.exec_module(module)
+        module = load_module(file, module_name)
+    except UserError as err:
+        raise UserError(str(err), fix="give a path to a Python file") from None
     except Exception as err:
-        sys.modules.pop(module_name, None)
         raise UserError(f"target {path} failed to import: {type(err).__name__}: {err}") from err
     if not callable(getattr(module, "generate", None)):
         sys.modules.pop(module_name, None)
@@ -142,59 +125,14 @@ def public_view(q: Question, target: str) -> PublicItem:
     return visible_question(q, target).public()
 
 
-class _NoProviderLLM:
-    """Stands in when ``providers.py`` is unavailable: model-free targets (offline, command) still run."""
+class _NoCallsLLM:
+    """The LLM of a dry run's ``prepare_requests``: a target must make no call there."""
 
     def complete(self, request: ChatRequest) -> Completion:
-        raise TargetError("no model provider layer (scripts/providers.py) is available for this target's call")
+        raise TargetError("no model call may be made while the target prepares its requests (a dry run)")
 
     def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
-        raise TargetError("no model provider layer (scripts/providers.py) is available for embeddings")
-
-
-def _default_llm() -> Any:
-    try:
-        import providers
-    except ImportError:
-        return _NoProviderLLM()
-    return providers.Gateway()
-
-
-def _is_provider_error(err: BaseException) -> bool:
-    try:
-        import providers
-    except ImportError:
-        return False
-    return isinstance(err, providers.ProviderError)
-
-
-def hypothesis_from_response(obj: Any, source: str) -> Hypothesis:
-    """Validate a user system's reply (command and python adapters): ``{"hypothesis": str, "tokensIn"?,
-    "tokensOut"?, "retrieved_session_ids"?, "debug"?}``. Anything else is a TargetError naming ``source``."""
-    if not isinstance(obj, Mapping):
-        raise TargetError(f"{source} returned {type(obj).__name__}, expected a JSON object with 'hypothesis'")
-    text = obj.get("hypothesis")
-    if not isinstance(text, str):  # an empty string is an answer: upstream judges it
-        raise TargetError(f"{source} returned no 'hypothesis' (missing or not a string): keys {sorted(obj)}")
-    retrieved = obj.get("retrieved_session_ids")
-    if retrieved is not None and (not isinstance(retrieved, list) or not all(isinstance(s, str) for s in retrieved)):
-        raise TargetError(f"{source}: 'retrieved_session_ids' must be a list of session id strings")
-    debug = obj.get("debug") or {}
-    if not isinstance(debug, Mapping):
-        raise TargetError(f"{source}: 'debug' must be a JSON object")
-    try:
-        tokens_in, tokens_out = int(obj.get("tokensIn") or 0), int(obj.get("tokensOut") or 0)
-        latency = float(obj.get("latencyMs") or 0.0)
-    except (TypeError, ValueError) as err:
-        raise TargetError(f"{source}: tokensIn/tokensOut/latencyMs must be numbers ({err})") from err
-    return Hypothesis(
-        hypothesis=text,
-        tokensIn=tokens_in,
-        tokensOut=tokens_out,
-        latencyMs=latency,
-        retrieved_session_ids=None if retrieved is None else tuple(retrieved),
-        debug=dict(debug),
-    )
+        raise TargetError("no embedding call may be made while the target prepares its requests (a dry run)")
 
 
 def _real_ids(q: Question, aliases: Sequence[str]) -> tuple[list[str], int]:
@@ -224,6 +162,56 @@ def _map_truncation(q: Question, debug: dict[str, Any]) -> None:
         debug["truncation"]["unknown_dropped_session_ids"] = unknown
 
 
+def run_target(
+    item: Question | Mapping[str, Any],
+    provider: str,
+    model: str,
+    *,
+    target: str = "full-context",
+    llm: LLM | None = None,
+    options: Mapping[str, Any] | None = None,
+    cache_dir: str | None = None,
+) -> Hypothesis:
+    """Run ``target`` on one item: its Hypothesis with real session ids in ``retrieved_session_ids`` and in
+    ``debug.truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_map_truncation``), and the wall
+    time as ``latencyMs`` when the target reported none.
+
+    A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
+    """
+    module = load_target(target)
+    q = visible_question(_as_question(item), target)
+    public = q.public()  # the same as public_view(); q is kept to map aliases back
+    ctx = TargetContext(provider=provider, model=model, llm=llm if llm is not None else providers.Gateway(),
+                        options=dict(options or {}), cache_dir=cache_dir)
+    t0 = time.monotonic()
+    try:
+        hyp = module.answer(q.question_id, ctx) if target == HYPOTHESES_TARGET else module.generate(public, ctx)
+    except (TargetError, providers.ProviderError):
+        raise
+    except Exception as err:
+        raise TargetError(f"target {target!r} failed: {type(err).__name__}: {err}") from err
+    wall_ms = (time.monotonic() - t0) * 1000.0
+    if not isinstance(hyp, Hypothesis):
+        raise TargetError(f"target {target!r} returned {type(hyp).__name__}, expected records.Hypothesis")
+    if not isinstance(hyp.hypothesis, str):  # an empty string is an answer: upstream judges it
+        raise TargetError(f"target {target!r} returned a hypothesis that is not a string")
+    debug = dict(hyp.debug)
+    retrieved = hyp.retrieved_session_ids
+    if retrieved is not None:
+        real, unknown = _real_ids(q, retrieved)
+        retrieved = tuple(real)
+        if unknown:
+            debug["unknown_retrieved_session_ids"] = unknown
+    _map_truncation(q, debug)
+    return dataclasses.replace(hyp, latencyMs=hyp.latencyMs or round(wall_ms, 3), retrieved_session_ids=retrieved,
+                               debug=debug)
+
+
+def result_name(target: str) -> str:
+    """What result rows call the target (``target_name``; a built-in name without loading it)."""
+    return target if target in BUILTIN_TARGETS else target_name(target)
+
+
 def generate_hypothesis(
     item: Question | Mapping[str, Any],
     provider: str,
@@ -234,41 +222,9 @@ def generate_hypothesis(
     options: Mapping[str, Any] | None = None,
     cache_dir: str | None = None,
 ) -> dict[str, Any]:
-    """Run ``target`` on one item: ``Hypothesis.to_dict()`` plus ``"target"``; retrieved ids are real ids, and so
-    are ``debug.truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_map_truncation``).
-
-    A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
-    """
-    module = load_target(target)
-    q = visible_question(_as_question(item), target)
-    public = q.public()  # the same as public_view(); q is kept to map aliases back
-    ctx = TargetContext(provider=provider, model=model, llm=llm if llm is not None else _default_llm(),
-                        options=dict(options or {}), cache_dir=cache_dir)
-    t0 = time.monotonic()
-    try:
-        hyp = module.answer(q.question_id, ctx) if target == HYPOTHESES_TARGET else module.generate(public, ctx)
-    except TargetError:
-        raise
-    except Exception as err:
-        if _is_provider_error(err):
-            raise
-        raise TargetError(f"target {target!r} failed: {type(err).__name__}: {err}") from err
-    wall_ms = (time.monotonic() - t0) * 1000.0
-    if not isinstance(hyp, Hypothesis):
-        raise TargetError(f"target {target!r} returned {type(hyp).__name__}, expected records.Hypothesis")
-    if not isinstance(hyp.hypothesis, str):  # an empty string is an answer: upstream judges it
-        raise TargetError(f"target {target!r} returned a hypothesis that is not a string")
-    out = hyp.to_dict()
-    if not out["latencyMs"]:
-        out["latencyMs"] = round(wall_ms, 3)
-    if hyp.retrieved_session_ids is not None:
-        real, unknown = _real_ids(q, hyp.retrieved_session_ids)
-        out["retrieved_session_ids"] = real
-        if unknown:
-            out["debug"]["unknown_retrieved_session_ids"] = unknown
-    if isinstance(out.get("debug"), dict):
-        _map_truncation(q, out["debug"])
-    out["target"] = target if target in BUILTIN_TARGETS else target_name(target)
+    """``run_target`` as JSON (``Hypothesis.to_dict()`` plus ``"target"``), as the CLI prints it."""
+    out = run_target(item, provider, model, target=target, llm=llm, options=options, cache_dir=cache_dir).to_dict()
+    out["target"] = result_name(target)
     return out
 
 
@@ -295,7 +251,7 @@ def prepare_requests_by_role(
     if by_role is None and prepare is None:
         return None
     public = public_view(_as_question(item), target)
-    ctx = TargetContext(provider=provider, model=model, llm=_NoProviderLLM(), options=dict(options or {}),
+    ctx = TargetContext(provider=provider, model=model, llm=_NoCallsLLM(), options=dict(options or {}),
                         cache_dir=cache_dir)
     if by_role is not None:
         return {role: list(requests) for role, requests in by_role(public, ctx).items()}
@@ -322,32 +278,11 @@ def parse_option(text: str) -> tuple[str, Any]:
         return key.strip(), value
 
 
-def _read_items(path: Path) -> Any:
-    try:
-        import dataset
-
-        return dataset.iter_items(str(path))
-    except (ImportError, AttributeError):
-        pass
-    if str(path).endswith(".xz"):
-        import lzma
-
-        opener: Any = lzma.open
-    elif str(path).endswith(".gz"):
-        import gzip
-
-        opener = gzip.open
-    else:
-        opener = open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return json.load(fh)
-
-
 def find_item(path: Path, question_id: str) -> Question:
     if not path.is_file():
         raise UserError(f"dataset {path} not found", fix="pass --dataset with a LongMemEval .json file")
-    for raw in _read_items(path):
-        q = raw if isinstance(raw, Question) else Question.from_dict(raw)
+    for raw in dataset.iter_items(path):
+        q = Question.from_dict(raw)
         if q.question_id == question_id:
             return q
     raise UserError(f"question id {question_id!r} is not in {path}", fix="check the id (it is case-sensitive)")
@@ -379,5 +314,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.modules.setdefault("generation_driver", sys.modules["__main__"])  # targets import TargetError from here
     sys.exit(run_main(main))

@@ -25,6 +25,7 @@ from typing import Any, Collection, Mapping
 
 from errors import UserError
 from facts import HYPOTHESES_TARGET
+from upstream_files import load_hypotheses
 
 TARGET = HYPOTHESES_TARGET
 """The target's name (``run_benchmark.py --hypotheses FILE`` selects it)."""
@@ -81,12 +82,10 @@ def load(path: str | Path, *, flag: str = FLAG) -> HypothesesFile:
 
 
 def _read(path: Path, flag: str) -> HypothesesFile:
-    import judge_shim
-
     sha256 = file_sha256(path, flag=flag)
     hypotheses: dict[str, str] = {}
     record_of: dict[str, int] = {}
-    for number, entry in enumerate(judge_shim.load_hypotheses(path, flag=flag), 1):
+    for number, entry in enumerate(load_hypotheses(path, flag=flag), 1):
         qid, text = entry["question_id"], entry["hypothesis"]
         where = f"{flag} {path}: record {number}"
         if isinstance(qid, bool) or not isinstance(qid, (str, int)):

@@ -23,17 +23,19 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-import checkpoint_io
+import dataset
+import fileio
 import metrics
-from compare_runs import RunData, load_run
 from errors import UserError, run_main
 from facts import OFFICIAL_JUDGE_MODEL
+from run_records import ResultRow
+from run_store import RunData, load_run
 
 EVAL_SUFFIX = ".eval-results-gpt-4o"
 """Upstream names its output ``<hyp file>.eval-results-<judge alias>``; the official alias is gpt-4o."""
 
 
-def _rows_in_order(run: RunData) -> Iterator[Mapping[str, Any]]:
+def _rows_in_order(run: RunData) -> Iterator[ResultRow]:
     types, _ = run.item_types()
     for qid in types:
         if qid in run.rows:
@@ -44,15 +46,15 @@ def _write_lines(out: Path, records: Sequence[Mapping[str, Any]]) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     blob = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    checkpoint_io.write_atomic_bytes(out, blob.encode("utf-8"))
+    fileio.write_atomic_bytes(out, blob.encode("utf-8"))
     return out
 
 
 def export_hypotheses(run_dir: Path, out: Path) -> Path:
     """Upstream input JSONL: every row with a hypothesis (judged, or errored after generation), manifest order."""
     run = load_run(Path(run_dir))
-    lines = [{"question_id": r["question_id"], "hypothesis": r["hypothesis"]}
-             for r in _rows_in_order(run) if r.get("hypothesis") is not None]
+    lines = [{"question_id": r.question_id, "hypothesis": r.hypothesis}
+             for r in _rows_in_order(run) if r.hypothesis is not None]
     return _write_lines(out, lines)
 
 
@@ -66,11 +68,10 @@ def export_eval_results(run_dir: Path, out: Path) -> Path:
     run = load_run(Path(run_dir))
     lines = []
     for r in _rows_in_order(run):
-        label = metrics.label_of_row(r)
-        if label is None:
+        if r.label is None or r.judgment is None:
             continue
-        lines.append({"question_id": r["question_id"], "hypothesis": r.get("hypothesis"),
-                      "autoeval_label": {"model": (r.get("judgment") or {}).get("model"), "label": label}})
+        lines.append({"question_id": r.question_id, "hypothesis": r.hypothesis,
+                      "autoeval_label": {"model": r.judgment.model, "label": r.label}})
     return _write_lines(eval_results_path(out), lines)
 
 
@@ -80,7 +81,7 @@ def export_reference(run_dir: Path, out: Path) -> Path:
     types, _ = run.item_types()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    checkpoint_io.write_atomic_json(out, [{"question_id": q, "question_type": t} for q, t in types.items()])
+    fileio.write_atomic_json(out, [{"question_id": q, "question_type": t} for q, t in types.items()])
     return out
 
 
@@ -91,8 +92,6 @@ def _reference_types(ref: Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]
         if not path.exists():
             raise UserError(f"reference file {path} does not exist", fix="pass a dataset file or a run's manifest.json")
         if path.suffix in (".xz", ".gz"):
-            import dataset
-
             return {i["question_id"]: i["question_type"] for i in dataset.iter_items(path)}
         try:
             ref = json.loads(path.read_text(encoding="utf-8"))

@@ -31,6 +31,14 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import config as config_mod
+import fileio
+import judge_files
+import judge_official
+import providers
+from records import Verdict
+import run_store
+import verdict_archive
 from clock import utc_now
 from errors import UserError, run_main
 from facts import (
@@ -95,17 +103,12 @@ def agreement_report(pairs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def official_records(project: Path, run_id: str | None, archive: Path | None) -> tuple[list[dict[str, Any]], str]:
     """The official verdicts to re-judge, as archive lines (which carry question, answer and hypothesis)."""
-    import verdict_archive
-
     if archive is not None:
         return verdict_archive.read_archive_file(archive), f"archive {archive}"
-    import checkpoint_io
-    import scorecard
-
-    run_dir = checkpoint_io.run_dir_for(scorecard.runs_dir(project), checkpoint_io.validate_run_id(run_id or ""))
-    if not (run_dir / "run-meta.json").is_file():
+    run_dir = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run_id or ""))
+    if not run_store.has_meta(run_dir):
         raise UserError(f"no run {run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
-    lines = [line for row in checkpoint_io.iter_result_rows(run_dir)
+    lines = [line for row in run_store.iter_rows(run_dir)
              if (line := verdict_archive.verdict_line(row, f"run {run_dir.name}")) is not None]
     last = {line["question_id"]: line for line in lines}  # the last row per question is its result
     return list(last.values()), f"run {run_dir.name}"
@@ -114,31 +117,29 @@ def official_records(project: Path, run_id: str | None, archive: Path | None) ->
 def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candidate_model: str,
             longmemeval_root: str | Path, llm: Any, *, concurrency: int = 4) -> dict[str, Any]:
     """Judge every record with the candidate; the report plus ``skipped`` (prompt mismatch) and ``errors``."""
-    import judge_shim
-
-    builder = judge_shim.load_prompt_builder(longmemeval_root)
+    builder = judge_official.load_prompt_builder(longmemeval_root)
     jobs, skipped = [], []
     for rec in records:
         if rec.get("question_type") is None or rec.get("hypothesis") is None or rec.get("question") is None:
             skipped.append({"question_id": rec.get("question_id"), "why": "no question, type or hypothesis"})
             continue
         try:
-            prompt = judge_shim.build_prompt(builder, rec["question_type"], rec["question"], rec["answer"],
+            prompt = judge_official.build_prompt(builder, rec["question_type"], rec["question"], rec["answer"],
                                              rec["hypothesis"], abstention=is_abstention(str(rec["question_id"])),
                                              question_id=str(rec["question_id"]))
-        except judge_shim.JudgeInputError as err:
+        except judge_official.JudgeInputError as err:
             skipped.append({"question_id": rec.get("question_id"), "why": str(err)})
             continue
         if hashlib.sha256(prompt.encode("utf-8")).hexdigest() != rec["prompt_sha256"]:
             skipped.append({"question_id": rec.get("question_id"), "why": "prompt differs from the officially judged one"})
             continue
-        jobs.append((rec, judge_shim.judge_request(prompt, candidate_provider, candidate_model)))
+        jobs.append((rec, judge_official.judge_request(prompt, candidate_provider, candidate_model)))
 
     def one(job: tuple[Mapping[str, Any], Any]) -> dict[str, Any]:
         rec, request = job
         completion = llm.complete(request)
         return {"question_id": rec["question_id"], "question_type": rec["question_type"],
-                "official": bool(rec["label"]), "candidate": judge_shim.label_from_reply(completion.text or ""),
+                "official": bool(rec["label"]), "candidate": judge_official.label_from_reply(completion.text or ""),
                 "candidate_raw": completion.text, "returned_model": completion.model}
 
     pairs, errors = [], []
@@ -167,16 +168,12 @@ def candidate_run(project: Path, run: str) -> tuple[str, str, dict[tuple[str, st
     """A run judged by the candidate: (provider, model, its verdicts by (question_id, prompt_sha256), source).
 
     ``run`` is a run id of the project or a run directory. No call is made: the run's own verdicts are compared."""
-    import checkpoint_io
-    import scorecard
-    from compare_runs import load_run
-
     path = Path(run)
     if not path.is_dir():
-        path = checkpoint_io.run_dir_for(scorecard.runs_dir(project), checkpoint_io.validate_run_id(run))
-    if not (path / "run-meta.json").is_file():
+        path = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run))
+    if not run_store.has_meta(path):
         raise UserError(f"--candidate-run {run}: no run at {path}", fix="give a run id or a run directory")
-    data = load_run(path)
+    data = run_store.load_run(path)
     provider, model = data.judge["provider"], data.judge["model"]
     if is_offline(provider):
         raise UserError(f"--candidate-run {run} was judged offline: the offline judge is not a candidate",
@@ -187,14 +184,14 @@ def candidate_run(project: Path, run: str) -> tuple[str, str, dict[tuple[str, st
                             "--judge-model provider:model")
     verdicts = {}
     for qid, row in data.rows.items():
-        judgment = row.get("judgment") or {}
-        if row.get("status") == "judged" and judgment.get("prompt_sha256"):
-            verdicts[(qid, str(judgment["prompt_sha256"]))] = judgment
+        verdict = row.judgment
+        if row.judged and verdict is not None and verdict.prompt_sha256:
+            verdicts[(qid, str(verdict.prompt_sha256))] = verdict
     return str(provider), str(model), verdicts, f"run {data.run_id}"
 
 
 def measure_against_run(records: Sequence[Mapping[str, Any]],
-                        candidate: Mapping[tuple[str, str], Mapping[str, Any]]) -> dict[str, Any]:
+                        candidate: Mapping[tuple[str, str], Verdict]) -> dict[str, Any]:
     """The report for verdicts the candidate already gave (``candidate_run``): an official record is paired with
     the candidate's verdict on the same prompt (same question, hypothesis and template), else skipped."""
     pairs, skipped = [], []
@@ -205,17 +202,15 @@ def measure_against_run(records: Sequence[Mapping[str, Any]],
                             "why": "the candidate run has no verdict on this prompt (another hypothesis, or not judged)"})
             continue
         pairs.append({"question_id": rec["question_id"], "question_type": rec.get("question_type"),
-                      "official": bool(rec["label"]), "candidate": bool(verdict.get("label")),
-                      "candidate_raw": verdict.get("raw"), "returned_model": verdict.get("model")})
+                      "official": bool(rec["label"]), "candidate": bool(verdict.label),
+                      "candidate_raw": verdict.raw, "returned_model": verdict.model})
     return _full_report(pairs, skipped, [])
 
 
 def append_record(project: Path, record: Mapping[str, Any]) -> Path:
-    import checkpoint_io
-
     path = registry_path(project)
-    checkpoint_io.ensure_writable_dir(path.parent)
-    checkpoint_io.append_jsonl(path, record)
+    fileio.ensure_writable_dir(path.parent)
+    fileio.append_jsonl(path, record)
     return path
 
 
@@ -295,12 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
     args = parser.parse_args(argv)
 
-    import config as config_mod
-    import judge_shim
-    import providers
 
     project = args.project.resolve()
-    cfg = judge_shim.project_config(project)
+    cfg = judge_files.project_config(project)
     if args.candidate_run:
         provider, model, verdicts, candidate_source = candidate_run(project, args.candidate_run)
     else:
@@ -320,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = measure_against_run(records, verdicts)
         source = f"{source} vs candidate {candidate_source}"
     else:
-        report = measure(records, provider, model, root, providers.Gateway(judge_shim.provider_settings(cfg)),
+        report = measure(records, provider, model, root, providers.Gateway(judge_files.provider_settings(cfg)),
                          concurrency=args.concurrency)
     if report["n"] == 0:
         first = (report["errors"] or report["skipped"] or [{}])[0]

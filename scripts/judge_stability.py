@@ -22,11 +22,14 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import checkpoint_io
 from clock import utc_now
+import fileio
 from facts import SCHEMA_VERSION, STABILITY_REGISTRY, STATE_DIR
+from records import Verdict
+from run_records import ResultRow, RunMeta
 
 REGISTRY_NAME = STABILITY_REGISTRY
+LOCK_NAME = ".judge-stability.lock"
 Key = tuple[str, str, str]
 """(question_id, judge model, prompt sha256)."""
 
@@ -42,9 +45,9 @@ def stability(verdicts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return {"n": len(labels), "yes": yes, "no": len(labels) - yes, "flaky": 0 < yes < len(labels)}
 
 
-def key_of(question_id: str, judgment: Mapping[str, Any]) -> Key | None:
-    sha = judgment.get("prompt_sha256")
-    return None if not sha else (str(question_id), str(judgment.get("model")), str(sha))
+def key_of(question_id: str, verdict: Verdict) -> Key | None:
+    sha = verdict.prompt_sha256
+    return None if not sha else (str(question_id), str(verdict.model), str(sha))
 
 
 class StabilityRegistry:
@@ -81,23 +84,24 @@ class StabilityRegistry:
     def flaky(self) -> set[Key]:
         return {k for k, line in self.entries().items() if line.get("flaky")}
 
-    def record(self, question_id: str, judgment: Mapping[str, Any], source: str) -> dict[str, Any] | None:
-        """Add the verdicts of one judged row (``judgment.verdicts``) to its key's counts; returns the new line."""
-        verdicts = judgment.get("verdicts")
-        key = key_of(question_id, judgment)
+    def record(self, question_id: str, verdict: Verdict, source: str) -> dict[str, Any] | None:
+        """Add the repeated verdicts of one judged item (``verdict.verdicts``) to its key's counts; returns the new
+        line."""
+        verdicts = verdict.verdicts
+        key = key_of(question_id, verdict)
         if not verdicts or key is None:
             return None
         measured = stability(verdicts)
         if measured["n"] == 0:
             return None
-        with self._lock, checkpoint_io.RunLock(self.path.parent, name=".judge-stability.lock", wait=True):
+        with self._lock, fileio.FileLock(self.path.parent, LOCK_NAME, wait=True):
             self._catch_up()
             before = self._entries.get(key) or {}
             yes = int(before.get("yes", 0)) + measured["yes"]
             no = int(before.get("no", 0)) + measured["no"]
             line = {
                 "schemaVersion": SCHEMA_VERSION, "question_id": key[0],
-                "judge_provider": judgment.get("provider"), "judge_model": key[1], "prompt_sha256": key[2],
+                "judge_provider": verdict.provider, "judge_model": key[1], "prompt_sha256": key[2],
                 "yes": yes, "no": no, "n": yes + no, "flaky": yes > 0 and no > 0,
                 "first_label": before.get("first_label", verdicts[0].get("label")),
                 "updated_at": utc_now(), "source": source,
@@ -107,45 +111,45 @@ class StabilityRegistry:
             return line
 
     def _append(self, line: Mapping[str, Any]) -> None:
-        checkpoint_io.append_jsonl(self.path, line)  # one fsynced O_APPEND write; repairs a torn tail first
+        fileio.append_jsonl(self.path, line)  # one fsynced O_APPEND write; repairs a torn tail first
         self._offset = self.path.stat().st_size
 
 
-def row_is_unstable(row: Mapping[str, Any], flaky: set[Key]) -> bool:
+def row_is_unstable(row: ResultRow | None, flaky: set[Key]) -> bool:
     """A judged row whose own repeated verdicts disagree, or whose exact prompt the registry marks flaky."""
-    judgment = row.get("judgment") or {}
-    if not judgment:
+    verdict = None if row is None else row.judgment
+    if verdict is None:
         return False
-    if (judgment.get("stability") or {}).get("flaky"):
+    if (verdict.stability or {}).get("flaky"):
         return True
-    key = key_of(str(row.get("question_id")), judgment)
+    key = key_of(row.question_id, verdict)
     return key is not None and key in flaky
 
 
-def project_of_run(meta: Mapping[str, Any], run_dir: Path) -> Path:
+def project_of_run(meta: RunMeta, run_dir: Path) -> Path:
     """The project a run belongs to: its recorded settings, else the directory three levels above the run."""
-    project = (meta.get("settings") or {}).get("project")
+    project = meta.project
     if project and Path(project).is_dir():
         return Path(project)
     return Path(run_dir).resolve().parent.parent.parent
 
 
-def summary(rows: Iterable[Mapping[str, Any]], flaky: set[Key]) -> dict[str, Any]:
+def summary(rows: Iterable[ResultRow], flaky: set[Key]) -> dict[str, Any]:
     """How many of a run's labels are unstable: its own repeated verdicts disagree, or the registry marks the
     row's exact prompt flaky (the two overlap; ``unstable_ids`` is their union)."""
     repeated = in_run = in_registry = 0
     unstable = []
     for row in rows:
-        judgment = row.get("judgment") or {}
-        if row.get("status") != "judged" or not judgment:
+        verdict = row.judgment
+        if not row.judged or verdict is None:
             continue
-        own = bool((judgment.get("stability") or {}).get("flaky"))
-        key = key_of(str(row.get("question_id")), judgment)
+        own = bool((verdict.stability or {}).get("flaky"))
+        key = key_of(row.question_id, verdict)
         registered = key is not None and key in flaky
-        repeated += "verdicts" in judgment
+        repeated += verdict.verdicts is not None
         in_run += own
         in_registry += registered
         if own or registered:
-            unstable.append(str(row.get("question_id")))
+            unstable.append(row.question_id)
     return {"repeated_items": repeated, "unstable_in_run": in_run, "flaky_in_registry": in_registry,
             "unstable_ids": sorted(unstable)}

@@ -31,7 +31,7 @@ from facts import (
     TRIGGER_SET_FILE,
     VENV_DIR,
 )
-from loop_guard import assert_on_loop_branch, loop_config
+from loop_rules import assert_on_loop_branch, loop_config
 
 FORBIDDEN_ARGS = ("-f", "--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "-d")
 FORBIDDEN_COMMANDS = ("checkout", "switch", "reset", "rebase", "stash", "branch", "filter-branch")

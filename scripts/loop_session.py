@@ -38,6 +38,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 
 from clock import utc_now_iso
 import command_names  # noqa: E402  (stdlib-only siblings)
+import fileio  # noqa: E402
 from errors import UserError, run_main  # noqa: E402
 from facts import (  # noqa: E402
     CONFIRMATION_FILE,
@@ -49,6 +50,7 @@ from facts import (  # noqa: E402
     RUNS_DIR,
     TRIGGER_SET_FILE,
 )
+from run_layout import WATCHED_FILES
 
 SESSION_FILE = LOOP_SESSION_FILE
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
@@ -56,7 +58,7 @@ SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 STALL_LIMIT = 3
 """Stops in a row with no change to the loop's files after which the hook lets the session end."""
 _WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, TRIGGER_SET_FILE, PROPOSAL_FILE)
-_RUN_FILES = ("item-results.jsonl", "questions_completed.jsonl", "run-meta.json", "worker.json")
+_RUN_FILES = WATCHED_FILES
 
 
 @dataclass(frozen=True)
@@ -85,9 +87,9 @@ def read_state(project: Path) -> dict[str, Any] | None:
 
 
 def _write_state(project: Path, state: dict[str, Any]) -> None:
-    from setup_project import write_json_atomic  # stdlib only, like this module
-
-    write_json_atomic(session_path(project), state)
+    path = session_path(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.write_atomic_json(path, state)
 
 
 def _history_rows(project: Path) -> list[str]:

@@ -46,10 +46,10 @@ def projects(hook_input: Mapping[str, Any]) -> list[Path]:
 
 def loop_status_lines(project: Path) -> list[str]:
     """What ``rounds.py status`` says (its last line names the step to continue at)."""
-    import rounds
+    import loop_state
 
     try:
-        return rounds.status(project)
+        return loop_state.status(project)
     except Exception as err:  # noqa: BLE001 - a status we cannot read is reported, the loop still goes on
         return [f"(rounds.py status failed: {err})"]
 

@@ -19,6 +19,7 @@ import math
 from typing import Any, Iterable, Mapping
 
 from facts import QUESTION_TYPES, is_abstention
+from run_records import ResultRow
 
 Z_95 = 1.959963984540054
 """The two-sided 95% normal quantile used for the Wilson interval."""
@@ -43,8 +44,11 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> list[float] | No
     return [low, high]
 
 
-def label_of_row(row: Mapping[str, Any] | None) -> bool | None:
-    """The judge label a result row carries: True/False when judged, None for an error row or no row."""
+def label_of_row(row: ResultRow | Mapping[str, Any] | None) -> bool | None:
+    """The judge label a result row (a ``ResultRow``, or its JSON form) carries: True/False when judged, None for
+    an error row or no row."""
+    if isinstance(row, ResultRow):
+        return row.label
     if not row or row.get("status") != "judged":
         return None
     judgment = row.get("judgment") or {}
@@ -146,7 +150,7 @@ def fmt_interval(interval: list[float] | None, decimals: int = 3) -> str:
 
 def item_set(
     manifest_items: Iterable[Mapping[str, Any]] | None,
-    rows: Mapping[str, Mapping[str, Any]],
+    rows: Mapping[str, ResultRow],
     n_total: int | None = None,
 ) -> tuple[dict[str, str], int]:
     """The items the strict denominator covers: ``(types in manifest order, unattributed)``.
@@ -158,7 +162,7 @@ def item_set(
     if manifest_items is not None:
         known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]
     else:
-        known = [(qid, str(row.get("question_type"))) for qid, row in rows.items()]
+        known = [(qid, row.question_type) for qid, row in rows.items()]
     if n_total is not None and n_total < 0:
         raise ValueError(f"n_total must be >= 0, got {n_total}")
     if n_total is not None and n_total < len(known):
@@ -169,7 +173,7 @@ def item_set(
 
 
 def strict_labels(
-    rows: Mapping[str, Mapping[str, Any]], types: Mapping[str, str]
+    rows: Mapping[str, ResultRow], types: Mapping[str, str]
 ) -> dict[str, bool | None]:
     """Labels for ``score``: each covered id's last row label (None for an error row); ids with no row are absent."""
     return {qid: label_of_row(rows[qid]) for qid in types if qid in rows}

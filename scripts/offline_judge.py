@@ -18,10 +18,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from facts import is_abstention
+from facts import OFFLINE, OFFLINE_JUDGE_MODEL, is_abstention
 from records import Verdict
 
-OFFLINE_JUDGE_MODEL = "offline-containment-v1"
 ABSTENTION_PHRASES = (
     "not mentioned", "never mentioned", "didn't mention", "did not mention", "doesn't mention", "does not mention",
     "no mention", "no information", "not enough information", "insufficient information", "no record",
@@ -95,14 +94,19 @@ def decide(question_id: str, answer: Any, hypothesis: str) -> tuple[bool, str]:
     return False, f"offline containment: gold {shown[0] if shown else ''!r} not found in the hypothesis"
 
 
-def offline_judge(question_id: str, question_type: str, question: str, answer: Any, hypothesis: str) -> dict[str, Any]:
-    """A ``Verdict`` dict from provider ``offline`` (never official); ``raw`` explains the decision."""
+def offline_verdict(question_id: str, question_type: str, question: str, answer: Any, hypothesis: str) -> Verdict:
+    """A ``Verdict`` from provider ``offline`` (never official); ``raw`` explains the decision."""
     label, why = decide(question_id, answer, hypothesis)
     return Verdict(
         label=label,
         raw=why,
-        provider="offline",
+        provider=OFFLINE,
         model=OFFLINE_JUDGE_MODEL,
         requested_model=OFFLINE_JUDGE_MODEL,
         official=False,
-    ).to_dict()
+    )
+
+
+def offline_judge(question_id: str, question_type: str, question: str, answer: Any, hypothesis: str) -> dict[str, Any]:
+    """``offline_verdict`` as a dict."""
+    return offline_verdict(question_id, question_type, question, answer, hypothesis).to_dict()

@@ -19,6 +19,7 @@ import command_names
 from facts import is_offline
 import hypotheses_file
 from errors import UserError, run_main
+import judge_official
 
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 
@@ -29,7 +30,6 @@ def check_inputs(settings) -> None:
     Run before anything is written or paid for; raises UserError.
     """
     import generation_driver
-    import judge_shim
 
     try:
         generation_driver.describe_target(settings.target, settings.target_options)
@@ -43,7 +43,7 @@ def check_inputs(settings) -> None:
     if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: one line, before anything
         hypotheses_file.check_run_inputs(settings)
     if not is_offline(settings.judge_provider):
-        judge_shim.load_prompt_builder(settings.longmemeval_root)
+        judge_official.load_prompt_builder(settings.longmemeval_root)
     if "azure" in (settings.judge_provider, settings.target_provider):
         import providers
 
@@ -79,10 +79,8 @@ def checks(settings) -> list[tuple[bool | None, str]]:
             results.append((False, str(err)))
 
     if not is_offline(settings.judge_provider):
-        import judge_shim
-
         try:
-            builder = judge_shim.load_prompt_builder(settings.longmemeval_root)
+            builder = judge_official.load_prompt_builder(settings.longmemeval_root)
         except UserError:
             results.append((False, f"upstream LongMemEval checkout missing at {settings.longmemeval_root}: run "
                                    f"{command_names.SETUP} --clone-upstream, or set longmemeval_root"))

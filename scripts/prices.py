@@ -9,6 +9,10 @@ older family's price. Re-read the source pages and update ``PRICES_READ_ON`` whe
 from __future__ import annotations
 
 import re
+from typing import Any, Mapping, Sequence
+
+from facts import is_offline
+from records import Verdict
 
 PRICES_READ_ON = "2026-11-29"
 PRICES_SOURCE = (
@@ -73,3 +77,24 @@ def cost_usd(model: str, tokens_in: int, tokens_out: int) -> float | None:
     if price is None:
         return None
     return (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+
+
+def call_cost(calls: Sequence[Mapping[str, Any]]) -> float | None:
+    """Dollars actually spent on these calls (cache hits are free); None when any paid call's price is unknown."""
+    total = 0.0
+    for call in calls:
+        if call.get("cached"):
+            continue
+        usd = cost_usd(str(call.get("model", "")), int(call.get("tokensIn") or 0), int(call.get("tokensOut") or 0))
+        if usd is None:
+            return None
+        total += usd
+    return total
+
+
+def verdict_cost(verdict: Verdict) -> float | None:
+    """Dollars of the judge call behind ``verdict`` (offline, cached and archived verdicts are free)."""
+    if is_offline(verdict.provider):
+        return 0.0
+    return call_cost([{"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
+                       "cached": verdict.cached}])

@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Any, Mapping
 
+import cost_gate
+from run_records import ResultRow
 from run_settings import STATUS_EVERY_S
 
 
@@ -49,40 +51,39 @@ class Progress:
         if already_done and mode in ("bar", "lines", "status"):
             print(f"resuming: {already_done} items already completed", file=sys.stderr)
 
-    def update(self, row: Mapping[str, Any], run_counters: Mapping[str, Any]) -> None:
+    def update(self, row: ResultRow, run_counters: Mapping[str, Any]) -> None:
         with self._lock:
             self.done += 1
-            if row.get("question_id") in self._error_ids:
+            if row.question_id in self._error_ids:
                 self._errors_fixed += 1  # its earlier error row is replaced by this one
             label = None
-            if row.get("status") == "judged":
+            if row.judged and row.judgment is not None:
                 self.judged += 1
-                label = bool(row["judgment"]["label"])
+                label = bool(row.judgment.label)
                 self.correct += int(label)
             else:
                 self.errors += 1
-            judgment = row.get("judgment") or {}
-            self.tokens += int(row.get("tokensIn") or 0) + int(row.get("tokensOut") or 0)
-            self.tokens += int(judgment.get("tokensIn") or 0) + int(judgment.get("tokensOut") or 0)
+            self.tokens += int(row.tokensIn or 0) + int(row.tokensOut or 0)
+            if row.judgment is not None:
+                self.tokens += int(row.judgment.tokensIn or 0) + int(row.judgment.tokensOut or 0)
             if self.mode == "status":
-                import cost_gate
-
                 usd = cost_gate.row_spend(row)
                 self.spent_usd = None if usd is None or self.spent_usd is None else self.spent_usd + usd
-            cost = (row.get("cost") or {}).get("total_usd")
+            cost = None if row.cost is None else row.cost.total_usd
             if cost is None:
-                self.usd_unknown += 1 if row.get("status") == "judged" else 0
+                self.usd_unknown += 1 if row.judged else 0
             else:
                 self.usd += float(cost)
             accuracy = self.correct / self.judged if self.judged else 0.0
-            shown = "ERROR " + row["error"]["kind"] if row.get("status") == "error" else label
+            error = row.error
+            shown = "ERROR " + error.kind if row.status == "error" and error is not None else label
             if self.mode == "json":
                 record = {
-                    "question_id": row["question_id"],
-                    "question_type": row["question_type"],
-                    "status": row["status"],
+                    "question_id": row.question_id,
+                    "question_type": row.question_type,
+                    "status": row.status,
                     "label": label,
-                    "error": row.get("error"),
+                    "error": None if error is None else error.to_dict(),
                     "done": self.done,
                     "total": self.total,
                     "accuracy_judged": round(accuracy, 4),
@@ -90,13 +91,14 @@ class Progress:
                 }
                 print(json.dumps(record), flush=True)
             elif self.mode == "status":
-                if row.get("status") == "error":
-                    print(f"{row['question_id']} [{row['question_type']}] -> {shown}: {row['error']['message'][:200]}",
+                if row.status == "error":
+                    message = "" if error is None else error.message
+                    print(f"{row.question_id} [{row.question_type}] -> {shown}: {message[:200]}",
                           file=sys.stderr, flush=True)
                 if time.monotonic() - self._last_status >= STATUS_EVERY_S:
                     self._print_status("running")
             elif self.mode == "lines":
-                print(f"{row['question_id']} [{row['question_type']}] -> {shown}", file=sys.stderr, flush=True)
+                print(f"{row.question_id} [{row.question_type}] -> {shown}", file=sys.stderr, flush=True)
             elif self._bar is not None:
                 self._bar.set_postfix(
                     acc=f"{accuracy:.3f}",

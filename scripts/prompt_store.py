@@ -18,46 +18,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
-import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import fileio
 from facts import SCHEMA_VERSION
-from records import ChatRequest, Completion
-
-PROMPTS_FILE = "prompts.jsonl"
+from records import ChatRequest
+from run_layout import PROMPTS_FILE, run_dirs
 SHARED_LINE_CHARS = 200
 """Lines at least this long are stored once by hash; shorter ones (headers, instructions) stay inline."""
 COMPRESS_LINE_CHARS = 1024
 """Stored lines at least this long are kept zlib-compressed (``z``, base64); chat text shrinks about 2.2x."""
-
-
-# --------------------------------------------------------------------------- recording what a target sends
-
-
-class RecordingLLM:
-    """An ``records.LLM`` that notes every chat request it forwards (in call order; thread-safe)."""
-
-    def __init__(self, llm: Any) -> None:
-        self._llm = llm
-        self._lock = threading.Lock()
-        self.requests: list[ChatRequest] = []
-
-    def complete(self, request: ChatRequest) -> Completion:
-        with self._lock:
-            self.requests.append(request)
-        return self._llm.complete(request)
-
-    def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
-        return self._llm.embed(provider, model, texts)
-
-    def keys(self) -> list[str]:
-        """The requests' content addresses, first occurrence order, each once."""
-        with self._lock:
-            return list(dict.fromkeys(r.key() for r in self.requests))
 
 
 # --------------------------------------------------------------------------- encoding
@@ -144,11 +117,9 @@ class PromptStore:
 
     def _open_index(self) -> None:
         """On first use: repair a torn tail, then learn what the file already holds (a resume)."""
-        import checkpoint_io
-
-        checkpoint_io.repair_tail(self.path)
+        fileio.repair_tail(self.path)
         self._lines = set()
-        for _, record in checkpoint_io.iter_jsonl(self.path):
+        for _, record in fileio.iter_jsonl(self.path):
             if record.get("kind") == "line":
                 self._lines.add(str(record.get("sha256")))
             elif record.get("kind") == "prompt":
@@ -156,8 +127,6 @@ class PromptStore:
 
     def add(self, requests: Iterable[ChatRequest]) -> list[str]:
         """Store what is new of ``requests`` (one write + fsync); returns their keys, each once, in order."""
-        import checkpoint_io
-
         if self._lines is None:
             self._open_index()
         assert self._lines is not None
@@ -179,18 +148,7 @@ class PromptStore:
             new_prompts.add(record["key"])
             blob.append(_dumps(record))  # after its lines: a prompt record that made it has all its lines
         if blob:
-            created = not self.path.exists()
-            data = b"".join(blob)
-            fd = os.open(self.path, os.O_APPEND | os.O_CREAT | os.O_WRONLY | getattr(os, "O_BINARY", 0), 0o644)
-            try:
-                written = os.write(fd, data)
-                while written < len(data):
-                    written += os.write(fd, data[written:])
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if created:
-                checkpoint_io._fsync_dir(self.path.parent)
+            fileio.append_bytes(self.path, b"".join(blob))
             self._lines |= new_lines
             self._prompts |= new_prompts
         return keys
@@ -251,12 +209,9 @@ class _LazyLines(Mapping[str, str]):
 
 def load(run_dir: Path) -> StoredPrompts:
     """Read ``prompts.jsonl`` of a run directory and of each of its shards (a torn last line is skipped)."""
-    import checkpoint_io
-
     store = StoredPrompts()
-    run_dir = Path(run_dir)
-    for directory in [run_dir, *sorted(p for p in run_dir.glob(checkpoint_io.SHARD_GLOB) if p.is_dir())]:
-        for _, record in checkpoint_io.iter_jsonl(directory / PROMPTS_FILE):
+    for directory in run_dirs(run_dir):
+        for _, record in fileio.iter_jsonl(directory / PROMPTS_FILE):
             if record.get("kind") == "line" and isinstance(record.get("sha256"), str):
                 store.line_records[record["sha256"]] = record
             elif record.get("kind") == "prompt" and isinstance(record.get("key"), str):

@@ -319,13 +319,33 @@ class Verdict:
     cached: bool = False
     source: str = "call"
     """``call`` (a model call), ``cache`` (the call cache) or ``archive`` (an imported official verdict)."""
+    verdicts: tuple[Mapping[str, Any], ...] | None = None
+    """``--judge-repeat K``: all K verdicts in call order (the first is the label); None without repeats."""
+    stability: Mapping[str, Any] | None = None
+    """``--judge-repeat K``: ``{n, yes, no, flaky}`` over ``verdicts``."""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        for extra in ("verdicts", "stability"):
+            if d[extra] is None:
+                del d[extra]
+        if self.verdicts is not None:
+            d["verdicts"] = [dict(v) for v in self.verdicts]
+        if self.stability is not None:
+            d["stability"] = dict(self.stability)
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        """From ``to_dict()`` output, or a row's judgment written by an older version (missing fields default:
+        no provider, the returned model as the requested one, not official)."""
+        fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        fields.setdefault("provider", "")
+        fields.setdefault("requested_model", str(d.get("model", "")))
+        fields.setdefault("official", False)
+        if fields.get("verdicts") is not None:
+            fields["verdicts"] = tuple(fields["verdicts"])
+        return cls(**fields)
 
 
 def row_base(q: Question) -> dict[str, Any]:

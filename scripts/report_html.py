@@ -38,16 +38,22 @@ from html import escape
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import checkpoint_io
+import charts
+import compare_runs
+import dataset
+import fileio
 import metrics
 import prompt_store
 import report_svg
-from compare_runs import RunData, load_run
+import run_store
+import scorecard
 from errors import UserError, run_main
-from facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR
+from facts import HISTORY_FILE, QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abstention
 from records import Question
+from run_records import ResultRow, RunMeta
+from run_store import RunData, load_run
 
-REPORT_FILE = "report.html"
+REPORT_FILE = run_store.REPORT_FILE
 ASSETS = Path(__file__).resolve().parent / "report_assets"
 STABILITY_FILE = STABILITY_REGISTRY
 """The judge-stability registry, in ``.longmemeval-benchmarks/``."""
@@ -84,21 +90,22 @@ def unpack_texts(blob: str) -> Any:
 def stability_registry(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
     """The judge-stability registry: the last line per (question_id, judge_model, prompt_sha256); {} if absent."""
     registry: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for _, rec in checkpoint_io.iter_jsonl(Path(path)):
+    for _, rec in fileio.iter_jsonl(Path(path)):
         registry[(str(rec.get("question_id")), str(rec.get("judge_model")), str(rec.get("prompt_sha256")))] = rec
     return registry
 
 
-def flaky_mark(row: Mapping[str, Any] | None, registry: Mapping[tuple[str, str, str], Mapping[str, Any]]
+def flaky_mark(row: ResultRow | None, registry: Mapping[tuple[str, str, str], Mapping[str, Any]]
                ) -> dict[str, Any] | None:
     """``{"yes", "no", "source"}`` when the judge gave this row's exact prompt both labels (the row's own repeats,
     ``judgment.stability``, or the registry), else None. The one place the flaky rule is read."""
-    judgment = (row or {}).get("judgment") or {}
-    own = judgment.get("stability")
+    verdict = None if row is None else row.judgment
+    if verdict is None:
+        return None
+    own = verdict.stability
     if isinstance(own, Mapping) and own.get("flaky"):
         return {"yes": own.get("yes"), "no": own.get("no"), "source": "this run's repeated verdicts"}
-    rec = registry.get((str((row or {}).get("question_id")), str(judgment.get("model")),
-                        str(judgment.get("prompt_sha256"))))
+    rec = registry.get((row.question_id, str(verdict.model), str(verdict.prompt_sha256)))
     if rec and (rec.get("flaky") or (int(rec.get("yes") or 0) > 0 and int(rec.get("no") or 0) > 0)):
         return {"yes": rec.get("yes"), "no": rec.get("no"), "source": f"registry ({rec.get('source', '?')})"}
     return None
@@ -161,8 +168,8 @@ class _DatasetView:
     note: str | None = None
 
 
-def _dataset_note(meta: Mapping[str, Any]) -> tuple[Path | None, str | None]:
-    ds = meta.get("dataset") or {}
+def _dataset_note(meta: RunMeta) -> tuple[Path | None, str | None]:
+    ds = meta.dataset
     path = Path(str(ds.get("path") or ""))
     if not ds.get("path") or not path.is_file():
         return None, (f"the run's dataset file {ds.get('path') or '(none recorded)'} is not here: question dates and "
@@ -178,8 +185,6 @@ def _dataset_note(meta: Mapping[str, Any]) -> tuple[Path | None, str | None]:
 def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evidence: bool) -> _DatasetView:
     """Stream the run's dataset once; keep dates and ids of every wanted item, and the turns of the sessions in
     ``wanted[qid]`` (the ones a drill-down may show). Nothing else is held in memory."""
-    import dataset
-
     view = _DatasetView()
     path, view.note = _dataset_note(run.meta)
     if path is None:
@@ -209,27 +214,27 @@ def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evi
 # --------------------------------------------------------------------------- per question
 
 
-def _state(row: Mapping[str, Any] | None) -> str:
+def _state(row: ResultRow | None) -> str:
     if row is None:
         return "not_run"
-    if row.get("status") == "error":
+    if row.status == "error":
         return "error"
-    return "correct" if metrics.label_of_row(row) is True else "wrong"
+    return "correct" if row.correct else "wrong"
 
 
-def _cached(row: Mapping[str, Any] | None) -> str | None:
+def _cached(row: ResultRow | None) -> str | None:
     if row is None:
         return None
-    flags = [bool(c.get("cached")) for c in row.get("calls") or []]
-    if row.get("judgment"):
-        flags.append(bool(row["judgment"].get("cached")))
+    flags = [bool(c.get("cached")) for c in row.calls]
+    if row.judgment is not None:
+        flags.append(bool(row.judgment.cached))
     if not flags:
         return None
     return "all" if all(flags) else "some" if any(flags) else "none"
 
 
-def _top_k(row: Mapping[str, Any]) -> int:
-    retrieval = ((row.get("target") or {}).get("debug") or {}).get("retrieval")
+def _top_k(row: ResultRow | None) -> int:
+    retrieval = None if row is None else row.debug.get("retrieval")
     k = retrieval.get("top_k") if isinstance(retrieval, Mapping) else None
     return int(k) if isinstance(k, int) and not isinstance(k, bool) and k > 0 else DEFAULT_TOP_K
 
@@ -260,17 +265,18 @@ def _layers(debug: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _session_refs(row: Mapping[str, Any] | None, facts: _ItemFacts | None) -> list[tuple[str, int | None, str]]:
+def _session_refs(row: ResultRow | None, facts: _ItemFacts | None) -> list[tuple[str, int | None, str]]:
     """(session id, rank or None, flags) for the drill-down: ``e`` evidence, ``k`` given to the reader (top k),
     ``d`` dropped to fit the context window, ``x`` evidence left outside the top k."""
-    evidence = set(facts.evidence if facts else ((row or {}).get("retrieval") or {}).get("gold_session_ids") or [])
-    debug = ((row or {}).get("target") or {}).get("debug") or {}
-    trunc = debug.get("truncation") if isinstance(debug, Mapping) else None
+    retrieval = None if row is None else row.retrieval
+    evidence = set(facts.evidence if facts else (retrieval.gold_session_ids if retrieval else ()))
+    debug = {} if row is None else row.debug
+    trunc = debug.get("truncation")
     dropped = set(trunc.get("dropped_session_ids") or []) if isinstance(trunc, Mapping) else set()
-    ranked = ((row or {}).get("retrieval") or {}).get("retrieved_session_ids")
+    ranked = None if retrieval is None or retrieval.retrieved_session_ids is None else list(retrieval.retrieved_session_ids)
     refs: list[tuple[str, int | None, str]] = []
     if ranked is not None:
-        k = _top_k(row or {})
+        k = _top_k(row)
         for rank, sid in enumerate(ranked[:k], 1):
             refs.append((sid, rank, ("e" if sid in evidence else "") + "k" + ("d" if sid in dropped else "")))
         shown = {sid for sid, _, _ in refs}
@@ -372,8 +378,6 @@ def _line_keys(record: Mapping[str, Any] | None) -> Iterable[str]:
 
 def _figures_html(card: Mapping[str, Any]) -> str:
     """The scorecard's headline, formatted by the scorecard's own helpers (the same strings as scorecard.md)."""
-    import scorecard
-
     ta = card["task_averaged"]
     n_types, n_judged_types = len(ta["types_strict"]), len(ta["types_judged"])
     judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
@@ -456,12 +460,12 @@ def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None 
     types, _ = run.item_types(card["n_total"])
     registry = stability_registry(stability_path(run.path, project))
     store = prompt_store.load(run.path)
-    target_name = (run.meta.get("target") or {}).get("name")
+    target_name = run.meta.target.get("name")
     wanted: dict[str, set[str]] = {}
     for qid in types:
         row = run.rows.get(qid)
-        ranked = ((row or {}).get("retrieval") or {}).get("retrieved_session_ids")
-        wanted[qid] = set(ranked[: _top_k(row or {})]) if ranked else set()
+        ranked = None if row is None or row.retrieval is None else row.retrieval.retrieved_session_ids
+        wanted[qid] = set(ranked[: _top_k(row)]) if ranked else set()
     view = _read_dataset(run, wanted, visible_only_evidence=target_name == "oracle")
     texts = _Texts(int(max_text_mb * 1_000_000), view.sessions, store)
 
@@ -473,23 +477,7 @@ def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None 
         refs = refs_of[qid] = _session_refs(row, facts)
         for sid in (facts.evidence if facts else []):
             texts.embed_session(sid, always=True)
-        debug = ((row or {}).get("target") or {}).get("debug") or {}
-        err = (row or {}).get("error")
-        questions.append({
-            "id": qid, "type": qtype, "abs": "_abs" in qid, "state": _state(row),
-            "err": err, "cost": ((row or {}).get("cost") or {}).get("total_usd"),
-            "lat": (row or {}).get("latencyMs"), "cached": _cached(row), "flaky": flaky_mark(row, registry),
-            "q": (row or {}).get("question"), "qdate": facts.question_date if facts else None,
-            "gold": (row or {}).get("answer"), "hyp": (row or {}).get("hypothesis"),
-            "judge": (row or {}).get("judgment"), "debug": debug if isinstance(debug, Mapping) else {},
-            "layers": _layers(debug) if isinstance(debug, Mapping) else [],
-            "tokens": [(row or {}).get("tokensIn"), (row or {}).get("tokensOut")],
-            "calls": [{k: c.get(k) for k in ("role", "provider", "model", "tokensIn", "tokensOut", "latencyMs",
-                                             "cached", "attempts")} for c in (row or {}).get("calls") or []],
-            "finished": (row or {}).get("finished_at"),
-            "sess": [[texts.session(sid), rank, flags] for sid, rank, flags in refs],
-            "prompts": [_prompt_view(k, store, texts) for k in (row or {}).get("prompt_keys") or []],
-        })
+        questions.append(_question(qid, qtype, row, facts, refs, texts, store, registry))
     # Texts beyond the evidence, while the budget lasts: wrong and failed items first, then the rest.
     for first in (True, False):
         for q in questions:
@@ -498,7 +486,7 @@ def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None 
             for sid, _, flags in refs_of[q["id"]]:
                 if "k" in flags:
                     texts.embed_session(sid)
-            for key in (run.rows.get(q["id"]) or {}).get("prompt_keys") or []:
+            for key in _prompt_keys(run.rows.get(q["id"])):
                 for line in _line_keys(store.prompts.get(key)):
                     texts.embed_line(line)
 
@@ -532,6 +520,33 @@ def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None 
     return _page(title, body, data, {"s": texts.session_turns, "l": texts.lines}, "report.js")
 
 
+def _prompt_keys(row: ResultRow | None) -> tuple[str, ...]:
+    return () if row is None or row.prompt_keys is None else row.prompt_keys
+
+
+def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | None,
+              refs: Sequence[tuple[str, int | None, str]], texts: _Texts, store: prompt_store.StoredPrompts,
+              registry: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> dict[str, Any]:
+    """One question's record in the page's data (the table row and its drill-down)."""
+    debug = {} if row is None else dict(row.debug)
+    return {
+        "id": qid, "type": qtype, "abs": is_abstention(qid), "state": _state(row),
+        "err": None if row is None or row.error is None else row.error.to_dict(),
+        "cost": None if row is None or row.cost is None else row.cost.total_usd,
+        "lat": None if row is None else row.latencyMs, "cached": _cached(row), "flaky": flaky_mark(row, registry),
+        "q": None if row is None else row.question, "qdate": facts.question_date if facts else None,
+        "gold": None if row is None else row.answer, "hyp": None if row is None else row.hypothesis,
+        "judge": None if row is None or row.judgment is None else row.judgment.to_dict(), "debug": debug,
+        "layers": _layers(debug),
+        "tokens": [None if row is None else row.tokensIn, None if row is None else row.tokensOut],
+        "calls": [{k: c.get(k) for k in ("role", "provider", "model", "tokensIn", "tokensOut", "latencyMs",
+                                         "cached", "attempts")} for c in ((row.calls if row else ()))],
+        "finished": None if row is None else row.finished_at,
+        "sess": [[texts.session(sid), rank, flags] for sid, rank, flags in refs],
+        "prompts": [_prompt_view(k, store, texts) for k in _prompt_keys(row)],
+    }
+
+
 def write_report(run_dir: Path, html_text: str) -> Path:
     return write_page(Path(run_dir) / REPORT_FILE, html_text)
 
@@ -548,8 +563,6 @@ def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
     title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
     banner = ""
     if result.get("kind") == "judge":
-        import compare_runs
-
         line = escape(compare_runs.judge_comparison_line(result))
         banner = f'<section class="banner"><strong>{line}</strong></section>'
     if result["forced"]:
@@ -573,12 +586,14 @@ def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
     flips = []
     for c in result["changed"]:
         qid = c["question_id"]
-        ra, rb = before.rows.get(qid) or {}, after.rows.get(qid) or {}
+        ra, rb = before.rows.get(qid), after.rows.get(qid)
         flaky = c.get("flaky")
         if flaky is None:
             flaky = bool(flaky_mark(ra, registry) or flaky_mark(rb, registry))
+        question = (rb.question if rb else None) or (ra.question if ra else None)
+        gold = rb.answer if rb else (ra.answer if ra else None)
         flips.append({"id": qid, "type": c["question_type"], "fix": bool(c["after"]), "flaky": bool(flaky),
-                      "q": rb.get("question") or ra.get("question"), "gold": rb.get("answer", ra.get("answer")),
+                      "q": question, "gold": gold,
                       "sides": [_side(ra, c["before_status"]), _side(rb, c["after_status"])]})
     data = {"a": a["run_id"], "b": b["run_id"], "flips": flips,
             "types": [t for t in QUESTION_TYPES if any(f["type"] == t for f in flips)]}
@@ -591,37 +606,35 @@ def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
     return _page(title, body, data, {}, "compare.js")
 
 
-def _side(row: Mapping[str, Any], status: str) -> dict[str, Any]:
-    judgment = row.get("judgment") or {}
-    return {"status": status, "label": judgment.get("label"), "hyp": row.get("hypothesis"),
-            "raw": judgment.get("raw"), "judge_model": judgment.get("model"),
-            "err": row.get("error"), "cost": (row.get("cost") or {}).get("total_usd"), "lat": row.get("latencyMs")}
+def _side(row: ResultRow | None, status: str) -> dict[str, Any]:
+    verdict = None if row is None else row.judgment
+    return {"status": status, "label": None if verdict is None else verdict.label,
+            "hyp": None if row is None else row.hypothesis, "raw": None if verdict is None else verdict.raw,
+            "judge_model": None if verdict is None else verdict.model,
+            "err": None if row is None or row.error is None else row.error.to_dict(),
+            "cost": None if row is None or row.cost is None else row.cost.total_usd,
+            "lat": None if row is None else row.latencyMs}
 
 
 def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None,
                   judge_comparison: bool = False) -> tuple[str, Path]:
     """The diff page of two runs (``compare_runs.compare``, which refuses unlike runs unless ``force``) and where
     it goes by default: ``AFTER/compare-<before run id>.html``. Nothing is written."""
-    import compare_runs
-
     result = compare_runs.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)
     before, after = load_run(Path(before_dir)), load_run(Path(after_dir))
     registry = stability_registry(stability_path(after.path, project))
-    return compare_page(result, before, after, registry), Path(after_dir) / f"compare-{before.run_id}.html"
+    return compare_page(result, before, after, registry), Path(after_dir) / run_store.compare_page_name(before.run_id)
 
 
 def write_page(path: Path, html_text: str) -> Path:
-    checkpoint_io.write_atomic_bytes(Path(path), html_text.encode("utf-8"))
+    fileio.write_atomic_bytes(Path(path), html_text.encode("utf-8"))
     return Path(path)
 
 
 def loop_history(run: RunData, project: Path | None, history: Path | None = None) -> list[dict[str, Any]] | None:
     """Rounds for the accuracy-over-rounds chart: ``history`` when given, else the project's loop history when
     the run was made by the loop (``--loop``); None otherwise or when it holds no round."""
-    import charts
-    from loop_guard import HISTORY_FILE
-
-    if history is None and project is not None and (run.meta.get("settings") or {}).get("loop"):
+    if history is None and project is not None and run.meta.settings.get("loop"):
         candidate = Path(project) / HISTORY_FILE
         history = candidate if candidate.is_file() else None
     return (charts.load_history(history) or None) if history is not None else None
@@ -634,7 +647,7 @@ def print_prompts(run: RunData, question_id: str) -> int:
     row = run.rows.get(question_id)
     if row is None:
         raise UserError(f"run {run.run_id} has no row for question {question_id!r}", fix="check the id in report.html")
-    keys = row.get("prompt_keys") or []
+    keys = _prompt_keys(row)
     if not keys:
         print(f"question {question_id}: the run stored no prompt (the target made no model call, or the run "
               "predates prompts.jsonl)", file=sys.stderr)
@@ -669,8 +682,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_prompts(run, args.prompt)
     if args.max_text_mb < 0:
         raise UserError(f"--max-text-mb must be >= 0, got {args.max_text_mb:g}", fix="e.g. --max-text-mb 24")
-    import scorecard
-
     card = scorecard.build_scorecard(run)
     history = loop_history(run, args.project, args.history)
     path = write_report(run.path, build_report(run, card, project=args.project, history=history,

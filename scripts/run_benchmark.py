@@ -33,18 +33,33 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-import checkpoint_io
-from clock import utc_now
+import background
 import config as config_mod
 import cost_gate
 import dataset
+import dry_run
 import hypotheses_file
+import item_runner
+import judge_official
+import preflight
+import prompt_store
+import providers
 import run_settings
 import run_state
+import run_status
+import run_store
+import scorecard
+from call_cache import CallCache
+from clock import utc_now
 from errors import UserError, run_main
 from hypotheses_file import MISSING_HYPOTHESIS
 from item_runner import BILLING
+from judge_stability import StabilityRegistry
+from progress import Progress
+from rate_limiter import AdaptiveLimiter
 from records import Question
+from run_gateway import RunGateway, RunStats
+from run_records import ERROR, ResultRow, RunMeta, counts_of
 from run_settings import RunSettings
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
@@ -112,30 +127,49 @@ class _Tally:
         self.errors_by_kind: dict[str, int] = {}
         self.billing_message: str | None = None
 
-    def record(self, row: dict[str, Any]) -> None:
+    def record(self, row: ResultRow) -> None:
         self.evaluated += 1
-        if row["status"] == "error":
-            kind = row["error"]["kind"]
+        if row.status == ERROR and row.error is not None:
+            kind = row.error.kind
             self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
             if kind == MISSING_HYPOTHESIS:  # the file has no answer: an error row, never a reason to stop the run
                 return
             self.errors += 1
             if kind == BILLING:
-                self.billing_message = row["error"]["message"]
+                self.billing_message = row.error.message
 
 
-def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: dict[str, Any],
+class _MetaWriter:
+    """The run-meta this invocation keeps current: the run's RunMeta and this invocation's entry."""
+
+    def __init__(self, work: Path, meta: RunMeta, invocation: dict[str, Any]) -> None:
+        self.work = work
+        self.previous = tuple(meta.invocations)
+        self.meta = meta.with_(status="running", finished_at=None, error=None)
+        self.invocation = invocation
+
+    @property
+    def run_id(self) -> str:
+        return self.meta.runId
+
+    def mark_unofficial(self) -> None:
+        """A verdict was not official (e.g. a prompt that is not upstream's): neither is the run's judge."""
+        if self.meta.judge.get("official", False):
+            self.meta = self.meta.with_(judge={**self.meta.judge, "official": False})
+
+    def write(self, **changes: Any) -> None:
+        invocations = (*self.previous, dict(self.invocation))
+        self.meta = self.meta.with_(**changes, invocations=invocations)
+        run_store.write_meta(self.work, self.meta)
+
+
+def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: _MetaWriter,
            tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any, cap: Any = None) -> None:
     """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged.
 
     ``cap`` (a ``cost_gate.CostCap``) admits each item before it is started; the first refusal stops the intake
     and the items already admitted finish and are recorded.
     """
-    import item_runner
-    import judge_shim
-    import prompt_store
-    from judge_stability import StabilityRegistry
-
     prompts = prompt_store.PromptStore(work)
     requests_of: dict[cf.Future, list] = {}
     registry = StabilityRegistry(settings.project) if settings.judge_repeat > 1 else None
@@ -159,23 +193,24 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 return
             finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
             for fut in finished:
-                row = fut.result()
+                row: ResultRow = fut.result()
                 item_prompts = requests_of.pop(fut)
-                if row["status"] == "error" and row["error"]["stage"] == "judge" and judge_shim.official_judge_gone(
-                        row["error"], settings.judge_provider, settings.judge_model):
+                if row.status == ERROR and row.error is not None and row.error.stage == "judge" and \
+                        judge_official.official_judge_gone(row.error.to_dict(), settings.judge_provider,
+                                                           settings.judge_model):
                     stop.request("judge_gone")  # no row: the item stays pending for a resume with another route
                     continue
                 prompts.add(item_prompts)  # the prompts before the row that names them
-                checkpoint_io.append_item_result(work, row)
+                run_store.append_row(work, row)
                 tally.record(row)
                 if cap is not None:
                     cap.settle(row)
-                if row["status"] == "judged":
-                    checkpoint_io.mark_completed(work, row["question_id"])
-                    if not row["judgment"].get("official", False):
-                        meta["judge"]["official"] = False  # e.g. a prompt that is not upstream's
+                if row.judged and row.judgment is not None:
+                    run_store.mark_completed(work, row.question_id)
+                    if not row.judgment.official:
+                        meta.mark_unofficial()
                     if registry is not None:
-                        registry.record(row["question_id"], row["judgment"], f"run {meta['runId']}")
+                        registry.record(row.question_id, row.judgment, f"run {meta.run_id}")
                 elif tally.billing_message is not None:
                     stop.request("billing")
                 elif tally.errors > settings.error_threshold:
@@ -190,29 +225,24 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
 def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
             max_cost: float | None = None) -> tuple[int, Path]:
     """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
-    from call_cache import CallCache
-    from progress import Progress
-    from rate_limiter import AdaptiveLimiter
-    from run_gateway import RunGateway, RunStats
-
     runs_dir = Path(settings.runs_dir)
-    checkpoint_io.ensure_writable_dir(runs_dir)
-    run_id = checkpoint_io.validate_run_id(run_id) if run_id else checkpoint_io.new_run_id()
-    root = checkpoint_io.run_dir_for(runs_dir, run_id)
-    work = run_state.shard_dir(root, settings.shard)
+    run_store.ensure_writable_dir(runs_dir)
+    run_id = run_store.validate_run_id(run_id) if run_id else run_store.new_run_id()
+    root = run_store.run_dir_for(runs_dir, run_id)
+    work = run_store.shard_dir(root, settings.shard)
     scanned = None if root.exists() else run_state.scan_new_run(settings)
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
 
     # Shards hold the root shared (they coexist); a whole-run writer holds it alone. Then the own directory.
-    with checkpoint_io.RunLock(root, shared=settings.shard is not None), contextlib.ExitStack() as own:
+    with run_store.RunLock(root, shared=settings.shard is not None), contextlib.ExitStack() as own:
         if settings.shard is not None:
-            own.enter_context(checkpoint_io.RunLock(work))
-        checkpoint_io.reconcile(work)
-        meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
-        done = checkpoint_io.load_completed(root)  # root and every shard: never re-run what another shard did
-        planned = [it["question_id"] for it in manifest["items"] if run_state.in_shard(it["question_id"], settings.shard)]
+            own.enter_context(run_store.RunLock(work))
+        run_store.reconcile(work)
+        stored_meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
+        done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
+        planned = [qid for qid in manifest.question_ids if run_store.in_shard(qid, settings.shard)]
         pending_all = [qid for qid in planned if qid not in done]
         pending = pending_all[: settings.max_evals]
 
@@ -225,31 +255,16 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                                       "planned_now": len(pending)}
         if max_cost is not None:
             invocation["max_cost_usd"] = max_cost
-        meta.update(status="running", finished_at=None, error=None)
-        meta.setdefault("invocations", []).append(invocation)
-        checkpoint_io.write_atomic_json(work / "run-meta.json", meta)
+        meta = _MetaWriter(work, stored_meta, invocation)
+        meta.write()
         if settings.shard is not None:
             run_state.update_root_meta(root, manifest)
 
         def finish(status: str, error: str | None, exit_status: int) -> None:
             elapsed = time.monotonic() - t_start
-            completed_now = checkpoint_io.load_completed(work)
-            meta.update(
-                status=status,
-                error=error,
-                finished_at=utc_now(),
-                duration_seconds=round(float(meta.get("duration_seconds") or 0.0) + elapsed, 3),
-                counts={
-                    "n_total": manifest["n_total"],
-                    "planned": len(planned),
-                    "completed": sum(1 for q in planned if q in completed_now),
-                    "pending": sum(1 for q in planned if q not in completed_now),
-                },
-                limiter=limiter.summary(),
-                exit_status=exit_status,
-            )
+            finished_at = utc_now()
             invocation.update(
-                finished_at=meta["finished_at"],
+                finished_at=finished_at,
                 status=status,
                 exit_status=exit_status,
                 duration_seconds=round(elapsed, 3),
@@ -261,8 +276,16 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             )
             if cap is not None:
                 invocation["spent_usd"] = round(cap.spent, 6)
-            meta["retries"] = sum(int(inv.get("retries", 0)) for inv in meta["invocations"])
-            checkpoint_io.write_atomic_json(work / "run-meta.json", meta)
+            meta.write(
+                status=status,
+                error=error,
+                finished_at=finished_at,
+                duration_seconds=round(float(meta.meta.duration_seconds or 0.0) + elapsed, 3),
+                counts=counts_of(manifest, planned, run_store.load_completed(work)),
+                limiter=limiter.summary(),
+                exit_status=exit_status,
+                retries=sum(int(inv.get("retries", 0)) for inv in (*meta.previous, invocation)),
+            )
 
         def abandon() -> None:
             finish("interrupted", "interrupted; items in flight were abandoned and will re-run", EXIT_INTERRUPTED)
@@ -291,9 +314,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                 progress.close(ended)
 
         if stop.reason == "judge_gone":
-            import judge_shim
-
-            code, status, error = EXIT_JUDGE_GONE, "failed", judge_shim.CONTINUITY_HINT
+            code, status, error = EXIT_JUDGE_GONE, "failed", judge_official.CONTINUITY_HINT
         elif stop.reason == "billing":
             code, status, error = EXIT_BILLING, "failed", f"blocked on API billing: {tally.billing_message}"
         elif stop.reason == "interrupted":
@@ -315,13 +336,13 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
 
 def _run_figures(work: Path) -> dict[str, Any]:
     """The run's counts before this invocation (for status lines that count the whole run)."""
-    last = checkpoint_io.load_results(work, include_shards=False)
-    judged = [r for r in last.values() if r.get("status") == "judged"]
-    spent, unknown = cost_gate.spent(checkpoint_io.iter_result_rows(work, include_shards=False))
+    last = run_store.load_results(work, include_shards=False)
+    judged = [r for r in last.values() if r.judged]
+    spent, unknown = cost_gate.spent(run_store.iter_rows(work, include_shards=False))
     return {"judged": len(judged), "errors": len(last) - len(judged),
-            "correct": sum(1 for r in judged if (r.get("judgment") or {}).get("label")),
+            "correct": sum(1 for r in judged if r.judgment is not None and r.judgment.label),
             "spent_usd": None if unknown else spent,
-            "error_ids": {q for q, r in last.items() if r.get("status") != "judged"}}
+            "error_ids": {q for q, r in last.items() if not r.judged}}
 
 
 def _shard_text(settings: RunSettings) -> str | None:
@@ -330,14 +351,10 @@ def _shard_text(settings: RunSettings) -> str | None:
 
 def _resume_hint(settings: RunSettings, run_id: str, *, note: str = "", verb: str = "resume with") -> str:
     """The shell command and the slash command that continue the run (its settings come from its run-meta)."""
-    import run_status
-
     return "\n".join(run_status.resume_lines(settings.project, run_id, _shard_text(settings), note=note, verb=verb))
 
 
 def _provider_settings(settings: RunSettings) -> Any:
-    import providers
-
     return providers.ProviderSettings(
         timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls),
         azure=dict(settings.azure),
@@ -345,8 +362,6 @@ def _provider_settings(settings: RunSettings) -> Any:
 
 
 def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:
-    import scorecard
-
     args = ["--run-id", run_id, "--project", settings.project]
     if progress_mode == "json":
         with redirect_stdout(sys.stderr):
@@ -374,11 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = config_mod.load_config(project)
     settings = run_settings.resolve(cfg, args, project)
     if args.dry_run:
-        import dry_run
-
         return dry_run.run(settings, run_id=args.run_id)
-    import preflight
-
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
     if not args.worker:
         _refuse_a_live_worker(settings, args.run_id)
@@ -395,9 +406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     code, root = execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost)
     run_id = root.name
     if code == EXIT_JUDGE_GONE:
-        import judge_shim
-
-        raise UserError(f"run {run_id} stopped: {judge_shim.CONTINUITY_HINT}; the items it could not judge stay "
+        raise UserError(f"run {run_id} stopped: {judge_official.CONTINUITY_HINT}; the items it could not judge stay "
                         f"pending (resume with --run-id {run_id})")
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
@@ -413,11 +422,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _say_how_to_finish(settings: RunSettings, root: Path) -> None:
     """A run cut by ``--max`` (or maxEvals) completed this invocation only: print the command that finishes it."""
-    meta = checkpoint_io.read_json(root / "run-meta.json") if settings.shard is None else None
-    pending = int(((meta or {}).get("counts") or {}).get("pending") or 0)
+    meta = run_store.read_meta(root) if settings.shard is None else None
+    pending = int(((meta.counts if meta else None) or {}).get("pending") or 0)
     if meta is not None and settings.target == hypotheses_file.TARGET:  # no answer in the file: final, not pending
-        gaps = sum(1 for r in checkpoint_io.load_results(root).values()
-                   if (r.get("error") or {}).get("kind") == MISSING_HYPOTHESIS)
+        gaps = sum(1 for r in run_store.load_results(root).values()
+                   if r.error is not None and r.error.kind == MISSING_HYPOTHESIS)
         if gaps:
             print(f"{gaps} questions have no hypothesis in {settings.target_options.get('file')}: error rows "
                   f"({MISSING_HYPOTHESIS}), wrong in the strict figures", file=sys.stderr)
@@ -427,12 +436,10 @@ def _say_how_to_finish(settings: RunSettings, root: Path) -> None:
 
 
 def _refuse_a_live_worker(settings: RunSettings, run_id: str | None) -> None:
-    import background
-
     if not run_id:
         return
-    root = checkpoint_io.run_dir_for(Path(settings.runs_dir), checkpoint_io.validate_run_id(run_id))
-    worker = background.live_worker(root) or background.live_worker(run_state.shard_dir(root, settings.shard))
+    root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    worker = background.live_worker(root) or background.live_worker(run_store.shard_dir(root, settings.shard))
     if worker is not None:
         raise UserError(f"run {run_id} is already running (pid {worker['pid']}) in the background",
                         fix=f"wait for it: run_status.py --run-id {run_id} --wait 100")
@@ -448,22 +455,17 @@ def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[s
 
 def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
-    import background
-    import run_status
-
     runs_dir = Path(settings.runs_dir)
-    checkpoint_io.ensure_writable_dir(runs_dir)
-    run_id = checkpoint_io.validate_run_id(args.run_id) if args.run_id else checkpoint_io.new_run_id()
-    root = checkpoint_io.run_dir_for(runs_dir, run_id)
-    work = run_state.shard_dir(root, settings.shard)
+    run_store.ensure_writable_dir(runs_dir)
+    run_id = run_store.validate_run_id(args.run_id) if args.run_id else run_store.new_run_id()
+    root = run_store.run_dir_for(runs_dir, run_id)
+    work = run_store.shard_dir(root, settings.shard)
     scanned = None if root.exists() else run_state.scan_new_run(settings)
     run_state.check_run(settings, run_id, root, work, scanned)
     writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None
     if writer is not None:
         raise UserError(f"run {root} is being written by pid {writer}; wait for it or stop it")
     if settings.cache_enabled:  # the worker opens it; a broken cache is the caller's one-line error
-        from call_cache import CallCache
-
         CallCache(Path(settings.cache_dir), read=settings.cache_read)
     work.mkdir(parents=True, exist_ok=True)  # a shard's worker, log and worker.json live in its own directory
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
@@ -480,11 +482,8 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
 
 
 def _meta_status(work: Path) -> str | None:
-    path = work / "run-meta.json"
-    try:
-        return str(checkpoint_io.read_json(path).get("status")) if path.is_file() else None
-    except Exception:  # noqa: BLE001 - unreadable: the worker's own checks will say why
-        return None
+    meta = run_store.peek_meta(work)  # unreadable: the worker's own checks will say why
+    return None if meta is None else str(meta.get("status"))
 
 
 if __name__ == "__main__":

@@ -103,18 +103,13 @@ _RESUMED_FROM_META = {  # config key <- the run's stored setting: what makes its
 
 def stored_run_settings(cfg: Mapping[str, Any], run_id: str | None, project: Path) -> dict[str, Any] | None:
     """The settings an existing run was started with (its run-meta), or None for a new run id."""
-    import checkpoint_io
     import config as config_mod
+    import run_store
 
     if not run_id:
         return None
     runs_dir = config_mod.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
-    root = checkpoint_io.run_dir_for(runs_dir, checkpoint_io.validate_run_id(run_id))
-    metas = [root / "run-meta.json", *sorted(root.glob("shard-*/run-meta.json"))]
-    meta_path = next((m for m in metas if m.is_file()), None)
-    if meta_path is None:
-        return None
-    return dict(checkpoint_io.read_json(meta_path, schema="run-meta").get("settings") or {})
+    return run_store.stored_settings(run_store.run_dir_for(runs_dir, run_store.validate_run_id(run_id)))
 
 
 def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> RunSettings:

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import background
-import checkpoint_io
-from clock import parse_utc
 import command_names
+import cost_gate
+import run_store
+from clock import parse_utc
 from errors import UserError, run_main
-from facts import RUNS_DIR
 
 POLL_S = 1.0
 """Seconds between two looks at the run's files while ``--wait`` blocks."""
@@ -125,24 +125,17 @@ def wait_line(run_id: str) -> str:
 _parse_time = parse_utc
 
 
-def _read_meta(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def _metas(root: Path) -> list[dict[str, Any]]:
-    """The run's own meta and each shard's (the root meta of a sharded run summarises them)."""
-    paths = [root / checkpoint_io.META_FILE, *sorted(root.glob("shard-*/" + checkpoint_io.META_FILE))]
-    return [m for m in (_read_meta(p) for p in paths) if isinstance(m, dict)]
+    """The run's own meta and each shard's (the root meta of a sharded run summarises them), unchecked: a status
+    poll must not fail on a file a writer is replacing."""
+    return [m for m in (run_store.peek_meta(d) for d in run_store.run_dirs(root)) if m is not None]
 
 
 def writer_pid(root: Path) -> int | None:
     """The pid of a live run driver that holds (or last held) one of the run's locks. The lock file keeps the
     last writer's pid after it ends, so the pid must still be alive and still be ``run_benchmark.py``."""
-    for lock in [root / checkpoint_io.LOCK_FILE, *sorted(root.glob("shard-*/" + checkpoint_io.LOCK_FILE))]:
-        pid = checkpoint_io.RunLock(lock.parent).holder_pid()
+    for lock in run_store.writer_lock_paths(root):
+        pid = run_store.RunLock(lock.parent).holder_pid()
         if pid and background.pid_alive(pid) and _is_run_driver(pid):
             return pid
     return None
@@ -158,9 +151,9 @@ def _is_run_driver(pid: int) -> bool:
 
 def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None, str | None]:
     """(state, run-meta, worker.json, why dead) from the run's files and its processes; cheap enough to poll."""
-    meta = _read_meta(root / checkpoint_io.META_FILE)
+    meta = run_store.peek_meta(root)
     worker = background.read_worker(root)
-    for directory in [root, *sorted(p for p in root.glob("shard-*") if p.is_dir())]:  # a shard has its own worker
+    for directory in run_store.run_dirs(root):  # a shard has its own worker
         info = worker if directory == root else background.read_worker(directory)
         if background.worker_alive(info):
             return "running", meta, info, None
@@ -185,8 +178,6 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
 
 def collect(root: Path, project: Path) -> Status:
     """The full status of the run in ``root`` (reads every result row)."""
-    import cost_gate
-
     state, meta, worker, why = state_of(root)
     meta = meta or {}
     status = Status(state=state, run_id=root.name, pid=(worker or {}).get("pid") if state == "running" else None,
@@ -196,18 +187,18 @@ def collect(root: Path, project: Path) -> Status:
     if state == "dead" and status.log and meta.get("status") != "running":  # the worker failed at its start
         tail = _last_line(Path(status.log))
         status.error = f"{status.error}; last log line: {tail}" if tail else status.error
-    manifest = _read_meta(root / checkpoint_io.MANIFEST_FILE) or {}
+    manifest = run_store.peek_json(run_store.manifest_path(root)) or {}
     status.total = int(manifest.get("n_total") or (meta.get("counts") or {}).get("n_total") or 0)
-    last = checkpoint_io.load_results(root)
+    last = run_store.load_results(root)
     status.done = len(last)
-    status.judged = sum(1 for r in last.values() if r.get("status") == "judged")
+    status.judged = sum(1 for r in last.values() if r.judged)
     status.errors = status.done - status.judged
-    status.correct = sum(1 for r in last.values() if r.get("status") == "judged" and (r.get("judgment") or {}).get("label"))
-    spent, unknown = cost_gate.spent(checkpoint_io.iter_result_rows(root))
+    status.correct = sum(1 for r in last.values() if r.correct)
+    spent, unknown = cost_gate.spent(run_store.iter_rows(root))
     status.spent_usd = None if unknown else spent
     _rate_and_eta(status, root)
     shard = meta.get("shard")
-    pending = status.total - len(checkpoint_io.load_completed(root))
+    pending = status.total - len(run_store.load_completed(root))
     if state in ("failed", "interrupted", "dead", "blocked"):
         status.resume = resume_lines(project, root.name, shard)
     elif state == "paused":
@@ -241,7 +232,7 @@ def _rate_and_eta(status: Status, root: Path) -> None:
     if not starts:
         return
     since = min(starts)
-    finished = [t for t in (_parse_time(r.get("finished_at")) for r in checkpoint_io.iter_result_rows(root)) if t]
+    finished = [t for t in (_parse_time(r.finished_at) for r in run_store.iter_rows(root)) if t]
     recent = sum(1 for t in finished if t >= since)
     if status.state == "running":
         until = time.time()
@@ -259,40 +250,27 @@ def _rate_and_eta(status: Status, root: Path) -> None:
 # --------------------------------------------------------------------------- finding the run
 
 
-def runs_dir(project: Path) -> Path:
-    import config as config_mod
-
-    cfg = config_mod.load_config(project)
-    return config_mod.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
-
-
-def _is_run(p: Path) -> bool:
-    """A run directory: a run-meta, or a background worker (also a shard's) that has not written one yet."""
-    return any((d / name).is_file() for d in (p, *p.glob("shard-*"))
-               for name in (checkpoint_io.META_FILE, background.WORKER_FILE))
-
-
 def latest_run(base: Path) -> Path:
     """The most recently active run: its last start, or its background worker's start."""
     def last_active(p: Path) -> float:
-        times = [_parse_time((background.read_worker(d) or {}).get("started_at")) for d in (p, *p.glob("shard-*"))]
+        times = [_parse_time((background.read_worker(d) or {}).get("started_at")) for d in run_store.run_dirs(p)]
         for m in _metas(p)[:1]:
             times.append(_parse_time(m.get("started_at")))
             times += [_parse_time(i.get("started_at")) for i in m.get("invocations") or []]
         return max([t for t in times if t] or [0.0])
 
-    runs = [p for p in base.glob("*") if p.is_dir() and _is_run(p)]
+    runs = run_store.runs_under(base)
     if not runs:
         raise UserError(f"no runs under {base}", fix=f"start one with {command_names.RUN}")
     return max(runs, key=lambda p: (last_active(p), p.name))
 
 
 def find_run(project: Path, run_id: str | None) -> Path:
-    base = runs_dir(project)
+    base = run_store.runs_dir(project, require_config=True)
     if run_id is None:
         return latest_run(base)
-    root = checkpoint_io.run_dir_for(base, checkpoint_io.validate_run_id(run_id))
-    if not root.is_dir() or not _is_run(root):
+    root = run_store.run_dir_for(base, run_store.validate_run_id(run_id))
+    if not root.is_dir() or not run_store.is_run(root):
         raise UserError(f"no run {run_id} under {base}", fix="check the id (run_status.py --latest shows the newest run)")
     return root
 

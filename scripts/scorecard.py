@@ -30,8 +30,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import checkpoint_io
-import command_names
 import dataset
 import gold_registry
 import hypotheses_file
@@ -39,8 +37,10 @@ import judge_agreement
 import judge_stability
 import metrics
 import retrieval_metrics
+import run_store
 import schemas
-from compare_runs import RunData, load_run
+from run_records import ResultRow, RunMeta
+from run_store import RunData, load_run
 from errors import UserError, run_main
 from facts import (
     OFFICIAL_JUDGE_MODEL,
@@ -48,17 +48,15 @@ from facts import (
     OFFICIAL_SET_SIZE,
     QUESTION_TYPES,
     RETRIEVAL_KS,
-    RUNS_DIR,
     SCHEMA_VERSION,
+    is_abstention,
     is_official_judge,
     is_offline,
 )
 
-REFERENCES = Path(__file__).resolve().parent.parent / "references"
-KNOWN_GOLD_ERRORS = REFERENCES / "known-gold-errors.json"
+KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
 """The k shown in scorecard.md (all six make the table too wide to read)."""
-DEFAULT_RUNS_DIR = Path(RUNS_DIR)
 
 
 # --------------------------------------------------------------------------- accounting
@@ -83,21 +81,21 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def cost_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def cost_summary(rows: Iterable[ResultRow]) -> dict[str, Any]:
     """Dollar sums over rows; a row with no known total makes the total unknown (never counted as 0)."""
     known = {"generation_usd": 0.0, "judge_usd": 0.0, "total_usd": 0.0}
     unknown = 0
     n = 0
     for row in rows:
         n += 1
-        cost = row.get("cost") or {}
-        total = _num(cost.get("total_usd"))
-        if total is None:
+        cost = row.cost
+        total = None if cost is None else cost.total_usd
+        if cost is None or total is None:
             unknown += 1
             continue
         known["total_usd"] += total
-        known["generation_usd"] += _num(cost.get("generation_usd")) or 0.0
-        known["judge_usd"] += _num(cost.get("judge_usd")) or 0.0
+        known["generation_usd"] += cost.generation_usd or 0.0
+        known["judge_usd"] += cost.judge_usd or 0.0
     return {
         "rows": n,
         "rows_unknown_cost": unknown,
@@ -108,7 +106,7 @@ def cost_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def usage_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
     """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
     gen_lat, judge_lat = [], []
     tokens = {"generation": {"in": 0, "out": 0}, "judge": {"in": 0, "out": 0}}
@@ -117,26 +115,25 @@ def usage_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     errors: Counter[str] = Counter()
     errors_by_stage: Counter[str] = Counter()
     for row in rows:
-        tokens["generation"]["in"] += int(_num(row.get("tokensIn")) or 0)
-        tokens["generation"]["out"] += int(_num(row.get("tokensOut")) or 0)
-        if _num(row.get("latencyMs")) is not None:
-            gen_lat.append(row["latencyMs"])
-        for call in row.get("calls") or []:
+        tokens["generation"]["in"] += int(row.tokensIn or 0)
+        tokens["generation"]["out"] += int(row.tokensOut or 0)
+        if row.latencyMs is not None:
+            gen_lat.append(row.latencyMs)
+        for call in row.calls:
             cache["generation_calls"] += 1
             cache["generation_calls_cached"] += bool(call.get("cached"))
             retries["generation"] += max(0, int(_num(call.get("attempts")) or 1) - 1)
-        judgment = row.get("judgment") or {}
-        if judgment:
-            tokens["judge"]["in"] += int(_num(judgment.get("tokensIn")) or 0)
-            tokens["judge"]["out"] += int(_num(judgment.get("tokensOut")) or 0)
-            if _num(judgment.get("latencyMs")) is not None:
-                judge_lat.append(judgment["latencyMs"])
-            cache["judge_cached"] += bool(judgment.get("cached"))
-            retries["judge"] += max(0, int(_num(judgment.get("attempts")) or 1) - 1)
-        if row.get("status") == "error":
-            err = row.get("error") or {}
-            errors[str(err.get("kind", "unknown"))] += 1
-            errors_by_stage[str(err.get("stage", "unknown"))] += 1
+        verdict = row.judgment
+        if verdict is not None:
+            tokens["judge"]["in"] += int(_num(verdict.tokensIn) or 0)
+            tokens["judge"]["out"] += int(_num(verdict.tokensOut) or 0)
+            if _num(verdict.latencyMs) is not None:
+                judge_lat.append(verdict.latencyMs)
+            cache["judge_cached"] += bool(verdict.cached)
+            retries["judge"] += max(0, int(_num(verdict.attempts) or 1) - 1)
+        if row.status == "error":
+            errors[row.error.kind if row.error else "unknown"] += 1
+            errors_by_stage[row.error.stage if row.error else "unknown"] += 1
     return {
         "tokens": tokens,
         "latency_ms": {"generation": percentiles(gen_lat), "judge": percentiles(judge_lat)},
@@ -147,12 +144,11 @@ def usage_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _target_debug(row: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    debug = ((row or {}).get("target") or {}).get("debug")
-    return debug if isinstance(debug, Mapping) else {}
+def _target_debug(row: ResultRow | None) -> Mapping[str, Any]:
+    return {} if row is None else row.debug
 
 
-def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str, str]) -> dict[str, Any] | None:
+def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -> dict[str, Any] | None:
     """Session-level retrieval metrics at ``RETRIEVAL_KS`` over rows that carry ranked ids; None when none do.
 
     Always metrics of the SESSION ranking, whatever the target indexed: ``granularity`` lists what rows report
@@ -163,8 +159,9 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
     carried = skipped_abstention = skipped_no_gold = covers_all = repeated_ids = 0
     granularities: Counter[str] = Counter()
     for qid, qtype in types.items():
-        retrieval = (rows.get(qid) or {}).get("retrieval") or {}
-        ranked = retrieval.get("retrieved_session_ids")
+        row = rows.get(qid)
+        retrieval = None if row is None else row.retrieval
+        ranked = None if retrieval is None else retrieval.retrieved_session_ids
         if ranked is None:
             continue
         carried += 1
@@ -173,14 +170,14 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
         granularities[str(granularity or "unreported")] += 1
         covers_all += bool(isinstance(target_retrieval, Mapping) and target_retrieval.get("top_k_covers_all"))
         repeated_ids += len(set(ranked)) < len(ranked)
-        gold = list(retrieval.get("gold_session_ids") or [])
+        gold = list(retrieval.gold_session_ids)
         if retrieval_metrics.should_skip(qid, gold):
-            if "_abs" in qid:
+            if is_abstention(qid):
                 skipped_abstention += 1
             else:
                 skipped_no_gold += 1
             continue
-        per_item[qtype].append(retrieval_metrics.evaluate(ranked, gold, RETRIEVAL_KS))
+        per_item[qtype].append(retrieval_metrics.evaluate(list(ranked), gold, RETRIEVAL_KS))
     if carried == 0:
         return None
     every = [m for items in per_item.values() for m in items]
@@ -199,7 +196,7 @@ def retrieval_summary(rows: Mapping[str, Mapping[str, Any]], types: Mapping[str,
     }
 
 
-def truncation_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+def truncation_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
     """How often the reader's history was cut to fit the context window (rows' ``target.debug.truncation``), and
     how often that dropped an evidence session (``dropped_evidence``; rows of older runs lack it: ``unknown``).
     None when no row reports truncation."""
@@ -231,12 +228,12 @@ def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> list[dict[str, Any
     return gold_registry.load(path)
 
 
-def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]], card: Mapping[str, Any],
+def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: Mapping[str, Any],
                         *, variant: str | None = None, run_id: str | None = None) -> list[str]:
     """Every reason the run's figures cannot stand beside published LongMemEval figures; empty = comparable."""
     notes = []
     judge = run.judge
-    judged = [r.get("judgment") or {} for r in covered_rows if r.get("status") == "judged"]
+    judged = [r.judgment for r in covered_rows if r.judged and r.judgment is not None]
     if not is_official_judge(judge.get("provider"), judge.get("model")):
         agreement = card.get("judge_agreement")
         measured = (f"; a successor judge: {judge_agreement.describe(agreement)}" if agreement else
@@ -244,25 +241,23 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
                     if not is_offline(judge.get("provider")) else "")
         notes.append(f"judge is {judge.get('provider')} {judge.get('model')}, not the official "
                      f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}{measured}")
-    other_model = Counter(f"{j.get('provider')} {j.get('model')}" for j in judged
-                          if not is_official_judge(j.get("provider"), j.get("model")))
+    other_model = Counter(f"{j.provider} {j.model}" for j in judged if not is_official_judge(j.provider, j.model))
     for what, count in sorted(other_model.items()):
         if what != f"{judge.get('provider')} {judge.get('model')}":
             notes.append(f"{count} judged row(s) were judged by {what}")
-    prompt_off = [j for j in judged if j.get("official") is not True
-                  and is_official_judge(j.get("provider"), j.get("model"))]
+    prompt_off = [j for j in judged if j.official is not True and is_official_judge(j.provider, j.model)]
     if prompt_off:
-        templates = sorted({str(j.get("template_sha256") or "?")[:12] for j in prompt_off})
+        templates = sorted({str(j.template_sha256 or "?")[:12] for j in prompt_off})
         notes.append(f"judge prompt is not upstream's get_anscheck_prompt on {len(prompt_off)} of {len(judged)} "
                      f"judged row(s) (evaluate_qa.py sha256 {', '.join(templates)})")
-    endpoint = (run.meta.get("endpoints") or {}).get(judge.get("provider"))
+    endpoint = run.meta.endpoints.get(judge.get("provider"))
     if endpoint and endpoint != "default":  # "default": runs recorded before the SDK's resolved host was
         if judge.get("provider") == OFFICIAL_JUDGE_PROVIDER and "api.openai.com" not in endpoint:
             notes.append(f"judge endpoint is {endpoint}, not api.openai.com")
         if judge.get("provider") == "azure" and ".openai.azure.com" not in endpoint:
             notes.append(f"judge endpoint is {endpoint}, not an Azure OpenAI resource (*.openai.azure.com)")
     sha = run.dataset_sha256
-    recognition = (run.meta.get("dataset") or {}).get("recognition")
+    recognition = run.meta.dataset.get("recognition")
     if recognition:  # by item fingerprints (runs made before they were recorded: by file sha256 only)
         if recognition.get("release") is None:
             notes.append(f"dataset not recognised as an official release: {recognition.get('summary')}")
@@ -273,8 +268,8 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
     if card["coverage"] < 1:
         notes.append(f"run incomplete: {card['judged']} of {card['n_total']} items judged "
                      f"(coverage {card['coverage']:.4f})")
-    if run.meta.get("status") != "completed":
-        notes.append(f"run status is {run.meta.get('status')!r}, not 'completed'")
+    if run.meta.status != "completed":
+        notes.append(f"run status is {run.meta.status!r}, not 'completed'")
     if card["errors"]:
         kinds = ", ".join(f"{k} {v}" for k, v in card["usage"]["errors_by_kind"].items())
         notes.append(f"errors present: {card['errors']} error row(s) ({kinds})")
@@ -295,8 +290,8 @@ def comparability_notes(run: RunData, covered_rows: Sequence[Mapping[str, Any]],
     if trunc.get("lost_evidence_unknown"):
         notes.append(f"history truncated on {trunc['lost_evidence_unknown']} item(s) whose rows do not say whether "
                      "an evidence session was dropped (run made before that was recorded)")
-    if variant and run.meta.get("variant") and variant != run.meta.get("variant"):
-        notes.append(f"variant given as {variant!r} but the run recorded {run.meta.get('variant')!r}")
+    if variant and run.meta.variant and variant != run.meta.variant:
+        notes.append(f"variant given as {variant!r} but the run recorded {run.meta.variant!r}")
     if run_id and run_id != run.run_id:
         notes.append(f"run id given as {run_id!r} but the run recorded {run.run_id!r}")
     return notes
@@ -325,11 +320,11 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     covered = [run.rows[q] for q in types if q in run.rows]
     ignored_rows = sum(1 for q in run.rows if q not in types)
     usage = usage_summary(covered)
-    errors = sum(1 for r in covered if r.get("status") == "error")
+    errors = sum(1 for r in covered if r.status == "error")
 
     entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
-    run_variant = variant or run.meta.get("variant")
-    release = (run.meta.get("dataset") or {}).get("release")
+    run_variant = variant or run.meta.variant
+    release = run.meta.dataset.get("release")
     bad = gold_registry.excluded(entries, run_variant, release)
     present = [q for q in types if q in bad]
     also_listed = gold_registry.listed(entries, run_variant, release)
@@ -340,13 +335,13 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     card: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "run_id": run.run_id,
-        "variant": variant or run.meta.get("variant"),
-        "status": run.meta.get("status"),
+        "variant": variant or run.meta.variant,
+        "status": run.meta.status,
         "judge": run.judge,
-        "dataset": {"sha256": run.dataset_sha256, "path": (run.meta.get("dataset") or {}).get("path"),
+        "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.get("path"),
                     "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
-                    "release": release, "recognition": (run.meta.get("dataset") or {}).get("recognition"),
-                    "duplicate_sessions": len((run.meta.get("dataset") or {}).get("duplicate_sessions") or {})},
+                    "release": release, "recognition": run.meta.dataset.get("recognition"),
+                    "duplicate_sessions": len(run.meta.dataset.get("duplicate_sessions") or {})},
         "target": _target(run.meta),
         **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
                                   "task_averaged", "abstention", "per_type")},
@@ -378,9 +373,9 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     return card
 
 
-def _target(meta: Mapping[str, Any]) -> dict[str, Any]:
+def _target(meta: RunMeta) -> dict[str, Any]:
     """The run's target as the scorecard names it; a hypotheses run also names its file and the file's sha256."""
-    target = meta.get("target") or {}
+    target = meta.target
     out = {k: target.get(k) for k in ("name", "provider", "model")}
     if target.get("name") == hypotheses_file.TARGET:
         out["hypotheses"] = {k: (target.get("options") or {}).get(k) for k in ("file", "sha256")}
@@ -531,55 +526,18 @@ def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, char
                   history: Path | None = None) -> list[Path]:
     """metrics.json, scorecard.md and (unless ``charts`` is False) PNGs under charts/, all written atomically."""
     run_dir = Path(run_dir)
-    if charts and (run_dir / "charts").exists() and not (run_dir / "charts").is_dir():
-        raise UserError(f"{run_dir / 'charts'} is a file, not the charts folder",
-                        fix="move it away, or pass --no-charts")
-    checkpoint_io.write_atomic_json(run_dir / "metrics.json", card)
-    checkpoint_io.write_atomic_bytes(run_dir / "scorecard.md", markdown.encode("utf-8"))
-    written = [run_dir / "metrics.json", run_dir / "scorecard.md"]
+    chart_dir = run_store.charts_dir(run_dir)
+    if charts and chart_dir.exists() and not chart_dir.is_dir():
+        raise UserError(f"{chart_dir} is a file, not the charts folder", fix="move it away, or pass --no-charts")
+    written = run_store.write_scorecard_files(run_dir, card, markdown)
     if charts:
         import charts as charts_mod
 
-        written.append(charts_mod.per_type_chart(card, run_dir / "charts" / "per-type-accuracy.png"))
+        written.append(charts_mod.per_type_chart(card, chart_dir / run_store.PER_TYPE_CHART))
         if history is not None:
             written.append(charts_mod.history_chart(charts_mod.load_history(history),
-                                                    run_dir / "charts" / "accuracy-over-rounds.png"))
+                                                    chart_dir / run_store.HISTORY_CHART))
     return written
-
-
-# --------------------------------------------------------------------------- finding the run
-
-
-def runs_dir(project: Path) -> Path:
-    """The project's runs directory: config ``runs_dir`` when a config exists, else the default."""
-    import config
-
-    if config.config_path(project).is_file():
-        return config.resolve_path(project, config.load_config(project)["runs_dir"])
-    return Path(project) / DEFAULT_RUNS_DIR
-
-
-def runs_by_start(project: Path) -> list[Path]:
-    """The project's run directories, most recently started first (run-meta ``started_at``, then file time)."""
-    base = runs_dir(project)
-    candidates = [p for p in base.glob("*") if (p / "run-meta.json").is_file()] if base.is_dir() else []
-
-    def started(p: Path) -> tuple[str, float]:
-        try:
-            meta = json.loads((p / "run-meta.json").read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            meta = {}
-        return str(meta.get("started_at") or "") if isinstance(meta, dict) else "", (p / "run-meta.json").stat().st_mtime
-
-    return sorted(candidates, key=started, reverse=True)
-
-
-def latest_run(project: Path, *, required: bool = True) -> Path | None:
-    """The most recently started run directory."""
-    runs = runs_by_start(project)
-    if not runs and required:
-        raise UserError(f"no runs under {runs_dir(project)}", fix=f"start one with {command_names.RUN}")
-    return runs[0] if runs else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -606,7 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.print_latest_id:
-        latest = latest_run(args.project, required=False)
+        latest = run_store.latest_run(args.project, required=False)
         if latest is not None:
             print(latest.name)
         return 0
@@ -623,11 +581,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UserError(f"N_TOTAL must be a whole number, got {raw_n!r}", fix="e.g. 500") from None
         run_dir = Path(raw_dir)
     elif args.run_id:
-        run_dir = checkpoint_io.run_dir_for(runs_dir(args.project), args.run_id)
+        run_dir = run_store.run_dir_for(run_store.runs_dir(args.project), args.run_id)
         if not run_dir.is_dir():
             raise UserError(f"no run {args.run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
     elif args.latest:
-        run_dir = latest_run(args.project)
+        run_dir = run_store.latest_run(args.project)
         assert run_dir is not None
     else:
         raise UserError("no run given", fix="pass --run-id RUN_ID, --latest, or RUN_DIR N_TOTAL VARIANT RUN_ID")
@@ -644,8 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run, card, project=args.project, history=report_html.loop_history(run, args.project, args.history))
     comparison = None
     if args.compare:
-        other = Path(args.compare) if Path(args.compare).is_dir() else checkpoint_io.run_dir_for(
-            runs_dir(args.project), args.compare)
+        other = Path(args.compare) if Path(args.compare).is_dir() else run_store.run_dir_for(
+            run_store.runs_dir(args.project), args.compare)
         comparison = report_html.build_compare(other, run_dir, force=args.force, project=args.project)
     written = write_outputs(run_dir, card, markdown, charts=not args.no_charts, history=args.history)
     if page is not None:

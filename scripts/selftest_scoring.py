@@ -6,7 +6,7 @@ Usage:
 Each scenario answers a small synthetic item set in a known way (all expected answers; all "I don't know";
 answers rotated between questions; judge replies worded "Yes, because...", "no", "YES."; replies holding "yes"
 but not starting with it, replies holding both "yes" and "no", empty replies; judge failures, including every
-item of one type and an abstention item). A deterministic judge replies; judge_shim.label_from_reply (the one label
+item of one type and an abstention item). A deterministic judge replies; judge_official.label_from_reply (the one label
 rule) turns replies into labels; metrics.score computes the figures; metrics.fmt renders them as people read them.
 Each figure and each displayed string must equal the value written here by hand. Prints a pass/fail table; exit 1
 on any failure. No network, no keys, no files.
@@ -181,10 +181,10 @@ def _figure(scored: dict, name: str) -> float | None:
 def run_selftest(label_rule: Callable[[str], bool] | None = None) -> list[dict]:
     """Every check as ``{"scenario", "figure", "expected", "got", "ok"}``; failures are the ones with ok False.
 
-    ``label_rule`` defaults to judge_shim.label_from_reply; tests pass a broken rule to prove a break is caught.
+    ``label_rule`` defaults to judge_official.label_from_reply; tests pass a broken rule to prove a break is caught.
     """
     if label_rule is None:
-        from judge_shim import label_from_reply as label_rule
+        from judge_official import label_from_reply as label_rule
     types = dict(ITEMS)
     checks: list[dict] = []
     for scenario, expected in EXPECTED.items():

@@ -38,6 +38,7 @@ if str(SCRIPTS) not in sys.path:
 import command_names  # noqa: E402  (stdlib-only sibling)
 from errors import UserError, run_main  # noqa: E402  (stdlib-only sibling)
 from facts import (  # noqa: E402  (stdlib-only sibling)
+    CONFIG_FILE,
     FILES,
     JUDGE_PROMPT_FUNCTION,
     JUDGE_TEMPLATE_RELPATH,
@@ -142,7 +143,7 @@ def check_state_paths(project: Path) -> None:
         if folder.exists() and not folder.is_dir():
             raise UserError(f"{folder} is a file, but setup needs a folder there",
                             fix="move or delete that file and re-run")
-    for file in (project / STATE_DIR / "config.json", project / STATE_DIR / ".gitignore"):
+    for file in (project / STATE_DIR / CONFIG_FILE, project / STATE_DIR / ".gitignore"):
         if file.is_dir():
             raise UserError(f"{file} is a folder, but setup needs a file there",
                             fix="move or delete that folder and re-run")
@@ -272,7 +273,7 @@ def load_existing_config(path: Path) -> dict[str, Any] | None:
 
 
 def apply_config(project: Path, wanted: dict[str, Any], report: Report, *, force: bool) -> dict[str, Any]:
-    path = project / STATE_DIR / "config.json"
+    path = project / STATE_DIR / CONFIG_FILE
     existing = None
     try:
         existing = load_existing_config(path)

@@ -22,11 +22,13 @@ import json
 import re
 import threading
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
-import checkpoint_io
+import fileio
+import run_store
 from errors import UserError
 from facts import SCHEMA_VERSION, STATE_DIR, VERDICT_ARCHIVE, is_official_judge
+from run_records import ResultRow
 
 ARCHIVE_NAME = VERDICT_ARCHIVE
 _SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -118,30 +120,27 @@ def for_project(project: str | Path | None) -> VerdictArchive | None:
         return cached[1]
 
 
-def verdict_line(row: Mapping[str, Any], source: str) -> dict[str, Any] | None:
+def verdict_line(row: ResultRow, source: str) -> dict[str, Any] | None:
     """The archive line for a result row, or None when the row holds no official verdict."""
-    judgment = row.get("judgment") or {}
-    if row.get("status") != "judged" or judgment.get("official") is not True or not judgment.get("prompt_sha256"):
+    verdict = row.judgment
+    if not row.judged or verdict is None or verdict.official is not True or not verdict.prompt_sha256:
         return None
-    if not is_official_judge(judgment.get("provider"), judgment.get("model")):
+    if not is_official_judge(verdict.provider, verdict.model):
         return None
     return {
-        "schemaVersion": SCHEMA_VERSION, "prompt_sha256": judgment["prompt_sha256"], "model": judgment["model"],
-        "provider": judgment["provider"], "official": True, "label": bool(judgment["label"]),
-        "raw": str(judgment.get("raw", "")), "question_id": row.get("question_id"),
-        "question_type": row.get("question_type"), "question": row.get("question"), "answer": row.get("answer"),
-        "hypothesis": row.get("hypothesis"), "template_sha256": judgment.get("template_sha256"),
-        "judged_at": row.get("finished_at"), "source": source,
+        "schemaVersion": SCHEMA_VERSION, "prompt_sha256": verdict.prompt_sha256, "model": verdict.model,
+        "provider": verdict.provider, "official": True, "label": bool(verdict.label),
+        "raw": str(verdict.raw), "question_id": row.question_id,
+        "question_type": row.question_type, "question": row.question, "answer": row.answer,
+        "hypothesis": row.hypothesis, "template_sha256": verdict.template_sha256,
+        "judged_at": row.finished_at, "source": source,
     }
 
 
 def run_verdicts(runs_dir: Path) -> Iterator[dict[str, Any]]:
     """The official verdicts of every run (and shard) under ``runs_dir``, oldest run first."""
-    runs_dir = Path(runs_dir)
-    if not runs_dir.is_dir():
-        return
-    for run in sorted(p for p in runs_dir.iterdir() if (p / "run-meta.json").is_file()):
-        for row in checkpoint_io.iter_result_rows(run):
+    for run in run_store.runs_with_meta(Path(runs_dir)):
+        for row in run_store.iter_rows(run):
             line = verdict_line(row, f"run {run.name}")
             if line is not None:
                 yield line
@@ -158,7 +157,7 @@ def export(project: Path, runs_dir: Path, out: Path) -> dict[str, int]:
         seen.setdefault((line["prompt_sha256"], line["model"]), line)
     data = "".join(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n" for line in seen.values())
     try:
-        checkpoint_io.write_atomic_bytes(Path(out), data.encode("utf-8"))
+        fileio.write_atomic_bytes(Path(out), data.encode("utf-8"))
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror or err}") from None
     return {"verdicts": len(seen), "from_archive": from_archive, "from_runs": len(seen) - from_archive}
@@ -183,7 +182,7 @@ def import_file(project: Path, source: Path) -> dict[str, int]:
         added += 1
     if new_lines:
         data = "".join(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n" for line in [*existing, *new_lines])
-        checkpoint_io.ensure_writable_dir(target.parent)
-        checkpoint_io.write_atomic_bytes(target, data.encode("utf-8"))
+        fileio.ensure_writable_dir(target.parent)
+        fileio.write_atomic_bytes(target, data.encode("utf-8"))
     return {"added": added, "already_present": already, "conflicting_labels_kept_first": conflicts,
             "archive_verdicts": len(keys)}

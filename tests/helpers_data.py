@@ -8,6 +8,8 @@ import lzma
 from pathlib import Path
 from typing import Any, Sequence
 
+from factories import result_row
+
 
 def make_item(
     question_id: str = "q001",
@@ -61,34 +63,11 @@ def write_dataset(path: Path, items: Sequence[Any], *, compression: str | None =
 
 
 def judged_row(question_id: str, *, label: bool = True, question_type: str = "multi-session") -> dict[str, Any]:
-    return {
-        "schemaVersion": "1.0.0",
-        "question_id": question_id,
-        "question_type": question_type,
-        "question": "What colour is my bike?",
-        "answer": "blue",
-        "abstention": "_abs" in question_id,
-        "status": "judged",
-        "hypothesis": "blue",
-        "judgment": {"model": "judge-x", "provider": "offline", "label": label, "raw": "yes" if label else "no"},
-        "latencyMs": 1.0,
-        "tokensIn": 1,
-        "tokensOut": 1,
-        "target": {"name": "t", "provider": "offline", "model": "m", "debug": {}},
-        "retrieval": None,
-        "cost": None,
-        "calls": [],
-        "error": None,
-        "finished_at": "2026-11-29T19:40:00Z",
-    }
+    """A judged row (``factories.result_row``) by a stand-in offline judge ``judge-x``."""
+    return result_row(question_id, question_type, label, hypothesis="blue",
+                      judge_base={"model": "judge-x", "provider": "offline"})
 
 
 def error_row(question_id: str, *, stage: str = "generate", kind: str = "timeout") -> dict[str, Any]:
-    row = judged_row(question_id)
-    row.update(
-        status="error",
-        hypothesis=None,
-        judgment=None,
-        error={"stage": stage, "kind": kind, "message": "gave up", "attempts": 3},
-    )
-    return row
+    """An error row (``factories.result_row``): the item gave up after 3 attempts."""
+    return result_row(question_id, "multi-session", None, error={"stage": stage, "kind": kind})

@@ -1,7 +1,7 @@
 """Helpers for the iteration-loop tests: a real git project with a bare remote, and runs written to disk.
 
-Runs are written through checkpoint_io (the same validated appends the driver uses) with invented items; the
-metrics.json beside them comes from metrics.score, the one definition of the figures.
+Runs are written through run_store (the same validated appends the driver uses; ``factories``) with invented
+items; the metrics.json beside them comes from the real scorecard.
 """
 
 from __future__ import annotations
@@ -13,8 +13,11 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-import checkpoint_io
-from records import QUESTION_TYPES, SCHEMA_VERSION
+import factories
+import fileio
+import run_store
+from clock import utc_now
+from facts import QUESTION_TYPES
 
 LOOP_BRANCH = "longmemeval-iter"
 GIT_ENV = {
@@ -76,50 +79,29 @@ def item_ids(n: int) -> dict[str, str]:
 
 
 def make_row(qid: str, qtype: str, label: bool | None, *, hypothesis: str | None = None, **extra) -> dict:
-    """A schema-valid result row: judged with ``label``, or an error row when ``label`` is None."""
-    row = {
-        "schemaVersion": SCHEMA_VERSION,
-        "question_id": qid,
-        "question_type": qtype,
-        "question": f"invented question {qid}?",
-        "answer": f"gold {qid}",
-        "abstention": "_abs" in qid,
-        "status": "judged" if label is not None else "error",
-        "hypothesis": hypothesis if hypothesis is not None else (f"answer for {qid}" if label is not None else None),
-        "judgment": None,
-        "error": None,
-        "finished_at": checkpoint_io.utc_now(),
-    }
-    if label is None:
-        row["error"] = {"stage": "generate", "kind": extra.pop("kind", "rate_limit"), "message": "429", "attempts": 8}
-    else:
-        row["judgment"] = {"label": label, "raw": "yes" if label else "no", "model": "gpt-4o-2024-08-06",
-                           "provider": "openai", "requested_model": "gpt-4o", "official": True}
-    row.update(extra)
-    return row
+    """A schema-valid result row (``factories.result_row``): judged with ``label``, or an error row when ``label``
+    is None (``kind``: its error kind, default rate_limit)."""
+    if hypothesis is None:
+        hypothesis = f"answer for {qid}" if label is not None else None
+    error = {"kind": extra.pop("kind", "rate_limit"), "message": "429", "attempts": 8}
+    return factories.result_row(qid, qtype, label, question=f"invented question {qid}?", answer=f"gold {qid}",
+                                hypothesis=hypothesis, error=error, finished_at=utc_now(),
+                                without=("latencyMs", "tokensIn", "tokensOut", "target", "retrieval", "cost", "calls"),
+                                **extra)
 
 
 def run_meta(run_id: str, n_total: int, status: str = "completed") -> dict:
-    return {
-        "schemaVersion": SCHEMA_VERSION,
-        "runId": run_id,
-        "status": status,
-        "started_at": "2026-11-29T10:00:00Z",
-        "finished_at": "2026-11-29T11:00:00Z",
-        "variant": "_s",
-        "dataset": {"path": "data/longmemeval_s_cleaned.json", "sha256": "ab" * 32, "items": n_total},
-        "target": {"name": "memory-ref", "provider": "anthropic", "model": "stand-in"},
-        "judge": {"provider": "openai", "model": "gpt-4o-2024-08-06", "official": True},
-    }
+    return factories.run_meta(run_id, n_total, status=status, sha="ab" * 32,
+                              target={"name": "memory-ref", "provider": "anthropic", "model": "stand-in"},
+                              started_at="2026-11-29T10:00:00Z", finished_at="2026-11-29T11:00:00Z")
 
 
 def write_scorecard_metrics(run_dir: Path) -> dict:
     """metrics.json for the run, built by the real scorecard."""
-    import compare_runs
     import scorecard
 
-    card = scorecard.build_scorecard(compare_runs.load_run(run_dir))
-    checkpoint_io.write_atomic_json(run_dir / "metrics.json", card)
+    card = scorecard.build_scorecard(run_store.load_run(run_dir))
+    fileio.write_atomic_json(run_dir / run_store.METRICS_FILE, card)
     return card
 
 
@@ -136,15 +118,8 @@ def write_run(
     Appending to an existing run works like a resume: later rows win.
     """
     run_dir = project / ".longmemeval-benchmarks" / "runs" / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint_io.write_atomic_json(run_dir / "run-meta.json", run_meta(run_id, len(types)))
-    manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(types),
-                "items": [{"question_id": q, "question_type": t} for q, t in types.items()]}
-    checkpoint_io.write_atomic_json(run_dir / "manifest.json", manifest)
-    for qid, label in labels.items():
-        row = dict(rows[qid]) if rows and qid in rows else make_row(qid, types[qid], label)
-        checkpoint_io.append_item_result(run_dir, row)
-        if row["status"] == "judged":
-            checkpoint_io.mark_completed(run_dir, qid)
+    rows_now = [dict(rows[qid]) if rows and qid in rows else make_row(qid, types[qid], label)
+                for qid, label in labels.items()]
+    factories.write_run(run_dir, types, rows_now, meta=run_meta(run_id, len(types)))
     write_scorecard_metrics(run_dir)
     return run_dir

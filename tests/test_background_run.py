@@ -241,7 +241,7 @@ def test_two_shards_run_in_the_background_side_by_side(tmp_path, fake_llm, worke
         while background.pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
     assert status(project, "sh").returncode == 0
-    import checkpoint_io
+    import factories
 
-    rows = checkpoint_io.load_results(run_dir(project, "sh"))
+    rows = factories.load_rows(run_dir(project, "sh"))
     assert len(rows) == N_SAMPLE and all(r["status"] == "judged" for r in rows.values())

@@ -8,7 +8,9 @@ import pytest
 
 import cluster_failures as cf
 from errors import run_main
+from factories import typed
 from loop_testing import make_row, write_run
+from run_records import ResultRow
 
 GOLD = ["answer_a1", "answer_a2"]
 
@@ -41,7 +43,7 @@ def modes(result):
 
 def test_each_failure_gets_the_mode_its_row_shows():
     rows, types = rows_and_types()
-    result = cf.cluster(rows, types, gold_bad={"370a8ff4"}, top_k=2)
+    result = cf.cluster(typed(rows), types, gold_bad={"370a8ff4"}, top_k=2)
     assert modes(result) == {
         "err1": "error:rate_limit",
         "370a8ff4": "gold_reported_bad",
@@ -63,13 +65,13 @@ def test_top_k_decides_what_counts_as_retrieved():
     rows["late"] = make_row("late", "multi-session", False,
                             retrieval={"retrieved_session_ids": ["x", "y", *GOLD], "gold_session_ids": GOLD})
     types["late"] = "multi-session"
-    assert modes(cf.cluster(rows, types, top_k=2))["late"] == "retrieval_miss"
-    assert modes(cf.cluster(rows, types, top_k=4))["late"] == "reading_error"
+    assert modes(cf.cluster(typed(rows), types, top_k=2))["late"] == "retrieval_miss"
+    assert modes(cf.cluster(typed(rows), types, top_k=4))["late"] == "reading_error"
 
 
 def test_clusters_group_by_type_and_count_symbolic_layers_biggest_first():
     rows, types = rows_and_types()
-    result = cf.cluster(rows, types, gold_bad=set(), top_k=2)
+    result = cf.cluster(typed(rows), types, gold_bad=set(), top_k=2)
     temporal = next(c for c in result["clusters"] if c["question_type"] == "temporal-reasoning" and c["mode"] == "temporal_arithmetic")
     assert temporal["count"] == 3  # 370a8ff4 is not excluded without the gold list
     assert temporal["symbolic_layers"] == {"symbolic_bypass": 1, "symbolic_temporal": 2}
@@ -80,7 +82,7 @@ def test_clusters_group_by_type_and_count_symbolic_layers_biggest_first():
 def test_items_never_run_are_failures_of_mode_not_run():
     rows, types = rows_and_types()
     types["ghost"] = "multi-session"
-    assert modes(cf.cluster(rows, types))["ghost"] == "not_run"
+    assert modes(cf.cluster(typed(rows), types))["ghost"] == "not_run"
 
 
 def test_known_gold_error_list_is_read_from_references():
@@ -107,7 +109,7 @@ def test_symbolic_layers_are_read_from_memory_refs_debug_shape():
     from cluster_failures import symbolic_layers
 
     def row(symbolic):
-        return {"question_id": "q", "target": {"debug": {"symbolic": symbolic}}}
+        return ResultRow.from_dict({"question_id": "q", "target": {"debug": {"symbolic": symbolic}}})
 
     acted = row({
         "temporal": {"resolved": [{"text": "last Saturday", "start": "2023/05/20"}]},
@@ -134,7 +136,7 @@ def test_ids_prints_the_chosen_clusters_question_ids_one_per_line(tmp_path, caps
 
 def test_ids_refuses_infrastructure_gold_bad_and_missing_clusters(tmp_path, capsys):
     rows, types = rows_and_types()
-    result = cf.cluster(rows, types, gold_bad={"370a8ff4"}, top_k=2)
+    result = cf.cluster(typed(rows), types, gold_bad={"370a8ff4"}, top_k=2)
     numbers = {c["mode"]: i for i, c in enumerate(result["clusters"], 1)}
     for mode, needle in (("error:rate_limit", "infrastructure"), ("gold_reported_bad", "reported wrong")):
         with pytest.raises(cf.UserError, match=needle):
@@ -151,7 +153,7 @@ def test_ids_refuses_infrastructure_gold_bad_and_missing_clusters(tmp_path, caps
 ])
 def test_a_wrong_abstention_item_that_refused_is_not_called_answered(hypothesis, mode):
     rows = {"gym_abs": make_row("gym_abs", "multi-session", False, hypothesis=hypothesis)}
-    result = cf.cluster(rows, {"gym_abs": "multi-session"})
+    result = cf.cluster(typed(rows), {"gym_abs": "multi-session"})
     assert modes(result) == {"gym_abs": mode} and mode in cf.MODES
 
 

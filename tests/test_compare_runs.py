@@ -1,7 +1,7 @@
 """compare_runs: fixes / regressions / net / exact McNemar on constructed runs, and refusal of unlike runs.
 
-``write_run`` and ``row`` build run directories the way the run driver does (through checkpoint_io); the other
-scorecard tests import them.
+``write_run`` and ``row`` (presets of ``factories``) build run directories the way the run driver does (through
+run_store); the other scorecard tests import them.
 """
 
 from __future__ import annotations
@@ -12,61 +12,37 @@ from typing import Any, Mapping, Sequence
 
 import pytest
 
-import checkpoint_io
 import compare_runs
+import factories
+import run_store
 from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL
-
-OFFICIAL_SHA = "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442"
+from factories import OFFICIAL_SHA
+from facts import OFFICIAL_JUDGE_MODEL
 SSU, MS, TR, KU = "single-session-user", "multi-session", "temporal-reasoning", "knowledge-update"
 
 
 def row(qid: str, qtype: str, label: bool | None, *, hypothesis: str | None = None, error_kind: str = "timeout",
         judge_model: str = OFFICIAL_JUDGE_MODEL, official: bool = True, judge_provider: str = "openai",
         **extra: Any) -> dict[str, Any]:
-    """A result row: judged with ``label``, or an error row when ``label`` is None."""
-    base: dict[str, Any] = {
-        "schemaVersion": "1.0.0", "question_id": qid, "question_type": qtype, "question": f"q {qid}?",
-        "answer": f"gold {qid}", "abstention": "_abs" in qid,
-        "hypothesis": hypothesis if hypothesis is not None else f"hyp {qid}",
-        "latencyMs": 100.0, "tokensIn": 10, "tokensOut": 2, "target": {"name": "t", "provider": "p", "model": "m"},
-        "retrieval": None, "cost": None, "calls": [], "finished_at": "2026-11-29T10:00:00Z",
-    }
-    if label is None:
-        base.update(status="error", judgment=None, error={"stage": "generate", "kind": error_kind,
-                                                          "message": "boom", "attempts": 5})
-        base["hypothesis"] = hypothesis
-    else:
-        base.update(status="judged", error=None, judgment={
-            "model": judge_model, "provider": judge_provider, "label": label, "raw": "yes" if label else "no",
-            "requested_model": "gpt-4o", "official": official, "tokensIn": 50, "tokensOut": 1, "latencyMs": 20.0,
-            "attempts": 1, "cached": False})
-    base.update(extra)
-    return base
+    """A result row (``factories.result_row``): judged with ``label``, or an error row when ``label`` is None."""
+    if hypothesis is None and label is not None:
+        hypothesis = f"hyp {qid}"
+    judgment = {"model": judge_model, "provider": judge_provider, "official": official, "tokensIn": 50,
+                "tokensOut": 1, "latencyMs": 20.0, "attempts": 1, "cached": False}
+    fields = {"latencyMs": 100.0, "tokensIn": 10, "tokensOut": 2, "target": {"name": "t", "provider": "p", "model": "m"},
+              **extra}
+    return factories.result_row(
+        qid, qtype, label, question=f"q {qid}?", answer=f"gold {qid}", hypothesis=hypothesis, judgment=judgment,
+        error={"kind": error_kind, "message": "boom", "attempts": 5}, finished_at="2026-11-29T10:00:00Z", **fields)
 
 
 def write_run(run_dir: Path, items: Sequence[tuple[str, str]], rows: Sequence[Mapping[str, Any]], *,
               status: str = "completed", sha: str = OFFICIAL_SHA, judge: Mapping[str, Any] | None = None,
               n_total: int | None = None, variant: str = "_s") -> Path:
-    """A run directory: run-meta.json, manifest.json over ``items`` (qid, type) and the given result rows."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    checkpoint_io.write_atomic_json(run_dir / "run-meta.json", {
-        "schemaVersion": "1.0.0", "runId": run_dir.name, "status": status,
-        "started_at": "2026-11-29T09:00:00Z", "finished_at": None if status == "running" else "2026-11-29T11:00:00Z",
-        "variant": variant, "dataset": {"path": "data/longmemeval_s_cleaned.json", "sha256": sha,
-                                        "items": len(items)},
-        "target": {"name": "t", "provider": "p", "model": "m"},
-        "judge": dict(judge or {"provider": "openai", "model": OFFICIAL_JUDGE_MODEL, "official": True}),
-    })
-    checkpoint_io.write_atomic_json(run_dir / "manifest.json", {
-        "schemaVersion": "1.0.0", "n_total": len(items) if n_total is None else n_total,
-        "items": [{"question_id": q, "question_type": t} for q, t in items]})
-    for r in rows:
-        checkpoint_io.append_item_result(run_dir, r)
-        if r["status"] == "judged":
-            checkpoint_io.mark_completed(run_dir, r["question_id"])
-    return run_dir
+    """A run directory (``factories.write_run``): run-meta.json, manifest.json over ``items`` (qid, type) and the
+    given result rows."""
+    return factories.write_run(run_dir, items, rows, n_total=n_total, status=status, sha=sha, judge=judge,
+                               variant=variant)
 
 
 def pair(tmp_path: Path, before: Mapping[str, bool | None], after: Mapping[str, bool | None],
@@ -176,9 +152,9 @@ def test_runs_with_the_same_judge_model_compare_whatever_alias_or_official_flag(
 
 
 def _started(run_dir: Path, started_at: str) -> Path:
-    meta = checkpoint_io.read_json(run_dir / "run-meta.json")
+    meta = run_store.read_json(run_dir / "run-meta.json")
     meta["started_at"] = started_at
-    checkpoint_io.write_atomic_json(run_dir / "run-meta.json", meta)
+    run_store.write_atomic_json(run_dir / "run-meta.json", meta)
     return run_dir
 
 
@@ -198,12 +174,12 @@ def test_latest_compares_the_two_most_recently_started_runs_older_first(tmp_path
 
 
 def test_latest_agrees_with_the_scorecards_latest_run(tmp_path):
-    import scorecard
+    import run_store
 
     runs = tmp_path / ".longmemeval-benchmarks" / "runs"
     for name, started in (("b", "2026-11-29T09:00:00Z"), ("a", "2026-11-29T10:00:00Z")):
         _started(write_run(runs / name, [("q1", SSU)], [row("q1", SSU, True)]), started)
-    assert compare_runs.latest_two(tmp_path)[1] == scorecard.latest_run(tmp_path) == runs / "a"
+    assert compare_runs.latest_two(tmp_path)[1] == run_store.latest_run(tmp_path) == runs / "a"
 
 
 @pytest.mark.parametrize("n_runs", [0, 1])

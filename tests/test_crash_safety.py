@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import checkpoint_io as cio
+import factories
+import run_store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL semantics are POSIX")
 
@@ -30,19 +31,20 @@ ROUNDS = 22
 WRITER = f"""
 import sys
 sys.path[:0] = [{str(SCRIPTS)!r}, {str(TESTS)!r}]
-import checkpoint_io as cio
+import factories
+import run_store
 from helpers_data import judged_row
 run_dir = sys.argv[1]
 qids = [f"q{{i:03d}}" for i in range({N_QUESTIONS})]
-with cio.RunLock(run_dir):
-    cio.reconcile(run_dir)
-    done = cio.load_completed(run_dir)
+with run_store.RunLock(run_dir):
+    run_store.reconcile(run_dir)
+    done = run_store.load_completed(run_dir)
     print("ready", flush=True)
-    for qid in cio.filter_pending([{{"question_id": q}} for q in qids], done):
+    for qid in run_store.filter_pending([{{"question_id": q}} for q in qids], done):
         row = judged_row(qid["question_id"])
         row["hypothesis"] = "h" * 8000
-        cio.append_item_result(run_dir, row)
-        cio.mark_completed(run_dir, qid["question_id"])
+        factories.append_unmarked(run_dir, row)
+        run_store.mark_completed(run_dir, qid["question_id"])
 print("finished", flush=True)
 """
 
@@ -81,7 +83,7 @@ def run_writer(run_dir: Path, kill_after: float | None) -> str:
 
 def test_sigkill_during_appends_then_resume_keeps_exactly_one_judged_row_per_question(tmp_path):
     rng = random.Random(20261129)
-    results, completed = tmp_path / cio.RESULTS_FILE, tmp_path / cio.COMPLETED_FILE
+    results, completed = tmp_path / run_store.RESULTS_FILE, tmp_path / run_store.COMPLETED_FILE
     torn_seen = 0
     kept_rows: list[bytes] = []
     kept_marks: list[bytes] = []
@@ -93,15 +95,15 @@ def test_sigkill_during_appends_then_resume_keeps_exactly_one_judged_row_per_que
         if completed.exists() and rng.random() < 0.5:
             tear_last_line(completed, rng)  # the mark is redone by reconcile: its judged row exists
         if results.exists() and rng.random() < 0.5:
-            marked = cio.load_completed(tmp_path)
+            marked = run_store.load_completed(tmp_path)
             last = complete_lines(results)[-1:] or [b"{}"]
             if json.loads(last[0]).get("question_id") not in marked:  # a row whose mark exists was fsynced
                 tear_last_line(results, rng)
         for path in (results, completed):
             if path.exists() and not path.read_bytes().endswith(b"\n"):
                 torn_seen += 1
-        cio.load_results(tmp_path)  # readers never crash on a torn tail
-        cio.load_completed(tmp_path)
+        factories.load_rows(tmp_path)  # readers never crash on a torn tail
+        run_store.load_completed(tmp_path)
         kept_rows, kept_marks = complete_lines(results), complete_lines(completed)
 
     assert torn_seen > 0, "the loop never produced a torn tail; the test would prove nothing"
@@ -113,18 +115,18 @@ def test_sigkill_during_appends_then_resume_keeps_exactly_one_judged_row_per_que
     assert sorted(judged) == [f"q{i:03d}" for i in range(N_QUESTIONS)]  # exactly one judged row each
     marks = [json.loads(line)["question_id"] for line in complete_lines(completed)]
     assert sorted(marks) == sorted(judged)
-    assert cio.reconcile(tmp_path) == {"marked": [], "unmarked": []}
+    assert run_store.reconcile(tmp_path) == {"marked": [], "unmarked": []}
 
 
 def test_hand_made_torn_tails_in_both_logs_resume_cleanly(tmp_path):
     from helpers_data import judged_row
 
     row1, row2 = json.dumps(judged_row("q000")), json.dumps(judged_row("q001"))
-    (tmp_path / cio.RESULTS_FILE).write_text(row1 + "\n" + row2 + "\n" + row2[:40])
-    (tmp_path / cio.COMPLETED_FILE).write_text('{"question_id": "q000"}\n{"question_id": "q0')
-    assert set(cio.load_results(tmp_path)) == {"q000", "q001"}
-    assert cio.load_completed(tmp_path) == {"q000"}
+    (tmp_path / run_store.RESULTS_FILE).write_text(row1 + "\n" + row2 + "\n" + row2[:40])
+    (tmp_path / run_store.COMPLETED_FILE).write_text('{"question_id": "q000"}\n{"question_id": "q0')
+    assert set(factories.load_rows(tmp_path)) == {"q000", "q001"}
+    assert run_store.load_completed(tmp_path) == {"q000"}
     assert "finished" in run_writer(tmp_path, kill_after=None)
-    rows = [json.loads(line) for line in complete_lines(tmp_path / cio.RESULTS_FILE)]
+    rows = [json.loads(line) for line in complete_lines(tmp_path / run_store.RESULTS_FILE)]
     assert [r["question_id"] for r in rows] == [f"q{i:03d}" for i in range(N_QUESTIONS)]
-    assert cio.load_completed(tmp_path) == {f"q{i:03d}" for i in range(N_QUESTIONS)}
+    assert run_store.load_completed(tmp_path) == {f"q{i:03d}" for i in range(N_QUESTIONS)}

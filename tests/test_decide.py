@@ -6,11 +6,13 @@ import json
 
 import pytest
 
-import checkpoint_io
+import factories
+import run_store
 import decide
 import drop_qids
 import loop_git
-import rounds
+import loop_state
+import loop_steps
 from errors import UserError, run_main
 from loop_testing import git, item_ids, make_loop_project, make_row, write_run
 
@@ -29,9 +31,9 @@ def _round(project, fixes: int, regressions: int):
     types = item_ids(12)
     ids = list(types)
     run_dir = write_run(project, "loop", types, {q: i % 2 == 0 for i, q in enumerate(ids)})
-    rounds.init(project)
-    rounds.bump(project)
-    rounds.snapshot(project, "loop")
+    loop_state.init(project)
+    loop_state.bump(project)
+    loop_steps.snapshot(project, "loop")
     wrong = [q for i, q in enumerate(ids) if i % 2 == 1]
     right = [q for i, q in enumerate(ids) if i % 2 == 0]
     retest = wrong[:fixes] + right[:regressions] + [right[-1]]  # the last one re-runs and stays right
@@ -72,8 +74,8 @@ def test_harmful_fix_is_reverted_in_git_and_snapshot_verdicts_restored(project):
     assert record["decision"] == "revert" and record["net"] == -3 and record["applied"]
     assert not (project / "fix.py").exists()
     assert git(["log", "-1", "--format=%s"], project).stdout.startswith('Revert "fix: harmful"')
-    assert checkpoint_io.load_results(run_dir) == checkpoint_io.load_results(snap)
-    assert checkpoint_io.load_completed(run_dir) == checkpoint_io.load_completed(snap)
+    assert factories.load_rows(run_dir) == factories.load_rows(snap)
+    assert run_store.load_completed(run_dir) == run_store.load_completed(snap)
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["correct"] == json.loads((snap / "metrics.json").read_text())["correct"] == 6
 
@@ -89,8 +91,8 @@ def test_revert_without_fix_commit_is_refused_before_touching_anything(project):
 def test_run_with_items_not_rerun_yet_is_not_judged(project):
     types = item_ids(6)
     run_dir = write_run(project, "loop", types, {q: True for q in types})
-    rounds.init(project)
-    rounds.snapshot(project, "loop")
+    loop_state.init(project)
+    loop_steps.snapshot(project, "loop")
     drop_qids.drop_qids(run_dir, list(types)[:2])
     with pytest.raises(UserError, match="not ready.*2 item"):
         decide.run_decision(project, "v0", "loop")
@@ -100,9 +102,9 @@ def test_rerun_that_ended_in_errors_needs_allow_errors(project):
     types = item_ids(6)
     ids = list(types)
     run_dir = write_run(project, "loop", types, {q: True for q in ids})
-    rounds.init(project)
-    rounds.snapshot(project, "loop")
-    checkpoint_io.append_item_result(run_dir, make_row(ids[0], types[ids[0]], None))
+    loop_state.init(project)
+    loop_steps.snapshot(project, "loop")
+    factories.append_unmarked(run_dir, make_row(ids[0], types[ids[0]], None))
     with pytest.raises(UserError, match="error row"):
         decide.run_decision(project, "v0", "loop")
     assert decide.run_decision(project, "v0", "loop", allow_errors=True)["regressions"] == 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import checkpoint_io
+import factories
+import run_store
 import drop_qids
 from errors import UserError, run_main
 from loop_testing import item_ids, make_row, write_run
@@ -21,20 +22,20 @@ def run(tmp_path):
 
 def test_dropped_ids_leave_results_and_completed_and_nothing_else_changes(run):
     project, run_dir, ids = run
-    rows_before = checkpoint_io.load_results(run_dir)
-    done_before = checkpoint_io.load_completed(run_dir)
+    rows_before = factories.load_rows(run_dir)
+    done_before = run_store.load_completed(run_dir)
     assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", ids[0], ids[2]]) == 0
-    rows_after = checkpoint_io.load_results(run_dir)
+    rows_after = factories.load_rows(run_dir)
     assert set(rows_after) == set(rows_before) - {ids[0], ids[2]}
     assert {q: rows_after[q] for q in rows_after} == {q: rows_before[q] for q in rows_after}
-    assert checkpoint_io.load_completed(run_dir) == done_before - {ids[0], ids[2]}
+    assert run_store.load_completed(run_dir) == done_before - {ids[0], ids[2]}
 
 
 def test_every_attempt_of_a_dropped_id_goes(run):
     project, run_dir, ids = run
-    checkpoint_io.append_item_result(run_dir, make_row(ids[1], "single-session-assistant", True))
+    factories.append_unmarked(run_dir, make_row(ids[1], "single-session-assistant", True))
     drop_qids.drop_qids(run_dir, [ids[1]])
-    assert not any(r["question_id"] == ids[1] for r in checkpoint_io.iter_result_rows(run_dir))
+    assert not any(r["question_id"] == ids[1] for r in factories.iter_rows(run_dir))
 
 
 def test_backup_holds_both_files_as_they_were(run):
@@ -64,7 +65,7 @@ def test_unknown_ids_are_refused_all_named_and_nothing_written(run, capsys):
 def test_failed_drops_every_wrong_and_error_id(run):
     project, run_dir, ids = run
     assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--failed"]) == 0
-    remaining = checkpoint_io.load_results(run_dir)
+    remaining = factories.load_rows(run_dir)
     assert sorted(remaining) == [q for i, q in enumerate(ids) if i % 2 == 0 and i != 4]
 
 
@@ -73,7 +74,7 @@ def test_from_file_reads_ids_and_skips_comments(run, tmp_path):
     listing = tmp_path / "ids.txt"
     listing.write_text(f"# trigger set\n{ids[3]}\n\n{ids[5]}  # temporal\n")
     assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(listing)]) == 0
-    assert ids[3] not in checkpoint_io.load_results(run_dir) and ids[5] not in checkpoint_io.load_results(run_dir)
+    assert ids[3] not in factories.load_rows(run_dir) and ids[5] not in factories.load_rows(run_dir)
 
 
 def test_a_running_writer_blocks_the_drop(run):
@@ -85,7 +86,7 @@ def test_a_running_writer_blocks_the_drop(run):
     ready, release = ctx.Event(), ctx.Event()
 
     def hold():
-        with checkpoint_io.RunLock(run_dir):
+        with run_store.RunLock(run_dir):
             ready.set()
             release.wait(10)
 
@@ -119,8 +120,8 @@ def _hold_lock_in_child(lock_dir, shared_root=None):
     def hold():
         with contextlib.ExitStack() as held:
             if shared_root is not None:
-                held.enter_context(checkpoint_io.RunLock(shared_root, shared=True))
-            held.enter_context(checkpoint_io.RunLock(lock_dir))
+                held.enter_context(run_store.RunLock(shared_root, shared=True))
+            held.enter_context(run_store.RunLock(lock_dir))
             ready.set()
             release.wait(10)
 
@@ -133,8 +134,8 @@ def _hold_lock_in_child(lock_dir, shared_root=None):
 def _shard_with_row(run_dir, qid):
     shard = run_dir / "shard-1of2"
     shard.mkdir()
-    checkpoint_io.append_item_result(shard, make_row(qid, "single-session-user", True))
-    checkpoint_io.mark_completed(shard, qid)
+    factories.append_unmarked(shard, make_row(qid, "single-session-user", True))
+    run_store.mark_completed(shard, qid)
     return shard
 
 
@@ -152,7 +153,7 @@ def test_a_shard_writer_blocks_the_drop_naming_its_pid_and_nothing_changes(run, 
         proc.join(10)
     assert {p: p.read_bytes() for p in before} == before
     assert not (run_dir / "backups").exists()
-    with checkpoint_io.RunLock(run_dir):  # the refused drop let go of the locks it had taken
+    with run_store.RunLock(run_dir):  # the refused drop let go of the locks it had taken
         pass
 
 
@@ -160,8 +161,8 @@ def test_dropped_ids_leave_shard_files_too(run):
     project, run_dir, ids = run
     shard = _shard_with_row(run_dir, ids[0])
     out = drop_qids.drop_qids(run_dir, [ids[0]])
-    assert ids[0] not in checkpoint_io.load_results(shard)
-    assert ids[0] not in checkpoint_io.load_completed(shard)
+    assert ids[0] not in factories.load_rows(shard)
+    assert ids[0] not in run_store.load_completed(shard)
     assert out["rows_removed"] == 2 and out["marks_removed"] == 2
 
 

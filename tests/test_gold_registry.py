@@ -10,7 +10,7 @@ import pytest
 import cluster_failures
 import gold_registry
 import scorecard
-from compare_runs import load_run
+from run_store import load_run
 from test_compare_runs import MS, SSU, TR, row, write_run
 
 DUPLICATED_54 = {"58bf7951", "1e043500", "001be529", "d23cf73b", "caf03d32", "91b15a6e", "078150f1",

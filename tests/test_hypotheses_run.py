@@ -17,11 +17,11 @@ import pytest
 import compare_runs
 import interop
 import judge_agreement
-import judge_shim
+import judge_official
 import report_html
 import run_benchmark
 import scorecard
-from compare_runs import load_run
+from run_store import load_run
 from errors import UserError, run_main
 from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
 from upstream_standin import make_upstream_tree
@@ -241,8 +241,8 @@ def test_kill_9_mid_run_then_resume_ends_with_one_row_per_question(tmp_path, fak
 @pytest.fixture
 def upstream_prompt(monkeypatch, tmp_path):
     """Treat the stand-in prompt function as upstream's, so verdicts can be official in these tests."""
-    standin = judge_shim.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256
-    monkeypatch.setattr(judge_shim, "UPSTREAM_FUNCTION_SHA256", frozenset({standin}))
+    standin = judge_official.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256
+    monkeypatch.setattr(judge_official, "UPSTREAM_FUNCTION_SHA256", frozenset({standin}))
 
 
 def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tmp_path, capsys, upstream_prompt):

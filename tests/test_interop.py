@@ -86,7 +86,7 @@ def test_exported_eval_results_rescored_independently_equal_our_figures(run, tmp
     assert ours["abstention"]["accuracy_judged"] == pytest.approx(theirs["abstention"])
     # and the round trip gives the same figures as scoring the run directly
     import scorecard
-    from compare_runs import load_run
+    from run_store import load_run
 
     card = scorecard.build_scorecard(load_run(run))
     assert card["overall"]["accuracy_judged"] == pytest.approx(ours["overall"]["accuracy_judged"])

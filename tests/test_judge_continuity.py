@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 import judge_agreement
+import judge_official
 import judge_shim
 import run_benchmark
 import scorecard
 import verdict_archive
-from compare_runs import load_run
+from run_store import load_run
 from errors import run_main
 from providers import Gateway, ProviderSettings
 from run_project import SAMPLE, make_project, register_answers, run_dir
@@ -26,8 +27,8 @@ AZURE_KEY = "azure-test-DUMMY-key-0000"
 @pytest.fixture
 def upstream_prompt(monkeypatch, tmp_path):
     """Treat the stand-in prompt function as upstream's, so verdicts can be official in these tests."""
-    standin = judge_shim.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256
-    monkeypatch.setattr(judge_shim, "UPSTREAM_FUNCTION_SHA256", frozenset({standin}))
+    standin = judge_official.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256
+    monkeypatch.setattr(judge_official, "UPSTREAM_FUNCTION_SHA256", frozenset({standin}))
 
 
 def run(project: Path, *args: str) -> int:
@@ -64,7 +65,7 @@ def test_the_azure_route_sends_upstreams_call_to_the_deployment_and_stays_offici
                                                                                    upstream_prompt):
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
     llm = Gateway(ProviderSettings(azure=azure_settings(fake_llm), timeout_s=5, max_attempts=2))
-    verdict = judge_shim.judge("multi-session", "Q?", "A", "A", make_upstream_tree(tmp_path / "up"),
+    verdict = judge_official.judge("multi-session", "Q?", "A", "A", make_upstream_tree(tmp_path / "up"),
                                provider="azure", model="gpt-4o", question_id="q", llm=llm)
     (sent,) = judge_requests(fake_llm)
     assert sent["path"] == "/openai/deployments/judge-4o/chat/completions"

@@ -9,9 +9,10 @@ import openai
 import pytest
 
 import command_names
+import judge_official
 import judge_shim
 from errors import UserError
-from judge_shim import JudgeInputError, judge, label_from_reply, load_prompt_builder
+from judge_official import JudgeInputError, judge, label_from_reply, load_prompt_builder
 from providers import Gateway, ProviderError, ProviderSettings
 from records import Completion, Verdict
 from upstream_standin import make_upstream_tree, standin_prompt
@@ -152,7 +153,7 @@ def test_official_only_for_openai_pinned_gpt4o_and_upstreams_prompt(root, monkey
     # the stand-in's function is not upstream's: never official
     assert judge(*args, question_id="q", llm=ScriptedLLM("yes"))["official"] is False
     standin_sha = load_prompt_builder(root).function_sha256
-    monkeypatch.setattr(judge_shim, "UPSTREAM_FUNCTION_SHA256", frozenset({standin_sha}))
+    monkeypatch.setattr(judge_official, "UPSTREAM_FUNCTION_SHA256", frozenset({standin_sha}))
     official = judge(*args, question_id="q", llm=ScriptedLLM("yes"))
     assert official["official"] is True and official["template_sha256"]
     mini = judge(*args, model="gpt-4o-mini", question_id="q", llm=ScriptedLLM("yes", "gpt-4o-mini-2024-07-18"))

@@ -11,12 +11,14 @@ import pytest
 
 import compare_runs
 import decide
+import judge_official
 import judge_shim
 import judge_stability
 import run_benchmark
 import scorecard
-from compare_runs import load_run
+from run_store import load_run
 from loop_testing import make_loop_project
+from records import Verdict
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from test_compare_runs import SSU, row, write_run
 from test_decide import _round
@@ -152,7 +154,7 @@ def test_a_failed_repeat_keeps_the_official_label(tmp_path):
             return Completion(text="yes", tokensIn=1, tokensOut=1, latencyMs=1, provider="openai",
                               model="gpt-4o-2024-08-06")
 
-    verdict = judge_shim.judge("multi-session", "Q", "A", "A", make_upstream_tree(tmp_path), question_id="q",
+    verdict = judge_official.judge("multi-session", "Q", "A", "A", make_upstream_tree(tmp_path), question_id="q",
                                llm=OneThenBroken(), repeat=2)
     assert verdict["label"] is True and verdict["verdicts"][1]["label"] is None
     assert verdict["stability"] == {"n": 1, "yes": 1, "no": 0, "flaky": False}
@@ -174,7 +176,7 @@ def _stable_pair(tmp_path: Path, flaky_ids: set[str]) -> tuple[Path, Path]:
     registry = judge_stability.StabilityRegistry(project)
     for qid in flaky_ids:
         judgment = judged(qid, True)["judgment"]
-        registry.record(qid, {**judgment, "verdicts": [{"label": True}, {"label": False}]}, "test")
+        registry.record(qid, Verdict.from_dict({**judgment, "verdicts": [{"label": True}, {"label": False}]}), "test")
     return before, after
 
 
@@ -193,7 +195,7 @@ def test_decide_uses_the_net_without_flips_of_unstable_labels(tmp_path, monkeypa
     project = make_loop_project(tmp_path)
     _, retest, _ = _round(project, fixes=2, regressions=0)
     flipped = set(retest[:2])
-    monkeypatch.setattr(judge_stability, "row_is_unstable", lambda r, flaky: r.get("question_id") in flipped)
+    monkeypatch.setattr(judge_stability, "row_is_unstable", lambda r, flaky: r is not None and r.question_id in flipped)
     record = decide.run_decision(project, "v1", "loop")
     assert record["net"] == 2 and record["net_excluding_flaky"] == 0
     assert record["decision"] == "revert" and sorted(record["flaky_flips"]["ids"]) == sorted(flipped)

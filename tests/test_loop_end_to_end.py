@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
-import checkpoint_io
+import factories
 import cluster_failures
 import confirm
 import decide
 import drop_qids
 import loop_git
-import rounds
+import loop_state
+import loop_steps
 from errors import run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
 from run_project import SAMPLE, make_project
@@ -88,9 +89,9 @@ def remote_log(tmp_path: Path) -> list[str]:
 
 def start_round(project: Path, note: str) -> int:
     """Steps 1-4 of a round after the full run: bump, snapshot, log, commit the state, push."""
-    round_no = rounds.bump(project)
-    rounds.snapshot(project, "loop")
-    rounds.log(project, "loop", note)
+    round_no = loop_state.bump(project)
+    loop_steps.snapshot(project, "loop")
+    loop_steps.log(project, "loop", note)
     loop_git.commit(f"round v{round_no}: {note}", loop_git.state_paths(project), project=project)
     loop_git.push(project=project)
     return round_no
@@ -142,7 +143,7 @@ def test_two_rounds_keep_then_revert_then_confirmed_target(loop_project, tmp_pat
     assert not (project / "fix_two.py").exists() and (project / "fix_one.py").exists()
     snap = project / f".longmemeval-benchmarks/snapshots/v{r2}"
     run_dir = project / ".longmemeval-benchmarks/runs/loop"
-    assert checkpoint_io.load_results(run_dir) == checkpoint_io.load_results(snap)
+    assert factories.load_rows(run_dir) == factories.load_rows(snap)
     assert correct(project) == 21
     answers.good |= set(hurt)  # the code is reverted, so the answers are back
     loop_git.commit(f"round v{r2}: reverted harmful fix (-3)", loop_git.state_paths(project), project=project)
@@ -175,7 +176,7 @@ def test_confirmation_below_target_is_adopted_as_the_new_baseline(loop_project):
     project, items, answers = loop_project
     answers.good = {it["question"] for it in items}
     ok(full_run(project))
-    rounds.init(project)
+    loop_state.init(project)
     record = confirm.start(project, "loop")
     answers.good = {it["question"] for it in items[:20]}  # the clean rerun shows the score does not hold
     ok(full_run(project, "--run-id", record["confirm_run_id"], "--no-cache"))

@@ -8,6 +8,7 @@ import pytest
 
 import loop_git
 import loop_guard
+import loop_rules
 from errors import UserError, run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
 
@@ -29,71 +30,71 @@ def project(tmp_path):
 
 
 def test_full_run_with_official_judge_and_symbolic_on_passes(project):
-    assert loop_guard.check_loop_run(GOOD, project) == []
+    assert loop_rules.check_loop_run(GOOD, project) == []
 
 
 def test_pinned_judge_snapshot_passes_and_max_none_means_all(project):
     settings = {**GOOD, "judge_model": "gpt-4o-2024-08-06", "max": None}
-    assert loop_guard.check_loop_run(settings, project) == []
+    assert loop_rules.check_loop_run(settings, project) == []
 
 
 def test_partial_n_is_refused(project):
-    problems = loop_guard.check_loop_run({**GOOD, "max": 133}, project)
+    problems = loop_rules.check_loop_run({**GOOD, "max": 133}, project)
     assert len(problems) == 1 and "133" in problems[0] and "500" in problems[0]
 
 
 def test_499_item_copy_with_max_500_is_full(project):
-    assert loop_guard.check_loop_run({**GOOD, "n_total": 499, "max": 500}, project) == []
-    assert loop_guard.check_loop_run({**GOOD, "n_total": 499, "max": 498}, project)
+    assert loop_rules.check_loop_run({**GOOD, "n_total": 499, "max": 500}, project) == []
+    assert loop_rules.check_loop_run({**GOOD, "n_total": 499, "max": 498}, project)
 
 
 @pytest.mark.parametrize(
     "provider,model", [("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5"), ("offline", "offline-containment-v1"), ("openai", "gpt-4.1")]
 )
 def test_non_gpt4o_judge_is_refused(project, provider, model):
-    problems = loop_guard.check_loop_run({**GOOD, "judge_provider": provider, "judge_model": model}, project)
+    problems = loop_rules.check_loop_run({**GOOD, "judge_provider": provider, "judge_model": model}, project)
     assert len(problems) == 1 and "judge" in problems[0]
 
 
 @pytest.mark.parametrize("flag", ["symbolic_resolver", "symbolic_temporal", "symbolic_bypass"])
 def test_any_symbolic_flag_off_is_refused(project, flag):
-    problems = loop_guard.check_loop_run({**GOOD, "symbolic": {**GOOD["symbolic"], flag: False}}, project)
+    problems = loop_rules.check_loop_run({**GOOD, "symbolic": {**GOOD["symbolic"], flag: False}}, project)
     assert problems == [f"--{flag.replace('_', '-')} is off: the loop keeps all three symbolic layers on"]
 
 
 def test_missing_symbolic_flag_counts_as_off_and_dash_names_are_understood(project):
-    problems = loop_guard.check_loop_run({**GOOD, "symbolic": {"symbolic-resolver": True, "--symbolic-temporal": True}}, project)
+    problems = loop_rules.check_loop_run({**GOOD, "symbolic": {"symbolic-resolver": True, "--symbolic-temporal": True}}, project)
     assert len(problems) == 1 and "bypass" in problems[0]
 
 
 def test_off_loop_branch_is_refused(project):
     git(["switch", "-q", "main"], project)
-    problems = loop_guard.check_loop_run(GOOD, project)
+    problems = loop_rules.check_loop_run(GOOD, project)
     assert problems and "main" in problems[0] and LOOP_BRANCH in problems[0]
 
 
 def test_configured_loop_branch_and_target_are_used(tmp_path):
     project = make_loop_project(tmp_path, branch="my-loop", loop={"branch": "my-loop", "target": "memory-ref"})
-    assert loop_guard.check_loop_run(GOOD, project) == []
-    problems = loop_guard.check_loop_run({**GOOD, "target": "full-context"}, project)
+    assert loop_rules.check_loop_run(GOOD, project) == []
+    problems = loop_rules.check_loop_run({**GOOD, "target": "full-context"}, project)
     assert problems == ["target is full-context, the loop configuration says memory-ref"]
 
 
 def test_every_broken_rule_is_reported_at_once(project):
     git(["switch", "-q", "main"], project)
     bad = {**GOOD, "max": 10, "judge_model": "gpt-4o-mini", "symbolic": {}}
-    assert len(loop_guard.check_loop_run(bad, project)) == 1 + 1 + 3 + 1
+    assert len(loop_rules.check_loop_run(bad, project)) == 1 + 1 + 3 + 1
 
 
 def test_target_correct_is_95_percent_rounded_up():
-    assert loop_guard.target_correct(500) == 475
-    assert loop_guard.target_correct(499) == 475  # 474.05 rounds up
-    assert loop_guard.target_correct(20) == 19
+    assert loop_rules.target_correct(500) == 475
+    assert loop_rules.target_correct(499) == 475  # 474.05 rounds up
+    assert loop_rules.target_correct(20) == 19
 
 
 def test_loop_config_merges_target_options_over_defaults(tmp_path):
     project = make_loop_project(tmp_path, loop={"targetOptions": {"symbolic_bypass": False, "top_k": 5}, "n_parallel": 4})
-    cfg = loop_guard.loop_config(project)
+    cfg = loop_rules.loop_config(project)
     assert cfg["targetOptions"] == {"symbolic_resolver": True, "symbolic_temporal": True, "symbolic_bypass": False, "top_k": 5}
     assert cfg["n_parallel"] == 4 and cfg["branch"] == LOOP_BRANCH
 
@@ -216,10 +217,10 @@ def test_a_project_copy_of_memory_ref_is_one_target_however_its_path_is_spelled(
     shutil.copytree(REPO_PLUGINS / "memory_ref", project / "memory_system")
     for spelling in ("memory_system", "./memory_system/", str(project / "memory_system"),
                      str(project / "memory_system" / "__init__.py")):
-        assert loop_guard.check_loop_run({**GOOD, "target": spelling}, project) == [], spelling
-    problems = loop_guard.check_loop_run({**GOOD, "target": "memory-ref"}, project)
+        assert loop_rules.check_loop_run({**GOOD, "target": spelling}, project) == [], spelling
+    problems = loop_rules.check_loop_run({**GOOD, "target": "memory-ref"}, project)
     assert problems == ["target is memory-ref, the loop configuration says memory_system"]
-    assert not loop_guard.same_target("memory_system", "other_system", project)
+    assert not loop_rules.same_target("memory_system", "other_system", project)
 
 
 def test_the_generation_driver_loads_a_project_copy_of_memory_ref_by_its_folder(tmp_path, monkeypatch):
@@ -249,7 +250,7 @@ def test_parallel_confirm_below_the_target_says_so_and_changes_nothing(tmp_path)
     project = make_loop_project(tmp_path)
     types = item_ids(10)
     write_run(project, "longmemeval-iter", types, {q: i < 5 for i, q in enumerate(types)})
-    script = Path(loop_guard.__file__).with_name("parallel_longmemeval.sh")
+    script = Path(loop_rules.__file__).with_name("parallel_longmemeval.sh")
     done = subprocess.run(["bash", str(script), "8", "133", "10", "--confirm"], cwd=project, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -16,7 +16,7 @@ import pytest
 
 import command_names
 import loop_session
-import rounds
+import loop_state
 from errors import run_main
 from loop_testing import make_loop_project
 
@@ -39,7 +39,7 @@ def hook(project: Path, session: str = SESSION, *, stdin: str | None = None, **e
 @pytest.fixture
 def project(tmp_path):
     project = make_loop_project(tmp_path)
-    rounds.init(project)
+    loop_state.init(project)
     return project
 
 
@@ -84,10 +84,10 @@ def test_a_pending_or_failed_confirmation_does_not(project):
 
 
 def test_blocked_after_the_start_lets_go_but_an_older_blocked_row_does_not(project):
-    rounds.blocked(project, "billing")  # a halt of an earlier session, fixed since
+    loop_state.blocked(project, "billing")  # a halt of an earlier session, fixed since
     start(project)
     assert hook(project)[1]["decision"] == "block"
-    rounds.blocked(project, "cost")
+    loop_state.blocked(project, "cost")
     assert hook(project) == (0, None, "")
     assert "waiting for the user's approval" in (project / "history_max_effort.md").read_text()
 

@@ -6,13 +6,11 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 
+import generation_driver
+import providers
+from fake_llm_server import prompt_text
 from records import Question
-
-providers = pytest.importorskip("providers")
-generation_driver = pytest.importorskip("generation_driver")
-from fake_llm_server import prompt_text  # noqa: E402
 
 WRITER_CUE = "building a memory of a user"
 RERANK_CUE = "Rank these past chat sessions"

@@ -7,6 +7,8 @@ import pytest
 import metrics
 from records import QUESTION_TYPES
 
+from factories import result_row, typed
+
 SSU, MS, TR = "single-session-user", "multi-session", "temporal-reasoning"
 
 # 7 items, 3 types: one error (b2_abs), one never run (c2).
@@ -103,7 +105,7 @@ def test_item_set_follows_manifest_order_and_reports_unattributed():
     assert list(types) == ["b", "a"] and extra == 3
     types, extra = metrics.item_set(manifest, {}, 1)
     assert list(types) == ["b"] and extra == 0
-    rows = {"r": {"question_type": TR}}
+    rows = typed({"r": result_row("r", TR)})
     assert metrics.item_set(None, rows, None) == ({"r": TR}, 0)
 
 

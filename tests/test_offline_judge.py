@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import judge_shim
+import judge_official
 from offline_judge import OFFLINE_JUDGE_MODEL, normalize, offline_judge
 from records import Verdict
 
@@ -64,7 +64,7 @@ def test_normalize_drops_articles_punctuation_and_case():
 
 
 def test_judge_shim_routes_offline_provider_here_without_a_checkout():
-    verdict = judge_shim.judge("multi-session", "Q?", "blue", "It is blue.", None, provider="offline",
+    verdict = judge_official.judge("multi-session", "Q?", "blue", "It is blue.", None, provider="offline",
                                question_id="q1")
     assert verdict["provider"] == "offline" and verdict["label"] is True
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import checkpoint_io
+import run_store
 import command_names
 from loop_testing import item_ids, write_run
 
@@ -42,9 +42,9 @@ def _project(tmp_path: Path, *, venv: bool = True) -> Path:
 
 def _run(project: Path, run_id: str, started_at: str, labels: dict[str, bool]) -> Path:
     run_dir = write_run(project, run_id, item_ids(len(labels)), labels)
-    meta = checkpoint_io.read_json(run_dir / "run-meta.json")
+    meta = run_store.read_json(run_dir / "run-meta.json")
     meta["started_at"] = started_at
-    checkpoint_io.write_atomic_json(run_dir / "run-meta.json", meta)
+    run_store.write_atomic_json(run_dir / "run-meta.json", meta)
     return run_dir
 
 

@@ -3,6 +3,7 @@ prompts, evidence texts always and other texts within the budget, the flaky mark
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from html import unescape
@@ -10,13 +11,16 @@ from html import unescape
 import pytest
 
 import compare_runs
+import run_store
 import prompt_store
 import report_html
 import run_benchmark
 import scorecard
 from errors import run_main
+from factories import result_row
 from report_testing import NASTY, make_report_run
 from run_project import make_project, run_dir
+from run_records import ResultRow
 
 
 def blobs(page: str) -> tuple[dict, dict]:
@@ -92,7 +96,7 @@ def test_the_drill_down_data_holds_the_exact_prompt_judge_reply_and_error(report
 
 
 def test_texts_beyond_the_evidence_respect_the_budget_and_say_so(report_run):
-    run = compare_runs.load_run(report_run.run_dir)
+    run = run_store.load_run(report_run.run_dir)
     card = scorecard.build_scorecard(run)
     data, texts = blobs(report_html.build_report(run, card, project=report_run.project, max_text_mb=0))
     assert texts["l"] and all(t is None for t in texts["l"])
@@ -113,9 +117,9 @@ def test_each_session_and_prompt_line_is_embedded_once(report_run):
 
 
 def test_a_missing_dataset_still_gives_a_report_that_says_what_is_missing(report_run, tmp_path):
-    run = compare_runs.load_run(report_run.run_dir)
-    meta = dict(run.meta, dataset=dict(run.meta["dataset"], path=str(tmp_path / "gone.json")))
-    run = compare_runs.RunData(path=run.path, meta=meta, manifest=run.manifest, rows=run.rows)
+    run = run_store.load_run(report_run.run_dir)
+    meta = run.meta.with_(dataset=dict(run.meta.dataset, path=str(tmp_path / "gone.json")))
+    run = run_store.RunData(path=run.path, meta=meta, manifest=run.manifest, rows=run.rows)
     data, _ = blobs(report_html.build_report(run, scorecard.build_scorecard(run)))
     assert any("is not here" in n for n in data["notes"])
     assert {q["hyp"] for q in data["questions"]} == {r.get("hypothesis") for r in report_run.rows.values()}
@@ -161,13 +165,13 @@ def test_embedded_json_has_no_markup_and_parses_back(text):
 
 
 def test_the_flaky_mark_reads_the_rows_repeats_or_the_registrys_exact_prompt():
-    row = {"question_id": "q1", "judgment": {"model": "gpt-4o-2024-08-06", "prompt_sha256": "a" * 64}}
+    row = ResultRow.from_dict(result_row("q1", judgment={"model": "gpt-4o-2024-08-06", "prompt_sha256": "a" * 64}))
     key = ("q1", "gpt-4o-2024-08-06", "a" * 64)
     assert report_html.flaky_mark(row, {}) is None
     assert report_html.flaky_mark(row, {key: {"yes": 3, "no": 0, "flaky": False}}) is None
     assert report_html.flaky_mark(row, {key: {"yes": 1, "no": 2}})["no"] == 2  # both labels: flaky
     assert report_html.flaky_mark(row, {("q1", "gpt-4o-2024-08-06", "b" * 64): {"yes": 1, "no": 1}}) is None
-    repeated = {**row, "judgment": {**row["judgment"], "stability": {"n": 3, "yes": 2, "no": 1, "flaky": True}}}
+    repeated = row.with_(judgment=dataclasses.replace(row.judgment, stability={"n": 3, "yes": 2, "no": 1, "flaky": True}))
     assert report_html.flaky_mark(repeated, {})["source"] == "this run's repeated verdicts"
 
 

@@ -8,33 +8,36 @@ import threading
 import pytest
 
 import charts
+import loop_state
+import loop_steps
 import rounds
+import run_store
 from errors import UserError, run_main
 from loop_testing import git, item_ids, make_loop_project, write_run
 
 
 def test_init_creates_counter_at_zero_and_history_once(tmp_path):
-    assert rounds.init(tmp_path) == [".max_effort_round", "history_max_effort.md"]
-    assert rounds.current(tmp_path) == 0
-    assert rounds.init(tmp_path) == []
+    assert loop_state.init(tmp_path) == [".max_effort_round", "history_max_effort.md"]
+    assert loop_state.current(tmp_path) == 0
+    assert loop_state.init(tmp_path) == []
 
 
 def test_bump_increments_and_returns_the_new_round(tmp_path):
-    rounds.init(tmp_path)
-    assert [rounds.bump(tmp_path) for _ in range(3)] == [1, 2, 3]
+    loop_state.init(tmp_path)
+    assert [loop_state.bump(tmp_path) for _ in range(3)] == [1, 2, 3]
     assert (tmp_path / ".max_effort_round").read_text() == "3\n"
 
 
 def test_concurrent_bumps_never_lose_a_round(tmp_path):
-    rounds.init(tmp_path)
+    loop_state.init(tmp_path)
     got: list[int] = []
-    threads = [threading.Thread(target=lambda: got.append(rounds.bump(tmp_path))) for _ in range(8)]
+    threads = [threading.Thread(target=lambda: got.append(loop_state.bump(tmp_path))) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert sorted(got) == list(range(1, 9))
-    assert rounds.current(tmp_path) == 8
+    assert loop_state.current(tmp_path) == 8
 
 
 def test_missing_or_garbled_counter_is_a_user_error(tmp_path, capsys):
@@ -42,7 +45,7 @@ def test_missing_or_garbled_counter_is_a_user_error(tmp_path, capsys):
     assert "check_setup.sh" in capsys.readouterr().err
     (tmp_path / ".max_effort_round").write_text("three\n")
     with pytest.raises(UserError, match="not a round number"):
-        rounds.current(tmp_path)
+        loop_state.current(tmp_path)
 
 
 def _run(tmp_path, run_id="loop", labels=None):
@@ -52,35 +55,35 @@ def _run(tmp_path, run_id="loop", labels=None):
 
 
 def test_snapshot_copies_the_run_files_into_v_round(tmp_path):
-    rounds.init(tmp_path)
-    rounds.bump(tmp_path)
+    loop_state.init(tmp_path)
+    loop_state.bump(tmp_path)
     _, run_dir = _run(tmp_path)
-    dest = rounds.snapshot(tmp_path, "loop")
+    dest = loop_steps.snapshot(tmp_path, "loop")
     assert dest == tmp_path / ".longmemeval-benchmarks" / "snapshots" / "v1"
-    for name in rounds.SNAPSHOT_FILES:
+    for name in run_store.SNAPSHOT_FILES:
         assert (dest / name).read_bytes() == (run_dir / name).read_bytes()
     assert json.loads((dest / "snapshot.json").read_text())["run_id"] == "loop"
 
 
 def test_snapshot_refuses_to_overwrite(tmp_path):
-    rounds.init(tmp_path)
+    loop_state.init(tmp_path)
     _run(tmp_path)
-    rounds.snapshot(tmp_path, "loop")
+    loop_steps.snapshot(tmp_path, "loop")
     before = (tmp_path / ".longmemeval-benchmarks/snapshots/v0/item-results.jsonl").read_bytes()
     with pytest.raises(UserError, match="already exists"):
-        rounds.snapshot(tmp_path, "loop")
+        loop_steps.snapshot(tmp_path, "loop")
     assert (tmp_path / ".longmemeval-benchmarks/snapshots/v0/item-results.jsonl").read_bytes() == before
 
 
 def test_snapshot_of_unknown_run_is_refused(tmp_path):
-    rounds.init(tmp_path)
+    loop_state.init(tmp_path)
     with pytest.raises(UserError, match="no run"):
-        rounds.snapshot(tmp_path, "nope")
+        loop_steps.snapshot(tmp_path, "nope")
 
 
 def test_log_appends_a_row_to_history_max_effort_never_history_md(tmp_path, capsys):
-    rounds.init(tmp_path)
-    rounds.bump(tmp_path)
+    loop_state.init(tmp_path)
+    loop_state.bump(tmp_path)
     _run(tmp_path)  # 8 of 12 right
     assert rounds.main(["--project", str(tmp_path), "log", "--run-id", "loop", "--note", "baseline | first"]) == 0
     row = capsys.readouterr().out.strip()
@@ -91,24 +94,24 @@ def test_log_appends_a_row_to_history_max_effort_never_history_md(tmp_path, caps
 
 def test_log_in_a_project_without_a_counter_creates_it_and_logs_round_zero(tmp_path):
     _run(tmp_path)
-    row = rounds.log(tmp_path, "loop", "first look")
+    row = loop_steps.log(tmp_path, "loop", "first look")
     assert row.startswith("| v0 | ") and (tmp_path / ".max_effort_round").read_text() == "0\n"
 
 
 def test_blocked_billing_is_logged_for_a_human(tmp_path):
-    rounds.init(tmp_path)
-    line = rounds.blocked(tmp_path, "billing")
+    loop_state.init(tmp_path)
+    line = loop_state.blocked(tmp_path, "billing")
     assert line.startswith("| BLOCKED | ") and "API billing (round v0)" in line
     assert line in (tmp_path / "history_max_effort.md").read_text().splitlines()
 
 
 def test_a_blocked_row_keeps_later_rounds_inside_the_history_table_and_charts_skip_it(tmp_path):
     _run(tmp_path)
-    rounds.init(tmp_path)
-    rounds.log(tmp_path, "loop", "baseline")
-    rounds.blocked(tmp_path, "billing")
-    rounds.bump(tmp_path)
-    rounds.log(tmp_path, "loop", "after the billing fix")
+    loop_state.init(tmp_path)
+    loop_steps.log(tmp_path, "loop", "baseline")
+    loop_state.blocked(tmp_path, "billing")
+    loop_state.bump(tmp_path)
+    loop_steps.log(tmp_path, "loop", "after the billing fix")
     history = tmp_path / "history_max_effort.md"
     lines = history.read_text().splitlines()
     table = lines[lines.index("| round | date | correct/n | overall | task-avg | abstention | note |"):]
@@ -120,15 +123,15 @@ def test_a_blocked_row_keeps_later_rounds_inside_the_history_table_and_charts_sk
 
 
 def test_a_blocked_reason_cannot_break_the_row(tmp_path):
-    rounds.init(tmp_path)
-    row = rounds.blocked(tmp_path, "quota | exceeded\nagain")
+    loop_state.init(tmp_path)
+    row = loop_state.blocked(tmp_path, "quota | exceeded\nagain")
     assert row.count("|") == 8 and "\n" not in row
 
 
 def test_figure_reads_numbers_and_metric_blocks():
-    assert rounds.figure(0.5) == 0.5
-    assert rounds.figure({"accuracy_strict": 0.9, "accuracy_judged": 0.95}) == 0.9
-    assert rounds.figure(None) is None and rounds.figure(True) is None
+    assert loop_state.figure(0.5) == 0.5
+    assert loop_state.figure({"accuracy_strict": 0.9, "accuracy_judged": 0.95}) == 0.9
+    assert loop_state.figure(None) is None and loop_state.figure(True) is None
 
 
 # --------------------------------------------------------------------------- the round's steps, one command each
@@ -154,83 +157,83 @@ def _write_fix(project, proposal="Prefer the latest session\n\nFiles: memory_sys
 
 def test_begin_bumps_snapshots_logs_commits_and_pushes_and_a_rerun_finishes_the_same_round(loop_project):
     project, _, _ = loop_project
-    assert rounds.begin(project, "loop") == 1
-    assert rounds.snapshot_dir(project, 1).is_dir()
+    assert loop_steps.begin(project, "loop") == 1
+    assert loop_state.snapshot_dir(project, 1).is_dir()
     assert _subjects(project)[0] == "round v1: baseline"
     assert _subjects(project, "origin/longmemeval-iter")[0] == "round v1: baseline"
-    assert rounds.begin(project, "loop") == 1  # an interrupted or repeated begin does not start round 2
+    assert loop_steps.begin(project, "loop") == 1  # an interrupted or repeated begin does not start round 2
     rows = [line for line in (project / "history_max_effort.md").read_text().splitlines() if line.startswith("| v1 |")]
     assert len(rows) == 1 and "baseline of round v1" in rows[0]
-    assert rounds.current(project) == 1
+    assert loop_state.current(project) == 1
 
 
 def test_commit_fix_commits_the_change_as_the_rounds_fix_once(loop_project, capsys):
     project, _, _ = loop_project
-    rounds.init(project)
+    loop_state.init(project)
     _write_fix(project)
     with pytest.raises(UserError, match="has not begun"):
-        rounds.commit_fix(project)
-    rounds.begin(project, "loop")
+        loop_steps.commit_fix(project)
+    loop_steps.begin(project, "loop")
     assert run_main(rounds.main, ["--project", str(project), "commit-fix"]) == 0
     sha = capsys.readouterr().out.strip()
-    assert rounds.fix_commit(project, 1) == sha
+    assert loop_state.fix_commit(project, 1) == sha
     message = git(["log", "-1", "--format=%B"], project).stdout
     assert message.startswith("fix(v1): Prefer the latest session\n\nFiles: memory_system/policy.py")
     assert git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split() == ["policy.py"]
     (project / "policy.py").write_text("LATEST = False\n")
     with pytest.raises(UserError, match="one fix per round"):
-        rounds.commit_fix(project)
+        loop_steps.commit_fix(project)
     with pytest.raises(UserError, match="already has its fix commit"):
-        rounds.begin(project, "loop")
+        loop_steps.begin(project, "loop")
 
 
 def test_commit_fix_refuses_an_empty_proposal_or_no_change(loop_project):
     project, _, _ = loop_project
-    rounds.begin(project, "loop")
+    loop_steps.begin(project, "loop")
     (project / ".longmemeval-benchmarks" / "proposal.md").write_text("\n")
     with pytest.raises(UserError, match="is empty"):
-        rounds.commit_fix(project)
+        loop_steps.commit_fix(project)
     (project / ".longmemeval-benchmarks" / "proposal.md").write_text("A fix\n")
     with pytest.raises(UserError, match="no changed files"):
-        rounds.commit_fix(project)
+        loop_steps.commit_fix(project)
 
 
 def test_finish_reverts_a_harmful_fix_commits_pushes_and_never_decides_twice(loop_project):
     project, types, labels = loop_project
-    rounds.begin(project, "loop")
+    loop_steps.begin(project, "loop")
     with pytest.raises(UserError, match="no 'fix\\(v1\\):' commit"):
-        rounds.finish(project, "loop")
+        loop_steps.finish(project, "loop")
     _write_fix(project)
-    fix = rounds.commit_fix(project)
+    fix = loop_steps.commit_fix(project)
     right = [q for q, ok in labels.items() if ok][:2]
     write_run(project, "loop", types, {q: False for q in right})  # the re-test: two regressions, net -2
-    summary = rounds.finish(project, "loop")
+    summary = loop_steps.finish(project, "loop")
     assert summary.startswith("REVERT: net -2")
     subjects = _subjects(project)
     assert subjects[0] == f"round v1: {summary}" and subjects[1].startswith('Revert "fix(v1): Prefer the latest')
     assert _subjects(project, "origin/longmemeval-iter") == subjects
     assert not (project / "policy.py").exists()
-    assert rounds.finish(project, "loop") == summary  # run again: committed and pushed, not decided again
+    assert loop_steps.finish(project, "loop") == summary  # run again: committed and pushed, not decided again
     decisions = (project / ".longmemeval-benchmarks" / "decisions.jsonl").read_text().splitlines()
     assert len(decisions) == 1 and json.loads(decisions[0])["fix_commit"] == fix
 
 
 def test_status_names_the_step_to_continue_at(loop_project, capsys):
     project, types, labels = loop_project
-    rounds.init(project)
+    loop_state.init(project)
 
     def step():
-        return rounds.status(project)[-1]
+        return loop_state.status(project)[-1]
 
     assert step().startswith("next: step 1 ")
-    rounds.bump(project)  # begin interrupted right after the bump
+    loop_state.bump(project)  # begin interrupted right after the bump
     assert step().startswith("next: step 4 ")
-    rounds.begin(project, "loop")
+    loop_steps.begin(project, "loop")
     assert step().startswith("next: step 5 ")
     _write_fix(project)
-    rounds.commit_fix(project)
+    loop_steps.commit_fix(project)
     assert step().startswith("next: step 7 ")
-    rounds.finish(project, "loop")
+    loop_steps.finish(project, "loop")
     assert step().startswith("next: step 1 ")
     (project / ".longmemeval-benchmarks" / "confirmation.json").write_text(
         json.dumps({"status": "pending", "confirm_run_id": "loop-confirm"}))

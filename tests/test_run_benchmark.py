@@ -11,6 +11,7 @@ import pytest
 import command_names
 import run_benchmark
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
+from run_records import ResultRow
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
 
@@ -144,17 +145,18 @@ def test_rate_limit_storm_cuts_the_limiter_and_loses_no_item(tmp_path, fake_llm)
 
 
 def test_shards_split_the_items_without_overlap(tmp_path, fake_llm):
-    import checkpoint_io
+    import factories
+    import run_store
 
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
     assert run(project, "--run-id", "sh", "--shard", "1/2") == 0
     assert run(project, "--run-id", "sh", "--shard", "2/2") == 0
     root = run_dir(project, "sh")
-    one = checkpoint_io.load_completed(root / "shard-1of2")
-    two = checkpoint_io.load_completed(root / "shard-2of2")
+    one = run_store.load_completed(root / "shard-1of2")
+    two = run_store.load_completed(root / "shard-2of2")
     assert one and two and not (one & two) and len(one | two) == N_SAMPLE
-    assert len(checkpoint_io.load_results(root)) == N_SAMPLE
+    assert len(factories.load_rows(root)) == N_SAMPLE
     assert json.loads((root / "run-meta.json").read_text())["status"] == "completed"
 
 
@@ -234,7 +236,8 @@ def test_a_users_system_that_reports_tokens_has_unknown_cost_not_zero(tmp_path):
     (tmp_path / "mine.py").write_text(
         "def generate(item, ctx):\n    return {'hypothesis': 'no idea', 'tokensIn': 900, 'tokensOut': 5}\n"
     )
-    row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path), llm=None)
+    row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path),
+                   llm=None).to_dict()
     assert row["status"] == "judged"
     assert row["cost"]["generation_usd"] is None and row["cost"]["total_usd"] is None
 
@@ -253,10 +256,10 @@ def test_resume_refuses_a_dataset_file_whose_content_changed(tmp_path, fake_llm,
 
 
 def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_path, monkeypatch):
-    import checkpoint_io
+    import run_store
 
     project = make_project(tmp_path / "p")
-    real_append = checkpoint_io.append_item_result
+    real_append = run_store.append_row
     calls = {"n": 0}
 
     def flaky_append(run_dir, row):
@@ -265,13 +268,13 @@ def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_pa
             raise OSError(28, "No space left on device")
         real_append(run_dir, row)
 
-    monkeypatch.setattr(checkpoint_io, "append_item_result", flaky_append)
+    monkeypatch.setattr(run_store, "append_row", flaky_append)
     with pytest.raises(OSError):
         run(project, "--offline", "--run-id", "disk")
     m = meta(project, "disk")
     assert m["status"] == "failed" and "No space left" in m["error"]
     assert len(completed(project, "disk")) == 2
-    monkeypatch.setattr(checkpoint_io, "append_item_result", real_append)
+    monkeypatch.setattr(run_store, "append_row", real_append)
     assert run(project, "--offline", "--run-id", "disk") == 0
     assert len(completed(project, "disk")) == N_SAMPLE
 
@@ -281,7 +284,8 @@ def test_the_hypothesis_is_stripped_before_judging_as_upstream_does(tmp_path):
     from records import Question
 
     (tmp_path / "mine.py").write_text("def generate(item, ctx):\n    return {'hypothesis': '  Asheville.\\n\\n'}\n")
-    row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path), llm=None)
+    row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path),
+                   llm=None).to_dict()
     assert row["hypothesis"] == "Asheville."
 
 
@@ -382,7 +386,7 @@ def test_an_unforeseen_judge_failure_is_an_error_row_not_a_crash(tmp_path, monke
     def broken(*args, **kwargs):
         raise AttributeError("'NoneType' object has no attribute 'content'")
 
-    monkeypatch.setattr(offline_judge, "offline_judge", broken)
+    monkeypatch.setattr(offline_judge, "offline_verdict", broken)
     project = make_project(tmp_path / "p")
     assert run(project, "--offline", "--run-id", "j", "--max", "1") == 1
     rows = [json.loads(x) for x in (run_dir(project, "j") / "item-results.jsonl").read_text().splitlines()]
@@ -478,12 +482,12 @@ def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_p
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
     assert 0 < len(rows) < N_SAMPLE and all(r["status"] == "judged" for r in rows)
     assert sorted(completed(project, "cap")) == sorted(r["question_id"] for r in rows)  # nothing half-recorded
-    spent, unknown = cost_gate.spent(rows)
+    spent, unknown = cost_gate.spent(ResultRow.from_dict(r) for r in rows)
     assert unknown == 0 and 0 < spent <= 0.004 and m["invocations"][-1]["spent_usd"] == pytest.approx(spent, abs=1e-6)
     # the cap counts the run's whole spending: resumed under the same cap, it never passes it in total
     assert run(project, "--run-id", "cap", "--max-cost", "0.004") == 6
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
-    assert cost_gate.spent(rows)[0] <= 0.004 and len(rows) < N_SAMPLE
+    assert cost_gate.spent(ResultRow.from_dict(r) for r in rows)[0] <= 0.004 and len(rows) < N_SAMPLE
     assert run(project, "--run-id", "cap", "--max-cost", "1") == 0
     rows = judged_rows(project, "cap")
     assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})

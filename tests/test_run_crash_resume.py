@@ -106,9 +106,9 @@ def test_two_shards_run_concurrently_and_a_whole_run_writer_is_refused_meanwhile
     _, err = whole.communicate(timeout=60)
     assert whole.returncode == 2 and "being written" in err
     assert one.wait(timeout=120) == 0 and two.wait(timeout=120) == 0
-    import checkpoint_io
+    import factories
 
-    rows = checkpoint_io.load_results(run_dir(project, "sh"))
+    rows = factories.load_rows(run_dir(project, "sh"))
     assert len(rows) == N_SAMPLE and all(r["status"] == "judged" for r in rows.values())
     meta = json.loads((run_dir(project, "sh") / "run-meta.json").read_text())
     assert meta["status"] == "completed" and meta["counts"]["completed"] == N_SAMPLE

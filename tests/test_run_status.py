@@ -12,7 +12,8 @@ import time
 import pytest
 
 import background
-import checkpoint_io
+import clock
+import run_store
 import command_names
 import run_benchmark
 import run_status
@@ -35,7 +36,7 @@ def set_meta(project, run_id, **fields):
     path = run_dir(project, run_id) / "run-meta.json"
     meta = json.loads(path.read_text())
     meta.update(fields)
-    checkpoint_io.write_atomic_json(path, meta)
+    run_store.write_atomic_json(path, meta)
 
 
 def test_a_completed_run_is_one_line_with_its_counts_and_exit_0(tmp_path, capsys):
@@ -93,7 +94,7 @@ def test_a_run_cut_by_max_says_how_to_finish_it(tmp_path, capsys):
     command = out.split("finish with: ", 1)[1].splitlines()[0]
     assert subprocess.run(shlex.split(command) + ["--progress", "quiet", "--no-scorecard"],
                           capture_output=True, text=True).returncode == 0
-    assert len(checkpoint_io.load_completed(run_dir(project, "cut"))) == N_SAMPLE
+    assert len(run_store.load_completed(run_dir(project, "cut"))) == N_SAMPLE
 
 
 def test_a_live_worker_is_running_and_a_reused_pid_is_not(tmp_path, capsys):
@@ -102,23 +103,23 @@ def test_a_live_worker_is_running_and_a_reused_pid_is_not(tmp_path, capsys):
     root = run_dir(project, "w")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        info = {"pid": sleeper.pid, "started_at": checkpoint_io.utc_now(), "hostname": background.socket.gethostname(),
+        info = {"pid": sleeper.pid, "started_at": clock.utc_now(), "hostname": background.socket.gethostname(),
                 "log": str(root / "run.log"), "boot_id": background._boot_id(),
                 "proc_start": background._proc_start(sleeper.pid)}
-        checkpoint_io.write_atomic_json(root / "worker.json", info)
+        run_store.write_atomic_json(root / "worker.json", info)
         set_meta(project, "w", status="running", finished_at=None)
         assert status(project, "--run-id", "w") == 4
         assert capsys.readouterr().out.startswith("running")
         if info["proc_start"] is not None:  # Linux: a pid now held by another process is not the worker
-            checkpoint_io.write_atomic_json(root / "worker.json", {**info, "proc_start": "1"})
+            run_store.write_atomic_json(root / "worker.json", {**info, "proc_start": "1"})
             assert status(project, "--run-id", "w") == 1
             assert capsys.readouterr().out.startswith("dead")
-        checkpoint_io.write_atomic_json(root / "worker.json", {**info, "boot_id": "another-boot"})
+        run_store.write_atomic_json(root / "worker.json", {**info, "boot_id": "another-boot"})
         assert status(project, "--run-id", "w") == 1  # written before the machine restarted
     finally:
         sleeper.kill()
         sleeper.wait()
-    checkpoint_io.write_atomic_json(root / "worker.json", info)
+    run_store.write_atomic_json(root / "worker.json", info)
     assert status(project, "--run-id", "w") == 1 and "dead" in capsys.readouterr().out
 
 
@@ -127,7 +128,7 @@ def test_a_worker_that_died_before_running_is_dead_with_its_last_log_line(tmp_pa
     root = run_dir(project, "early")
     root.mkdir(parents=True)
     (root / "run.log").write_text("=== started\nerror: something the worker refused\n")
-    checkpoint_io.write_atomic_json(root / "worker.json", {"pid": 2 ** 22 + 12345, "started_at": checkpoint_io.utc_now(),
+    run_store.write_atomic_json(root / "worker.json", {"pid": 2 ** 22 + 12345, "started_at": clock.utc_now(),
                                                            "hostname": background.socket.gethostname(),
                                                            "log": str(root / "run.log")})
     assert status(project, "--run-id", "early") == 1

@@ -40,9 +40,8 @@ def test_sample_is_small(items):
 
 
 def test_every_item_is_schema_valid_through_the_dataset_reader(items):
-    dataset = pytest.importorskip("dataset")
-    if not hasattr(dataset, "iter_items"):
-        pytest.skip("dataset.iter_items not available yet")
+    import dataset  # our own module: broken, this test fails (it never skips)
+
     streamed = list(dataset.iter_items(sample_data.SAMPLE_PATH))
     assert [i["question_id"] for i in streamed] == [i["question_id"] for i in items]
 

@@ -66,6 +66,7 @@ MALFORMED = [
 @pytest.mark.parametrize("name", sorted(VALID))
 def test_valid_examples_pass(name):
     schemas.validate(name, copy.deepcopy(VALID[name]), where="example")
+    assert schemas.is_valid(name, VALID[name])
 
 
 def test_every_shipped_schema_of_this_brief_has_an_example():
@@ -125,6 +126,7 @@ def test_rows_leave_room_for_feature_data():
     cfg["loop"] = {"budget": 3}
     cfg["providers"] = {"openai": {"base_url": "http://127.0.0.1:1"}}
     schemas.validate("config", cfg, where="x")
+    assert schemas.is_valid("item-result", row) and schemas.is_valid("config", cfg)
 
 
 def test_item_schema_question_types_equal_records():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import scorecard
-from compare_runs import load_run
+from run_store import load_run
 from errors import run_main
 from test_compare_runs import MS, OFFICIAL_SHA, SSU, TR, row, write_run
 
@@ -248,12 +248,13 @@ def test_bad_n_total_writes_nothing(seven, capsys):
 
 
 def test_metrics_json_keeps_keys_other_scripts_read(seven):
-    import rounds
+    import loop_state
+    import run_store
 
     scorecard.main([str(seven), "7", "_s", "seven", "--no-charts"])
-    saved = rounds.read_metrics(seven)
-    assert rounds.strict_correct(saved) == (4, 7)
-    assert rounds.figure(saved["overall"]) == pytest.approx(4 / 7)
+    saved = run_store.read_metrics(seven)
+    assert loop_state.strict_correct(saved) == (4, 7)
+    assert loop_state.figure(saved["overall"]) == pytest.approx(4 / 7)
     assert OFFICIAL_SHA  # the fixture's dataset sha is the known official one
 
 

@@ -20,9 +20,9 @@ MUTATIONS = {
         "metrics.py", '"accuracy_judged": _mean([per_type[t]["accuracy_judged"] for t in judged_types]),',
         '"accuracy_judged": overall["accuracy_judged"],'),
     "startswith('yes') label rule": (
-        "judge_shim.py", 'return "yes" in reply.strip().lower()', 'return reply.strip().lower().startswith("yes")'),
+        "judge_official.py", 'return "yes" in reply.strip().lower()', 'return reply.strip().lower().startswith("yes")'),
     "label = 'no' not in reply": (
-        "judge_shim.py", 'return "yes" in reply.strip().lower()', 'return "no" not in reply.strip().lower()'),
+        "judge_official.py", 'return "yes" in reply.strip().lower()', 'return "no" not in reply.strip().lower()'),
     "strict macro over judged types only": (
         "metrics.py", '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in present]),',
         '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in judged_types]),'),
@@ -61,7 +61,7 @@ def test_each_listed_break_of_the_scorer_fails_the_selftest(tmp_path, name):
 
 
 def test_real_label_rule_and_metrics_pass_every_check(capsys):
-    pytest.importorskip("judge_shim")
+    import judge_official  # noqa: F401  (our own module: a broken one fails here, never skips)
     checks = selftest_scoring.run_selftest()
     assert checks and [c for c in checks if not c["ok"]] == []
     assert selftest_scoring.main([]) == 0

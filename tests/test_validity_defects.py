@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 import config
+import judge_official
 import judge_shim
 import retrieval_metrics
 import run_benchmark
 import run_settings
 import run_state
 import scorecard
-from compare_runs import load_run
+from run_store import load_run
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from test_compare_runs import SSU, row, write_run
 
@@ -73,7 +74,7 @@ def test_2_an_empty_judge_reply_through_the_real_sdk_is_a_false_label(fake_llm, 
 
     root = make_upstream_tree(tmp_path / "up")
     fake_llm.fail_next("empty", variant="blank")  # one choice whose content is ""
-    verdict = judge_shim.judge("multi-session", "Q?", "A", "A", root, question_id="q",
+    verdict = judge_official.judge("multi-session", "Q?", "A", "A", root, question_id="q",
                                llm=Gateway(ProviderSettings(timeout_s=5, max_attempts=2)))
     assert verdict["label"] is False and verdict["raw"] == ""
 

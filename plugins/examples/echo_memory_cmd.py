@@ -14,8 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from echo_memory import generate  # noqa: E402
+from echo_memory import generate  # this file's folder is sys.path[0] when it runs
 
 
 def context() -> dict:

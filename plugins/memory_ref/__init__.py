@@ -22,7 +22,6 @@ as a package, and otherwise by loading this directory as the package ``memory_re
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,12 +37,9 @@ def submodule(module: str) -> Any:
     name = "memory_ref"
     package = sys.modules.get(name)
     if package is None or not getattr(package, "__path__", None):
-        spec = importlib.util.spec_from_file_location(name, _HERE / "__init__.py",
-                                                      submodule_search_locations=[str(_HERE)])
-        assert spec is not None and spec.loader is not None
-        package = importlib.util.module_from_spec(spec)
-        sys.modules[name] = package
-        spec.loader.exec_module(package)
+        from targets import load_module
+
+        load_module(_HERE / "__init__.py", name)
     return importlib.import_module(f"{name}.{module}")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from records import ChatRequest
+from targets import ChatRequest
 
 from .facts import Fact
 from .stack import Role

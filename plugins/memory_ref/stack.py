@@ -16,7 +16,7 @@ FALLBACK_ROLES = ("writer", "reader")
 
 def _user_error(message: str) -> Exception:
     try:
-        from errors import UserError  # scripts/ is on sys.path under the driver and the tests
+        from targets import UserError  # scripts/ is on sys.path under the driver and the tests
     except ImportError:  # pragma: no cover - only when used outside the toolkit
         return ValueError(message)
     return UserError(message)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from records import LLM, ChatRequest
+from targets import LLM, ChatRequest
 
 from .facts import Fact, parse_fact_lines, with_session
 from .stack import Role

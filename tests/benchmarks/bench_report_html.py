@@ -59,15 +59,16 @@ def offline_run(root: Path) -> Path:
 
 def with_full_context_prompts(src: Path, dst: Path) -> Path:
     """A copy of run ``src`` whose rows name the prompt a full-context gpt-4o reader would have been sent."""
-    import checkpoint_io
+    import factories
+    import run_store
     import dataset
     import prompt_store
     import reader
     from records import Question
 
     shutil.copytree(src, dst)
-    (dst / checkpoint_io.RESULTS_FILE).unlink()
-    rows = checkpoint_io.load_results(src)
+    (dst / run_store.RESULTS_FILE).unlink()
+    rows = factories.load_rows(src)
     store = prompt_store.PromptStore(dst)
     raw = 0
     t_build = t_store = 0.0
@@ -82,7 +83,7 @@ def with_full_context_prompts(src: Path, dst: Path) -> Path:
         keys = store.add([request])
         t_store += time.perf_counter() - t0
         row = dict(rows[item["question_id"]], prompt_keys=keys)
-        checkpoint_io.append_item_result(dst, row)
+        factories.append_unmarked(dst, row)
     size = (dst / prompt_store.PROMPTS_FILE).stat().st_size
     print(f"prompts (raw)       {mb(raw)} in {len(rows)} full-context prompts (built in {t_build:.1f} s)")
     print(f"prompts.jsonl       {mb(size)} on disk = {size / raw:.2f} of raw (each long line once, zlib); "
@@ -93,7 +94,7 @@ def with_full_context_prompts(src: Path, dst: Path) -> Path:
 def build(run_path: Path, max_text_mb: float, label: str) -> Path:
     import report_html
     import scorecard
-    from compare_runs import load_run
+    from run_store import load_run
 
     t0 = time.perf_counter()
     run = load_run(run_path)

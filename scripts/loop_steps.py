@@ -1,0 +1,153 @@
+"""The iteration loop's steps that change its state, one function each (the skill's steps 4, 6 and 8-10): each can
+simply be run again after an interruption. ``rounds.py`` runs them; ``loop_state`` holds what they change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from clock import utc_now_iso
+import decide
+import loop_git
+import run_store
+from errors import UserError
+from facts import PROPOSAL_FILE
+from loop_state import (
+    baseline_logged,
+    baseline_note,
+    append_history_row,
+    bump,
+    current,
+    decision_for,
+    fix_commit,
+    history_row,
+    init,
+    snapshot_dir,
+)
+
+
+def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
+    """Copy the run's files into ``snapshots/v<round>/``; refuses to overwrite an existing snapshot.
+
+    The copy is built in a temp directory and renamed into place, so a snapshot is either whole or absent.
+    """
+    project = Path(project)
+    source = run_store.existing_run_dir(project, run_id)
+    round_no = current(project) if round_no is None else round_no
+    dest = snapshot_dir(project, round_no)
+    if dest.exists():
+        raise UserError(f"snapshot v{round_no} already exists at {dest}", fix="snapshots are never overwritten; bump the round")
+    if not run_store.has_rows(source):
+        raise UserError(f"run {run_id} has no {run_store.RESULTS_FILE} yet", fix="finish the baseline run first")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".v{round_no}."))
+    try:
+        run_store.copy_run(source, tmp)
+        (tmp / run_store.SNAPSHOT_RECORD).write_text(
+            json.dumps({"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n",
+            encoding="utf-8",
+        )
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def log(project: Path, run_id: str, note: str = "", round_no: int | None = None) -> str:
+    """Append the round's metrics row to ``history_max_effort.md`` (never ``history.md``); returns the row."""
+    project = Path(project)
+    metrics = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+    init(project)
+    round_no = current(project) if round_no is None else round_no
+    row = history_row(round_no, metrics, note)
+    append_history_row(project, row)
+    return row
+
+
+def _commit_state_and_push(project: Path, message: str) -> str | None:
+    sha = loop_git.commit(message, loop_git.state_paths(project), project=project)
+    print(f"pushed {loop_git.push(project=project)}", file=sys.stderr)
+    return sha
+
+
+def begin(project: Path, run_id: str) -> int:
+    """Step 4: a new round (bump), its pre-fix snapshot, its baseline row, committed and pushed. Returns the round.
+
+    Run again after an interruption it finishes the round it started instead of starting another: the current
+    round is reused while it has no decision yet. Refused once the round has its fix commit (finish it first).
+    """
+    project = Path(project)
+    init(project)
+    round_no = current(project)
+    if round_no == 0 or decision_for(project, round_no) is not None:
+        round_no = bump(project)
+    elif fix_commit(project, round_no):
+        raise UserError(f"round v{round_no} already has its fix commit and no decision yet",
+                        fix="finish it: re-test the trigger set (step 7), then rounds.py finish (steps 8-10)")
+    if not snapshot_dir(project, round_no).exists():
+        snapshot(project, run_id, round_no)
+    if not baseline_logged(project, round_no):
+        log(project, run_id, baseline_note(round_no), round_no)
+    _commit_state_and_push(project, f"round v{round_no}: baseline")
+    return round_no
+
+
+def commit_fix(project: Path, proposal: Path | None = None) -> str:
+    """Step 6: commit every changed file outside the loop's state as ``fix(v<N>): <proposal>``; returns the sha.
+
+    Refused before the round has begun (no snapshot), after it was decided, and when it already has a fix
+    commit: one fix per round.
+    """
+    project = Path(project)
+    round_no = current(project)
+    if round_no == 0 or not snapshot_dir(project, round_no).is_dir():
+        raise UserError(f"round v{round_no} has not begun (no snapshot v{round_no})",
+                        fix="start the round first: rounds.py begin --run-id <loop run> (step 4)")
+    if decision_for(project, round_no) is not None:
+        raise UserError(f"round v{round_no} is decided already", fix="start a new round (step 4) for another fix")
+    existing = fix_commit(project, round_no)
+    if existing:
+        raise UserError(f"round v{round_no} already has its fix commit {existing[:12]}: one fix per round",
+                        fix="re-test it (step 7), then rounds.py finish (steps 8-10)")
+    path = project / (PROPOSAL_FILE if proposal is None else proposal)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise UserError(f"{path} is missing", fix="write the proposal first: the fix in one sentence on line 1")
+    if not text:
+        raise UserError(f"{path} is empty", fix="write the fix in one sentence on its first line")
+    changed = loop_git.changed_paths(project)
+    if not changed:
+        raise UserError("no changed files outside the loop's state: there is no fix to commit",
+                        fix="make the fix first (git status shows it)")
+    print(f"committing: {', '.join(changed)}", file=sys.stderr)
+    sha = loop_git.commit(f"fix(v{round_no}): {text}", changed, project=project)
+    assert sha is not None  # changed_paths found changes
+    return sha
+
+
+def finish(project: Path, run_id: str, *, reusable: bool = False, allow_errors: bool = False) -> str:
+    """Steps 8-10: decide on the round's fix (a revert is applied), commit the state, push. Returns the summary.
+
+    Run again after an interruption it does not decide twice: the round's recorded decision is committed and
+    pushed (a revert recorded without being applied is decided again, applied).
+    """
+    project = Path(project)
+    round_no = current(project)
+    record = decision_for(project, round_no)
+    if record is None or (record.get("decision") == "revert" and not record.get("applied")):
+        sha = fix_commit(project, round_no)
+        if not sha:
+            raise UserError(f"no 'fix(v{round_no}):' commit on this branch",
+                            fix="commit the fix first: rounds.py commit-fix (step 6)")
+        record = decide.run_decision(project, f"v{round_no}", run_id, reusable=reusable, fix_commit=sha,
+                                     apply=True, allow_errors=allow_errors)
+    summary = decide.describe(record)
+    _commit_state_and_push(project, f"round v{round_no}: {summary}")
+    return summary
