@@ -10,11 +10,8 @@ so nothing here needs the venv. The steps that change the state are ``loop_steps
 from __future__ import annotations
 
 import json
-import os
-import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 from clock import utc_today
 import fileio
@@ -35,6 +32,7 @@ BLOCK_REASONS = {"billing": "API billing",
 
 
 COUNTER_LOCK = f"{ROUND_FILE}.lock"
+"""The OS lock beside the counter (it dies with its process: a crash never leaves the counter locked)."""
 COUNTER_LOCK_TIMEOUT_S = 10.0
 
 
@@ -71,31 +69,17 @@ def current(project: Path) -> int:
 
 def bump(project: Path) -> int:
     """Read and increment the counter under a lock, atomically; returns the new round."""
-    with _counter_lock(project):
+    lock = fileio.FileLock(Path(project), COUNTER_LOCK, wait=True, timeout=COUNTER_LOCK_TIMEOUT_S)
+    try:
+        lock.acquire()
+    except fileio.LockHeld:
+        raise UserError(f"{lock.path} is held by another process", fix="wait for the other loop command to finish")
+    try:
         value = current(project) + 1
         fileio.write_atomic_text(Path(project) / ROUND_FILE, f"{value}\n")
-    return value
-
-
-@contextmanager
-def _counter_lock(project: Path, timeout: float = COUNTER_LOCK_TIMEOUT_S) -> Iterator[None]:
-    """A lock file beside the counter (O_EXCL works the same on every OS)."""
-    lock = Path(project) / COUNTER_LOCK
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            break
-        except FileExistsError:
-            if time.monotonic() > deadline:
-                raise UserError(f"{lock} is held by another process", fix="wait, or delete it if no loop is running")
-            time.sleep(0.05)
-    try:
-        os.write(fd, str(os.getpid()).encode())
-        os.close(fd)
-        yield
     finally:
-        lock.unlink(missing_ok=True)
+        lock.release()
+    return value
 
 
 def snapshot_dir(project: Path, round_no: int) -> Path:

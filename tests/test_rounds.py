@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -38,6 +39,14 @@ def test_concurrent_bumps_never_lose_a_round(tmp_path):
         t.join()
     assert sorted(got) == list(range(1, 9))
     assert loop_state.current(tmp_path) == 8
+
+
+def test_a_counter_lock_left_behind_by_a_crash_does_not_block_the_next_bump(tmp_path):
+    loop_state.init(tmp_path)
+    (tmp_path / loop_state.COUNTER_LOCK).write_text("999999\n")  # what a process killed mid-bump leaves
+    t0 = time.monotonic()
+    assert loop_state.bump(tmp_path) == 1
+    assert time.monotonic() - t0 < 5  # taken at once: an OS lock dies with its holder
 
 
 def test_missing_or_garbled_counter_is_a_user_error(tmp_path, capsys):
