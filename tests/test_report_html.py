@@ -13,6 +13,7 @@ import pytest
 import compare_runs
 import run_store
 import prompt_store
+import report_data
 import report_html
 import run_benchmark
 import scorecard
@@ -167,18 +168,18 @@ def test_embedded_json_has_no_markup_and_parses_back(text):
 def test_the_flaky_mark_reads_the_rows_repeats_or_the_registrys_exact_prompt():
     row = ResultRow.from_dict(result_row("q1", judgment={"model": "gpt-4o-2024-08-06", "prompt_sha256": "a" * 64}))
     key = ("q1", "gpt-4o-2024-08-06", "a" * 64)
-    assert report_html.flaky_mark(row, {}) is None
-    assert report_html.flaky_mark(row, {key: {"yes": 3, "no": 0, "flaky": False}}) is None
-    assert report_html.flaky_mark(row, {key: {"yes": 1, "no": 2}})["no"] == 2  # both labels: flaky
-    assert report_html.flaky_mark(row, {("q1", "gpt-4o-2024-08-06", "b" * 64): {"yes": 1, "no": 1}}) is None
+    assert report_data.flaky_mark(row, {}) is None
+    assert report_data.flaky_mark(row, {key: {"yes": 3, "no": 0, "flaky": False}}) is None
+    assert report_data.flaky_mark(row, {key: {"yes": 1, "no": 2}})["no"] == 2  # both labels: flaky
+    assert report_data.flaky_mark(row, {("q1", "gpt-4o-2024-08-06", "b" * 64): {"yes": 1, "no": 1}}) is None
     repeated = row.with_(judgment=dataclasses.replace(row.judgment, stability={"n": 3, "yes": 2, "no": 1, "flaky": True}))
-    assert report_html.flaky_mark(repeated, {})["source"] == "this run's repeated verdicts"
+    assert report_data.flaky_mark(repeated, {})["source"] == "this run's repeated verdicts"
 
 
 def test_the_symbolic_layers_say_which_one_acted():
     debug = {"symbolic": {"temporal": {"resolved": [{"expression": "last week"}]}, "resolver": {"off": True},
                           "bypass": {"taken": True, "reason": "counted 3 items"}}}
-    assert report_html._layers(debug) == ["temporal: 1 expression(s) resolved", "resolver: off",
+    assert report_data._layers(debug) == ["temporal: 1 expression(s) resolved", "resolver: off",
                                           "bypass: ANSWERED (reader skipped) — counted 3 items"]
 
 
