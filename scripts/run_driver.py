@@ -202,15 +202,21 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 on_abandon()
 
 
-def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
-            max_cost: float | None = None) -> tuple[int, Path]:
-    """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
+def _locate(settings: RunSettings, run_id: str | None) -> tuple[str, Path, Path, Any]:
+    """The run's id (a new one when None), root and own (shard) directory, and, for a new run, the dataset scanned
+    before anything is written (a bad file leaves nothing behind)."""
     runs_dir = Path(settings.runs_dir)
     run_store.ensure_writable_dir(runs_dir)
     run_id = run_store.validate_run_id(run_id) if run_id else run_store.new_run_id()
     root = run_store.run_dir_for(runs_dir, run_id)
     work = run_store.shard_dir(root, settings.shard)
-    scanned = None if root.exists() else run_state.scan_new_run(settings)
+    return run_id, root, work, None if root.exists() else run_state.scan_new_run(settings)
+
+
+def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
+            max_cost: float | None = None) -> tuple[int, Path]:
+    """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
+    run_id, root, work, scanned = _locate(settings, run_id)
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
@@ -369,12 +375,7 @@ def refuse_a_live_worker(settings: RunSettings, run_id: str | None) -> None:
 def prepare_background(settings: RunSettings, run_id: str | None) -> tuple[str, Path]:
     """Everything a ``--background`` worker would refuse, checked here where the user sees it; then the run's (or
     shard's) directory, where the worker keeps its log and worker.json. Returns (run id, that directory)."""
-    runs_dir = Path(settings.runs_dir)
-    run_store.ensure_writable_dir(runs_dir)
-    run_id = run_store.validate_run_id(run_id) if run_id else run_store.new_run_id()
-    root = run_store.run_dir_for(runs_dir, run_id)
-    work = run_store.shard_dir(root, settings.shard)
-    scanned = None if root.exists() else run_state.scan_new_run(settings)
+    run_id, root, work, scanned = _locate(settings, run_id)
     run_state.check_run(settings, run_id, root, work, scanned)
     writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None
     if writer is not None:
