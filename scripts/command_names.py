@@ -11,6 +11,7 @@ every slash command they print is one of these values.
 from __future__ import annotations
 
 import sys
+from typing import Sequence
 
 PLUGIN = "longmemeval-benchmarker"
 
@@ -30,7 +31,12 @@ def slash(name: str, args: str = "") -> str:
     return f"{name} {args}".rstrip() if args else name
 
 
-if __name__ == "__main__":
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print ``NAME=value`` for each command (shell scripts read them; nothing else is printed)."""
     for key, value in ALL.items():
         print(f"{key}={value}")
-    sys.exit(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -281,7 +281,7 @@ def test_atomically_written_files_get_the_mode_a_plain_open_would_give(tmp_path)
     code = textwrap.dedent(f"""
         import os, sys
         os.umask(0o022)
-        sys.path.insert(0, {str(Path(run_store.__file__).parent)!r})
+        sys.path.insert(0, {str(SCRIPTS)!r})
         import fileio
         from pathlib import Path
         fileio.write_atomic_json(Path({str(tmp_path)!r}) / "x.json", {{"a": 1}})

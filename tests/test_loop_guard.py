@@ -250,7 +250,7 @@ def test_parallel_confirm_below_the_target_says_so_and_changes_nothing(tmp_path)
     project = make_loop_project(tmp_path)
     types = item_ids(10)
     write_run(project, "longmemeval-iter", types, {q: i < 5 for i, q in enumerate(types)})
-    script = Path(loop_rules.__file__).with_name("parallel_longmemeval.sh")
+    script = REPO_PLUGINS.parent / "scripts" / "parallel_longmemeval.sh"
     done = subprocess.run(["bash", str(script), "8", "133", "10", "--confirm"], cwd=project, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr

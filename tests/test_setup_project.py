@@ -17,7 +17,7 @@ import command_names
 import setup_project
 from errors import run_main
 
-SCRIPT = Path(setup_project.__file__)
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "setup_project.py"
 
 
 def run(argv: list[str]) -> int:
