@@ -119,7 +119,7 @@ class _Tally:
 
 
 def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: dict[str, Any],
-           tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any, cap: Any = None) -> None:
+           tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any, cap: Any = None, tick: Any = None) -> None:
     """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged.
 
     ``cap`` (a ``cost_gate.CostCap``) admits each item before it is started; the first refusal stops the intake
@@ -151,6 +151,8 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 in_flight.add(fut)
             if not in_flight:
                 return
+            if tick is not None:
+                tick()  # the live pacing figures for run_status.py
             finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
             for fut in finished:
                 row = fut.result()
@@ -186,7 +188,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
     """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
     from call_cache import CallCache
     from progress import Progress
-    from rate_limiter import AdaptiveLimiter
+    from rate_pacer import PacingFile, Pacer
     from run_gateway import RunGateway, RunStats
 
     runs_dir = Path(settings.runs_dir)
@@ -211,7 +213,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         pending = pending_all[: settings.max_evals]
 
         tally = _Tally()
-        limiter = AdaptiveLimiter(settings.concurrency)
+        limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
         gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
         cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         before = _run_figures(work)
@@ -242,6 +244,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                 limiter=limiter.summary(),
                 exit_status=exit_status,
             )
+            pacing_file.write()
             invocation.update(
                 finished_at=meta["finished_at"],
                 status=status,
@@ -252,6 +255,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                 errors_by_kind=dict(tally.errors_by_kind),
                 **gateway.stats.snapshot(),
                 cache=None if cache is None else {"read": cache.read, **cache.stats()},
+                pacing=limiter.pacing(),
             )
             if cap is not None:
                 invocation["spent_usd"] = round(cap.spent, 6)
@@ -265,13 +269,14 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
 
         progress = Progress(progress_mode, len(pending), already_done=len(done), run_id=run_id,
-                            run_total=len(planned), before=before)
+                            run_total=len(planned), before=before, pacing=limiter.pacing)
+        pacing_file = PacingFile(work, limiter.pacing)
         stop = _Stop()
         previous_handlers = _install_signal_handlers(stop)
         ended = None
         try:
             _drive(_pending_questions(settings, pending), settings, gateway, work, meta, tally, stop, progress, abandon,
-                   cap)
+                   cap, pacing_file.tick)
         except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
             interrupted = isinstance(err, KeyboardInterrupt)
             ended = "interrupted" if interrupted else "failed"
