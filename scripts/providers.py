@@ -517,6 +517,8 @@ def classify(exc: BaseException, provider: str, model: str, settings: ProviderSe
 def _outcome(err: ProviderError) -> str:
     if err.kind == "rate_limit":
         return "rate_limit"
+    if err.kind == TOO_LARGE:
+        return "refused"  # the provider did not take it, and no wait would change that
     if err.kind == "server":
         return "server"
     return "error"

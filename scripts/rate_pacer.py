@@ -114,8 +114,8 @@ class Budget:
         self.refill(now)
         was_unknown = self.limit is None
         self.learned = float(limit)
-        if was_unknown:
-            self.level = self.capacity()
+        if was_unknown:  # full, less what calls took while the limit was unknown (the first reply's own call)
+            self.level = self.capacity() + min(0.0, self.level)
         self.level = min(self.level, self.capacity())
         self.stamp = now
 
@@ -295,9 +295,9 @@ class Pacer(AdaptiveLimiter):
             key.headers_seen = key.headers_seen or not facts.empty
             later_requests = key.requests.spent - ticket.spent_requests
             later_tokens = key.tokens.spent - ticket.spent_tokens
-            refused = outcome == "rate_limit"
+            refused = outcome in ("rate_limit", "refused")
             if refused:  # the provider did not take this call: give its reservation back
-                key.rate_limited += 1
+                key.rate_limited += outcome == "rate_limit"
                 key.requests.take(-1.0)
                 key.tokens.take(-ticket.cost)
                 key.tokens_sent -= ticket.cost
@@ -305,7 +305,7 @@ class Pacer(AdaptiveLimiter):
             elif used_tokens is not None:
                 self._settle(key, ticket, int(used_tokens), now)
             self._learn(key, facts, ticket, later_requests, later_tokens, now, refused)
-            if refused:
+            if outcome == "rate_limit":
                 wait = max(retry_after or 0.0, facts.retry_after or 0.0)
                 if wait:
                     key.paused_until = max(key.paused_until, now + wait)
@@ -334,7 +334,7 @@ class Pacer(AdaptiveLimiter):
             if window.remaining is not None:  # the first time, no credit for the refill since the call was sent:
                 # it may have reached the provider much later (the client connecting)
                 budget.sync(window.remaining, now if first else ticket.sent_at, later, now)
-            elif refused and budget.limit is not None:  # a 429 that does not say what is left: assume nothing is
+            elif refused and budget.limit is not None:  # a refusal that does not say what is left: assume nothing
                 budget.refill(now)
                 budget.level = min(budget.level, 0.0)
         if facts.output_tokens.limit:

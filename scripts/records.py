@@ -270,7 +270,8 @@ class Limiter(Protocol):
 
     def release(self, provider: str, outcome: str, retry_after: float | None = None, *, ticket: Any = None,
                 headers: Any = None, used_tokens: int | None = None) -> None:
-        """Free the slot. ``outcome``: ``ok``, ``rate_limit``, ``server`` (5xx/529), or ``error``; ``headers``: the
+        """Free the slot. ``outcome``: ``ok``, ``rate_limit``, ``server`` (5xx/529), ``refused`` (a call the provider
+        will never take: larger than its tokens-per-minute budget), or ``error``; ``headers``: the
         reply's (rate-limit headers); ``used_tokens``: the input tokens the provider reported."""
 
 

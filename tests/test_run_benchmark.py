@@ -255,23 +255,23 @@ def test_resume_refuses_a_dataset_file_whose_content_changed(tmp_path, fake_llm,
 def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_path, monkeypatch):
     import checkpoint_io
 
-    project = make_project(tmp_path / "p")
-    real_append = checkpoint_io.append_item_result
+    project = make_project(tmp_path / "p", concurrency=1)  # one item at a time: one row per write
+    real_append = checkpoint_io.append_item_results
     calls = {"n": 0}
 
-    def flaky_append(run_dir, row):
-        calls["n"] += 1
-        if calls["n"] == 3:
+    def flaky_append(run_dir, rows):  # the disk fills up at the third row (rows of one batch go in one write)
+        if calls["n"] + len(rows) >= 3:
             raise OSError(28, "No space left on device")
-        real_append(run_dir, row)
+        calls["n"] += len(rows)
+        real_append(run_dir, rows)
 
-    monkeypatch.setattr(checkpoint_io, "append_item_result", flaky_append)
+    monkeypatch.setattr(checkpoint_io, "append_item_results", flaky_append)
     with pytest.raises(OSError):
         run(project, "--offline", "--run-id", "disk")
     m = meta(project, "disk")
     assert m["status"] == "failed" and "No space left" in m["error"]
-    assert len(completed(project, "disk")) == 2
-    monkeypatch.setattr(checkpoint_io, "append_item_result", real_append)
+    assert len(completed(project, "disk")) == calls["n"] == 2
+    monkeypatch.setattr(checkpoint_io, "append_item_results", real_append)
     assert run(project, "--offline", "--run-id", "disk") == 0
     assert len(completed(project, "disk")) == N_SAMPLE
 
