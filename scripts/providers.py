@@ -711,6 +711,12 @@ def call_with_retries(
                 first_rate_limit = time.monotonic()
             if limiter is not None:
                 limiter.release(provider, _outcome(err), err.retry_after, ticket=ticket, headers=_reply_headers(exc))
+                if err.kind == "rate_limit" and hasattr(limiter, "delay"):  # the 429 taught a budget this call
+                    try:  # can never fit: say so now, not after its Retry-After
+                        limiter.delay(provider, model=model, tokens=getattr(ticket, "counted", 0),
+                                      extra_tokens=extra_tokens)
+                    except OversizeCall as too_big:
+                        raise _too_large(provider, model, str(too_big).split(": ", 1)[-1], tries) from None
             if err is not exc:
                 raise err from None
             raise

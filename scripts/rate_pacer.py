@@ -18,7 +18,8 @@ Budgets come from the config (``providers.<name>.rpm`` / ``tpm``, for proxies th
 replies: each reply's limits replace what was learned, and its ``remaining`` lowers the bucket when the provider
 has less left than the pacer thinks (another client on the same key, a different count). A 429 gives back its
 reservation, pauses the key for its ``Retry-After``, and without headers empties the bucket. Until the first reply
-of a key with no configured budget, one call is in flight on it (the first reply says the limits).
+of a key with no configured budget, its calls in flight hold at most ``FIRST_REPLY_TOKENS`` (one large call at a
+time): the first reply says the limits.
 
 The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
 key the pacer knows no budget for. ``summary()['pacing']`` is what run-meta and the status lines show: the limits,
@@ -47,6 +48,9 @@ PER_MODEL_PROVIDERS = ("openai", "anthropic")
 """Providers whose budgets are per model; any other provider name is one budget."""
 WINDOW_S = 60.0
 """The live status's achieved rates are over this many recent seconds."""
+FIRST_REPLY_TOKENS = 30_000
+"""Until a key's first reply says its limits, the calls in flight on it hold at most this many input tokens (at
+least one call): the smallest tokens-per-minute tier OpenAI and Anthropic publish (tier 1: 30k)."""
 RATIO_WEIGHT = 0.2
 """Weight of the newest reply in the running ratio of reported to counted input tokens."""
 
@@ -152,6 +156,7 @@ class _Key:
     model: str
     informed: bool = False
     in_flight: int = 0
+    in_flight_tokens: float = 0.0
     queue: deque = field(default_factory=deque)
     paused_until: float = 0.0
     ratio: float | None = None
@@ -241,6 +246,20 @@ class Pacer(AdaptiveLimiter):
                     key.queue.remove(marker)
                 self._cond.notify_all()
 
+    def delay(self, provider: str, *, model: str = "", tokens: int = 0, extra_tokens: int = 0) -> float:
+        """Seconds a call of ``tokens`` would wait for the key's budgets and pauses now (0: it could go); reserves
+        nothing. Raises ``OversizeCall`` as ``acquire`` would."""
+        with self._cond:
+            key = self._key(provider, model)
+            now = self._clock()
+            cost = self._cost(key, int(tokens), extra_tokens)
+            if key.tokens.limit is not None and cost > key.tokens.limit:
+                raise OversizeCall(pacing_key(provider, model), int(cost), key.tokens.limit, key.tokens.source or "")
+            key.requests.refill(now)
+            key.tokens.refill(now)
+            return max(key.paused_until - now, self._state(provider).paused_until - now,
+                       key.requests.wait_for(1.0), key.tokens.wait_for(cost), 0.0)
+
     @staticmethod
     def _cost(key: _Key, counted: int, extra: float) -> float:
         return math.ceil(counted * (key.ratio or 1.0)) + extra
@@ -253,7 +272,8 @@ class Pacer(AdaptiveLimiter):
             return st.paused_until - now, True
         if key.queue[0] is not marker or st.in_flight >= int(st.limit):
             return 1.0, False  # woken by the release or admission that changes this
-        if not key.paced and not key.informed and key.in_flight >= 1:
+        if (not key.paced and not key.informed and key.in_flight >= 1
+                and key.in_flight_tokens + cost > FIRST_REPLY_TOKENS):
             return 1.0, False  # the first reply will say the limits
         key.requests.refill(now)
         key.tokens.refill(now)
@@ -266,6 +286,7 @@ class Pacer(AdaptiveLimiter):
         key.tokens.take(cost)
         st.in_flight += 1
         key.in_flight += 1
+        key.in_flight_tokens += cost
         key.sent += 1
         key.tokens_sent += cost
         key.waited_s += now - asked
@@ -289,6 +310,7 @@ class Pacer(AdaptiveLimiter):
                 self._cond.notify_all()
                 return
             key.in_flight = max(0, key.in_flight - 1)
+            key.in_flight_tokens = max(0.0, key.in_flight_tokens - ticket.cost)
             key.informed = True
             key.last_done = now
             facts = rate_headers.parse(headers, self._wall()) if headers else rate_headers.NO_HEADERS
@@ -372,9 +394,6 @@ class Pacer(AdaptiveLimiter):
             "throttled_s": round(throttled, 3), "waited_s": round(key.waited_s, 3),
             "token_ratio": None if key.ratio is None else round(key.ratio, 4),
         }
-
-    def summary(self) -> dict[str, Any]:
-        return {**super().summary(), "pacing": self.pacing()}
 
 
 def _positive(value: Any) -> float | None:

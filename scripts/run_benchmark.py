@@ -235,6 +235,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         def finish(status: str, error: str | None, exit_status: int) -> None:
             elapsed = time.monotonic() - t_start
             completed_now = checkpoint_io.load_completed(work)
+            pacing = limiter.pacing()
             meta.update(
                 status=status,
                 error=error,
@@ -247,6 +248,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                     "pending": sum(1 for q in planned if q not in completed_now),
                 },
                 limiter=limiter.summary(),
+                pacing=pacing,
                 exit_status=exit_status,
             )
             pacing_file.write()
@@ -260,7 +262,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                 errors_by_kind=dict(tally.errors_by_kind),
                 **gateway.stats.snapshot(),
                 cache=None if cache is None else {"read": cache.read, **cache.stats()},
-                pacing=limiter.pacing(),
+                pacing=pacing,
             )
             if cap is not None:
                 invocation["spent_usd"] = round(cap.spent, 6)
