@@ -21,8 +21,11 @@ reservation, pauses the key for its ``Retry-After``, and without headers empties
 of a key with no configured budget, its calls in flight hold at most ``FIRST_REPLY_TOKENS`` (one large call at a
 time): the first reply says the limits.
 
-The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
-key the pacer knows no budget for. ``summary()['pacing']`` is what run-meta and the status lines show: the limits,
+Where neither the config nor the headers state a request limit, 429s do: the first sets it to 90% of the rate the
+provider accepted in the last ``GUESS_WINDOW_S``; each later one (at most one per ``GUESS_COOLDOWN_S``) cuts it by
+15%, or to 90% of what the provider accepted since the last cut if that is lower (never by more than 30%); and it
+grows 2% a second while calls succeed (AIMD on the rate, ``limits_from`` ``429s``). The concurrency cap (``AdaptiveLimiter``, AIMD per
+provider) still bounds the calls in flight; a 429 cuts it only on a key the pacer has no budget for. ``summary()['pacing']`` is what run-meta and the status lines show: the limits,
 the achieved requests and tokens per minute, and the time lost waiting.
 """
 
@@ -52,6 +55,16 @@ FIRST_REPLY_TOKENS = 30_000
 """Until a key's first reply says its limits, the calls in flight on it hold at most this many input tokens (at
 least one call): the smallest tokens-per-minute tier OpenAI and Anthropic publish (tier 1: 30k)."""
 RATIO_WEIGHT = 0.2
+GUESS_WINDOW_S = 10.0
+"""Without headers or config, the first 429 sets the request budget from the rate accepted over this many seconds..."""
+GUESS_SHARE = 0.9
+GUESS_CUT = 0.85
+"""...each later 429 (once per ``GUESS_COOLDOWN_S``) cuts it by this factor..."""
+GUESS_FLOOR = 0.7
+GUESS_COOLDOWN_S = 2.0
+GUESS_GROWTH_PER_S = 0.02
+"""...(to what was accepted since the last cut, if lower, but not below ``GUESS_FLOOR`` of it), and while calls succeed
+it grows by this share per second, to find the limit again (AIMD on the rate)."""
 """Weight of the newest reply in the running ratio of reported to counted input tokens."""
 
 
@@ -75,6 +88,8 @@ class Budget:
 
     configured: float | None = None
     learned: float | None = None
+    guessed: float | None = None
+    """Estimated from 429s where neither the config nor the headers say the limit (``guess_from_429``)."""
     level: float = 0.0
     stamp: float = 0.0
     spent: float = 0.0
@@ -83,13 +98,13 @@ class Budget:
     @property
     def limit(self) -> float | None:
         known = [v for v in (self.configured, self.learned) if v]
-        return min(known) if known else None
+        return min(known) if known else self.guessed
 
     @property
     def source(self) -> str | None:
         if self.configured and self.learned:
             return "config+headers"
-        return "config" if self.configured else "headers" if self.learned else None
+        return "config" if self.configured else "headers" if self.learned else "429s" if self.guessed else None
 
     def rate(self) -> float:
         """Units per second the pacer spends."""
@@ -159,6 +174,9 @@ class _Key:
     in_flight_tokens: float = 0.0
     queue: deque = field(default_factory=deque)
     paused_until: float = 0.0
+    guess_cooldown_until: float = 0.0
+    guess_cut_at: float = 0.0
+    guess_grown_at: float = 0.0
     ratio: float | None = None
     output_limit: float | None = None
     headers_seen: bool = False
@@ -331,8 +349,42 @@ class Pacer(AdaptiveLimiter):
                 wait = max(retry_after or 0.0, facts.retry_after or 0.0)
                 if wait:
                     key.paused_until = max(key.paused_until, now + wait)
+                self._guess_from_429(key, facts, now, wait)
+            elif outcome == "ok" and key.requests.guessed and now >= key.guess_cooldown_until:
+                key.requests.refill(now)
+                key.requests.guessed *= 1.0 + GUESS_GROWTH_PER_S * min(now - key.guess_grown_at, 1.0)
+                key.guess_grown_at = now
             self._on_outcome(st, provider, outcome, retry_after, now, cut=not key.paced)
             self._cond.notify_all()
+
+    def _guess_from_429(self, key: _Key, facts: rate_headers.RateHeaders, now: float, wait: float) -> None:
+        """A 429 from a key whose request limit nobody states: estimate it from the accepted rate, then AIMD."""
+        budget = key.requests
+        if budget.configured or budget.learned or facts.requests.limit or facts.input_tokens.limit:
+            return
+        if key.tokens.limit is not None and facts.requests.remaining is None and budget.guessed is None:
+            return  # a configured token budget may be what ran out: do not guess a request limit on top
+        if now < key.guess_cooldown_until:
+            return
+        budget.refill(now)
+        since = max(now - GUESS_WINDOW_S, key.first_sent if key.first_sent is not None else now)
+        if budget.guessed is not None:  # paced at the guess since the last cut: the provider took what it allows
+            since = max(since, key.guess_cut_at)
+        accepted = sum(n for t, n, _ in key.window if t >= since)
+        sent = sum(n for t, n, _ in key.window if t >= since and n > 0)
+        measured = GUESS_SHARE * accepted / max(now - since, 1.0) * 60.0 if sent >= 5 else budget.guessed or 0.0
+        if budget.guessed is None:
+            if accepted <= 0:
+                return
+            budget.guessed = max(1.0, measured)  # too high when it counts the provider's initial burst: cut below
+            budget.level = 0.0  # the provider just said it has nothing left
+            budget.stamp = now
+        else:
+            budget.guessed = max(1.0, min(budget.guessed * GUESS_CUT, max(measured, budget.guessed * GUESS_FLOOR)))
+            budget.level = min(budget.level, 0.0)
+        key.guess_cut_at = now
+        key.guess_cooldown_until = now + max(GUESS_COOLDOWN_S, wait)
+        key.guess_grown_at = key.guess_cooldown_until
 
     def _settle(self, key: _Key, ticket: Ticket, used: int, now: float) -> None:
         """Charge what the provider reported instead of what was reserved, and tune the count ratio."""

@@ -212,6 +212,10 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             own.enter_context(checkpoint_io.RunLock(work))
         checkpoint_io.reconcile(work)
         meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
+        if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
+            import dataset_scans
+
+            dataset_scans.store(settings.cache_dir, settings.dataset_path, scanned)
         done = checkpoint_io.load_completed(root)  # root and every shard: never re-run what another shard did
         planned = [it["question_id"] for it in manifest["items"] if run_state.in_shard(it["question_id"], settings.shard)]
         pending_all = [qid for qid in planned if qid not in done]
@@ -457,6 +461,10 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
     work = run_state.shard_dir(root, settings.shard)
     scanned = None if root.exists() else run_state.scan_new_run(settings)
     run_state.check_run(settings, run_id, root, work, scanned)
+    if scanned is not None:  # the worker reads it back instead of scanning the dataset again
+        import dataset_scans
+
+        dataset_scans.store(settings.cache_dir, settings.dataset_path, scanned)
     writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None
     if writer is not None:
         raise UserError(f"run {root} is being written by pid {writer}; wait for it or stop it")

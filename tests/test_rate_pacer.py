@@ -193,6 +193,40 @@ def test_before_the_first_reply_calls_in_flight_hold_a_small_token_budget():
     assert p.acquire("openai", model="m", tokens=FIRST_REPLY_TOKENS * 3).cost == FIRST_REPLY_TOKENS * 3  # one always goes
 
 
+def test_without_headers_or_config_429s_set_a_request_budget_then_cut_and_grow_it():
+    p, clock = pacer()
+
+    def send(outcome="ok", retry_after=None):
+        clock.t += p.delay("vllm")  # the fake clock moves instead of the pacer waiting
+        p.release("vllm", outcome, retry_after, ticket=p.acquire("vllm"), headers={})
+
+    for _ in range(10):  # ten accepted in the first second
+        send()
+        clock.t += 0.1
+    send("rate_limit", 0.5)
+    info = entry(p, "vllm")
+    assert info["limits_from"] == "429s" and info["rpm_limit"] == pytest.approx(0.9 * 10 / 1.0 * 60)
+    assert p.limit("vllm") == 8  # a paced key keeps its concurrency
+    send("rate_limit", 0.5)  # the same episode: no second cut
+    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(540)
+    clock.t += 3.0
+    send("rate_limit")  # too few calls since the last cut to measure: cut by 15%
+    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(540 * 0.85)
+    clock.t += 3.0
+    send()
+    before = entry(p, "vllm")["rpm_limit"]
+    clock.t += 1.0
+    send()
+    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(before * 1.02, rel=1e-3)  # grows 2% a second of success
+
+
+def test_a_429_does_not_guess_a_request_budget_where_headers_state_the_limits():
+    p, _ = pacer()
+    p.release("openai", "rate_limit", 1.0, ticket=p.acquire("openai", model="m"),
+              headers=openai_headers(rpm=600, rpm_left=0))
+    assert entry(p, "openai/m")["limits_from"] == "headers" and entry(p, "openai/m")["rpm_limit"] == 600
+
+
 # ---------------------------------------------------------------------- keys and reporting
 
 
