@@ -46,9 +46,14 @@ class RateHeaders:
     retry_after: float | None = None
 
     @property
+    def states_limits(self) -> bool:
+        """Some budget's limit or remaining is given (a bare ``retry-after`` is not enough)."""
+        return any(w.limit is not None or w.remaining is not None
+                   for w in (self.requests, self.input_tokens, self.output_tokens))
+
+    @property
     def empty(self) -> bool:
-        return self.retry_after is None and not any(
-            w.limit is not None or w.remaining is not None for w in (self.requests, self.input_tokens, self.output_tokens))
+        return self.retry_after is None and not self.states_limits
 
 
 NO_HEADERS = RateHeaders(Window(), Window(), Window())

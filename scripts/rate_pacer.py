@@ -332,7 +332,7 @@ class Pacer(AdaptiveLimiter):
             key.informed = True
             key.last_done = now
             facts = rate_headers.parse(headers, self._wall()) if headers else rate_headers.NO_HEADERS
-            key.headers_seen = key.headers_seen or not facts.empty
+            key.headers_seen = key.headers_seen or facts.states_limits
             later_requests = key.requests.spent - ticket.spent_requests
             later_tokens = key.tokens.spent - ticket.spent_tokens
             refused = outcome in ("rate_limit", "refused")

@@ -140,7 +140,10 @@ def test_rate_limit_storm_cuts_the_limiter_and_loses_no_item(tmp_path, fake_llm)
     assert run(project, "--run-id", "rl") == 0
     m = meta(project, "rl")
     assert len(completed(project, "rl")) == N_SAMPLE
-    assert any(c["reason"] == "rate_limit" for c in m["limiter"]["changes"])
+    # no rate-limit headers: the storm either cut the concurrency or set a request budget from the 429s
+    assert any(c["reason"] == "rate_limit" for c in m["limiter"]["changes"]) or any(
+        p["limits_from"] == "429s" for p in m["pacing"])
+    assert sum(p["rate_limited"] for p in m["pacing"]) == 6
 
 
 def test_shards_split_the_items_without_overlap(tmp_path, fake_llm):
