@@ -24,9 +24,11 @@ time): the first reply says the limits.
 Where neither the config nor the headers state a request limit, 429s do: the first sets it to 90% of the rate the
 provider accepted in the last ``GUESS_WINDOW_S``; each later one (at most one per ``GUESS_COOLDOWN_S``) cuts it by
 15%, or to 90% of what the provider accepted since the last cut if that is lower (never by more than 30%); and it
-grows 2% a second while calls succeed (AIMD on the rate, ``limits_from`` ``429s``). The concurrency cap (``AdaptiveLimiter``, AIMD per
-provider) still bounds the calls in flight; a 429 cuts it only on a key the pacer has no budget for. ``summary()['pacing']`` is what run-meta and the status lines show: the limits,
-the achieved requests and tokens per minute, and the time lost waiting.
+grows 2% a second while calls succeed (AIMD on the rate, ``limits_from`` ``429s``).
+
+The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
+key the pacer has no budget for. ``pacing()`` is what run-meta and the status lines show: the limits, the achieved
+requests and tokens per minute, and the time lost waiting.
 """
 
 from __future__ import annotations

@@ -167,7 +167,8 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
             # completed marks of the judged ones, one fsync per file (not three per item: the writer kept up less).
             prompts.add([request for _, item_prompts in rows for request in item_prompts])
             checkpoint_io.append_item_results(work, [row for row, _ in rows])
-            checkpoint_io.mark_completed_many(work, [row["question_id"] for row, _ in rows if row["status"] == "judged"])
+            checkpoint_io.mark_completed_many(work, [row["question_id"] for row, _ in rows
+                                                     if row["status"] == "judged"])
             for row, _ in rows:
                 tally.record(row)
                 if cap is not None:

@@ -220,7 +220,8 @@ def test_anthropic_rate_limit_headers_are_rfc3339_resets_and_input_token_budgets
     assert headers["anthropic-ratelimit-requests-limit"] == "50"
     assert headers["anthropic-ratelimit-input-tokens-limit"] == "30000"
     assert int(headers["anthropic-ratelimit-input-tokens-remaining"]) == 30_000 - 101
-    assert headers["anthropic-ratelimit-requests-reset"].endswith("Z") and "T" in headers["anthropic-ratelimit-requests-reset"]
+    reset = headers["anthropic-ratelimit-requests-reset"]
+    assert reset.endswith("Z") and "T" in reset
     assert "anthropic-ratelimit-output-tokens-limit" in headers
 
 

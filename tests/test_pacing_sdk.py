@@ -101,8 +101,10 @@ def test_a_run_paces_by_the_headers_and_reports_the_limits(tmp_path, fake_llm):
     assert info["tpm_limit"] == 10_000_000 and info["requests"] == len(fake_llm.requests)
     assert {"achieved_rpm", "achieved_tpm", "throttled_s", "waited_s"} <= set(info)
     assert meta["pacing"] == meta["invocations"][-1]["pacing"]
-    line = run_status.format_line(run_status.collect(run_dir(project, "paced"), project))
+    status = run_status.collect(run_dir(project, "paced"), project)
+    line = run_status.format_line(status)
     assert "openai/gpt-4o-2024-08-06 " in line and "/6k rpm" in line and "/10M tpm" in line
+    assert status.to_dict()["pacing"][0]["rpm_limit"] == 6_000  # run_status.py --json
 
 
 def test_config_budgets_pace_a_proxy_that_sends_no_headers(tmp_path, fake_llm):

@@ -190,7 +190,8 @@ def test_before_the_first_reply_calls_in_flight_hold_a_small_token_budget():
     p.release("openai", "ok", ticket=first, headers={})
     assert p._blocked_for(key, slots, "next", clock.t, 10**6)[0] == 0.0  # a reply without headers: no budget
     key.queue.clear()
-    assert p.acquire("openai", model="m", tokens=FIRST_REPLY_TOKENS * 3).cost == FIRST_REPLY_TOKENS * 3  # one always goes
+    big = FIRST_REPLY_TOKENS * 3
+    assert p.acquire("openai", model="m", tokens=big).cost == big  # one call always goes
 
 
 def test_without_headers_or_config_429s_set_a_request_budget_then_cut_and_grow_it():

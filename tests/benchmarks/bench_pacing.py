@@ -68,7 +68,8 @@ def s_items(n: int) -> tuple[list[dict[str, Any]], str]:
         return items, "real _s items"
     padded = []
     for item in oracle_items(n):
-        sessions, dates, ids = list(item["haystack_sessions"]), list(item["haystack_dates"]), list(item["haystack_session_ids"])
+        sessions, dates = list(item["haystack_sessions"]), list(item["haystack_dates"])
+        ids = list(item["haystack_session_ids"])
         filler = [{"role": "user", "content": "Filler chat about the weather and nothing else. " * 40}]
         k = 0
         while sum(len(t["content"]) for s in sessions for t in s) < S_PROMPT_CHARS:
@@ -162,7 +163,8 @@ def show(r: dict[str, Any], unit: str) -> None:
     share = "-" if r["share_wall"] is None else f"{r['share_wall']:.3f}"
     span = "-" if r["share_span"] is None else f"{r['share_span']:.3f}"
     line = (f"{r['case']:<16} share_of_{unit}_over_wall={share} over_server_span={span} "
-            f"429s={r['429']}/{r['requests']} ({100 * r['share_429']:.1f}%) failed_items={r['failed']} exit={r['exit']} "
+            f"429s={r['429']}/{r['requests']} ({100 * r['share_429']:.1f}%) failed_items={r['failed']} "
+            f"exit={r['exit']} "
             f"wall={r['wall_s']:.1f}s")
     if r["tokens"] is not None and r["ideal_s"]:
         line += f" tokens={r['tokens']:,} wall/(tokens/TPM)={r['wall_s'] / r['ideal_s']:.3f}"
