@@ -461,21 +461,25 @@ def _error_code(exc: Any) -> str | None:
     return None
 
 
+def _sdk_error(exc: BaseException, name: str) -> bool:
+    """``exc`` is the SDKs' error class ``name``. Only SDKs already imported are asked: an error from one SDK must
+    not cost the import of the other (``anthropic`` takes about a second)."""
+    return any(isinstance(exc, getattr(sys.modules[sdk], name)) for sdk in ("openai", "anthropic")
+               if sdk in sys.modules and hasattr(sys.modules[sdk], name))
+
+
 def classify(exc: BaseException, provider: str, model: str, settings: ProviderSettings) -> ProviderError:
     """Turn an SDK (or parsing) exception into a ProviderError with the kind and retry decision of our policy."""
     if isinstance(exc, ProviderError):
         return exc
-    import anthropic
-    import openai
-
     where = f"{provider} {model}"
-    if isinstance(exc, (openai.APITimeoutError, anthropic.APITimeoutError)):
+    if _sdk_error(exc, "APITimeoutError"):
         return ProviderError("timeout", f"{where}: no reply within {settings.timeout_s:g} s", retryable=True)
-    if isinstance(exc, (openai.APIConnectionError, anthropic.APIConnectionError)):
+    if _sdk_error(exc, "APIConnectionError"):
         cause = exc.__cause__ or exc
         return ProviderError("connection", f"{where}: connection failed ({type(cause).__name__}: {cause})",
                              retryable=True)
-    if isinstance(exc, (openai.APIStatusError, anthropic.APIStatusError)):
+    if _sdk_error(exc, "APIStatusError"):
         status = int(exc.status_code)
         text = _status_message(exc)
         code = _error_code(exc)
@@ -508,7 +512,7 @@ def classify(exc: BaseException, provider: str, model: str, settings: ProviderSe
         return ProviderError("bad_request", f"{where}: request rejected (HTTP {status}: {text})", status=status)
     if isinstance(exc, ValueError):  # json.JSONDecodeError and the SDKs' response validation errors
         return ProviderError("malformed", f"{where}: the reply body is not valid JSON ({exc})", retryable=True)
-    if isinstance(exc, (openai.APIResponseValidationError, anthropic.APIResponseValidationError)):
+    if _sdk_error(exc, "APIResponseValidationError"):
         return ProviderError("malformed", f"{where}: the reply does not have the expected shape ({exc})",
                              retryable=True)
     raise exc

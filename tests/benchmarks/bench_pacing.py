@@ -89,9 +89,11 @@ def drive(project: Path, server: FakeLLMServer, driver: Path, *args: str) -> tup
            "--no-scorecard", "--yes", *args]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    drive.started = t0
     return time.monotonic() - t0, proc.returncode, proc.stderr
 
 
+drive.started = 0.0
 def failed_items(project: Path, run_id: str) -> tuple[int, dict[str, int]]:
     root = project / ".longmemeval-benchmarks" / "runs" / run_id
     rows: dict[str, dict] = {}
@@ -156,6 +158,7 @@ def run_case(name: str, tmp: Path, server: FakeLLMServer, driver: Path, *, items
         "share_span": span_amount / span / limit_per_s if span and limit_per_s else None,
         "ideal_s": amount / limit_per_s if limit_per_s else None, "tokens": amount if measure == "tokens" else None,
         "pacing": pacing_text(project, name), "stderr_tail": err.strip().splitlines()[-1:] if code not in (0,) else [],
+        "first_request_s": log[0]["t"] - drive.started if log else None, "span_s": span,
     }
 
 
@@ -168,6 +171,8 @@ def show(r: dict[str, Any], unit: str) -> None:
             f"wall={r['wall_s']:.1f}s")
     if r["tokens"] is not None and r["ideal_s"]:
         line += f" tokens={r['tokens']:,} wall/(tokens/TPM)={r['wall_s'] / r['ideal_s']:.3f}"
+    if r["first_request_s"] is not None:
+        line += f" first_request_after={r['first_request_s']:.1f}s"
     if r["kinds"]:
         line += f" error_kinds={r['kinds']}"
     print(line, flush=True)
