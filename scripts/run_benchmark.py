@@ -194,7 +194,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
     """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
     from call_cache import CallCache
     from progress import Progress
-    from rate_pacer import PacingFile, Pacer
+    from pacing_status import PacingFile
+    from rate_pacer import Pacer
     from run_gateway import RunGateway, RunStats
 
     runs_dir = Path(settings.runs_dir)

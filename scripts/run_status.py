@@ -99,7 +99,7 @@ def format_line(s: Status) -> str:
         parts.append(f"ETA {_duration(s.eta_seconds)}")
     parts.append(f"run {s.run_id}")
     if s.pacing:
-        from rate_pacer import status_text
+        from pacing_status import status_text
 
         paced = status_text(s.pacing)
         if paced:
@@ -236,7 +236,7 @@ def collect(root: Path, project: Path) -> Status:
 
 def _pacing(root: Path, state: str) -> list[dict[str, Any]]:
     """The pacer's figures: live from ``pacing.json`` while running, else from the last invocation's run-meta."""
-    from rate_pacer import read_pacing_file
+    from pacing_status import read_pacing_file
 
     directories = [root, *sorted(p for p in root.glob("shard-*") if p.is_dir())]
     if state == "running":

@@ -8,7 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import rate_headers
-from rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key, status_text
+from pacing_status import status_text
+from rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key
 
 
 class Clock:

@@ -115,7 +115,7 @@ def pacing_text(project: Path, run_id: str) -> str:
     entries = (meta.get("invocations") or [{}])[-1].get("pacing")
     if entries is None:
         return "(no pacing figures: a driver without the pacer)"
-    from rate_pacer import status_text
+    from pacing_status import status_text
 
     return status_text(entries) or "-"
 
