@@ -5,7 +5,7 @@ finished run changes none of it. The fingerprint covers:
 
 - the run's own files, shards included (size and modification time: the logs only grow), less the outputs and
   the files only people read (``run.log``, ``pacing.json``...); ``run-meta.json`` by content, less the fields every
-  invocation rewrites (``finished_at``, ``duration_seconds``, ``invocations``, ``limiter``, ``retries``);
+  invocation rewrites (``VOLATILE_META``);
 - the dataset file the run names, and the project's state files beside ``runs/`` (judge stability, judge
   agreement, the config) and the loop history;
 - the scoring code and its reference data, by their bytes (a new plugin version rescores);
@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 SCRIPTS = Path(__file__).resolve().parent
 REFERENCES = SCRIPTS.parent / "references"
-VOLATILE_META = ("finished_at", "duration_seconds", "invocations", "limiter", "retries", "exit_status")
+VOLATILE_META = ("finished_at", "duration_seconds", "invocations", "limiter", "pacing", "retries", "exit_status")
 """run-meta fields a resume rewrites without changing any result (the scorecard shows none of them)."""
 OUTPUTS = ("metrics.json", "scorecard.md", "report.html")
 NOT_INPUTS = (*OUTPUTS, "run.log", "pacing.json", "worker.json")

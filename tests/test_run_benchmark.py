@@ -543,3 +543,15 @@ def test_progress_status_prints_the_status_line_at_the_end(tmp_path, capsys):
     assert lines[0].startswith("completed  4/24 done (4 judged, 0 errors)  acc ")
     assert lines[1].startswith(f"completed  {N_SAMPLE}/{N_SAMPLE} done ({N_SAMPLE} judged, 0 errors)")
     assert "$0.0000" in lines[1] and "items/min" in lines[1] and lines[1].endswith("run st")
+
+
+def test_resuming_a_finished_run_reuses_its_scorecard(tmp_path, capsys):
+    project = make_project(tmp_path / "p")
+    argv = ["--project", str(project), "--progress", "quiet", "--offline", "--run-id", "again"]
+    assert run_benchmark.main(argv) == 0
+    outputs = [run_dir(project, "again") / name for name in ("metrics.json", "scorecard.md", "report.html")]
+    stamps = [p.stat().st_mtime_ns for p in outputs]
+    capsys.readouterr()
+    assert run_benchmark.main(argv) == 0  # nothing to do: run-meta is rewritten, the scorecard is not
+    assert [p.stat().st_mtime_ns for p in outputs] == stamps
+    assert "unchanged since it was last scored" in capsys.readouterr().err

@@ -348,7 +348,8 @@ def test_an_unchanged_run_is_not_scored_again_and_any_change_rescores_it(seven, 
     assert out == first and "unchanged since it was last scored" in err and not rescored()
 
     meta = json.loads((seven / "run-meta.json").read_text())  # a resume that ran nothing rewrites run-meta
-    meta.update(finished_at="2026-11-30T00:00:00Z", invocations=[{"started_at": "x"}], duration_seconds=9.0)
+    meta.update(finished_at="2026-11-30T00:00:00Z", invocations=[{"started_at": "x"}], duration_seconds=9.0,
+                pacing=[], limiter={"initial": 8})
     checkpoint_io.write_atomic_json(seven / "run-meta.json", meta)
     assert scorecard.main(args) == 0 and not rescored()
 
