@@ -143,6 +143,22 @@ class Estimator:
         return total
 
 
+def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
+    """Every item of the run's manifest (in the shard) is completed."""
+    import checkpoint_io
+    import run_state
+
+    manifest = run_dir / checkpoint_io.MANIFEST_FILE
+    try:
+        items = checkpoint_io.read_json(manifest).get("items") if manifest.is_file() else None
+    except Exception:  # noqa: BLE001 - unreadable: stream the dataset as usual (the run's checks will say why)
+        return False
+    if not isinstance(items, list):
+        return False
+    return all(it.get("question_id") in done for it in items
+               if isinstance(it, dict) and run_state.in_shard(str(it.get("question_id")), settings.shard))
+
+
 def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     import checkpoint_io
     import dataset
@@ -153,6 +169,8 @@ def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
         run_dir = checkpoint_io.run_dir_for(Path(settings.runs_dir), checkpoint_io.validate_run_id(run_id))
         if run_dir.exists():
             done = checkpoint_io.load_completed(run_dir)
+            if _nothing_pending(run_dir, done, settings):
+                return  # a resume of a finished run: no need to stream the dataset
     items = 0
     for raw in dataset.iter_items(Path(settings.dataset_path)):
         if items >= settings.max_evals:

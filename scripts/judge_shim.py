@@ -458,19 +458,21 @@ def _in_order(work: Callable[[Any], Any], jobs: Sequence[Any], concurrency: int)
 
 
 def file_gateway(project: Path, cfg: Mapping[str, Any], concurrency: int, *, read_cache: bool = True) -> LLM:
-    """The LLM of ``--hyp-file``: a run's gateway (``run_gateway``) with the project's call cache, an adaptive
-    limiter starting at ``concurrency``, and the config's provider settings (``cfg``: ``project_config``)."""
+    """The LLM of ``--hyp-file``: a run's gateway (``run_gateway``) with the project's call cache, the run's pacer
+    (at most ``concurrency`` calls in flight, paced by the provider's limits), and the config's provider settings
+    (``cfg``: ``project_config``)."""
     import config as config_mod
     from call_cache import CallCache
     from config_defaults import STATE_DIR
-    from rate_limiter import AdaptiveLimiter
+    from rate_pacer import Pacer
     from run_gateway import RunGateway
 
     cache = None
     if cfg.get("cacheEnabled", True):
         cache_dir = config_mod.resolve_path(project, cfg.get("cache_dir") or Path(STATE_DIR) / "cache")
         cache = CallCache(cache_dir, read=read_cache)
-    return RunGateway(settings=provider_settings(cfg), cache=cache, limiter=AdaptiveLimiter(concurrency))
+    return RunGateway(settings=provider_settings(cfg), cache=cache,
+                      limiter=Pacer(concurrency, limits=config_mod.rate_limits(cfg)))
 
 
 def provider_settings(cfg: Mapping[str, Any]) -> Any:

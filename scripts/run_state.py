@@ -42,7 +42,13 @@ def shard_dir(root: Path, shard: tuple[int, int] | None) -> Path:
 
 
 def build_manifest(settings: RunSettings) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count."""
+    """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count (or the scan a
+    run already made of this very file: ``dataset_scans``)."""
+    import dataset_scans
+
+    known = dataset_scans.load(settings.cache_dir, settings.dataset_path)
+    if known is not None:
+        return known
     info = dataset.scan(Path(settings.dataset_path))
     items = [{"question_id": qid, "question_type": qtype} for qid, qtype in info.questions]
     manifest = {"schemaVersion": SCHEMA_VERSION, "n_total": len(items), "items": items}
