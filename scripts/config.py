@@ -71,6 +71,13 @@ def write_config(project: Path, cfg: Mapping[str, Any], *, force: bool = False) 
     return path
 
 
+def rate_limits(cfg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """``providers.<name>.rpm`` / ``tpm`` from the config: the pacer's budgets for routes that send no headers."""
+    return {name: {k: float(p[k]) for k in ("rpm", "tpm") if p.get(k) is not None}
+            for name, p in (cfg.get("providers") or {}).items()
+            if isinstance(p, Mapping) and (p.get("rpm") is not None or p.get("tpm") is not None)}
+
+
 def resolve_path(project: Path, value: str | Path) -> Path:
     """A config path as an absolute path: relative values are taken from the project root; ``~`` expands."""
     p = Path(value).expanduser()

@@ -145,6 +145,16 @@ class Estimator:
         return total
 
 
+def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
+    """Every item of the run's manifest (in the shard) is completed."""
+    manifest = run_store.peek_json(run_store.manifest_path(run_dir))  # unreadable: stream the dataset as usual
+    items = None if manifest is None else manifest.get("items")
+    if not isinstance(items, list):
+        return False
+    return all(it.get("question_id") in done for it in items
+               if isinstance(it, dict) and run_store.in_shard(str(it.get("question_id")), settings.shard))
+
+
 def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     import dataset
 
@@ -153,6 +163,8 @@ def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
         run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
         if run_dir.exists():
             done = run_store.load_completed(run_dir)
+            if _nothing_pending(run_dir, done, settings):
+                return  # a resume of a finished run: no need to stream the dataset
     items = 0
     for raw in dataset.iter_items(Path(settings.dataset_path)):
         if items >= settings.max_evals:

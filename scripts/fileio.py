@@ -28,8 +28,9 @@ from errors import UserError
 
 IsComplete = Callable[[dict], bool]
 """Whether a parsed last line is a whole record (a schema check); None: any JSON object is."""
-CheckRecord = Callable[[dict, str], None]
-"""Validate one record read from ``where`` (``file:line``); raises a UserError naming the fault."""
+CheckRecord = Callable[[dict, str, bytes], None]
+"""Validate one record read from ``where`` (``file:line``; ``raw``: the line's bytes); raises a UserError naming
+the fault."""
 
 _TAIL_CHUNK = 1 << 16
 
@@ -306,7 +307,7 @@ def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | Non
         ) from None
     if check is not None:
         try:
-            check(obj, where)
+            check(obj, where, raw)
         except UserError:
             if final and not raw.endswith(b"\n"):
                 return None

@@ -23,7 +23,7 @@ from errors import UserError
 from facts import CACHE_DIR
 from judge_official import judge_verdict
 from fileio import write_atomic_bytes
-from rate_limiter import AdaptiveLimiter
+from rate_pacer import Pacer
 from records import LLM, Verdict
 from run_gateway import RunGateway
 from upstream_files import load_hypotheses, load_references
@@ -118,13 +118,15 @@ def _in_order(work: Callable[[Any], Any], jobs: Sequence[Any], concurrency: int)
 
 
 def file_gateway(project: Path, cfg: Mapping[str, Any], concurrency: int, *, read_cache: bool = True) -> LLM:
-    """The LLM of ``--hyp-file``: a run's gateway (``run_gateway``) with the project's call cache, an adaptive
-    limiter starting at ``concurrency``, and the config's provider settings (``cfg``: ``project_config``)."""
+    """The LLM of ``--hyp-file``: a run's gateway (``run_gateway``) with the project's call cache, the run's pacer
+    (at most ``concurrency`` calls in flight, paced by the provider's limits), and the config's provider settings
+    (``cfg``: ``project_config``)."""
     cache = None
     if cfg.get("cacheEnabled", True):
         cache_dir = config_mod.resolve_path(project, cfg.get("cache_dir") or CACHE_DIR)
         cache = CallCache(cache_dir, read=read_cache)
-    return RunGateway(settings=provider_settings(cfg), cache=cache, limiter=AdaptiveLimiter(concurrency))
+    return RunGateway(settings=provider_settings(cfg), cache=cache,
+                      limiter=Pacer(concurrency, limits=config_mod.rate_limits(cfg)))
 
 
 def provider_settings(cfg: Mapping[str, Any]) -> Any:

@@ -11,7 +11,7 @@ import json
 import sys
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import cost_gate
 from run_records import ResultRow
@@ -20,9 +20,12 @@ from run_settings import STATUS_EVERY_S
 
 class Progress:
     def __init__(self, mode: str, total: int, *, already_done: int = 0, run_id: str = "",
-                 run_total: int | None = None, before: Mapping[str, Any] | None = None) -> None:
+                 run_total: int | None = None, before: Mapping[str, Any] | None = None,
+                 pacing: Callable[[], list[dict[str, Any]]] | None = None) -> None:
         """``before``: the run's figures when this invocation starts (``judged``, ``errors``, ``correct``,
-        ``spent_usd``), so a status line counts the whole run, not just this invocation."""
+        ``spent_usd``), so a status line counts the whole run, not just this invocation. ``pacing``: the pacer's
+        figures (``Pacer.pacing``) for the status line."""
+        self._pacing = pacing
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.mode = mode
@@ -121,7 +124,8 @@ class Progress:
         return run_status.Status(
             state=state, run_id=self.run_id, done=judged + errors, total=self.run_total, judged=judged,
             errors=errors, correct=int(self.before.get("correct", 0)) + self.correct, spent_usd=self.spent_usd,
-            items_per_min=round(rate, 1), eta_seconds=(self.total - self.done) / rate * 60.0 if self.done else None)
+            items_per_min=round(rate, 1), eta_seconds=(self.total - self.done) / rate * 60.0 if self.done else None,
+            pacing=self._pacing() if self._pacing is not None else [])
 
     def _print_status(self, state: str) -> None:
         import run_status

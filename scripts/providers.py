@@ -21,7 +21,8 @@ Base URLs: ``settings.base_urls[provider]`` when given, else the SDKs' own ``OPE
 ``ANTHROPIC_BASE_URL``. SDK clients are built once per (provider, base URL, key, timeout) and shared between
 threads; the SDKs' own retries are off (``max_retries=0``) so that this module counts every attempt.
 
-Retry policy (the only one in the toolkit), run by the ``backoff`` library, bounded by ``max_attempts``:
+Retry policy (the only one in the toolkit), run by the ``backoff`` library, bounded by ``max_attempts`` (a call
+answered 429 goes on past it until ``RATE_LIMIT_PATIENCE_S`` after its first 429: rate limits pass):
 
 - retried: HTTP 429 (rate limit), 408, 409, 5xx, Anthropic 529 (overloaded), connection errors (including a
   reset or truncated body), timeouts, and an unparseable JSON body (``malformed``, at most
@@ -33,8 +34,11 @@ Retry policy (the only one in the toolkit), run by the ``backoff`` library, boun
   refusal as ``refusal``. At temperature 0 the same request would give the same empty reply again. A request
   with ``allow_empty`` (the judge's: upstream labels an empty reply False) gets an empty or blank text back.
 
-The limiter slot is held for one attempt only: ``limiter.acquire`` before it, ``limiter.release`` after it, and the
-backoff sleep happens outside the slot. Keys never appear in a Completion or in an error message.
+The limiter slot is held for one attempt only: ``limiter.acquire`` before it (with the attempt's model and input
+tokens, which a pacer reserves: ``rate_pacer``), ``limiter.release`` after it (with the reply's headers, read through
+the SDKs' ``with_raw_response``, and its reported input tokens), and the backoff sleep happens outside the slot. A
+call larger than a learned or configured tokens-per-minute budget fails at once as kind ``too_large_for_tpm``.
+Keys never appear in a Completion or in an error message.
 """
 
 from __future__ import annotations
@@ -47,12 +51,14 @@ import re
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import backoff
 
 import command_names
+from rate_pacer import OversizeCall
 from records import ChatRequest, Completion, Limiter
 
 KINDS = (
@@ -66,6 +72,7 @@ KINDS = (
     "billing",
     "malformed",
     "refusal",
+    "too_large_for_tpm",
 )
 RETRIED_STATUSES = {408, 409, 429}
 MALFORMED_MAX_ATTEMPTS = 3
@@ -94,6 +101,9 @@ class ProviderSettings:
 
 class ProviderError(Exception):
     """A model call that did not give a usable reply. ``str(err)`` is a readable one-line message, keys scrubbed."""
+
+    headers: Any = None
+    """The reply's headers when the call was answered but its reply refused (empty, refusal): for the pacer."""
 
     def __init__(
         self,
@@ -199,6 +209,11 @@ class _Encodings:
         self._loaded: dict[str, Any] = {}
         self._failed: dict[str, str] = {}
 
+    def loaded(self, name: str) -> bool:
+        """Whether ``name`` is loaded already (asking never loads it)."""
+        with self._lock:
+            return name in self._loaded and os.environ.get(TIKTOKEN_ENV, "").strip() != "0"
+
     def get(self, name: str) -> Any | None:
         if os.environ.get(TIKTOKEN_ENV, "").strip() == "0":
             return None
@@ -219,6 +234,20 @@ class _Encodings:
 
 _ENCODINGS = _Encodings()
 """Process-wide on purpose: the BPE file is loaded (or found missing) once, not once per item."""
+
+_COUNTS: "OrderedDict[str, int]" = OrderedDict()
+"""Exact counts made in this process (``count_tokens_how``), by request key: the pacer reserves them."""
+_COUNTS_LOCK = threading.Lock()
+_COUNTS_KEPT = 64
+
+
+def _remember_count(request: ChatRequest, count: int) -> None:
+    key = request.key()
+    with _COUNTS_LOCK:
+        _COUNTS[key] = count
+        _COUNTS.move_to_end(key)
+        while len(_COUNTS) > _COUNTS_KEPT:
+            _COUNTS.popitem(last=False)
 
 OPENAI_TOKENS_PER_MESSAGE = 3
 OPENAI_REPLY_PRIMING_TOKENS = 3
@@ -432,21 +461,25 @@ def _error_code(exc: Any) -> str | None:
     return None
 
 
+def _sdk_error(exc: BaseException, name: str) -> bool:
+    """``exc`` is the SDKs' error class ``name``. Only SDKs already imported are asked: an error from one SDK must
+    not cost the import of the other (``anthropic`` takes about a second)."""
+    return any(isinstance(exc, getattr(sys.modules[sdk], name)) for sdk in ("openai", "anthropic")
+               if sdk in sys.modules and hasattr(sys.modules[sdk], name))
+
+
 def classify(exc: BaseException, provider: str, model: str, settings: ProviderSettings) -> ProviderError:
     """Turn an SDK (or parsing) exception into a ProviderError with the kind and retry decision of our policy."""
     if isinstance(exc, ProviderError):
         return exc
-    import anthropic
-    import openai
-
     where = f"{provider} {model}"
-    if isinstance(exc, (openai.APITimeoutError, anthropic.APITimeoutError)):
+    if _sdk_error(exc, "APITimeoutError"):
         return ProviderError("timeout", f"{where}: no reply within {settings.timeout_s:g} s", retryable=True)
-    if isinstance(exc, (openai.APIConnectionError, anthropic.APIConnectionError)):
+    if _sdk_error(exc, "APIConnectionError"):
         cause = exc.__cause__ or exc
         return ProviderError("connection", f"{where}: connection failed ({type(cause).__name__}: {cause})",
                              retryable=True)
-    if isinstance(exc, (openai.APIStatusError, anthropic.APIStatusError)):
+    if _sdk_error(exc, "APIStatusError"):
         status = int(exc.status_code)
         text = _status_message(exc)
         code = _error_code(exc)
@@ -458,6 +491,9 @@ def classify(exc: BaseException, provider: str, model: str, settings: ProviderSe
         if status == 400 and "credit balance" in text.lower():
             return ProviderError("billing", f"{where}: the run is blocked on billing: the credit balance is too "
                                  f"low (HTTP 400: {text}); add credit, then resume", status=status)
+        if status == 429 and "request too large" in text.lower():  # OpenAI: bigger than the whole TPM budget
+            return _too_large(provider, model, f"the provider refused it as larger than the tokens-per-minute "
+                              f"budget (HTTP 429: {text})", 1)
         if status == 429:
             return ProviderError("rate_limit", f"{where}: rate limited (HTTP 429: {text})", status=status,
                                  retry_after=retry_after, retryable=True)
@@ -476,7 +512,7 @@ def classify(exc: BaseException, provider: str, model: str, settings: ProviderSe
         return ProviderError("bad_request", f"{where}: request rejected (HTTP {status}: {text})", status=status)
     if isinstance(exc, ValueError):  # json.JSONDecodeError and the SDKs' response validation errors
         return ProviderError("malformed", f"{where}: the reply body is not valid JSON ({exc})", retryable=True)
-    if isinstance(exc, (openai.APIResponseValidationError, anthropic.APIResponseValidationError)):
+    if _sdk_error(exc, "APIResponseValidationError"):
         return ProviderError("malformed", f"{where}: the reply does not have the expected shape ({exc})",
                              retryable=True)
     raise exc
@@ -485,6 +521,8 @@ def classify(exc: BaseException, provider: str, model: str, settings: ProviderSe
 def _outcome(err: ProviderError) -> str:
     if err.kind == "rate_limit":
         return "rate_limit"
+    if err.kind == TOO_LARGE:
+        return "refused"  # the provider did not take it, and no wait would change that
     if err.kind == "server":
         return "server"
     return "error"
@@ -493,7 +531,34 @@ def _outcome(err: ProviderError) -> str:
 # ---------------------------------------------------------------------- one attempt
 
 
-def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> tuple[str, Any, str | None]:
+@dataclass(frozen=True)
+class _Reply:
+    """One answered attempt: the parsed reply and what its headers say (``rate_headers`` reads them)."""
+
+    text: str
+    response: Any
+    stop_reason: str | None
+    headers: Any = None
+
+    @property
+    def input_tokens(self) -> int | None:
+        usage = getattr(self.response, "usage", None)
+        value = getattr(usage, "input_tokens", None) or getattr(usage, "prompt_tokens", None)
+        return int(value) if isinstance(value, (int, float)) else None
+
+
+def _answered(raw: Any) -> tuple[Any, Any]:
+    """``(parsed reply, headers)`` of a ``with_raw_response`` call: the SDK's own way to read the headers; the
+    request it sends is the same (body byte for byte)."""
+    return raw.parse(), raw.headers
+
+
+def _failed_reply(err: ProviderError, headers: Any) -> ProviderError:
+    err.headers = headers  # an answered call that we refuse (empty, refusal) still drew on the budget
+    return err
+
+
+def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply:
     if request.n not in (None, 1):
         raise ProviderError("bad_request", f"anthropic {request.model}: n={request.n} is not supported (only 1)")
     kwargs: dict[str, Any] = {
@@ -508,24 +573,25 @@ def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> tuple[
     if send_temperature:
         kwargs["extra_body"] = {"temperature": request.temperature}
     try:
-        message = client.messages.create(**kwargs)
+        message, headers = _answered(client.messages.with_raw_response.create(**kwargs))
     except Exception as exc:
         if not (send_temperature and _rejects_temperature(exc)):
             raise
         _POOL.mark_rejects_temperature(request.model)
         kwargs.pop("extra_body")
-        message = client.messages.create(**kwargs)
+        message, headers = _answered(client.messages.with_raw_response.create(**kwargs))
     where = f"anthropic {request.model}"
     if message.stop_reason == "refusal":
-        raise ProviderError("refusal", f"{where}: the model refused to answer (stop_reason refusal)")
+        raise _failed_reply(ProviderError("refusal", f"{where}: the model refused to answer (stop_reason refusal)"),
+                            headers)
     text = "".join(getattr(b, "text", "") for b in (message.content or ()) if getattr(b, "type", "") == "text")
     if not text.strip() and not request.allow_empty:
-        raise ProviderError("malformed", f"{where}: empty reply (no text content, stop_reason "
-                            f"{message.stop_reason})")
-    return text, message, message.stop_reason
+        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (no text content, stop_reason "
+                                          f"{message.stop_reason})"), headers)
+    return _Reply(text, message, message.stop_reason, headers)
 
 
-def _send_openai(client: Any, request: ChatRequest, timeout: float) -> tuple[str, Any, str | None]:
+def _send_openai(client: Any, request: ChatRequest, timeout: float) -> _Reply:
     messages = [{"role": "system", "content": request.system}] if request.system is not None else []
     messages += [dict(m) for m in request.messages]
     kwargs: dict[str, Any] = {
@@ -537,22 +603,23 @@ def _send_openai(client: Any, request: ChatRequest, timeout: float) -> tuple[str
     }
     if request.n is not None:
         kwargs["n"] = request.n
-    response = client.chat.completions.create(**kwargs)
+    response, headers = _answered(client.chat.completions.with_raw_response.create(**kwargs))
     where = f"{request.provider} {request.model}"
     if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
-        raise ProviderError("malformed", f"{where}: empty reply (no choices)")
+        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (no choices)"), headers)
     choice = response.choices[0]
     message = getattr(choice, "message", None)
     if message is None:
-        raise ProviderError("malformed", f"{where}: empty reply (a choice without a message)")
+        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (a choice without a message)"), headers)
     refusal = getattr(message, "refusal", None)
     if refusal:
-        raise ProviderError("refusal", f"{where}: the model refused to answer ({str(refusal)[:200]})")
+        raise _failed_reply(ProviderError("refusal", f"{where}: the model refused to answer ({str(refusal)[:200]})"),
+                            headers)
     text = message.content
     if not isinstance(text, str) or (not text.strip() and not request.allow_empty):
-        raise ProviderError("malformed", f"{where}: empty reply (no message content, finish_reason "
-                            f"{choice.finish_reason})")
-    return text, response, choice.finish_reason
+        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (no message content, finish_reason "
+                                          f"{choice.finish_reason})"), headers)
+    return _Reply(text, response, choice.finish_reason, headers)
 
 
 def _usage(response: Any, request: ChatRequest, text: str) -> tuple[int, int]:
@@ -586,6 +653,26 @@ def _waits(base: float, cap: float) -> Iterator[float]:
         error = yield wait
 
 
+RATE_LIMIT_PATIENCE_S = 900.0
+"""A call answered 429 keeps being retried past ``max_attempts`` until this long after its first 429: a rate limit
+passes, and no item should fail for one however long the run (a pacer makes them rare)."""
+TOO_LARGE = "too_large_for_tpm"
+"""The error kind of a call larger than the whole tokens-per-minute budget: no retry can send it."""
+
+
+def _too_large(provider: str, model: str, detail: str, attempts: int) -> ProviderError:
+    return ProviderError(TOO_LARGE, f"{provider} {model}: {detail}; shorten the prompt (e.g. a smaller context or "
+                         "top_k target option), use a model or usage tier with a higher tokens-per-minute limit, or "
+                         f"set providers.{provider}.tpm in the config if that budget is wrong", attempts=attempts)
+
+
+def _reply_headers(exc: BaseException) -> Any:
+    headers = getattr(exc, "headers", None)
+    if headers is None:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    return headers
+
+
 def call_with_retries(
     attempt: Callable[[], Any],
     *,
@@ -594,15 +681,25 @@ def call_with_retries(
     settings: ProviderSettings,
     limiter: Limiter | None = None,
     on_retry: OnRetry | None = None,
+    tokens: int | Callable[[], int] = 0,
+    extra_tokens: int = 0,
 ) -> tuple[Any, int]:
-    """Run ``attempt`` under the retry policy; return ``(its result, attempts used)`` or raise ProviderError."""
+    """Run ``attempt`` under the retry policy; return ``(its result, attempts used)`` or raise ProviderError.
+
+    ``tokens`` (a count, or a function that counts) and ``extra_tokens`` are what one attempt draws on the
+    limiter's token budget; a result or error with ``headers`` (and a result with ``input_tokens``) teaches it."""
     tries = 0
+    first_rate_limit: float | None = None
 
     def one_attempt() -> Any:
-        nonlocal tries
+        nonlocal tries, first_rate_limit
         tries += 1
+        ticket = None
         if limiter is not None:
-            limiter.acquire(provider)
+            try:
+                ticket = limiter.acquire(provider, model=model, tokens=tokens, extra_tokens=extra_tokens)
+            except OversizeCall as exc:
+                raise _too_large(provider, model, str(exc).split(": ", 1)[-1], tries) from None
         try:
             result = attempt()
         except Exception as exc:  # noqa: BLE001 - classify re-raises what it does not know
@@ -610,23 +707,37 @@ def call_with_retries(
                 err = classify(exc, provider, model, settings)
             except Exception:  # not an API error we know: a reply our parsing did not expect
                 if limiter is not None:
-                    limiter.release(provider, "error", None)
+                    limiter.release(provider, "error", None, ticket=ticket)
                 raise ProviderError("malformed", f"{provider} {model}: unexpected reply "
                                     f"({type(exc).__name__}: {str(exc)[:200]})", attempts=tries) from None
             err.attempts = tries
+            if err.kind == "rate_limit" and first_rate_limit is None:
+                first_rate_limit = time.monotonic()
             if limiter is not None:
-                limiter.release(provider, _outcome(err), err.retry_after)
+                limiter.release(provider, _outcome(err), err.retry_after, ticket=ticket, headers=_reply_headers(exc))
+                if err.kind == "rate_limit" and hasattr(limiter, "delay"):  # the 429 taught a budget this call
+                    try:  # can never fit: say so now, not after its Retry-After
+                        limiter.delay(provider, model=model, tokens=getattr(ticket, "counted", 0),
+                                      extra_tokens=extra_tokens)
+                    except OversizeCall as too_big:
+                        raise _too_large(provider, model, str(too_big).split(": ", 1)[-1], tries) from None
             if err is not exc:
                 raise err from None
             raise
         if limiter is not None:
-            limiter.release(provider, "ok", None)
+            limiter.release(provider, "ok", None, ticket=ticket, headers=getattr(result, "headers", None),
+                            used_tokens=getattr(result, "input_tokens", None))
         return result
 
     def give_up(err: ProviderError) -> bool:
         if not err.retryable:
             return True
-        return err.kind == "malformed" and err.attempts >= MALFORMED_MAX_ATTEMPTS
+        if err.kind == "malformed":
+            return err.attempts >= MALFORMED_MAX_ATTEMPTS
+        if err.attempts < max(1, int(settings.max_attempts)):
+            return False
+        return not (err.kind == "rate_limit" and first_rate_limit is not None
+                    and time.monotonic() - first_rate_limit < RATE_LIMIT_PATIENCE_S)
 
     def report(details: dict[str, Any]) -> None:
         if on_retry is not None:
@@ -637,7 +748,7 @@ def call_with_retries(
     retrying = backoff.on_exception(
         _waits,
         ProviderError,
-        max_tries=max(1, int(settings.max_attempts)),
+        max_tries=None,  # give_up bounds the attempts (max_attempts; longer for rate limits)
         giveup=give_up,
         on_backoff=report,
         jitter=None,
@@ -646,6 +757,26 @@ def call_with_retries(
         cap=float(settings.backoff_max),
     )(one_attempt)
     return retrying(), tries
+
+
+def pacing_tokens(request: ChatRequest) -> int:
+    """The input tokens a call reserves on a tokens-per-minute budget: the exact count when this process already
+    made one for this request (the reader counts its prompt), else tiktoken when its file is loaded, else the
+    estimate. Never a network call: the pacer corrects the count with what the provider reports."""
+    key = request.key()
+    with _COUNTS_LOCK:
+        known = _COUNTS.get(key)
+    if known is not None:
+        return known
+    name = tiktoken_encoding_name(request.model)
+    if name and _ENCODINGS.loaded(name):
+        try:
+            counted = tiktoken_count(request)
+        except Exception:  # noqa: BLE001 - counting must never fail a call
+            counted = None
+        if counted is not None:
+            return counted
+    return estimate_tokens((request.system or "") + "".join(str(m.get("content", "")) for m in request.messages))
 
 
 def complete(
@@ -661,14 +792,17 @@ def complete(
     client = route.client(settings.timeout_s)
     send = _send_anthropic if route.kind == "anthropic" else _send_openai
     started = time.monotonic()
-    (text, response, stop_reason), attempts = call_with_retries(
+    reply, attempts = call_with_retries(
         lambda: send(client, request, settings.timeout_s),
         provider=request.provider,
         model=request.model,
         settings=settings,
         limiter=limiter,
         on_retry=on_retry,
+        tokens=lambda: pacing_tokens(request),
+        extra_tokens=0 if route.kind == "anthropic" else int(request.max_tokens or 0),  # OpenAI counts max_tokens
     )
+    text, response, stop_reason = reply.text, reply.response, reply.stop_reason
     tokens_in, tokens_out = _usage(response, request, text)
     return Completion(
         text=text,
@@ -703,16 +837,17 @@ def embed(
     for start in range(0, len(texts), EMBED_BATCH):
         batch = [str(t) for t in texts[start : start + EMBED_BATCH]]
 
-        def attempt(batch: list[str] = batch) -> Any:
-            response = client.embeddings.create(model=model, input=batch, encoding_format="float",
-                                                timeout=settings.timeout_s)
+        def attempt(batch: list[str] = batch) -> _Reply:
+            response, headers = _answered(client.embeddings.with_raw_response.create(
+                model=model, input=batch, encoding_format="float", timeout=settings.timeout_s))
             if len(response.data) != len(batch):
-                raise ProviderError("malformed", f"{provider} {model}: {len(response.data)} embeddings for "
-                                    f"{len(batch)} texts", retryable=True)
-            return response
+                raise _failed_reply(ProviderError("malformed", f"{provider} {model}: {len(response.data)} embeddings "
+                                                  f"for {len(batch)} texts", retryable=True), headers)
+            return _Reply("", response, None, headers)
 
-        response, _ = call_with_retries(attempt, provider=provider, model=model, settings=settings,
-                                        limiter=limiter, on_retry=on_retry)
+        reply, _ = call_with_retries(attempt, provider=provider, model=model, settings=settings, limiter=limiter,
+                                     on_retry=on_retry, tokens=sum(estimate_tokens(t) for t in batch))
+        response = reply.response
         vectors.extend(list(item.embedding) for item in sorted(response.data, key=lambda d: d.index))
     return vectors
 
@@ -735,14 +870,19 @@ def count_tokens_how(request: ChatRequest, settings: ProviderSettings | None = N
             kwargs: dict[str, Any] = {"model": request.model, "messages": [dict(m) for m in request.messages]}
             if request.system is not None:
                 kwargs["system"] = request.system
-            return int(client.messages.count_tokens(**kwargs).input_tokens), "provider"
+            counted = int(client.messages.count_tokens(**kwargs).input_tokens)
         except Exception:  # noqa: BLE001 - counting must never fail a run
             return None
+        _remember_count(request, counted)
+        return counted, "provider"
     try:
         counted = tiktoken_count(request)
     except Exception:  # noqa: BLE001 - counting must never fail a run
         return None
-    return None if counted is None else (counted, "tiktoken")
+    if counted is None:
+        return None
+    _remember_count(request, counted)
+    return counted, "tiktoken"
 
 
 def count_tokens(request: ChatRequest, settings: ProviderSettings | None = None) -> int | None:

@@ -1,5 +1,7 @@
 """An adaptive concurrency limiter per provider (AIMD), shared by every worker of a run.
 
+It caps the calls in flight; ``rate_pacer.Pacer`` builds on it to pace by the provider's per-minute budgets.
+
 Start at the configured concurrency; on a 429 episode cut the limit multiplicatively (once per cooldown, so a burst
 of 429s from one overload counts once), honour Retry-After by pausing new attempts to that provider, and grow back
 slowly (+1 per ``limit`` successes) when calls succeed. 5xx/529 pause growth without cutting: an overloaded server
@@ -60,7 +62,8 @@ class AdaptiveLimiter:
         with self._cond:
             return int(self._state(provider).limit)
 
-    def acquire(self, provider: str) -> None:
+    def acquire(self, provider: str, **_call: Any) -> None:
+        """Block until a slot for ``provider`` is free. ``_call`` (model, tokens...) is what a pacer would use."""
         with self._cond:
             st = self._state(provider)
             while True:
@@ -73,28 +76,34 @@ class AdaptiveLimiter:
                     return
                 self._cond.wait(timeout=1.0)
 
-    def release(self, provider: str, outcome: str, retry_after: float | None = None) -> None:
+    def release(self, provider: str, outcome: str, retry_after: float | None = None, **_reply: Any) -> None:
         with self._cond:
             st = self._state(provider)
             st.in_flight = max(0, st.in_flight - 1)
-            st.outcomes[outcome] = st.outcomes.get(outcome, 0) + 1
-            now = self._clock()
-            if outcome == "rate_limit":
-                if retry_after:
-                    st.paused_until = max(st.paused_until, now + retry_after)
-                if now >= st.cut_cooldown_until:
-                    self._set(st, provider, max(self.minimum, st.limit * self.decrease), "rate_limit", now)
-                    st.cut_cooldown_until = now + max(self.cooldown_s, retry_after or 0.0)
-                    st.growth_paused_until = st.cut_cooldown_until
-            elif outcome == "server":
-                st.growth_paused_until = now + self.cooldown_s
-            elif outcome == "ok" and now >= st.growth_paused_until and st.limit < self.maximum:
-                grown = min(float(self.maximum), st.limit + 1.0 / max(st.limit, 1.0))
-                if int(grown) > int(st.limit):
-                    self._set(st, provider, grown, "recovered", now)
-                else:
-                    st.limit = grown
+            self._on_outcome(st, provider, outcome, retry_after, self._clock())
             self._cond.notify_all()
+
+    def _on_outcome(self, st: _ProviderState, provider: str, outcome: str, retry_after: float | None, now: float,
+                    *, cut: bool = True) -> None:
+        """Count the outcome and adapt the limit. ``cut=False``: a 429 neither pauses nor cuts (a pacer handles it)."""
+        st.outcomes[outcome] = st.outcomes.get(outcome, 0) + 1
+        if outcome == "rate_limit" and not cut:
+            st.growth_paused_until = max(st.growth_paused_until, now + self.cooldown_s)
+        elif outcome == "rate_limit":
+            if retry_after:
+                st.paused_until = max(st.paused_until, now + retry_after)
+            if now >= st.cut_cooldown_until:
+                self._set(st, provider, max(self.minimum, st.limit * self.decrease), "rate_limit", now)
+                st.cut_cooldown_until = now + max(self.cooldown_s, retry_after or 0.0)
+                st.growth_paused_until = st.cut_cooldown_until
+        elif outcome == "server":
+            st.growth_paused_until = now + self.cooldown_s
+        elif outcome == "ok" and now >= st.growth_paused_until and st.limit < self.maximum:
+            grown = min(float(self.maximum), st.limit + 1.0 / max(st.limit, 1.0))
+            if int(grown) > int(st.limit):
+                self._set(st, provider, grown, "recovered", now)
+            else:
+                st.limit = grown
 
     def _set(self, st: _ProviderState, provider: str, new: float, reason: str, now: float) -> None:
         old = int(st.limit)

@@ -246,13 +246,17 @@ class LLM(Protocol):
 
 
 class Limiter(Protocol):
-    """Admission control around each attempt of a model call (the run's adaptive per-provider limiter)."""
+    """Admission control around each attempt of a model call (the run's pacer: ``rate_pacer.Pacer``)."""
 
-    def acquire(self, provider: str) -> None:
-        """Block until a slot for ``provider`` is free."""
+    def acquire(self, provider: str, *, model: str = "", tokens: Any = 0, extra_tokens: int = 0) -> Any:
+        """Block until the attempt may go; return a ticket for ``release``. ``tokens``: its input tokens, or a
+        function that counts them; ``extra_tokens``: what else the provider counts against the budget up front."""
 
-    def release(self, provider: str, outcome: str, retry_after: float | None = None) -> None:
-        """Free the slot. ``outcome``: ``ok``, ``rate_limit``, ``server`` (5xx/529), or ``error``."""
+    def release(self, provider: str, outcome: str, retry_after: float | None = None, *, ticket: Any = None,
+                headers: Any = None, used_tokens: int | None = None) -> None:
+        """Free the slot. ``outcome``: ``ok``, ``rate_limit``, ``server`` (5xx/529), ``refused`` (a call the provider
+        will never take: larger than its tokens-per-minute budget), or ``error``; ``headers``: the
+        reply's (rate-limit headers); ``used_tokens``: the input tokens the provider reported."""
 
 
 @dataclass(frozen=True)

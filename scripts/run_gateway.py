@@ -23,12 +23,15 @@ class RunStats:
         self.cached_calls = 0
         self.retries = 0
         self.retries_by_kind: dict[str, int] = {}
+        self.retry_wait_s = 0.0
+        """Backoff sleeps before retries, summed over calls: time lost to failed attempts (429s included)."""
 
     def on_retry(self, event: dict[str, Any]) -> None:
         with self._lock:
             self.retries += 1
             kind = str(event.get("kind", "unknown"))
             self.retries_by_kind[kind] = self.retries_by_kind.get(kind, 0) + 1
+            self.retry_wait_s += float(event.get("wait_s") or 0.0)
 
     def on_call(self, cached: bool) -> None:
         with self._lock:
@@ -43,6 +46,7 @@ class RunStats:
                 "cached_calls": self.cached_calls,
                 "retries": self.retries,
                 "retries_by_kind": dict(self.retries_by_kind),
+                "retry_wait_s": round(self.retry_wait_s, 3),
             }
 
 

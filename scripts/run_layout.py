@@ -6,7 +6,7 @@
 - ``item-results.jsonl`` (one row per attempt that reached an end), ``questions_completed.jsonl`` (one mark per
   judged question), ``prompts.jsonl`` (the exact prompts a target sent);
 - ``.lock`` (the one writer), ``.meta.lock`` (shards updating the root meta), ``.worker.lock`` (starting a worker),
-  ``worker.json`` and ``run.log`` (a background worker);
+  ``worker.json`` and ``run.log`` (a background worker), ``pacing.json`` (the pacer's live figures);
 - ``shard-<i>of<n>/`` with the same per-shard files when ``--shard`` is used;
 - the scorecard's outputs: ``metrics.json``, ``scorecard.md``, ``report.html``, ``charts/``, ``compare-<id>.html``;
 - ``backups/<label>-<time>/`` (what drop_qids, a revert or an adoption replaced).
@@ -28,6 +28,8 @@ META_LOCK_FILE = ".meta.lock"
 WORKER_FILE = "worker.json"
 LOG_FILE = "run.log"
 WORKER_LOCK_FILE = ".worker.lock"
+PACING_FILE = "pacing.json"
+"""The pacer's live figures while a run runs (for run_status in another process; a hint for people)."""
 METRICS_FILE = "metrics.json"
 SCORECARD_FILE = "scorecard.md"
 REPORT_FILE = "report.html"
@@ -64,6 +66,9 @@ def run_dirs(root: Path) -> list[Path]:
     return [Path(root), *shard_dirs(root)]
 
 
+COMPARE_PAGE_PREFIX = "compare-"
+
+
 def compare_page_name(before_run_id: str) -> str:
     """The diff page a scorecard writes beside the later run: ``compare-<before run id>.html``."""
-    return f"compare-{before_run_id}.html"
+    return f"{COMPARE_PAGE_PREFIX}{before_run_id}.html"

@@ -285,9 +285,9 @@ class Manifest:
 
 _META_KEYS = ("schemaVersion", "runId", "status", "started_at", "finished_at", "duration_seconds", "variant",
               "dataset", "target", "judge", "plugin_version", "project_git_commit", "error", "provenance",
-              "endpoints", "settings", "shard", "invocations", "counts", "limiter", "exit_status", "retries",
+              "endpoints", "settings", "shard", "invocations", "counts", "limiter", "pacing", "exit_status", "retries",
               "shards")
-_META_OPTIONAL = ("counts", "limiter", "exit_status", "retries", "shards")
+_META_OPTIONAL = ("counts", "limiter", "pacing", "exit_status", "retries", "shards")
 """Written once the run has an end (or, ``shards``, by the root meta of a sharded run)."""
 
 
@@ -322,6 +322,8 @@ class RunMeta:
     invocations: tuple[Mapping[str, Any], ...] = ()
     counts: Mapping[str, Any] | None = None
     limiter: Any = None
+    pacing: tuple[Mapping[str, Any], ...] | None = None
+    """The pacer's figures per budget key when the invocation ended (SPEC.md, Rate limits)."""
     exit_status: int | None = None
     retries: int | None = None
     shards: Mapping[str, str] | None = None
@@ -373,7 +375,8 @@ class RunMeta:
         for key in _META_OPTIONAL:
             value = getattr(self, key)
             if value is not None:
-                d[key] = dict(value) if isinstance(value, Mapping) else value
+                d[key] = dict(value) if isinstance(value, Mapping) else \
+                    [dict(v) for v in value] if isinstance(value, tuple) else value
         d.update(self.extra)
         return d
 
@@ -381,6 +384,8 @@ class RunMeta:
     def from_dict(cls, d: Mapping[str, Any]) -> "RunMeta":
         known = {k: d[k] for k in _META_KEYS if k in d}
         known["invocations"] = tuple(known.get("invocations") or ())
+        if known.get("pacing") is not None:
+            known["pacing"] = tuple(known["pacing"])
         for key in ("provenance", "endpoints", "settings"):
             known[key] = known.get(key) or {}
         return cls(**known, extra={k: v for k, v in d.items() if k not in _META_KEYS})

@@ -61,12 +61,15 @@ class RunSettings:
     """Verdicts per hypothesis (``--judge-repeat``); the first is the label, the repeats measure stability."""
     azure: Mapping[str, str] = field(default_factory=dict)
     """Config ``providers.azure``: ``endpoint``, ``deployment``, ``api_version`` of the Azure OpenAI route."""
+    rate_limits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Config ``providers.<name>.rpm`` / ``tpm``: the pacer's budgets where the provider sends no rate headers."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["target_options"] = dict(self.target_options)
         d["base_urls"] = dict(self.base_urls)
         d["azure"] = dict(self.azure)
+        d["rate_limits"] = {name: dict(limits) for name, limits in self.rate_limits.items()}
         d["shard"] = None if self.shard is None else f"{self.shard[0]}/{self.shard[1]}"
         return d
 
@@ -178,6 +181,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         for name, p in (cfg.get("providers") or {}).items()
         if isinstance(p, Mapping) and p.get("base_url")
     }
+    rate_limits = config_mod.rate_limits(cfg)
     dataset_path = args.dataset or cfg.get("datasetPath")
     if not dataset_path:
         raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run "
@@ -209,6 +213,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         loop=bool(args.loop),
         judge_repeat=judge_repeat,
         azure=azure,
+        rate_limits=rate_limits,
     )
 
 
@@ -272,7 +277,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--longmemeval-root", help="upstream LongMemEval checkout holding the judge prompts")
     parser.add_argument("--judge-repeat", type=int, metavar="K", help="judge each hypothesis K times (repeats bypass the cache; the first verdict is the label): measures judge stability (default 1; a resume keeps the run's)")
     parser.add_argument("--run-id", help="resume this run (default: a new UUID)")
-    parser.add_argument("--concurrency", type=int, help="items in flight at once; the limiter adapts below it (default: config, 8)")
+    parser.add_argument("--concurrency", type=int, help="items in flight at once; the pacer keeps to the provider's rate limits below it (default: config, 8)")
     parser.add_argument("--error-threshold", type=int, help="item errors tolerated before the run stops as failed (default: config, 0)")
     parser.add_argument("--shard", help="run only shard i of n (i/n), deterministic by question id")
     parser.add_argument("--no-cache", action="store_true", help="do not read the call cache (still writes it): for confirmation reruns; a resume keeps the run's choice")

@@ -10,6 +10,7 @@ from typing import Any
 
 from clock import utc_now
 import dataset
+import dataset_scans
 import fingerprints
 import loop_rules
 import provenance
@@ -26,7 +27,11 @@ from run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the ru
 
 
 def build_manifest(settings: RunSettings) -> tuple[Manifest, dict[str, Any]]:
-    """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count."""
+    """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count (or the scan a
+    run already made of this very file: ``dataset_scans``)."""
+    known = dataset_scans.load(settings.cache_dir, settings.dataset_path)
+    if known is not None:
+        return Manifest.from_dict(known[0]), known[1]
     info = dataset.scan(Path(settings.dataset_path))
     manifest = Manifest.of(info.questions)
     described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items, **_file_stamp(settings),

@@ -65,6 +65,8 @@ class Status:
     """run-meta's error, or why the run is dead."""
     resume: list[str] = field(default_factory=list)
     """Commands that continue the run (resume, or finish a run cut by --max)."""
+    pacing: list[dict[str, Any]] = field(default_factory=list)
+    """Per provider/model: learned limits, achieved requests and tokens per minute, time lost waiting."""
 
     @property
     def accuracy(self) -> float | None:
@@ -87,7 +89,8 @@ def _duration(seconds: float) -> str:
 
 
 def format_line(s: Status) -> str:
-    """``running  212/500 done (210 judged, 2 errors)  acc 0.871  $3.42  38.0 items/min  ETA 7m35s  run 3f2a``"""
+    """``running  212/500 done (210 judged, 2 errors)  acc 0.871  $3.42  38.0 items/min  ETA 7m35s  run 3f2a``,
+    then the pacing per model: ``openai/gpt-4o 291/300 rpm 1.94M/2M tpm throttled 85%``."""
     parts = [s.state, f"{s.done}/{s.total} done ({s.judged} judged, {s.errors} errors)"]
     parts.append(f"acc {s.accuracy:.3f}" if s.accuracy is not None else "acc -")
     parts.append("$?" if s.spent_usd is None else f"${s.spent_usd:,.2f}" if s.spent_usd >= 1 else f"${s.spent_usd:.4f}")
@@ -96,6 +99,12 @@ def format_line(s: Status) -> str:
     if s.eta_seconds is not None and s.state == "running":
         parts.append(f"ETA {_duration(s.eta_seconds)}")
     parts.append(f"run {s.run_id}")
+    if s.pacing:
+        from pacing_status import status_text
+
+        paced = status_text(s.pacing)
+        if paced:
+            parts.append(paced)
     return "  ".join(parts)
 
 
@@ -197,6 +206,7 @@ def collect(root: Path, project: Path) -> Status:
     spent, unknown = cost_gate.spent(run_store.iter_rows(root))
     status.spent_usd = None if unknown else spent
     _rate_and_eta(status, root)
+    status.pacing = _pacing(root, state)
     shard = meta.get("shard")
     pending = status.total - len(run_store.load_completed(root))
     if state in ("failed", "interrupted", "dead", "blocked"):
@@ -206,6 +216,17 @@ def collect(root: Path, project: Path) -> Status:
     elif state == "completed" and pending > 0 and not meta.get("shards"):
         status.resume = resume_lines(project, root.name, shard, verb=f"{pending} items not run yet; finish with")
     return status
+
+
+def _pacing(root: Path, state: str) -> list[dict[str, Any]]:
+    """The pacer's figures: live from ``pacing.json`` while running, else from the last invocation's run-meta."""
+    from pacing_status import read_pacing_file
+
+    directories = run_store.run_dirs(root)
+    if state == "running":
+        return [e for d in directories for e in read_pacing_file(d)]
+    metas = [run_store.peek_meta(d) or {} for d in directories]
+    return [e for m in metas for e in ((m.get("invocations") or [{}])[-1].get("pacing") or [])]
 
 
 def _last_line(path: Path) -> str | None:

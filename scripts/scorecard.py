@@ -15,7 +15,8 @@ never replaces the official one. Unstable judge labels (judge_stability) and a s
 are shown when there are any.
 Works on completed, interrupted, failed and still-running runs (it only reads the run's files). Every scoring also
 writes report.html, a self-contained page with the figures, charts and a drill-down per question
-(``report_html``; open it in a browser).
+(``report_html``; open it in a browser). A run scored before and unchanged since (``score_fingerprint``: its files,
+dataset, project state, the scoring code) is not scored again: its outputs are reused and printed.
 
 Example:
     python scripts/scorecard.py --run-id baseline --format json
@@ -39,6 +40,7 @@ import metrics
 import retrieval_metrics
 import run_store
 import schemas
+import score_fingerprint
 from run_records import ResultRow, RunMeta
 from run_store import RunData, load_run
 from errors import UserError, run_main
@@ -561,6 +563,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also write compare-<OTHER>.html: OTHER_RUN (a run id or directory) before, this run after")
     parser.add_argument("--force", action="store_true",
                         help="with --compare: compare even when judge, dataset sha256 or n_total differ (page says so)")
+    parser.add_argument("--rescore", action="store_true",
+                        help="score even when nothing scoring reads changed since the last scoring (default: reuse)")
     args = parser.parse_args(argv)
 
     if args.print_latest_id:
@@ -592,8 +596,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if n_total is not None and n_total <= 0:
         raise UserError(f"N_TOTAL must be positive, got {n_total}", fix="pass the number of items, e.g. 500")
 
+    reuse = None if args.compare or args.history or args.rescore else score_fingerprint.fingerprint(
+        run_dir, args.project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": not args.no_html,
+                                "charts": not args.no_charts})
+    if reuse is not None and score_fingerprint.current(run_dir, reuse, html=not args.no_html,
+                                                       charts=not args.no_charts):
+        out = run_store.METRICS_FILE if args.format == "json" else run_store.SCORECARD_FILE
+        print((run_dir / out).read_text(encoding="utf-8"), end="")
+        print(f"unchanged since it was last scored: {run_dir / run_store.METRICS_FILE} (--rescore scores it again)",
+              file=sys.stderr)
+        return 0
     run = load_run(run_dir)
     card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
+    if reuse is not None:
+        card["fingerprint"] = reuse
     markdown = render_markdown(card)
     import report_html
 

@@ -35,7 +35,20 @@ Faults: ``fail_next(kind, count=1, **opts)`` queues faults for the next requests
 ``malformed`` (200 with an invalid JSON body), ``truncated`` (Content-Length larger than the body, then close),
 ``empty`` (no choices / empty content list; ``variant="blank"`` gives one choice / block with ``""``),
 ``refusal`` (OpenAI ``message.refusal`` with ``content: null``; Anthropic ``stop_reason: "refusal"``).
-``rate_limit_rps = R`` adds a token bucket (burst R): requests beyond it get a 429 with Retry-After.
+``rate_limit_rps = R`` adds a token bucket (burst R): requests beyond it get a 429 with Retry-After (no rate headers).
+
+Rate limits as the providers enforce and report them: ``rpm`` (requests per minute) and ``tpm`` (tokens per
+minute) give each model (``rate_limit_per_model``; else each API shape) two buckets that refill continuously and
+hold ``burst_s`` seconds of the limit (60: the whole minute; 1: a provider that enforces shorter windows). A request
+goes when the bucket holds its cost or is full (a request bigger than the bucket then leaves it in debt); else it
+is answered at once with a 429 and ``Retry-After``. Token cost: the prompt tokens, plus ``max_tokens`` on the
+OpenAI shape (OpenAI counts it up front); embeddings cost their input tokens. A request above the whole ``tpm`` gets
+OpenAI's "Request too large" 429 (Anthropic shape: a plain rate-limit 429). Every reply then carries the provider's
+headers (``rate_headers``: None = when ``rpm`` or ``tpm`` is set): OpenAI ``x-ratelimit-limit-requests``,
+``-remaining-requests``, ``-reset-requests`` (``"1.5s"``, ``"6m0s"``, ``"120ms"``) and ``-tokens``; Anthropic
+``anthropic-ratelimit-requests-limit`` / ``-remaining`` / ``-reset`` (RFC 3339), ``-input-tokens-*``,
+``-output-tokens-*`` and ``-tokens-*``. Each log entry records the reply's ``status`` (and ``cost``, the tokens
+charged, when a limit took it).
 
 CLI (for benchmarks that need a server in a subprocess)::
 
@@ -159,6 +172,44 @@ class _Bucket:
         return (1.0 - self.tokens) / self.rate
 
 
+def go_duration(seconds: float) -> str:
+    """OpenAI's reset format: ``0.12`` -> ``"120ms"``, ``1.5`` -> ``"1.5s"``, ``360`` -> ``"6m0s"``."""
+    if seconds < 1.0:
+        return f"{max(0, round(seconds * 1000))}ms"
+    minutes, rest = divmod(seconds, 60.0)
+    rest_text = f"{rest:.3f}".rstrip("0").rstrip(".")
+    return f"{int(minutes)}m{rest_text}s" if minutes else f"{rest_text}s"
+
+
+def rfc3339_in(seconds: float) -> str:
+    from datetime import datetime, timedelta, timezone
+
+    when = datetime.now(timezone.utc) + timedelta(seconds=max(0.0, seconds))
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class _Allowance:
+    """One per-minute limit as the fake enforces it: refills continuously, holds ``burst_s`` seconds of it."""
+
+    def __init__(self, per_minute: float, burst_s: float) -> None:
+        self.limit = float(per_minute)
+        self.rate = self.limit / 60.0
+        self.capacity = max(self.limit * burst_s / 60.0, 1.0)
+        self.level = self.capacity
+        self.stamp = time.monotonic()
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def wait_for(self, cost: float) -> float:
+        missing = min(cost, self.capacity) - self.level
+        return 0.0 if missing <= 1e-9 else missing / self.rate
+
+    def until_full(self) -> float:
+        return max(0.0, self.capacity - self.level) / self.rate
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -184,6 +235,12 @@ class FakeLLMServer:
         self.judge_fn: Callable[[str], str] | None = None
         self.fault_rate: dict[str, float] = {}
         self.rate_limit_rps: float | None = None
+        self.rpm: float | None = None
+        self.tpm: float | None = None
+        self.burst_s: float = 60.0
+        self.rate_headers: bool | None = None
+        self.rate_limit_per_model = True
+        self._allowances: dict[tuple[str, str], tuple[_Allowance | None, _Allowance | None]] = {}
         self.log_bodies = log_bodies
         """False keeps only path, headers and time per request (long benchmark runs would hold GBs)."""
         self._rng = random.Random(seed)
@@ -248,11 +305,49 @@ class FakeLLMServer:
             return list(self._requests)
 
     def reset(self) -> None:
-        """Forget logged requests, queued faults and the rate bucket (settings such as ``answers`` stay)."""
+        """Forget logged requests, queued faults and the rate buckets (settings such as ``answers`` stay)."""
         with self._lock:
             self._requests.clear()
             self._faults.clear()
             self._bucket = None
+            self._allowances.clear()
+
+    # ------------------------------------------------------------------ provider rate limits
+
+    def _limits_for(self, shape: str, model: str) -> tuple[_Allowance | None, _Allowance | None]:
+        key = (shape, model if self.rate_limit_per_model else "")
+        found = self._allowances.get(key)
+        wanted = (self.rpm, self.tpm, self.burst_s)
+        if found is None or getattr(found, "settings", None) != wanted:
+            found = _Limits(_Allowance(self.rpm, self.burst_s) if self.rpm else None,
+                            _Allowance(self.tpm, self.burst_s) if self.tpm else None, wanted)
+            self._allowances[key] = found
+        return found
+
+    def admit(self, shape: str, model: str, cost: int) -> tuple[str | None, float, dict[str, str]]:
+        """Charge one request of ``cost`` tokens: ``(None or "429" or "too_large", retry_after, headers)``."""
+        with self._lock:
+            if not (self.rpm or self.tpm):
+                return None, 0.0, {}
+            requests, tokens = self._limits_for(shape, model)
+            now = time.monotonic()
+            for allowance in (requests, tokens):
+                if allowance is not None:
+                    allowance.refill(now)
+            verdict, wait = None, 0.0
+            if tokens is not None and cost > tokens.limit:
+                verdict = "too_large"
+            else:
+                wait = max(requests.wait_for(1) if requests else 0.0, tokens.wait_for(cost) if tokens else 0.0)
+                if wait > 0:
+                    verdict = "429"
+                else:
+                    if requests is not None:
+                        requests.level -= 1
+                    if tokens is not None:
+                        tokens.level -= cost
+            send = self.rate_headers if self.rate_headers is not None else True
+            return verdict, wait, (_rate_headers(shape, requests, tokens) if send else {})
 
     def fail_next(self, kind: str, count: int = 1, **opts: Any) -> None:
         if kind not in FAULT_KINDS:
@@ -262,7 +357,7 @@ class FakeLLMServer:
 
     # ------------------------------------------------------------------ internals used by the handler
 
-    def _log(self, path: str, headers: Mapping[str, str], body: Any, raw: bytes, query: str = "") -> None:
+    def _log(self, path: str, headers: Mapping[str, str], body: Any, raw: bytes, query: str = "") -> dict[str, Any]:
         entry: dict[str, Any] = {
             "path": path,
             "query": query,
@@ -274,6 +369,7 @@ class FakeLLMServer:
             entry["raw"] = raw
         with self._lock:
             self._requests.append(entry)
+        return entry
 
     def _next_fault(self) -> tuple[str, dict[str, Any]] | None:
         with self._lock:
@@ -350,6 +446,54 @@ class FakeLLMServer:
         return "no"
 
 
+class _Limits(tuple):
+    """(requests, tokens) allowances of one key, with the settings they were made for."""
+
+    def __new__(cls, requests: _Allowance | None, tokens: _Allowance | None, settings: tuple) -> "_Limits":
+        made = super().__new__(cls, (requests, tokens))
+        made.settings = settings
+        return made
+
+
+def _rate_headers(shape: str, requests: _Allowance | None, tokens: _Allowance | None) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, allowance in (("requests", requests), ("tokens", tokens)):
+        if allowance is None:
+            continue
+        limit, remaining = str(int(allowance.limit)), str(max(0, int(allowance.level)))
+        if shape == "anthropic":
+            reset = rfc3339_in(allowance.until_full())
+            names = ["requests"] if name == "requests" else ["input-tokens", "tokens"]
+            for budget in names:
+                headers[f"anthropic-ratelimit-{budget}-limit"] = limit
+                headers[f"anthropic-ratelimit-{budget}-remaining"] = remaining
+                headers[f"anthropic-ratelimit-{budget}-reset"] = reset
+            if name == "tokens":
+                headers["anthropic-ratelimit-output-tokens-limit"] = limit
+                headers["anthropic-ratelimit-output-tokens-remaining"] = limit
+                headers["anthropic-ratelimit-output-tokens-reset"] = rfc3339_in(0)
+        else:
+            headers[f"x-ratelimit-limit-{name}"] = limit
+            headers[f"x-ratelimit-remaining-{name}"] = remaining
+            headers[f"x-ratelimit-reset-{name}"] = go_duration(allowance.until_full())
+    return headers
+
+
+def rate_cost(path: str, body: Mapping[str, Any]) -> tuple[str, str, int] | None:
+    """``(shape, model, token cost)`` of a request the provider limits; None for the rest (count_tokens...)."""
+    if path == "/v1/messages":
+        return "anthropic", str(body.get("model", "")), estimate_tokens(prompt_text(body))
+    if path == "/v1/chat/completions" or _AZURE_CHAT.fullmatch(path):
+        model = str(body.get("model", "")) or path.split("/")[3]
+        extra = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+        return "openai", model, estimate_tokens(prompt_text(body)) + extra
+    if path == "/v1/embeddings":
+        raw_input = body.get("input", [])
+        texts = [raw_input] if isinstance(raw_input, str) else list(raw_input)
+        return "openai", str(body.get("model", "")), sum(estimate_tokens(str(t)) for t in texts)
+    return None
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeLLMServer
     protocol_version = "HTTP/1.1"
@@ -363,6 +507,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode("utf-8")
+        headers = {**getattr(self, "_rate_headers", {}), **(headers or {})}
+        entry = getattr(self, "_entry", None)
+        if entry is not None:
+            entry["status"] = status
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -390,8 +538,16 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = None
-        fake._log(path, dict(self.headers.items()), body, raw, query)
+        self._entry = fake._log(path, dict(self.headers.items()), body, raw, query)
+        self._rate_headers = {}
         anthropic = path.startswith("/v1/messages")
+        limited = rate_cost(path, body) if isinstance(body, dict) and self.command == "POST" else None
+        if limited is not None:
+            verdict, wait, self._rate_headers = fake.admit(*limited)
+            if verdict is not None:
+                self._refuse(verdict, wait, anthropic, limited)
+                return
+            self._entry["cost"] = limited[2]
         fault = fake._next_fault()
         fake.sleep(fake._delay())
         if fault is not None and self._apply_fault(fault[0], fault[1], anthropic, path):
@@ -423,6 +579,27 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
         self._send(status, payload, headers)
+
+    def _refuse(self, verdict: str, wait: float, anthropic: bool, limited: tuple[str, str, int]) -> None:
+        """A 429 from the provider rate limits (answered at once, as the real APIs do)."""
+        _, model, cost = limited
+        if verdict == "too_large":
+            text = (f"Request too large for {model} on tokens per min (TPM): Limit {int(self.fake.tpm or 0)}, "
+                    f"Requested {cost}. The input or output tokens must be reduced in order to run successfully.")
+            if anthropic:
+                self._error(429, "rate_limit_error", f"This request would exceed your rate limit of "
+                            f"{int(self.fake.tpm or 0)} input tokens per minute.", True, headers={"retry-after": "60"})
+            else:
+                self._error(429, "tokens", text, False, code="rate_limit_exceeded")
+            return
+        headers = {"retry-after": str(max(1, math.ceil(wait)))} if anthropic else {
+            "Retry-After": f"{wait:.3f}", "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
+        if anthropic:
+            self._error(429, "rate_limit_error", "Number of requests has exceeded your rate limit.", True,
+                        headers=headers)
+        else:
+            self._error(429, "requests", "Rate limit reached for requests.", False, code="rate_limit_exceeded",
+                        headers=headers)
 
     def _apply_fault(self, kind: str, opts: Mapping[str, Any], anthropic: bool, path: str) -> bool:
         """Send the fault's response; False when the fault only shapes a normal 200 reply (empty, refusal)."""
@@ -608,6 +785,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="seconds per request, fixed (0.05) or uniform range (0.02,0.2)")
     parser.add_argument("--rate-limit", type=float, default=None,
                         help="requests per second before answering 429 (default: no limit)")
+    parser.add_argument("--rpm", type=float, default=None, help="requests per minute per model (429 beyond)")
+    parser.add_argument("--tpm", type=float, default=None, help="tokens per minute per model (429 beyond)")
+    parser.add_argument("--burst-s", type=float, default=60.0,
+                        help="seconds of the limit a bucket holds (default 60: the whole minute)")
+    parser.add_argument("--no-rate-headers", action="store_true", help="enforce --rpm/--tpm but send no headers")
     parser.add_argument("--answers", type=Path, default=None,
                         help="JSON {question: answer} or a LongMemEval file (.json/.json.xz) for the answer policy")
     parser.add_argument("--correct-share", type=float, default=1.0,
@@ -620,6 +802,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = FakeLLMServer(args.host, args.port, seed=args.seed, log_bodies=False)
     server.latency = args.latency
     server.rate_limit_rps = args.rate_limit
+    server.rpm, server.tpm, server.burst_s = args.rpm, args.tpm, args.burst_s
+    server.rate_headers = False if args.no_rate_headers else None
     server.correct_share = args.correct_share
     if args.answers is not None:
         server.answers = load_answers(args.answers)

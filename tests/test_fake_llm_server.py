@@ -185,6 +185,53 @@ def test_rate_limit_bucket_answers_429_beyond_the_rate(fake_llm):
     assert len([o for o in outcomes if o != "ok"]) >= 5
 
 
+def test_rpm_per_model_answers_429_beyond_the_bucket_with_openai_headers_on_every_reply(fake_llm):
+    fake_llm.rpm, fake_llm.burst_s = 120, 1.0  # a bucket of two requests
+    client = _openai(fake_llm)
+    first = client.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "x"}], max_tokens=5)
+    assert first.headers["x-ratelimit-limit-requests"] == "120"
+    assert first.headers["x-ratelimit-remaining-requests"] == "1"
+    assert first.headers["x-ratelimit-reset-requests"].endswith("ms")
+    _ask_openai(client, "x")
+    with pytest.raises(openai.RateLimitError) as err:
+        _ask_openai(client, "x")
+    assert float(err.value.response.headers["retry-after"]) > 0
+    assert err.value.response.headers["x-ratelimit-remaining-requests"] == "0"
+    _ask_openai(client, "x", model="gpt-4o-mini")  # another model has its own budget
+    assert [r["status"] for r in fake_llm.requests] == [200, 200, 429, 200]
+
+
+def test_tpm_charges_prompt_and_max_tokens_and_refuses_a_request_above_the_minute(fake_llm):
+    fake_llm.tpm = 1_000
+    client = _openai(fake_llm)
+    _ask_openai(client, "x" * 400, max_tokens=100)
+    assert fake_llm.requests[-1]["cost"] == 101 + 100
+    with pytest.raises(openai.RateLimitError) as err:
+        _ask_openai(client, "x" * 8_000)
+    assert "Request too large" in str(err.value) and "Limit 1000" in str(err.value)
+
+
+def test_anthropic_rate_limit_headers_are_rfc3339_resets_and_input_token_budgets(fake_llm):
+    fake_llm.rpm, fake_llm.tpm = 50, 30_000
+    raw = _anthropic(fake_llm).messages.with_raw_response.create(
+        model="claude-x", max_tokens=10, messages=[{"role": "user", "content": "x" * 400}])
+    headers = raw.headers
+    assert headers["anthropic-ratelimit-requests-limit"] == "50"
+    assert headers["anthropic-ratelimit-input-tokens-limit"] == "30000"
+    assert int(headers["anthropic-ratelimit-input-tokens-remaining"]) == 30_000 - 101
+    reset = headers["anthropic-ratelimit-requests-reset"]
+    assert reset.endswith("Z") and "T" in reset
+    assert "anthropic-ratelimit-output-tokens-limit" in headers
+
+
+def test_limits_without_headers_for_a_proxy(fake_llm):
+    fake_llm.rpm, fake_llm.rate_headers = 600, False
+    raw = _openai(fake_llm).chat.completions.with_raw_response.create(
+        model="m", messages=[{"role": "user", "content": "x"}], max_tokens=5)
+    assert not any(k.startswith("x-ratelimit") for k in raw.headers)
+
+
 def test_fixed_latency_delays_each_reply(fake_llm):
     fake_llm.latency = 0.2
     start = time.monotonic()

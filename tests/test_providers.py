@@ -27,12 +27,12 @@ class RecordingLimiter:
         self.held = 0
         self.lock = threading.Lock()
 
-    def acquire(self, provider: str) -> None:
+    def acquire(self, provider: str, **call) -> None:
         with self.lock:
             self.held += 1
             self.events.append(("acquire", provider))
 
-    def release(self, provider: str, outcome: str, retry_after: float | None = None) -> None:
+    def release(self, provider: str, outcome: str, retry_after: float | None = None, **reply) -> None:
         with self.lock:
             self.held -= 1
             self.events.append(("release", provider, outcome, retry_after))

@@ -325,3 +325,43 @@ def test_a_run_meta_that_is_not_a_run_meta_is_a_one_line_error(tmp_path, capsys)
     assert run_main(scorecard.main, [str(run), "10", "_s", "r"]) == 2
     err = capsys.readouterr().err
     assert "run-meta" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_unchanged_run_is_not_scored_again_and_any_change_rescores_it(seven, capsys, monkeypatch):
+    import factories
+    import run_store
+    import score_fingerprint
+
+    args = [str(seven), "7", "_s", "seven", "--no-charts"]
+    assert scorecard.main(args) == 0
+    first = capsys.readouterr().out
+    card = json.loads((seven / "metrics.json").read_text())
+    assert len(card["fingerprint"]) == 64
+    stamps = {name: (seven / name).stat().st_mtime_ns for name in ("metrics.json", "scorecard.md", "report.html")}
+
+    def rescored() -> bool:
+        now = {name: (seven / name).stat().st_mtime_ns for name in stamps}
+        changed = now != stamps
+        stamps.update(now)
+        return changed
+
+    assert scorecard.main(args) == 0
+    out, err = capsys.readouterr()
+    assert out == first and "unchanged since it was last scored" in err and not rescored()
+
+    meta = json.loads((seven / "run-meta.json").read_text())  # a resume that ran nothing rewrites run-meta
+    meta.update(finished_at="2026-11-30T00:00:00Z", invocations=[{"started_at": "x"}], duration_seconds=9.0,
+                pacing=[], limiter={"initial": 8})
+    run_store.write_atomic_json(seven / "run-meta.json", meta)
+    assert scorecard.main(args) == 0 and not rescored()
+
+    assert scorecard.main([*args, "--rescore"]) == 0 and rescored()
+    assert scorecard.main([str(seven), "8", "_s", "seven", "--no-charts"]) == 0 and rescored()
+    assert scorecard.main(args) == 0 and rescored()  # back to 7 items: the options differ from the last scoring
+
+    monkeypatch.setattr(score_fingerprint, "_code", lambda: "a new plugin version")
+    assert scorecard.main(args) == 0 and rescored()
+
+    extra = dict(seven_item_rows()[0], question_id="q-new")
+    factories.append_unmarked(seven, extra)
+    assert scorecard.main(args) == 0 and rescored()

@@ -8,8 +8,9 @@
    real APIs.
 2. rate limit: the server allows R requests/s and answers 429 beyond; prints achieved requests/s as a share of R
    and the number of failed items (must be 0).
-3. resume: time and peak memory to resume a fully completed run (nothing to do), and to resume after a kill -9
-   halfway (then checks one judged row per question).
+3. resume: time and peak memory to resume a fully completed run (nothing to do; without and with the scorecard,
+   which is reused when nothing changed), and to resume after a kill -9 halfway (then checks one judged row per
+   question).
 4. cache: a second identical run makes zero model calls.
 
 The server runs in this process (so its request log can be read); the driver runs as a real subprocess, as a
@@ -45,7 +46,8 @@ def subset(n: int, out: Path) -> Path:
     return out
 
 
-def drive(project: Path, server: FakeLLMServer, *args: str, kill_after: float | None = None) -> tuple[float, int, int]:
+def drive(project: Path, server: FakeLLMServer, *args: str, kill_after: float | None = None,
+          scorecard: bool = False) -> tuple[float, int, int]:
     """Run the driver in a subprocess; returns (seconds, exit status, peak RSS in MiB)."""
     env = dict(os.environ)
     env.update(
@@ -55,7 +57,7 @@ def drive(project: Path, server: FakeLLMServer, *args: str, kill_after: float | 
         ANTHROPIC_API_KEY="sk-bench-dummy",
     )
     cmd = [sys.executable, str(PEAK), str(REPO / "scripts" / "run_benchmark.py"), "--project", str(project),
-           "--progress", "quiet", "--no-scorecard", *args]
+           "--progress", "quiet", *([] if scorecard else ["--no-scorecard"]), *args]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if kill_after is not None:
@@ -157,6 +159,10 @@ def main() -> int:
             drive(project, server, "--run-id", "done")
             seconds, code, peak = drive(project, server, "--run-id", "done")
             print(f"resume      completed run, nothing to do: {seconds:6.2f}s peak_rss={peak} MiB exit={code}")
+            first, _, _ = drive(project, server, "--run-id", "done", scorecard=True)
+            seconds, code, peak = drive(project, server, "--run-id", "done", scorecard=True)
+            print(f"resume      completed run with its scorecard (as a user runs it): first scoring {first:6.2f}s, "
+                  f"then {seconds:6.2f}s (scorecard reused) peak_rss={peak} MiB exit={code}")
             full = n * 2 * args.latency / 16
             _, code, _ = drive(project, server, "--run-id", "half", kill_after=1.0 + full / 2)
             before = count_judged(project, "half")

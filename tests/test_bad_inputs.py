@@ -1,0 +1,762 @@
+"""Bad input gets one clear line: a table of the mistakes users make, each run the way a user runs it.
+
+Every case runs one entry script by path (``scripts/<name>``) as a subprocess, with the project's
+``.longmemeval-venv/bin/python`` (or, for the wrong-interpreter cases, a python without our packages), from a copy
+of a project made like a user's: ``setup_project.py --sample --skip-venv`` (tests/markdown_harness.py's
+``prepare_project``), a stand-in upstream checkout for the judge prompt, and one offline run, ``r1``. For each case:
+
+- exit status 2;
+- exactly one non-empty line on stderr, the ``error: ...`` line (what, where, how to fix);
+- no ``Traceback`` on stdout or stderr;
+- the project tree byte-identical before and after (paths, sizes, sha256; only ``__pycache__`` is ignored): no run
+  directory, no cache file, no lock.
+
+A case is one line of ``CASES``: section, id, the command (script and arguments, shell-quoted; ``{placeholders}``
+are filled per case), what to change first (setup functions), environment changes, the fake model server's answer.
+Cases that fail today (issue 14) carry ``today=``, the one-line description of what happens instead: they are
+strict xfails, so a fix turns them red until the mark is removed. ``CONTROLS`` run the same projects with nothing
+wrong and must succeed: they prove each bad case fails because of its bad input, not because of the fixture.
+
+Nothing here reaches the internet: every case's base URLs point at its own fake server (tests/fake_llm_server.py,
+in this process) or at a closed port on 127.0.0.1, and the keys are dummies. All the selected cases run at once on
+a thread pool (each in its own copy of the project), so the file takes seconds.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import ctypes
+import hashlib
+import json
+import os
+import resource
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pytest
+
+from fake_llm_server import FakeLLMServer
+from markdown_harness import prepare_project
+from upstream_standin import make_upstream_tree
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "scripts"
+STATE = ".longmemeval-benchmarks"
+CONFIG = f"{STATE}/config.json"
+DATASET = f"{STATE}/data/longmemeval_sample.json"
+RUNS = f"{STATE}/runs"
+RUN_ID = "r1"
+"""The offline run every project copy holds (``--max 3`` of the 24 sample items: completed, 21 pending)."""
+CASE_TIMEOUT_S = 25.0
+WORKERS = 6
+DUMMY_KEYS = {"OPENAI_API_KEY": "sk-test-DUMMY-openai-key-0000",
+              "ANTHROPIC_API_KEY": "sk-ant-test-DUMMY-anthropic-key-0000"}
+
+Setup = Callable[[Path], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    section: str
+    id: str
+    command: str
+    """``SCRIPT ARGS...`` shell-quoted; SCRIPT is a file in scripts/. Placeholders: see ``_placeholders``."""
+    setup: tuple[Setup, ...] = ()
+    env: Mapping[str, str | None] = field(default_factory=dict)
+    """Changes to the case's environment; None unsets the variable."""
+    server: str | None = None
+    """None: no model server (base URLs point at a closed port); ``ok``: a healthy fake server; ``KIND``: a fault kind
+    of tests/fake_llm_server.py that answers every request; ``KIND:MODEL``: that fault for requests naming MODEL only
+    (a model that does not exist, while the others answer)."""
+    bare_python: bool = False
+    """Run with a python that has none of our packages (a fresh venv without pip), not the project's venv."""
+    max_file_bytes: int | None = None
+    """RLIMIT_FSIZE for the process: writes beyond it fail (EFBIG), the nearest we get to a full disk here."""
+    unprivileged: bool = False
+    """Run without root's right to write anywhere (a user namespace), so a chmod'ed directory is really read-only."""
+    today: str | None = None
+    """What happens today instead (issue 14): the case is a strict xfail with this reason."""
+
+
+def case(section: str, id: str, command: str, *setup: Setup, today: str | None = None, **options: Any) -> Case:
+    return Case(section, id, command, tuple(setup), today=today, **options)
+
+
+# --------------------------------------------------------------------------- setups: what a case changes first
+
+def cfg(**changes: Any) -> Setup:
+    """Set keys of config.json, written as the user's editor would (indented JSON)."""
+    def apply(project: Path) -> None:
+        path = project / CONFIG
+        data = {**json.loads(path.read_text(encoding="utf-8")), **changes}
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return apply
+
+
+def write(relative: str, content: str | bytes) -> Setup:
+    def apply(project: Path) -> None:
+        path = project / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return apply
+
+
+def replace_with_dir(relative: str) -> Setup:
+    def apply(project: Path) -> None:
+        path = project / relative
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        path.mkdir(parents=True)
+    return apply
+
+
+def remove(relative: str) -> Setup:
+    def apply(project: Path) -> None:
+        path = project / relative
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return apply
+
+
+def chmod(relative: str, mode: int) -> Setup:
+    def apply(project: Path) -> None:
+        (project / relative).chmod(mode)
+    return apply
+
+
+def items(change: Callable[[list[Any]], Any]) -> Setup:
+    """Rewrite the configured dataset: ``change`` gets the sample's items and returns what the file holds."""
+    def apply(project: Path) -> None:
+        path = project / DATASET
+        path.write_text(json.dumps(change(json.loads(path.read_text(encoding="utf-8")))), encoding="utf-8")
+    return apply
+
+
+def copy(source: str, dest: str) -> Setup:
+    def apply(project: Path) -> None:
+        shutil.copyfile(project / source, project / dest)
+    return apply
+
+
+def _set_field(key: str, value: Any) -> Callable[[list[Any]], list[Any]]:
+    def change(data: list[Any]) -> list[Any]:
+        data[0][key] = value
+        return data
+    return change
+
+
+def _drop_field(key: str) -> Callable[[list[Any]], list[Any]]:
+    def change(data: list[Any]) -> list[Any]:
+        del data[0][key]
+        return data
+    return change
+
+
+PAID_CONFIG = dict(target="full-context", targetProvider="openai", targetModel="gpt-4o-mini", judgeProvider="openai",
+                   judgeModel="gpt-4o", concurrency=2, maxAttempts=2, requestTimeoutSeconds=5)
+"""A run that calls models (OpenAI reader, the official judge). maxAttempts 2 keeps today's failing runs short."""
+PAID = cfg(**PAID_CONFIG)
+PAID_ANTHROPIC = cfg(**{**PAID_CONFIG, "targetProvider": "anthropic", "targetModel": "claude-sonnet-4-6"})
+"""An Anthropic reader, judged by the official OpenAI judge."""
+
+RUN = "run_benchmark.py --max 1 --no-scorecard"
+"""The offline sample run, as the docs' first run (the sample config is offline). ``--no-scorecard`` only saves
+the time today's wrongly started runs spend on charts: a refusal comes before it either way."""
+PAID_RUN = f"{RUN} --yes"
+"""A paid run; ``--yes`` so the cost gate is never what refuses."""
+
+SETUP = "setup_project.py --project . --sample --skip-venv"
+"""Setup as the setup command runs it on a project with no config (``remove(CONFIG)`` first)."""
+
+CONFIG_S, DATASET_S, ARGS_S, ENV_S, SERVER_S, FS_S = ("config", "dataset", "arguments", "environment",
+                                                      "server answers", "file system")
+R1 = f"{RUNS}/{RUN_ID}"
+ORACLE_NAMED = f"{STATE}/data/longmemeval_oracle.json"
+"""The sample under the oracle's file name: its name says _oracle."""
+
+# --------------------------------------------------------------------------- the table
+
+# What happens today, for the cases that fail (issue 14). A fix turns its case red until the ``today`` is removed.
+USAGE = "argparse's usage block before its error line (17 lines on stderr)"
+FALLS_BACK = "the empty value falls back to the default and a run starts (exit 0, a new run directory)"
+ERROR_ROWS = "the run starts: exit 1, a new run directory with {} error rows; the console says only 'ERROR {}'"
+BILLING_ROWS = "the run starts: exit 3 (blocked on billing), a new run directory with billing error rows"
+NO_VENV = "ModuleNotFoundError traceback ({}), exit 1: nothing says which venv to use"
+CACHE_LEFT = "one line, but calls.sqlite3-wal and -shm are left in the cache dir"
+
+CASES: list[Case] = [
+    # config
+    case(CONFIG_S, "config-bad-json", RUN, write(CONFIG, '{"variant": "_s",\n')),
+    case(CONFIG_S, "config-empty-file", RUN, write(CONFIG, "")),
+    case(CONFIG_S, "config-json-array", RUN, write(CONFIG, "[]\n")),
+    case(CONFIG_S, "config-not-utf8", RUN, write(CONFIG, b'{"variant": "\xff_s"}')),
+    case(CONFIG_S, "config-concurrency-string", RUN, cfg(concurrency="8")),
+    case(CONFIG_S, "config-concurrency-negative", RUN, cfg(concurrency=-1)),
+    case(CONFIG_S, "config-maxevals-string", RUN, cfg(maxEvals="all")),
+    case(CONFIG_S, "config-unknown-key", RUN, cfg(concurency=8)),
+    case(CONFIG_S, "config-variant-unknown", RUN, cfg(variant="_x")),
+    case(CONFIG_S, "config-schema-version-future", RUN, cfg(schemaVersion="9.0.0")),
+    case(CONFIG_S, "config-timeout-zero", RUN, cfg(requestTimeoutSeconds=0)),
+    case(CONFIG_S, "config-target-options-list", RUN, cfg(targetOptions=["top_k=5"])),
+    case(CONFIG_S, "config-error-threshold-negative", RUN, cfg(errorThreshold=-1)),
+    case(CONFIG_S, "config-dataset-path-empty", RUN, cfg(datasetPath="")),
+    case(CONFIG_S, "config-target-unknown", RUN, cfg(target="nosuch")),
+    case(CONFIG_S, "config-target-provider-unknown", PAID_RUN, PAID, cfg(targetProvider="opneai"), server="ok",
+         today=ERROR_ROWS.format("bad_request", "bad_request")),
+    case(CONFIG_S, "config-judge-provider-unknown", PAID_RUN, PAID, cfg(judgeProvider="gemini"), server="ok",
+         today="the reader is paid, then exit 1 with judge bad_request error rows in a new run directory"),
+    case(CONFIG_S, "config-target-model-empty", PAID_RUN, PAID, cfg(targetModel=""), server="ok"),
+    case(CONFIG_S, "config-confirm-cost-negative", PAID_RUN, PAID, cfg(confirmCostUsd=-1), server="ok"),
+    case(CONFIG_S, "config-confirm-cost-string", RUN, PAID, cfg(confirmCostUsd="5"), server="ok"),
+    case(CONFIG_S, "config-providers-list", PAID_RUN, PAID, cfg(providers=[]), server="ok"),
+    case(CONFIG_S, "config-provider-entry-string", PAID_RUN, PAID, cfg(providers={"openai": "http://127.0.0.1:9"}),
+         server="ok"),
+    case(CONFIG_S, "config-provider-base-url-number", PAID_RUN, PAID, cfg(providers={"openai": {"base_url": 42}}),
+         server="ok", today=ERROR_ROWS.format("connection", "connection") + " (base_url '42' is used as is)"),
+    case(CONFIG_S, "config-provider-base-url-no-scheme", PAID_RUN, PAID,
+         cfg(providers={"openai": {"base_url": "127.0.0.1:9/v1"}}), server="ok",
+         today=ERROR_ROWS.format("connection", "connection") + ", after retries"),
+    case(CONFIG_S, "config-azure-judge-no-endpoint", PAID_RUN, PAID, cfg(judgeProvider="azure"), server="ok"),
+    case(CONFIG_S, "config-longmemeval-root-missing", PAID_RUN, PAID, cfg(longmemeval_root="nowhere/LongMemEval"),
+         server="ok"),
+    case(CONFIG_S, "config-bad-json-preflight", "preflight.py", write(CONFIG, '{"variant": "_s",\n')),
+    case(CONFIG_S, "config-bad-type-dry-run", "run_benchmark.py --dry-run", cfg(concurrency="8")),
+    case(CONFIG_S, "config-bad-json-run-status", "run_status.py --latest", write(CONFIG, '{"variant": "_s",\n')),
+
+    # dataset
+    case(DATASET_S, "dataset-missing", RUN, remove(DATASET)),
+    case(DATASET_S, "dataset-not-json", RUN, write(DATASET, "question_id,question\nq1,hi\n")),
+    case(DATASET_S, "dataset-truncated-json", RUN,
+         lambda p: (p / DATASET).write_bytes((p / DATASET).read_bytes()[:-2000])),
+    case(DATASET_S, "dataset-object-not-list", RUN, items(lambda d: d[0])),
+    case(DATASET_S, "dataset-empty-list", RUN, items(lambda d: [])),
+    case(DATASET_S, "dataset-list-of-strings", RUN, items(lambda d: [x["question_id"] for x in d])),
+    case(DATASET_S, "dataset-item-without-question-id", RUN, items(_drop_field("question_id"))),
+    case(DATASET_S, "dataset-duplicate-question-id", RUN, items(lambda d: d + d[:1])),
+    case(DATASET_S, "dataset-haystack-not-a-list", RUN, items(_set_field("haystack_sessions", "none"))),
+    case(DATASET_S, "dataset-not-utf8", RUN, write(DATASET, b'[{"question_id": "\xff"}]')),
+    case(DATASET_S, "dataset-is-directory", RUN, replace_with_dir(DATASET)),
+    case(DATASET_S, "dataset-arg-missing", f"{RUN} --dataset nowhere.json"),
+    case(DATASET_S, "dataset-arg-directory", f"{RUN} --dataset {STATE}"),
+    case(DATASET_S, "dataset-arg-not-json", f"{RUN} --dataset README.md"),
+    case(DATASET_S, "dataset-variant-mismatch", f"{RUN} --variant _oracle"),
+    case(DATASET_S, "dataset-arg-variant-mismatch", f"{RUN} --variant _s --dataset {ORACLE_NAMED}",
+         copy(DATASET, ORACLE_NAMED)),
+    case(DATASET_S, "dataset-changed-under-a-resume", f"{RUN} --run-id {RUN_ID}", items(lambda d: d[:-1]),
+         today="refused in one line, but runs/r1/.lock is rewritten first"),
+    case(DATASET_S, "dataset-hypotheses-missing", "run_benchmark.py --hypotheses nowhere.jsonl --yes"),
+    case(DATASET_S, "dataset-hypotheses-not-jsonl", "run_benchmark.py --hypotheses README.md --yes"),
+    case(DATASET_S, "setup-dataset-missing", "setup_project.py --project . --skip-venv --dataset nowhere.json",
+         today="setup has no --dataset: argparse's usage block (9 lines)"),
+    case(DATASET_S, "setup-download-unknown-variant", "setup_project.py --project . --skip-venv --download _x"),
+    case(DATASET_S, "fingerprints-missing-file", "fingerprints.py nowhere.json"),
+
+    # arguments
+    case(ARGS_S, "run-id-empty", f'{RUN} --run-id ""', today="a fresh run starts under a new UUID (exit 0)"),
+    case(ARGS_S, "variant-empty", f'{RUN} --variant ""', today=FALLS_BACK),
+    case(ARGS_S, "target-model-empty", f'{PAID_RUN} --target-model ""', PAID, server="ok",
+         today=FALLS_BACK + ", paid"),
+    case(ARGS_S, "judge-model-empty", f'{PAID_RUN} --judge-model ""', PAID, server="ok", today=FALLS_BACK + ", paid"),
+    case(ARGS_S, "dataset-empty", f'{RUN} --dataset ""', today=FALLS_BACK),
+    case(ARGS_S, "target-empty", f'{RUN} --target ""', today=FALLS_BACK),
+    case(ARGS_S, "max-zero", "run_benchmark.py --max 0 --no-scorecard",
+         today="exit 0: a new run is recorded completed with 24 items pending"),
+    case(ARGS_S, "max-abc", "run_benchmark.py --max abc", today=USAGE),
+    case(ARGS_S, "max-negative", "run_benchmark.py --max -1"),
+    case(ARGS_S, "max-without-value", "run_benchmark.py --max", today=USAGE),
+    case(ARGS_S, "shard-3-of-2", f"{RUN} --shard 3/2"),
+    case(ARGS_S, "shard-not-i-of-n", f"{RUN} --shard half"),
+    case(ARGS_S, "shard-on-an-unsharded-run", f"{RUN} --run-id {RUN_ID} --shard 1/2",
+         today="refused in one line, but runs/r1/shard-1of2/.lock is left behind"),
+    case(ARGS_S, "target-option-without-equals", f"{RUN} --target-option top_k"),
+    case(ARGS_S, "target-option-bad-value", f"{RUN} --target rag --target-option top_k=abc"),
+    case(ARGS_S, "target-unknown", f"{RUN} --target nosuch"),
+    case(ARGS_S, "target-py-missing", f"{RUN} --target ./nowhere.py"),
+    case(ARGS_S, "judge-model-unknown-provider", f"{PAID_RUN} --judge-model gemini:pro", PAID, server="ok"),
+    case(ARGS_S, "target-model-no-model", f"{PAID_RUN} --target-model openai:", PAID, server="ok"),
+    case(ARGS_S, "concurrency-zero", f"{RUN} --concurrency 0"),
+    case(ARGS_S, "concurrency-abc", f"{RUN} --concurrency abc", today=USAGE),
+    case(ARGS_S, "judge-repeat-zero", f"{RUN} --judge-repeat 0"),
+    case(ARGS_S, "max-cost-negative", f"{PAID_RUN} --max-cost -5", PAID, server="ok"),
+    case(ARGS_S, "max-cost-abc", f"{PAID_RUN} --max-cost abc", PAID, server="ok", today=USAGE),
+    case(ARGS_S, "run-id-with-slash", f"{RUN} --run-id ../r2"),
+    case(ARGS_S, "progress-unknown", f"{RUN} --progress fancy", today=USAGE),
+    case(ARGS_S, "unknown-flag", "run_benchmark.py --maxx 2", today=USAGE),
+    case(ARGS_S, "bare-run-id-run-benchmark", f"run_benchmark.py {RUN_ID}",
+         today=USAGE + ": 'unrecognized arguments: r1', no hint of --run-id"),
+    case(ARGS_S, "bare-run-id-scorecard", f"scorecard.py {RUN_ID}"),
+    case(ARGS_S, "bare-run-id-run-status", f"run_status.py {RUN_ID}",
+         today="argparse's usage (3 lines): 'one of the arguments --run-id --latest is required'"),
+    case(ARGS_S, "scorecard-args-contradict-the-run", f"scorecard.py {R1} 400 _s wrong-id",
+         today="exit 0: r1's metrics.json, scorecard.md, report.html and chart rewritten with N 400, id wrong-id"),
+    case(ARGS_S, "scorecard-variant-contradicts-the-run", f"scorecard.py {R1} 24 _oracle {RUN_ID}",
+         today="exit 0: r1's metrics.json, scorecard.md and report.html rewritten as an _oracle run"),
+    case(ARGS_S, "scorecard-n-total-zero", f"scorecard.py {R1} 0 _s {RUN_ID}"),
+    case(ARGS_S, "scorecard-unknown-run", "scorecard.py --run-id nosuch"),
+    case(ARGS_S, "scorecard-latest-without-runs", "scorecard.py --latest", remove(RUNS)),
+    case(ARGS_S, "run-status-unknown-run", "run_status.py --run-id nosuch"),
+    case(ARGS_S, "run-status-wait-abc", f"run_status.py --run-id {RUN_ID} --wait abc",
+         today="argparse's usage (3 lines) before its error line"),
+    case(ARGS_S, "compare-runs-one-run", f"compare_runs.py {R1}"),
+    case(ARGS_S, "compare-runs-missing-dirs", "compare_runs.py nowhere-1 nowhere-2"),
+    case(ARGS_S, "judge-shim-import-missing-file", "judge_shim.py import-verdicts nowhere.jsonl"),
+    case(ARGS_S, "judge-shim-hyp-file-missing",
+         f"judge_shim.py --longmemeval-root {STATE}/LongMemEval --hyp-file nowhere.jsonl --ref-file {DATASET}"),
+    case(ARGS_S, "preflight-max-abc", "preflight.py --max abc", today="argparse's usage block (14 lines)"),
+    case(ARGS_S, "preflight-run-id-empty", 'preflight.py --run-id ""', today="exit 0: every check passes"),
+
+    # environment (paid runs with --yes: the cost gate is not what refuses)
+    case(ENV_S, "openai-key-unset", PAID_RUN, PAID, env={"OPENAI_API_KEY": None}, server="ok",
+         today=ERROR_ROWS.format("auth", "auth")),
+    case(ENV_S, "openai-key-empty", PAID_RUN, PAID, env={"OPENAI_API_KEY": ""}, server="ok",
+         today=ERROR_ROWS.format("auth", "auth")),
+    case(ENV_S, "anthropic-key-unset", PAID_RUN, PAID_ANTHROPIC, env={"ANTHROPIC_API_KEY": None}, server="ok",
+         today=ERROR_ROWS.format("auth", "auth")),
+    case(ENV_S, "anthropic-key-empty", PAID_RUN, PAID_ANTHROPIC, env={"ANTHROPIC_API_KEY": ""}, server="ok",
+         today=ERROR_ROWS.format("auth", "auth")),
+    case(ENV_S, "judge-key-unset-reader-key-set", PAID_RUN, PAID_ANTHROPIC, env={"OPENAI_API_KEY": None},
+         server="ok", today="the Anthropic reader is paid, then exit 1 with judge auth error rows in a new run dir"),
+    case(ENV_S, "openai-key-unset-background", f"{PAID_RUN} --background", PAID, env={"OPENAI_API_KEY": None},
+         server="ok", today="exit 0: the worker starts, writes a run directory (run.log, worker.json), fails on auth"),
+    case(ENV_S, "openai-base-url-without-scheme", PAID_RUN, PAID, env={"OPENAI_BASE_URL": "{hostport}/v1"},
+         server="ok", today=ERROR_ROWS.format("connection", "connection") + ", after retries"),
+    case(ENV_S, "anthropic-base-url-without-scheme", PAID_RUN, PAID_ANTHROPIC,
+         env={"ANTHROPIC_BASE_URL": "{hostport}"}, server="ok",
+         today=ERROR_ROWS.format("connection", "connection") + ", after retries"),
+    case(ENV_S, "openai-base-url-unreachable", PAID_RUN, PAID,
+         today=ERROR_ROWS.format("connection", "connection") + ", after retries"),
+    case(ENV_S, "anthropic-base-url-unreachable", PAID_RUN, PAID_ANTHROPIC, env={"ANTHROPIC_BASE_URL": "{closed}"},
+         server="ok", today=ERROR_ROWS.format("connection", "connection") + ", after retries"),
+    *[case(ENV_S, f"system-python-{Path(cmd.split()[0]).stem.replace('_', '-')}", cmd, bare_python=True,
+           today=NO_VENV.format(module))
+      for cmd, module in ((RUN, "jsonschema"), ("scorecard.py --latest", "jsonschema"),
+                          ("run_status.py --latest", "jsonschema"), ("preflight.py", "jsonschema"),
+                          ("compare_runs.py --latest", "jsonschema"),
+                          ("judge_shim.py export-verdicts --out verdicts.jsonl", "jsonschema"),
+                          (f"cluster_failures.py --run-id {RUN_ID}", "jsonschema"),
+                          ("loop_target.py use-copy", "jsonschema"),
+                          (f"drop_qids.py --run-id {RUN_ID} --failed", "jsonschema"),
+                          (f"interop.py export {R1} hyps.jsonl", "jsonschema"),
+                          (f"report_html.py {R1}", "jsonschema"),
+                          (f"judge_agreement.py --run-id {RUN_ID} --candidate openai:gpt-4.1", "jsonschema"),
+                          (f"fingerprints.py {DATASET}", "ijson"), ("selftest_scoring.py", "numpy"))],
+
+    # server answers: the case's fake server answers every request with the fault
+    case(SERVER_S, "openai-401-bad-key", PAID_RUN, PAID, server="401", today=ERROR_ROWS.format("auth", "auth")),
+    case(SERVER_S, "anthropic-401-bad-key", PAID_RUN, PAID_ANTHROPIC, server="401",
+         today=ERROR_ROWS.format("auth", "auth")),
+    case(SERVER_S, "model-not-found-typo", f"{PAID_RUN} --target-model gpt-4o-mnii", PAID, server="404:gpt-4o-mnii",
+         today=ERROR_ROWS.format("not_found", "not_found")),
+    case(SERVER_S, "model-not-found-space", f"{PAID_RUN} --target-model 'openai gpt-4o'", PAID,
+         server="404:openai gpt-4o",
+         today=ERROR_ROWS.format("not_found", "not_found")),
+    case(SERVER_S, "judge-model-not-found", f"{PAID_RUN} --judge-model openai:gpt-4o-mnii", PAID,
+         server="404:gpt-4o-mnii", today="the reader is paid, then exit 1 with judge not_found error rows in a new "
+                                         "run directory"),
+    case(SERVER_S, "openai-insufficient-quota", PAID_RUN, PAID, server="insufficient_quota", today=BILLING_ROWS),
+    case(SERVER_S, "anthropic-credit-balance", PAID_RUN, PAID_ANTHROPIC, server="credit_balance", today=BILLING_ROWS),
+
+    # file system
+    case(FS_S, "run-dir-is-a-file", f"{RUN} --run-id r2", write(f"{RUNS}/r2", "not a run\n"),
+         today="FileExistsError traceback, exit 1"),
+    case(FS_S, "runs-dir-is-a-file", RUN, cfg(runs_dir="README.md")),
+    case(FS_S, "runs-dir-under-a-file", RUN, cfg(runs_dir="README.md/runs")),
+    case(FS_S, "config-is-a-directory", RUN, replace_with_dir(CONFIG)),
+    case(FS_S, "cache-dir-is-a-file", RUN, cfg(cache_dir="README.md")),
+    case(FS_S, "project-missing", f"{RUN} --project nowhere"),
+    case(FS_S, "project-is-a-file", f"{RUN} --project README.md"),
+    case(FS_S, "runs-dir-not-writable", RUN, chmod(RUNS, 0o555), unprivileged=True),
+    case(FS_S, "run-dir-not-writable-resume", f"{RUN} --run-id {RUN_ID}", chmod(R1, 0o555), unprivileged=True),
+    case(FS_S, "run-dir-not-writable-scorecard", f"scorecard.py --run-id {RUN_ID}", chmod(R1, 0o555),
+         unprivileged=True, today="PermissionError traceback (writing metrics.json), exit 1"),
+    case(FS_S, "cache-dir-not-writable", RUN, chmod(f"{STATE}/cache", 0o555), unprivileged=True),
+    case(FS_S, "dataset-not-readable", RUN, chmod(DATASET, 0o000), unprivileged=True),
+    case(FS_S, "setup-project-not-writable", SETUP, remove(CONFIG), chmod(STATE, 0o555), unprivileged=True,
+         today="PermissionError traceback (writing config.json), exit 1"),
+    case(FS_S, "disk-full-run", RUN, max_file_bytes=0, today=CACHE_LEFT),
+    case(FS_S, "disk-full-resume", f"{RUN} --run-id {RUN_ID}", max_file_bytes=0, today=CACHE_LEFT),
+    case(FS_S, "disk-full-scorecard", f"scorecard.py --run-id {RUN_ID}", max_file_bytes=0,
+         today="OSError 'File too large' traceback (writing metrics.json), exit 1"),
+    case(FS_S, "disk-full-setup", SETUP, remove(CONFIG), max_file_bytes=0,
+         today="OSError 'File too large' traceback (writing config.json), exit 1"),
+]
+
+CONTROLS: list[Case] = [
+    case("control", "offline-run", RUN),
+    case("control", "offline-run-with-scorecard", "run_benchmark.py --max 2"),
+    case("control", "resume-r1", f"{RUN} --run-id {RUN_ID}"),
+    case("control", "paid-openai-run", PAID_RUN, PAID, server="ok"),
+    case("control", "paid-anthropic-run", PAID_RUN, PAID_ANTHROPIC, server="ok"),
+    case("control", "scorecard-r1", f"scorecard.py --run-id {RUN_ID}"),
+    case("control", "preflight-paid", "preflight.py", PAID, server="ok"),
+    case("control", "setup-after-removing-the-config", SETUP, remove(CONFIG)),
+]
+
+
+# --------------------------------------------------------------------------- running a case
+
+
+@dataclass
+class Outcome:
+    code: int | None
+    """The exit status; None when the case ran past CASE_TIMEOUT_S (it was killed)."""
+    stdout: str = ""
+    stderr: str = ""
+    changed: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    skipped: str | None = None
+    harness_error: str | None = None
+    """The test's own machinery failed (a setup, the copy): an error of the test, never an expected failure."""
+
+    def describe(self) -> str:
+        code = (f"timed out after {CASE_TIMEOUT_S:.0f} s" if self.code is None
+                else f"exit {self.code} after {self.seconds:.1f} s")
+        changed = ", ".join(self.changed[:8]) + (f" (+{len(self.changed) - 8} more)" if len(self.changed) > 8 else "")
+        return (f"{code}; changed: {changed or 'nothing'}\n--- stderr ---\n{self.stderr[-3000:]}"
+                f"--- stdout ---\n{self.stdout[-1500:]}")
+
+
+def tree(root: Path) -> dict[str, tuple[Any, ...]]:
+    """Every path under ``root`` with what it is: directories, symlinks (target), files (size, sha256)."""
+    entries: dict[str, tuple[Any, ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                entries[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                entries[rel] = ("dir",)
+            elif path.is_file():
+                try:
+                    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                except PermissionError:  # a chmod 000 setup, when the tests do not run as root
+                    digest = f"unreadable, mode {path.stat().st_mode:o}"
+                entries[rel] = ("file", path.stat().st_size, digest)
+            else:
+                entries[rel] = ("other", path.lstat().st_mode)
+    return entries
+
+
+def tree_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    added = [f"+{p}" for p in sorted(set(after) - set(before))]
+    removed = [f"-{p}" for p in sorted(set(before) - set(after))]
+    modified = [f"~{p}" for p in sorted(set(before) & set(after)) if before[p] != after[p]]
+    return [*added, *removed, *modified]
+
+
+_CLONE_NEWUSER = 0x10000000
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Resolved here, not in the forked child: the child of a threaded process should only call what is loaded."""
+
+
+def _unshare_user() -> None:
+    """In the child: a new user namespace, where root's right to write into any directory no longer holds."""
+    if _LIBC.unshare(_CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) failed")
+
+
+def _preexec(case_: Case) -> Callable[[], None] | None:
+    steps: list[Callable[[], None]] = []
+    if case_.max_file_bytes is not None:
+        limit = case_.max_file_bytes
+        steps.append(lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    if case_.unprivileged and os.geteuid() == 0:
+        steps.append(_unshare_user)
+    if not steps:
+        return None
+
+    def run() -> None:
+        for step in steps:
+            step()
+    return run
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What every case shares: the prepared project, its environment, the bare python, a closed port."""
+    base: Path
+    env: Mapping[str, str]
+    bare_python: str
+    closed_port: int
+    unprivileged_problem: str | None
+
+
+def _placeholders(bench: Bench, server: FakeLLMServer | None) -> dict[str, str]:
+    closed = f"http://127.0.0.1:{bench.closed_port}"
+    port = server.port if server is not None else bench.closed_port
+    return {"openai": server.openai_base_url if server else f"{closed}/v1",
+            "anthropic": server.anthropic_base_url if server else closed,
+            "hostport": f"127.0.0.1:{port}", "closed": closed}
+
+
+def _stop_background_workers(project: Path) -> None:
+    """A ``--background`` case may have started a worker: wait a little for it, then end it (by its pid)."""
+    for info_path in project.glob(f"{RUNS}/**/worker.json"):
+        try:
+            pid = int(json.loads(info_path.read_text(encoding="utf-8"))["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+class _ModelFaultServer(FakeLLMServer):
+    """The fake server, with one fault for the requests that name one model (e.g. 404 for ``gpt-4o-mnii``).
+
+    Uses the server's two hooks around a request: ``_log`` sees the body, ``_next_fault`` picks the fault, both on
+    the request's own thread."""
+
+    def __init__(self, kind: str, model: str) -> None:
+        super().__init__()
+        self._fault_for = (kind, model)
+        self._request_model = threading.local()
+
+    def _log(self, path: str, headers: Mapping[str, str], body: Any, raw: bytes, query: str = "") -> None:
+        super()._log(path, headers, body, raw, query)
+        self._request_model.name = body.get("model") if isinstance(body, dict) else None
+
+    def _next_fault(self) -> tuple[str, dict[str, Any]] | None:
+        kind, model = self._fault_for
+        if getattr(self._request_model, "name", None) == model:
+            return kind, {}
+        return super()._next_fault()
+
+
+def _case_env(bench: Bench, project: Path, bare_python: bool) -> dict[str, str]:
+    """The prepared environment for this copy: its venv on PATH, or (a bare python) no venv at all."""
+    env = dict(bench.env)
+    venv_bin = str(bench.base / ".longmemeval-venv" / "bin")
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin]
+    if bare_python:
+        env.pop("VIRTUAL_ENV", None)
+    else:
+        path.insert(0, str(project / ".longmemeval-venv" / "bin"))
+        env["VIRTUAL_ENV"] = str(project / ".longmemeval-venv")
+    env["PATH"] = os.pathsep.join(path)
+    return env
+
+
+def _relocate_runs(project: Path, base: Path) -> None:
+    """Runs record absolute paths (dataset, project, runs dir): make the copy's r1 name the copy, as if made there."""
+    old, new = str(base).encode(), str(project).encode()
+    for path in (project / RUNS).rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if old in data:
+                path.write_bytes(data.replace(old, new))
+
+
+def run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
+    try:
+        return _run_case(case_, bench, workdir)
+    except Exception:  # noqa: BLE001 - reported by the case's own test, not by every test of the session
+        return Outcome(code=None, harness_error=traceback.format_exc())
+
+
+def _run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
+    if case_.unprivileged and bench.unprivileged_problem:
+        return Outcome(code=None, skipped=bench.unprivileged_problem)
+    project = workdir / "project"
+    shutil.copytree(bench.base, project, symlinks=True)
+    _relocate_runs(project, bench.base)
+    server = None
+    if case_.server is not None:
+        kind, _, model = case_.server.partition(":")
+        server = FakeLLMServer() if not model else _ModelFaultServer(kind, model)
+        if kind != "ok" and not model:
+            server.fault_rate = {kind: 1.0}
+        server.start()
+    try:
+        values = _placeholders(bench, server)
+        env = _case_env(bench, project, case_.bare_python)
+        env.update(OPENAI_BASE_URL=values["openai"], ANTHROPIC_BASE_URL=values["anthropic"])
+        for key, value in case_.env.items():
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value.format(**values)
+        for step in case_.setup:
+            step(project)
+        before = tree(project)
+        script, *args = [part.format(**values) for part in shlex.split(case_.command)]
+        python = bench.bare_python if case_.bare_python else str(project / ".longmemeval-venv" / "bin" / "python")
+        started = time.monotonic()
+        with subprocess.Popen([python, str(SCRIPTS / script), *args], cwd=project, env=env, text=True,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              start_new_session=True, preexec_fn=_preexec(case_)) as proc:
+            try:
+                stdout, stderr = proc.communicate(timeout=CASE_TIMEOUT_S)
+                code: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                stdout, stderr = proc.communicate()
+                code = None
+        seconds = time.monotonic() - started
+        _stop_background_workers(project)
+        return Outcome(code=code, stdout=stdout, stderr=stderr, changed=tree_changes(before, tree(project)),
+                       seconds=seconds)
+    finally:
+        if server is not None:
+            server.stop()
+        for dirpath, dirnames, filenames in os.walk(project):  # chmod'ed setups: let pytest clean the copy up
+            for name in [*dirnames, *filenames]:
+                path = Path(dirpath) / name
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | 0o700)
+
+
+# --------------------------------------------------------------------------- the shared project
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    """The environment of a user's shell, minus anything real: no real keys, base URLs or HOME."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "ANTHROPIC_", "AZURE_OPENAI_", "LONGMEMEVAL_", "PYTEST_"))}
+    env.update(HOME=str(home), LONGMEMEVAL_TIKTOKEN="0", **DUMMY_KEYS)
+    return env
+
+
+def _closed_port() -> socket.socket:
+    """A socket bound to a port but never listening: connecting to it is refused at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def _unprivileged_problem(root: Path) -> str | None:
+    """Why the ``unprivileged`` cases cannot run here, or None."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        subprocess.run(["true"], preexec_fn=_unshare_user, check=True)
+    except (subprocess.SubprocessError, OSError) as err:
+        return f"running as root and cannot leave root's write rights (user namespaces: {err})"
+    return None
+
+
+def make_bench(root: Path) -> tuple[Bench, socket.socket]:
+    home = root / "home"
+    home.mkdir()
+    project, env = prepare_project(root / "prepared", sys.executable, _base_env(home))
+    # Bytecode is cached, as on a user's machine, but in a folder of this session: neither the checkout nor the
+    # project gets a __pycache__. Warmed with the SDKs while r1 runs (cases start them at once).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    warm = subprocess.Popen([sys.executable, "-c", "import anthropic, openai, matplotlib.pyplot"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        make_upstream_tree(project / STATE)  # the config's default longmemeval_root: the judge prompt for paid runs
+        done = subprocess.run([str(project / ".longmemeval-venv" / "bin" / "python"),
+                               str(SCRIPTS / "run_benchmark.py"), "--max", "3", "--run-id", RUN_ID, "--progress",
+                               "quiet"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"the offline run r1 of the prepared project failed:\n{done.stderr}"
+    finally:
+        warm.wait(timeout=120)
+    bare = root / "bare-python"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(bare)],
+                   check=True, capture_output=True)
+    sock = _closed_port()
+    bench = Bench(base=project, env=env, bare_python=str(bare / "bin" / "python"), closed_port=sock.getsockname()[1],
+                  unprivileged_problem=_unprivileged_problem(root))
+    return bench, sock
+
+
+def _expected_cost(case_: Case) -> int:
+    """Longest first, so the pool does not end on one slow case: the runs that load a model SDK are the slow ones."""
+    return 2 if case_.server is not None or PAID in case_.setup or PAID_ANTHROPIC in case_.setup else 0
+
+
+def run_all(cases: list[Case], root: Path, workers: int = WORKERS) -> dict[str, Outcome]:
+    """Run ``cases`` at once (each in its own copy under ``root``); {case id: outcome}."""
+    bench, sock = make_bench(root)
+    try:
+        with cf.ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {c.id: pool.submit(run_case, c, bench, Path(tempfile.mkdtemp(prefix=f"{c.id}-", dir=root)))
+                       for c in sorted(cases, key=_expected_cost, reverse=True)}
+            return {c.id: futures[c.id].result() for c in cases}
+    finally:
+        sock.close()
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+def _params(cases: list[Case]) -> list[Any]:
+    """One param per case; ``today`` makes it a strict xfail of the asserts only (a harness error stays an error)."""
+    return [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, raises=AssertionError, reason=c.today)]
+                         if c.today else []) for c in cases]
+
+
+def _outcome(outcomes: Mapping[str, Outcome], case_: Case) -> Outcome:
+    outcome = outcomes[case_.id]
+    if outcome.harness_error:
+        raise RuntimeError(f"{case_.id}: the test's machinery failed:\n{outcome.harness_error}")
+    if outcome.skipped:
+        pytest.skip(outcome.skipped)
+    return outcome
+
+
+@pytest.fixture(scope="session")
+def outcomes(request, tmp_path_factory) -> dict[str, Outcome]:
+    """Every case this session selected, run at once before the first of them is checked."""
+    selected: list[Case] = []
+    for item in request.session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if item.module.__name__ == __name__ and isinstance(params.get("case_"), Case):
+            selected.append(params["case_"])
+    return run_all(selected, tmp_path_factory.mktemp("bad-inputs"))
+
+
+def test_the_table_is_large_and_its_ids_unique():
+    assert len(CASES) >= 60
+    ids = [c.id for c in CASES + CONTROLS]
+    assert len(ids) == len(set(ids))
+    assert {c.section for c in CASES} == {CONFIG_S, DATASET_S, ARGS_S, ENV_S, SERVER_S, FS_S}
+    for c in CASES + CONTROLS:
+        assert (SCRIPTS / shlex.split(c.command)[0]).is_file(), c.id
+
+
+@pytest.mark.parametrize("case_", _params(CASES))
+def test_a_bad_input_gets_one_line_exit_2_and_writes_nothing(case_: Case, outcomes):
+    outcome = _outcome(outcomes, case_)
+    report = f"{case_.section} / {case_.id}: {outcome.describe()}"
+    assert "Traceback" not in outcome.stdout + outcome.stderr, report
+    assert outcome.code == 2, report
+    lines = [line for line in outcome.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), report
+    assert outcome.changed == [], report
+
+
+@pytest.mark.parametrize("case_", _params(CONTROLS))
+def test_the_same_projects_work_when_nothing_is_wrong(case_: Case, outcomes):
+    outcome = _outcome(outcomes, case_)
+    report = f"{case_.id}: {outcome.describe()}"
+    assert outcome.code == 0, report
+    assert "Traceback" not in outcome.stdout + outcome.stderr, report

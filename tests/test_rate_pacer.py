@@ -1,0 +1,288 @@
+"""The pacer's arithmetic on a fake clock: reservations, refill, budgets learned from both providers' headers,
+Retry-After, the count ratio, oversize calls, per-model keys. No timing asserts: the clock only moves when told."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import rate_headers
+from pacing_status import status_text
+from rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+WALL = 1_800_000_000.0
+
+
+def pacer(limits=None, concurrency: int = 8) -> tuple[Pacer, Clock]:
+    clock = Clock()
+    return Pacer(concurrency, limits=limits, clock=clock, wall=lambda: WALL + clock.t), clock
+
+
+def entry(p: Pacer, key: str) -> dict:
+    return next(e for e in p.pacing() if e["key"] == key)
+
+
+def openai_headers(rpm=600, rpm_left=590, tpm=60_000, tpm_left=50_000) -> dict:
+    return {"x-ratelimit-limit-requests": str(rpm), "x-ratelimit-remaining-requests": str(rpm_left),
+            "x-ratelimit-reset-requests": "1s", "x-ratelimit-limit-tokens": str(tpm),
+            "x-ratelimit-remaining-tokens": str(tpm_left), "x-ratelimit-reset-tokens": "6m0s"}
+
+
+# ---------------------------------------------------------------------- one budget
+
+
+def test_a_budget_refills_at_the_limit_less_headroom_and_holds_one_second_of_it():
+    budget = Budget(configured=600.0)
+    assert budget.capacity() == 600 * BURST_S / 60 == 10
+    budget.level = budget.capacity()
+    budget.take(10)
+    budget.refill(1.0)
+    assert budget.level == pytest.approx(10 * HEADROOM)
+    budget.refill(100.0)
+    assert budget.level == 10  # never more than the burst
+
+
+def test_a_call_larger_than_the_bucket_goes_when_it_is_full_and_leaves_it_in_debt():
+    budget = Budget(configured=60_000.0)  # 1,000 tokens a second, a bucket of 1,000
+    budget.level = 400.0
+    assert budget.wait_for(5_000) == pytest.approx(600 / (1000 * HEADROOM))
+    budget.level = 1000.0
+    assert budget.wait_for(5_000) == 0.0
+    budget.take(5_000)
+    assert budget.wait_for(5_000) == pytest.approx(5_000 / (1000 * HEADROOM))
+
+
+def test_an_unknown_budget_never_waits():
+    assert Budget().wait_for(10**9) == 0.0
+
+
+# ---------------------------------------------------------------------- pacing by the config's budgets
+
+
+def test_config_rpm_spaces_requests_at_the_limit():
+    p, clock = pacer({"proxy": {"rpm": 120}})
+    for _ in range(2):  # a bucket of one second: two requests at 120/min
+        assert p.delay("proxy", model="m") == 0.0
+        p.release("proxy", "ok", ticket=p.acquire("proxy", model="m"))
+    assert p.delay("proxy", model="m") == pytest.approx(1 / (2 * HEADROOM))
+    clock.t += 1 / (2 * HEADROOM)
+    assert p.delay("proxy", model="m") == pytest.approx(0.0, abs=1e-9)
+    info = entry(p, "proxy")
+    assert info["rpm_limit"] == 120 and info["limits_from"] == "config" and info["requests"] == 2
+
+
+def test_each_call_reserves_its_input_tokens_before_it_is_sent():
+    p, clock = pacer({"proxy": {"tpm": 60_000}})
+    ticket = p.acquire("proxy", tokens=800)
+    assert ticket.cost == 800
+    assert p.delay("proxy", tokens=800) == pytest.approx(600 / (1000 * HEADROOM))
+    assert p.delay("proxy", tokens=100) == 0.0
+    counted = []
+    p.acquire("proxy", tokens=lambda: counted.append(1) or 100)  # a counting function is called once
+    assert counted == [1]
+
+
+def test_openai_wire_calls_also_reserve_max_tokens():
+    p, _ = pacer({"openai": {"tpm": 60_000}})
+    assert p.acquire("openai", model="gpt-4o", tokens=300, extra_tokens=500).cost == 800
+
+
+def test_a_call_larger_than_the_whole_minute_budget_is_refused_at_once():
+    p, _ = pacer({"proxy": {"tpm": 10_000}})
+    with pytest.raises(OversizeCall) as err:
+        p.acquire("proxy", tokens=12_000)
+    assert "12,000 input tokens" in str(err.value) and "10,000 tokens per minute (config)" in str(err.value)
+    assert p.delay("proxy", tokens=9_000) == 0.0  # the refused call reserved nothing
+
+
+# ---------------------------------------------------------------------- learning from replies
+
+
+def test_openai_headers_teach_both_limits_and_remaining_lowers_the_bucket():
+    p, clock = pacer()
+    ticket = p.acquire("openai", model="gpt-4o", tokens=100)
+    assert entry(p, "openai/gpt-4o")["rpm_limit"] is None
+    clock.t += 0.5
+    p.release("openai", "ok", ticket=ticket, headers=openai_headers(rpm=600, rpm_left=0, tpm=60_000, tpm_left=20),
+              used_tokens=100)
+    info = entry(p, "openai/gpt-4o")
+    assert (info["rpm_limit"], info["tpm_limit"], info["limits_from"], info["headers_seen"]) == (
+        600, 60_000, "headers", True)
+    # the provider had nothing left: both buckets start from what it said, not full
+    assert p.delay("openai", model="gpt-4o", tokens=10) == pytest.approx(1 / (10 * HEADROOM))
+
+
+def test_anthropic_headers_teach_the_input_tokens_budget():
+    p, clock = pacer()
+    reset = (datetime.fromtimestamp(WALL + clock.t, timezone.utc) + timedelta(seconds=30)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    headers = {"anthropic-ratelimit-requests-limit": "50", "anthropic-ratelimit-requests-remaining": "49",
+               "anthropic-ratelimit-requests-reset": reset, "anthropic-ratelimit-input-tokens-limit": "30000",
+               "anthropic-ratelimit-input-tokens-remaining": "30000", "anthropic-ratelimit-input-tokens-reset": reset,
+               "anthropic-ratelimit-output-tokens-limit": "8000", "anthropic-ratelimit-output-tokens-remaining": "8000",
+               "anthropic-ratelimit-output-tokens-reset": reset}
+    p.release("anthropic", "ok", ticket=p.acquire("anthropic", model="claude-x", tokens=10), headers=headers,
+              used_tokens=10)
+    info = entry(p, "anthropic/claude-x")
+    assert (info["rpm_limit"], info["tpm_limit"], info["output_tpm_limit"]) == (50, 30_000, 8_000)
+    with pytest.raises(OversizeCall):
+        p.acquire("anthropic", model="claude-x", tokens=31_000)
+
+
+def test_a_limit_in_the_config_caps_what_the_headers_say():
+    p, _ = pacer({"openai": {"rpm": 100}})
+    p.release("openai", "ok", ticket=p.acquire("openai", model="m"), headers=openai_headers(rpm=600))
+    info = entry(p, "openai/m")
+    assert info["rpm_limit"] == 100 and info["limits_from"] == "config+headers"
+
+
+def test_the_reported_input_tokens_calibrate_later_reservations():
+    p, _ = pacer({"proxy": {"tpm": 600_000}})
+    p.release("proxy", "ok", ticket=p.acquire("proxy", tokens=1000), used_tokens=1200)
+    assert entry(p, "proxy")["token_ratio"] == 1.2
+    assert p.acquire("proxy", tokens=1000).cost == 1200
+
+
+def test_a_429_gives_its_reservation_back_and_pauses_that_key_only_for_its_retry_after():
+    p, clock = pacer({"proxy": {"tpm": 60_000}, "openai": {"rpm": 6000}})
+    ticket = p.acquire("proxy", tokens=1000)
+    p.release("proxy", "rate_limit", 2.0, ticket=ticket,
+              headers={"retry-after": "2", "x-ratelimit-remaining-tokens": "1000",
+                       "x-ratelimit-limit-tokens": "60000"})
+    assert p.delay("proxy", tokens=1000) == pytest.approx(2.0)
+    assert p.delay("openai", model="gpt-4o") == 0.0
+    clock.t += 2.0
+    assert p.delay("proxy", tokens=1000) == 0.0  # the refused call's tokens came back
+    info = entry(p, "proxy")
+    assert info["rate_limited"] == 1 and info["input_tokens"] == 0
+
+
+def test_a_429_without_headers_empties_a_known_bucket():
+    p, clock = pacer({"proxy": {"rpm": 600}})
+    p.release("proxy", "rate_limit", None, ticket=p.acquire("proxy"))
+    assert p.delay("proxy") == pytest.approx(1 / (10 * HEADROOM))
+
+
+def test_a_429_cuts_concurrency_only_where_no_budget_is_known():
+    p, _ = pacer({"proxy": {"rpm": 600}}, concurrency=8)
+    p.release("proxy", "rate_limit", None, ticket=p.acquire("proxy"))
+    assert p.limit("proxy") == 8
+    p.release("vllm", "rate_limit", None, ticket=p.acquire("vllm"))
+    assert p.limit("vllm") == 4
+
+
+def test_before_the_first_reply_calls_in_flight_hold_a_small_token_budget():
+    p, clock = pacer()
+    key, slots = p._key("openai", "m"), p._state("openai")
+    first = p.acquire("openai", model="m", tokens=FIRST_REPLY_TOKENS - 10_000)
+    key.queue.append("next")
+    assert p._blocked_for(key, slots, "next", clock.t, 10_000)[0] == 0.0
+    assert p._blocked_for(key, slots, "next", clock.t, 10_001) == (1.0, False)  # waits for the first reply
+    p.release("openai", "ok", ticket=first, headers={})
+    assert p._blocked_for(key, slots, "next", clock.t, 10**6)[0] == 0.0  # a reply without headers: no budget
+    key.queue.clear()
+    big = FIRST_REPLY_TOKENS * 3
+    assert p.acquire("openai", model="m", tokens=big).cost == big  # one call always goes
+
+
+def test_without_headers_or_config_429s_set_a_request_budget_then_cut_and_grow_it():
+    p, clock = pacer()
+
+    def send(outcome="ok", retry_after=None):
+        clock.t += p.delay("vllm")  # the fake clock moves instead of the pacer waiting
+        p.release("vllm", outcome, retry_after, ticket=p.acquire("vllm"), headers={})
+
+    for _ in range(10):  # ten accepted in the first second
+        send()
+        clock.t += 0.1
+    send("rate_limit", 0.5)
+    info = entry(p, "vllm")
+    assert info["limits_from"] == "429s" and info["rpm_limit"] == pytest.approx(0.9 * 10 / 1.0 * 60)
+    assert p.limit("vllm") == 8  # a paced key keeps its concurrency
+    send("rate_limit", 0.5)  # the same episode: no second cut
+    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(540)
+    clock.t += 3.0
+    send("rate_limit")  # too few calls since the last cut to measure: cut by 15%
+    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(540 * 0.85)
+    clock.t += 3.0
+    send()
+    before = entry(p, "vllm")["rpm_limit"]
+    clock.t += 1.0
+    send()
+    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(before * 1.02, rel=1e-3)  # grows 2% a second of success
+
+
+def test_a_429_does_not_guess_a_request_budget_where_headers_state_the_limits():
+    p, _ = pacer()
+    p.release("openai", "rate_limit", 1.0, ticket=p.acquire("openai", model="m"),
+              headers=openai_headers(rpm=600, rpm_left=0))
+    assert entry(p, "openai/m")["limits_from"] == "headers" and entry(p, "openai/m")["rpm_limit"] == 600
+
+
+# ---------------------------------------------------------------------- keys and reporting
+
+
+def test_openai_and_anthropic_limit_each_model_other_providers_are_one_budget():
+    assert pacing_key("openai", "gpt-4o") == "openai/gpt-4o"
+    assert pacing_key("anthropic", "claude-x") == "anthropic/claude-x"
+    assert pacing_key("vllm", "llama") == "vllm" and pacing_key("azure", "gpt-4o") == "azure"
+
+
+def test_status_text_shows_rates_against_limits_and_the_time_lost_waiting():
+    text = status_text([{"key": "openai/gpt-4o", "requests": 10, "recent_rpm": 291.0, "rpm_limit": 300,
+                         "recent_tpm": 1_940_000, "tpm_limit": 2_000_000, "active_s": 100.0, "throttled_s": 85.0,
+                         "rate_limited": 2}])
+    assert text == "openai/gpt-4o 291/300 rpm 1.94M/2M tpm throttled 85% 429s 2"
+    assert status_text([{"key": "x", "requests": 0}]) == ""
+
+
+def test_run_meta_figures_count_accepted_requests_and_time_waited():
+    p, clock = pacer({"proxy": {"rpm": 60}})
+    for _ in range(3):
+        while p.delay("proxy"):
+            clock.t += p.delay("proxy")
+        p.release("proxy", "ok", ticket=p.acquire("proxy"))
+    info = entry(p, "proxy")
+    assert info["requests"] == 3 and info["rate_limited"] == 0
+    assert info["active_s"] == pytest.approx(2 / HEADROOM, rel=1e-3)
+    assert info["achieved_rpm"] == pytest.approx(3 / (2 / HEADROOM) * 60, rel=1e-3)
+
+
+# ---------------------------------------------------------------------- reading the headers
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("6m0s", 360.0), ("1s", 1.0), ("120ms", 0.12), ("1h2m3.5s", 3723.5),
+                                               ("59.991s", 59.991), ("2.5", 2.5), ("0s", 0.0)])
+def test_openai_reset_durations(text, seconds):
+    assert rate_headers.parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["", "soon", "5 minutes", "1x", None])
+def test_unreadable_durations_are_none(text):
+    assert rate_headers.parse_duration(text) is None
+
+
+def test_anthropic_resets_are_rfc3339_times_and_retry_after_may_be_an_http_date():
+    assert rate_headers.parse_reset_time("2026-01-01T00:00:30Z", datetime(2026, 1, 1, tzinfo=timezone.utc)
+                                         .timestamp()) == 30.0
+    assert rate_headers.parse_reset_time("not a time", 0.0) is None
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+    assert rate_headers.parse_retry_after({"retry-after": "Thu, 01 Jan 2026 00:00:05 GMT"}, now) == 5.0
+    assert rate_headers.parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}, now) == 0.25
+
+
+def test_headers_in_any_case_and_none_at_all():
+    facts = rate_headers.parse({"X-RateLimit-Limit-Requests": "500", "X-RateLimit-Remaining-Tokens": "7"})
+    assert facts.requests.limit == 500 and facts.input_tokens.remaining == 7 and not facts.empty
+    assert rate_headers.parse({"content-type": "application/json"}).empty
+    assert rate_headers.parse(None) is rate_headers.NO_HEADERS
