@@ -164,7 +164,7 @@ ESTIMATE_CHARS_PER_TOKEN = 4.3
 def estimate_tokens(text: str) -> int:
     """``providers.estimate_tokens`` when available, else characters / ``ESTIMATE_CHARS_PER_TOKEN`` rounded up."""
     try:
-        from providers import estimate_tokens as provider_estimate
+        from token_counts import estimate_tokens as provider_estimate
     except ImportError:
         return math.ceil(len(text) / ESTIMATE_CHARS_PER_TOKEN)
     return int(provider_estimate(text))
@@ -180,7 +180,7 @@ def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> 
     ``use_provider=False`` rules out network counts (Anthropic's count API); a local tokenizer is still used.
     """
     try:
-        from providers import count_tokens_how
+        from token_counts import count_tokens_how
     except ImportError:
         count_tokens_how = None
     if count_tokens_how is not None:

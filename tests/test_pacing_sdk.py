@@ -9,7 +9,8 @@ import anthropic
 import openai
 import pytest
 
-import providers
+import provider_errors
+import retries
 from providers import ProviderError, ProviderSettings, complete
 from rate_pacer import Pacer
 from records import ChatRequest
@@ -57,7 +58,7 @@ def test_openai_refusing_a_call_as_too_large_fails_it_at_once(fake_llm):
     fake_llm.tpm = 1_000
     with pytest.raises(ProviderError) as err:
         complete(ask("openai", "word " * 2_000), settings=FAST, limiter=Pacer(2))
-    assert err.value.kind == providers.TOO_LARGE and err.value.attempts == 1
+    assert err.value.kind == provider_errors.TOO_LARGE and err.value.attempts == 1
     assert "providers.openai.tpm" in str(err.value) and len(fake_llm.requests) == 1
 
 
@@ -66,7 +67,7 @@ def test_a_call_larger_than_a_learned_budget_is_never_sent_again(fake_llm):
     pacer = Pacer(2)
     with pytest.raises(ProviderError) as err:  # Anthropic says a plain 429 (with its headers): the retry is refused
         complete(ask("anthropic", "word " * 2_000), settings=FAST, limiter=pacer)
-    assert err.value.kind == providers.TOO_LARGE and "1,000 tokens per minute (headers)" in str(err.value)
+    assert err.value.kind == provider_errors.TOO_LARGE and "1,000 tokens per minute (headers)" in str(err.value)
     assert len(fake_llm.requests) == 1
     with pytest.raises(ProviderError):
         complete(ask("anthropic", "again " * 2_000), settings=FAST, limiter=pacer)
@@ -80,7 +81,7 @@ def test_rate_limits_are_retried_past_max_attempts(fake_llm):
 
 
 def test_rate_limits_give_up_after_the_patience(fake_llm, monkeypatch):
-    monkeypatch.setattr(providers, "RATE_LIMIT_PATIENCE_S", 0.0)
+    monkeypatch.setattr(retries, "RATE_LIMIT_PATIENCE_S", 0.0)
     fake_llm.fail_next("429", count=4, retry_after=0.01)
     with pytest.raises(ProviderError) as err:
         complete(ask("openai"), settings=FAST)

@@ -10,6 +10,8 @@ import pytest
 
 import command_names
 import providers
+import retries
+import token_counts
 from providers import Gateway, ProviderError, ProviderSettings, complete, count_tokens, estimate_tokens
 from records import ChatRequest
 
@@ -143,7 +145,7 @@ def test_malformed_bodies_get_only_a_couple_of_retries(fake_llm):
     with pytest.raises(ProviderError) as info:
         complete(ask(), settings=settings)
     assert info.value.kind == "malformed"
-    assert info.value.attempts == providers.MALFORMED_MAX_ATTEMPTS == len(fake_llm.requests)
+    assert info.value.attempts == retries.MALFORMED_MAX_ATTEMPTS == len(fake_llm.requests)
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -302,9 +304,9 @@ class WordEncoding:
 def use_encodings(monkeypatch, loader):
     """Point providers at a fresh encoding cache with ``loader`` (never the real download), so the
     test-wide switch-off (conftest sets LONGMEMEVAL_TIKTOKEN=0) can be lifted."""
-    monkeypatch.delenv(providers.TIKTOKEN_ENV, raising=False)
-    encodings = providers._Encodings(loader=loader)
-    monkeypatch.setattr(providers, "_ENCODINGS", encodings)
+    monkeypatch.delenv(token_counts.TIKTOKEN_ENV, raising=False)
+    encodings = token_counts._Encodings(loader=loader)
+    monkeypatch.setattr(token_counts, "_ENCODINGS", encodings)
     return encodings
 
 
@@ -320,7 +322,7 @@ def test_count_tokens_uses_anthropic_counter_and_none_elsewhere(fake_llm, monkey
 
 
 def test_openai_models_map_to_their_own_tokenizer():
-    name = providers.tiktoken_encoding_name
+    name = token_counts.tiktoken_encoding_name
     assert [name(m) for m in ("gpt-4o-2024-08-06", "gpt-4o-mini", "gpt-4.1", "o3-mini", "gpt-5", "openai/gpt-4o")] \
         == ["o200k_base"] * 6
     assert [name(m) for m in ("gpt-4-turbo", "gpt-4-0613", "gpt-3.5-turbo")] == ["cl100k_base"] * 3
@@ -352,7 +354,7 @@ def test_a_failed_tiktoken_load_is_tried_once_per_process_then_counts_fall_back(
 def test_tiktoken_can_be_switched_off_by_environment(monkeypatch):
     loads = []
     use_encodings(monkeypatch, lambda name: loads.append(name) or WordEncoding())
-    monkeypatch.setenv(providers.TIKTOKEN_ENV, "0")
+    monkeypatch.setenv(token_counts.TIKTOKEN_ENV, "0")
     assert count_tokens(ask("openai", "gpt-4o")) is None and loads == []
 
 
@@ -366,7 +368,7 @@ def test_a_hanging_tiktoken_download_is_given_up_after_the_timeout(monkeypatch):
     monkeypatch.setitem(sys.modules, "tiktoken", hanging)
     started = time.monotonic()
     with pytest.raises(TimeoutError, match="over 0.2 s"):
-        providers._load_tiktoken("o200k_base", timeout_s=0.2)
+        token_counts._load_tiktoken("o200k_base", timeout_s=0.2)
     assert time.monotonic() - started < 2
 
 
@@ -381,14 +383,14 @@ def test_real_tiktoken_load_failure_is_reported_not_raised(monkeypatch):
 
     broken.get_encoding = get_encoding
     monkeypatch.setitem(sys.modules, "tiktoken", broken)
-    use_encodings(monkeypatch, providers._load_tiktoken)
+    use_encodings(monkeypatch, token_counts._load_tiktoken)
     assert providers.count_tokens_how(ask("openai", "gpt-4o"), remote=False) is None
 
 
 def test_estimate_tokens_is_chars_over_the_calibrated_ratio_rounded_up():
     import reader
 
-    assert providers.ESTIMATE_CHARS_PER_TOKEN == reader.ESTIMATE_CHARS_PER_TOKEN == 4.3
+    assert token_counts.ESTIMATE_CHARS_PER_TOKEN == reader.ESTIMATE_CHARS_PER_TOKEN == 4.3
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("x" * 43) == 10

@@ -13,6 +13,7 @@ from test_targets_common import GOLD, RecordingLLM, make_raw_item
 @pytest.fixture
 def gateway(fake_llm):
     import providers
+    import token_counts
 
     return providers.Gateway(providers.ProviderSettings(max_attempts=2, backoff_base=0.01, timeout_s=10))
 
@@ -53,11 +54,12 @@ def test_chain_of_note_mode_and_nl_history_reach_the_request(fake_llm, gateway):
 def no_tiktoken_download(monkeypatch):
     """Counts here never download tiktoken's file: OpenAI prompts are estimated unless a test installs an encoding."""
     import providers
+    import token_counts
 
     def offline(name):
         raise ConnectionError("tests never reach the internet")
 
-    monkeypatch.setattr(providers, "_ENCODINGS", providers._Encodings(loader=offline))
+    monkeypatch.setattr(token_counts, "_ENCODINGS", token_counts._Encodings(loader=offline))
 
 
 def test_full_context_drops_oldest_sessions_when_the_window_is_small(fake_llm, gateway):
