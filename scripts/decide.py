@@ -32,6 +32,7 @@ import compare_runs
 import fileio
 import loop_git
 import loop_state
+import report_outputs
 import run_store
 from clock import utc_now
 from errors import UserError, run_main
@@ -90,10 +91,8 @@ def restore_from_snapshot(snapshot_dir: Path, run_dir: Path, ids: Sequence[str])
 
 def rescore(project: Path, run_id: str) -> None:
     """Rewrite the run's metrics.json/scorecard.md after its rows changed (scorecard output goes to stderr)."""
-    import scorecard
-
     with redirect_stdout(sys.stderr):
-        scorecard.main(["--project", str(project), "--run-id", run_id, "--no-charts"])
+        report_outputs.score_project_run(Path(project), run_id, charts=False)
 
 
 def run_decision(

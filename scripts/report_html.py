@@ -10,7 +10,7 @@ Usage:
 The table's data is plain JSON, parsed at load; the page's bulk (session turns, prompt lines) is one
 zlib-compressed, base64 blob after the page's code, which the browser unpacks once the page is idle.
 
-What the page shows: the scorecard's own figures (the card ``scorecard.build_scorecard`` computed, formatted by
+What the page shows: the scorecard's own figures (the card ``scoring.build_scorecard`` computed, formatted by
 the scorecard's helpers: nothing is recomputed), charts, a filterable table of every question, and a drill-down
 per question: question and date, gold answer, hypothesis, judge reply and prompt sha, the target's debug, the
 sessions (evidence marked) with their text, and the exact prompts the target sent.
@@ -42,7 +42,8 @@ import prompt_store
 import report_data
 import report_svg
 import run_store
-import scorecard
+import scorecard_md
+import scoring
 from errors import UserError, run_main
 from facts import HISTORY_FILE, QUESTION_TYPES
 from report_data import DEFAULT_MAX_TEXT_MB, flaky_mark, prompt_keys, stability_path, stability_registry
@@ -113,22 +114,22 @@ def _figures_html(card: Mapping[str, Any]) -> str:
         parts.append('<section class="banner ok" id="banner"><strong>Comparable with published LongMemEval '
                      'results</strong> (official judge and prompt, known dataset file, complete run, no errors).'
                      '</section>')
-    big = [("Overall (micro)", card["overall"]["accuracy_strict"], scorecard._acc(card["overall"], "judged")),
+    big = [("Overall (micro)", card["overall"]["accuracy_strict"], scorecard_md.acc(card["overall"], "judged")),
            (f"Task-averaged (macro, {n_types} types)", ta["accuracy_strict"], judged_ta),
-           ("Abstention (_abs ids)", card["abstention"]["accuracy_strict"], scorecard._acc(card["abstention"], "judged"))]
+           ("Abstention (_abs ids)", card["abstention"]["accuracy_strict"], scorecard_md.acc(card["abstention"], "judged"))]
     parts.append('<section class="tiles">' + "".join(
         f'<div class="tile"><div class="tile-label">{escape(label)}</div><div class="tile-value">'
         f'{escape(metrics.fmt(value))}</div><div class="tile-sub">strict · judged only {escape(judged)}</div></div>'
         for label, value, judged in big) + "</section>")
-    status = (f"Status: <b>{escape(scorecard._status(card))}</b> · judged {card['judged']}/{card['n_total']} · "
+    status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card['judged']}/{card['n_total']} · "
               f"errors {card['errors']} · not run {card['not_run']} · judge {escape(str(judge.get('provider')))} "
               f"{escape(str(judge.get('model')))} (official={escape(str(judge.get('official')))}) · dataset "
               f"{escape(str(card['dataset']['known_official'] or 'unrecognised file'))}")
     rows = [
-        ("Overall accuracy (micro)", scorecard._acc(card["overall"], "strict"), scorecard._acc(card["overall"], "judged")),
+        ("Overall accuracy (micro)", scorecard_md.acc(card["overall"], "strict"), scorecard_md.acc(card["overall"], "judged")),
         (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta["accuracy_strict"]), judged_ta),
-        ("Abstention accuracy (_abs ids)", scorecard._acc(card["abstention"], "strict"),
-         scorecard._acc(card["abstention"], "judged")),
+        ("Abstention accuracy (_abs ids)", scorecard_md.acc(card["abstention"], "strict"),
+         scorecard_md.acc(card["abstention"], "judged")),
     ]
     table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card["n_total"]} items; '
              f'errors/not run = wrong)</th><th>judged only ({card["judged"]} items)</th></tr></thead><tbody>'
@@ -145,16 +146,16 @@ def _figures_html(card: Mapping[str, Any]) -> str:
     extra = ""
     if ex["excluded"]:
         extra = (f'<p class="note">Excluding {len(ex["excluded"])} reported gold error(s) (a second figure; the '
-                 f'official one is above): strict overall {escape(scorecard._acc(ex["overall"], "strict"))}, '
+                 f'official one is above): strict overall {escape(scorecard_md.acc(ex["overall"], "strict"))}, '
                  f'task-averaged {escape(metrics.fmt(ex["task_averaged"]["accuracy_strict"]))}, abstention '
-                 f'{escape(scorecard._acc(ex["abstention"], "strict"))}.</p>')
+                 f'{escape(scorecard_md.acc(ex["abstention"], "strict"))}.</p>')
     cost, usage = card["cost"], card["usage"]
-    total = scorecard._usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
-        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {scorecard._usd(cost['known_total_usd'])})")
+    total = scorecard_md.usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
+        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {scorecard_md.usd(cost['known_total_usd'])})")
     lat = usage["latency_ms"]
-    money = (f'<p class="note">Cost {escape(total)} (generation {escape(scorecard._usd(cost["known_generation_usd"]))}, '
-             f'judge {escape(scorecard._usd(cost["known_judge_usd"]))}) · latency generation p50 '
-             f'{escape(scorecard._ms(lat["generation"]["p50"]))}, p95 {escape(scorecard._ms(lat["generation"]["p95"]))}'
+    money = (f'<p class="note">Cost {escape(total)} (generation {escape(scorecard_md.usd(cost["known_generation_usd"]))}, '
+             f'judge {escape(scorecard_md.usd(cost["known_judge_usd"]))}) · latency generation p50 '
+             f'{escape(scorecard_md.ms(lat["generation"]["p50"]))}, p95 {escape(scorecard_md.ms(lat["generation"]["p95"]))}'
              f' · cache hits {usage["cache"]["generation_calls_cached"]}/{usage["cache"]["generation_calls"]} '
              f'generation calls, {usage["cache"]["judge_cached"]}/{card["judged"]} judge calls</p>')
     return (f'<p class="status">{status}</p>' + "".join(parts) + '<section class="cols"><div>' + table + extra
@@ -177,7 +178,7 @@ def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]]
 def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
                  history: Sequence[Mapping[str, Any]] | None = None, max_text_mb: float = DEFAULT_MAX_TEXT_MB
                  ) -> str:
-    """The report page of ``run`` for ``card`` (``scorecard.build_scorecard`` of the same run)."""
+    """The report page of ``run`` for ``card`` (``scoring.build_scorecard`` of the same run)."""
     data, texts = report_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
     title = f"LongMemEval report — run {run.run_id} ({card.get('variant')})"
     target = card.get("target") or {}
@@ -326,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_prompts(run, args.prompt)
     if args.max_text_mb < 0:
         raise UserError(f"--max-text-mb must be >= 0, got {args.max_text_mb:g}", fix="e.g. --max-text-mb 24")
-    card = scorecard.build_scorecard(run)
+    card = scoring.build_scorecard(run)
     history = loop_history(run, args.project, args.history)
     path = write_report(run.path, build_report(run, card, project=args.project, history=history,
                                                max_text_mb=args.max_text_mb))

@@ -36,19 +36,19 @@ import preflight
 import run_driver
 import run_settings
 import run_status
-import scorecard
+import report_outputs
 from clock import utc_now
 from errors import UserError, run_main
 from run_settings import RunSettings
 
 
 def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:
-    args = ["--run-id", run_id, "--project", settings.project]
+    """The scorecard's files and its Markdown on stdout (on stderr with ``--progress json``: stdout is records)."""
     if progress_mode == "json":
         with redirect_stdout(sys.stderr):
-            scorecard.main(args)
+            report_outputs.score_project_run(Path(settings.project), run_id)
     else:
-        scorecard.main(args)
+        report_outputs.score_project_run(Path(settings.project), run_id)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -98,9 +98,9 @@ def run_meta(run_id: str, n_total: int, status: str = "completed") -> dict:
 
 def write_scorecard_metrics(run_dir: Path) -> dict:
     """metrics.json for the run, built by the real scorecard."""
-    import scorecard
+    import scoring
 
-    card = scorecard.build_scorecard(run_store.load_run(run_dir))
+    card = scoring.build_scorecard(run_store.load_run(run_dir))
     fileio.write_atomic_json(run_dir / run_store.METRICS_FILE, card)
     return card
 

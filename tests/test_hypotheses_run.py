@@ -21,6 +21,7 @@ import judge_official
 import report_html
 import run_benchmark
 import scorecard
+import scoring
 from run_store import load_run
 from errors import UserError, run_main
 from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
@@ -276,7 +277,7 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
     assert (rec["n"], rec["agree"]) == (n, n - 3) and sorted(f["question_id"] for f in rec["flips"]) == flipped
     assert rec["candidate"] == "openai:gpt-4o-mini-2024-07-18" and rec["returned_models"] == ["gpt-4o-mini-2024-07-18"]
     assert len(fake_llm.requests) == 2 * n  # the agreement of two runs makes no call
-    card = scorecard.build_scorecard(load_run(b))  # the candidate's run now carries its measured agreement
+    card = scoring.build_scorecard(load_run(b))  # the candidate's run now carries its measured agreement
     assert card["judge_agreement"]["n"] == n and card["judge_agreement"]["flips"] == 3
 
 

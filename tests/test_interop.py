@@ -85,10 +85,10 @@ def test_exported_eval_results_rescored_independently_equal_our_figures(run, tmp
     assert ours["overall"]["accuracy_judged"] == pytest.approx(theirs["overall"])
     assert ours["abstention"]["accuracy_judged"] == pytest.approx(theirs["abstention"])
     # and the round trip gives the same figures as scoring the run directly
-    import scorecard
+    import scoring
     from run_store import load_run
 
-    card = scorecard.build_scorecard(load_run(run))
+    card = scoring.build_scorecard(load_run(run))
     assert card["overall"]["accuracy_judged"] == pytest.approx(ours["overall"]["accuracy_judged"])
     assert card["overall"]["accuracy_strict"] == pytest.approx(ours["overall"]["accuracy_strict"]) == 9 / 16
 

@@ -17,6 +17,7 @@ import report_data
 import report_html
 import run_benchmark
 import scorecard
+import scoring
 from errors import run_main
 from factories import result_row
 from report_testing import NASTY, make_report_run
@@ -98,7 +99,7 @@ def test_the_drill_down_data_holds_the_exact_prompt_judge_reply_and_error(report
 
 def test_texts_beyond_the_evidence_respect_the_budget_and_say_so(report_run):
     run = run_store.load_run(report_run.run_dir)
-    card = scorecard.build_scorecard(run)
+    card = scoring.build_scorecard(run)
     data, texts = blobs(report_html.build_report(run, card, project=report_run.project, max_text_mb=0))
     assert texts["l"] and all(t is None for t in texts["l"])
     assert any(f"{len(texts['l'])} session or prompt text(s) were left out" in n for n in data["notes"])
@@ -121,7 +122,7 @@ def test_a_missing_dataset_still_gives_a_report_that_says_what_is_missing(report
     run = run_store.load_run(report_run.run_dir)
     meta = run.meta.with_(dataset=dict(run.meta.dataset, path=str(tmp_path / "gone.json")))
     run = run_store.RunData(path=run.path, meta=meta, manifest=run.manifest, rows=run.rows)
-    data, _ = blobs(report_html.build_report(run, scorecard.build_scorecard(run)))
+    data, _ = blobs(report_html.build_report(run, scoring.build_scorecard(run)))
     assert any("is not here" in n for n in data["notes"])
     assert {q["hyp"] for q in data["questions"]} == {r.get("hypothesis") for r in report_run.rows.values()}
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 import scorecard
+import scorecard_md
+import scoring
 from run_store import load_run
 from errors import run_main
 from test_compare_runs import MS, OFFICIAL_SHA, SSU, TR, row, write_run
@@ -39,7 +41,7 @@ def seven(tmp_path) -> Path:
 
 
 def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
-    card = scorecard.build_scorecard(load_run(seven))
+    card = scoring.build_scorecard(load_run(seven))
     assert (card["n_total"], card["judged"], card["correct"], card["errors"], card["not_run"]) == (7, 5, 4, 1, 1)
     assert card["coverage"] == pytest.approx(5 / 7)
     assert card["overall"]["accuracy_strict"] == pytest.approx(4 / 7)
@@ -71,14 +73,14 @@ def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
 
 
 def test_second_figure_excludes_reported_gold_errors_without_replacing_official(seven):
-    card = scorecard.build_scorecard(load_run(seven))
+    card = scoring.build_scorecard(load_run(seven))
     ex = card["excluding_gold_errors"]
     assert ex["excluded"] == [{"question_id": "370a8ff4", "issues": [19, 26, 41], "status": "wrong"}]
     assert (ex["n_total"], ex["correct"]) == (6, 3)
     assert ex["overall"]["accuracy_strict"] == pytest.approx(0.5)
     assert ex["task_averaged"]["accuracy_strict"] == pytest.approx(7 / 18)  # (2/3 + 1/2 + 0/1) / 3
     assert card["overall"]["accuracy_strict"] == pytest.approx(4 / 7)  # official figure untouched
-    md = scorecard.render_markdown(card)
+    md = scorecard_md.render_markdown(card)
     assert "Excluding reported gold errors" in md and "370a8ff4 (#19, #26, #41)" in md
 
 
@@ -87,7 +89,7 @@ def test_retrieval_skips_abstention_and_no_gold_items_and_says_how_many(tmp_path
             row("x2_abs", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": []}),
             row("x3", SSU, False, retrieval={"retrieved_session_ids": ["h"], "gold_session_ids": []})]
     run = write_run(tmp_path / "r", [("x1", SSU), ("x2_abs", SSU), ("x3", SSU)], rows)
-    ret = scorecard.build_scorecard(load_run(run))["retrieval"]
+    ret = scoring.build_scorecard(load_run(run))["retrieval"]
     assert (ret["scored"], ret["skipped_abstention"], ret["skipped_no_gold"]) == (1, 1, 1)
     assert ret["overall"]["recall_all@1"] == 1.0
 
@@ -99,34 +101,34 @@ def _clean(tmp_path, **kw) -> Path:
 
 
 def test_complete_official_run_is_comparable(tmp_path, monkeypatch):
-    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)  # stands in for the 500 items of the official set
-    card = scorecard.build_scorecard(load_run(_clean(tmp_path)))
+    monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)  # stands in for the 500 items of the official set
+    card = scoring.build_scorecard(load_run(_clean(tmp_path)))
     assert card["comparable"] is True and card["comparability_notes"] == []
-    assert "NOT COMPARABLE" not in scorecard.render_markdown(card)
+    assert "NOT COMPARABLE" not in scorecard_md.render_markdown(card)
 
 
 def test_a_judge_behind_another_endpoint_is_not_comparable(tmp_path, monkeypatch):
-    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)
+    monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
     run = _clean(tmp_path)
     meta = json.loads((run / "run-meta.json").read_text())
     meta["endpoints"] = {"openai": "http://127.0.0.1:9/v1"}
     (run / "run-meta.json").write_text(json.dumps(meta))
-    card = scorecard.build_scorecard(load_run(run))
+    card = scoring.build_scorecard(load_run(run))
     assert card["comparability_notes"] == ["judge endpoint is http://127.0.0.1:9/v1, not api.openai.com"]
 
 
 def test_a_run_smaller_than_the_official_set_is_not_comparable(tmp_path):
-    card = scorecard.build_scorecard(load_run(_clean(tmp_path)))
+    card = scoring.build_scorecard(load_run(_clean(tmp_path)))
     assert card["comparability_notes"] == ["N = 2 items (the official set has 500)"]
 
 
 def test_narrowing_the_strict_denominator_below_the_manifest_is_named(seven, capsys, monkeypatch):
-    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 7)
+    monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 7)
     assert scorecard.main([str(seven), "5", "_s", "seven", "--no-charts", "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["comparability_notes"]
     assert "strict denominator narrowed to the first 5 of the run's 7 items (N_TOTAL / --n-total)" in notes
     assert "N = 5 items (the official set has 7)" in notes
-    card = scorecard.build_scorecard(load_run(seven), 7)
+    card = scoring.build_scorecard(load_run(seven), 7)
     assert not any("narrowed" in n or "official set" in n for n in card["comparability_notes"])
 
 
@@ -138,25 +140,25 @@ def truncation(truncated, dropped_evidence=None, **extra):
 
 
 def test_truncation_is_counted_and_lost_evidence_makes_the_run_not_comparable(tmp_path, monkeypatch):
-    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)
+    monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
     rows = [row("k1", SSU, True, target=truncation(True, 0)), row("k2", MS, False, target=truncation(True, 1))]
-    card = scorecard.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    card = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
     assert card["truncation"] == {"items_reporting": 2, "truncated": 2, "lost_evidence": 1,
                                   "lost_evidence_unknown": 0, "retried_after_too_long": 0}
     assert card["comparability_notes"] == ["history truncated to fit the context window on 2 item(s); 1 of them "
                                            "lost an evidence session the reader never saw"]
-    assert "cut to fit the context window on 2 of 2 items" in scorecard.render_markdown(card)
+    assert "cut to fit the context window on 2 of 2 items" in scorecard_md.render_markdown(card)
 
 
 def test_truncation_that_kept_every_evidence_session_stays_comparable(tmp_path, monkeypatch):
-    monkeypatch.setattr(scorecard, "OFFICIAL_SET_SIZE", 2)
+    monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
     rows = [row("k1", SSU, True, target=truncation(True, 0, retried_after_too_long={"tokens": 9})),
             row("k2", MS, False, target=truncation(False, 0))]
-    card = scorecard.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    card = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
     assert card["comparable"] is True
     assert (card["truncation"]["truncated"], card["truncation"]["retried_after_too_long"]) == (1, 1)
     old = [row("k1", SSU, True, target=truncation(True)), row("k2", MS, False)]
-    card = scorecard.build_scorecard(load_run(_clean(tmp_path / "old", rows=old)))
+    card = scoring.build_scorecard(load_run(_clean(tmp_path / "old", rows=old)))
     assert card["truncation"]["lost_evidence_unknown"] == 1
     assert any("do not say whether an evidence session was dropped" in n for n in card["comparability_notes"])
 
@@ -165,18 +167,18 @@ def test_retrieval_section_names_its_level_and_granularity_and_metrics_json_has_
     target = {"name": "rag", "provider": "p", "model": "m", "debug": {"retrieval": {"granularity": "turn"}}}
     rows = [row("x1", SSU, True, target=target,
                 retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]})]
-    card = scorecard.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    card = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
     ret = card["retrieval"]
     assert ret["ks"] == [1, 3, 5, 10, 30, 50] and "recall_all@50" in ret["overall"]
     assert ret["level"] == "session" and ret["granularity"] == {"turn": 1}
-    md = scorecard.render_markdown(card)
+    md = scorecard_md.render_markdown(card)
     assert "## Session retrieval (session-level metrics)" in md and "granularity: turn (1)" in md
     assert "R_all@50" in md and "R_all@1 " not in md
 
 
 def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
     rows = [row("k1", SSU, True), row("k2", MS, None, error_kind="timeout")]
-    md = scorecard.render_markdown(scorecard.build_scorecard(load_run(_clean(tmp_path, rows=rows))))
+    md = scorecard_md.render_markdown(scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows))))
     assert "| Task-averaged accuracy (macro, 2 types) | 0.5000 | 1.0000 (over 1 of 2 types, those with a judged item) |" in md
 
 
@@ -192,10 +194,10 @@ def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
     ({"rows": [row("k1", SSU, True), row("k2", MS, None, error_kind="rate_limit")]}, "errors present: 1"),
 ])
 def test_banner_names_each_reason_a_run_is_not_comparable(tmp_path, kw, needle):
-    card = scorecard.build_scorecard(load_run(_clean(tmp_path, **kw)))
+    card = scoring.build_scorecard(load_run(_clean(tmp_path, **kw)))
     assert card["comparable"] is False
     assert any(needle in n for n in card["comparability_notes"]), card["comparability_notes"]
-    md = scorecard.render_markdown(card)
+    md = scorecard_md.render_markdown(card)
     assert "NOT COMPARABLE" in md and needle in md
 
 

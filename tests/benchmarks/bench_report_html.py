@@ -93,12 +93,12 @@ def with_full_context_prompts(src: Path, dst: Path) -> Path:
 
 def build(run_path: Path, max_text_mb: float, label: str) -> Path:
     import report_html
-    import scorecard
+    import scoring
     from run_store import load_run
 
     t0 = time.perf_counter()
     run = load_run(run_path)
-    card = scorecard.build_scorecard(run)
+    card = scoring.build_scorecard(run)
     t1 = time.perf_counter()
     page = report_html.build_report(run, card, max_text_mb=max_text_mb)
     t2 = time.perf_counter()
