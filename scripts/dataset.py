@@ -26,7 +26,6 @@ from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 import ijson
 
 from errors import UserError, run_main
-from fingerprints import item_sha256
 from facts import KNOWN_SHA256, QUESTION_TYPES, VARIANT_ALIASES
 from records import Question
 from schemas import validate
@@ -74,6 +73,13 @@ def is_known_official(sha256: str) -> str | None:
     return KNOWN_FILES.get(sha256.lower())
 
 
+
+def item_sha256(item: Mapping[str, Any]) -> str:
+    """The content fingerprint of one dataset item (key order and spacing do not matter; every value does)."""
+    blob = json.dumps(item, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     path: str
@@ -86,7 +92,7 @@ class DatasetInfo:
     questions: tuple[tuple[str, str], ...] = ()
     """``(question_id, question_type)`` per item, in dataset order (what a run manifest lists)."""
     item_sha256: Mapping[str, str] = field(default_factory=dict)
-    """Content fingerprint per question id (``fingerprints.item_sha256``): recognises a file by its items."""
+    """Content fingerprint per question id (``item_sha256``): recognises a file by its items."""
     duplicate_sessions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Question ids whose haystack lists a session id more than once (upstream issue #54), with those ids."""
 

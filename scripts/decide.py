@@ -28,7 +28,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import compare_runs
+import run_comparison as compare_runs  # the comparison (compare_runs.py is its command)
 import fileio
 import loop_git
 import loop_state

@@ -25,17 +25,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import dataset
 from errors import run_main
+from facts import FILES
 
 REFERENCE = Path(__file__).resolve().parent.parent / "references" / "dataset-fingerprints.json"
 SHOWN_IDS = 10
 """Ids named in a one-line summary; the recognition record lists them all."""
-
-
-def item_sha256(item: Mapping[str, Any]) -> str:
-    """The content fingerprint of one dataset item (key order and spacing do not matter; every value does)."""
-    blob = json.dumps(item, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
 @lru_cache(maxsize=4)
@@ -135,8 +131,6 @@ def recognize(hashes: Mapping[str, str], file_sha256: str | None = None, *, file
 def recognize_file(path: str | Path, hashes: Mapping[str, str], file_sha256: str | None) -> dict[str, Any]:
     """``recognize`` for a dataset file: its name (compression suffix dropped) counts as an original-release name
     only when the original release alone uses it (``longmemeval_s.json``, not ``longmemeval_oracle.json``)."""
-    from setup_project import FILES
-
     name = Path(path).name
     for suffix in (".xz", ".gz"):
         name = name.removesuffix(suffix)
@@ -150,8 +144,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("path", type=Path, help="a LongMemEval file: .json, .json.xz or .json.gz")
     parser.add_argument("--hashes", action="store_true", help="print {question_id: sha256} instead of the comparison")
     args = parser.parse_args(argv)
-    import dataset
-
     info = dataset.scan(args.path)
     if args.hashes:
         print(json.dumps(dict(sorted(info.item_sha256.items())), indent=1))

@@ -148,30 +148,6 @@ def fmt_interval(interval: list[float] | None, decimals: int = 3) -> str:
     return "—" if interval is None else f"[{interval[0]:.{decimals}f}, {interval[1]:.{decimals}f}]"
 
 
-def item_set(
-    manifest_items: Iterable[Mapping[str, Any]] | None,
-    rows: Mapping[str, ResultRow],
-    n_total: int | None = None,
-) -> tuple[dict[str, str], int]:
-    """The items the strict denominator covers: ``(types in manifest order, unattributed)``.
-
-    With a manifest, the first ``n_total`` manifest items (all when ``n_total`` is None). Without one, the rows'
-    own ids and types. When ``n_total`` exceeds what is known, the excess count is returned as ``unattributed``:
-    items never run whose type is unknown (they count as wrong in the overall strict figure only).
-    """
-    if manifest_items is not None:
-        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]
-    else:
-        known = [(qid, row.question_type) for qid, row in rows.items()]
-    if n_total is not None and n_total < 0:
-        raise ValueError(f"n_total must be >= 0, got {n_total}")
-    if n_total is not None and n_total < len(known):
-        known = known[:n_total]
-    types = dict(known)
-    unattributed = max(0, (n_total or 0) - len(types)) if n_total is not None else 0
-    return types, unattributed
-
-
 def strict_labels(
     rows: Mapping[str, ResultRow], types: Mapping[str, str]
 ) -> dict[str, bool | None]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import charts
-import compare_runs
+import run_comparison
 import fileio
 import metrics
 import prompt_store
@@ -201,14 +201,14 @@ def write_report(run_dir: Path, html_text: str) -> Path:
 
 def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
                  registry: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None) -> str:
-    """The diff page of ``compare_runs.compare(before, after)``: its figures (McNemar included) as computed there,
+    """The diff page of ``run_comparison.compare(before, after)``: its figures (McNemar included) as computed there,
     and every flipped question side by side."""
     a, b = result["run_a"], result["run_b"]
     registry = registry or {}
     title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
     banner = ""
     if result.get("kind") == "judge":
-        line = escape(compare_runs.judge_comparison_line(result))
+        line = escape(run_comparison.judge_comparison_line(result))
         banner = f'<section class="banner"><strong>{line}</strong></section>'
     if result["forced"]:
         banner += ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
@@ -263,9 +263,9 @@ def _side(row: ResultRow | None, status: str) -> dict[str, Any]:
 
 def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None,
                   judge_comparison: bool = False) -> tuple[str, Path]:
-    """The diff page of two runs (``compare_runs.compare``, which refuses unlike runs unless ``force``) and where
+    """The diff page of two runs (``run_comparison.compare``, which refuses unlike runs unless ``force``) and where
     it goes by default: ``AFTER/compare-<before run id>.html``. Nothing is written."""
-    result = compare_runs.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)
+    result = run_comparison.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)
     before, after = load_run(Path(before_dir)), load_run(Path(after_dir))
     registry = stability_registry(stability_path(after.path, project))
     return compare_page(result, before, after, registry), Path(after_dir) / run_store.compare_page_name(before.run_id)

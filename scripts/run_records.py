@@ -396,3 +396,27 @@ def counts_of(manifest: Manifest, planned: Sequence[str], completed: set[str]) -
     return {"n_total": manifest.n_total, "planned": len(planned),
             "completed": sum(1 for q in planned if q in completed),
             "pending": sum(1 for q in planned if q not in completed)}
+
+
+def item_set(
+    manifest_items: Iterable[Mapping[str, Any]] | None,
+    rows: Mapping[str, ResultRow],
+    n_total: int | None = None,
+) -> tuple[dict[str, str], int]:
+    """The items the strict denominator covers: ``(types in manifest order, unattributed)``.
+
+    With a manifest, the first ``n_total`` manifest items (all when ``n_total`` is None). Without one, the rows'
+    own ids and types. When ``n_total`` exceeds what is known, the excess count is returned as ``unattributed``:
+    items never run whose type is unknown (they count as wrong in the overall strict figure only).
+    """
+    if manifest_items is not None:
+        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]
+    else:
+        known = [(qid, row.question_type) for qid, row in rows.items()]
+    if n_total is not None and n_total < 0:
+        raise ValueError(f"n_total must be >= 0, got {n_total}")
+    if n_total is not None and n_total < len(known):
+        known = known[:n_total]
+    types = dict(known)
+    unattributed = max(0, (n_total or 0) - len(types)) if n_total is not None else 0
+    return types, unattributed

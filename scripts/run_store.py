@@ -30,9 +30,10 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from clock import utc_now, utc_stamp
 import command_names
+import config
 import fileio
 from errors import UserError
-from facts import RUNS_DIR
+from facts import RUNS_DIR, resolve_judge_model
 from fileio import APPENDS, FileLock, json_line, repair_tail, write_atomic_bytes
 from fileio import ensure_writable_dir, write_atomic_json  # noqa: F401  (re-exported for the run's writers)
 from run_layout import (  # noqa: F401  (the layout's names, re-exported: callers import them from here)
@@ -62,7 +63,7 @@ from run_layout import (  # noqa: F401  (the layout's names, re-exported: caller
     shard_dirs,
     shard_name,
 )
-from run_records import Manifest, ResultRow, RunMeta
+from run_records import Manifest, ResultRow, RunMeta, item_set
 from schemas import check_version, is_valid, validate
 
 _SCHEMA_OF_FILE = {RESULTS_FILE: "item-result", COMPLETED_FILE: "completed"}
@@ -321,8 +322,6 @@ class RunData:
     def judge(self) -> dict[str, Any]:
         """The judge as comparable: provider and model (aliases resolved: runs made before the alias was
         recorded as its snapshot say ``gpt-4o``). Whether verdicts were official is the scorecard's banner."""
-        from facts import resolve_judge_model
-
         judge = self.meta.judge
         return {"provider": judge.get("provider"), "model": resolve_judge_model(str(judge.get("model"))),
                 "official": judge.get("official")}
@@ -338,11 +337,9 @@ class RunData:
         return len(self.rows)
 
     def item_types(self, n_total: int | None = None) -> tuple[dict[str, str], int]:
-        """``(types in manifest order, unattributed)`` of the strict denominator (``metrics.item_set``)."""
-        import metrics
-
+        """``(types in manifest order, unattributed)`` of the strict denominator (``run_records.item_set``)."""
         items = None if self.manifest is None else self.manifest.item_dicts()
-        return metrics.item_set(items, self.rows, self.n_total if n_total is None else n_total)
+        return item_set(items, self.rows, self.n_total if n_total is None else n_total)
 
 
 def load_run(run_dir: Path) -> RunData:
@@ -417,8 +414,6 @@ def run_dir_for(runs_dir: Path, run_id: str) -> Path:
 def runs_dir(project: Path, *, require_config: bool = False) -> Path:
     """The project's runs directory: config ``runs_dir`` when a config exists, else the default
     (``require_config``: no config is the one-line error naming setup)."""
-    import config
-
     if require_config or config.config_path(project).is_file():
         cfg = config.load_config(project)
         return config.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import pytest
 
 import compare_runs
+import run_comparison
 import factories
 import run_store
 from errors import UserError, run_main
@@ -60,7 +61,7 @@ def test_five_fixes_no_regressions_gives_p_0_0625(tmp_path):
     before = {f"q{i}": False for i in range(5)} | {"r1": True, "r2": False}
     after = {f"q{i}": True for i in range(5)} | {"r1": True, "r2": False}
     a, b = pair(tmp_path, before, after)
-    res = compare_runs.compare(a, b)
+    res = run_comparison.compare(a, b)
     assert (res["fixes"], res["regressions"], res["net"]) == (5, 0, 5)
     assert (res["both_right"], res["both_wrong"]) == (1, 1)
     assert res["p_value"] == pytest.approx(0.0625)
@@ -78,7 +79,7 @@ def test_errors_and_not_run_count_as_wrong_and_net_is_per_type(tmp_path):
     before = {"s1": True, "s2": None, "m1": True, "m2": True, "t1": True}   # s2 error
     after = {"s1": None, "s2": True, "m1": False, "m2": True}                # s1 error, t1 not run
     a, b = pair(tmp_path, before, after, types)
-    res = compare_runs.compare(a, b)
+    res = run_comparison.compare(a, b)
     assert (res["fixes"], res["regressions"], res["net"]) == (1, 3, -2)
     assert res["per_type"][SSU] == {"n": 2, "fixes": 1, "regressions": 1, "net": 0, "both_right": 0,
                                         "both_wrong": 0}
@@ -95,7 +96,7 @@ def test_errors_and_not_run_count_as_wrong_and_net_is_per_type(tmp_path):
 @pytest.mark.parametrize("b,c,expected", [(0, 0, 1.0), (5, 0, 0.0625), (0, 5, 0.0625), (3, 3, 1.0),
                                           (10, 0, 2 / 1024), (6, 1, 16 / 128)])
 def test_mcnemar_exact_p(b, c, expected):
-    assert compare_runs.mcnemar_exact_p(b, c) == pytest.approx(expected)
+    assert run_comparison.mcnemar_exact_p(b, c) == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("kw,needle", [
@@ -107,12 +108,12 @@ def test_mcnemar_exact_p(b, c, expected):
 def test_unlike_runs_are_refused_unless_forced(tmp_path, kw, needle, capsys):
     a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": True}, **kw)
     with pytest.raises(UserError, match=needle):
-        compare_runs.compare(a, b)
+        run_comparison.compare(a, b)
     assert run_main(compare_runs.main, [str(a), str(b)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and needle in captured.err and "--force" in captured.err
 
-    res = compare_runs.compare(a, b, force=True)
+    res = run_comparison.compare(a, b, force=True)
     assert res["forced"] is True and any(needle in m for m in res["mismatches"])
     assert res["fixes"] == 1
     assert compare_runs.main([str(a), str(b), "--force"]) == 0
@@ -134,12 +135,12 @@ def test_cli_json_is_valid_and_markdown_lists_changed_questions(tmp_path, capsys
 def test_snapshot_dir_without_questions_completed_compares(tmp_path):
     a, b = pair(tmp_path, {"q1": False}, {"q1": True})
     (a / "questions_completed.jsonl").unlink()
-    assert compare_runs.compare(a, b)["fixes"] == 1
+    assert run_comparison.compare(a, b)["fixes"] == 1
 
 
 def test_missing_run_dir_is_a_user_error(tmp_path):
     with pytest.raises(UserError, match="does not exist"):
-        compare_runs.compare(tmp_path / "nope", tmp_path / "nope2")
+        run_comparison.compare(tmp_path / "nope", tmp_path / "nope2")
 
 
 @pytest.mark.parametrize("judge", [
@@ -148,7 +149,7 @@ def test_missing_run_dir_is_a_user_error(tmp_path):
 ])
 def test_runs_with_the_same_judge_model_compare_whatever_alias_or_official_flag(tmp_path, judge):
     a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": True}, judge=judge)
-    assert compare_runs.compare(a, b)["fixes"] == 1
+    assert run_comparison.compare(a, b)["fixes"] == 1
 
 
 def _started(run_dir: Path, started_at: str) -> Path:

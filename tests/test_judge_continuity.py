@@ -244,7 +244,7 @@ def test_kappa_is_undefined_when_every_label_is_the_same():
 
 
 def test_runs_judged_by_the_snapshot_through_openai_and_through_azure_compare_like_for_like(tmp_path):
-    import compare_runs
+    import run_comparison
     from test_compare_runs import SSU, row, write_run
 
     items = [("k1", SSU), ("k2", SSU)]
@@ -252,5 +252,5 @@ def test_runs_judged_by_the_snapshot_through_openai_and_through_azure_compare_li
     b = write_run(tmp_path / "b", items, [row("k1", SSU, True, judge_provider="azure"),
                                           row("k2", SSU, True, judge_provider="azure")],
                   judge={"provider": "azure", "model": "gpt-4o-2024-08-06", "official": True})
-    res = compare_runs.compare(a, b)
+    res = run_comparison.compare(a, b)
     assert res["forced"] is False and res["fixes"] == 1

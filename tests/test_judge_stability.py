@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import compare_runs
+import run_comparison
 import decide
 import judge_official
 import judge_shim
@@ -183,12 +183,12 @@ def _stable_pair(tmp_path: Path, flaky_ids: set[str]) -> tuple[Path, Path]:
 
 def test_compare_reports_flips_on_flaky_items_apart_and_never_hides_them(tmp_path):
     before, after = _stable_pair(tmp_path, {"a2"})
-    res = compare_runs.compare(before, after)
+    res = run_comparison.compare(before, after)
     assert (res["fixes"], res["net"]) == (2, 2)  # the official counts are untouched
     assert res["flaky_flips"] == {"fixes": 1, "regressions": 0, "net": 1, "ids": ["a2"]}
     assert res["net_excluding_flaky"] == 1
     assert [c["flaky"] for c in sorted(res["changed"], key=lambda c: c["question_id"])] == [False, True]
-    md = compare_runs.render_markdown(res)
+    md = run_comparison.render_markdown(res)
     assert "Flips on unstable judge labels" in md and "fix (unstable label)" in md
 
 

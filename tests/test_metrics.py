@@ -6,6 +6,7 @@ import pytest
 
 import metrics
 from records import QUESTION_TYPES
+from run_records import item_set
 
 from factories import result_row, typed
 
@@ -101,12 +102,12 @@ def test_label_of_row_reads_judged_rows_only():
 
 def test_item_set_follows_manifest_order_and_reports_unattributed():
     manifest = [{"question_id": "b", "question_type": MS}, {"question_id": "a", "question_type": SSU}]
-    types, extra = metrics.item_set(manifest, {}, 5)
+    types, extra = item_set(manifest, {}, 5)
     assert list(types) == ["b", "a"] and extra == 3
-    types, extra = metrics.item_set(manifest, {}, 1)
+    types, extra = item_set(manifest, {}, 1)
     assert list(types) == ["b"] and extra == 0
     rows = typed({"r": result_row("r", TR)})
-    assert metrics.item_set(None, rows, None) == ({"r": TR}, 0)
+    assert item_set(None, rows, None) == ({"r": TR}, 0)
 
 
 def test_display_rounds_to_four_decimals_like_upstream():

@@ -221,14 +221,14 @@ def test_6_top_k_covering_every_session_is_in_the_banner_and_metrics_json(tmp_pa
 
 
 def test_7_fingerprints_ignore_key_order_spacing_and_item_order_but_not_an_edit():
-    import fingerprints
+    from dataset import item_sha256
 
     item = dict(SAMPLE_ITEMS[0])
     shuffled = dict(reversed(list(item.items())))
-    assert fingerprints.item_sha256(item) == fingerprints.item_sha256(json.loads(json.dumps(shuffled, indent=3)))
+    assert item_sha256(item) == item_sha256(json.loads(json.dumps(shuffled, indent=3)))
     edited = copy.deepcopy(item)
     edited["answer"] = str(edited["answer"]) + "!"
-    assert fingerprints.item_sha256(edited) != fingerprints.item_sha256(item)
+    assert item_sha256(edited) != item_sha256(item)
 
 
 def test_7_recognition_counts_matches_and_names_the_items_that_differ():
