@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from errors import UserError, run_main
 from run_layout import HISTORY_CHART, PER_TYPE_CHART
+from fileio import write_atomic_bytes
 
 SHORT_TYPE_NAMES = {
     "single-session-user": "SS-user",
@@ -40,8 +41,6 @@ def _pyplot():
 
 def _save_atomic(fig: Any, out_png: Path) -> Path:
     import io
-
-    from fileio import write_atomic_bytes
 
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import run_store
 from errors import UserError
 from facts import is_offline
-from prices import call_cost, verdict_cost
+from prices import row_spend, spent
 from records import Question
 from run_records import ResultRow
 from run_settings import RunSettings
+import dataset
+import dry_run
+import prices
 
 DEFAULT_CONFIRM_COST_USD = 5.0
 EXIT_NEEDS_CONFIRMATION = 5
@@ -41,8 +44,6 @@ def makes_paid_calls(settings: RunSettings) -> bool:
 
 def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str | None:
     """The gate's stdout block when this invocation must be confirmed first, else None."""
-    import dry_run
-
     if not makes_paid_calls(settings):
         return None
     result = dry_run.estimate(settings, run_id)
@@ -59,31 +60,10 @@ def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str 
 # --------------------------------------------------------------------------- the cap
 
 
-def row_spend(row: ResultRow) -> float | None:
-    """Dollars this toolkit paid for one result row: its target calls and its judge call (cache hits free)."""
-    generation = call_cost(row.calls)
-    judge = 0.0 if row.judgment is None else verdict_cost(row.judgment)
-    return None if generation is None or judge is None else generation + judge
-
-
-def spent(rows: Iterable[ResultRow]) -> tuple[float, int]:
-    """(dollars of the priced rows, number of rows whose price is unknown)."""
-    total, unknown = 0.0, 0
-    for row in rows:
-        usd = row_spend(row)
-        if usd is None:
-            unknown += 1
-        else:
-            total += usd
-    return total, unknown
-
-
 class CostCap:
     """Admission control for ``--max-cost``: the run's driver asks before it starts each item."""
 
     def __init__(self, cap_usd: float, settings: RunSettings, work: Path) -> None:
-        import dry_run
-
         self.cap = cap_usd
         self.estimator = dry_run.Estimator(settings)
         self.spent, _ = spent(run_store.iter_rows(work, include_shards=False))
@@ -116,10 +96,6 @@ class CostCap:
 
 def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
     """``--max-cost`` needs a price for every call the run makes; refuse it up front otherwise."""
-    import dataset
-    import dry_run
-    import prices
-
     if cap_usd < 0:
         raise UserError(f"--max-cost {cap_usd:g} is negative", fix="give a dollar amount >= 0, e.g. --max-cost 20")
     est = dry_run.Estimator(settings)

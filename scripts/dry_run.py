@@ -27,6 +27,11 @@ import hypotheses_file
 from records import Question
 from run_settings import RunSettings
 import run_store
+import call_cache
+import dataset
+import generation_driver
+import prices
+import providers
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
@@ -55,8 +60,6 @@ class Call:
     """The request's content address, when the dry run built the request itself."""
 
     def usd(self) -> float | None:
-        import prices
-
         return 0.0 if is_offline(self.provider) else prices.cost_usd(self.model, self.tokens_in, self.tokens_out)
 
 
@@ -90,8 +93,6 @@ class Estimator:
     """The calls one item would cost under ``settings``: target requests by role, plus the judge call."""
 
     def __init__(self, settings: RunSettings) -> None:
-        import generation_driver
-
         self.settings = settings
         self.module = generation_driver.load_target(settings.target)
         self.previewable = any(hasattr(self.module, f) for f in ("prepare_requests_by_role", "prepare_requests"))
@@ -102,9 +103,6 @@ class Estimator:
 
     def target_calls(self, q: Question) -> list[Call] | None:
         """The target's calls for ``q``; None when the target cannot preview them."""
-        import generation_driver
-        import providers
-
         s = self.settings
         by_role = generation_driver.prepare_requests_by_role(
             q, s.target_provider, s.target_model, target=s.target, options=dict(s.target_options),
@@ -121,8 +119,6 @@ class Estimator:
 
     def judge_call(self, q: Question) -> Call | None:
         """The judge call of ``q``; None when there will be none (a hypotheses file without this question)."""
-        import providers
-
         hypothesis_tokens = ASSUMED_HYPOTHESIS_TOKENS
         if self.known_hypotheses:
             text = self.module.preview(q.question_id, self.settings.target_options)
@@ -156,8 +152,6 @@ def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bo
 
 
 def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
-    import dataset
-
     done: set[str] = set()
     if run_id:
         run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
@@ -178,8 +172,6 @@ def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
 
 def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]:
     """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
-    import call_cache
-
     est = Estimator(settings)
     roles: dict[str, StageTotals] = {}
     judge = StageTotals()

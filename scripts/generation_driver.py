@@ -37,35 +37,11 @@ import providers
 from errors import UserError, run_main
 from facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
 from records import LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
+from targets import PLUGINS_DIR, parse_option, target_path  # noqa: F401  (where targets are found; read here too)
 from targets import TargetError, hypothesis_from_response, load_module  # noqa: F401  (re-exported: older plugins)
-
-PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
-
+import config
 
 # --------------------------------------------------------------------------- loading targets
-
-
-def target_path(name_or_path: str) -> str:
-    """The file a target name or path refers to; UserError when it does not exist."""
-    if name_or_path in BUILTIN_TARGETS:
-        path = PLUGINS_DIR.parent / BUILTIN_TARGETS[name_or_path]
-        if not path.is_file():
-            raise UserError(
-                f"target {name_or_path!r}: {BUILTIN_TARGETS[name_or_path]} is not in this checkout",
-                fix="update the plugin, or pick another target",
-            )
-        return str(path)
-    candidate = Path(name_or_path).expanduser()
-    if name_or_path.endswith(".py") or candidate.is_dir():
-        if candidate.is_dir():
-            candidate = candidate / "__init__.py"
-        if not candidate.is_file():
-            raise UserError(f"target file {name_or_path!r} not found", fix="give a path to an existing .py file")
-        return str(candidate.resolve())
-    raise UserError(
-        f"unknown target {name_or_path!r}",
-        fix=f"use one of {', '.join(BUILTIN_TARGETS)} or a path to a .py file",
-    )
 
 
 def target_name(name_or_path: str) -> str:
@@ -267,17 +243,6 @@ def describe_target(target: str, options: Mapping[str, Any] | None = None) -> di
 # --------------------------------------------------------------------------- CLI
 
 
-def parse_option(text: str) -> tuple[str, Any]:
-    """``k=v`` -> (k, v) with v parsed as JSON when it is JSON (numbers, booleans, lists), else the string."""
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise UserError(f"--target-option {text!r} is not key=value", fix="write e.g. --target-option top_k=5")
-    try:
-        return key.strip(), json.loads(value)
-    except json.JSONDecodeError:
-        return key.strip(), value
-
-
 def find_item(path: Path, question_id: str) -> Question:
     if not path.is_file():
         raise UserError(f"dataset {path} not found", fix="pass --dataset with a LongMemEval .json file")
@@ -301,7 +266,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cache-dir", default=None, help="directory the target may use for on-disk caches")
     args = parser.parse_args(argv)
     target_path(args.target)  # a bad target name fails before the dataset is read
-    import config
 
     provider, model = config.parse_model_arg(args.target_model, "openai")
     options = dict(parse_option(o) for o in args.target_option)

@@ -26,6 +26,7 @@ from typing import Any, Collection, Mapping
 from errors import UserError
 from facts import HYPOTHESES_TARGET
 from upstream_files import load_hypotheses
+import dataset
 
 TARGET = HYPOTHESES_TARGET
 """The target's name (``run_benchmark.py --hypotheses FILE`` selects it)."""
@@ -120,8 +121,6 @@ def options_for(file: str, stored: Mapping[str, Any] | None = None) -> dict[str,
 def check_run_inputs(settings: Any) -> tuple[HypothesesFile, list[str]]:
     """Refuse a run whose file is missing, malformed, changed since the run started, or names questions the
     dataset does not hold; returns the file and the dataset's question ids it has no hypothesis for."""
-    import dataset
-
     options = dict(settings.target_options)
     if not options.get("file"):
         raise UserError("target hypotheses has no file to judge", fix="run run_benchmark.py --hypotheses FILE")

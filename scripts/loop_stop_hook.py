@@ -32,6 +32,10 @@ if str(SCRIPTS) not in sys.path:
 
 from facts import LOOP_SESSION_FILE  # noqa: E402  (stdlib only)
 
+# The other siblings are imported inside the functions that need them, on purpose: the hook runs on every stop in
+# every project with the plugin, so a project without a loop imports nothing more, and a sibling that fails to
+# import (a broken checkout, an edit in progress) is caught by main's guard and lets the session stop.
+
 STATE_FILE = Path(LOOP_SESSION_FILE)
 
 

@@ -20,6 +20,10 @@ from facts import is_offline
 import hypotheses_file
 from errors import UserError, run_main
 import judge_official
+import config as config_mod
+import generation_driver
+import providers
+import run_settings
 
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 
@@ -29,8 +33,6 @@ def check_inputs(settings) -> None:
 
     Run before anything is written or paid for; raises UserError.
     """
-    import generation_driver
-
     try:
         generation_driver.describe_target(settings.target, settings.target_options)
     except UserError:
@@ -45,8 +47,6 @@ def check_inputs(settings) -> None:
     if not is_offline(settings.judge_provider):
         judge_official.load_prompt_builder(settings.longmemeval_root)
     if "azure" in (settings.judge_provider, settings.target_provider):
-        import providers
-
         try:
             providers.azure_target(providers.ProviderSettings(azure=dict(settings.azure)))
         except providers.ProviderError as err:
@@ -59,8 +59,6 @@ def checks(settings) -> list[tuple[bool | None, str]]:
     """(passed, message) per check, for the resolved RunSettings; passed None is a warning that does not fail."""
     results: list[tuple[bool, str]] = []
     try:
-        import generation_driver
-
         generation_driver.describe_target(settings.target, settings.target_options)
         results.append((True, f"target {settings.target} and its options"))
     except Exception as err:  # noqa: BLE001 - reported as a FAIL line
@@ -113,9 +111,6 @@ def checks(settings) -> list[tuple[bool | None, str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import config as config_mod
-    import run_settings
-
     parser = argparse.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
     run_settings.add_arguments(parser)
     args = parser.parse_args(argv)

@@ -9,10 +9,11 @@ older family's price. Re-read the source pages and update ``PRICES_READ_ON`` whe
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from facts import is_offline
 from records import Verdict
+from run_records import ResultRow
 
 PRICES_READ_ON = "2026-11-29"
 PRICES_SOURCE = (
@@ -98,3 +99,22 @@ def verdict_cost(verdict: Verdict) -> float | None:
         return 0.0
     return call_cost([{"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
                        "cached": verdict.cached}])
+
+
+def row_spend(row: ResultRow) -> float | None:
+    """Dollars this toolkit paid for one result row: its target calls and its judge call (cache hits free)."""
+    generation = call_cost(row.calls)
+    judge = 0.0 if row.judgment is None else verdict_cost(row.judgment)
+    return None if generation is None or judge is None else generation + judge
+
+
+def spent(rows: Iterable[ResultRow]) -> tuple[float, int]:
+    """(dollars of the priced rows, number of rows whose price is unknown)."""
+    total, unknown = 0.0, 0
+    for row in rows:
+        usd = row_spend(row)
+        if usd is None:
+            unknown += 1
+        else:
+            total += usd
+    return total, unknown

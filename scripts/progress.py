@@ -13,9 +13,10 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
-import cost_gate
+import prices
 from run_records import ResultRow
 from run_settings import STATUS_EVERY_S
+import run_status
 
 
 class Progress:
@@ -70,7 +71,7 @@ class Progress:
             if row.judgment is not None:
                 self.tokens += int(row.judgment.tokensIn or 0) + int(row.judgment.tokensOut or 0)
             if self.mode == "status":
-                usd = cost_gate.row_spend(row)
+                usd = prices.row_spend(row)
                 self.spent_usd = None if usd is None or self.spent_usd is None else self.spent_usd + usd
             cost = None if row.cost is None else row.cost.total_usd
             if cost is None:
@@ -115,8 +116,6 @@ class Progress:
 
     def status(self, state: str) -> Any:
         """The run's ``run_status.Status`` as this process counts it."""
-        import run_status
-
         elapsed_min = max(time.monotonic() - self._started, 1e-6) / 60.0
         rate = self.done / elapsed_min
         judged = int(self.before.get("judged", 0)) + self.judged
@@ -128,8 +127,6 @@ class Progress:
             pacing=self._pacing() if self._pacing is not None else [])
 
     def _print_status(self, state: str) -> None:
-        import run_status
-
         self._last_status = time.monotonic()
         print(run_status.format_line(self.status(state)), file=sys.stderr, flush=True)
 

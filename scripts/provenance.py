@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from facts import JUDGE_TEMPLATE_RELPATH
+from targets import target_path
 
 PLUGIN_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("anthropic", "openai", "backoff", "jsonschema", "ijson", "tqdm", "matplotlib", "tiktoken")
@@ -53,10 +54,8 @@ def file_sha256(path: Path) -> str | None:
 
 def target_source_sha256(target: str) -> str | None:
     """Hash of the target's source (its prompts live there): a file, or every .py file of a package."""
-    import generation_driver
-
     try:
-        path = Path(generation_driver.target_path(target))
+        path = Path(target_path(target))
     except Exception:
         return None
     files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]

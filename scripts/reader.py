@@ -32,11 +32,11 @@ tokens per character; its count API is used instead, and the too-long retry cove
 from __future__ import annotations
 
 import json
-import math
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from records import ChatRequest, Hypothesis, PublicItem
+from token_counts import count_tokens_how, estimate_tokens
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 MODES = ("direct", "con")
@@ -157,19 +157,6 @@ def context_window(model: str, override: int | str | None = None) -> tuple[int, 
     return DEFAULT_CONTEXT_WINDOW, "default"
 
 
-ESTIMATE_CHARS_PER_TOKEN = 4.3
-"""The estimate's characters per token (calibration in the module docstring); ``providers`` uses the same figure."""
-
-
-def estimate_tokens(text: str) -> int:
-    """``providers.estimate_tokens`` when available, else characters / ``ESTIMATE_CHARS_PER_TOKEN`` rounded up."""
-    try:
-        from token_counts import estimate_tokens as provider_estimate
-    except ImportError:
-        return math.ceil(len(text) / ESTIMATE_CHARS_PER_TOKEN)
-    return int(provider_estimate(text))
-
-
 def _request_text(request: ChatRequest) -> str:
     return (request.system or "") + "".join(str(m.get("content", "")) for m in request.messages)
 
@@ -179,14 +166,9 @@ def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> 
 
     ``use_provider=False`` rules out network counts (Anthropic's count API); a local tokenizer is still used.
     """
-    try:
-        from token_counts import count_tokens_how
-    except ImportError:
-        count_tokens_how = None
-    if count_tokens_how is not None:
-        counted = count_tokens_how(request, remote=use_provider)
-        if counted is not None:
-            return int(counted[0]), str(counted[1])
+    counted = count_tokens_how(request, remote=use_provider)
+    if counted is not None:
+        return int(counted[0]), str(counted[1])
     return estimate_tokens(_request_text(request)), "estimate"
 
 

@@ -20,6 +20,7 @@ from errors import UserError
 from run_store import load_run
 from scorecard_md import render_markdown
 from scoring import build_scorecard
+import charts as charts_mod
 
 
 def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, charts: bool = True,
@@ -31,8 +32,6 @@ def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, char
         raise UserError(f"{chart_dir} is a file, not the charts folder", fix="move it away, or pass --no-charts")
     written = run_store.write_scorecard_files(run_dir, card, markdown)
     if charts:
-        import charts as charts_mod
-
         written.append(charts_mod.per_type_chart(card, chart_dir / run_store.PER_TYPE_CHART))
         if history is not None:
             written.append(charts_mod.history_chart(charts_mod.load_history(history),

@@ -8,7 +8,6 @@ judges are a judge comparison (``judge_comparison``): the judges' label agreemen
 
 from __future__ import annotations
 
-import json
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -16,7 +15,6 @@ from typing import Any, Mapping, Sequence
 
 import judge_stability
 import metrics
-import run_store
 from run_store import RunData, load_run
 import schemas
 from errors import UserError

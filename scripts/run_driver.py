@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 import background
 import cost_gate
+import prices
 import dataset
 import dataset_scans
 import hypotheses_file
@@ -340,7 +341,7 @@ def _run_figures(work: Path) -> dict[str, Any]:
     """The run's counts before this invocation (for status lines that count the whole run)."""
     last = run_store.load_results(work, include_shards=False)
     judged = [r for r in last.values() if r.judged]
-    spent, unknown = cost_gate.spent(run_store.iter_rows(work, include_shards=False))
+    spent, unknown = prices.spent(run_store.iter_rows(work, include_shards=False))
     return {"judged": len(judged), "errors": len(last) - len(judged),
             "correct": sum(1 for r in judged if r.judgment is not None and r.judgment.label),
             "spent_usd": None if unknown else spent,

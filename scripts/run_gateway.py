@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from call_cache import CallCache
 from records import ChatRequest, Completion, Limiter
+import providers
 
 
 class RunStats:
@@ -81,8 +82,6 @@ class RunGateway:
         return completion
 
     def _call(self, request: ChatRequest) -> Completion:
-        import providers
-
         with self._gone_lock:
             gone = self._gone.get((request.provider, request.model))
         if gone is not None:  # a fresh error per caller: one exception object must not cross threads
@@ -105,8 +104,6 @@ class RunGateway:
         return self._call(request)
 
     def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
-        import providers
-
         keys = [
             hashlib.sha256(json.dumps([provider, model, t], ensure_ascii=False).encode()).hexdigest()
             for t in texts

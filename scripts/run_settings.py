@@ -27,6 +27,11 @@ from facts import (
     SYMBOLIC_FLAGS,
     resolve_judge_model,
 )
+import config as config_mod
+import dataset
+import hypotheses_file
+import run_store
+from targets import parse_option
 
 STATUS_EVERY_S = 15.0
 """Seconds between two status lines of ``--progress status``."""
@@ -85,8 +90,6 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
 
 def parse_target_options(pairs: list[str] | None) -> dict[str, Any]:
     """``k=v`` pairs; a value that parses as JSON (true, 10, a list) takes that type, else it stays a string."""
-    from generation_driver import parse_option
-
     return dict(parse_option(pair) for pair in pairs or [])
 
 
@@ -106,9 +109,6 @@ _RESUMED_FROM_META = {  # config key <- the run's stored setting: what makes its
 
 def stored_run_settings(cfg: Mapping[str, Any], run_id: str | None, project: Path) -> dict[str, Any] | None:
     """The settings an existing run was started with (its run-meta), or None for a new run id."""
-    import config as config_mod
-    import run_store
-
     if not run_id:
         return None
     runs_dir = config_mod.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
@@ -122,9 +122,6 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     options and judge take the place of the config's, so a config edited since cannot mix settings into it.
     Arguments given explicitly still win (and the run driver refuses them if they differ from the run's).
     """
-    import config as config_mod
-    import dataset
-
     stored = stored_run_settings(cfg, args.run_id, project)
     if stored:
         cfg = {**cfg, **{key: stored[name] for key, name in _RESUMED_FROM_META.items() if name in stored}}
@@ -221,8 +218,6 @@ def _hypotheses_target(args: argparse.Namespace, target: str, provider: str, mod
                        stored: Mapping[str, Any] | None, path: Any) -> tuple[str, str, str, dict[str, Any]]:
     """``--hypotheses FILE`` (or target ``hypotheses``): answers read from the file, no model for the target; the
     options are the file and its sha256 (see ``hypotheses_file.options_for``)."""
-    import hypotheses_file
-
     given = getattr(args, "hypotheses", None)
     if given:
         if args.target and args.target != hypotheses_file.TARGET:
@@ -243,8 +238,6 @@ def dataset_for_variant(configured: str, variant: str, *, explicit: bool, projec
     """The dataset file for ``variant``: the configured (or ``--dataset``) file when its name, or the config's
     ``variant``, says it is that variant; otherwise the variant's file downloaded by setup into
     ``.longmemeval-benchmarks/data/``. ``--variant _oracle`` must never run the ``_s`` file under the oracle's name."""
-    import dataset
-
     path = Path(configured)
     named = dataset.guess_variant(path)  # from the file name only
     if named == variant or (named is None and (explicit or variant == (configured_variant or variant))):

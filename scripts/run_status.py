@@ -30,10 +30,11 @@ from typing import Any, Sequence
 
 import background
 import command_names
-import cost_gate
+import prices
 import run_store
 from clock import parse_utc
 from errors import UserError, run_main
+from pacing_status import read_pacing_file, status_text
 
 POLL_S = 1.0
 """Seconds between two looks at the run's files while ``--wait`` blocks."""
@@ -100,8 +101,6 @@ def format_line(s: Status) -> str:
         parts.append(f"ETA {_duration(s.eta_seconds)}")
     parts.append(f"run {s.run_id}")
     if s.pacing:
-        from pacing_status import status_text
-
         paced = status_text(s.pacing)
         if paced:
             parts.append(paced)
@@ -203,7 +202,7 @@ def collect(root: Path, project: Path) -> Status:
     status.judged = sum(1 for r in last.values() if r.judged)
     status.errors = status.done - status.judged
     status.correct = sum(1 for r in last.values() if r.correct)
-    spent, unknown = cost_gate.spent(run_store.iter_rows(root))
+    spent, unknown = prices.spent(run_store.iter_rows(root))
     status.spent_usd = None if unknown else spent
     _rate_and_eta(status, root)
     status.pacing = _pacing(root, state)
@@ -220,8 +219,6 @@ def collect(root: Path, project: Path) -> Status:
 
 def _pacing(root: Path, state: str) -> list[dict[str, Any]]:
     """The pacer's figures: live from ``pacing.json`` while running, else from the last invocation's run-meta."""
-    from pacing_status import read_pacing_file
-
     directories = run_store.run_dirs(root)
     if state == "running":
         return [e for d in directories for e in read_pacing_file(d)]

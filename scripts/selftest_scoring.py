@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 
 import metrics
 from errors import run_main
+from judge_official import label_from_reply
 
 SSU, SSA, SSP = "single-session-user", "single-session-assistant", "single-session-preference"
 MS, TR, KU = "multi-session", "temporal-reasoning", "knowledge-update"
@@ -183,8 +184,7 @@ def run_selftest(label_rule: Callable[[str], bool] | None = None) -> list[dict]:
 
     ``label_rule`` defaults to judge_official.label_from_reply; tests pass a broken rule to prove a break is caught.
     """
-    if label_rule is None:
-        from judge_official import label_from_reply as label_rule
+    label_rule = label_from_reply if label_rule is None else label_rule
     types = dict(ITEMS)
     checks: list[dict] = []
     for scenario, expected in EXPECTED.items():

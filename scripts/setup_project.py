@@ -54,6 +54,8 @@ from facts import (  # noqa: E402  (stdlib-only sibling)
     VENV_DIR,
     is_offline,
 )
+from config_defaults import default_config as defaults  # noqa: E402  (stdlib-only sibling)
+import claude_settings  # noqa: E402  (stdlib-only sibling)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
 SAMPLE_DATASET = REPO / "data" / "sample" / "longmemeval_sample.json"
@@ -228,8 +230,6 @@ def _tail(text: str | None, limit: int = 300) -> str:
 
 def default_config() -> dict[str, Any]:
     """The toolkit's defaults (``config_defaults.py``: standard library only, like this script)."""
-    from config_defaults import default_config as defaults
-
     return defaults()
 
 
@@ -548,8 +548,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def check_claude_settings(project: Path) -> None:
     """``.claude/settings.local.json``, when present, must be a JSON object (checked before anything is written)."""
-    import claude_settings
-
     path = project / claude_settings.SETTINGS_FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -563,8 +561,6 @@ def check_claude_settings(project: Path) -> None:
 
 def add_claude_settings(project: Path, report: Report, *, allow: bool, short: bool) -> None:
     """The opt-in Claude Code files (see claude_settings.py), each reported on its own line."""
-    import claude_settings
-
     if allow:
         added = claude_settings.write_permissions(project, write_json_atomic)
         where = claude_settings.SETTINGS_FILE.as_posix()

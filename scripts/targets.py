@@ -14,12 +14,14 @@ that fails on an item raises ``TargetError`` (the item becomes an error row of k
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping
 
 from errors import UserError  # noqa: F401  (re-exported: a target refuses bad options with it)
+from facts import BUILTIN_TARGETS
 from records import (  # noqa: F401  (the records a target receives and returns)
     LLM,
     ChatRequest,
@@ -30,6 +32,10 @@ from records import (  # noqa: F401  (the records a target receives and returns)
     PublicTurn,
     TargetContext,
 )
+
+
+PLUGINS_DIR = Path(__file__).resolve().parent.parent / "plugins"
+"""The built-in targets' folder (``facts.BUILTIN_TARGETS`` names their files)."""
 
 
 class TargetError(UserError):
@@ -63,6 +69,40 @@ def load_module(path: str | Path, name: str, *, error: type[Exception] = UserErr
         sys.modules.pop(name, None)
         raise
     return module
+
+
+def target_path(name_or_path: str) -> str:
+    """The file a target name or path refers to; UserError when it does not exist."""
+    if name_or_path in BUILTIN_TARGETS:
+        path = PLUGINS_DIR.parent / BUILTIN_TARGETS[name_or_path]
+        if not path.is_file():
+            raise UserError(
+                f"target {name_or_path!r}: {BUILTIN_TARGETS[name_or_path]} is not in this checkout",
+                fix="update the plugin, or pick another target",
+            )
+        return str(path)
+    candidate = Path(name_or_path).expanduser()
+    if name_or_path.endswith(".py") or candidate.is_dir():
+        if candidate.is_dir():
+            candidate = candidate / "__init__.py"
+        if not candidate.is_file():
+            raise UserError(f"target file {name_or_path!r} not found", fix="give a path to an existing .py file")
+        return str(candidate.resolve())
+    raise UserError(
+        f"unknown target {name_or_path!r}",
+        fix=f"use one of {', '.join(BUILTIN_TARGETS)} or a path to a .py file",
+    )
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``k=v`` -> (k, v) with v parsed as JSON when it is JSON (numbers, booleans, lists), else the string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise UserError(f"--target-option {text!r} is not key=value", fix="write e.g. --target-option top_k=5")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
 
 
 def hypothesis_from_response(obj: Any, source: str) -> Hypothesis:

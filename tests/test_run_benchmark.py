@@ -473,7 +473,7 @@ def test_an_unknown_price_gates_and_offline_or_dry_runs_never_do(tmp_path, fake_
 
 
 def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_path, fake_llm, capsys):
-    import cost_gate
+    import prices
 
     project = make_project(tmp_path / "p", cacheEnabled=False)
     register_answers(fake_llm)
@@ -485,12 +485,12 @@ def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_p
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
     assert 0 < len(rows) < N_SAMPLE and all(r["status"] == "judged" for r in rows)
     assert sorted(completed(project, "cap")) == sorted(r["question_id"] for r in rows)  # nothing half-recorded
-    spent, unknown = cost_gate.spent(ResultRow.from_dict(r) for r in rows)
+    spent, unknown = prices.spent(ResultRow.from_dict(r) for r in rows)
     assert unknown == 0 and 0 < spent <= 0.004 and m["invocations"][-1]["spent_usd"] == pytest.approx(spent, abs=1e-6)
     # the cap counts the run's whole spending: resumed under the same cap, it never passes it in total
     assert run(project, "--run-id", "cap", "--max-cost", "0.004") == 6
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
-    assert cost_gate.spent(ResultRow.from_dict(r) for r in rows)[0] <= 0.004 and len(rows) < N_SAMPLE
+    assert prices.spent(ResultRow.from_dict(r) for r in rows)[0] <= 0.004 and len(rows) < N_SAMPLE
     assert run(project, "--run-id", "cap", "--max-cost", "1") == 0
     rows = judged_rows(project, "cap")
     assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})

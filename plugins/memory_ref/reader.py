@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from reader import render_history, sort_by_date
 from targets import ChatRequest
 
 from .facts import Fact
@@ -37,8 +38,6 @@ def render_facts(facts: Sequence[Fact], superseded_texts: set[str], describe: An
 
 def render_sessions(sessions: Sequence[Any], annotations: dict[str, str], max_chars: int) -> tuple[str, int]:
     """Sessions (best-ranked first get the budget), shown oldest first; ``(text, sessions truncated)``."""
-    from reader import render_history, sort_by_date
-
     kept: list[Any] = []
     budget = max_chars
     truncated = 0

@@ -9,17 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from targets import UserError
+
+from .index import PRESETS
+
 ROLES = ("writer", "reader", "embed", "rerank")
 FALLBACK_ROLES = ("writer", "reader")
 """Roles that fall back to the target's own ``provider:model``; the others are off unless set."""
-
-
-def _user_error(message: str) -> Exception:
-    try:
-        from targets import UserError  # scripts/ is on sys.path under the driver and the tests
-    except ImportError:  # pragma: no cover - only when used outside the toolkit
-        return ValueError(message)
-    return UserError(message)
 
 
 @dataclass(frozen=True)
@@ -39,12 +35,12 @@ def parse_role(name: str, value: Any) -> Role | None:
     if isinstance(value, Mapping) and "provider" in value and "model" in value:
         return Role(str(value["provider"]), str(value["model"]))
     if not isinstance(value, str) or ":" not in value:
-        raise _user_error(
+        raise UserError(
             f"targetOptions.stack.{name} must be 'provider:model' (e.g. 'openai:gpt-4o-mini'), got {value!r}"
         )
     provider, model = value.split(":", 1)
     if not provider.strip() or not model.strip():
-        raise _user_error(f"targetOptions.stack.{name} must be 'provider:model', got {value!r}")
+        raise UserError(f"targetOptions.stack.{name} must be 'provider:model', got {value!r}")
     return Role(provider.strip(), model.strip())
 
 
@@ -56,7 +52,7 @@ def _flag(options: Mapping[str, Any], key: str, default: bool) -> bool:
         return value.strip().lower() in {"true", "1", "yes", "on"}
     if isinstance(value, int) and value in (0, 1):
         return bool(value)
-    raise _user_error(f"target option {key} must be true or false, got {value!r}")
+    raise UserError(f"target option {key} must be true or false, got {value!r}")
 
 
 def _int(options: Mapping[str, Any], key: str, default: int, minimum: int = 1) -> int:
@@ -66,7 +62,7 @@ def _int(options: Mapping[str, Any], key: str, default: int, minimum: int = 1) -
     except (TypeError, ValueError):
         number = minimum - 1
     if isinstance(value, bool) or number < minimum or str(number) != str(value).strip():
-        raise _user_error(f"target option {key} must be an integer >= {minimum}, got {value!r}")
+        raise UserError(f"target option {key} must be an integer >= {minimum}, got {value!r}")
     return number
 
 
@@ -101,20 +97,14 @@ class Settings:
         return {name: (getattr(self, name).spec if getattr(self, name) else None) for name in ROLES}
 
 
-def _presets() -> dict[str, Any]:
-    from .index import PRESETS
-
-    return PRESETS
-
-
 def load_settings(options: Mapping[str, Any], provider: str, model: str, cache_dir: str | None) -> Settings:
     """Settings from ``ctx.options`` with the documented defaults."""
     stack = options.get("stack") or {}
     if not isinstance(stack, Mapping):
-        raise _user_error(f"targetOptions.stack must be an object of role -> 'provider:model', got {stack!r}")
+        raise UserError(f"targetOptions.stack must be an object of role -> 'provider:model', got {stack!r}")
     unknown = sorted(set(stack) - set(ROLES) - {"judge"})
     if unknown:
-        raise _user_error(f"targetOptions.stack has unknown role(s) {unknown}; roles are {list(ROLES)}")
+        raise UserError(f"targetOptions.stack has unknown role(s) {unknown}; roles are {list(ROLES)}")
     own = Role(provider, model)
     roles = {name: parse_role(name, stack.get(name)) for name in ROLES}
     for name in FALLBACK_ROLES:
@@ -122,10 +112,10 @@ def load_settings(options: Mapping[str, Any], provider: str, model: str, cache_d
             roles[name] = own
     granularity = str(options.get("granularity", "session"))
     if granularity not in {"session", "turn"}:
-        raise _user_error(f"target option granularity must be 'session' or 'turn', got {granularity!r}")
+        raise UserError(f"target option granularity must be 'session' or 'turn', got {granularity!r}")
     retriever = str(options.get("retriever", "best"))
-    if retriever not in _presets():
-        raise _user_error(f"target option retriever must be one of {sorted(_presets())}, got {retriever!r}")
+    if retriever not in PRESETS:
+        raise UserError(f"target option retriever must be one of {sorted(PRESETS)}, got {retriever!r}")
     use_writer = _flag(options, "use_writer", _flag(options, "writer", True) if "writer" in options else True)
     reader = roles["reader"] or own
     return Settings(

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import sqlite_store
 from targets import LLM, ChatRequest
 
 from .facts import Fact, parse_fact_lines, with_session
@@ -93,9 +94,7 @@ class FactCache:
             )
 
     def _connect(self) -> sqlite3.Connection:
-        import sqlite_store
-
-        return sqlite_store.connect(self.path)
+            return sqlite_store.connect(self.path)
 
     def get(self, key: str) -> list[dict[str, Any]] | None:
         conn = self._connect()
@@ -128,8 +127,6 @@ class FactCache:
 
 def cached_keys(directory: str | Path, keys: Sequence[str]) -> set[str]:
     """Which of ``keys`` the facts cache in ``directory`` holds, read-only (nothing is created): for dry runs."""
-    import sqlite_store
-
     return sqlite_store.existing_keys(Path(directory) / CACHE_FILE, "facts", keys)
 
 
