@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from facts import is_offline
 from provider_errors import SETUP_COMMAND, ProviderError, _status_message
 
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
@@ -112,7 +113,7 @@ def _env_name(provider: str) -> str:
 
 
 def _route(provider: str, settings: ProviderSettings) -> _Route:
-    if provider == "offline":
+    if is_offline(provider):
         raise ProviderError(
             "bad_request",
             "provider 'offline' has no chat model: the offline target and offline judge run without this layer; "
@@ -171,7 +172,7 @@ def resolved_base_url(provider: str, settings: ProviderSettings | None = None) -
     ``<endpoint>/openai/deployments/<deployment>/``. No call, and no SDK import (a run records this before its
     signal handlers are in place). None for ``offline`` or an Azure route missing its settings."""
     settings = settings or ProviderSettings()
-    if provider == "offline":
+    if is_offline(provider):
         return None
     base_url = settings.base_urls.get(provider) or None
     if provider == "azure":

@@ -23,7 +23,6 @@ from facts import (
     OFFLINE,
     OFFLINE_JUDGE_MODEL,
     OFFLINE_TARGET_MODEL,
-    RUNS_DIR,
     SYMBOLIC_FLAGS,
     resolve_judge_model,
 )
@@ -111,7 +110,7 @@ def stored_run_settings(cfg: Mapping[str, Any], run_id: str | None, project: Pat
     """The settings an existing run was started with (its run-meta), or None for a new run id."""
     if not run_id:
         return None
-    runs_dir = config_mod.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
+    runs_dir = run_store.configured_runs_dir(cfg, project)
     return run_store.stored_settings(run_store.run_dir_for(runs_dir, run_store.validate_run_id(run_id)))
 
 
@@ -189,7 +188,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         project=str(project),
         dataset_path=str(path(dataset_path)),
         variant=variant,
-        runs_dir=str(path(cfg.get("runs_dir") or RUNS_DIR)),
+        runs_dir=str(run_store.configured_runs_dir(cfg, project)),
         longmemeval_root=path(args.longmemeval_root or cfg.get("longmemeval_root")),
         target=target,
         target_provider=target_provider,

@@ -415,9 +415,13 @@ def runs_dir(project: Path, *, require_config: bool = False) -> Path:
     """The project's runs directory: config ``runs_dir`` when a config exists, else the default
     (``require_config``: no config is the one-line error naming setup)."""
     if require_config or config.config_path(project).is_file():
-        cfg = config.load_config(project)
-        return config.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
+        return configured_runs_dir(config.load_config(project), project)
     return Path(project) / RUNS_DIR
+
+
+def configured_runs_dir(cfg: Mapping[str, Any], project: Path) -> Path:
+    """The runs directory a loaded config names (``runs_dir``, relative to the project), else the default."""
+    return config.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
 
 
 def project_run_dir(project: Path, run_id: str) -> Path:

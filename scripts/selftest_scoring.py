@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 
 import metrics
 from errors import run_main
+from facts import is_abstention
 from judge_official import label_from_reply
 
 SSU, SSA, SSP = "single-session-user", "single-session-assistant", "single-session-preference"
@@ -45,7 +46,7 @@ ABSTAIN = "I don't know: the history never mentions it."
 
 def expected_response(qid: str) -> str:
     """What a perfect system says: the gold fact, or a refusal for an abstention item."""
-    return ABSTAIN if "_abs" in qid else f"the gold fact of {qid}"
+    return ABSTAIN if is_abstention(qid) else f"the gold fact of {qid}"
 
 
 def judge_reply(qid: str, hypothesis: str, yes: str = "Yes", no: str = "No") -> str:

@@ -56,6 +56,7 @@ from facts import (  # noqa: E402  (stdlib-only sibling)
 )
 from config_defaults import default_config as defaults  # noqa: E402  (stdlib-only sibling)
 import claude_settings  # noqa: E402  (stdlib-only sibling)
+from fileio import write_atomic_json  # noqa: E402  (stdlib-only sibling)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
 SAMPLE_DATASET = REPO / "data" / "sample" / "longmemeval_sample.json"
@@ -106,18 +107,9 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
+    """``fileio.write_atomic_json``, its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic_json(path, obj)
 
 
 def project_relative(project: Path, path: Path) -> str:

@@ -3,8 +3,8 @@
 ``result_row`` builds a row's JSON form (what ``item-results.jsonl`` holds); ``typed`` turns such rows into the
 ``ResultRow`` records the toolkit's readers take; ``write_run`` writes a run directory through ``run_store`` (the
 writer the driver uses): run-meta, manifest, the rows, a completed mark per judged row. The older helpers
-(``helpers_data.judged_row``, ``loop_testing.make_row``, ``test_compare_runs.row``, their ``write_run``) are
-presets of these two.
+(``official_row`` here, ``helpers_data.judged_row``, ``loop_testing.make_row`` and its project-level ``write_run``)
+are presets of these two.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ OFFICIAL_SHA = "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442
 OFFICIAL_JUDGMENT = {"model": OFFICIAL_JUDGE_MODEL, "provider": "openai", "requested_model": "gpt-4o",
                      "official": True}
 _UNSET: Any = object()
+SSU, MS, TR, KU = "single-session-user", "multi-session", "temporal-reasoning", "knowledge-update"
 
 
 def result_row(question_id: str, question_type: str = "multi-session", label: bool | None = True, *,
@@ -59,6 +60,22 @@ def result_row(question_id: str, question_type: str = "multi-session", label: bo
         if key not in fields:
             row.pop(key, None)
     return row
+
+
+def official_row(qid: str, qtype: str, label: bool | None, *, hypothesis: str | None = None, error_kind: str = "timeout",
+        judge_model: str = OFFICIAL_JUDGE_MODEL, official: bool = True, judge_provider: str = "openai",
+        **extra: Any) -> dict[str, Any]:
+    """A row judged by the official judge with call figures (``result_row`` preset): judged with ``label``, or an
+    error row of ``error_kind`` when ``label`` is None."""
+    if hypothesis is None and label is not None:
+        hypothesis = f"hyp {qid}"
+    judgment = {"model": judge_model, "provider": judge_provider, "official": official, "tokensIn": 50,
+                "tokensOut": 1, "latencyMs": 20.0, "attempts": 1, "cached": False}
+    fields = {"latencyMs": 100.0, "tokensIn": 10, "tokensOut": 2, "target": {"name": "t", "provider": "p", "model": "m"},
+              **extra}
+    return result_row(
+        qid, qtype, label, question=f"q {qid}?", answer=f"gold {qid}", hypothesis=hypothesis, judgment=judgment,
+        error={"kind": error_kind, "message": "boom", "attempts": 5}, finished_at="2026-11-29T10:00:00Z", **fields)
 
 
 def typed(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, ResultRow]:

@@ -1,49 +1,23 @@
 """compare_runs: fixes / regressions / net / exact McNemar on constructed runs, and refusal of unlike runs.
 
-``write_run`` and ``row`` (presets of ``factories``) build run directories the way the run driver does (through
-run_store); the other scorecard tests import them.
+``factories.write_run`` and ``factories.official_row`` build the run directories the way the run driver does
+(through run_store).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import pytest
 
 import compare_runs
 import run_comparison
-import factories
 import run_store
 from errors import UserError, run_main
-from factories import OFFICIAL_SHA
+from factories import KU, MS, SSU, TR, official_row, write_run
 from facts import OFFICIAL_JUDGE_MODEL
-SSU, MS, TR, KU = "single-session-user", "multi-session", "temporal-reasoning", "knowledge-update"
-
-
-def row(qid: str, qtype: str, label: bool | None, *, hypothesis: str | None = None, error_kind: str = "timeout",
-        judge_model: str = OFFICIAL_JUDGE_MODEL, official: bool = True, judge_provider: str = "openai",
-        **extra: Any) -> dict[str, Any]:
-    """A result row (``factories.result_row``): judged with ``label``, or an error row when ``label`` is None."""
-    if hypothesis is None and label is not None:
-        hypothesis = f"hyp {qid}"
-    judgment = {"model": judge_model, "provider": judge_provider, "official": official, "tokensIn": 50,
-                "tokensOut": 1, "latencyMs": 20.0, "attempts": 1, "cached": False}
-    fields = {"latencyMs": 100.0, "tokensIn": 10, "tokensOut": 2, "target": {"name": "t", "provider": "p", "model": "m"},
-              **extra}
-    return factories.result_row(
-        qid, qtype, label, question=f"q {qid}?", answer=f"gold {qid}", hypothesis=hypothesis, judgment=judgment,
-        error={"kind": error_kind, "message": "boom", "attempts": 5}, finished_at="2026-11-29T10:00:00Z", **fields)
-
-
-def write_run(run_dir: Path, items: Sequence[tuple[str, str]], rows: Sequence[Mapping[str, Any]], *,
-              status: str = "completed", sha: str = OFFICIAL_SHA, judge: Mapping[str, Any] | None = None,
-              n_total: int | None = None, variant: str = "_s") -> Path:
-    """A run directory (``factories.write_run``): run-meta.json, manifest.json over ``items`` (qid, type) and the
-    given result rows."""
-    return factories.write_run(run_dir, items, rows, n_total=n_total, status=status, sha=sha, judge=judge,
-                               variant=variant)
 
 
 def pair(tmp_path: Path, before: Mapping[str, bool | None], after: Mapping[str, bool | None],
@@ -51,8 +25,8 @@ def pair(tmp_path: Path, before: Mapping[str, bool | None], after: Mapping[str, 
     ids = list(before) + [q for q in after if q not in before]
     types = types or {q: SSU for q in ids}
     items = [(q, types[q]) for q in ids]
-    a = write_run(tmp_path / "before", items, [row(q, types[q], v, hypothesis=f"A {q}") for q, v in before.items()])
-    b = write_run(tmp_path / "after", items, [row(q, types[q], v, hypothesis=f"B {q}") for q, v in after.items()],
+    a = write_run(tmp_path / "before", items, [official_row(q, types[q], v, hypothesis=f"A {q}") for q, v in before.items()])
+    b = write_run(tmp_path / "after", items, [official_row(q, types[q], v, hypothesis=f"B {q}") for q, v in after.items()],
                   **kw_b)
     return a, b
 
@@ -162,9 +136,9 @@ def _started(run_dir: Path, started_at: str) -> Path:
 def test_latest_compares_the_two_most_recently_started_runs_older_first(tmp_path, capsys):
     runs = tmp_path / ".longmemeval-benchmarks" / "runs"
     items = [("q1", SSU), ("q2", SSU)]
-    _started(write_run(runs / "oldest", items, [row("q1", SSU, False), row("q2", SSU, False)]), "2026-11-27T09:00:00Z")
-    _started(write_run(runs / "middle", items, [row("q1", SSU, False), row("q2", SSU, True)]), "2026-11-28T09:00:00Z")
-    newest = _started(write_run(runs / "newest", items, [row("q1", SSU, True), row("q2", SSU, True)]),
+    _started(write_run(runs / "oldest", items, [official_row("q1", SSU, False), official_row("q2", SSU, False)]), "2026-11-27T09:00:00Z")
+    _started(write_run(runs / "middle", items, [official_row("q1", SSU, False), official_row("q2", SSU, True)]), "2026-11-28T09:00:00Z")
+    newest = _started(write_run(runs / "newest", items, [official_row("q1", SSU, True), official_row("q2", SSU, True)]),
                       "2026-11-29T09:00:00Z")
     import os
     os.utime(runs / "middle", (1e10, 1e10))  # re-scored last: folder time must not matter
@@ -179,7 +153,7 @@ def test_latest_agrees_with_the_scorecards_latest_run(tmp_path):
 
     runs = tmp_path / ".longmemeval-benchmarks" / "runs"
     for name, started in (("b", "2026-11-29T09:00:00Z"), ("a", "2026-11-29T10:00:00Z")):
-        _started(write_run(runs / name, [("q1", SSU)], [row("q1", SSU, True)]), started)
+        _started(write_run(runs / name, [("q1", SSU)], [official_row("q1", SSU, True)]), started)
     assert compare_runs.latest_two(tmp_path)[1] == run_store.latest_run(tmp_path) == runs / "a"
 
 
@@ -187,7 +161,7 @@ def test_latest_agrees_with_the_scorecards_latest_run(tmp_path):
 def test_latest_with_fewer_than_two_runs_says_so_and_exits_0(tmp_path, capsys, n_runs):
     runs = tmp_path / ".longmemeval-benchmarks" / "runs"
     for i in range(n_runs):
-        write_run(runs / f"r{i}", [("q1", SSU)], [row("q1", SSU, True)])
+        write_run(runs / f"r{i}", [("q1", SSU)], [official_row("q1", SSU, True)])
     assert run_main(compare_runs.main, ["--latest", "--project", str(tmp_path)]) == 0
     assert capsys.readouterr().out == "need two runs to compare\n"
 

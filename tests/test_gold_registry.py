@@ -12,7 +12,7 @@ import gold_registry
 import scorecard_md
 import scoring
 from run_store import load_run
-from test_compare_runs import MS, SSU, TR, row, write_run
+from factories import MS, SSU, TR, official_row, write_run
 
 DUPLICATED_54 = {"58bf7951", "1e043500", "001be529", "d23cf73b", "caf03d32", "91b15a6e", "078150f1",
                  "gpt4_4929293b", "gpt4_76048e76", "gpt4_c27434e8_abs", "18bc8abd", "c7dc5443", "1d4da289"}
@@ -53,8 +53,8 @@ def test_only_wrong_entries_are_left_out_and_fixed_in_cleaned_only_on_the_origin
 
 def test_scorecard_reports_with_and_without_the_wrong_ones_and_lists_the_rest(tmp_path):
     items = [("370a8ff4", TR), ("gpt4_88806d6e", MS), ("001be529", SSU), ("ok1", SSU)]
-    rows = [row("370a8ff4", TR, False), row("gpt4_88806d6e", MS, False), row("001be529", SSU, True),
-            row("ok1", SSU, True)]
+    rows = [official_row("370a8ff4", TR, False), official_row("gpt4_88806d6e", MS, False), official_row("001be529", SSU, True),
+            official_row("ok1", SSU, True)]
     card = scoring.build_scorecard(load_run(write_run(tmp_path / "r", items, rows)))
     ex = card["excluding_gold_errors"]
     assert [e["question_id"] for e in ex["excluded"]] == ["370a8ff4"]  # disputed and structural stay counted
@@ -68,7 +68,7 @@ def test_scorecard_reports_with_and_without_the_wrong_ones_and_lists_the_rest(tm
 
 def test_an_original_release_run_also_leaves_out_what_the_cleaning_fixed(tmp_path):
     done = write_run(tmp_path / "r", [("ad7109d1", SSU), ("ok1", SSU)],
-                     [row("ad7109d1", SSU, False), row("ok1", SSU, True)])
+                     [official_row("ad7109d1", SSU, False), official_row("ok1", SSU, True)])
     meta = json.loads((done / "run-meta.json").read_text())
     meta["dataset"]["release"] = "original"
     (done / "run-meta.json").write_text(json.dumps(meta))

@@ -18,7 +18,7 @@ import interop
 import metrics
 from errors import UserError
 from records import QUESTION_TYPES
-from test_compare_runs import row, write_run
+from factories import official_row, write_run
 
 MIRROR = Path("/work/.mirror/xiaowu0162+LongMemEval/repo")
 
@@ -36,7 +36,7 @@ PLAN = [
 
 @pytest.fixture
 def run(tmp_path) -> Path:
-    rows = [row(q, t, lab, hypothesis=f"answer to {q}") for q, t, lab in PLAN if lab != "not run"]
+    rows = [official_row(q, t, lab, hypothesis=f"answer to {q}") for q, t, lab in PLAN if lab != "not run"]
     return write_run(tmp_path / "run", [(q, t) for q, t, _ in PLAN], rows, status="interrupted")
 
 

@@ -229,9 +229,9 @@ def test_agreement_of_a_candidate_judge_and_the_label_of_a_run_it_judged(fake_ll
 
 
 def test_a_run_with_an_unmeasured_judge_says_its_agreement_was_never_measured(tmp_path):
-    from test_compare_runs import SSU, row, write_run
+    from factories import SSU, official_row, write_run
 
-    done = write_run(tmp_path / "r", [("k1", SSU)], [row("k1", SSU, True, judge_model="claude-x",
+    done = write_run(tmp_path / "r", [("k1", SSU)], [official_row("k1", SSU, True, judge_model="claude-x",
                                                           judge_provider="anthropic", official=False)],
                      judge={"provider": "anthropic", "model": "claude-x", "official": False})
     notes = scoring.build_scorecard(load_run(done))["comparability_notes"]
@@ -245,12 +245,12 @@ def test_kappa_is_undefined_when_every_label_is_the_same():
 
 def test_runs_judged_by_the_snapshot_through_openai_and_through_azure_compare_like_for_like(tmp_path):
     import run_comparison
-    from test_compare_runs import SSU, row, write_run
+    from factories import SSU, official_row, write_run
 
     items = [("k1", SSU), ("k2", SSU)]
-    a = write_run(tmp_path / "a", items, [row("k1", SSU, True), row("k2", SSU, False)])
-    b = write_run(tmp_path / "b", items, [row("k1", SSU, True, judge_provider="azure"),
-                                          row("k2", SSU, True, judge_provider="azure")],
+    a = write_run(tmp_path / "a", items, [official_row("k1", SSU, True), official_row("k2", SSU, False)])
+    b = write_run(tmp_path / "b", items, [official_row("k1", SSU, True, judge_provider="azure"),
+                                          official_row("k2", SSU, True, judge_provider="azure")],
                   judge={"provider": "azure", "model": "gpt-4o-2024-08-06", "official": True})
     res = run_comparison.compare(a, b)
     assert res["forced"] is False and res["fixes"] == 1

@@ -21,7 +21,7 @@ from run_store import load_run
 from loop_testing import make_loop_project
 from records import Verdict
 from run_project import SAMPLE, make_project, register_answers, run_dir
-from test_compare_runs import SSU, row, write_run
+from factories import SSU, official_row, write_run
 from test_decide import _round
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
@@ -168,7 +168,7 @@ def _stable_pair(tmp_path: Path, flaky_ids: set[str]) -> tuple[Path, Path]:
     items = [("a1", SSU), ("a2", SSU), ("a3", SSU)]
 
     def judged(qid: str, label: bool) -> dict:
-        r = row(qid, SSU, label)
+        r = official_row(qid, SSU, label)
         r["judgment"]["prompt_sha256"] = f"{qid:0>64}"[-64:].replace("a", "0")
         return r
 

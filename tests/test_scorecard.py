@@ -12,7 +12,7 @@ import scorecard_md
 import scoring
 from run_store import load_run
 from errors import run_main
-from test_compare_runs import MS, OFFICIAL_SHA, SSU, TR, row, write_run
+from factories import MS, OFFICIAL_SHA, SSU, TR, official_row, write_run
 
 ITEMS = [("370a8ff4", TR), ("a1", SSU), ("a2", SSU), ("a3_abs", SSU), ("b1", MS), ("b2_abs", MS), ("c2", TR)]
 
@@ -24,14 +24,14 @@ def cost(gen: float, judge: float) -> dict:
 def seven_item_rows() -> list[dict]:
     """7 items over 3 types: one error row (b2_abs), one item never run (c2), one reported-bad gold (370a8ff4)."""
     return [
-        row("370a8ff4", TR, True, latencyMs=500.0, cost=cost(0.004, 0.001)),
-        row("a1", SSU, True, latencyMs=1000.0, cost=cost(0.008, 0.002)),
-        row("a2", SSU, False, latencyMs=3000.0, cost=cost(0.015, 0.005),
+        official_row("370a8ff4", TR, True, latencyMs=500.0, cost=cost(0.004, 0.001)),
+        official_row("a1", SSU, True, latencyMs=1000.0, cost=cost(0.008, 0.002)),
+        official_row("a2", SSU, False, latencyMs=3000.0, cost=cost(0.015, 0.005),
             calls=[{"role": "reader", "cached": True, "attempts": 3}]),
-        row("a3_abs", SSU, True, latencyMs=1500.0, cost=None),
-        row("b1", MS, True, latencyMs=2000.0, cost=cost(0.02, 0.01),
+        official_row("a3_abs", SSU, True, latencyMs=1500.0, cost=None),
+        official_row("b1", MS, True, latencyMs=2000.0, cost=cost(0.02, 0.01),
             retrieval={"retrieved_session_ids": ["s2", "s3", "s1"], "gold_session_ids": ["s1"]}),
-        row("b2_abs", MS, None, latencyMs=4000.0, error_kind="timeout"),
+        official_row("b2_abs", MS, None, latencyMs=4000.0, error_kind="timeout"),
     ]
 
 
@@ -85,9 +85,9 @@ def test_second_figure_excludes_reported_gold_errors_without_replacing_official(
 
 
 def test_retrieval_skips_abstention_and_no_gold_items_and_says_how_many(tmp_path):
-    rows = [row("x1", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]}),
-            row("x2_abs", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": []}),
-            row("x3", SSU, False, retrieval={"retrieved_session_ids": ["h"], "gold_session_ids": []})]
+    rows = [official_row("x1", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]}),
+            official_row("x2_abs", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": []}),
+            official_row("x3", SSU, False, retrieval={"retrieved_session_ids": ["h"], "gold_session_ids": []})]
     run = write_run(tmp_path / "r", [("x1", SSU), ("x2_abs", SSU), ("x3", SSU)], rows)
     ret = scoring.build_scorecard(load_run(run))["retrieval"]
     assert (ret["scored"], ret["skipped_abstention"], ret["skipped_no_gold"]) == (1, 1, 1)
@@ -96,7 +96,7 @@ def test_retrieval_skips_abstention_and_no_gold_items_and_says_how_many(tmp_path
 
 def _clean(tmp_path, **kw) -> Path:
     items = [("k1", SSU), ("k2", MS)]
-    rows = kw.pop("rows", [row("k1", SSU, True), row("k2", MS, False)])
+    rows = kw.pop("rows", [official_row("k1", SSU, True), official_row("k2", MS, False)])
     return write_run(tmp_path / "clean", items, rows, **kw)
 
 
@@ -141,7 +141,7 @@ def truncation(truncated, dropped_evidence=None, **extra):
 
 def test_truncation_is_counted_and_lost_evidence_makes_the_run_not_comparable(tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
-    rows = [row("k1", SSU, True, target=truncation(True, 0)), row("k2", MS, False, target=truncation(True, 1))]
+    rows = [official_row("k1", SSU, True, target=truncation(True, 0)), official_row("k2", MS, False, target=truncation(True, 1))]
     card = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
     assert card["truncation"] == {"items_reporting": 2, "truncated": 2, "lost_evidence": 1,
                                   "lost_evidence_unknown": 0, "retried_after_too_long": 0}
@@ -152,12 +152,12 @@ def test_truncation_is_counted_and_lost_evidence_makes_the_run_not_comparable(tm
 
 def test_truncation_that_kept_every_evidence_session_stays_comparable(tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
-    rows = [row("k1", SSU, True, target=truncation(True, 0, retried_after_too_long={"tokens": 9})),
-            row("k2", MS, False, target=truncation(False, 0))]
+    rows = [official_row("k1", SSU, True, target=truncation(True, 0, retried_after_too_long={"tokens": 9})),
+            official_row("k2", MS, False, target=truncation(False, 0))]
     card = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
     assert card["comparable"] is True
     assert (card["truncation"]["truncated"], card["truncation"]["retried_after_too_long"]) == (1, 1)
-    old = [row("k1", SSU, True, target=truncation(True)), row("k2", MS, False)]
+    old = [official_row("k1", SSU, True, target=truncation(True)), official_row("k2", MS, False)]
     card = scoring.build_scorecard(load_run(_clean(tmp_path / "old", rows=old)))
     assert card["truncation"]["lost_evidence_unknown"] == 1
     assert any("do not say whether an evidence session was dropped" in n for n in card["comparability_notes"])
@@ -165,7 +165,7 @@ def test_truncation_that_kept_every_evidence_session_stays_comparable(tmp_path, 
 
 def test_retrieval_section_names_its_level_and_granularity_and_metrics_json_has_every_k(tmp_path):
     target = {"name": "rag", "provider": "p", "model": "m", "debug": {"retrieval": {"granularity": "turn"}}}
-    rows = [row("x1", SSU, True, target=target,
+    rows = [official_row("x1", SSU, True, target=target,
                 retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]})]
     card = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
     ret = card["retrieval"]
@@ -177,7 +177,7 @@ def test_retrieval_section_names_its_level_and_granularity_and_metrics_json_has_
 
 
 def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
-    rows = [row("k1", SSU, True), row("k2", MS, None, error_kind="timeout")]
+    rows = [official_row("k1", SSU, True), official_row("k2", MS, None, error_kind="timeout")]
     md = scorecard_md.render_markdown(scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows))))
     assert "| Task-averaged accuracy (macro, 2 types) | 0.5000 | 1.0000 (over 1 of 2 types, those with a judged item) |" in md
 
@@ -185,13 +185,13 @@ def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
 @pytest.mark.parametrize("kw,needle", [
     ({"judge": {"provider": "openai", "model": "gpt-4o-mini", "official": False}}, "judge is openai gpt-4o-mini-2024-07-18, not the official"),
     ({"judge": {"provider": "offline", "model": "containment", "official": False}}, "judge is offline containment"),
-    ({"rows": [row("k1", SSU, True, official=False), row("k2", MS, False)]},
+    ({"rows": [official_row("k1", SSU, True, official=False), official_row("k2", MS, False)]},
      "judge prompt is not upstream's get_anscheck_prompt on 1 of 2"),
-    ({"rows": [row("k1", SSU, True, judge_model="gpt-4o-2024-05-13"), row("k2", MS, False)]}, "gpt-4o-2024-05-13"),
+    ({"rows": [official_row("k1", SSU, True, judge_model="gpt-4o-2024-05-13"), official_row("k2", MS, False)]}, "gpt-4o-2024-05-13"),
     ({"sha": "a" * 64}, "not a known official release"),
-    ({"rows": [row("k1", SSU, True)], "status": "interrupted"}, "run incomplete: 1 of 2"),
+    ({"rows": [official_row("k1", SSU, True)], "status": "interrupted"}, "run incomplete: 1 of 2"),
     ({"status": "failed"}, "run status is 'failed'"),
-    ({"rows": [row("k1", SSU, True), row("k2", MS, None, error_kind="rate_limit")]}, "errors present: 1"),
+    ({"rows": [official_row("k1", SSU, True), official_row("k2", MS, None, error_kind="rate_limit")]}, "errors present: 1"),
 ])
 def test_banner_names_each_reason_a_run_is_not_comparable(tmp_path, kw, needle):
     card = scoring.build_scorecard(load_run(_clean(tmp_path, **kw)))

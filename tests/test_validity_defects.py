@@ -26,7 +26,7 @@ import scorecard_md
 import scoring
 from run_store import load_run
 from run_project import SAMPLE, make_project, register_answers, run_dir
-from test_compare_runs import SSU, row, write_run
+from factories import SSU, official_row, write_run
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 
@@ -59,7 +59,7 @@ def test_1_no_base_url_records_the_sdks_real_default_hosts_and_no_endpoint_note(
     assert endpoints["anthropic"].startswith("https://api.anthropic.com")
 
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
-    done = write_run(tmp_path / "r", [("k1", SSU), ("k2", SSU)], [row("k1", SSU, True), row("k2", SSU, False)])
+    done = write_run(tmp_path / "r", [("k1", SSU), ("k2", SSU)], [official_row("k1", SSU, True), official_row("k2", SSU, False)])
     meta = json.loads((done / "run-meta.json").read_text())
     meta["endpoints"] = endpoints
     (done / "run-meta.json").write_text(json.dumps(meta))
@@ -161,7 +161,7 @@ def test_5_a_ranking_that_lists_a_repeated_session_twice_is_scored_as_upstream_s
 
 
 def test_5_the_scorecard_says_rankings_are_scored_as_given(tmp_path):
-    rows = [row("x1", SSU, True, retrieval={"retrieved_session_ids": ["a", "dup", "dup", "g"],
+    rows = [official_row("x1", SSU, True, retrieval={"retrieved_session_ids": ["a", "dup", "dup", "g"],
                                             "gold_session_ids": ["g"]})]
     card = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
     assert card["retrieval"]["rankings_with_repeated_ids"] == 1
@@ -204,7 +204,7 @@ def test_5_gpt4_4929293b_on_the_real_s_data_matches_upstreams_eval_utils(real_s)
 
 def test_6_top_k_covering_every_session_is_in_the_banner_and_metrics_json(tmp_path):
     def rag_row(qid: str, covers: bool) -> dict:
-        return row(qid, SSU, True, retrieval={"retrieved_session_ids": ["g", "a"], "gold_session_ids": ["g"]},
+        return official_row(qid, SSU, True, retrieval={"retrieved_session_ids": ["g", "a"], "gold_session_ids": ["g"]},
                    target={"name": "rag", "provider": "p", "model": "m",
                            "debug": {"retrieval": {"top_k": 50, "top_k_covers_all": covers}}})
 
