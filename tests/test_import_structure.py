@@ -1,0 +1,255 @@
+"""The toolkit's import structure, read with ``ast`` from the files: no cycle, no arrow from a lower stage to a
+higher one, no sibling import hidden in a function (outside a short list with reasons), no ``sys.path`` edit in
+a plugin, and no plugin importing the driver that loads it.
+
+``STAGES`` is the way through the data, lowest first: a module may import its own stage and the stages before it.
+A new module in ``scripts/`` must be placed in it (the test names the ones that are not). The checker itself is
+tested on a small synthetic tree, so a planted cycle or upward arrow is shown to fail.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "scripts"
+PLUGINS = REPO / "plugins"
+
+STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # the shared ground: errors, the facts, time, files, the typed records and their schemas, the config
+    ("core", ("errors", "facts", "clock", "command_names", "fileio", "records", "run_records", "schemas",
+              "config_defaults", "config")),
+    # the dataset and the files around it
+    ("data", ("dataset", "dataset_scans", "fingerprints", "hypotheses_file", "upstream_files", "sample_data",
+              "gold_registry", "holdout")),
+    # the run directory: its layout, its one owner, the prompts stored beside it (depends on core only)
+    ("store", ("run_layout", "run_store", "prompt_store")),
+    # model calls: routes, errors, retries, pacing, token counts, the call cache, prices
+    ("models", ("provider_errors", "provider_routes", "providers", "retries", "token_counts", "rate_headers",
+                "rate_limiter", "rate_pacer", "sqlite_store", "call_cache", "run_gateway", "prices")),
+    # the systems under test: the target API, the driver that loads them, the shared reader and retrieval
+    ("targets", ("targets", "generation_driver", "reader", "bm25_index")),
+    # the official judge, the offline judge, verdicts kept and compared
+    ("judge", ("offline_judge", "judge_official", "judge_stability", "judge_files", "judge_shim",
+               "judge_agreement", "verdict_archive")),
+    # one run: settings, state, the driver, the item runner, money, progress; loop_rules are the refusals a
+    # ``--loop`` run must pass (stdlib only: the loop's hooks read them too)
+    ("run", ("run_settings", "loop_rules", "provenance", "run_state", "item_runner", "run_driver", "background",
+             "pacing_status", "run_status", "progress", "cost_gate", "dry_run", "preflight")),
+    # figures from result rows
+    ("score", ("metrics", "retrieval_metrics", "scoring", "score_fingerprint", "run_comparison", "selftest_scoring",
+               "cluster_failures", "interop", "drop_qids")),
+    # what people read: Markdown, charts, the HTML report, the commands that write them
+    ("report", ("scorecard_md", "charts", "report_svg", "report_data", "report_html", "report_outputs",
+                "scorecard", "compare_runs")),
+    # the improvement loop
+    ("loop", ("loop_git", "loop_state", "loop_session", "loop_target", "loop_guard", "decide", "loop_steps",
+              "rounds", "confirm", "loop_stop_hook")),
+    # commands that sit above everything they drive
+    ("cli", ("run_benchmark", "claude_settings", "setup_project")),
+)
+PLUGIN_STAGE = "targets"
+"""Plugins are targets: they may import what a target may (core, data, store, models, targets), nothing above."""
+
+LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
+    ("rounds", "loop_steps"): "the steps need the venv; rounds.py init/current/bump/status run on system python",
+    ("loop_stop_hook", "loop_state"): "the Stop hook runs on every stop: nothing more unless a loop is there, and a "
+                                      "sibling that fails to import lets the session stop instead of failing it",
+    ("loop_stop_hook", "loop_session"): "as above",
+    ("loop_stop_hook", "command_names"): "as above",
+}
+"""Function-level sibling imports kept on purpose, and why."""
+
+PLUGIN_FORBIDDEN = {"generation_driver", "run_driver", "run_benchmark", "item_runner"}
+"""A plugin imports the target API (``targets``, ``records``), never the driver that loads it."""
+
+
+# --------------------------------------------------------------------------- the checker
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+    in_function: bool
+
+
+def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def imports_of(name: str, source: str, known: Iterable[str]) -> list[Import]:
+    """The imports of module ``name`` that name a module of ours (absolute imports only)."""
+    known = set(known)
+    tree = ast.parse(source)
+    parents = _parents(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [node.module.split(".")[0]]
+        else:
+            continue
+        up, in_function = node, False
+        while up in parents:
+            up = parents[up]
+            in_function = in_function or isinstance(up, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        found += [Import(name, t, node.lineno, in_function) for t in targets if t in known and t != name]
+    return found
+
+
+def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
+    """One import cycle as a path (first module repeated at the end), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state:
+            found = visit(start)
+            if found:
+                return found
+    return None
+
+
+def stage_of(stages: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, int]:
+    return {module: rank for rank, (_, modules) in enumerate(stages) for module in modules}
+
+
+def upward_imports(imports: Iterable[Import], rank: Mapping[str, int]) -> list[Import]:
+    """Imports from a module to one of a later (higher) stage."""
+    return [i for i in imports if i.source in rank and i.target in rank and rank[i.target] > rank[i.source]]
+
+
+def edits_sys_path(source: str) -> list[int]:
+    """Lines that touch ``sys.path``."""
+    return [node.lineno for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Attribute) and node.attr == "path"
+            and isinstance(node.value, ast.Name) and node.value.id == "sys"]
+
+
+def script_modules(scripts: Path) -> dict[str, Path]:
+    return {p.stem: p for p in sorted(scripts.glob("*.py"))}
+
+
+def plugin_files(plugins: Path) -> list[Path]:
+    return sorted(plugins.rglob("*.py"))
+
+
+def all_imports(scripts: Path, plugins: Path) -> tuple[list[Import], list[Import]]:
+    """(imports made by scripts/ modules, imports made by plugin files), our modules only."""
+    modules = script_modules(scripts)
+    ours = [i for name, path in modules.items() for i in imports_of(name, path.read_text(encoding="utf-8"), modules)]
+    theirs = [i for path in plugin_files(plugins)
+              for i in imports_of(f"plugin:{path.relative_to(plugins)}", path.read_text(encoding="utf-8"), modules)]
+    return ours, theirs
+
+
+def _edges(imports: Iterable[Import]) -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for i in imports:
+        edges.setdefault(i.source, set()).add(i.target)
+    return edges
+
+
+def _show(imports: Iterable[Import]) -> str:
+    return "; ".join(f"{i.source}:{i.line} -> {i.target}" for i in imports)
+
+
+# --------------------------------------------------------------------------- the toolkit's own tree
+
+OURS, PLUGIN_IMPORTS = all_imports(SCRIPTS, PLUGINS)
+RANK = stage_of(STAGES)
+
+
+def test_every_module_in_scripts_has_one_stage():
+    placed = [m for _, modules in STAGES for m in modules]
+    assert len(placed) == len(set(placed)), "a module is listed in two stages"
+    missing = sorted(set(script_modules(SCRIPTS)) - set(placed))
+    gone = sorted(set(placed) - set(script_modules(SCRIPTS)))
+    assert not missing, f"place these modules in STAGES (tests/test_import_structure.py): {missing}"
+    assert not gone, f"STAGES lists modules that are not in scripts/: {gone}"
+
+
+def test_no_import_cycle_among_our_modules():
+    assert find_cycle(_edges(OURS)) is None, " -> ".join(find_cycle(_edges(OURS)) or [])
+
+
+def test_no_import_from_a_lower_stage_to_a_higher_one():
+    names = [name for name, _ in STAGES]
+    wrong = upward_imports(OURS, RANK)
+    assert not wrong, "against the grain (" + " < ".join(names) + "): " + "; ".join(
+        f"{i.source} ({names[RANK[i.source]]}) -> {i.target} ({names[RANK[i.target]]}) line {i.line}" for i in wrong)
+
+
+def test_sibling_imports_sit_at_the_top_of_the_module_unless_allowed_with_a_reason():
+    lazy = [i for i in OURS if i.in_function and (i.source, i.target) not in LAZY_IMPORTS_ALLOWED]
+    assert not lazy, f"move to the top, or add to LAZY_IMPORTS_ALLOWED with the reason: {_show(lazy)}"
+    used = {(i.source, i.target) for i in OURS if i.in_function}
+    assert set(LAZY_IMPORTS_ALLOWED) <= used, f"stale allowances: {sorted(set(LAZY_IMPORTS_ALLOWED) - used)}"
+
+
+def test_plugins_import_the_target_api_not_the_driver_and_never_edit_sys_path():
+    driver = [i for i in PLUGIN_IMPORTS if i.target in PLUGIN_FORBIDDEN]
+    assert not driver, f"plugins import the driver: {_show(driver)}"
+    above = [i for i in PLUGIN_IMPORTS if RANK[i.target] > RANK[PLUGIN_STAGE]]
+    assert not above, f"plugins import above the {PLUGIN_STAGE} stage: {_show(above)}"
+    edits = {str(p.relative_to(REPO)): edits_sys_path(p.read_text(encoding="utf-8")) for p in plugin_files(PLUGINS)}
+    assert not {k: v for k, v in edits.items() if v}, f"sys.path edits in plugins: {edits}"
+    assert any(i.target == "targets" for i in PLUGIN_IMPORTS)  # the reader above really read the plugins
+
+
+# --------------------------------------------------------------------------- the checker, on a planted tree
+
+
+def _tree(root: Path, files: Mapping[str, str]) -> tuple[Path, Path]:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    (root / "plugins").mkdir(exist_ok=True)
+    return root / "scripts", root / "plugins"
+
+
+def test_the_checker_finds_a_planted_cycle_an_upward_arrow_a_lazy_import_and_a_sys_path_edit(tmp_path):
+    scripts, plugins = _tree(tmp_path, {
+        "scripts/low.py": "import os\nfrom high import thing\n",
+        "scripts/mid.py": "import low\n\ndef f():\n    import high\n    return high\n",
+        "scripts/high.py": "import mid\nthing = 1\n",
+        "plugins/p.py": "import sys\nsys.path.insert(0, '..')\nimport generation_driver\n",
+        "scripts/generation_driver.py": "",
+    })
+    ours, theirs = all_imports(scripts, plugins)
+    cycle = find_cycle(_edges(ours))
+    assert cycle is not None and cycle[0] == cycle[-1] and len(cycle) >= 3 and set(cycle) <= {"low", "mid", "high"}
+    rank = stage_of((("a", ("low",)), ("b", ("mid",)), ("c", ("high", "generation_driver"))))
+    assert {(i.source, i.target) for i in upward_imports(ours, rank)} == {("low", "high"), ("mid", "high")}
+    assert [(i.source, i.target, i.line) for i in ours if i.in_function] == [("mid", "high", 4)]
+    assert edits_sys_path((plugins / "p.py").read_text()) == [2]
+    assert [(i.target, i.line) for i in theirs] == [("generation_driver", 3)]
+
+
+def test_the_checker_passes_a_clean_tree(tmp_path):
+    scripts, plugins = _tree(tmp_path, {"scripts/low.py": "x = 1\n", "scripts/high.py": "import low\n"})
+    ours, _ = all_imports(scripts, plugins)
+    assert find_cycle(_edges(ours)) is None
+    assert upward_imports(ours, stage_of((("a", ("low",)), ("b", ("high",))))) == []
+    assert [(i.source, i.target, i.in_function) for i in ours] == [("high", "low", False)]
