@@ -17,7 +17,7 @@ import provenance
 import providers
 import run_store
 from errors import UserError
-from facts import SYMBOLIC_FLAGS, is_official_judge, is_offline
+from facts import OFFLINE, SYMBOLIC_FLAGS, is_official_judge, is_offline
 from run_records import Manifest, RunMeta, counts_of
 from run_settings import RunSettings
 from run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
@@ -135,7 +135,7 @@ def endpoints(settings: RunSettings) -> dict[str, str]:
     """
     settings_for_sdk = providers.ProviderSettings(base_urls=dict(settings.base_urls), azure=dict(settings.azure))
     out = {}
-    for provider in sorted({settings.target_provider, settings.judge_provider} - {"offline"}):
+    for provider in sorted({settings.target_provider, settings.judge_provider} - {OFFLINE}):
         out[provider] = providers.resolved_base_url(provider, settings_for_sdk) or "unknown"
     return out
 

@@ -134,6 +134,30 @@ def test_retries_are_counted_in_run_meta(tmp_path, fake_llm):
     assert m["invocations"][-1]["retries_by_kind"] == {"server": 2}
 
 
+def test_run_meta_as_written_matches_its_schema_and_the_spec(tmp_path, fake_llm):
+    import schemas
+
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "m", "--max", "2") == 0
+    m = meta(project, "m")
+    schemas.validate("run-meta", m, where="run-meta.json")
+    schema = json.loads((schemas.SCHEMA_DIR / "run-meta.schema.json").read_text())
+    spec = (schemas.SCHEMA_DIR.parent / "SPEC.md").read_text(encoding="utf-8")
+    assert "prompt_hashes" not in m and "package_versions" not in m  # they live under provenance
+    provenance = m["provenance"]
+    assert set(provenance) == set(schema["properties"]["provenance"]["properties"])
+    assert set(provenance["prompt_hashes"]) == set(
+        schema["properties"]["provenance"]["properties"]["prompt_hashes"]["properties"])
+    assert {"matplotlib", "tiktoken", "anthropic", "openai"} <= set(provenance["package_versions"])
+    assert m["endpoints"] and set(m["endpoints"]) == {m["judge"]["provider"], m["target"]["provider"]} - {"offline"}
+    for key in m:
+        assert key in schema["properties"], f"run-meta writes {key!r}, which its schema does not name"
+        assert f"`{key}`" in spec, f"run-meta writes {key!r}, which SPEC.md does not document"
+    for key in (*provenance, *provenance["prompt_hashes"]):
+        assert f"`{key}`" in spec, key
+
+
 def test_rate_limit_storm_cuts_the_limiter_and_loses_no_item(tmp_path, fake_llm):
     project = make_project(tmp_path / "p", concurrency=8, maxAttempts=8)
     register_answers(fake_llm)
