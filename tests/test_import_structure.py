@@ -2,8 +2,10 @@
 higher one, no sibling import hidden in a function (outside a short list with reasons), no ``sys.path`` edit in
 a plugin, and no plugin importing the driver that loads it.
 
-``STAGES`` is the way through the data, lowest first: a module may import its own stage and the stages before it.
-A new module in ``scripts/`` must be placed in it (the test names the ones that are not). The checker itself is
+``STAGE_ORDER`` is the way through the data, lowest first: a module may import its own stage and the stages before
+it. Where a module belongs: while ``scripts/`` is flat, ``FLAT_STAGES`` says (a new module must be placed there; the
+test names the ones that are not); after the package move (``/work/team/move_to_package.py`` reads this table), the
+sub-package ``scripts/lme/<stage>/`` it lives in, and ``scripts/*.py`` are thin command files. The checker itself is
 tested on a small synthetic tree, so a planted cycle or upward arrow is shown to fail.
 """
 
@@ -12,45 +14,51 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
 PLUGINS = REPO / "plugins"
 
-STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+STAGE_ORDER = ("core", "data", "store", "models", "targets", "judge", "run", "score", "report", "loop", "cli")
+"""The stages (and, after the package move, the sub-packages of ``scripts/lme/``), lowest first."""
+
+# --- FLAT_STAGES begin: where each module of the flat scripts/ belongs (the package move's mapping table)
+FLAT_STAGES: dict[str, tuple[str, ...]] = {
     # the shared ground: errors, the facts, time, files, the typed records and their schemas, the config
-    ("core", ("errors", "facts", "clock", "command_names", "fileio", "records", "run_records", "schemas",
-              "config_defaults", "config")),
+    "core": ("errors", "facts", "clock", "command_names", "fileio", "records", "run_records", "schemas",
+              "config_defaults", "config"),
     # the dataset and the files around it
-    ("data", ("dataset", "dataset_scans", "fingerprints", "hypotheses_file", "upstream_files", "sample_data",
-              "gold_registry", "holdout")),
+    "data": ("dataset", "dataset_scans", "fingerprints", "hypotheses_file", "upstream_files", "sample_data",
+              "gold_registry", "holdout"),
     # the run directory: its layout, its one owner, the prompts stored beside it (depends on core only)
-    ("store", ("run_layout", "run_store", "prompt_store")),
+    "store": ("run_layout", "run_store", "prompt_store"),
     # model calls: routes, errors, retries, pacing, token counts, the call cache, prices
-    ("models", ("provider_errors", "provider_routes", "providers", "retries", "token_counts", "rate_headers",
-                "rate_limiter", "rate_pacer", "sqlite_store", "call_cache", "run_gateway", "prices")),
+    "models": ("provider_errors", "provider_routes", "providers", "retries", "token_counts", "rate_headers",
+               "rate_limiter", "rate_pacer", "sqlite_store", "call_cache", "run_gateway", "prices"),
     # the systems under test: the target API, the driver that loads them, the shared reader and retrieval
-    ("targets", ("targets", "generation_driver", "reader", "bm25_index")),
+    "targets": ("targets", "generation_driver", "reader", "bm25_index"),
     # the official judge, the offline judge, verdicts kept and compared
-    ("judge", ("offline_judge", "judge_official", "judge_stability", "judge_files", "judge_shim",
-               "judge_agreement", "verdict_archive")),
+    "judge": ("offline_judge", "judge_official", "judge_stability", "judge_files", "judge_shim",
+              "judge_agreement", "verdict_archive"),
     # one run: settings, state, the driver, the item runner, money, progress; loop_rules are the refusals a
     # ``--loop`` run must pass (stdlib only: the loop's hooks read them too)
-    ("run", ("run_settings", "loop_rules", "provenance", "run_state", "item_runner", "run_driver", "background",
-             "pacing_status", "run_status", "progress", "cost_gate", "dry_run", "preflight")),
+    "run": ("run_settings", "loop_rules", "provenance", "run_state", "item_runner", "run_driver", "background",
+             "pacing_status", "run_status", "progress", "cost_gate", "dry_run", "preflight"),
     # figures from result rows
-    ("score", ("metrics", "retrieval_metrics", "scoring", "score_fingerprint", "run_comparison", "selftest_scoring",
-               "cluster_failures", "interop", "drop_qids")),
+    "score": ("metrics", "retrieval_metrics", "scoring", "score_fingerprint", "run_comparison", "selftest_scoring",
+              "cluster_failures", "interop", "drop_qids"),
     # what people read: Markdown, charts, the HTML report, the commands that write them
-    ("report", ("scorecard_md", "charts", "report_svg", "report_data", "report_html", "report_outputs",
-                "scorecard", "compare_runs")),
+    "report": ("scorecard_md", "charts", "report_svg", "report_data", "report_html", "report_outputs",
+               "scorecard", "compare_runs"),
     # the improvement loop
-    ("loop", ("loop_git", "loop_state", "loop_session", "loop_target", "loop_guard", "decide", "loop_steps",
-              "rounds", "confirm", "loop_stop_hook")),
+    "loop": ("loop_git", "loop_state", "loop_session", "loop_target", "loop_guard", "decide", "loop_steps",
+              "rounds", "confirm", "loop_stop_hook"),
     # commands that sit above everything they drive
-    ("cli", ("run_benchmark", "claude_settings", "setup_project")),
-)
+    "cli": ("run_benchmark", "claude_settings", "setup_project"),
+}
+# --- FLAT_STAGES end
+
 PLUGIN_STAGE = "targets"
 """Plugins are targets: they may import what a target may (core, data, store, models, targets), nothing above."""
 
@@ -69,6 +77,8 @@ PLUGIN_FORBIDDEN = {"generation_driver", "run_driver", "run_benchmark", "item_ru
 
 # --------------------------------------------------------------------------- the checker
 
+PACKAGE = "lme"
+
 
 @dataclass(frozen=True)
 class Import:
@@ -82,6 +92,22 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
+def _named(node: ast.AST, known: set[str]) -> list[str]:
+    """Our modules an import statement names: ``import m``, ``from m import x``, and after the package move
+    ``from lme.<stage> import m``, ``from lme.<stage>.m import x``, ``import lme.<stage>.m``."""
+    if isinstance(node, ast.Import):
+        dotted = [a.name.split(".") for a in node.names]
+        return [d[2] if d[0] == PACKAGE and len(d) > 2 else d[0] for d in dotted]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        parts = node.module.split(".")
+        if parts[0] != PACKAGE:
+            return [parts[0]]
+        if len(parts) > 2:
+            return [parts[2]]
+        return [a.name for a in node.names if a.name in known]
+    return []
+
+
 def imports_of(name: str, source: str, known: Iterable[str]) -> list[Import]:
     """The imports of module ``name`` that name a module of ours (absolute imports only)."""
     known = set(known)
@@ -89,11 +115,8 @@ def imports_of(name: str, source: str, known: Iterable[str]) -> list[Import]:
     parents = _parents(tree)
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets = [a.name.split(".")[0] for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            targets = [node.module.split(".")[0]]
-        else:
+        targets = _named(node, known)
+        if not targets:
             continue
         up, in_function = node, False
         while up in parents:
@@ -130,13 +153,11 @@ def find_cycle(edges: Mapping[str, Iterable[str]]) -> list[str] | None:
     return None
 
 
-def stage_of(stages: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, int]:
-    return {module: rank for rank, (_, modules) in enumerate(stages) for module in modules}
-
-
-def upward_imports(imports: Iterable[Import], rank: Mapping[str, int]) -> list[Import]:
+def upward_imports(imports: Iterable[Import], stage: Mapping[str, str], order: Sequence[str]) -> list[Import]:
     """Imports from a module to one of a later (higher) stage."""
-    return [i for i in imports if i.source in rank and i.target in rank and rank[i.target] > rank[i.source]]
+    rank = {s: i for i, s in enumerate(order)}
+    return [i for i in imports if i.source in stage and i.target in stage
+            and rank[stage[i.target]] > rank[stage[i.source]]]
 
 
 def edits_sys_path(source: str) -> list[int]:
@@ -146,21 +167,54 @@ def edits_sys_path(source: str) -> list[int]:
             and isinstance(node.value, ast.Name) and node.value.id == "sys"]
 
 
-def script_modules(scripts: Path) -> dict[str, Path]:
-    return {p.stem: p for p in sorted(scripts.glob("*.py"))}
+@dataclass(frozen=True)
+class Layout:
+    """Our modules (name -> file), the stage of each, and the thin command files (after the package move)."""
+
+    modules: Mapping[str, Path]
+    stage: Mapping[str, str]
+    thin: Mapping[str, Path]
+
+
+def layout(scripts: Path, flat_stages: Mapping[str, Sequence[str]]) -> Layout:
+    package = scripts / PACKAGE
+    if package.is_dir():
+        modules = {p.stem: p for p in sorted(package.glob("*/*.py")) if p.stem != "__init__"}
+        stage = {p.stem: p.parent.name for p in modules.values()}
+        return Layout(modules, stage, {p.stem: p for p in sorted(scripts.glob("*.py"))})
+    modules = {p.stem: p for p in sorted(scripts.glob("*.py"))}
+    stage = {m: s for s, members in flat_stages.items() for m in members if m in modules}
+    return Layout(modules, stage, {})
 
 
 def plugin_files(plugins: Path) -> list[Path]:
     return sorted(plugins.rglob("*.py"))
 
 
-def all_imports(scripts: Path, plugins: Path) -> tuple[list[Import], list[Import]]:
-    """(imports made by scripts/ modules, imports made by plugin files), our modules only."""
-    modules = script_modules(scripts)
-    ours = [i for name, path in modules.items() for i in imports_of(name, path.read_text(encoding="utf-8"), modules)]
+def all_imports(scripts: Path, plugins: Path, where: Layout | None = None) -> tuple[list[Import], list[Import]]:
+    """(imports made by our modules, imports made by plugin files), our modules only."""
+    where = where or layout(scripts, {})
+    known = where.modules
+    ours = [i for name, path in known.items() for i in imports_of(name, path.read_text(encoding="utf-8"), known)]
     theirs = [i for path in plugin_files(plugins)
-              for i in imports_of(f"plugin:{path.relative_to(plugins)}", path.read_text(encoding="utf-8"), modules)]
+              for i in imports_of(f"plugin:{path.relative_to(plugins)}", path.read_text(encoding="utf-8"), known)]
     return ours, theirs
+
+
+def thin_file_problems(path: Path) -> list[str]:
+    """A thin command file holds a docstring, imports from the package (and ``sys``), and the ``__main__`` call."""
+    problems = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue
+        if isinstance(node, ast.Import) and all(a.name == "sys" for a in node.names):
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == PACKAGE:
+            continue
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            continue
+        problems.append(f"{path.name}:{node.lineno}: {ast.unparse(node).splitlines()[0][:80]}")
+    return problems
 
 
 def _edges(imports: Iterable[Import]) -> dict[str, set[str]]:
@@ -176,17 +230,20 @@ def _show(imports: Iterable[Import]) -> str:
 
 # --------------------------------------------------------------------------- the toolkit's own tree
 
-OURS, PLUGIN_IMPORTS = all_imports(SCRIPTS, PLUGINS)
-RANK = stage_of(STAGES)
+WHERE = layout(SCRIPTS, FLAT_STAGES)
+OURS, PLUGIN_IMPORTS = all_imports(SCRIPTS, PLUGINS, WHERE)
 
 
-def test_every_module_in_scripts_has_one_stage():
-    placed = [m for _, modules in STAGES for m in modules]
+def test_every_module_has_one_stage_and_the_stages_are_in_order():
+    placed = [m for members in FLAT_STAGES.values() for m in members]
     assert len(placed) == len(set(placed)), "a module is listed in two stages"
-    missing = sorted(set(script_modules(SCRIPTS)) - set(placed))
-    gone = sorted(set(placed) - set(script_modules(SCRIPTS)))
-    assert not missing, f"place these modules in STAGES (tests/test_import_structure.py): {missing}"
-    assert not gone, f"STAGES lists modules that are not in scripts/: {gone}"
+    assert list(FLAT_STAGES) in ([], list(STAGE_ORDER)), "FLAT_STAGES lists the stages of STAGE_ORDER, in order"
+    missing = sorted(set(WHERE.modules) - set(WHERE.stage))
+    assert not missing, f"place these modules in FLAT_STAGES (tests/test_import_structure.py): {missing}"
+    assert set(WHERE.stage.values()) <= set(STAGE_ORDER), f"unknown stages: {set(WHERE.stage.values()) - set(STAGE_ORDER)}"
+    if not WHERE.thin:
+        gone = sorted(set(placed) - set(WHERE.modules))
+        assert not gone, f"FLAT_STAGES lists modules that are not in scripts/: {gone}"
 
 
 def test_no_import_cycle_among_our_modules():
@@ -194,10 +251,9 @@ def test_no_import_cycle_among_our_modules():
 
 
 def test_no_import_from_a_lower_stage_to_a_higher_one():
-    names = [name for name, _ in STAGES]
-    wrong = upward_imports(OURS, RANK)
-    assert not wrong, "against the grain (" + " < ".join(names) + "): " + "; ".join(
-        f"{i.source} ({names[RANK[i.source]]}) -> {i.target} ({names[RANK[i.target]]}) line {i.line}" for i in wrong)
+    wrong = upward_imports(OURS, WHERE.stage, STAGE_ORDER)
+    assert not wrong, "against the grain (" + " < ".join(STAGE_ORDER) + "): " + "; ".join(
+        f"{i.source} ({WHERE.stage[i.source]}) -> {i.target} ({WHERE.stage[i.target]}) line {i.line}" for i in wrong)
 
 
 def test_sibling_imports_sit_at_the_top_of_the_module_unless_allowed_with_a_reason():
@@ -210,11 +266,21 @@ def test_sibling_imports_sit_at_the_top_of_the_module_unless_allowed_with_a_reas
 def test_plugins_import_the_target_api_not_the_driver_and_never_edit_sys_path():
     driver = [i for i in PLUGIN_IMPORTS if i.target in PLUGIN_FORBIDDEN]
     assert not driver, f"plugins import the driver: {_show(driver)}"
-    above = [i for i in PLUGIN_IMPORTS if RANK[i.target] > RANK[PLUGIN_STAGE]]
+    rank = {s: i for i, s in enumerate(STAGE_ORDER)}
+    above = [i for i in PLUGIN_IMPORTS if rank[WHERE.stage[i.target]] > rank[PLUGIN_STAGE]]
     assert not above, f"plugins import above the {PLUGIN_STAGE} stage: {_show(above)}"
     edits = {str(p.relative_to(REPO)): edits_sys_path(p.read_text(encoding="utf-8")) for p in plugin_files(PLUGINS)}
     assert not {k: v for k, v in edits.items() if v}, f"sys.path edits in plugins: {edits}"
     assert any(i.target == "targets" for i in PLUGIN_IMPORTS)  # the reader above really read the plugins
+
+
+def test_after_the_package_move_scripts_holds_only_thin_command_files():
+    problems = [p for path in WHERE.thin.values() for p in thin_file_problems(path)]
+    assert not problems, f"scripts/*.py must stay thin (the code lives in scripts/{PACKAGE}/): {problems}"
+    for name, path in WHERE.thin.items():
+        text = path.read_text(encoding="utf-8")
+        assert name in WHERE.modules, f"scripts/{name}.py has no module {name} in scripts/{PACKAGE}/"
+        assert f"{PACKAGE}.{WHERE.stage[name]}.{name} import" in text, f"scripts/{name}.py must call its own module"
 
 
 # --------------------------------------------------------------------------- the checker, on a planted tree
@@ -240,16 +306,35 @@ def test_the_checker_finds_a_planted_cycle_an_upward_arrow_a_lazy_import_and_a_s
     ours, theirs = all_imports(scripts, plugins)
     cycle = find_cycle(_edges(ours))
     assert cycle is not None and cycle[0] == cycle[-1] and len(cycle) >= 3 and set(cycle) <= {"low", "mid", "high"}
-    rank = stage_of((("a", ("low",)), ("b", ("mid",)), ("c", ("high", "generation_driver"))))
-    assert {(i.source, i.target) for i in upward_imports(ours, rank)} == {("low", "high"), ("mid", "high")}
+    stage = {"low": "a", "mid": "b", "high": "c", "generation_driver": "c"}
+    assert {(i.source, i.target) for i in upward_imports(ours, stage, "abc")} == {("low", "high"), ("mid", "high")}
     assert [(i.source, i.target, i.line) for i in ours if i.in_function] == [("mid", "high", 4)]
     assert edits_sys_path((plugins / "p.py").read_text()) == [2]
     assert [(i.target, i.line) for i in theirs] == [("generation_driver", 3)]
+
+
+def test_the_checker_reads_the_package_layout_its_stages_and_thin_files(tmp_path):
+    scripts, plugins = _tree(tmp_path, {
+        f"scripts/{PACKAGE}/__init__.py": "",
+        f"scripts/{PACKAGE}/core/low.py": "x = 1\n",
+        f"scripts/{PACKAGE}/loop/high.py": f"from {PACKAGE}.core import low\nfrom {PACKAGE}.core.low import x\n",
+        f"scripts/{PACKAGE}/core/bad.py": f"import {PACKAGE}.loop.high\n",
+        "scripts/high.py": f'"""The command."""\nimport sys\nfrom {PACKAGE}.loop.high import main\n'
+                           'if __name__ == "__main__":\n    sys.exit(main())\n',
+        "scripts/fat.py": "import json\nVALUE = 1\n",
+    })
+    where = layout(scripts, {})
+    assert where.stage == {"low": "core", "high": "loop", "bad": "core"} and set(where.thin) == {"high", "fat"}
+    ours, _ = all_imports(scripts, plugins, where)
+    assert sorted((i.source, i.target) for i in ours) == [("bad", "high"), ("high", "low"), ("high", "low")]
+    assert [(i.source, i.target) for i in upward_imports(ours, where.stage, STAGE_ORDER)] == [("bad", "high")]
+    assert thin_file_problems(scripts / "high.py") == []
+    assert [p.split(":")[0] for p in thin_file_problems(scripts / "fat.py")] == ["fat.py", "fat.py"]
 
 
 def test_the_checker_passes_a_clean_tree(tmp_path):
     scripts, plugins = _tree(tmp_path, {"scripts/low.py": "x = 1\n", "scripts/high.py": "import low\n"})
     ours, _ = all_imports(scripts, plugins)
     assert find_cycle(_edges(ours)) is None
-    assert upward_imports(ours, stage_of((("a", ("low",)), ("b", ("high",))))) == []
+    assert upward_imports(ours, {"low": "a", "high": "b"}, "ab") == []
     assert [(i.source, i.target, i.in_function) for i in ours] == [("high", "low", False)]
