@@ -17,21 +17,23 @@ SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
 MUTATIONS = {
     "judged-only macro computed as micro": (
-        "metrics.py", '"accuracy_judged": _mean([per_type[t]["accuracy_judged"] for t in judged_types]),',
+        "scripts/metrics.py", '"accuracy_judged": _mean([per_type[t]["accuracy_judged"] for t in judged_types]),',
         '"accuracy_judged": overall["accuracy_judged"],'),
     "startswith('yes') label rule": (
-        "judge_official.py", 'return "yes" in reply.strip().lower()', 'return reply.strip().lower().startswith("yes")'),
+        "scripts/judge_official.py", 'return "yes" in reply.strip().lower()',
+        'return reply.strip().lower().startswith("yes")'),
     "label = 'no' not in reply": (
-        "judge_official.py", 'return "yes" in reply.strip().lower()', 'return "no" not in reply.strip().lower()'),
+        "scripts/judge_official.py", 'return "yes" in reply.strip().lower()',
+        'return "no" not in reply.strip().lower()'),
     "strict macro over judged types only": (
-        "metrics.py", '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in present]),',
+        "scripts/metrics.py", '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in present]),',
         '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in judged_types]),'),
     "strict abstention over the judged-only denominator": (
-        "metrics.py", '"abstention": _block(abstention),',
+        "scripts/metrics.py", '"abstention": _block(abstention),',
         '"abstention": {**_block(abstention), "accuracy_strict": _block(abstention)["accuracy_judged"]},'),
     "Python round for display": (
-        "metrics.py", "return float(np.round(np.float64(value), decimals))", "return round(value, decimals)"),
-    "3 decimals for display": ("metrics.py", "DISPLAY_DECIMALS = 4", "DISPLAY_DECIMALS = 3"),
+        "scripts/metrics.py", "return float(np.round(np.float64(value), decimals))", "return round(value, decimals)"),
+    "3 decimals for display": ("scripts/metrics.py", "DISPLAY_DECIMALS = 4", "DISPLAY_DECIMALS = 3"),
 }
 
 
@@ -40,9 +42,9 @@ def _run_copy(tmp_path: Path, mutation: tuple[str, str, str] | None) -> subproce
     shutil.copytree(SCRIPTS, copy, ignore=shutil.ignore_patterns("__pycache__"))  # the scorer and what it imports
     if mutation is not None:
         name, old, new = mutation
-        text = (copy / name).read_text()
+        text = (tmp_path / name).read_text()
         assert text.count(old) == 1, f"the mutation's anchor is gone from {name}: update MUTATIONS"
-        (copy / name).write_text(text.replace(old, new))
+        (tmp_path / name).write_text(text.replace(old, new))
     return subprocess.run([sys.executable, str(copy / "selftest_scoring.py")], capture_output=True, text=True,
                           cwd=tmp_path, timeout=60)
 
