@@ -82,3 +82,220 @@ def test_batch_judge_gives_the_sync_labels_and_sends_the_sync_bodies(tmp_path, f
         assert row["judgment"]["prompt_sha256"] == sync_rows[qid]["judgment"]["prompt_sha256"]
         assert row["judgment"]["billing"] == "batch" and row["judgment"]["batch_id"].startswith("batch_")
         assert row["cost"]["judge_usd"] == pytest.approx(sync_rows[qid]["cost"]["judge_usd"] * 0.5)
+
+
+def start(project: Path, server, run_id: str, *extra: str) -> subprocess.Popen:
+    env = dict(os.environ, OPENAI_BASE_URL=server.openai_base_url, ANTHROPIC_BASE_URL=server.anthropic_base_url)
+    cmd = [sys.executable, str(REPO / "scripts" / "run_benchmark.py"), "--project", str(project), "--run-id", run_id,
+           "--progress", "quiet", "--no-scorecard", *extra]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_event(project: Path, run_id: str, event: str, proc: subprocess.Popen, timeout: float = 60) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [e for e in ledger(project, run_id) if e["event"] == event]
+        if found:
+            return found[-1]
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+    raise AssertionError(f"no {event} event within {timeout} s")
+
+
+def test_kill_9_between_submit_and_collect_then_a_fresh_process_collects_the_same_batch(tmp_path, fake_llm):
+    sync = project_with(tmp_path, fake_llm, 30, "sync")
+    assert run(sync, "--run-id", "s") == 0
+    expected = labels(sync, "s")
+    project = project_with(tmp_path, fake_llm, 30, "batch")
+    fake_llm.batches.auto_advance_every = None  # the batch waits in validating until the test moves it
+    proc = start(project, fake_llm, "k", "--batch", "judge")
+    submitted = wait_for_event(project, "k", "submitted", proc)
+    time.sleep(0.3)  # a few polls of the held batch
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    before = fake_llm.batches.submissions()
+    assert before == {"files_uploaded": 1, "openai_batches": 1, "anthropic_batches": 0, "requests": 30}
+    assert not (run_dir(project, "k") / "item-results.jsonl").exists() or not rows(project, "k")
+    assert fake_llm.batches.finish(submitted["batch_id"]) == "completed"  # it ran while no process watched
+    proc = start(project, fake_llm, "k")  # a resume keeps the run's --batch
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert fake_llm.batches.submissions() == before  # collected, not created again
+    assert labels(project, "k") == expected
+    assert {r["judgment"]["batch_id"] for r in rows(project, "k")} == {submitted["batch_id"]}
+
+
+def drop_last_event(project: Path, run_id: str, event: str) -> None:
+    """The ledger as a crash between the provider's create and our fsync of ``event`` leaves it."""
+    path = run_dir(project, run_id) / "batches.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if json.loads(line)["event"] == event)
+    path.write_text("".join(lines[:last]))
+
+
+@pytest.mark.parametrize("judge", ["openai:gpt-4o", "anthropic:claude-haiku-4-5"])
+def test_a_batch_created_but_not_ledgered_is_adopted_not_created_again(tmp_path, fake_llm, judge):
+    sync = project_with(tmp_path, fake_llm, 12, "sync")
+    assert run(sync, "--run-id", "s", "--judge-model", judge) == 0
+    project = project_with(tmp_path, fake_llm, 12, "batch")
+    fake_llm.batches.auto_advance_every = None
+    proc = start(project, fake_llm, "a", "--batch", "judge", "--judge-model", judge)
+    submitted = wait_for_event(project, "a", "submitted", proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    drop_last_event(project, "a", "submitted")
+    drop_last_event(project, "a", "status") if any(e["event"] == "status" for e in ledger(project, "a")) else None
+    before = fake_llm.batches.submissions()
+    fake_llm.batches.auto_advance_every = 1
+    proc = start(project, fake_llm, "a")
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert fake_llm.batches.submissions() == before
+    assert [e["batch_id"] for e in ledger(project, "a") if e["event"] == "adopted"] == [submitted["batch_id"]]
+    assert labels(project, "a") == labels(sync, "s")
+
+
+def test_a_crash_after_collect_replays_the_local_results_at_batch_prices(tmp_path, fake_llm):
+    project = project_with(tmp_path, fake_llm, 10)
+    assert run(project, "--run-id", "c", "--batch", "judge") == 0
+    expected = labels(project, "c")
+    for name in ("item-results.jsonl", "questions_completed.jsonl"):  # as if killed after `collected`, before rows
+        (run_dir(project, "c") / name).unlink()
+    downloads = sum(1 for m, p in fake_llm.batches.calls if p.endswith("/content"))
+    before = fake_llm.batches.submissions()
+    assert run(project, "--run-id", "c") == 0
+    assert fake_llm.batches.submissions() == before
+    assert sum(1 for m, p in fake_llm.batches.calls if p.endswith("/content")) == downloads  # read locally
+    assert labels(project, "c") == expected
+    assert all(r["judgment"]["billing"] == "batch" and not r["judgment"]["cached"] for r in rows(project, "c"))
+
+
+def test_failed_requests_are_resubmitted_or_become_error_rows_never_dropped(tmp_path, fake_llm):
+    import batch_ledger
+
+    project = project_with(tmp_path, fake_llm, 12, errorThreshold=5)
+    qids = [it["question_id"] for it in items(12)]
+    fake_llm.batches.fail_requests(batch_ledger.custom_id("f", "judge", qids[0]), status=500)  # retryable
+    fake_llm.batches.fail_requests(batch_ledger.custom_id("f", "judge", qids[1]), status=400)  # final
+    assert run(project, "--run-id", "f", "--batch", "judge") == 0
+    by_qid = {r["question_id"]: r for r in rows(project, "f")}
+    assert len(by_qid) == 12
+    assert by_qid[qids[0]]["status"] == "judged"
+    assert by_qid[qids[0]]["judgment"]["batch_id"] != by_qid[qids[2]]["judgment"]["batch_id"]  # round 2
+    assert by_qid[qids[1]]["status"] == "error" and by_qid[qids[1]]["error"]["kind"] == "bad_request"
+    assert by_qid[qids[1]]["error"]["stage"] == "judge"
+    assert fake_llm.batches.submissions()["openai_batches"] == 2
+    attempts = [r["attempt"] for e in ledger(project, "f") if e["event"] == "planned" for r in e["requests"]]
+    assert sorted(attempts) == [0] * 12 + [1]
+
+
+def test_batch_fallback_sync_sends_failed_requests_synchronously(tmp_path, fake_llm):
+    import batch_ledger
+
+    project = project_with(tmp_path, fake_llm, 6)
+    qid = items(6)[0]["question_id"]
+    fake_llm.batches.fail_requests(batch_ledger.custom_id("fb", "judge", qid), status=503)
+    assert run(project, "--run-id", "fb", "--batch", "judge", "--batch-fallback", "sync") == 0
+    by_qid = {r["question_id"]: r for r in rows(project, "fb")}
+    assert by_qid[qid]["status"] == "judged" and "billing" not in by_qid[qid]["judgment"]
+    assert fake_llm.batches.submissions()["openai_batches"] == 1
+    assert len([r for r in fake_llm.requests if r["path"] == "/v1/chat/completions"
+                and r["body"].get("max_tokens") == 10]) == 1
+
+
+def _when_submitted(server, action) -> "threading.Thread":
+    import threading
+
+    def watch() -> None:
+        for _ in range(2000):
+            batches = list(server.batches._openai)
+            if batches:
+                action(batches[0])
+                return
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_expired_batch_is_resubmitted(tmp_path, fake_llm):
+    project = project_with(tmp_path, fake_llm, 8)
+    fake_llm.batches.auto_advance_every = None
+
+    def expire_then_let_go(batch_id: str) -> None:
+        fake_llm.batches.expire(batch_id)
+        fake_llm.batches.auto_advance_every = 1
+
+    thread = _when_submitted(fake_llm, expire_then_let_go)
+    assert run(project, "--run-id", "e", "--batch", "judge") == 0
+    thread.join(5)
+    assert len(labels(project, "e")) == 8
+    assert fake_llm.batches.submissions()["openai_batches"] == 2
+
+
+def test_a_cancelled_batch_is_a_clean_stop_and_the_resume_submits_fresh(tmp_path, fake_llm):
+    import openai
+
+    project = project_with(tmp_path, fake_llm, 8)
+    fake_llm.batches.auto_advance_every = None
+    client = openai.OpenAI(base_url=fake_llm.openai_base_url, api_key="sk-test-DUMMY")
+
+    def cancel(batch_id: str) -> None:
+        fake_llm.batches.advance(batch_id)  # in_progress
+        fake_llm.batches.process(batch_id, 3)  # three ran before the user cancelled
+        client.batches.cancel(batch_id)
+        fake_llm.batches.auto_advance_every = 1
+
+    thread = _when_submitted(fake_llm, cancel)
+    assert run(project, "--run-id", "x", "--batch", "judge") == 4
+    thread.join(5)
+    assert len(rows(project, "x")) == 3 and all(r["status"] == "judged" for r in rows(project, "x"))
+    meta = json.loads((run_dir(project, "x") / "run-meta.json").read_text())
+    assert meta["status"] == "paused" and meta["counts"]["pending"] == 5
+    assert run(project, "--run-id", "x") == 0
+    assert len(labels(project, "x")) == 8
+    assert fake_llm.batches.submissions()["openai_batches"] == 2
+
+
+def test_a_cached_call_is_never_batched(tmp_path, fake_llm):
+    project = project_with(tmp_path, fake_llm, 10)
+    assert run(project, "--run-id", "one", "--batch", "judge") == 0
+    before = fake_llm.batches.submissions()
+    assert run(project, "--run-id", "two", "--batch", "judge") == 0
+    assert fake_llm.batches.submissions() == before
+    assert labels(project, "two") == labels(project, "one")
+    assert all(r["judgment"]["cached"] for r in rows(project, "two"))
+    assert run(project, "--run-id", "three", "--batch", "judge", "--no-cache") == 0  # batches everything again
+    assert fake_llm.batches.submissions()["requests"] == before["requests"] + 10
+
+
+def test_batch_all_batches_generation_and_judge_on_anthropic_and_openai(tmp_path, fake_llm):
+    sync = project_with(tmp_path, fake_llm, 10, "sync", targetProvider="anthropic", targetModel="claude-haiku-4-5")
+    assert run(sync, "--run-id", "s") == 0
+    sync_gen = [r["body"] for r in fake_llm.requests if r["path"] == "/v1/messages"]
+    project = project_with(tmp_path, fake_llm, 10, "batch", targetProvider="anthropic",
+                           targetModel="claude-haiku-4-5")
+    fake_llm.reset()
+    assert run(project, "--run-id", "b", "--batch", "all") == 0
+    assert labels(project, "b") == labels(sync, "s")
+    assert not [r for r in fake_llm.requests if r["path"] in ("/v1/messages", "/v1/chat/completions")]
+    assert fake_llm.batches.submissions() == {"files_uploaded": 1, "openai_batches": 1, "anthropic_batches": 1,
+                                              "requests": 20}
+    params = [json.loads(x)["params"] for x in
+              (run_dir(project, "b") / "batches" / "g0001.input.jsonl").read_text().splitlines()]
+    assert sorted(json.dumps(p, sort_keys=True) for p in params) == sorted(json.dumps(b, sort_keys=True)
+                                                                           for b in sync_gen)
+    calls = [c for r in rows(project, "b") for c in r["calls"]]
+    assert calls and all(c["billing"] == "batch" for c in calls)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--batch", "judge", "--judge-model", "azure:gpt-4o"], "azure"),
+    (["--batch", "judge", "--offline"], "offline"),
+    (["--batch", "judge", "--judge-repeat", "3"], "--judge-repeat"),
+])
+def test_batch_with_what_cannot_batch_is_one_line_exit_2_nothing_written(tmp_path, fake_llm, capsys, args, says):
+    project = project_with(tmp_path, fake_llm, 3)
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "z", *args])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and says in err and "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert not (project / ".longmemeval-benchmarks" / "runs" / "z").exists()
