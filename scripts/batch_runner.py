@@ -70,10 +70,16 @@ def check_settings(settings: RunSettings) -> None:
                         fix="drop one of them")
 
 
+def generation_batchable(settings: RunSettings) -> bool:
+    """The target makes one model call per item (``BATCHABLE_TARGETS``) on a provider with a Batch API."""
+    return settings.target in BATCHABLE_TARGETS and settings.target_provider in batch_api.SUPPORTED
+
+
 def batched_stages(settings: RunSettings) -> tuple[str, ...]:
+    """The stages this run sends through Batch APIs: ``judge``, and ``generate`` under ``--batch all``."""
     if settings.batch == "off":
         return ()
-    if settings.batch == "all" and settings.target in BATCHABLE_TARGETS:
+    if settings.batch == "all" and generation_batchable(settings):
         return ("generate", "judge")
     return ("judge",)
 

@@ -61,17 +61,19 @@ def ledger(project: Path, run_id: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def test_batch_judge_gives_the_sync_labels_and_sends_the_sync_bodies(tmp_path, fake_llm):
-    sync = project_with(tmp_path, fake_llm, 40, "sync")
+def test_a_500_item_oracle_run_with_batch_judge_gives_the_sync_labels_and_sends_the_sync_bodies(tmp_path, fake_llm):
+    sync = project_with(tmp_path, fake_llm, 500, "sync", concurrency=16)
     assert run(sync, "--run-id", "s") == 0
     sync_judge_bodies = {json.dumps(r["body"], sort_keys=True) for r in fake_llm.requests
                          if r["path"] == "/v1/chat/completions" and r["body"].get("max_tokens") == 10}
     fake_llm.reset()
-    batched = project_with(tmp_path, fake_llm, 40, "batch")
+    batched = project_with(tmp_path, fake_llm, 500, "batch", concurrency=16)
     assert run(batched, "--run-id", "b", "--batch", "judge") == 0
-    assert labels(batched, "b") == labels(sync, "s")
+    expected = labels(sync, "s")
+    assert len(expected) == 500 and 0 < sum(expected.values()) < 500
+    assert labels(batched, "b") == expected
     assert fake_llm.batches.submissions() == {"files_uploaded": 1, "openai_batches": 1, "anthropic_batches": 0,
-                                              "requests": 40}
+                                              "requests": 500}
     assert not [r for r in fake_llm.requests if r["path"] == "/v1/chat/completions" and r["body"].get("max_tokens") == 10]
     input_file = run_dir(batched, "b") / "batches" / "j0001.input.jsonl"
     lines = [json.loads(x) for x in input_file.read_text().splitlines()]
@@ -299,3 +301,30 @@ def test_batch_with_what_cannot_batch_is_one_line_exit_2_nothing_written(tmp_pat
     err = capsys.readouterr().err.strip()
     assert code == 2 and says in err and "Traceback" not in err and len(err.splitlines()) == 1, err
     assert not (project / ".longmemeval-benchmarks" / "runs" / "z").exists()
+
+
+def test_scorecard_status_and_dry_run_say_what_ran_as_batches(tmp_path, fake_llm, capsys):
+    import run_status
+
+    project = project_with(tmp_path, fake_llm, 10)
+    assert run_benchmark.main(["--project", str(project), "--dry-run", "--batch", "judge"]) == 0
+    out = capsys.readouterr()
+    estimate = json.loads(out.out)
+    b = estimate["batch"]
+    assert b["batch_usd_max"] == pytest.approx(b["sync_usd_max"] * 0.5)
+    assert b["sync_requests"] == 20 and b["stages"]["judge"]["batches"] == 1
+    assert estimate["total_usd_max"] == pytest.approx(b["stages"]["generation"]["sync_usd_max"]
+                                                     + b["stages"]["judge"]["batch_usd_max"])
+    assert "batch API" in out.err and "sync " in out.err and "24 h" in out.err
+
+    assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--run-id", "sc",
+                               "--batch", "judge"]) == 0
+    card = (run_dir(project, "sc") / "scorecard.md").read_text()
+    assert "- Batch API: generation synchronous (10 calls); judge 10 calls in 1 batch at batch prices" in card
+    metrics = json.loads((run_dir(project, "sc") / "metrics.json").read_text())
+    assert metrics["batches"]["judge"]["batch_calls"] == 10
+    status = run_status.collect(run_dir(project, "sc"), project)
+    assert status.batches["totals"] == {"batches": 1, "submitted": 10, "in_progress": 0, "completed": 10,
+                                        "failed": 0, "pending": 0}
+    line = run_status.format_line(status)
+    assert "batches: 10 submitted, 0 in progress, 10 completed, 0 failed" in line and "completed" in line
