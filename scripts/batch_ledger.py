@@ -47,11 +47,16 @@ def run_tag(run_id: str) -> str:
     return "r" + hashlib.sha256(run_id.encode("utf-8")).hexdigest()[:8]
 
 
+def stage_code(stage: str) -> str:
+    """One letter: ``g`` generation, ``j`` judge, ``w`` writer; another role of a target: its first letter."""
+    return STAGE_CODES.get(stage) or (re.sub(r"[^a-z]", "", stage.lower())[:1] or "x")
+
+
 def custom_id(run_id: str, stage: str, question_id: str, sub: int = 0, attempt: int = 0) -> str:
     """``<tag>-<stage>-<qid>-<sub>-a<attempt>`` (e.g. ``r3f9a0c1e-j-gpt4_93159ced_abs-0-a0``), at most 64
     characters of ``[a-zA-Z0-9_-]``. A question id outside ``[a-z0-9_]{1,24}`` becomes ``h`` + 16 hex of its
     sha256 (real LongMemEval ids never do: at most 17 characters of that set)."""
-    code = STAGE_CODES.get(stage, stage)
+    code = stage_code(stage)
     qid = question_id if _PLAIN_QID.fullmatch(question_id) else "h" + hashlib.sha256(
         question_id.encode("utf-8")).hexdigest()[:16]
     made = f"{run_tag(run_id)}-{code}-{qid}-{int(sub)}-a{int(attempt)}"
@@ -125,7 +130,7 @@ class Ledger:
         return iter(self.chunks.values())
 
     def next_name(self, stage: str) -> str:
-        return f"{STAGE_CODES.get(stage, stage)}{len(self.chunks) + 1:04d}"
+        return f"{stage_code(stage)}{len(self.chunks) + 1:04d}"
 
     def by_key(self) -> dict[str, list[Chunk]]:
         """request key -> the chunks that carried it, in planning order."""

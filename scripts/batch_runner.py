@@ -75,12 +75,31 @@ def generation_batchable(settings: RunSettings) -> bool:
     return settings.target in BATCHABLE_TARGETS and settings.target_provider in batch_api.SUPPORTED
 
 
+def batchable_roles(settings: RunSettings) -> tuple[str, ...]:
+    """The roles a multi-call target declares batchable (``BATCHABLE_ROLES``: calls independent of each other and
+    of the rest of the item, previewed exactly by ``prepare_requests_by_role``; memory-ref's writer)."""
+    if settings.target in BATCHABLE_TARGETS:
+        return ()
+    import generation_driver
+
+    try:
+        module = generation_driver.load_target(settings.target)
+    except UserError:
+        return ()
+    if not hasattr(module, "prepare_requests_by_role"):
+        return ()
+    return tuple(str(role) for role in getattr(module, "BATCHABLE_ROLES", ()))
+
+
 def batched_stages(settings: RunSettings) -> tuple[str, ...]:
-    """The stages this run sends through Batch APIs: ``judge``, and ``generate`` under ``--batch all``."""
+    """The stages this run sends through Batch APIs: ``judge``; under ``--batch all`` also ``generate`` (a
+    single-call target) or the roles the target declares batchable (run first: the items' generation uses them)."""
     if settings.batch == "off":
         return ()
     if settings.batch == "all" and generation_batchable(settings):
         return ("generate", "judge")
+    if settings.batch == "all":
+        return (*batchable_roles(settings), "judge")
     return ("judge",)
 
 
@@ -162,27 +181,49 @@ class _Planning:
 # --------------------------------------------------------------------------- planning
 
 
-def _stage_call(q: Question, settings: RunSettings, llm: BatchLLM, stage: str) -> ChatRequest | None:
-    """The call ``stage`` still needs for ``q`` (None: answered, cached, archived, or the item fails before)."""
+def _stage_calls(q: Question, settings: RunSettings, llm: BatchLLM, stage: str) -> list[ChatRequest]:
+    """The calls ``stage`` still needs for ``q`` ([]: answered, cached, archived, or the item fails before)."""
+    if stage not in ("generate", "judge"):  # a target's batchable role: its exact requests, from its preview
+        return _role_calls(q, settings, llm, stage)
     gen_llm = llm.planning() if stage == "generate" else llm
     try:
         hyp = item_runner.generate(q, settings, gen_llm)
     except Deferred as deferred:
-        return deferred.request if stage == "generate" else None
+        return [deferred.request] if stage == "generate" else []
     except Exception:  # noqa: BLE001 - the replay writes this item's error row
-        return None
+        return []
     if stage != "judge":
-        return None
+        return []
     text = item_runner.judged_text(hyp, settings)
     if text is None:
-        return None
+        return []
     try:
         item_runner.judge(q, text, settings, llm.planning())
     except Deferred as deferred:
-        return deferred.request
+        return [deferred.request]
     except Exception:  # noqa: BLE001
-        return None
-    return None
+        return []
+    return []
+
+
+def _role_calls(q: Question, settings: RunSettings, llm: BatchLLM, role: str) -> list[ChatRequest]:
+    import generation_driver
+
+    try:
+        by_role = generation_driver.prepare_requests_by_role(
+            q, settings.target_provider, settings.target_model, target=settings.target,
+            options=dict(settings.target_options), cache_dir=settings.cache_dir) or {}
+    except Exception:  # noqa: BLE001 - the replay runs the item and records what fails
+        return []
+    wanted = []
+    for request in by_role.get(role, ()):
+        if request.provider not in batch_api.SUPPORTED:
+            continue  # no Batch API there: the item calls it synchronously
+        try:
+            llm.planning().complete(request)  # answered already (this run's batches, or the call cache)
+        except Deferred:
+            wanted.append(request)
+    return wanted
 
 
 @dataclass
@@ -202,6 +243,8 @@ class _Want:
     request: ChatRequest
     qids: list[str]
     stage: str
+    sub: int = 0
+    """The request's index within its item (a session's writer call)."""
 
 
 class BatchPhase:
@@ -261,14 +304,13 @@ class BatchPhase:
                 some = list(itertools.islice(questions, width * 4))
                 if not some:
                     break
-                calls = list(pool.map(lambda q: _stage_call(q, self.settings, self.llm, stage), some))
-                for q, request in zip(some, calls):
-                    if request is None:
-                        continue
-                    key = request.key()
-                    want = wants.setdefault(key, _Want(request, [], stage))  # identical calls: one custom_id
-                    want.qids.append(q.question_id)
-                    self._requests[key] = request
+                calls = list(pool.map(lambda q: _stage_calls(q, self.settings, self.llm, stage), some))
+                for q, requests in zip(some, calls):
+                    for sub, request in enumerate(requests):
+                        key = request.key()
+                        want = wants.setdefault(key, _Want(request, [], stage, sub))  # identical calls: one id
+                        want.qids.append(q.question_id)
+                        self._requests[key] = request
         return wants
 
     def _settle(self, wants: dict[str, _Want]) -> tuple[str | None, str | None, set[str]]:
@@ -332,14 +374,14 @@ class BatchPhase:
             size = 0
             for key in keys:
                 want = wants[key]
-                cid = batch_ledger.custom_id(self.run_id, stage, want.qids[0], 0, attempts[key])
+                cid = batch_ledger.custom_id(self.run_id, stage, want.qids[0], want.sub, attempts[key])
                 line = _input_line(provider, cid, want.request)
                 if entries and (len(entries) >= max_n or size + len(line) > max_bytes):
                     made.append(self._write_plan(provider, model, stage, entries, lines))
                     lines, entries, size = [], [], 0
                 lines.append(line)
                 size += len(line)
-                entries.append({"custom_id": cid, "qid": want.qids[0], "sub": 0, "attempt": attempts[key],
+                entries.append({"custom_id": cid, "qid": want.qids[0], "sub": want.sub, "attempt": attempts[key],
                                 "key": key, "allow_empty": want.request.allow_empty})
             if entries:
                 made.append(self._write_plan(provider, model, stage, entries, lines))

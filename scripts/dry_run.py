@@ -258,13 +258,13 @@ BATCH_TIME = "most batches end within 1 h, at most 24 h (the providers' completi
 
 def _batches_needed(provider: str, calls: int, tokens_in: int) -> int:
     """Batches for ``calls`` requests of ``tokens_in`` input tokens: the providers' request and size limits
-    (``batch_api.LIMITS``), sizing a request at 4 bytes per token plus 300 bytes of JSON around it."""
+    (``batch_api.LIMITS``), sizing a request at 4.4 bytes per token (characters / 4, plus JSON escapes) and 300 bytes of JSON around it."""
     import batch_api
 
     if not calls:
         return 0
     max_n, max_bytes = batch_api.LIMITS.get(provider, batch_api.LIMITS["openai"])
-    size = tokens_in * 4 + calls * 300
+    size = int(tokens_in * 4.4) + calls * 300
     return max(-(-calls // max_n), -(-size // max_bytes))
 
 
@@ -278,13 +278,21 @@ def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTo
     def half(usd: float | None) -> float | None:
         return None if usd is None else usd * prices.BATCH_DISCOUNT
 
-    batchable_generation = batch_runner.generation_batchable(settings)
+    whole = batch_runner.generation_batchable(settings)
+    batch_roles = set(batch_runner.batchable_roles(settings))
+    generation_batch: float | None = half(generation.usd) if whole else generation.usd
+    batches = _batches_needed(settings.target_provider, generation.calls, generation.tokens_in) if whole else 0
+    if batch_roles and generation.usd is not None:  # only the declared roles at batch prices
+        generation_batch = 0.0
+        for role, t in roles.items():
+            usd = half(t.usd) if role in batch_roles else t.usd
+            generation_batch = None if usd is None or generation_batch is None else generation_batch + usd
+            if role in batch_roles:
+                batches += _batches_needed(settings.target_provider, t.calls, t.tokens_in)
     stages = {
-        "generation": {"calls": generation.calls, "sync_usd_max": generation.usd,
-                       "batch_usd_max": half(generation.usd) if batchable_generation else generation.usd,
-                       "batchable": batchable_generation, "sync_seconds": round(generation.seconds / concurrency, 1),
-                       "batches": _batches_needed(settings.target_provider, generation.calls, generation.tokens_in)
-                       if batchable_generation else 0},
+        "generation": {"calls": generation.calls, "sync_usd_max": generation.usd, "batch_usd_max": generation_batch,
+                       "batchable": whole or sorted(batch_roles & set(roles)) or False,
+                       "sync_seconds": round(generation.seconds / concurrency, 1), "batches": batches},
         "judge": {"calls": judge.calls, "sync_usd_max": judge.usd, "batch_usd_max": half(judge.usd),
                   "batchable": True, "sync_seconds": round(judge.seconds / concurrency, 1),
                   "batches": _batches_needed(settings.judge_provider, judge.calls, judge.tokens_in)},
@@ -301,8 +309,8 @@ def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTo
         "stages": stages,
         "sync_usd_max": total(lambda name, st: st["sync_usd_max"]),
         "batch_usd_max": total(lambda name, st: st["batch_usd_max"]),
-        "chosen_usd_max": total(lambda name, st: st["batch_usd_max"] if (name == "generation" and "generate" in
-                                chosen) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
+        "chosen_usd_max": total(lambda name, st: st["batch_usd_max"] if (name == "generation" and set(chosen) -
+                                {"judge"}) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
         "sync_requests": generation.calls + judge.calls,
         "sync_seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
         "batch_time": BATCH_TIME,

@@ -37,8 +37,8 @@ def project_with(tmp_path: Path, server, n: int, name: str = "p", **cfg) -> Path
     dataset = write_dataset(tmp_path / f"{name}-oracle.json", data)
     server.answers = {it["question"]: it["answer"] for it in data}
     server.correct_share = 0.5
-    return make_project(tmp_path / name, dataset=dataset, variant="_oracle", target="oracle",
-                        batchPollSeconds=0.01, **cfg)
+    return make_project(tmp_path / name, dataset=dataset, variant="_oracle",
+                        **{"target": "oracle", "batchPollSeconds": 0.01, **cfg})
 
 
 def run(project: Path, *args: str) -> int:
@@ -328,3 +328,22 @@ def test_scorecard_status_and_dry_run_say_what_ran_as_batches(tmp_path, fake_llm
                                         "failed": 0, "pending": 0}
     line = run_status.format_line(status)
     assert "batches: 10 submitted, 0 in progress, 10 completed, 0 failed" in line and "completed" in line
+
+
+def test_batch_all_sends_memory_refs_declared_writer_stage_through_batches(tmp_path, fake_llm):
+    options = {"embedder": "none"}
+    sync = project_with(tmp_path, fake_llm, 6, "sync", target="memory-ref", targetOptions=options)
+    assert run(sync, "--run-id", "s") == 0
+    sync_bodies = {json.dumps(r["body"], sort_keys=True) for r in fake_llm.requests
+                   if r["path"] == "/v1/chat/completions"}
+    project = project_with(tmp_path, fake_llm, 6, "batch", target="memory-ref", targetOptions=options)
+    assert run(project, "--run-id", "w", "--batch", "all") == 0
+    assert labels(project, "w") == labels(sync, "s")
+    planned = [e for e in ledger(project, "w") if e["event"] == "planned"]
+    assert [e["stage"] for e in planned] == ["writer", "judge"]
+    assert len(planned[0]["requests"]) == 7  # one per distinct session: 6 evidence ones + the shared "Hello there."
+    assert {r["custom_id"].split("-")[1] for r in planned[0]["requests"]} == {"w"}
+    calls = [c for r in rows(project, "w") for c in r["calls"] if c.get("role") == "writer"]
+    assert len(calls) >= 7 and all(c["billing"] == "batch" for c in calls)
+    lines = (run_dir(project, "w") / "batches" / "w0001.input.jsonl").read_text().splitlines()
+    assert {json.dumps(json.loads(x)["body"], sort_keys=True) for x in lines} <= sync_bodies  # the sync writer's
