@@ -49,7 +49,7 @@ EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
 EXIT_JUDGE_GONE = 2
 """The official judge answered not_found (retired): one line naming the ways on, as for a user mistake."""
 EXIT_NEEDS_CONFIRMATION, EXIT_COST_CAP = cost_gate.EXIT_NEEDS_CONFIRMATION, cost_gate.EXIT_COST_CAP
-EXIT_BATCH_STOPPED = 4
+EXIT_BATCH_STOPPED = 7
 """A batch was cancelled: what ran is recorded, the rest stays pending (resumable: it is submitted fresh)."""
 STATUS_BY_EXIT = {EXIT_COMPLETED: "completed", EXIT_FAILED: "failed", EXIT_BILLING: "blocked on billing",
                   EXIT_COST_CAP: "paused at the cost cap", EXIT_INTERRUPTED: "interrupted",

@@ -248,7 +248,7 @@ def collect(root: Path, project: Path) -> Status:
     pending = status.total - len(run_store.load_completed(root))
     if state in ("failed", "interrupted", "dead", "blocked"):
         status.resume = resume_lines(project, root.name, shard)
-    elif state == "paused" and meta.get("exit_status") == 4:  # a cancelled batch: the resume submits it fresh
+    elif state == "paused" and meta.get("exit_status") == 7:  # a cancelled batch: the resume submits it fresh
         status.resume = resume_lines(project, root.name, shard)
     elif state == "paused":
         status.resume = resume_lines(project, root.name, shard, note=" --max-cost <a higher USD>")

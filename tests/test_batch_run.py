@@ -248,7 +248,7 @@ def test_a_cancelled_batch_is_a_clean_stop_and_the_resume_submits_fresh(tmp_path
         fake_llm.batches.auto_advance_every = 1
 
     thread = _when_submitted(fake_llm, cancel)
-    assert run(project, "--run-id", "x", "--batch", "judge") == 4
+    assert run(project, "--run-id", "x", "--batch", "judge") == 7
     thread.join(5)
     assert len(rows(project, "x")) == 3 and all(r["status"] == "judged" for r in rows(project, "x"))
     meta = json.loads((run_dir(project, "x") / "run-meta.json").read_text())
