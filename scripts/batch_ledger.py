@@ -9,7 +9,8 @@ directory (a resume after kill -9, another machine, a later session) picks the b
 
 Events: ``planned`` (provider, model, stage, requests, input file and sha256), ``uploaded`` (file_id),
 ``submitted`` (batch_id), ``adopted`` (a batch found by recovery after a kill between create and its event),
-``status`` (provider status and counts, when they change), ``collected`` (results file, sha256, outcome per
+``abandoned`` (an adopted batch whose custom_ids are not the chunk's: not ours, never used), ``status`` (provider
+status and counts, when they change), ``collected`` (results file, sha256, outcome per
 custom_id: ``ok`` or an error kind), ``closed``.
 """
 
@@ -27,7 +28,7 @@ from clock import utc_now
 from run_layout import BATCHES_DIR, BATCHES_FILE
 
 VERSION = 1
-EVENTS = ("planned", "uploaded", "submitted", "adopted", "status", "collected", "closed")
+EVENTS = ("planned", "uploaded", "submitted", "adopted", "abandoned", "status", "collected", "closed")
 STAGE_CODES = {"generate": "g", "judge": "j", "writer": "w"}
 _PLAIN_QID = re.compile(r"[a-z0-9_]{1,24}")
 CUSTOM_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
@@ -121,6 +122,8 @@ class Ledger:
         self.work = Path(work)
         self.path = ledger_path(work)
         self.chunks: dict[str, Chunk] = {}
+        self.foreign: set[str] = set()
+        """Batch ids adopted by mistake and abandoned: recovery never adopts them again."""
         for event in read_events(self.path):
             self._apply(event)
 
@@ -141,7 +144,7 @@ class Ledger:
         return found
 
     def known_batch_ids(self) -> set[str]:
-        return {c.batch_id for c in self.chunks.values() if c.batch_id}
+        return {c.batch_id for c in self.chunks.values() if c.batch_id} | self.foreign
 
     # ------------------------------------------------------------------ writing
 
@@ -167,6 +170,9 @@ class Ledger:
         elif event in ("submitted", "adopted"):
             chunk.batch_id = e.get("batch_id")
             chunk.adopted = event == "adopted"
+        elif event == "abandoned":
+            self.foreign.add(str(e.get("batch_id")))
+            chunk.batch_id, chunk.adopted, chunk.status, chunk.counts = None, False, None, {}
         elif event == "status":
             chunk.status, chunk.counts, chunk.polled_at = e.get("status"), dict(e.get("counts") or {}), e.get("at")
         elif event == "collected":

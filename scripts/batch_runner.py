@@ -236,6 +236,8 @@ class Outcome:
     stop: str | None = None
     """None, ``cancelled``, ``interrupted`` or ``batch_failed``."""
     message: str | None = None
+    figures: dict[str, int] = field(default_factory=dict)
+    """This invocation's batch figures for run-meta: requests submitted, results collected, failed lines."""
 
 
 @dataclass
@@ -263,6 +265,8 @@ class BatchPhase:
         self._results: dict[str, dict[str, Any]] = {}
         self._requests: dict[str, ChatRequest] = {}
         self.cancelled_now: set[str] = set()
+        self.submitted = self.collected_ok = self.collected_failed = 0
+        """This invocation's figures: requests submitted, results collected, failed lines."""
         self._preload()
 
     def _preload(self) -> None:
@@ -287,20 +291,25 @@ class BatchPhase:
         outcome = Outcome(self.llm)
         for stage in batched_stages(self.settings):
             wants = self._plan(questions(), stage)
-            stop, message, pending_keys = self._settle(wants)
+            if self.should_stop():
+                stop, message, pending_keys = "interrupted", "interrupted while planning batches", set()
+            else:
+                stop, message, pending_keys = self._settle(wants)
             outcome.pending |= {qid for key in pending_keys for qid in wants[key].qids}
             if stop is not None:
                 outcome.stop, outcome.message = stop, message
                 outcome.pending |= {qid for want in wants.values() for qid in want.qids
                                     if want.request.key() not in self.llm.answers}
                 break
+        outcome.figures = {"submitted_requests": self.submitted, "collected": self.collected_ok,
+                           "failed_lines": self.collected_failed}
         return outcome
 
     def _plan(self, questions: Iterator[Question], stage: str) -> dict[str, _Want]:
         wants: dict[str, _Want] = {}
         width = self.settings.concurrency
         with cf.ThreadPoolExecutor(max_workers=width, thread_name_prefix="plan") as pool:
-            while True:
+            while not self.should_stop():
                 some = list(itertools.islice(questions, width * 4))
                 if not some:
                     break
@@ -399,8 +408,9 @@ class BatchPhase:
         return self.ledger.chunks[name]
 
     def _metadata(self, chunk: batch_ledger.Chunk) -> dict[str, str]:
-        return {"lme_run": batch_ledger.run_tag(self.run_id), "lme_chunk": f"{batch_ledger.run_tag(self.run_id)}-"
-                f"{chunk.name}"}
+        """OpenAI metadata naming the chunk (run, shard directory, chunk): how recovery finds its batch."""
+        tag = batch_ledger.run_tag(self.run_id)
+        return {"lme_run": tag, "lme_chunk": f"{tag}-{self.work.name[:40]}-{chunk.name}"}
 
     def _submit(self, chunk: batch_ledger.Chunk) -> None:
         api = self.api(chunk.provider)
@@ -418,6 +428,7 @@ class BatchPhase:
                 self.ledger.append("uploaded", chunk.name, file_id=api.upload(path))
             batch_id = api.create(chunk.file_id, self._metadata(chunk))
         self.ledger.append("submitted", chunk.name, batch_id=batch_id)
+        self.submitted += len(chunk.requests)
         self.say(f"{chunk.stage} batch {batch_id}: {len(chunk.requests)} requests submitted to {chunk.provider}")
 
     def _drive(self, chunks: list[batch_ledger.Chunk]) -> tuple[str, str] | None:
@@ -442,16 +453,23 @@ class BatchPhase:
                     return "batch_failed", (f"batch {chunk.batch_id} ({chunk.name}) failed validation: {first}; "
                                             "its items stay pending")
                 if remote.ended:
-                    self._collect(chunk, remote)
-                    waiting.remove(chunk)
+                    if self._collect(chunk, remote):
+                        waiting.remove(chunk)
+                    else:  # an adopted batch that was not ours: submit the chunk after all
+                        self._submit(chunk)
             if waiting:
                 cap = base * (6 if time.monotonic() - started < 600 else 30)
                 time.sleep(min(base * (2 ** tick), cap))
                 tick += 1
         return None
 
-    def _collect(self, chunk: batch_ledger.Chunk, remote: batch_api.Remote) -> None:
+    def _collect(self, chunk: batch_ledger.Chunk, remote: batch_api.Remote) -> bool:
+        """Download, keep locally, record the outcomes (the commit point); False for an adopted batch whose
+        custom_ids are not the chunk's (then abandoned: it is someone else's, and nothing of it is used)."""
         data = self.api(chunk.provider).results(remote)
+        if chunk.adopted and not _same_requests(chunk, data):
+            self.ledger.append("abandoned", chunk.name, batch_id=chunk.batch_id)
+            return False
         folder = batch_ledger.batches_dir(self.work)
         path = folder / f"{chunk.name}.results.jsonl"
         fileio.write_atomic_bytes(path, data)
@@ -481,6 +499,9 @@ class BatchPhase:
                 if self.cache is not None and request is not None:
                     self.cache.put(request, got)  # a later run reads it as a (free) cache hit
         self.ledger.append("closed", chunk.name)
+        self.collected_ok += sum(1 for o in outcomes.values() if o == "ok")
+        self.collected_failed += sum(1 for o in outcomes.values() if o != "ok")
+        return True
 
     def _parse(self, chunk: batch_ledger.Chunk, path: Path) -> dict[str, Any]:
         if chunk.name in self._results:
@@ -510,6 +531,19 @@ class BatchPhase:
                                      f"{chunk.provider} {chunk.model}: batch {chunk.batch_id} gave no usable line",
                                      retryable=True)
         raise KeyError(key)
+
+
+def _same_requests(chunk: batch_ledger.Chunk, data: bytes) -> bool:
+    """The results carry exactly the chunk's custom_ids (a batch that ended before running any request lists
+    none: then it is judged by its size alone, as it was adopted)."""
+    ids = set()
+    for raw in data.splitlines():
+        if raw.strip():
+            try:
+                ids.add(str(json.loads(raw).get("custom_id")))
+            except ValueError:
+                return False
+    return not ids or ids == {r["custom_id"] for r in chunk.requests}
 
 
 def _temperature(err: ProviderError) -> bool:

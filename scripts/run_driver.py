@@ -316,7 +316,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                     (lambda line: print(line, file=sys.stderr, flush=True)))
                 llm = batched.llm
                 invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
-                                       "stop": batched.stop}
+                                       "stop": batched.stop, **batched.figures}
                 questions = (q for q in questions if q.question_id not in batched.pending)
             _drive(questions, settings, llm, work, meta, tally, stop, progress, abandon,
                    cap, pacing_file.tick)

@@ -347,3 +347,29 @@ def test_batch_all_sends_memory_refs_declared_writer_stage_through_batches(tmp_p
     assert len(calls) >= 7 and all(c["billing"] == "batch" for c in calls)
     lines = (run_dir(project, "w") / "batches" / "w0001.input.jsonl").read_text().splitlines()
     assert {json.dumps(json.loads(x)["body"], sort_keys=True) for x in lines} <= sync_bodies  # the sync writer's
+
+
+def test_an_adopted_anthropic_batch_with_other_custom_ids_is_abandoned_and_ours_is_found(tmp_path, fake_llm):
+    import anthropic
+
+    judge = "anthropic:claude-haiku-4-5"
+    project = project_with(tmp_path, fake_llm, 5, "batch")
+    fake_llm.batches.auto_advance_every = None
+    proc = start(project, fake_llm, "f", "--batch", "judge", "--judge-model", judge)
+    ours = wait_for_event(project, "f", "submitted", proc)["batch_id"]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    drop_last_event(project, "f", "submitted")
+    client = anthropic.Anthropic(base_url=fake_llm.anthropic_base_url, api_key="sk-ant-test-DUMMY")
+    other = client.messages.batches.create(requests=[  # someone else's batch of the same size, newer than ours
+        {"custom_id": f"other-{i}", "params": {"model": "claude-haiku-4-5", "max_tokens": 10,
+                                               "messages": [{"role": "user", "content": f"hi {i}"}]}}
+        for i in range(5)]).id
+    fake_llm.batches.auto_advance_every = 1
+    before = fake_llm.batches.submissions()
+    proc = start(project, fake_llm, "f")
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert fake_llm.batches.submissions() == before
+    events = [(e["event"], e.get("batch_id")) for e in ledger(project, "f") if e["event"] in ("adopted", "abandoned")]
+    assert events == [("adopted", other), ("abandoned", other), ("adopted", ours)]
+    assert {r["judgment"]["batch_id"] for r in rows(project, "f")} == {ours}
