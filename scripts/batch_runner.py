@@ -348,10 +348,11 @@ class BatchPhase:
                 if answer.kind == "batch_cancelled" and last.name in self.cancelled_now:
                     pending.add(key)  # cancelled in this invocation: a clean stop; the next resume submits it
                     continue
-                if answer.kind == "batch_cancelled" or (
+                if answer.kind in ("batch_cancelled", "batch_failed") or (
                         (answer.retryable or answer.kind == "batch_expired" or _temperature(answer))
                         and len(chunks) <= RETRY_ROUNDS):
-                    if self.settings.batch_fallback == "sync" and answer.kind != "batch_cancelled":
+                    if self.settings.batch_fallback == "sync" and answer.kind not in ("batch_cancelled",
+                                                                                      "batch_failed"):
                         fallback.append(key)  # the replay calls it synchronously (the gateway)
                     else:
                         to_submit[key] = len(chunks)
@@ -448,10 +449,12 @@ class BatchPhase:
                     self.ledger.append("status", chunk.name, batch_id=chunk.batch_id, status=remote.status,
                                        counts=counts)
                     self.say(f"{chunk.stage} batch {chunk.batch_id} {remote.status} {_count_text(counts)}")
-                if remote.status == "failed":
+                if remote.status == "failed":  # the provider refused our input file: stop, keep the items pending
                     first = remote.errors[0] if remote.errors else "no reason given"
+                    self.ledger.append("collected", chunk.name, batch_id=chunk.batch_id, status="failed",
+                                       results=None, outcomes={r["custom_id"]: "batch_failed" for r in chunk.requests})
                     return "batch_failed", (f"batch {chunk.batch_id} ({chunk.name}) failed validation: {first}; "
-                                            "its items stay pending")
+                                            "its items stay pending (a resume submits them again)")
                 if remote.ended:
                     if self._collect(chunk, remote):
                         waiting.remove(chunk)
@@ -519,8 +522,8 @@ class BatchPhase:
         return parsed
 
     def _answer(self, chunk: batch_ledger.Chunk, key: str) -> Any:
-        path = self.work / str(chunk.results_path)
-        parsed = self._parse(chunk, path) if path.is_file() else {}
+        path = None if chunk.results_path is None else self.work / chunk.results_path
+        parsed = self._parse(chunk, path) if path is not None and path.is_file() else {}
         for entry in chunk.requests:
             if entry["key"] == key:
                 got = parsed.get(entry["custom_id"])

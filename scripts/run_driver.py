@@ -352,6 +352,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             code, status, error = EXIT_COMPLETED, "completed", None
         finish(status, error, code)
         progress.close("blocked" if code == EXIT_BILLING else status)
+        if batched is not None and batched.message and code != EXIT_COMPLETED:
+            print(f"batch: {batched.message}", file=sys.stderr, flush=True)
         if settings.shard is not None:
             run_state.update_root_meta(root, manifest)
     return code, root

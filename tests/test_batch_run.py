@@ -373,3 +373,17 @@ def test_an_adopted_anthropic_batch_with_other_custom_ids_is_abandoned_and_ours_
     events = [(e["event"], e.get("batch_id")) for e in ledger(project, "f") if e["event"] in ("adopted", "abandoned")]
     assert events == [("adopted", other), ("abandoned", other), ("adopted", ours)]
     assert {r["judgment"]["batch_id"] for r in rows(project, "f")} == {ours}
+
+
+def test_a_batch_that_fails_validation_stops_with_one_line_and_a_resume_submits_again(tmp_path, fake_llm, capsys):
+    project = project_with(tmp_path, fake_llm, 5)
+    fake_llm.batches.openai_max_requests = 3  # the provider refuses the input file (too_many_tasks)
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                                       "--no-scorecard", "--run-id", "v", "--batch", "judge"])
+    err = capsys.readouterr().err
+    assert code == 1 and "failed validation" in err and "Traceback" not in err
+    assert not (run_dir(project, "v") / "item-results.jsonl").exists() or not rows(project, "v")
+    fake_llm.batches.openai_max_requests = 50_000
+    assert run(project, "--run-id", "v") == 0
+    assert len(labels(project, "v")) == 5
+    assert fake_llm.batches.submissions()["openai_batches"] == 2
