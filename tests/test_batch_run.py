@@ -294,6 +294,8 @@ def test_batch_all_batches_generation_and_judge_on_anthropic_and_openai(tmp_path
     (["--batch", "judge", "--judge-model", "azure:gpt-4o"], "azure"),
     (["--batch", "judge", "--offline"], "offline"),
     (["--batch", "judge", "--judge-repeat", "3"], "--judge-repeat"),
+    (["--batch", "judge", "--max-cost", "5"], "--max-cost"),
+    (["--batch", "all", "--target-model", "vllm:llama"], "vllm"),
 ])
 def test_batch_with_what_cannot_batch_is_one_line_exit_2_nothing_written(tmp_path, fake_llm, capsys, args, says):
     project = project_with(tmp_path, fake_llm, 3)
@@ -387,3 +389,12 @@ def test_a_batch_that_fails_validation_stops_with_one_line_and_a_resume_submits_
     assert run(project, "--run-id", "v") == 0
     assert len(labels(project, "v")) == 5
     assert fake_llm.batches.submissions()["openai_batches"] == 2
+
+
+def test_batch_all_with_the_rag_reader(tmp_path, fake_llm):
+    sync = project_with(tmp_path, fake_llm, 8, "sync", target="rag")
+    assert run(sync, "--run-id", "s") == 0
+    project = project_with(tmp_path, fake_llm, 8, "batch", target="rag")
+    assert run(project, "--run-id", "r", "--batch", "all") == 0
+    assert labels(project, "r") == labels(sync, "s")
+    assert [e["stage"] for e in ledger(project, "r") if e["event"] == "planned"] == ["generate", "judge"]
