@@ -265,6 +265,8 @@ class BatchPhase:
         self._results: dict[str, dict[str, Any]] = {}
         self._requests: dict[str, ChatRequest] = {}
         self.cancelled_now: set[str] = set()
+        self._planned_now: set[str] = set()
+        """Chunks planned by this process: no create of theirs can predate this process, so none is looked for."""
         self.submitted = self.collected_ok = self.collected_failed = 0
         """This invocation's figures: requests submitted, results collected, failed lines."""
         self._preload()
@@ -406,6 +408,7 @@ class BatchPhase:
         fileio.write_atomic_bytes(path, b"".join(lines))
         self.ledger.append("planned", name, provider=provider, model=model, stage=stage, requests=entries,
                            input=str(path.relative_to(self.work)), input_sha256=batch_ledger.file_sha256(path))
+        self._planned_now.add(name)
         return self.ledger.chunks[name]
 
     def _metadata(self, chunk: batch_ledger.Chunk) -> dict[str, str]:
@@ -415,11 +418,12 @@ class BatchPhase:
 
     def _submit(self, chunk: batch_ledger.Chunk) -> None:
         api = self.api(chunk.provider)
-        found = api.find(self._metadata(chunk), chunk.planned_t - 600, self.ledger.known_batch_ids(),
-                         len(chunk.requests))  # a create whose event a crash cut off: adopt, never create twice
-        if found is not None:
-            self.ledger.append("adopted", chunk.name, batch_id=found)
-            return
+        if chunk.name not in self._planned_now:  # planned by a process that may have created it, then died
+            found = api.find(self._metadata(chunk), chunk.planned_t - 600, self.ledger.known_batch_ids(),
+                             len(chunk.requests))  # a create whose event a crash cut off: adopt, never create twice
+            if found is not None:
+                self.ledger.append("adopted", chunk.name, batch_id=found)
+                return
         path = self.work / str(chunk.input_path)
         if chunk.provider == "anthropic":
             requests = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
@@ -462,9 +466,15 @@ class BatchPhase:
                         self._submit(chunk)
             if waiting:
                 cap = base * (6 if time.monotonic() - started < 600 else 30)
-                time.sleep(min(base * (2 ** tick), cap))
+                self._nap(min(base * (2 ** tick), cap))
                 tick += 1
         return None
+
+    def _nap(self, seconds: float) -> None:
+        """Wait between polls, waking at once when the run is asked to stop (Ctrl-C, SIGTERM)."""
+        until = time.monotonic() + seconds
+        while not self.should_stop() and time.monotonic() < until:
+            time.sleep(min(0.2, max(0.0, until - time.monotonic())))
 
     def _collect(self, chunk: batch_ledger.Chunk, remote: batch_api.Remote) -> bool:
         """Download, keep locally, record the outcomes (the commit point); False for an adopted batch whose

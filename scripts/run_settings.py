@@ -315,9 +315,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the --background child
     parser.add_argument("--no-scorecard", action="store_true", help="do not write the scorecard at the end")
     parser.add_argument("--batch", choices=("judge", "all", "off"),
-                        help="send the judge stage (all: also single-call generation: full-context, oracle, rag) "
-                             "through the provider's Batch API: half price, results within 24 h; the batches are "
-                             "in the run directory, so a resume collects them (default: config batch, off)")
+                        help="send the judge stage (all: also single-call generation: full-context, oracle, rag; "
+                             "and the roles a target declares batchable: memory-ref's writer) through the provider's "
+                             "Batch API: half price, results within 24 h; the batches are in the run directory, so "
+                             "a resume collects them (default: config batch, off)")
     parser.add_argument("--batch-fallback", choices=("resubmit", "sync"),
                         help="requests a batch failed or expired: resubmit them in a new batch (default) or send "
                              "them synchronously")

@@ -7,7 +7,10 @@ Endpoints: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` and ``/
 (Anthropic), ``POST /v1/embeddings`` (OpenAI; vectors derived from a sha256 of the text), and Azure OpenAI's
 ``POST /openai/deployments/<deployment>/chat/completions?api-version=...`` (answered as OpenAI chat; the
 ``AzureOpenAI`` client's ``azure_endpoint`` is ``root_url``; the log entry's ``query`` holds the api-version). Error bodies use the
-shape of the API the path belongs to (``/v1/messages*`` is Anthropic, the rest OpenAI).
+shape of the API the path belongs to (``/v1/messages*`` is Anthropic, the rest OpenAI). The Batch APIs of both
+(``/v1/files``, ``/v1/batches``, ``/v1/messages/batches``) are ``server.batches``, a ``fake_batch_api.BatchAPI``
+answering with this server's policies (``reply_text``): faults and latency apply to them too; each retrieve moves
+a batch one state on unless a test sets ``server.batches.auto_advance_every = None``.
 
 Policies (all deterministic):
 

@@ -398,3 +398,21 @@ def test_batch_all_with_the_rag_reader(tmp_path, fake_llm):
     assert run(project, "--run-id", "r", "--batch", "all") == 0
     assert labels(project, "r") == labels(sync, "s")
     assert [e["stage"] for e in ledger(project, "r") if e["event"] == "planned"] == ["generate", "judge"]
+
+
+def test_sigterm_while_waiting_for_a_batch_stops_at_once_and_the_resume_collects_it(tmp_path, fake_llm):
+    project = project_with(tmp_path, fake_llm, 6, batchPollSeconds=5)  # long waits between polls
+    fake_llm.batches.auto_advance_every = None
+    proc = start(project, fake_llm, "t", "--batch", "judge")
+    submitted = wait_for_event(project, "t", "submitted", proc)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 130
+    assert time.monotonic() - t0 < 2  # not the 5 s nap: it wakes on the signal
+    meta = json.loads((run_dir(project, "t") / "run-meta.json").read_text())
+    assert meta["status"] == "interrupted" and meta["counts"]["pending"] == 6
+    fake_llm.batches.finish(submitted["batch_id"])
+    proc = start(project, fake_llm, "t")
+    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    assert len(labels(project, "t")) == 6 and fake_llm.batches.submissions()["openai_batches"] == 1
