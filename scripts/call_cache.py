@@ -99,7 +99,8 @@ class CallCache:
 
     def put(self, request: ChatRequest, completion: Completion) -> None:
         response = completion.to_dict()
-        response.pop("cached", None)
+        for field in ("cached", "billing", "batch_id"):  # a hit is free, however the call was first billed
+            response.pop(field, None)
         self._conn().execute(
             "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at) VALUES (?,?,?,?,?,?)",
             (

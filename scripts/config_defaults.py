@@ -45,4 +45,7 @@ def default_config() -> dict[str, Any]:
         "loop": {},
         "contextWindowTokens": None,
         "confirmCostUsd": 5,
+        "batch": "off",
+        "batchFallback": "resubmit",
+        "batchPollSeconds": 10,
     }

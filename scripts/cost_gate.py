@@ -98,6 +98,9 @@ def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
     """``--max-cost`` needs a price for every call the run makes; refuse it up front otherwise."""
     if cap_usd < 0:
         raise UserError(f"--max-cost {cap_usd:g} is negative", fix="give a dollar amount >= 0, e.g. --max-cost 20")
+    if settings.batch != "off":
+        raise UserError(f"--max-cost with --batch {settings.batch}: a submitted batch runs as a whole, so the cap "
+                        "cannot stop it midway", fix="check the dry run's batch price instead, or drop --batch")
     est = dry_run.Estimator(settings)
     if not est.previewable and settings.target not in dry_run.OWN_CALLS_TARGETS:
         raise UserError(f"--max-cost: target {settings.target} cannot preview its calls (no prepare_requests), so "

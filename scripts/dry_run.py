@@ -219,6 +219,9 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]
     assumptions = getattr(est.module, "DRY_RUN_ASSUMPTIONS", None)
     if assumptions:
         notes.append(f"target {settings.target}: {assumptions}")
+    batch = batch_figures(settings, generation, judge, roles, concurrency)
+    if settings.batch != "off":  # what this run would pay: its batched stages at batch prices
+        total_usd = batch["chosen_usd_max"]
     return {
         "items": items,
         "items_without_prompt_preview": unknown,
@@ -233,11 +236,77 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]
                   "usd": judge.usd, "seconds": round(judge.seconds / concurrency, 1),
                   "unpriced_models": sorted(judge.unpriced)},
         "total_usd_max": total_usd,
+        "batch": batch,
         "seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
         "concurrency": concurrency,
         "target": f"{settings.target} {settings.target_provider}:{settings.target_model}",
         "judge_model": f"{settings.judge_provider}:{est.judge_model}",
         "note": "; ".join(notes),
+    }
+
+
+BATCH_TIME = "most batches end within 1 h, at most 24 h (the providers' completion window)"
+
+
+def _batches_needed(provider: str, calls: int, tokens_in: int) -> int:
+    """Batches for ``calls`` requests of ``tokens_in`` input tokens: the providers' request and size limits
+    (``batch_api.LIMITS``), sizing a request at 4.4 bytes per token (characters / 4, plus JSON escapes) and 300 bytes of JSON around it."""
+    import batch_api
+
+    if not calls:
+        return 0
+    max_n, max_bytes = batch_api.LIMITS.get(provider, batch_api.LIMITS["openai"])
+    size = int(tokens_in * 4.4) + calls * 300
+    return max(-(-calls // max_n), -(-size // max_bytes))
+
+
+def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTotals,
+                  roles: dict[str, StageTotals], concurrency: int) -> dict[str, Any]:
+    """Both prices and both times per stage: synchronous, and through the Batch APIs (``prices.BATCH_DISCOUNT``),
+    with the requests the synchronous path would send (each one drawn from the per-minute rate limits)."""
+    import batch_runner
+    import prices
+
+    def half(usd: float | None) -> float | None:
+        return None if usd is None else usd * prices.BATCH_DISCOUNT
+
+    whole = batch_runner.generation_batchable(settings)
+    batch_roles = set(batch_runner.batchable_roles(settings))
+    generation_batch: float | None = half(generation.usd) if whole else generation.usd
+    batches = _batches_needed(settings.target_provider, generation.calls, generation.tokens_in) if whole else 0
+    if batch_roles and generation.usd is not None:  # only the declared roles at batch prices
+        generation_batch = 0.0
+        for role, t in roles.items():
+            usd = half(t.usd) if role in batch_roles else t.usd
+            generation_batch = None if usd is None or generation_batch is None else generation_batch + usd
+            if role in batch_roles:
+                batches += _batches_needed(settings.target_provider, t.calls, t.tokens_in)
+    stages = {
+        "generation": {"calls": generation.calls, "sync_usd_max": generation.usd, "batch_usd_max": generation_batch,
+                       "batchable": whole or sorted(batch_roles & set(roles)) or False,
+                       "sync_seconds": round(generation.seconds / concurrency, 1), "batches": batches},
+        "judge": {"calls": judge.calls, "sync_usd_max": judge.usd, "batch_usd_max": half(judge.usd),
+                  "batchable": True, "sync_seconds": round(judge.seconds / concurrency, 1),
+                  "batches": _batches_needed(settings.judge_provider, judge.calls, judge.tokens_in)},
+    }
+    chosen = batch_runner.batched_stages(settings)
+
+    def total(pick: Any) -> float | None:
+        values = [pick(name, stage) for name, stage in stages.items()]
+        return None if any(v is None for v in values) else sum(values)
+
+    return {
+        "mode": settings.batch,
+        "discount": prices.BATCH_DISCOUNT,
+        "stages": stages,
+        "sync_usd_max": total(lambda name, st: st["sync_usd_max"]),
+        "batch_usd_max": total(lambda name, st: st["batch_usd_max"]),
+        "chosen_usd_max": total(lambda name, st: st["batch_usd_max"] if (name == "generation" and set(chosen) -
+                                {"judge"}) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
+        "sync_requests": generation.calls + judge.calls,
+        "sync_seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
+        "batch_time": BATCH_TIME,
+        "by_role_calls": {role: t.calls for role, t in roles.items()},
     }
 
 
@@ -279,6 +348,14 @@ def format_block(result: dict[str, Any]) -> str:
     if unpriced:
         total += f": no price for {', '.join(unpriced)}"
     lines.append(f"  total      {total}; ~{duration(result['seconds'])} at concurrency {result['concurrency']}")
+    b = result.get("batch")
+    if b:
+        ratio = (f" (x{b['batch_usd_max'] / b['sync_usd_max']:.2f} of sync)"
+                 if b["sync_usd_max"] and b["batch_usd_max"] is not None else "")
+        chosen = "" if b["mode"] == "off" else f"; this run (--batch {b['mode']}): {dollars(b['chosen_usd_max'], bound=True)}"
+        lines.append(f"  sync       {dollars(b['sync_usd_max'], bound=True)} for {b['sync_requests']:,} requests, "
+                     f"~{duration(b['sync_seconds'])} at concurrency {result['concurrency']}")
+        lines.append(f"  batch API  {dollars(b['batch_usd_max'], bound=True)}{ratio}, {BATCH_TIME}{chosen}")
     lines.append(f"  ({result['note']})")
     return "\n".join(lines)
 

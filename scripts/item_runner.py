@@ -85,6 +85,14 @@ def generate(q: Question, settings: RunSettings, llm: LLM | None) -> Hypothesis:
     )
 
 
+def judged_text(hyp: Hypothesis, settings: RunSettings) -> str | None:
+    """The text the judge reads (None: the target gave none). Upstream strips the reader's output, then judges it,
+    even when empty; a file's hypothesis is judged as written, as upstream judges a file."""
+    if not isinstance(hyp.hypothesis, str):
+        return None
+    return hyp.hypothesis if settings.target == HYPOTHESES_TARGET else hyp.hypothesis.strip()
+
+
 def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> Verdict:
     if is_offline(settings.judge_provider):
         return offline_judge.offline_verdict(q.question_id, q.question_type, q.question, q.answer, hypothesis)
@@ -130,11 +138,9 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
         return _error_row(q, settings, "generate", "target", f"{type(err).__name__}: {err}", 1)
     gen_ms = (time.monotonic() - t0) * 1000.0
 
-    hypothesis = hyp.hypothesis
-    if not isinstance(hypothesis, str):
+    hypothesis = judged_text(hyp, settings)
+    if hypothesis is None:
         return _error_row(q, settings, "generate", "target", "the target returned no hypothesis text", 1, hyp)
-    if settings.target != HYPOTHESES_TARGET:  # a file's hypothesis is judged as written, as upstream judges a file
-        hypothesis = hypothesis.strip()  # upstream strips the reader's output, then judges it, even when empty
 
     try:
         verdict = judge(q, hypothesis, settings, llm)

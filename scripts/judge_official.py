@@ -269,4 +269,6 @@ def _verdict(builder: PromptBuilder, provider: str, model: str, request: ChatReq
         attempts=0 if completion is None else completion.attempts,
         cached=source != "call",
         source=source,
+        billing=str(getattr(completion, "billing", None) or "sync") if source == "call" else "sync",
+        batch_id=getattr(completion, "batch_id", None) if source == "call" else None,
     )

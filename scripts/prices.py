@@ -59,6 +59,14 @@ PRICES: dict[str, tuple[float, float]] = {
     "text-embedding-ada-002": (0.10, 0.0),
 }
 
+BATCH_DISCOUNT = 0.5
+"""Share of the list price paid for a call through a provider's Batch API, input and output tokens alike.
+OpenAI: the Batch API FAQ (help.openai.com/en/articles/9197833, "50% cost discount vs. the synchronous APIs") and
+the Batch column of openai.com/api/pricing; Anthropic: the Pricing section of the batch-processing guide
+(platform.claude.com/docs/en/build-with-claude/batch-processing, "all usage is charged at 50% of the standard API
+prices") and the batch column of its pricing page. Read on ``PRICES_READ_ON``."""
+BILLINGS = ("sync", "batch")
+
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
@@ -72,12 +80,14 @@ def price_for(model: str) -> tuple[float, float] | None:
     return None
 
 
-def cost_usd(model: str, tokens_in: int, tokens_out: int) -> float | None:
-    """Dollars for one call, or None for an unknown model (unknown is not free)."""
+def cost_usd(model: str, tokens_in: int, tokens_out: int, billing: str = "sync") -> float | None:
+    """Dollars for one call, or None for an unknown model (unknown is not free). ``billing`` ``batch``: a call
+    through a Batch API, at ``BATCH_DISCOUNT`` of the list price."""
     price = price_for(model)
     if price is None:
         return None
-    return (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    usd = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    return usd * BATCH_DISCOUNT if billing == "batch" else usd
 
 
 def call_cost(calls: Sequence[Mapping[str, Any]]) -> float | None:
@@ -86,7 +96,8 @@ def call_cost(calls: Sequence[Mapping[str, Any]]) -> float | None:
     for call in calls:
         if call.get("cached"):
             continue
-        usd = cost_usd(str(call.get("model", "")), int(call.get("tokensIn") or 0), int(call.get("tokensOut") or 0))
+        usd = cost_usd(str(call.get("model", "")), int(call.get("tokensIn") or 0), int(call.get("tokensOut") or 0),
+                       str(call.get("billing") or "sync"))
         if usd is None:
             return None
         total += usd
@@ -98,7 +109,7 @@ def verdict_cost(verdict: Verdict) -> float | None:
     if is_offline(verdict.provider):
         return 0.0
     return call_cost([{"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
-                       "cached": verdict.cached}])
+                       "cached": verdict.cached, "billing": verdict.billing}])
 
 
 def row_spend(row: ResultRow) -> float | None:

@@ -44,6 +44,7 @@ from provider_routes import (  # noqa: F401
     resolved_base_url,
 )
 from records import ChatRequest, Completion, Limiter
+from request_bodies import anthropic_body, openai_body, request_body  # noqa: F401  (request_body: batches)
 from retries import OnRetry, call_with_retries  # noqa: F401
 from token_counts import count_tokens, count_tokens_how, estimate_tokens, pacing_tokens  # noqa: F401
 
@@ -80,17 +81,12 @@ def _failed_reply(err: ProviderError, headers: Any) -> ProviderError:
 def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply:
     if request.n not in (None, 1):
         raise ProviderError("bad_request", f"anthropic {request.model}: n={request.n} is not supported (only 1)")
-    kwargs: dict[str, Any] = {
-        "model": request.model,
-        "max_tokens": request.max_tokens,
-        "messages": [dict(m) for m in request.messages],
-        "timeout": timeout,
-    }
-    if request.system is not None:
-        kwargs["system"] = request.system
     send_temperature = not _POOL.rejects_temperature(request.model)
-    if send_temperature:
-        kwargs["extra_body"] = {"temperature": request.temperature}
+    body = anthropic_body(request, temperature=send_temperature)
+    kwargs: dict[str, Any] = {k: v for k, v in body.items() if k != "temperature"}
+    kwargs["timeout"] = timeout
+    if send_temperature:  # the SDK no longer takes it as an argument: the same body key, through extra_body
+        kwargs["extra_body"] = {"temperature": body["temperature"]}
     try:
         message, headers = _answered(client.messages.with_raw_response.create(**kwargs))
     except Exception as exc:
@@ -111,17 +107,7 @@ def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply
 
 
 def _send_openai(client: Any, request: ChatRequest, timeout: float) -> _Reply:
-    messages = [{"role": "system", "content": request.system}] if request.system is not None else []
-    messages += [dict(m) for m in request.messages]
-    kwargs: dict[str, Any] = {
-        "model": request.model,
-        "messages": messages,
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "timeout": timeout,
-    }
-    if request.n is not None:
-        kwargs["n"] = request.n
+    kwargs: dict[str, Any] = {**openai_body(request), "timeout": timeout}
     response, headers = _answered(client.chat.completions.with_raw_response.create(**kwargs))
     where = f"{request.provider} {request.model}"
     if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):

@@ -225,9 +225,15 @@ class Completion:
     """1 + the number of retries this call took."""
     cached: bool = False
     stop_reason: str | None = None
+    billing: str = "sync"
+    """``batch`` for a reply that came through a provider's Batch API (billed at ``prices.BATCH_DISCOUNT``)."""
+    batch_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if self.billing == "sync":  # a synchronous call's record stays as it always was
+            del d["billing"], d["batch_id"]
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Completion":
@@ -327,12 +333,17 @@ class Verdict:
     """``--judge-repeat K``: all K verdicts in call order (the first is the label); None without repeats."""
     stability: Mapping[str, Any] | None = None
     """``--judge-repeat K``: ``{n, yes, no, flaky}`` over ``verdicts``."""
+    billing: str = "sync"
+    """``batch``: the judge call went through a provider's Batch API (``batch_id``), at batch prices."""
+    batch_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for extra in ("verdicts", "stability"):
+        for extra in ("verdicts", "stability", "batch_id"):
             if d[extra] is None:
                 del d[extra]
+        if self.billing == "sync":
+            del d["billing"]
         if self.verdicts is not None:
             d["verdicts"] = [dict(v) for v in self.verdicts]
         if self.stability is not None:

@@ -8,11 +8,13 @@ Usage:
     python scripts/run_benchmark.py --background --yes            # detached; then run_status.py --run-id <id> --wait 100
     python scripts/run_benchmark.py --max-cost 20                 # pause (exit 6) before passing $20
     python scripts/run_benchmark.py --hypotheses hyps.jsonl       # judge a file of {question_id, hypothesis} lines
+    python scripts/run_benchmark.py --batch judge                 # the judge through the Batch API: half price
 
 Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error (or the official judge answered
 not_found: the line names the verdict archive, the Azure route and judge_agreement.py), 3 blocked on billing,
 5 the estimate is above confirmCostUsd (nothing was started: ask, then add --yes), 6 paused at the --max-cost cap
-(resumable with a higher cap), 130 interrupted. ``--background`` exits 0 once the worker started (its own exit
+(resumable with a higher cap), 7 stopped at a cancelled batch (``--batch``: what ran is recorded, a resume submits
+the rest), 130 interrupted. ``--background`` exits 0 once the worker started (its own exit
 status is in its run-meta and log; run_status.py reports it).
 The run itself is ``run_driver``'s (one writer per run directory, a lock; an item that fails after retries gets
 an error row and is never marked completed).
@@ -56,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="run_benchmark.py",
         description="Run (or resume) a LongMemEval benchmark: generate, judge, checkpoint, score.",
         epilog="Exit status: 0 completed, 1 failed (resumable), 2 user error, 3 billing, 5 estimate above "
-               "confirmCostUsd (add --yes after asking), 6 paused at --max-cost, 130 interrupted. "
+               "confirmCostUsd (add --yes after asking), 6 paused at --max-cost, 7 a batch was cancelled "
+               "(resumable), 130 interrupted. "
                "--background: 0 once started; then run_status.py --run-id ID --wait 100.",
     )
     run_settings.add_arguments(parser)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import background
+import batch_runner
 import cost_gate
 import prices
 import dataset
@@ -49,8 +50,11 @@ EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
 EXIT_JUDGE_GONE = 2
 """The official judge answered not_found (retired): one line naming the ways on, as for a user mistake."""
 EXIT_NEEDS_CONFIRMATION, EXIT_COST_CAP = cost_gate.EXIT_NEEDS_CONFIRMATION, cost_gate.EXIT_COST_CAP
+EXIT_BATCH_STOPPED = 7
+"""A batch was cancelled: what ran is recorded, the rest stays pending (resumable: it is submitted fresh)."""
 STATUS_BY_EXIT = {EXIT_COMPLETED: "completed", EXIT_FAILED: "failed", EXIT_BILLING: "blocked on billing",
-                  EXIT_COST_CAP: "paused at the cost cap", EXIT_INTERRUPTED: "interrupted"}
+                  EXIT_COST_CAP: "paused at the cost cap", EXIT_INTERRUPTED: "interrupted",
+                  EXIT_BATCH_STOPPED: "stopped at a cancelled batch"}
 
 
 # --------------------------------------------------------------------------- the run
@@ -301,8 +305,21 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         stop = _Stop()
         previous_handlers = _install_signal_handlers(stop)
         ended = None
+        batched = None
         try:
-            _drive(_pending_questions(settings, pending), settings, gateway, work, meta, tally, stop, progress, abandon,
+            questions = _pending_questions(settings, pending)
+            llm: Any = gateway
+            if settings.batch != "off":
+                batched = batch_runner.run_phase(
+                    settings, lambda: _pending_questions(settings, pending), gateway, work, run_id,
+                    provider_settings=gateway.settings, should_stop=lambda: stop.reason is not None,
+                    say=(lambda line: None) if progress_mode in ("quiet", "json") else
+                    (lambda line: print(line, file=sys.stderr, flush=True)))
+                llm = batched.llm
+                invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
+                                       "stop": batched.stop, **batched.figures}
+                questions = (q for q in questions if q.question_id not in batched.pending)
+            _drive(questions, settings, llm, work, meta, tally, stop, progress, abandon,
                    cap, pacing_file.tick)
         except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
             interrupted = isinstance(err, KeyboardInterrupt)
@@ -318,6 +335,10 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
 
         if stop.reason == "judge_gone":
             code, status, error = EXIT_JUDGE_GONE, "failed", judge_official.CONTINUITY_HINT
+        elif batched is not None and batched.stop == "batch_failed":
+            code, status, error = EXIT_FAILED, "failed", batched.message
+        elif batched is not None and batched.stop == "cancelled" and stop.reason is None:
+            code, status, error = EXIT_BATCH_STOPPED, "paused", batched.message
         elif stop.reason == "billing":
             code, status, error = EXIT_BILLING, "failed", f"blocked on API billing: {tally.billing_message}"
         elif stop.reason == "interrupted":
@@ -332,6 +353,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             code, status, error = EXIT_COMPLETED, "completed", None
         finish(status, error, code)
         progress.close("blocked" if code == EXIT_BILLING else status)
+        if batched is not None and batched.message and code != EXIT_COMPLETED:
+            print(f"batch: {batched.message}", file=sys.stderr, flush=True)
         if settings.shard is not None:
             run_state.update_root_meta(root, manifest)
     return code, root

@@ -67,6 +67,14 @@ class RunSettings:
     """Config ``providers.azure``: ``endpoint``, ``deployment``, ``api_version`` of the Azure OpenAI route."""
     rate_limits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Config ``providers.<name>.rpm`` / ``tpm``: the pacer's budgets where the provider sends no rate headers."""
+    batch: str = "off"
+    """``--batch`` / config ``batch``: ``judge`` (or ``all``: also single-call generation) through the providers'
+    Batch APIs (``batch_runner``); ``off`` calls synchronously."""
+    batch_fallback: str = "resubmit"
+    """Requests a batch failed or expired: ``resubmit`` them in another batch, or send them ``sync``."""
+    batch_poll_s: float = 10.0
+    """Config ``batchPollSeconds``: the first wait before a batch is polled (the waits then double, up to 6x it
+    for the first 10 minutes and 30x it after)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -103,6 +111,7 @@ _RESUMED_FROM_META = {  # config key <- the run's stored setting: what makes its
     "judgeModel": "judge_model",
     "longmemeval_root": "longmemeval_root",
     "judgeRepeat": "judge_repeat",  # not a config.json key: kept only so a resume keeps the run's --judge-repeat
+    "batch": "batch",  # a resume keeps polling the run's batches
 }
 
 
@@ -184,7 +193,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
                         f"{command_names.SETUP}")
     dataset_path = str(dataset_for_variant(path(dataset_path), variant, explicit=bool(args.dataset), project=project,
                                            configured_variant=dataset.resolve_variant(cfg.get("variant") or "_s")))
-    return RunSettings(
+    settings = RunSettings(
         project=str(project),
         dataset_path=str(path(dataset_path)),
         variant=variant,
@@ -210,7 +219,14 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         judge_repeat=judge_repeat,
         azure=azure,
         rate_limits=rate_limits,
+        batch=str(getattr(args, "batch", None) or cfg.get("batch") or "off"),
+        batch_fallback=str(getattr(args, "batch_fallback", None) or cfg.get("batchFallback") or "resubmit"),
+        batch_poll_s=float(cfg.get("batchPollSeconds", 10.0)),
     )
+    import batch_runner
+
+    batch_runner.check_settings(settings)
+    return settings
 
 
 def _hypotheses_target(args: argparse.Namespace, target: str, provider: str, model: str, options: dict[str, Any],
@@ -290,6 +306,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "status paused, exit 6; resume with a higher --max-cost")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the --background child
     parser.add_argument("--no-scorecard", action="store_true", help="do not write the scorecard at the end")
+    parser.add_argument("--batch", choices=("judge", "all", "off"),
+                        help="send the judge stage (all: also single-call generation: full-context, oracle, rag; "
+                             "and the roles a target declares batchable: memory-ref's writer) through the provider's "
+                             "Batch API: half price, results within 24 h; the batches are in the run directory, so "
+                             "a resume collects them (default: config batch, off)")
+    parser.add_argument("--batch-fallback", choices=("resubmit", "sync"),
+                        help="requests a batch failed or expired: resubmit them in a new batch (default) or send "
+                             "them synchronously")
     for flag in SYMBOLIC_FLAGS:
         name = flag.replace("_", "-")
         parser.add_argument(f"--{name}", dest=flag, action="store_true", default=None, help=f"target option {flag}=true (memory-ref)")

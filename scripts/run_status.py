@@ -11,7 +11,8 @@ It only reads the run directory: it never changes a run.
 
 States and exit status: ``completed`` 0; ``running`` 4; ``failed`` 1 (resumable; prints the resume command);
 ``blocked`` 3 (API billing or quota); ``interrupted`` 130 (prints the resume command); ``paused`` 6 (the
-``--max-cost`` cap was reached; resume with a higher cap); ``dead`` 1: run-meta says running but no process writes
+``--max-cost`` cap was reached; resume with a higher cap; or a batch was cancelled: resume to submit the rest);
+``dead`` 1: run-meta says running but no process writes
 the run (killed, machine restarted) or the background worker exited before starting it; prints the resume
 command. A user mistake (unknown run id, bad arguments) is one line and exit 2.
 """
@@ -68,6 +69,9 @@ class Status:
     """Commands that continue the run (resume, or finish a run cut by --max)."""
     pacing: list[dict[str, Any]] = field(default_factory=list)
     """Per provider/model: learned limits, achieved requests and tokens per minute, time lost waiting."""
+    batches: dict[str, Any] | None = None
+    """Batch API progress from the run's ledger (``batch_ledger.progress``): totals and one entry per batch, with
+    the provider's counts as of the last poll; None when the run used no batch."""
 
     @property
     def accuracy(self) -> float | None:
@@ -100,11 +104,43 @@ def format_line(s: Status) -> str:
     if s.eta_seconds is not None and s.state == "running":
         parts.append(f"ETA {_duration(s.eta_seconds)}")
     parts.append(f"run {s.run_id}")
+    if s.batches:
+        parts.append(batch_text(s.batches))
     if s.pacing:
         paced = status_text(s.pacing)
         if paced:
             parts.append(paced)
     return "  ".join(parts)
+
+
+def batch_text(batches: dict[str, Any]) -> str:
+    """``batches: 500 submitted, 0 in progress, 498 completed, 2 failed; judge batch_abc completed (openai
+    completed 498 failed 2, last poll 2026-12-01T12:00:03Z)``: the ledger's totals, then each open batch (or
+    the last one)."""
+    t = batches["totals"]
+    text = (f"batches: {t['submitted']} submitted, {t['in_progress']} in progress, {t['completed']} completed, "
+            f"{t['failed']} failed")
+    shown = [b for b in batches["batches"] if b["phase"] in ("planned", "uploaded", "submitted")] or \
+        batches["batches"][-1:]
+    for b in shown:
+        counts = " ".join(f"{k} {v}" for k, v in (b.get("counts") or {}).items())
+        poll = f", last poll {b['last_poll']}" if b.get("last_poll") else ""
+        text += (f"; {b['stage']} {b.get('batch_id') or b['chunk']} {b.get('status') or b['phase']} "
+                 f"({b['provider']} {b['requests']} requests{': ' + counts if counts else ''}{poll})")
+    return text
+
+
+def _batches(root: Path) -> dict[str, Any] | None:
+    import batch_ledger
+
+    found = [p for p in (batch_ledger.progress(d) for d in run_store.run_dirs(root)) if p is not None]
+    if not found:
+        return None
+    totals: dict[str, int] = {}
+    for p in found:
+        for k, v in p["totals"].items():
+            totals[k] = totals.get(k, 0) + v
+    return {"totals": totals, "batches": [b for p in found for b in p["batches"]]}
 
 
 # --------------------------------------------------------------------------- commands printed for the user
@@ -206,9 +242,12 @@ def collect(root: Path, project: Path) -> Status:
     status.spent_usd = None if unknown else spent
     _rate_and_eta(status, root)
     status.pacing = _pacing(root, state)
+    status.batches = _batches(root)
     shard = meta.get("shard")
     pending = status.total - len(run_store.load_completed(root))
     if state in ("failed", "interrupted", "dead", "blocked"):
+        status.resume = resume_lines(project, root.name, shard)
+    elif state == "paused" and meta.get("exit_status") == 7:  # a cancelled batch: the resume submits it fresh
         status.resume = resume_lines(project, root.name, shard)
     elif state == "paused":
         status.resume = resume_lines(project, root.name, shard, note=" --max-cost <a higher USD>")

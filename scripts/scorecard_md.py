@@ -118,6 +118,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         "", "## Cost, tokens, latency", "",
         f"- Cost: {total}; generation {usd(cost['known_generation_usd'])}, judge {usd(cost['known_judge_usd'])}"
         f" (known rows)",
+        *batch_lines(card.get("batches")),
         f"- Tokens: generation {tok['generation']['in']:,} in / {tok['generation']['out']:,} out; "
         f"judge {tok['judge']['in']:,} in / {tok['judge']['out']:,} out",
         f"- Latency generation: p50 {ms(lat['generation']['p50'])}, p95 {ms(lat['generation']['p95'])}, "
@@ -161,3 +162,18 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def batch_lines(batches: dict | None) -> list[str]:
+    """``- Batch API: judge 500 calls in 1 batch at batch prices ($0.61); generation synchronous (500 calls)``."""
+    if not batches:
+        return []
+    parts = []
+    for stage in ("generation", "judge"):
+        b = batches[stage]
+        if b["batch_calls"]:
+            spent = "unknown" if b["batch_usd"] is None else usd(b["batch_usd"])
+            sync = f", {b['sync_calls']} synchronous" if b["sync_calls"] else ""
+            parts.append(f"{stage} {b['batch_calls']} calls in {b['batches']} batch"
+                         f"{'es' if b['batches'] != 1 else ''} at batch prices ({spent}){sync}")
+        elif b["sync_calls"]:
+            parts.append(f"{stage} synchronous ({b['sync_calls']} calls)")
+    return ["- Batch API: " + "; ".join(parts)]

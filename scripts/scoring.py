@@ -87,6 +87,39 @@ def cost_summary(rows: Iterable[ResultRow]) -> dict[str, Any]:
     }
 
 
+def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
+    """Which stages ran through Batch APIs: per stage the calls billed as batch, their batches and dollars, and
+    the calls billed synchronously; None when no call was batched."""
+    from prices import call_cost
+
+    stages = {name: {"batch_calls": 0, "sync_calls": 0, "batch_ids": set(), "batch_usd": 0.0}
+              for name in ("generation", "judge")}
+
+    def count(stage: str, call: Mapping[str, Any]) -> None:
+        if call.get("cached"):
+            return
+        entry = stages[stage]
+        if call.get("billing") == "batch":
+            entry["batch_calls"] += 1
+            entry["batch_ids"].add(call.get("batch_id"))
+            usd = call_cost([call])
+            entry["batch_usd"] = None if usd is None or entry["batch_usd"] is None else entry["batch_usd"] + usd
+        else:
+            entry["sync_calls"] += 1
+
+    for row in rows:
+        for call in row.calls:
+            count("generation", call)
+        verdict = row.judgment
+        if verdict is not None and verdict.source == "call":
+            count("judge", {"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
+                            "billing": verdict.billing, "batch_id": verdict.batch_id})
+    if not any(entry["batch_calls"] for entry in stages.values()):
+        return None
+    return {name: {"batch_calls": e["batch_calls"], "batches": len(e["batch_ids"]), "batch_usd": e["batch_usd"],
+                   "sync_calls": e["sync_calls"]} for name, e in stages.items()}
+
+
 def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
     """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
     gen_lat, judge_lat = [], []
@@ -332,6 +365,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
             "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
         },
         "cost": cost_summary(covered),
+        "batches": batch_summary(covered),
         "usage": usage,
         "latency": usage["latency_ms"],
         "retrieval": retrieval_summary(run.rows, types),

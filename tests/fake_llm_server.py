@@ -7,7 +7,10 @@ Endpoints: ``POST /v1/chat/completions`` (OpenAI), ``POST /v1/messages`` and ``/
 (Anthropic), ``POST /v1/embeddings`` (OpenAI; vectors derived from a sha256 of the text), and Azure OpenAI's
 ``POST /openai/deployments/<deployment>/chat/completions?api-version=...`` (answered as OpenAI chat; the
 ``AzureOpenAI`` client's ``azure_endpoint`` is ``root_url``; the log entry's ``query`` holds the api-version). Error bodies use the
-shape of the API the path belongs to (``/v1/messages*`` is Anthropic, the rest OpenAI).
+shape of the API the path belongs to (``/v1/messages*`` is Anthropic, the rest OpenAI). The Batch APIs of both
+(``/v1/files``, ``/v1/batches``, ``/v1/messages/batches``) are ``server.batches``, a ``fake_batch_api.BatchAPI``
+answering with this server's policies (``reply_text``): faults and latency apply to them too; each retrieve moves
+a batch one state on unless a test sets ``server.batches.auto_advance_every = None``.
 
 Policies (all deterministic):
 
@@ -252,6 +255,13 @@ class FakeLLMServer:
         self._stopping = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        from fake_batch_api import BatchAPI  # here, not at the top: fake_batch_api imports this module
+
+        self.batches = BatchAPI(self.reply_text, seed=seed)
+        """Both providers' batch endpoints (``fake_batch_api``), answered with this server's policies; every
+        retrieve of a batch moves it one state on (``auto_advance_every = None`` holds batches where a test puts
+        them)."""
+        self.batches.auto_advance_every = 1
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -531,9 +541,50 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         self._log_and_dispatch(raw)
 
+    def do_DELETE(self) -> None:  # noqa: N802 - http.server naming (batch files and Anthropic batches)
+        self._log_and_dispatch(b"")
+
+    def _batch_route(self, path: str, query: str, raw: bytes) -> bool:
+        """Answer a Files/Batches route through ``fake.batches`` (faults and latency apply); False for others."""
+        fake = self.fake
+        if not (path.startswith("/v1/files") or path.startswith("/v1/batches")
+                or path.startswith("/v1/messages/batches")):
+            return False
+        try:
+            body = json.loads(raw) if raw and not path.startswith("/v1/files") else None
+        except ValueError:
+            body = None
+        self._entry = fake._log(path, dict(self.headers.items()), body, raw, query)
+        self._rate_headers = {}
+        fault = fake._next_fault()
+        fake.sleep(fake._delay())
+        anthropic = path.startswith("/v1/messages")
+        if fault is not None and self._apply_fault(fault[0], fault[1], anthropic, path):
+            return True
+        answer = fake.batches.handle(self.command, path, query, dict(self.headers.items()), raw)
+        if answer is None:
+            self._error(404, "not_found_error", f"no route for {self.command} {path}", anthropic)
+            return True
+        status, headers, data = answer
+        self._entry["status"] = status
+        try:
+            self.send_response(status)
+            headers = {"Content-Type": "application/json", **headers}
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, socket.timeout, OSError):
+            self.close_connection = True
+        return True
+
     def _log_and_dispatch(self, raw: bytes) -> None:
         fake = self.fake
         path, _, query = self.path.partition("?")
+        if self._batch_route(path, query, raw):
+            return
         try:
             body = json.loads(raw) if raw else {}
         except ValueError:

@@ -52,6 +52,10 @@ def generate(item: Any, ctx: Any) -> Any:
     return _pipeline().generate(item, ctx)
 
 
+BATCHABLE_ROLES = ("writer",)
+"""Roles ``run_benchmark.py --batch all`` may send through the providers' Batch APIs before the items run: the
+writer's calls are one per session, independent of each other and of the question, and ``preview`` builds them
+exactly; the items then read the batches' replies (at batch prices) instead of calling."""
 CACHED_ROLES = ("writer",)
 """Roles whose identical requests this target serves from its own cache (the facts cache): a dry run counts each
 distinct request of these roles once per run."""
