@@ -23,6 +23,11 @@ Usage:
     python scripts/cluster_failures.py --run-id longmemeval-iter --json     # JSON records only
     python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1    # cluster 1's ids, one per line
     python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1 --out .longmemeval-benchmarks/trigger_set.txt
+    python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1 --control-ratio 2 --out trigger_set.txt
+
+``--ids N`` gives the round's fair re-test set (``trigger_set.py``): cluster N's failing ids, then a control
+sample of currently-correct items of the same question types (at least as many, ``--control-ratio``; seeded by
+the round, ``--seed``), each part under its ``# failing`` / ``# control`` comment line.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import gold_registry
 import offline_judge
 import run_store
+import trigger_set
 from errors import UserError, run_main
 from facts import QUESTION_TYPES, SYMBOLIC_FLAGS, is_abstention
 from run_records import ResultRow
@@ -220,6 +226,7 @@ def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
                                       release=None if meta is None else meta.dataset.get("release"))
     result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
     result["run"] = str(run_dir)
+    result["gold_bad"] = sorted(gold_bad)
     return result
 
 
@@ -280,6 +287,21 @@ def write_ids(path: Path, ids: Sequence[str]) -> None:
     tmp.replace(path)
 
 
+def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, ratio: float = 1.0,
+                     seed: str = "v0") -> trigger_set.TriggerSet:
+    """Cluster ``number``'s failing ids plus a seeded control sample of correct items of the same types."""
+    failing = cluster_ids(result, number)
+    chosen = result["clusters"][number - 1]
+    rows = run_store.load_results(run_dir)
+    manifest = run_store.read_manifest(run_dir)
+    types = manifest.types() if manifest is not None else {qid: row.question_type for qid, row in rows.items()}
+    control, shortfall = trigger_set.control_sample(rows, types, failing, ratio=ratio, seed=seed,
+                                                    exclude=result.get("gold_bad") or ())
+    return trigger_set.TriggerSet(tuple(failing), tuple(control), seed=seed, ratio=ratio,
+                                  source=f"cluster {number} ({chosen['question_type']} / {chosen['mode']})",
+                                  shortfall=shortfall)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
@@ -291,6 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="print only the question ids of cluster N (numbered as in the Markdown), one per line")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="with --ids: write the ids to FILE (one per line, replacing it) instead of stdout")
+    parser.add_argument("--control-ratio", type=float, default=1.0, metavar="R",
+                        help="with --ids: control items per failing item, per type (default 1.0; at least 1)")
+    parser.add_argument("--seed", help="with --ids: the control sample's seed (default: the round, v<N>)")
     args = parser.parse_args(argv)
     if not args.run_id and not args.run_dir:
         raise UserError("give --run-id R (or --run-dir PATH)", fix="e.g. --run-id longmemeval-iter")
@@ -303,12 +328,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError(f"no run directory at {run_dir}")
     result = cluster_run(run_dir, top_k=args.top_k)
     if args.ids is not None:
-        ids = cluster_ids(result, args.ids)
+        seed = args.seed or trigger_set.round_seed(args.project)
+        chosen = fair_trigger_set(run_dir, result, args.ids, ratio=args.control_ratio, seed=seed)
         if args.out is None:
-            print("\n".join(ids))
+            print(trigger_set.render(chosen), end="")
         else:
-            write_ids(args.out, ids)
-            print(f"trigger set: {len(ids)} id(s) of cluster {args.ids} written to {args.out}", file=sys.stderr)
+            trigger_set.write(args.out, chosen)
+            short = sum(chosen.shortfall.values())
+            print(f"trigger set: {len(chosen.failing)} failing id(s) of cluster {args.ids} + {len(chosen.control)} "
+                  f"control id(s) (seed {seed}){f', control short by {short}' if short else ''} written to {args.out}",
+                  file=sys.stderr)
         return 0
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render_markdown(result), end="" if not args.json else "\n")
     return 0

@@ -170,6 +170,12 @@ def test_begin_bumps_snapshots_logs_commits_and_pushes_and_a_rerun_finishes_the_
     assert loop_state.snapshot_dir(project, 1).is_dir()
     assert _subjects(project)[0] == "round v1: baseline"
     assert _subjects(project, "origin/longmemeval-iter")[0] == "round v1: baseline"
+    committed = git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split()
+    snapshot = sorted(p for p in committed if "/snapshots/" in p)
+    assert snapshot == [".longmemeval-benchmarks/snapshots/v1/labels.jsonl",
+                        ".longmemeval-benchmarks/snapshots/v1/snapshot.json"]  # ids, labels, hashes: not the rows
+    labels = [json.loads(line) for line in (loop_state.snapshot_dir(project, 1) / "labels.jsonl").read_text().splitlines()]
+    assert {"question_id", "label", "hypothesis_sha256"} <= set(labels[0]) and "hypothesis" not in labels[0]
     assert loop_steps.begin(project, "loop") == 1  # an interrupted or repeated begin does not start round 2
     rows = [line for line in (project / "history_max_effort.md").read_text().splitlines() if line.startswith("| v1 |")]
     assert len(rows) == 1 and "baseline of round v1" in rows[0]
