@@ -10,7 +10,9 @@ Every item whose last row is not judged correct (strict: errors count) gets one 
     refused_should_answer   a normal item the target refused ("I don't know", "not mentioned", ...)
     retrieval_miss          the row carries retrieval and no gold session is in the top k
     retrieval_partial       some but not all gold sessions are in the top k (multi-session needs all)
-    temporal_arithmetic     temporal-reasoning, evidence retrieved: date arithmetic or ordering went wrong
+    temporal_order          temporal-reasoning, evidence retrieved, a "which first / which last" question:
+                            ordering two events (the bypass's order rule), not date arithmetic
+    temporal_arithmetic     temporal-reasoning, evidence retrieved: date arithmetic went wrong
     stale_value             knowledge-update, evidence retrieved: an old value was given instead of the latest
     preference_not_personalised   single-session-preference: generic advice instead of the user's preference
     reading_error           evidence retrieved (or no retrieval recorded) and the reader still got it wrong
@@ -56,12 +58,20 @@ MODES: tuple[str, ...] = (
     "refused_should_answer",
     "retrieval_miss",
     "retrieval_partial",
+    "temporal_order",
     "temporal_arithmetic",
     "stale_value",
     "preference_not_personalised",
     "reading_error",
 )
 EXAMPLES_PER_CLUSTER = 5
+_HOW_MUCH = re.compile(r"\s*how (?:many|much|long|old)\b", re.IGNORECASE)
+"""'How many days between my first X and Y' is date arithmetic, whatever word follows."""
+_WHICH_FIRST = re.compile(
+    r"\b(?:which|what|who)\b[^?]*\b(?:first|earlier|earliest|last|later|latest|most recently)\b|"
+    r"\b(?:first|earlier|last|later)\b\s*[,:]?[^?]*\bor\b",
+    re.IGNORECASE,
+)
 _REFUSAL = re.compile(
     r"\b(i don't know|i do not know|not (?:been )?mentioned|no (?:information|mention|record)|"
     r"(?:cannot|can't|unable to) (?:determine|find|answer|tell)|not enough information|"
@@ -80,6 +90,13 @@ def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS, variant: str | None =
     entries = gold_registry.load(path)
     chase_not = gold_registry.listed(entries, variant, release, ("wrong", "disputed"))
     return set(chase_not) | set(gold_registry.excluded(entries, variant, release))
+
+
+def asks_which_first(question: Any) -> bool:
+    """An ordering question ("Which did I do first, A or B?", "Who did I meet last?")."""
+    if not isinstance(question, str) or _HOW_MUCH.match(question):
+        return False
+    return bool(_WHICH_FIRST.search(question))
 
 
 def looks_like_refusal(hypothesis: Any) -> bool:
@@ -154,7 +171,7 @@ def failure_mode(row: ResultRow, gold_bad: set[str], top_k: int) -> str:
         return f"retrieval_{retrieval}"
     qtype = row.question_type
     if qtype == "temporal-reasoning":
-        return "temporal_arithmetic"
+        return "temporal_order" if asks_which_first(row.question) else "temporal_arithmetic"
     if qtype == "knowledge-update":
         return "stale_value"
     if qtype == "single-session-preference":

@@ -14,6 +14,7 @@ from pathlib import Path
 from clock import utc_now_iso
 import decide
 import loop_git
+import noise_floor
 import run_store
 from errors import UserError
 from facts import PROPOSAL_FILE
@@ -136,11 +137,30 @@ def begin(project: Path, run_id: str) -> int:
         raise UserError(f"round v{round_no} already has its fix commit and no decision yet",
                         fix="finish it: re-test the trigger set (step 7), then rounds.py finish (steps 8-10)")
     if not snapshot_dir(project, round_no).exists():
+        require_noise_floor(project, run_id)
         snapshot(project, run_id, round_no)
     if not baseline_logged(project, round_no):
         log(project, run_id, baseline_note(round_no), round_no)
     _commit_state_and_push(project, f"round v{round_no}: baseline")
     return round_no
+
+
+NOISE_FLOOR_STEP = "bash \"${CLAUDE_PLUGIN_ROOT}/scripts/parallel_longmemeval.sh\" 8 133 500 --noise-floor"
+
+
+def require_noise_floor(project: Path, run_id: str) -> dict:
+    """The noise floor of the run's stack, measured; else a UserError naming the step that measures it."""
+    meta = run_store.read_meta(run_store.existing_run_dir(project, run_id))
+    floor = noise_floor.measured_for(project, meta)
+    if floor is None:
+        stack = noise_floor.stack_of(meta)
+        old = noise_floor.load(project)
+        why = ("its measurement is still pending" if old and old.get("status") == "pending" else
+               "the stack's models changed since it was measured" if old else "it was never measured")
+        raise UserError(f"no noise floor for this stack (reader {stack['reader']}, judge {stack['judge']}): {why}; "
+                        "a decision could not tell a fix from noise",
+                        fix=f"measure it first (the skill's step 3b): {NOISE_FLOOR_STEP}, then rounds.py begin again")
+    return floor
 
 
 def commit_fix(project: Path, proposal: Path | None = None) -> str:

@@ -245,7 +245,7 @@ def _round(project: Path, number: int, hook_reasons: list[str]) -> list[Any]:
 
     return [
         play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm",
-                    "rounds.py begin", "cluster_failures.py --run-id longmemeval-iter", "--ids 1"),
+                    "--noise-floor", "rounds.py begin", "cluster_failures.py --run-id longmemeval-iter", "--ids 1"),
         once(lambda ex: tool("Read", {"file_path": str(state / "trigger_set.txt")})), once(trigger_set),
         *([once(lambda ex: tool("Read", {"file_path": str(state / "proposal.md")}))] if number > 1 else []),
         once(proposal), once(lambda ex: tool("Read", {"file_path": str(reader)})), once(fix),

@@ -219,3 +219,17 @@ def test_ids_out_writes_the_trigger_set_file_and_counts_it_on_stderr(tmp_path, c
     assert f"trigger set: {len(first['question_ids'])} failing id(s) of cluster 1" in captured.err
     assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--out", str(out)]) == 2
     assert "needs --ids" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("question,mode", [
+    ("Which did I do first, the charity run or the bake sale?", "temporal_order"),
+    ("Which event happened first, my cousin's wedding or the concert?", "temporal_order"),
+    ("Who did I meet last, Anna or Ben?", "temporal_order"),
+    ("How many days passed between my first yoga class and the retreat?", "temporal_arithmetic"),
+    ("How many weeks before the move did I sell the car?", "temporal_arithmetic"),
+    ("What was the date two weeks after I adopted Biscuit?", "temporal_arithmetic"),
+])
+def test_which_first_items_are_ordering_not_date_arithmetic(question, mode):
+    row = make_row("t1", "temporal-reasoning", False,
+                   retrieval={"retrieved_session_ids": GOLD, "gold_session_ids": GOLD}) | {"question": question}
+    assert modes(cf.cluster(typed({"t1": row}), {"t1": "temporal-reasoning"})) == {"t1": mode}
