@@ -44,6 +44,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import gold_registry
 import offline_judge
+import pipeline_health
 import run_store
 import trigger_set
 from errors import UserError, run_main
@@ -243,6 +244,7 @@ def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
                                       release=None if meta is None else meta.dataset.get("release"))
     result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
     result["run"] = str(run_dir)
+    result["pipeline_health"] = pipeline_health.summarise(rows[q] for q in types if q in rows)
     result["gold_bad"] = sorted(gold_bad)
     return result
 
@@ -253,7 +255,10 @@ def _short(text: Any, width: int = 90) -> str:
 
 
 def render_markdown(result: Mapping[str, Any]) -> str:
+    loud = pipeline_health.loud_lines(result.get("pipeline_health"))
     lines = [
+        *[f"> **{line}**" for line in loud],
+        *([""] if loud else []),
         f"# Failure clusters: {result['failures']} of {result['n_total']} items not correct (strict)",
         "",
         "Pick ONE cluster (not infrastructure, not gold_reported_bad), read its rows, then propose one fix "

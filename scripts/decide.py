@@ -79,18 +79,15 @@ def within_noise(noise: Mapping[str, Any], net: int) -> bool:
     return bool(noise.get("measured")) and noise["low"] <= net <= noise["high"]
 
 
-def parts(comparison: Mapping[str, Any], ids: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Fixes and regressions per part of the re-test set: ``failing`` (re-tested, wrong in the snapshot) and
-    ``control`` (the trigger set's control sample)."""
+def parts(comparison: Mapping[str, Any], failing: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Fixes and regressions per part of the re-test set: ``failing`` (wrong in the snapshot: it can only be
+    fixed) and ``control`` (right in the snapshot: it can only be broken)."""
     flipped = {c["question_id"]: c for c in comparison["changed"]}
-    control_set = set(control)
-    out = {name: {"n": 0, "fixes": 0, "regressions": 0} for name in ("failing", "control")}
-    for qid in ids:
-        bucket = out["control" if qid in control_set else "failing"]
-        bucket["n"] += 1
-        change = flipped.get(qid)
-        if change is not None:
-            bucket["fixes" if change["after"] else "regressions"] += 1
+    out = {}
+    for name, ids in (("failing", failing), ("control", control)):
+        changes = [flipped[q] for q in ids if q in flipped]
+        out[name] = {"n": len(ids), "fixes": sum(1 for c in changes if c["after"]),
+                     "regressions": sum(1 for c in changes if not c["after"])}
     return out
 
 
@@ -187,8 +184,10 @@ def run_decision(
         "p_value": comparison["p_value"],
         "per_type_net": {t: b["net"] for t, b in comparison["per_type"].items() if b["n"]},
         "retested": len(changed_ids),
-        "retest_set": {"size": len(ids), "failing": len(ids) - len(control), "control": len(control),
-                       "recorded": bool(retest), "parts": parts(comparison, ids, control)},
+        "retest_ids": ids,
+        "retest_set": {"size": len(wrong_before) + len(right_before), "failing": len(wrong_before),
+                       "control": len(right_before), "control_sampled": len(control), "recorded": bool(retest),
+                       "parts": parts(comparison, wrong_before, right_before)},
         "noise": {**noise, "within": within_noise(noise, decided_net),
                   "measured_at": None if floor is None else floor.get("measured_at")},
         "per_type": {t: {k: b[k] for k in ("n", "fixes", "regressions", "net")}

@@ -137,12 +137,25 @@ def begin(project: Path, run_id: str) -> int:
         raise UserError(f"round v{round_no} already has its fix commit and no decision yet",
                         fix="finish it: re-test the trigger set (step 7), then rounds.py finish (steps 8-10)")
     if not snapshot_dir(project, round_no).exists():
+        require_healthy_stack(project, run_id)
         require_noise_floor(project, run_id)
         snapshot(project, run_id, round_no)
     if not baseline_logged(project, round_no):
         log(project, run_id, baseline_note(round_no), round_no)
     _commit_state_and_push(project, f"round v{round_no}: baseline")
     return round_no
+
+
+def require_healthy_stack(project: Path, run_id: str) -> None:
+    """Refuse a round while a pipeline stage is broken across the run (pipeline_health): a fix measured on a
+    broken stack measures the breakage."""
+    import pipeline_health
+
+    rows = run_store.load_results(run_store.existing_run_dir(project, run_id))
+    broken = pipeline_health.summarise(rows.values())["broken"]
+    if broken:
+        raise UserError("the stack is broken across the run: " + "; ".join(p["line"] for p in broken),
+                        fix=broken[0]["fix"] + ", then re-run the broken items (step 1) and rounds.py begin again")
 
 
 NOISE_FLOOR_STEP = "bash \"${CLAUDE_PLUGIN_ROOT}/scripts/parallel_longmemeval.sh\" 8 133 500 --noise-floor"

@@ -192,7 +192,8 @@ def test_the_loop_tells_noise_from_a_fix_and_catches_a_fix_that_breaks_controls(
     a = play_round(project, system, items, arbitrary)
     b = play_round(project, system, items, real_fix)
     c = play_round(project, system, items, fix_and_break, ratio=2.0, cluster=cluster_of_a_mostly_right_type(project))
-    lines = [printed.strip().splitlines()[0], a["printed"], b["printed"], c["printed"]]
+    lines = [next(line for line in printed.splitlines() if line.startswith("noise floor (")),
+             a["printed"], b["printed"], c["printed"]]
     print("\n".join(lines))
     if os.environ.get("LONGMEMEVAL_TRAP_LOG"):
         Path(os.environ["LONGMEMEVAL_TRAP_LOG"]).write_text("\n".join(lines) + "\n")
@@ -209,5 +210,11 @@ def test_the_loop_tells_noise_from_a_fix_and_catches_a_fix_that_breaks_controls(
     parts = c["retest_set"]["parts"]
     assert parts["failing"]["fixes"] - parts["failing"]["regressions"] >= 1
     assert parts["control"]["regressions"] >= parts["control"]["n"] - 2
+    # the history: one row per step, per-type figures kept; the run says it mixes pre-fix and re-tested rows
     history = (project / "history_max_effort.md").read_text()
-    assert "keep (within noise)" in history or "revert" in history
+    assert history.count("| v2 |") == 3 and "decision: keep |" in history and "noise band" in history
+    steps = [json.loads(line) for line in (project / ".longmemeval-benchmarks/history.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps if s["round"] == 3] == ["baseline", "re-test", "decision", "revert"]
+    assert all(len(s["per_type"]) == 6 for s in steps)
+    card = (project / ".longmemeval-benchmarks/runs/loop/scorecard.md").read_text()
+    assert "MIXED ROWS: " in card and "kept fix(es) of v2" in card
