@@ -42,8 +42,8 @@ import loop_git
 import loop_state
 import noise_floor
 import report_outputs
-import trigger_set
 import run_store
+import trigger_set
 from clock import utc_now
 from errors import UserError, run_main
 from facts import DECISIONS_FILE

@@ -87,8 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ids = list(args.qids)
     parts = None
     if args.from_file:
-        file_ids = read_id_file(args.from_file)
-        ids += file_ids
+        ids += read_id_file(args.from_file)
         parts = trigger_set.parse(Path(args.from_file).read_text(encoding="utf-8"))
     if args.failed:
         ids += failed_ids(run_dir)

@@ -246,7 +246,7 @@ def status(project: Path) -> list[str]:
     elif confirmation and confirmation.get("status") == "pending":
         step = "steps 2-3 (the confirmation rerun resumes, then it is judged)"
     elif round_no == 0 or record is not None:
-        step = "step 1 (the full run resumes), then steps 2-3"
+        step = "step 1 (the full run resumes), then steps 2-3 and 3b (the noise floor, measured once per stack)"
     elif not has_snapshot:
         step = "step 4 (rounds.py begin finishes starting the round)"
     elif fix is None:

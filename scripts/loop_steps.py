@@ -4,6 +4,7 @@ simply be run again after an interruption. ``rounds.py`` runs them; ``loop_state
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from clock import utc_now_iso
 import decide
 import loop_git
 import noise_floor
+import pipeline_health
 import run_store
 from errors import UserError
 from facts import PROPOSAL_FILE
@@ -65,8 +67,6 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
 def write_labels(dest: Path, rows: dict) -> Path:
     """``labels.jsonl``: per item its type, status, label and the sha256 of its hypothesis and judge prompt: what
     the next round needs of a snapshot, small enough to commit every round."""
-    import hashlib
-
     def sha(text: str | None) -> str | None:
         return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -149,8 +149,6 @@ def begin(project: Path, run_id: str) -> int:
 def require_healthy_stack(project: Path, run_id: str) -> None:
     """Refuse a round while a pipeline stage is broken across the run (pipeline_health): a fix measured on a
     broken stack measures the breakage."""
-    import pipeline_health
-
     rows = run_store.load_results(run_store.existing_run_dir(project, run_id))
     broken = pipeline_health.summarise(rows.values())["broken"]
     if broken:
