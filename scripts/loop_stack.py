@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import fileio
+import command_names
 from errors import UserError, run_main
 from facts import CONFIG_FILE, STATE_DIR
 
@@ -35,7 +36,7 @@ def read_config(project: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise UserError(f"no {path}", fix="run /longmemeval-benchmarker:longmemeval-setup first") from None
+        raise UserError(f"no {path}", fix=f"run {command_names.SETUP} first") from None
     except ValueError as err:
         raise UserError(f"{path} is not valid JSON: {err}", fix="fix the file (or run setup again)") from None
 

@@ -45,14 +45,14 @@ NOISE=0
 CONFIRM_WAIT=90
 if [ "${1:-}" = "--confirm" ] || [ "${1:-}" = "--noise-floor" ]; then
   if [ "$1" = "--confirm" ]; then CONFIRM=1; else NOISE=1; fi
-  shift
+  MODE="$1"; shift
   CONFIRM_ARGS=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --yes) CONFIRM_ARGS+=(--yes); shift ;;
       --wait) case "${2:-}" in ''|*[!0-9]*) echo "error: --wait needs whole seconds (e.g. --confirm --wait 90)" >&2; exit 2 ;; esac
               CONFIRM_WAIT="$2"; shift 2 ;;
-      *) echo "error: --confirm and --noise-floor take no other argument but --yes and --wait SECONDS (usage: <N_PARALLEL> <BATCH> <TOTAL> --confirm [--yes] [--wait SECONDS])" >&2; exit 2 ;;
+      *) echo "error: $MODE takes no other argument but --yes and --wait SECONDS (usage: <N_PARALLEL> <BATCH> <TOTAL> $MODE [--yes] [--wait SECONDS])" >&2; exit 2 ;;
     esac
   done
   set -- ${CONFIRM_ARGS[@]+"${CONFIRM_ARGS[@]}"}
