@@ -155,7 +155,8 @@ def load_history(path: Path) -> list[dict[str, Any]]:
                         fix="pass a .md history table or JSON lines of objects")
     for i, rec in enumerate(records):
         rounds.append({"label": str(rec.get("label", rec.get("round", i))), "overall": rec.get("overall"),
-                       "task_averaged": rec.get("task_averaged"), "abstention": rec.get("abstention")})
+                       "task_averaged": rec.get("task_averaged"), "abstention": rec.get("abstention"),
+                       **{k: rec[k] for k in ("step", "per_type") if isinstance(rec.get(k), (str, dict))}})
     return rounds
 
 

@@ -10,7 +10,9 @@ Every item whose last row is not judged correct (strict: errors count) gets one 
     refused_should_answer   a normal item the target refused ("I don't know", "not mentioned", ...)
     retrieval_miss          the row carries retrieval and no gold session is in the top k
     retrieval_partial       some but not all gold sessions are in the top k (multi-session needs all)
-    temporal_arithmetic     temporal-reasoning, evidence retrieved: date arithmetic or ordering went wrong
+    temporal_order          temporal-reasoning, evidence retrieved, a "which first / which last" question:
+                            ordering two events (the bypass's order rule), not date arithmetic
+    temporal_arithmetic     temporal-reasoning, evidence retrieved: date arithmetic went wrong
     stale_value             knowledge-update, evidence retrieved: an old value was given instead of the latest
     preference_not_personalised   single-session-preference: generic advice instead of the user's preference
     reading_error           evidence retrieved (or no retrieval recorded) and the reader still got it wrong
@@ -23,6 +25,11 @@ Usage:
     python scripts/cluster_failures.py --run-id longmemeval-iter --json     # JSON records only
     python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1    # cluster 1's ids, one per line
     python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1 --out .longmemeval-benchmarks/trigger_set.txt
+    python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1 --control-ratio 2 --out trigger_set.txt
+
+``--ids N`` gives the round's fair re-test set (``trigger_set.py``): cluster N's failing ids, then a control
+sample of currently-correct items of the same question types (at least as many, ``--control-ratio``; seeded by
+the round, ``--seed``), each part under its ``# failing`` / ``# control`` comment line.
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import gold_registry
 import offline_judge
+import pipeline_health
 import run_store
+import trigger_set
 from errors import UserError, run_main
 from facts import QUESTION_TYPES, SYMBOLIC_FLAGS, is_abstention
 from run_records import ResultRow
@@ -50,12 +59,20 @@ MODES: tuple[str, ...] = (
     "refused_should_answer",
     "retrieval_miss",
     "retrieval_partial",
+    "temporal_order",
     "temporal_arithmetic",
     "stale_value",
     "preference_not_personalised",
     "reading_error",
 )
 EXAMPLES_PER_CLUSTER = 5
+_HOW_MUCH = re.compile(r"\s*how (?:many|much|long|old)\b", re.IGNORECASE)
+"""'How many days between my first X and Y' is date arithmetic, whatever word follows."""
+_WHICH_FIRST = re.compile(
+    r"\b(?:which|what|who)\b[^?]*\b(?:first|earlier|earliest|last|later|latest|most recently)\b|"
+    r"\b(?:first|earlier|last|later)\b\s*[,:]?[^?]*\bor\b",
+    re.IGNORECASE,
+)
 _REFUSAL = re.compile(
     r"\b(i don't know|i do not know|not (?:been )?mentioned|no (?:information|mention|record)|"
     r"(?:cannot|can't|unable to) (?:determine|find|answer|tell)|not enough information|"
@@ -74,6 +91,13 @@ def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS, variant: str | None =
     entries = gold_registry.load(path)
     chase_not = gold_registry.listed(entries, variant, release, ("wrong", "disputed"))
     return set(chase_not) | set(gold_registry.excluded(entries, variant, release))
+
+
+def asks_which_first(question: Any) -> bool:
+    """An ordering question ("Which did I do first, A or B?", "Who did I meet last?")."""
+    if not isinstance(question, str) or _HOW_MUCH.match(question):
+        return False
+    return bool(_WHICH_FIRST.search(question))
 
 
 def looks_like_refusal(hypothesis: Any) -> bool:
@@ -148,7 +172,7 @@ def failure_mode(row: ResultRow, gold_bad: set[str], top_k: int) -> str:
         return f"retrieval_{retrieval}"
     qtype = row.question_type
     if qtype == "temporal-reasoning":
-        return "temporal_arithmetic"
+        return "temporal_order" if asks_which_first(row.question) else "temporal_arithmetic"
     if qtype == "knowledge-update":
         return "stale_value"
     if qtype == "single-session-preference":
@@ -220,6 +244,8 @@ def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
                                       release=None if meta is None else meta.dataset.get("release"))
     result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
     result["run"] = str(run_dir)
+    result["pipeline_health"] = pipeline_health.summarise(rows[q] for q in types if q in rows)
+    result["gold_bad"] = sorted(gold_bad)
     return result
 
 
@@ -229,7 +255,10 @@ def _short(text: Any, width: int = 90) -> str:
 
 
 def render_markdown(result: Mapping[str, Any]) -> str:
+    loud = pipeline_health.loud_lines(result.get("pipeline_health"))
     lines = [
+        *[f"> **{line}**" for line in loud],
+        *([""] if loud else []),
         f"# Failure clusters: {result['failures']} of {result['n_total']} items not correct (strict)",
         "",
         "Pick ONE cluster (not infrastructure, not gold_reported_bad), read its rows, then propose one fix "
@@ -280,6 +309,21 @@ def write_ids(path: Path, ids: Sequence[str]) -> None:
     tmp.replace(path)
 
 
+def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, ratio: float = 1.0,
+                     seed: str = "v0") -> trigger_set.TriggerSet:
+    """Cluster ``number``'s failing ids plus a seeded control sample of correct items of the same types."""
+    failing = cluster_ids(result, number)
+    chosen = result["clusters"][number - 1]
+    rows = run_store.load_results(run_dir)
+    manifest = run_store.read_manifest(run_dir)
+    types = manifest.types() if manifest is not None else {qid: row.question_type for qid, row in rows.items()}
+    control, shortfall = trigger_set.control_sample(rows, types, failing, ratio=ratio, seed=seed,
+                                                    exclude=result.get("gold_bad") or ())
+    return trigger_set.TriggerSet(tuple(failing), tuple(control), seed=seed, ratio=ratio,
+                                  source=f"cluster {number} ({chosen['question_type']} / {chosen['mode']})",
+                                  shortfall=shortfall)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
@@ -291,6 +335,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="print only the question ids of cluster N (numbered as in the Markdown), one per line")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="with --ids: write the ids to FILE (one per line, replacing it) instead of stdout")
+    parser.add_argument("--control-ratio", type=float, default=1.0, metavar="R",
+                        help="with --ids: control items per failing item, per type (default 1.0; at least 1)")
+    parser.add_argument("--seed", help="with --ids: the control sample's seed (default: the round, v<N>)")
     args = parser.parse_args(argv)
     if not args.run_id and not args.run_dir:
         raise UserError("give --run-id R (or --run-dir PATH)", fix="e.g. --run-id longmemeval-iter")
@@ -303,12 +350,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError(f"no run directory at {run_dir}")
     result = cluster_run(run_dir, top_k=args.top_k)
     if args.ids is not None:
-        ids = cluster_ids(result, args.ids)
+        seed = args.seed or trigger_set.round_seed(args.project)
+        chosen = fair_trigger_set(run_dir, result, args.ids, ratio=args.control_ratio, seed=seed)
         if args.out is None:
-            print("\n".join(ids))
+            print(trigger_set.render(chosen), end="")
         else:
-            write_ids(args.out, ids)
-            print(f"trigger set: {len(ids)} id(s) of cluster {args.ids} written to {args.out}", file=sys.stderr)
+            trigger_set.write(args.out, chosen)
+            short = sum(chosen.shortfall.values())
+            print(f"trigger set: {len(chosen.failing)} failing id(s) of cluster {args.ids} + {len(chosen.control)} "
+                  f"control id(s) (seed {seed}){f', control short by {short}' if short else ''} written to {args.out}",
+                  file=sys.stderr)
         return 0
     print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render_markdown(result), end="" if not args.json else "\n")
     return 0

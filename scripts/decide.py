@@ -5,6 +5,14 @@
     net in {0, -1}         keep only with --reusable (infrastructure other fixes build on); else revert
     net <= -2              revert, however right the fix feels
 
+The re-test set is the round's fair trigger set (``trigger_set.py``: the cluster's failing items plus a control
+sample of correct ones). The record splits the counts by part (an item wrong in the snapshot can only be fixed, a
+right one only broken) and sets the net against the measured noise floor (``noise_floor.py``): the flips
+expected from noise on a set of that size and the band a net falls in under noise alone. The table above stays
+the decision; a keep whose net lies inside the band is labelled ``keep (within noise)`` (in the record, the
+printed line and the history) and is never presented as a fix. Without a noise floor for the run's stack the
+label says ``keep (noise not measured)``.
+
 A flip on an item whose judge label is unstable (its repeated verdicts disagree, or the project's
 judge-stability.jsonl marks that exact prompt flaky) is noise: the decision uses the net without such flips,
 and the record and the printed line name them (never hidden).
@@ -32,8 +40,10 @@ import run_comparison as compare_runs  # the comparison (compare_runs.py is its 
 import fileio
 import loop_git
 import loop_state
+import noise_floor
 import report_outputs
 import run_store
+import trigger_set
 from clock import utc_now
 from errors import UserError, run_main
 from facts import DECISIONS_FILE
@@ -54,6 +64,31 @@ def retested_ids(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, 
     """Ids whose last row changed since the snapshot (the ones the fix's re-run touched)."""
     ids = list(dict.fromkeys([*snapshot_rows, *run_rows]))
     return [q for q in ids if snapshot_rows.get(q) != run_rows.get(q)]
+
+
+def decision_label(decision: str, noise: Mapping[str, Any], net: int) -> str:
+    """``keep``, ``keep (within noise)``, ``keep (noise not measured)`` or ``revert``."""
+    if decision != "keep":
+        return decision
+    if not noise.get("measured"):
+        return "keep (noise not measured)"
+    return "keep (within noise)" if within_noise(noise, net) else "keep"
+
+
+def within_noise(noise: Mapping[str, Any], net: int) -> bool:
+    return bool(noise.get("measured")) and noise["low"] <= net <= noise["high"]
+
+
+def parts(comparison: Mapping[str, Any], failing: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Fixes and regressions per part of the re-test set: ``failing`` (wrong in the snapshot: it can only be
+    fixed) and ``control`` (right in the snapshot: it can only be broken)."""
+    flipped = {c["question_id"]: c for c in comparison["changed"]}
+    out = {}
+    for name, ids in (("failing", failing), ("control", control)):
+        changes = [flipped[q] for q in ids if q in flipped]
+        out[name] = {"n": len(ids), "fixes": sum(1 for c in changes if c["after"]),
+                     "regressions": sum(1 for c in changes if not c["after"])}
+    return out
 
 
 def readiness_problems(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]) -> list[str]:
@@ -123,8 +158,17 @@ def run_decision(
     comparison = compare_runs.compare(snap_dir, run_dir)
     net = int(comparison["net"])
     flaky = comparison["flaky_flips"]
-    decision = decide(int(comparison["net_excluding_flaky"]), reusable)  # a flip of an unstable label is noise
+    decided_net = int(comparison["net_excluding_flaky"])
+    decision = decide(decided_net, reusable)  # a flip of an unstable label is noise
     changed_ids = retested_ids(snap_rows, run_rows)
+    retest = trigger_set.read_retest(project, round_no) or {}
+    control = [q for q in retest.get("control") or () if q in snap_rows]
+    ids = list(dict.fromkeys([*(retest.get("failing") or ()), *control, *changed_ids]))
+    wrong_before = [q for q in ids if q in snap_rows and not snap_rows[q].correct]
+    right_before = [q for q in ids if q in snap_rows and snap_rows[q].correct]
+    floor = noise_floor.measured_for(project, run_store.read_meta(run_dir))
+    noise = noise_floor.band(floor, [snap_rows[q].question_type for q in wrong_before],
+                             [snap_rows[q].question_type for q in right_before])
     record: dict[str, Any] = {
         "at": utc_now(),
         "round": round_no,
@@ -140,11 +184,28 @@ def run_decision(
         "p_value": comparison["p_value"],
         "per_type_net": {t: b["net"] for t, b in comparison["per_type"].items() if b["n"]},
         "retested": len(changed_ids),
+        "retest_ids": ids,
+        "retest_set": {"size": len(wrong_before) + len(right_before), "failing": len(wrong_before),
+                       "control": len(right_before), "control_sampled": len(control), "recorded": bool(retest),
+                       "parts": parts(comparison, wrong_before, right_before)},
+        "noise": {**noise, "within": within_noise(noise, decided_net),
+                  "measured_at": None if floor is None else floor.get("measured_at")},
+        "per_type": {t: {k: b[k] for k in ("n", "fixes", "regressions", "net")}
+                     for t, b in comparison["per_type"].items() if b["n"]},
         "decision": decision,
+        "label": decision_label(decision, noise, decided_net),
         "applied": False,
         "revert_commit": None,
         "readiness_problems": problems,
     }
+    try:
+        figures = run_store.read_metrics(run_dir)
+        record["retest_figures"] = {
+            "correct": figures["correct"], "n_total": figures["n_total"],
+            **{k: loop_state.figure(figures.get(k)) for k in ("overall", "task_averaged", "abstention")},
+            "per_type": loop_state.per_type_figures(figures)}
+    except UserError:
+        record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
     if apply and decision == "revert":
         if not fix_commit:
             raise UserError("a revert needs the fix commit", fix="pass --fix-commit <sha> (git log --oneline)")
@@ -159,12 +220,32 @@ def run_decision(
     return record
 
 
+def describe_noise(record: Mapping[str, Any]) -> str:
+    """The re-test set and the noise band, for the printed line."""
+    retest, noise = record.get("retest_set"), record.get("noise")
+    if not retest or not noise:
+        return ""
+    split = retest["parts"]
+    text = (f"; re-test set {retest['size']} ({split['failing']['n']} failing: {split['failing']['fixes']} fixed, "
+            f"{split['control']['n']} control: {split['control']['regressions']} broken)")
+    if not noise["measured"]:
+        return text + "; noise floor not measured (parallel_longmemeval.sh ... --noise-floor)"
+    if record["decision"] == "keep":
+        where = "inside it: not a significant fix" if noise["within"] else "outside it: a real change"
+    else:
+        where = "inside it" if noise["within"] else "outside it"
+    return (text + f"; noise: {noise['expected_flips']:g} flips expected on {noise['set_size']} items, "
+            f"band {noise['low']:+d}..{noise['high']:+d}, {where}")
+
+
 def describe(record: Mapping[str, Any]) -> str:
-    verdict = record["decision"].upper()
+    label = record.get("label", record["decision"])
+    verdict = record["decision"].upper() + label[len(record["decision"]):]  # KEEP (within noise)
     line = (
         f"{verdict}: net {record['net']:+d} (fixes {record['fixes']}, regressions {record['regressions']}, "
         f"McNemar p={record['p_value']:.3g}) vs snapshot {record['snapshot']}"
     )
+    line += describe_noise(record)
     flaky = record.get("flaky_flips") or {}
     if flaky.get("ids"):
         line += (f"; decided on net {record['net_excluding_flaky']:+d} without {len(flaky['ids'])} flip(s) of "

@@ -10,6 +10,10 @@ Usage:
     python scripts/drop_qids.py --run-id longmemeval-iter 0a995998 gpt4_2655b836
     python scripts/drop_qids.py --run-id longmemeval-iter --from-file trigger_set.txt
     python scripts/drop_qids.py --run-id longmemeval-iter --failed        # every wrong or error item
+
+In the loop (the project has a round counter), ``--from-file`` with a trigger-set file also records which ids are
+the cluster's failing items and which the control sample (``trigger_set.py``) in
+``.longmemeval-benchmarks/retest.json``, for ``decide.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from pathlib import Path
 from typing import Sequence
 
 import run_store
+import trigger_set
 from errors import UserError, run_main
+from facts import ROUND_FILE
 
 def known_ids(run_dir: Path) -> set[str]:
     """Ids the run covers: its manifest, plus any id that has a row or a mark."""
@@ -79,11 +85,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     run_dir = run_store.existing_run_dir(args.project, args.run_id)
     ids = list(args.qids)
+    parts = None
     if args.from_file:
         ids += read_id_file(args.from_file)
+        parts = trigger_set.parse(Path(args.from_file).read_text(encoding="utf-8"))
     if args.failed:
         ids += failed_ids(run_dir)
     result = drop_qids(run_dir, ids)
+    round_file = Path(args.project) / ROUND_FILE
+    if parts is not None and round_file.exists():
+        round_no = int(round_file.read_text(encoding="utf-8").strip() or 0)
+        extra = tuple(q for q in result["dropped"] if q not in parts.ids)
+        recorded = trigger_set.TriggerSet(parts.failing + extra, parts.control)
+        result["retest"] = str(trigger_set.record_retest(args.project, recorded, run_id=args.run_id,
+                                                         round_no=round_no))
+        print(f"re-test set of round v{round_no}: {len(recorded.failing)} failing + {len(recorded.control)} "
+              f"control item(s)" + ("" if recorded.control else
+                                    " (no control items: regressions outside the set go unseen; "
+                                    "cluster_failures.py --ids N --out adds them)"), file=sys.stderr)
     print(json.dumps(result, indent=2))
     print(
         f"dropped {len(result['dropped'])} id(s) ({result['rows_removed']} rows, {result['marks_removed']} marks); "

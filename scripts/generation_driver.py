@@ -123,6 +123,29 @@ def _real_ids(q: Question, aliases: Sequence[str]) -> tuple[list[str], int]:
     return real, unknown
 
 
+def _map_retrieval_debug(q: Question, debug: dict[str, Any]) -> None:
+    """Give ``debug.retrieval`` (memory-ref and rag: ``top``, ``per_source_top``, ``duplicates_dropped``) real
+    session ids, so a row's debug names the sessions its ``retrieval`` block and the dataset name."""
+    block = debug.get("retrieval")
+    if not isinstance(block, Mapping):
+        return
+
+    def real(value: Any) -> Any:
+        if isinstance(value, str):
+            return q.real_session_id(value) or value
+        if isinstance(value, list):
+            return [real(v) for v in value]
+        return value
+
+    mapped = dict(block)
+    for key in ("top", "duplicates_dropped"):
+        if key in mapped:
+            mapped[key] = real(mapped[key])
+    if isinstance(mapped.get("per_source_top"), Mapping):
+        mapped["per_source_top"] = {k: real(v) for k, v in mapped["per_source_top"].items()}
+    debug["retrieval"] = mapped
+
+
 def _map_truncation(q: Question, debug: dict[str, Any]) -> None:
     """Give ``debug.truncation`` real dropped ids and ``dropped_evidence``: how many of them are evidence sessions
     (the item's ``answer_session_ids``, the sessions the oracle reads). Only the driver holds the gold to say so."""
@@ -179,6 +202,7 @@ def run_target(
         if unknown:
             debug["unknown_retrieved_session_ids"] = unknown
     _map_truncation(q, debug)
+    _map_retrieval_debug(q, debug)
     return dataclasses.replace(hyp, latencyMs=hyp.latencyMs or round(wall_ms, 3), retrieved_session_ids=retrieved,
                                debug=debug)
 

@@ -14,6 +14,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +22,13 @@ from typing import Sequence
 
 from errors import UserError, run_main
 from facts import (
+    CONFIG_FILE,
     CONFIRMATION_FILE,
     DECISIONS_FILE,
     HISTORY_FILE,
+    HISTORY_RECORDS,
+    NOISE_FLOOR_FILE,
+    RETEST_FILE,
     PROPOSAL_FILE,
     ROUND_FILE,
     SNAPSHOTS_DIR,
@@ -38,7 +43,12 @@ FORBIDDEN_COMMANDS = ("checkout", "switch", "reset", "rebase", "stash", "branch"
 """Commands that move HEAD to another branch or rewrite history; the loop never runs them."""
 
 STATE_PATHS = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, SNAPSHOTS_DIR, TRIGGER_SET_FILE,
-               PROPOSAL_FILE)
+               PROPOSAL_FILE, RETEST_FILE, NOISE_FLOOR_FILE, HISTORY_RECORDS)
+CONFIG_PATH = f"{STATE_DIR}/{CONFIG_FILE}"
+SNAPSHOT_COMMITTED = ("labels.jsonl", "snapshot.json")
+"""What the loop commits of a snapshot: what the next round needs (ids, labels, hashes), never the rows' text;
+the whole snapshot stays on disk for a revert."""
+_SECRET = re.compile(r"(?i)(api[_-]?key|secret|token|password)\W*[\"']?\s*[:=]|\bsk-[A-Za-z0-9_-]{8,}")
 NEVER_A_FIX = (f"{STATE_DIR}/", f"{VENV_DIR}/", f"{ROUND_FILE}.lock", ".claude/")
 """Prefixes ``--changed`` leaves out besides the state paths: runs, caches, config, the venv, and Claude Code's
 project files (the permission rules and short command names setup may write there are not a fix)."""
@@ -74,8 +84,22 @@ def run_git(args: Sequence[str], project: Path, *, check: bool = True) -> subpro
 
 
 def state_paths(project: Path) -> list[str]:
-    """The loop's own state files that exist now (what ``commit --state`` adds)."""
-    return [p for p in STATE_PATHS if (Path(project) / p).exists()]
+    """The loop's own state files that exist now (what ``commit --state`` adds): the round files, each snapshot's
+    labels and record (not its rows), and the project's config (refused if it holds anything like a key)."""
+    project = Path(project)
+    paths = [p for p in STATE_PATHS if p != SNAPSHOTS_DIR and (project / p).exists()]
+    snapshots = project / SNAPSHOTS_DIR
+    if snapshots.is_dir():
+        paths += [f"{SNAPSHOTS_DIR}/{d.name}/{name}" for d in sorted(snapshots.iterdir())
+                  if d.is_dir() and not d.name.startswith(".") for name in SNAPSHOT_COMMITTED if (d / name).exists()]
+    config = project / CONFIG_PATH
+    if config.is_file():
+        text = config.read_text(encoding="utf-8", errors="replace")
+        if _SECRET.search(text):
+            raise UserError(f"{config} looks like it holds an API key: the loop commits it, so it must not",
+                            fix="keep keys in the environment (OPENAI_API_KEY, ANTHROPIC_API_KEY), not in the config")
+        paths.append(CONFIG_PATH)
+    return paths
 
 
 def changed_paths(project: Path) -> list[str]:
@@ -86,7 +110,7 @@ def changed_paths(project: Path) -> list[str]:
     tracked = run_git(["diff", "--relative", "--name-only", "-z", "HEAD", "--"], project).stdout.split("\0")
     new = run_git(["ls-files", "-z", "--others", "--exclude-standard"], project).stdout.split("\0")
     return [p for p in dict.fromkeys([*tracked, *new])
-            if p and p not in STATE_PATHS and not p.startswith(NEVER_A_FIX)
+            if p and p not in STATE_PATHS and p != CONFIG_PATH and not p.startswith(NEVER_A_FIX)
             and not any(p.startswith(f"{state}/") for state in STATE_PATHS)]
 
 

@@ -17,12 +17,13 @@ from clock import utc_today
 import fileio
 import loop_git
 from errors import UserError
-from facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, ROUND_FILE, SNAPSHOTS_DIR
+from facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR
 
 HISTORY_HEADER = (
     "# LongMemEval iteration history (max-effort loop)\n"
     "\n"
-    "One row per round, written by `scripts/rounds.py log`. Strict correct counts errors as wrong.\n"
+    "One row per step of a round (baseline, re-test, decision, revert), written by `scripts/rounds.py`; per-type\n"
+    "figures of every row are in `.longmemeval-benchmarks/history.jsonl`. Strict correct counts errors as wrong.\n"
     "\n"
     "| round | date | correct/n | overall | task-avg | abstention | note |\n"
     "|---|---|---|---|---|---|---|\n"
@@ -130,6 +131,39 @@ def append_history_row(project: Path, row: str) -> None:
     fileio.append_text_line(Path(project) / HISTORY_FILE, row)
 
 
+def per_type_figures(metrics: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{type: {n, correct, accuracy}}`` (strict) from a metrics.json."""
+    out = {}
+    for qtype, block in (metrics.get("per_type") or {}).items():
+        if isinstance(block, Mapping) and block.get("n"):
+            out[qtype] = {"n": block["n"], "correct": block.get("correct"), "accuracy": figure(block)}
+    return out
+
+
+def log_step(project: Path, round_no: int, step: str, metrics: Mapping[str, Any], note: str,
+             extra: Mapping[str, Any] | None = None) -> str:
+    """One step of a round: a row of ``history_max_effort.md`` and a record (per-type figures included) in
+    ``history.jsonl`` (what the report's per-type chart reads). Returns the row."""
+    row = history_row(round_no, metrics, note)
+    append_history_row(project, row)
+    correct, n_total = strict_correct(metrics)
+    record = {"label": f"v{round_no} {step}", "round": round_no, "step": step, "date": utc_today(),
+              "correct": correct, "n_total": n_total, "overall": figure(metrics.get("overall")),
+              "task_averaged": figure(metrics.get("task_averaged")), "abstention": figure(metrics.get("abstention")),
+              "per_type": per_type_figures(metrics), "note": note, **dict(extra or {})}
+    fileio.append_jsonl(Path(project) / HISTORY_RECORDS, record)
+    return row
+
+
+def step_logged(project: Path, round_no: int, marker: str) -> bool:
+    """Whether ``history_max_effort.md`` has a row of round ``round_no`` whose note holds ``marker``."""
+    history = Path(project) / HISTORY_FILE
+    if not history.exists():
+        return False
+    prefix = f"| v{round_no} |"
+    return any(line.startswith(prefix) and marker in line for line in history.read_text(encoding="utf-8").splitlines())
+
+
 def blocked_row(round_no: int, reason: str, date: str | None = None) -> str:
     """The history table row that records a halt: ``| BLOCKED | date | n/a ... | <reason> (round vN): ... |``.
 
@@ -178,12 +212,7 @@ def baseline_note(round_no: int) -> str:
 
 
 def baseline_logged(project: Path, round_no: int) -> bool:
-    history = Path(project) / HISTORY_FILE
-    if not history.exists():
-        return False
-    prefix = f"| v{round_no} |"
-    return any(line.startswith(prefix) and baseline_note(round_no) in line
-               for line in history.read_text(encoding="utf-8").splitlines())
+    return step_logged(project, round_no, baseline_note(round_no))
 
 
 def status(project: Path) -> list[str]:
@@ -217,7 +246,7 @@ def status(project: Path) -> list[str]:
     elif confirmation and confirmation.get("status") == "pending":
         step = "steps 2-3 (the confirmation rerun resumes, then it is judged)"
     elif round_no == 0 or record is not None:
-        step = "step 1 (the full run resumes), then steps 2-3"
+        step = "step 1 (the full run resumes), then steps 2-3 and 3b (the noise floor, measured once per stack)"
     elif not has_snapshot:
         step = "step 4 (rounds.py begin finishes starting the round)"
     elif fix is None:

@@ -4,6 +4,7 @@ simply be run again after an interruption. ``rounds.py`` runs them; ``loop_state
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -14,6 +15,8 @@ from pathlib import Path
 from clock import utc_now_iso
 import decide
 import loop_git
+import noise_floor
+import pipeline_health
 import run_store
 from errors import UserError
 from facts import PROPOSAL_FILE
@@ -25,9 +28,10 @@ from loop_state import (
     current,
     decision_for,
     fix_commit,
-    history_row,
     init,
+    log_step,
     snapshot_dir,
+    step_logged,
 )
 
 
@@ -48,6 +52,7 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".v{round_no}."))
     try:
         run_store.copy_run(source, tmp)
+        write_labels(tmp, run_store.load_results(source))
         (tmp / run_store.SNAPSHOT_RECORD).write_text(
             json.dumps({"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n",
             encoding="utf-8",
@@ -59,15 +64,56 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
     return dest
 
 
+def write_labels(dest: Path, rows: dict) -> Path:
+    """``labels.jsonl``: per item its type, status, label and the sha256 of its hypothesis and judge prompt: what
+    the next round needs of a snapshot, small enough to commit every round."""
+    def sha(text: str | None) -> str | None:
+        return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    lines = [json.dumps({"question_id": q, "question_type": r.question_type, "status": r.status, "label": r.label,
+                         "hypothesis_sha256": sha(r.hypothesis),
+                         "judge_prompt_sha256": None if r.judgment is None else r.judgment.prompt_sha256},
+                        sort_keys=True) for q, r in rows.items()]
+    path = Path(dest) / "labels.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
 def log(project: Path, run_id: str, note: str = "", round_no: int | None = None) -> str:
     """Append the round's metrics row to ``history_max_effort.md`` (never ``history.md``); returns the row."""
     project = Path(project)
     metrics = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
     init(project)
     round_no = current(project) if round_no is None else round_no
-    row = history_row(round_no, metrics, note)
-    append_history_row(project, row)
-    return row
+    return log_step(project, round_no, "baseline" if note == baseline_note(round_no) else "log", metrics, note)
+
+
+def retest_note(record: dict) -> str:
+    """The re-test row's note: set size and parts, fixes, regressions, net, p, the noise band."""
+    retest, noise = record.get("retest_set") or {}, record.get("noise") or {}
+    size = (f"re-test {retest['size']} ({retest['failing']} failing + {retest['control']} control)"
+            if retest else f"re-test {record['retested']}")
+    band = (f"noise band {noise['low']:+d}..{noise['high']:+d} ({noise['expected_flips']:g} flips expected)"
+            if noise.get("measured") else "noise floor not measured")
+    return (f"{size}: fixes {record['fixes']}, regressions {record['regressions']}, net {record['net']:+d}, "
+            f"p={record['p_value']:.3g}, {band}")
+
+
+def log_decision(project: Path, run_id: str, record: dict) -> None:
+    """The round's re-test, decision and (when reverted) revert rows of the history; never twice."""
+    round_no = int(record["round"])
+    if step_logged(project, round_no, "decision: "):
+        return
+    metrics = record.get("retest_figures") or run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+    keys = ("fixes", "regressions", "net", "p_value", "retest_set", "noise", "per_type")
+    log_step(project, round_no, "re-test", metrics, retest_note(record), {k: record.get(k) for k in keys})
+    log_step(project, round_no, "decision", metrics, f"decision: {record.get('label', record['decision'])}",
+             {"decision": record["decision"], "label": record.get("label"), "fix_commit": record.get("fix_commit")})
+    if record["decision"] == "revert" and record.get("applied"):
+        after = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+        log_step(project, round_no, "revert", after,
+                 f"revert of {str(record.get('fix_commit'))[:12]}: snapshot verdicts of {record['retested']} "
+                 f"item(s) restored", {"revert_commit": record.get("revert_commit")})
 
 
 def _commit_state_and_push(project: Path, message: str) -> str | None:
@@ -91,11 +137,41 @@ def begin(project: Path, run_id: str) -> int:
         raise UserError(f"round v{round_no} already has its fix commit and no decision yet",
                         fix="finish it: re-test the trigger set (step 7), then rounds.py finish (steps 8-10)")
     if not snapshot_dir(project, round_no).exists():
+        require_healthy_stack(project, run_id)
+        require_noise_floor(project, run_id)
         snapshot(project, run_id, round_no)
     if not baseline_logged(project, round_no):
         log(project, run_id, baseline_note(round_no), round_no)
     _commit_state_and_push(project, f"round v{round_no}: baseline")
     return round_no
+
+
+def require_healthy_stack(project: Path, run_id: str) -> None:
+    """Refuse a round while a pipeline stage is broken across the run (pipeline_health): a fix measured on a
+    broken stack measures the breakage."""
+    rows = run_store.load_results(run_store.existing_run_dir(project, run_id))
+    broken = pipeline_health.summarise(rows.values())["broken"]
+    if broken:
+        raise UserError("the stack is broken across the run: " + "; ".join(p["line"] for p in broken),
+                        fix=broken[0]["fix"] + ", then re-run the broken items (step 1) and rounds.py begin again")
+
+
+NOISE_FLOOR_STEP = "bash \"${CLAUDE_PLUGIN_ROOT}/scripts/parallel_longmemeval.sh\" 8 133 500 --noise-floor"
+
+
+def require_noise_floor(project: Path, run_id: str) -> dict:
+    """The noise floor of the run's stack, measured; else a UserError naming the step that measures it."""
+    meta = run_store.read_meta(run_store.existing_run_dir(project, run_id))
+    floor = noise_floor.measured_for(project, meta)
+    if floor is None:
+        stack = noise_floor.stack_of(meta)
+        old = noise_floor.load(project)
+        why = ("its measurement is still pending" if old and old.get("status") == "pending" else
+               "the stack's models changed since it was measured" if old else "it was never measured")
+        raise UserError(f"no noise floor for this stack (reader {stack['reader']}, judge {stack['judge']}): {why}; "
+                        "a decision could not tell a fix from noise",
+                        fix=f"measure it first (the skill's step 3b): {NOISE_FLOOR_STEP}, then rounds.py begin again")
+    return floor
 
 
 def commit_fix(project: Path, proposal: Path | None = None) -> str:
@@ -149,5 +225,6 @@ def finish(project: Path, run_id: str, *, reusable: bool = False, allow_errors: 
         record = decide.run_decision(project, f"v{round_no}", run_id, reusable=reusable, fix_commit=sha,
                                      apply=True, allow_errors=allow_errors)
     summary = decide.describe(record)
+    log_decision(project, run_id, record)
     _commit_state_and_push(project, f"round v{round_no}: {summary}")
     return summary

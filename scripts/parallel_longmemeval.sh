@@ -10,6 +10,10 @@
 #   TOTAL       --max; the loop guard refuses anything below the full set (the dataset's size, 500)
 #   extra args  passed through last, e.g. --background (start the run detached and return at once; follow it
 #               with run_status.py --run-id <id> --wait 100) or --yes (past the confirmCostUsd gate)
+#   --noise-floor  the noise floor (noise_floor.py), re-entrant like --confirm: measured for the run's stack
+#               already: it says so and exits 0. Else it samples the loop run's judged items (once), drops them,
+#               resumes the run with --no-cache in the background and waits up to --wait seconds; still running
+#               then: exit 4, run it again. Once every sampled item is re-run it records the flip rates.
 #   --confirm   the termination step, re-entrant: run it again until it prints CONFIRMED or NOT CONFIRMED.
 #               Below the target (confirm.py check) it says so and exits 0. At the target it records or resumes
 #               the confirmation (confirm.py start --resume); while that rerun (the full set, new run id,
@@ -37,16 +41,18 @@ for VALUE in "$N_PARALLEL" "$BATCH" "$TOTAL"; do
 done
 
 CONFIRM=0
+NOISE=0
 CONFIRM_WAIT=90
-if [ "${1:-}" = "--confirm" ]; then
-  CONFIRM=1; shift
+if [ "${1:-}" = "--confirm" ] || [ "${1:-}" = "--noise-floor" ]; then
+  if [ "$1" = "--confirm" ]; then CONFIRM=1; else NOISE=1; fi
+  MODE="$1"; shift
   CONFIRM_ARGS=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --yes) CONFIRM_ARGS+=(--yes); shift ;;
       --wait) case "${2:-}" in ''|*[!0-9]*) echo "error: --wait needs whole seconds (e.g. --confirm --wait 90)" >&2; exit 2 ;; esac
               CONFIRM_WAIT="$2"; shift 2 ;;
-      *) echo "error: --confirm takes no other argument but --yes and --wait SECONDS (usage: <N_PARALLEL> <BATCH> <TOTAL> --confirm [--yes] [--wait SECONDS])" >&2; exit 2 ;;
+      *) echo "error: $MODE takes no other argument but --yes and --wait SECONDS (usage: <N_PARALLEL> <BATCH> <TOTAL> $MODE [--yes] [--wait SECONDS])" >&2; exit 2 ;;
     esac
   done
   set -- ${CONFIRM_ARGS[@]+"${CONFIRM_ARGS[@]}"}
@@ -83,6 +89,32 @@ ARGS=()
 while IFS= read -r LINE; do ARGS+=("$LINE"); done <<EOF
 $LOOP_ARGS
 EOF
+
+if [ "$NOISE" = 1 ]; then
+  RUN_ID="${ARGS[1]}"
+  "$PY" "$SCRIPTS/noise_floor.py" --project . check --run-id "$RUN_ID"
+  STATUS=$?
+  if [ "$STATUS" -eq 0 ]; then echo "noise floor measured for this stack: go on with step 4"; exit 0; fi
+  if [ "$STATUS" -ne 1 ]; then exit "$STATUS"; fi
+  "$PY" "$SCRIPTS/noise_floor.py" --project . start --run-id "$RUN_ID" || exit $?
+  if ! "$PY" "$SCRIPTS/noise_floor.py" --project . pending --run-id "$RUN_ID" >/dev/null; then
+    RUN_STATE=0
+    "$PY" "$SCRIPTS/run_status.py" --project . --run-id "$RUN_ID" >/dev/null 2>&1 || RUN_STATE=$?
+    if [ "$RUN_STATE" -ne 4 ]; then
+      echo "noise floor: the unchanged system re-runs the sample, --no-cache, in the background" >&2
+      "$PY" "$SCRIPTS/run_benchmark.py" "${ARGS[@]}" "$@" --no-cache --background || exit $?
+    fi
+    RUN_STATE=0
+    "$PY" "$SCRIPTS/run_status.py" --project . --run-id "$RUN_ID" --wait "$CONFIRM_WAIT" || RUN_STATE=$?
+    case "$RUN_STATE" in
+      0) ;;
+      4) echo "noise floor: the re-run is still running: run this command again (it waits up to $CONFIRM_WAIT s)"
+         exit 4 ;;
+      *) exit "$RUN_STATE" ;;
+    esac
+  fi
+  exec "$PY" "$SCRIPTS/noise_floor.py" --project . finish --run-id "$RUN_ID"
+fi
 
 if [ "$CONFIRM" = 1 ]; then
   "$PY" "$SCRIPTS/confirm.py" --project . check --exit-status

@@ -45,7 +45,7 @@ import run_store
 import scorecard_md
 import scoring
 from errors import UserError, run_main
-from facts import HISTORY_FILE, QUESTION_TYPES
+from facts import HISTORY_FILE, HISTORY_RECORDS, QUESTION_TYPES
 from report_data import DEFAULT_MAX_TEXT_MB, flaky_mark, prompt_keys, stability_path, stability_registry
 from run_records import ResultRow
 from run_store import RunData, load_run
@@ -172,6 +172,8 @@ def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]]
               report_svg.histogram(lat, title="Generation latency per item", fmt=report_svg.seconds)]
     if history:
         charts.append(report_svg.history_chart(history))
+        if any(isinstance(r.get("per_type"), Mapping) for r in history):
+            charts.append(report_svg.per_type_history_chart(history))
     return '<section class="charts" id="charts">' + "".join(f'<div class="chart-box">{c}</div>' for c in charts) + "</section>"
 
 
@@ -280,8 +282,8 @@ def loop_history(run: RunData, project: Path | None, history: Path | None = None
     """Rounds for the accuracy-over-rounds chart: ``history`` when given, else the project's loop history when
     the run was made by the loop (``--loop``); None otherwise or when it holds no round."""
     if history is None and project is not None and run.meta.settings.get("loop"):
-        candidate = Path(project) / HISTORY_FILE
-        history = candidate if candidate.is_file() else None
+        records, table = Path(project) / HISTORY_RECORDS, Path(project) / HISTORY_FILE
+        history = records if records.is_file() else table if table.is_file() else None  # JSONL: per-type too
     return (charts.load_history(history) or None) if history is not None else None
 
 

@@ -142,6 +142,47 @@ def histogram(values: Sequence[float], *, title: str, unit: str = "", fmt: Any =
     return _svg(width, height, body, title)
 
 
+PER_TYPE_STEPS = ("baseline", "re-test", "revert")
+"""The history steps the per-type chart plots: each round's baseline, its post-fix figure, and a revert."""
+
+
+def per_type_history_chart(rounds: Sequence[Mapping[str, Any]]) -> str:
+    """Per question type, its strict accuracy at each round's baseline and after its fix (re-test; revert),
+    from ``history.jsonl``. A re-test point is drawn hollow: it mixes pre-fix and re-tested rows."""
+    steps = [r for r in rounds if r.get("step") in PER_TYPE_STEPS and isinstance(r.get("per_type"), Mapping)]
+    types = list(dict.fromkeys(t for r in steps for t in r["per_type"]))
+    width, height, left, top, bottom, right = 600, 260, 44, 56, 40, 12
+    plot_w, plot_h = width - left - right, height - top - bottom
+    body = _y_axis(left, top, plot_h, width - right)
+    body.append(_text(left, 14, "Per type over the loop's rounds: baseline (filled) and after the fix (hollow)",
+                      size=12, anchor="start", weight="bold"))
+    n = len(steps)
+
+    def x_of(i: int) -> float:
+        return left + (plot_w * (i + 0.5) / n if n else 0)
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - max(0.0, min(1.0, v)))
+
+    for k, qtype in enumerate(types):
+        color = SERIES[k % len(SERIES)]
+        points = [(x_of(i), y_of(float(r["per_type"][qtype]["accuracy"])), r.get("step"))
+                  for i, r in enumerate(steps)
+                  if isinstance(r["per_type"].get(qtype), Mapping) and r["per_type"][qtype].get("accuracy") is not None]
+        if len(points) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
+            body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color if step == "baseline" else "white"}" '
+                 f'stroke="{color}"/>' for x, y, step in points]
+        lx, ly = left + 8 + (k % 3) * 180, 28 + (k // 3) * 12
+        body += [_line(lx, ly - 4, lx + 18, ly - 4, color, width=2), _text(lx + 22, ly, qtype, size=10, anchor="start")]
+    step = max(1, math.ceil(n / 8))
+    for i, r in enumerate(steps):
+        if i % step == 0 or i == n - 1:
+            body.append(_text(x_of(i), top + plot_h + 16, str(r.get("label")), size=9, color=MUTED))
+    return _svg(width, height, body, "per-type accuracy over rounds")
+
+
 def history_chart(rounds: Sequence[Mapping[str, Any]]) -> str:
     """Overall, task-averaged and abstention accuracy per round of the loop, with the 95% target."""
     width, height, left, top, bottom, right = 600, 240, 44, 40, 40, 12

@@ -17,7 +17,8 @@ Usage:
     python scripts/rounds.py status                    # where the loop stands and the step to run next
 
 The loop's steps as one command each (the skill's steps 4, 6 and 8-10; each can simply be run again):
-    python scripts/rounds.py begin --run-id longmemeval-iter     # bump, snapshot, log, commit, push
+    python scripts/rounds.py begin --run-id longmemeval-iter     # bump, snapshot, log, commit, push (refused on a
+                                                                 # broken stack or without its noise floor)
     python scripts/rounds.py commit-fix                          # commit the fix as "fix(v<N>): <proposal>"
     python scripts/rounds.py finish --run-id longmemeval-iter    # decide (revert applied), commit, push
 """

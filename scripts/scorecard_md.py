@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping
 
+import loop_rows
 import metrics
+import pipeline_health
 
 MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
 """The k shown in scorecard.md (all six make the table too wide to read)."""
@@ -50,6 +52,9 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
         f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
     lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({card['variant']})", ""]
+    loud = pipeline_health.loud_lines(card.get("pipeline_health")) + loop_rows.scorecard_lines(card)
+    if loud:
+        lines += [f"> **{line}**" for line in loud] + [""]
     if card["comparability_notes"]:
         lines.append("> **NOT COMPARABLE with published LongMemEval results:**")
         lines += [f"> - {n}" for n in card["comparability_notes"]]

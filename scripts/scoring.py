@@ -19,7 +19,9 @@ import gold_registry
 import hypotheses_file
 import judge_agreement
 import judge_stability
+import loop_rows
 import metrics
+import pipeline_health
 import retrieval_metrics
 import schemas
 from run_records import ResultRow, RunMeta
@@ -370,6 +372,8 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "latency": usage["latency_ms"],
         "retrieval": retrieval_summary(run.rows, types),
         "truncation": truncation_summary(covered),
+        "pipeline_health": pipeline_health.summarise(covered),
+        "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
         "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
         "judge_agreement": None if is_official_judge(run.judge.get("provider"), run.judge.get("model"))
         else judge_agreement.compact(judge_agreement.latest(project, run.judge.get("provider"), run.judge.get("model"))),

@@ -105,6 +105,22 @@ def write_scorecard_metrics(run_dir: Path) -> dict:
     return card
 
 
+def measure_noise_floor(project: Path, run_id: str, rate: float = 0.0) -> dict:
+    """A measured noise floor for the run's stack (every type flipping at ``rate``), as noise_floor.finish writes."""
+    import noise_floor
+
+    meta = run_store.read_meta(project / ".longmemeval-benchmarks" / "runs" / run_id)
+    stack = noise_floor.stack_of(meta)
+    n = 100
+    flips = round(rate * n)
+    bucket = {"n": n, "flips": flips, "generation_flips": flips, "judge_flips": 0, "rate": rate,
+              "generation_rate": rate, "judge_rate": 0.0, "ids": []}
+    record = {"status": "measured", "run_id": run_id, "stack": stack, "stack_key": noise_floor.stack_key(stack),
+              "sample": [], "before": {}, "per_type": {}, "overall": dict(bucket), "measured_at": utc_now()}
+    fileio.write_atomic_json(project / noise_floor.NOISE_FLOOR_FILE, record)
+    return record
+
+
 def write_run(
     project: Path,
     run_id: str,

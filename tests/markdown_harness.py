@@ -301,6 +301,26 @@ LOOP_CONFIG: Mapping[str, Any] = {
 }
 
 
+WRITER_CUE = "building a memory of a user"
+"""memory-ref's writer prompt (plugins/memory_ref/writer.py): its requests get fact lines, not an answer."""
+
+
+def writer_aware(answer_fn: Callable[[Any], str | None] | None = None) -> Callable[[Any], str | None]:
+    """A fake-server reader policy that answers memory-ref's writer calls with one well-formed fact line (the
+    session's first words), so the run's pipeline is healthy (pipeline_health); other calls go to ``answer_fn``
+    (None: the server's own policy)."""
+    from fake_llm_server import prompt_text
+
+    def answer(body: Any) -> str | None:
+        prompt = prompt_text(body)
+        if WRITER_CUE in prompt:
+            session = " ".join(prompt.split("Session:", 1)[-1].split())[:80]
+            return json.dumps({"fact": f"The user said: {session}", "speaker": "user", "when": None,
+                               "subject": None, "value": None, "category": None})
+        return None if answer_fn is None else answer_fn(body)
+    return answer
+
+
 def _loop_setup(correct_share: float) -> Callable[[Path, dict[str, str], Any], None]:
     def setup(project: Path, env: dict[str, str], server: Any) -> None:
         """Loop-ready: config ``loop`` section, and the server taught the dataset's gold answers."""
@@ -313,6 +333,7 @@ def _loop_setup(correct_share: float) -> Callable[[Path, dict[str, str], Any], N
         items = json.loads((project / cfg["datasetPath"]).read_text(encoding="utf-8"))
         server.answers = {item["question"]: item["answer"] for item in items}
         server.correct_share = correct_share
+        server.answer_fn = writer_aware()
     return setup
 
 

@@ -245,7 +245,7 @@ def _round(project: Path, number: int, hook_reasons: list[str]) -> list[Any]:
 
     return [
         play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm",
-                    "rounds.py begin", "cluster_failures.py --run-id longmemeval-iter", "--ids 1"),
+                    "--noise-floor", "rounds.py begin", "cluster_failures.py --run-id longmemeval-iter", "--ids 1"),
         once(lambda ex: tool("Read", {"file_path": str(state / "trigger_set.txt")})), once(trigger_set),
         *([once(lambda ex: tool("Read", {"file_path": str(state / "proposal.md")}))] if number > 1 else []),
         once(proposal), once(lambda ex: tool("Read", {"file_path": str(reader)})), once(fix),
@@ -258,7 +258,7 @@ def _round(project: Path, number: int, hook_reasons: list[str]) -> list[Any]:
 def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc, tmp_path, fake_llm):
     project, env = make_project(tmp_path, upstream=True)
     markdown_harness.SETUPS["loop"](project, env, fake_llm)
-    fake_llm.answer_fn = FixAwareReader(fake_llm)
+    fake_llm.answer_fn = markdown_harness.writer_aware(FixAwareReader(fake_llm))
     env |= llm_env(fake_llm)
     hook_reasons: list[str] = []
     skill = skill_body(LOOP_SKILL)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 import cluster_failures as cf
+import trigger_set
 from errors import run_main
 from factories import typed
 from loop_testing import make_row, write_run
@@ -131,7 +133,45 @@ def test_ids_prints_the_chosen_clusters_question_ids_one_per_line(tmp_path, caps
     result = cf.cluster_run(tmp_path / ".longmemeval-benchmarks" / "runs" / "loop")
     first = result["clusters"][0]
     assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1"]) == 0
-    assert capsys.readouterr().out.splitlines() == first["question_ids"]
+    printed = trigger_set.parse(capsys.readouterr().out)
+    assert list(printed.failing) == first["question_ids"]
+
+
+def _fair_run(tmp_path):
+    """40 items: 8 wrong multi-session, 2 wrong temporal, the rest right (6 types)."""
+    types = {f"m{i:02d}": "multi-session" for i in range(20)} | {f"t{i:02d}": "temporal-reasoning" for i in range(12)}
+    types |= {f"u{i:02d}": "single-session-user" for i in range(8)}
+    wrong = {f"m{i:02d}" for i in range(8)} | {"t00", "t01"}
+    write_run(tmp_path, "loop", types, {q: q not in wrong for q in types})
+    return types, wrong
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1.5])
+def test_ids_adds_a_seeded_control_sample_of_correct_items_of_the_same_types(tmp_path, capsys, ratio):
+    types, wrong = _fair_run(tmp_path)
+    out = tmp_path / ".longmemeval-benchmarks" / "trigger_set.txt"
+    argv = ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1", "--out", str(out),
+            "--control-ratio", str(ratio)]
+    assert run_main(cf.main, argv) == 0
+    chosen = trigger_set.parse(out.read_text())
+    failing = [q for q in types if q in wrong and types[q] == "multi-session"]
+    assert sorted(chosen.failing) == failing
+    assert len(chosen.control) == math.ceil(len(failing) * ratio)
+    assert all(types[q] == "multi-session" and q not in wrong for q in chosen.control)
+    assert "+ %d control id(s) (seed v0)" % len(chosen.control) in capsys.readouterr().err
+    assert run_main(cf.main, argv) == 0 and trigger_set.parse(out.read_text()) == chosen  # same round, same sample
+    assert run_main(cf.main, [*argv, "--seed", "v7"]) == 0
+    assert trigger_set.parse(out.read_text()).control != chosen.control
+
+
+def test_control_ratio_below_one_is_refused_and_a_short_type_is_named(tmp_path, capsys):
+    types, wrong = _fair_run(tmp_path)
+    argv = ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1"]
+    assert run_main(cf.main, [*argv, "--control-ratio", "0.5"]) == 2
+    assert "at least as many control items" in capsys.readouterr().err
+    assert run_main(cf.main, [*argv, "--control-ratio", "3"]) == 0  # 24 wanted, 12 correct multi-session items
+    text = capsys.readouterr().out
+    assert "control short by 12 for multi-session" in text and len(trigger_set.parse(text).control) == 12
 
 
 def test_ids_refuses_infrastructure_gold_bad_and_missing_clusters(tmp_path, capsys):
@@ -175,7 +215,21 @@ def test_ids_out_writes_the_trigger_set_file_and_counts_it_on_stderr(tmp_path, c
     out.write_text("stale-id\n")
     assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1", "--out", str(out)]) == 0
     captured = capsys.readouterr()
-    assert out.read_text().splitlines() == first["question_ids"] and captured.out == ""
-    assert f"trigger set: {len(first['question_ids'])} id(s) of cluster 1" in captured.err
+    assert list(trigger_set.parse(out.read_text()).failing) == first["question_ids"] and captured.out == ""
+    assert f"trigger set: {len(first['question_ids'])} failing id(s) of cluster 1" in captured.err
     assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--out", str(out)]) == 2
     assert "needs --ids" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("question,mode", [
+    ("Which did I do first, the charity run or the bake sale?", "temporal_order"),
+    ("Which event happened first, my cousin's wedding or the concert?", "temporal_order"),
+    ("Who did I meet last, Anna or Ben?", "temporal_order"),
+    ("How many days passed between my first yoga class and the retreat?", "temporal_arithmetic"),
+    ("How many weeks before the move did I sell the car?", "temporal_arithmetic"),
+    ("What was the date two weeks after I adopted Biscuit?", "temporal_arithmetic"),
+])
+def test_which_first_items_are_ordering_not_date_arithmetic(question, mode):
+    row = make_row("t1", "temporal-reasoning", False,
+                   retrieval={"retrieved_session_ids": GOLD, "gold_session_ids": GOLD}) | {"question": question}
+    assert modes(cf.cluster(typed({"t1": row}), {"t1": "temporal-reasoning"})) == {"t1": mode}

@@ -113,3 +113,38 @@ def test_rerun_that_ended_in_errors_needs_allow_errors(project):
 def test_missing_snapshot_is_a_user_error(project, capsys):
     assert run_main(decide.main, ["--project", str(project), "--snapshot", "v9", "--run-id", "loop"]) == 2
     assert "no snapshot v9" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("rate,label,where", [
+    (0.3, "keep (within noise)", "inside it: not a significant fix"),  # +2 on 8 items flipping 30%: noise
+    (0.0, "keep", "outside it: a real change"),                        # a system that never flips: +2 is real
+    (None, "keep (noise not measured)", "noise floor not measured"),
+])
+def test_a_keep_inside_the_noise_band_is_labelled_within_noise_never_a_fix(project, rate, label, where):
+    from loop_testing import measure_noise_floor
+
+    _round(project, fixes=3, regressions=1)
+    if rate is not None:
+        measure_noise_floor(project, "loop", rate)
+    record = decide.run_decision(project, "v1", "loop")
+    assert (record["decision"], record["label"], record["net"]) == ("keep", label, 2)
+    line = decide.describe(record)
+    assert line.startswith(label.replace("keep", "KEEP", 1) + ": net +2") and where in line
+    if rate:
+        noise = record["noise"]
+        assert noise["set_size"] == 4 and noise["low"] <= 2 <= noise["high"] and noise["expected_flips"] == 1.2
+    assert record["retest_set"]["parts"]["failing"] == {"n": 3, "fixes": 3, "regressions": 0}
+
+
+def test_the_record_splits_fixes_and_regressions_by_the_recorded_parts_of_the_trigger_set(project):
+    import trigger_set
+
+    _run_dir, retest, _types = _round(project, fixes=2, regressions=2)
+    failing, control = retest[:2], retest[2:]
+    trigger_set.record_retest(project, trigger_set.TriggerSet(tuple(failing), tuple(control)), run_id="loop",
+                              round_no=1)
+    record = decide.run_decision(project, "v1", "loop")
+    parts = record["retest_set"]["parts"]
+    assert parts["failing"] == {"n": 2, "fixes": 2, "regressions": 0}
+    assert parts["control"] == {"n": 3, "fixes": 0, "regressions": 2} and record["retest_set"]["recorded"]
+    assert sorted(record["retest_ids"]) == sorted(retest)

@@ -178,3 +178,19 @@ def test_oracle_truncation_maps_aliases_within_the_evidence_only_view():
                                  options={"context_window": 1500 + 10, "max_tokens": 500})
     info = out["debug"]["truncation"]
     assert info["dropped_session_ids"] == [f"answer_{GOLD}_1"] and info["dropped_evidence"] == 1
+
+
+def test_retrieval_debug_names_the_real_session_ids_not_the_targets_aliases(tmp_path):
+    path = tmp_path / "retrieving_target.py"
+    path.write_text(
+        "from records import Hypothesis\n"
+        "def generate(item, ctx):\n"
+        "    return Hypothesis(hypothesis='x', retrieved_session_ids=('session_003',), debug={'retrieval': {\n"
+        "        'top': ['session_003', 'session_002'], 'per_source_top': {'user': ['session_002']},\n"
+        "        'duplicates_dropped': ['session_999'], 'top_k': 10}})\n"
+    )
+    out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", target=str(path), llm=RecordingLLM())
+    block = out["debug"]["retrieval"]
+    assert block["top"] == ["ultrachat_bbb_2", f"answer_{GOLD}_1"] == [*out["retrieved_session_ids"], block["top"][1]]
+    assert block["per_source_top"] == {"user": [f"answer_{GOLD}_1"]} and block["top_k"] == 10
+    assert block["duplicates_dropped"] == ["session_999"]  # an unknown alias is left as it came

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import loop_git
@@ -53,4 +55,16 @@ def test_state_commit_carries_the_rounds_trigger_set_and_proposal(project):
     assert loop_git.main(["--project", str(project), "commit", "-m", "round v1", "--state"]) == 0
     files = set(git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split())
     assert {".longmemeval-benchmarks/trigger_set.txt", ".longmemeval-benchmarks/proposal.md"} <= files
-    assert ".longmemeval-benchmarks/config.json" not in files
+    assert ".longmemeval-benchmarks/config.json" in files  # the branch reproduces the run's settings
+    assert not [f for f in files if "/runs/" in f or "/cache/" in f]
+
+
+def test_a_config_holding_a_key_is_never_committed(project, capsys):
+    _loop_state(project)
+    config = project / ".longmemeval-benchmarks" / "config.json"
+    config.write_text(json.dumps({"loop": {}, "providers": {"openai": {"api_key": "sk-live-0123456789abcdef"}}}))
+    before = git(["rev-parse", "HEAD"], project).stdout
+    assert run_main(loop_git.main, ["--project", str(project), "commit", "-m", "round v1", "--state"]) == 2
+    err = capsys.readouterr().err
+    assert "looks like it holds an API key" in err and "sk-live" not in err
+    assert git(["rev-parse", "HEAD"], project).stdout == before

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import markdown_harness as harness
+import trigger_set
 
 DOC_FILES = harness.doc_files()
 
@@ -54,7 +55,10 @@ def _a_round_was_played(project: Path, env, output: str) -> None:
     state = project / ".longmemeval-benchmarks"
     (decision,) = [json.loads(line) for line in (state / "decisions.jsonl").read_text().splitlines()]
     assert (decision["round"], decision["decision"], decision["net"], decision["applied"]) == (1, "revert", 0, True)
-    assert decision["retested"] == len((state / "trigger_set.txt").read_text().split()) > 0
+    chosen = trigger_set.parse((state / "trigger_set.txt").read_text())
+    assert decision["retested"] == len(chosen.ids) > 0 and len(chosen.control) >= len(chosen.failing)
+    assert decision["retest_set"]["control"] == len(chosen.control) and decision["noise"]["measured"]
+    assert "noise floor (" in output and "stack: writer openai:gpt-4o-mini" in output  # steps 3b and the stack
     log = _git_log(project, env)
     assert log[0].startswith("round v1: REVERT: net +0") and log[1].startswith('Revert "fix(v1): Prefer the latest')
     assert log[2].startswith("fix(v1): Prefer the latest") and log[3] == "round v1: baseline"

@@ -101,6 +101,7 @@ def test_days_ago_question_is_answered_by_the_bypass_without_a_reader_call(fake_
     assert out["retrieved_session_ids"][0] == "answer_0"  # real ids after the driver maps aliases
     assert sorted(out["retrieved_session_ids"]) == sorted(s.session_id for s in q.sessions)
     assert out["debug"]["writer"]["facts"] == 1 and out["debug"]["writer"]["cache_hits"] == 0
+    assert out["debug"]["health"]["writer"]["facts"] == 1 and out["debug"]["health"]["retrieval"]["ranked"] > 0
     assert [c["role"] for c in out["calls"]] == ["writer"] * 4
     assert out["tokensIn"] == sum(c["tokensIn"] for c in out["calls"]) > 0
 

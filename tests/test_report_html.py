@@ -194,3 +194,24 @@ def test_a_loop_run_charts_accuracy_over_the_rounds(report_run, tmp_path):
                            "--history", str(history)]) == 0
     page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
     assert "Accuracy over the loop&#x27;s rounds" in page and page.count("<polyline") == 3
+
+
+def test_the_loops_jsonl_history_charts_each_type_at_its_baselines_and_after_its_fixes(report_run, tmp_path):
+    def step(label, step, figures):
+        per_type = {t: {"n": 10, "correct": round(a * 10), "accuracy": a} for t, a in figures.items()}
+        return json.dumps({"label": label, "step": step, "overall": 0.8, "task_averaged": 0.8, "abstention": 0.7,
+                           "per_type": per_type})
+    history = tmp_path / "history.jsonl"
+    history.write_text("\n".join([
+        step("v1 baseline", "baseline", {"multi-session": 0.5, "temporal-reasoning": 0.7}),
+        step("v1 re-test", "re-test", {"multi-session": 0.8, "temporal-reasoning": 0.7}),
+        step("v1 decision", "decision", {"multi-session": 0.8, "temporal-reasoning": 0.7}),
+        step("v2 baseline", "baseline", {"multi-session": 0.8, "temporal-reasoning": 0.7}),
+    ]) + "\n", encoding="utf-8")
+    assert scorecard.main(["--run-id", "r1", "--project", str(report_run.project), "--no-charts",
+                           "--history", str(history)]) == 0
+    page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
+    assert "Per type over the loop&#x27;s rounds" in page
+    chart = page[page.index("per-type accuracy over rounds"):]
+    assert chart.count("<polyline") == 2 and chart.count('fill="white"') == 2  # 2 types, 1 hollow post-fix point each
+    assert "v1 decision" not in chart  # the decision row repeats the re-test figures: not plotted twice

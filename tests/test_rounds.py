@@ -14,7 +14,7 @@ import loop_steps
 import rounds
 import run_store
 from errors import UserError, run_main
-from loop_testing import git, item_ids, make_loop_project, write_run
+from loop_testing import git, item_ids, make_loop_project, measure_noise_floor, write_run
 
 
 def test_init_creates_counter_at_zero_and_history_once(tmp_path):
@@ -152,7 +152,24 @@ def loop_project(tmp_path):
     types = item_ids(12)
     labels = {q: i % 3 != 0 for i, q in enumerate(types)}
     write_run(project, "loop", types, labels)
+    measure_noise_floor(project, "loop")
     return project, types, labels
+
+
+def test_begin_refuses_a_round_until_the_noise_floor_of_the_stack_is_measured(loop_project, capsys):
+    project, _, _ = loop_project
+    (project / ".longmemeval-benchmarks" / "noise-floor.json").unlink()
+    assert run_main(rounds.main, ["--project", str(project), "begin", "--run-id", "loop"]) == 2
+    err = capsys.readouterr().err
+    assert "no noise floor for this stack" in err and "--noise-floor" in err
+    assert not loop_state.snapshot_dir(project, 1).exists()
+    record = measure_noise_floor(project, "loop")
+    record["stack_key"] = "another-stack"  # measured with other models: stale
+    (project / ".longmemeval-benchmarks" / "noise-floor.json").write_text(json.dumps(record))
+    with pytest.raises(UserError, match="models changed"):
+        loop_steps.begin(project, "loop")
+    measure_noise_floor(project, "loop")
+    assert loop_steps.begin(project, "loop") == 1
 
 
 def _subjects(project, ref="HEAD"):
@@ -170,6 +187,12 @@ def test_begin_bumps_snapshots_logs_commits_and_pushes_and_a_rerun_finishes_the_
     assert loop_state.snapshot_dir(project, 1).is_dir()
     assert _subjects(project)[0] == "round v1: baseline"
     assert _subjects(project, "origin/longmemeval-iter")[0] == "round v1: baseline"
+    committed = git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split()
+    snapshot = sorted(p for p in committed if "/snapshots/" in p)
+    assert snapshot == [".longmemeval-benchmarks/snapshots/v1/labels.jsonl",
+                        ".longmemeval-benchmarks/snapshots/v1/snapshot.json"]  # ids, labels, hashes: not the rows
+    labels = [json.loads(line) for line in (loop_state.snapshot_dir(project, 1) / "labels.jsonl").read_text().splitlines()]
+    assert {"question_id", "label", "hypothesis_sha256"} <= set(labels[0]) and "hypothesis" not in labels[0]
     assert loop_steps.begin(project, "loop") == 1  # an interrupted or repeated begin does not start round 2
     rows = [line for line in (project / "history_max_effort.md").read_text().splitlines() if line.startswith("| v1 |")]
     assert len(rows) == 1 and "baseline of round v1" in rows[0]

@@ -7,7 +7,7 @@ from typing import Any
 
 from targets import Hypothesis, PublicItem, TargetContext
 
-from . import bypass, embed_cache, index, reader, rerank, resolver, temporal, writer
+from . import bypass, embed_cache, health, index, reader, rerank, resolver, temporal, writer
 from .facts import Fact
 from .stack import Settings, load_settings
 
@@ -82,6 +82,7 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
         answer = _read(item, ctx, settings, ranked[:shown], current, superseded, notes, describe, annotations,
                        calls, debug)
 
+    debug["health"] = health.item_health(debug)
     return Hypothesis(
         hypothesis=answer,
         tokensIn=sum(int(c.get("tokensIn", 0)) for c in calls),

@@ -1,0 +1,67 @@
+"""Pipeline health: a stage broken across the run is a loud line on the scorecard and the clusters, and no round
+starts on it; memory-ref reports each stage's health per item."""
+
+from __future__ import annotations
+
+import pytest
+
+import cluster_failures
+import loop_steps
+import pipeline_health
+import report_outputs
+from errors import UserError, run_main
+from factories import typed
+from loop_testing import item_ids, make_loop_project, make_row, measure_noise_floor, write_run
+
+
+def _debug(facts: int, malformed: int = 0, ranked: int = 5, dropped: int = 0) -> dict:
+    return {"target": {"name": "memory-ref", "provider": "openai", "model": "m", "debug": {
+        "writer": {"facts": facts, "malformed_lines": malformed, "sessions": 40, "calls": 40},
+        "retrieval": {"top": [f"s{i}" for i in range(ranked)], "shown": ranked},
+        "symbolic": {"bypass": {"taken": False, "reason": "no dated match"}},
+        "reader": {"sessions_dropped": dropped}}}}
+
+
+def _rows(types, **debug):
+    return {q: make_row(q, t, i % 2 == 0) | _debug(**debug) for i, (q, t) in enumerate(types.items())}
+
+
+def test_a_writer_with_no_facts_on_every_item_is_named_broken_with_the_count_of_malformed_lines():
+    types = item_ids(12)
+    summary = pipeline_health.summarise(typed(_rows(types, facts=0, malformed=1984)).values())
+    assert [p["stage"] for p in summary["broken"]] == ["writer"]
+    [line] = pipeline_health.loud_lines(summary)
+    assert line.startswith("PIPELINE BROKEN: writer: 0 facts extracted on all 12 items (23,808 malformed")
+    healthy = pipeline_health.summarise(typed(_rows(types, facts=30, malformed=2)).values())
+    assert healthy["broken"] == [] and healthy["facts"] == 360
+    garbled = pipeline_health.summarise(typed(_rows(types, facts=3, malformed=9)).values())
+    assert "malformed writer lines against" in garbled["broken"][0]["line"]
+    empty = pipeline_health.summarise(typed(_rows(types, facts=3, ranked=0, dropped=2)).values())
+    assert [p["stage"] for p in empty["broken"]] == ["retrieval"] and empty["warnings"][0]["stage"] == "reader"
+
+
+def test_the_scorecard_the_clusters_and_rounds_begin_all_say_the_stack_is_broken(tmp_path, capsys):
+    project = make_loop_project(tmp_path)
+    types = item_ids(12)
+    write_run(project, "loop", types, {q: None for q in types}, rows=_rows(types, facts=0, malformed=1984))
+    measure_noise_floor(project, "loop")
+    report_outputs.score_project_run(project, "loop", charts=False)
+    card = (project / ".longmemeval-benchmarks/runs/loop/scorecard.md").read_text()
+    assert card.splitlines()[2].startswith("> **PIPELINE BROKEN: writer: 0 facts extracted on all 12 items")
+    capsys.readouterr()
+    assert run_main(cluster_failures.main, ["--project", str(project), "--run-id", "loop"]) == 0
+    assert capsys.readouterr().out.startswith("> **PIPELINE BROKEN: writer")
+    with pytest.raises(UserError, match="the stack is broken across the run: writer: 0 facts"):
+        loop_steps.begin(project, "loop")
+
+
+def test_memory_ref_reports_each_stages_health_per_item():
+    from plugins.memory_ref import health
+
+    out = health.item_health({"writer": {"facts": 4, "malformed_lines": 1, "sessions": 3, "calls": 3},
+                              "retrieval": {"top": ["a", "b"], "shown": 2},
+                              "symbolic": {"bypass": {"taken": True, "reason": "order"}},
+                              "reader": {"skipped": "bypass"}})
+    assert out["writer"] == {"off": False, "facts": 4, "malformed_lines": 1, "sessions": 3, "calls": 3}
+    assert out["retrieval"] == {"ranked": 2, "shown": 2} and out["bypass"]["taken"] is True
+    assert out["reader"] == {"skipped": "bypass", "sessions_dropped": 0}
