@@ -238,6 +238,8 @@ class Outcome:
     message: str | None = None
     figures: dict[str, int] = field(default_factory=dict)
     """This invocation's batch figures for run-meta: requests submitted, results collected, failed lines."""
+    replay: bool = True
+    """False: no item is run this time (a Batch API call failed; what was collected is used by the resume)."""
 
 
 @dataclass
@@ -582,5 +584,9 @@ def run_phase(settings: RunSettings, questions: Callable[[], Iterator[Question]]
     """The batch phase of one invocation over the pending ``questions`` (see the module docstring)."""
     phase = BatchPhase(settings, gateway, work, run_id, provider_settings=provider_settings,
                        should_stop=should_stop, say=say)
-    return phase.run(questions)
+    try:
+        return phase.run(questions)
+    except ProviderError as err:  # a Files/Batches call refused after retries (key, billing, quota): a clean stop
+        return Outcome(phase.llm, stop="billing" if err.kind == "billing" else "batch_failed",
+                       message=f"a Batch API call failed ({err.kind}): {err}; the items stay pending", replay=False)
 

@@ -318,7 +318,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                 llm = batched.llm
                 invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
                                        "stop": batched.stop, **batched.figures}
-                questions = (q for q in questions if q.question_id not in batched.pending)
+                questions = (q for q in questions if batched.replay and q.question_id not in batched.pending)
             _drive(questions, settings, llm, work, meta, tally, stop, progress, abandon,
                    cap, pacing_file.tick)
         except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
@@ -335,8 +335,9 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
 
         if stop.reason == "judge_gone":
             code, status, error = EXIT_JUDGE_GONE, "failed", judge_official.CONTINUITY_HINT
-        elif batched is not None and batched.stop == "batch_failed":
-            code, status, error = EXIT_FAILED, "failed", batched.message
+        elif batched is not None and batched.stop in ("batch_failed", "billing"):
+            code = EXIT_BILLING if batched.stop == "billing" else EXIT_FAILED
+            status, error = "failed", batched.message
         elif batched is not None and batched.stop == "cancelled" and stop.reason is None:
             code, status, error = EXIT_BATCH_STOPPED, "paused", batched.message
         elif stop.reason == "billing":

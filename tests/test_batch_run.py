@@ -416,3 +416,18 @@ def test_sigterm_while_waiting_for_a_batch_stops_at_once_and_the_resume_collects
     proc = start(project, fake_llm, "t")
     assert proc.wait(timeout=60) == 0, proc.stderr.read()
     assert len(labels(project, "t")) == 6 and fake_llm.batches.submissions()["openai_batches"] == 1
+
+
+def test_a_refused_batch_api_call_stops_in_one_line_and_runs_no_item_synchronously(tmp_path, fake_llm, capsys):
+    project = project_with(tmp_path, fake_llm, 4)
+    fake_llm.batches.openai_max_file_bytes = 10  # the upload is refused with a 400
+    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                                       "--no-scorecard", "--run-id", "k", "--batch", "judge"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and "a Batch API call failed (bad_request)" in err, err
+    judge_calls = [r for r in fake_llm.requests if r["path"] == "/v1/chat/completions"
+                   and (r.get("body") or {}).get("max_tokens") == 10]
+    assert judge_calls == []  # the judge never fell back to synchronous calls behind the user's back
+    assert not (run_dir(project, "k") / "item-results.jsonl").exists() or not rows(project, "k")
+    fake_llm.batches.openai_max_file_bytes = 200 * 1024 * 1024
+    assert run(project, "--run-id", "k") == 0 and len(labels(project, "k")) == 4
