@@ -132,7 +132,9 @@ def test_a_keep_inside_the_noise_band_is_labelled_within_noise_never_a_fix(proje
     assert line.startswith(label.replace("keep", "KEEP", 1) + ": net +2") and where in line
     if rate:
         noise = record["noise"]
-        assert noise["set_size"] == 4 and noise["low"] <= 2 <= noise["high"] and noise["expected_flips"] == 1.2
+        size = record["retest_set"]["size"]  # 4 or 5: the re-run that stays right may write an identical row
+        assert size in (4, 5) and noise["set_size"] == size and noise["low"] <= 2 <= noise["high"]
+        assert noise["expected_flips"] == pytest.approx(0.3 * size)
     assert record["retest_set"]["parts"]["failing"] == {"n": 3, "fixes": 3, "regressions": 0}
 
 
