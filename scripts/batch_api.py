@@ -19,6 +19,8 @@ from typing import Any, Mapping, Sequence
 import retries
 from provider_errors import ProviderError
 from provider_routes import ProviderSettings, _POOL, _route
+from records import Completion
+from token_counts import estimate_tokens
 
 OPENAI_ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -180,7 +182,6 @@ def parse_line(provider_kind: str, line: Mapping[str, Any], *, provider: str, mo
                batch_id: str) -> Any:
     """A ``Completion`` for an answered request, else a ``ProviderError`` (``batch_expired`` / ``batch_cancelled``
     for requests the provider never ran)."""
-    from records import Completion
 
     where = f"{provider} {model}"
     if provider_kind == "anthropic":
@@ -228,7 +229,6 @@ def parse_line(provider_kind: str, line: Mapping[str, Any], *, provider: str, mo
         request_id = response.get("request_id") or body.get("id")
     if not text.strip() and not allow_empty:
         return ProviderError("malformed", f"{where}: empty reply in a batch (stop_reason {stop})")
-    from token_counts import estimate_tokens
 
     return Completion(text=text, tokensIn=int(tokens_in if tokens_in is not None else estimate_tokens(text)),
                       tokensOut=int(tokens_out if tokens_out is not None else estimate_tokens(text)),

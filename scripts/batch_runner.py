@@ -29,45 +29,19 @@ from typing import Any, Callable, Iterator, Sequence
 import batch_api
 import batch_ledger
 import fileio
+import generation_driver
 import item_runner
+from batch_settings import BATCHABLE_TARGETS, MODES, check_settings  # noqa: F401 - re-exported
 from errors import UserError
-from facts import is_offline
 from provider_errors import ProviderError
+from provider_routes import _POOL
 from records import ChatRequest, Completion, Question
 from request_bodies import request_body
 from run_settings import RunSettings
 from targets import TargetError
 
-BATCHABLE_TARGETS = ("full-context", "oracle", "rag")
-"""Targets whose generation is one model call per item: ``--batch all`` batches it."""
 RETRY_ROUNDS = 2
 """Resubmissions of a request that failed retryably or expired, before it becomes an error row."""
-MODES = ("off", "judge", "all")
-
-
-def check_settings(settings: RunSettings) -> None:
-    """``--batch`` with what cannot batch: one line, exit 2, before anything is written."""
-    if settings.batch not in MODES:
-        raise UserError(f"batch {settings.batch!r} is not one of {', '.join(MODES)}", fix="e.g. --batch judge")
-    if settings.batch == "off":
-        return
-    routes = [("judge", settings.judge_provider)]
-    if settings.batch == "all" and settings.target in BATCHABLE_TARGETS:
-        routes.append(("target", settings.target_provider))
-    for role, provider in routes:
-        if provider == "azure":
-            raise UserError(f"--batch {settings.batch}: the {role} runs on provider azure, whose batches "
-                            "(global-batch deployments) are not supported here",
-                            fix="drop --batch, or use the openai route for batches")
-        if is_offline(provider):
-            raise UserError(f"--batch {settings.batch}: the {role} is offline and makes no model call to batch",
-                            fix="drop --batch, or pick a model provider")
-        if provider not in batch_api.SUPPORTED:
-            raise UserError(f"--batch {settings.batch}: provider {provider!r} has no Batch API here (openai and "
-                            "anthropic have)", fix="drop --batch")
-    if settings.judge_repeat > 1:
-        raise UserError(f"--batch with --judge-repeat {settings.judge_repeat}: repeats are not batched yet",
-                        fix="drop one of them")
 
 
 def generation_batchable(settings: RunSettings) -> bool:
@@ -80,8 +54,6 @@ def batchable_roles(settings: RunSettings) -> tuple[str, ...]:
     of the rest of the item, previewed exactly by ``prepare_requests_by_role``; memory-ref's writer)."""
     if settings.target in BATCHABLE_TARGETS:
         return ()
-    import generation_driver
-
     try:
         module = generation_driver.load_target(settings.target)
     except UserError:
@@ -207,8 +179,6 @@ def _stage_calls(q: Question, settings: RunSettings, llm: BatchLLM, stage: str) 
 
 
 def _role_calls(q: Question, settings: RunSettings, llm: BatchLLM, role: str) -> list[ChatRequest]:
-    import generation_driver
-
     try:
         by_role = generation_driver.prepare_requests_by_role(
             q, settings.target_provider, settings.target_model, target=settings.target,
@@ -498,8 +468,6 @@ class BatchPhase:
                                     f"{chunk.batch_id}", retryable=True)
             outcomes[entry["custom_id"]] = "ok" if isinstance(got, Completion) else got.kind
             if isinstance(got, ProviderError) and _temperature(got):
-                from provider_routes import _POOL
-
                 _POOL.mark_rejects_temperature(chunk.model)
         if any(o == "batch_cancelled" for o in outcomes.values()):
             self.cancelled_now.add(chunk.name)

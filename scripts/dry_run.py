@@ -32,6 +32,8 @@ import dataset
 import generation_driver
 import prices
 import providers
+import batch_api
+import batch_runner
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
@@ -251,7 +253,6 @@ BATCH_TIME = "most batches end within 1 h, at most 24 h (the providers' completi
 def _batches_needed(provider: str, calls: int, tokens_in: int) -> int:
     """Batches for ``calls`` requests of ``tokens_in`` input tokens: the providers' request and size limits
     (``batch_api.LIMITS``), sizing a request at 4.4 bytes per token (characters / 4, plus JSON escapes) and 300 bytes of JSON around it."""
-    import batch_api
 
     if not calls:
         return 0
@@ -264,8 +265,6 @@ def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTo
                   roles: dict[str, StageTotals], concurrency: int) -> dict[str, Any]:
     """Both prices and both times per stage: synchronous, and through the Batch APIs (``prices.BATCH_DISCOUNT``),
     with the requests the synchronous path would send (each one drawn from the per-minute rate limits)."""
-    import batch_runner
-    import prices
 
     def half(usd: float | None) -> float | None:
         return None if usd is None else usd * prices.BATCH_DISCOUNT

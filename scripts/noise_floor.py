@@ -40,6 +40,7 @@ from clock import utc_now
 from errors import UserError, run_main
 from facts import NOISE_FLOOR_FILE, SCHEMA_VERSION
 from run_records import ResultRow, RunMeta
+import drop_qids
 
 DEFAULT_SAMPLE = 60
 BAND_SD = 2.0
@@ -120,7 +121,6 @@ def start(project: Path, run_id: str, *, size: int = DEFAULT_SAMPLE, seed: str |
 
     Idempotent: a pending measurement of the same stack is returned as it is (nothing dropped twice).
     """
-    import drop_qids
 
     if size < 1:
         raise UserError(f"--sample {size} must be >= 1", fix="e.g. --sample 60")

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import batch_settings
 import command_names
 from errors import UserError
 from facts import (
@@ -223,9 +224,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         batch_fallback=str(getattr(args, "batch_fallback", None) or cfg.get("batchFallback") or "resubmit"),
         batch_poll_s=float(cfg.get("batchPollSeconds", 10.0)),
     )
-    import batch_runner
-
-    batch_runner.check_settings(settings)
+    batch_settings.check_settings(settings)
     return settings
 
 

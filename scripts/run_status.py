@@ -36,6 +36,7 @@ import run_store
 from clock import parse_utc
 from errors import UserError, run_main
 from pacing_status import read_pacing_file, status_text
+import batch_ledger
 
 POLL_S = 1.0
 """Seconds between two looks at the run's files while ``--wait`` blocks."""
@@ -131,7 +132,6 @@ def batch_text(batches: dict[str, Any]) -> str:
 
 
 def _batches(root: Path) -> dict[str, Any] | None:
-    import batch_ledger
 
     found = [p for p in (batch_ledger.progress(d) for d in run_store.run_dirs(root)) if p is not None]
     if not found:

@@ -38,6 +38,7 @@ from facts import (
     is_official_judge,
     is_offline,
 )
+from prices import call_cost
 
 KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 
@@ -92,7 +93,6 @@ def cost_summary(rows: Iterable[ResultRow]) -> dict[str, Any]:
 def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
     """Which stages ran through Batch APIs: per stage the calls billed as batch, their batches and dollars, and
     the calls billed synchronously; None when no call was batched."""
-    from prices import call_cost
 
     stages = {name: {"batch_calls": 0, "sync_calls": 0, "batch_ids": set(), "batch_usd": 0.0}
               for name in ("generation", "judge")}

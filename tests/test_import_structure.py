@@ -32,10 +32,11 @@ FLAT_STAGES: dict[str, tuple[str, ...]] = {
     "data": ("dataset", "dataset_scans", "fingerprints", "hypotheses_file", "upstream_files", "sample_data",
               "gold_registry", "holdout"),
     # the run directory: its layout, its one owner, the prompts stored beside it (depends on core only)
-    "store": ("run_layout", "run_store", "prompt_store"),
+    "store": ("run_layout", "run_store", "prompt_store", "batch_ledger"),
     # model calls: routes, errors, retries, pacing, token counts, the call cache, prices
     "models": ("provider_errors", "provider_routes", "providers", "retries", "token_counts", "rate_headers",
-               "rate_limiter", "rate_pacer", "sqlite_store", "call_cache", "run_gateway", "prices"),
+               "rate_limiter", "rate_pacer", "sqlite_store", "call_cache", "run_gateway", "prices", "request_bodies",
+               "batch_api"),
     # the systems under test: the target API, the driver that loads them, the shared reader and retrieval
     "targets": ("targets", "generation_driver", "reader", "bm25_index"),
     # the official judge, the offline judge, verdicts kept and compared
@@ -44,16 +45,18 @@ FLAT_STAGES: dict[str, tuple[str, ...]] = {
     # one run: settings, state, the driver, the item runner, money, progress; loop_rules are the refusals a
     # ``--loop`` run must pass (stdlib only: the loop's hooks read them too)
     "run": ("run_settings", "loop_rules", "provenance", "run_state", "item_runner", "run_driver", "background",
-             "pacing_status", "run_status", "progress", "cost_gate", "dry_run", "preflight"),
+             "pacing_status", "run_status", "progress", "cost_gate", "dry_run", "preflight", "batch_settings",
+             "batch_runner"),
     # figures from result rows
     "score": ("metrics", "retrieval_metrics", "scoring", "score_fingerprint", "run_comparison", "selftest_scoring",
-              "cluster_failures", "interop", "drop_qids"),
+              "cluster_failures", "interop", "drop_qids", "pipeline_health",
+              "trigger_set", "loop_rows"),
     # what people read: Markdown, charts, the HTML report, the commands that write them
     "report": ("scorecard_md", "charts", "report_svg", "report_data", "report_html", "report_outputs",
                "scorecard", "compare_runs"),
     # the improvement loop
     "loop": ("loop_git", "loop_state", "loop_session", "loop_target", "loop_guard", "decide", "loop_steps",
-              "rounds", "confirm", "loop_stop_hook"),
+              "rounds", "confirm", "loop_stop_hook", "noise_floor", "loop_stack"),
     # commands that sit above everything they drive
     "cli": ("run_benchmark", "claude_settings", "setup_project"),
 }
