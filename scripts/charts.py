@@ -9,12 +9,18 @@ never sees half a PNG.
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import cli_parser
 
 from errors import UserError, run_main
 from run_layout import HISTORY_CHART, PER_TYPE_CHART
@@ -200,7 +206,7 @@ def load_card(path: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("metrics_json", type=Path, help="a run's metrics.json (written by scorecard.py)")
     parser.add_argument("out_dir", type=Path, help="directory for the PNG files")
     parser.add_argument("--history", type=Path, help="loop history (.md table or JSONL) for accuracy over rounds")

@@ -22,6 +22,10 @@ Example:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import math
@@ -30,6 +34,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import cli_parser
 import judge_stability
 import metrics
 import run_store
@@ -277,7 +282,7 @@ def latest_two(project: Path) -> tuple[Path, Path] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("before", type=Path, nargs="?", help="run (or snapshot) directory before the change")
     parser.add_argument("after", type=Path, nargs="?", help="run (or snapshot) directory after the change")

@@ -18,6 +18,10 @@ command. A user mistake (unknown run id, bad arguments) is one line and exit 2.
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import os
@@ -28,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import cli_parser
 import background
 import command_names
 import cost_gate
@@ -307,7 +312,7 @@ def wait_for(root: Path, seconds: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_status.py", description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(prog="run_status.py", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", help="the run to look at")

@@ -24,18 +24,38 @@ Example:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import report_outputs
 import run_store
 from errors import UserError, run_main
 
 
+def refuse_contradictions(run_dir: Path, variant: str, run_id: str) -> None:
+    """The four-argument form restates what the run's own files say: another id or variant (a pasted command of
+    another run) is refused before anything is rewritten, not scored under the wrong name. N_TOTAL may differ on
+    purpose (a denominator other than the manifest's, which the scorecard names)."""
+    import dataset
+
+    meta = run_store.peek_meta(run_dir) or {}
+    hint = f"pass what the run says, or score it with --run-id {meta.get('runId') or run_dir.name}"
+    if meta.get("runId") and str(meta["runId"]) != run_id:
+        raise UserError(f"RUN_ID {run_id!r} contradicts {run_dir}: its run-meta says run {meta['runId']!r}", fix=hint)
+    stored_variant = meta.get("variant")
+    if stored_variant and dataset.resolve_variant(variant) != dataset.resolve_variant(str(stored_variant)):
+        raise UserError(f"VARIANT {variant} contradicts {run_dir}: the run is a {stored_variant} run", fix=hint)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("positional", nargs="*", metavar="RUN_DIR N_TOTAL VARIANT RUN_ID",
                         help="the four-argument form: run directory, strict denominator, variant, run id")
@@ -76,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             raise UserError(f"N_TOTAL must be a whole number, got {raw_n!r}", fix="e.g. 500") from None
         run_dir = Path(raw_dir)
+        refuse_contradictions(run_dir, variant, run_id)
     elif args.run_id:
         run_dir = report_outputs.project_run_dir(args.project, args.run_id)
     elif args.latest:
