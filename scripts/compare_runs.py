@@ -260,8 +260,15 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         for c in result["changed"]:
             change = ("fix" if c["after"] else "regression") + (" (unstable label)" if c.get("flaky") else "")
             lines.append(f"| {c['question_id']} | {c['question_type']} | {change} | "
-                         f"{_short(c['hypothesis_before'])} | {_short(c['hypothesis_after'])} |")
+                         f"{_cell(c, 'before')} | {_cell(c, 'after')} |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(change: Mapping[str, Any], side: str) -> str:
+    """A side's hypothesis, or its state when it has none to show (``not_run``, an error)."""
+    text = _short(change.get(f"hypothesis_{side}"))
+    state = change.get(f"{side}_status")
+    return text if text or state in (None, "judged") else f"({state})"
 
 
 def judge_comparison_line(result: Mapping[str, Any]) -> str:

@@ -52,7 +52,7 @@ def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str 
     if total is None:
         why = "its cost cannot be shown to be below confirmCostUsd (a price is unknown)"
     else:
-        why = f"estimated {dry_run.dollars(total, bound=True)}, above confirmCostUsd ${threshold:,.2f}"
+        why = f"estimated {dry_run.dollars(total, bound=True)}, above confirmCostUsd {dry_run.dollars(threshold)}"
     return f"cost gate: this run needs confirmation: {why}\n{dry_run.format_block(result)}\n{ASK_LINE}"
 
 
@@ -109,8 +109,10 @@ class CostCap:
             self.spent += reserved if usd is None else usd
 
     def message(self) -> str:
+        from dry_run import dollars as dry_run_dollars
+
         nxt = "" if self.refused_estimate is None else f"; the next item needs up to ${self.refused_estimate:,.4f}"
-        return (f"cost cap reached: ${self.spent:,.4f} spent of --max-cost ${self.cap:,.2f}{nxt}; "
+        return (f"cost cap reached: ${self.spent:,.4f} spent of --max-cost {dry_run_dollars(self.cap)}{nxt}; "
                 "resume with a higher --max-cost")
 
 

@@ -15,6 +15,7 @@ python (setup_project.py, which makes the venv, and the loop's hooks) do not cal
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -25,14 +26,23 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 _interrupted.early_interrupt = True  # type: ignore[attr-defined]  # errors.run_main replaces this handler
-if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # first, before the imports below
-    try:
-        signal.signal(signal.SIGINT, _interrupted)
-    except ValueError:  # not the main thread: leave SIGINT alone
-        pass
+_main_file = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+_MAIN_IS_OURS = os.path.dirname(os.path.abspath(_main_file)) == os.path.dirname(os.path.abspath(__file__))
+"""The process runs one of our scripts (not pytest or a tool importing us)."""
+
+
+def _install() -> None:
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        try:
+            signal.signal(signal.SIGINT, _interrupted)
+        except ValueError:  # not the main thread: leave SIGINT alone
+            pass
+
+
+if _MAIN_IS_OURS:  # at once, before the imports below
+    _install()
 
 import importlib.util  # noqa: E402
-import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 REQUIRED = ("jsonschema", "ijson", "backoff", "openai", "anthropic", "tqdm", "matplotlib", "numpy")
@@ -93,6 +103,7 @@ def start(module_name: str, required: tuple[str, ...] = REQUIRED) -> None:
                 pass
         return
     _main_started = True
+    _install()
     absent = missing(required)
     if absent:
         script = os.path.relpath(sys.argv[0]) if sys.argv and sys.argv[0] else "this script"

@@ -4,6 +4,7 @@ Usage:
     python scripts/scorecard.py RUN_DIR N_TOTAL VARIANT RUN_ID
     python scripts/scorecard.py --run-id RUN_ID [--project P] [--format md|json] [--no-charts] [--history FILE]
     python scripts/scorecard.py --latest [--project P]
+    python scripts/scorecard.py --latest RUN_ID                        # a bare run id: that run (the report command)
     python scripts/scorecard.py --print-latest-id [--project P]
     python scripts/scorecard.py --run-id RUN_ID --compare OTHER_RUN     # also compare-<OTHER>.html (OTHER = before)
 
@@ -60,7 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("positional", nargs="*", metavar="RUN_DIR N_TOTAL VARIANT RUN_ID",
                         help="the four-argument form: run directory, strict denominator, variant, run id")
     parser.add_argument("--run-id", help="score .longmemeval-benchmarks/runs/<RUN_ID> of the project")
-    parser.add_argument("--latest", action="store_true", help="score the most recently started run")
+    parser.add_argument("--latest", action="store_true",
+                        help="score the most recently started run; --latest RUN_ID (one bare word after it, as the "
+                             "report command passes the user's words) scores RUN_ID")
     parser.add_argument("--print-latest-id", action="store_true",
                         help="only print the id of the most recent run (nothing when there is none) and exit")
     parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: current dir)")
@@ -86,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     variant = run_id = None
     n_total = args.n_total
+    if args.latest and not args.run_id and len(args.positional) == 1:  # the report command: --latest $ARGUMENTS
+        args.run_id, args.positional = args.positional[0], []
     if args.positional:
         if len(args.positional) != 4 or args.run_id or args.latest:
             raise UserError(f"expected RUN_DIR N_TOTAL VARIANT RUN_ID (4 arguments), got {args.positional}",
