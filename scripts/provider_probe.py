@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,13 +115,19 @@ def probe(settings: Any) -> None:
     import provider_routes
 
     routes = _provider_settings(settings)
+    todo: dict[tuple[str, str, str | None, str], tuple[Use, Any]] = {}
     for use in uses(settings):
         route = provider_routes._route(use.provider, routes)
         key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
         with _SEEN_LOCK:
-            if key in _SEEN:
-                continue
-        _probe_one(use, route, routes)
+            if key not in _SEEN:
+                todo.setdefault(key, (use, route))
+    if not todo:
+        return
+    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="probe") as pool:  # at once: one round trip
+        futures = {key: pool.submit(_probe_one, use, route, routes) for key, (use, route) in todo.items()}
+    for key, future in futures.items():  # in the run's order (target first): the first refusal is the line
+        future.result()
         with _SEEN_LOCK:
             _SEEN[key] = None
 

@@ -5,10 +5,9 @@
 # folder into its cache when it is added as a marketplace (a demo inside it would be copied too, ~300 MB).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-REPO=$(dirname "$HERE")
+REPO=$(python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$(dirname "$HERE")")
 PROJECT=${1:-${HOME:?set HOME or pass PROJECT_DIR}/longmemeval-demo}
-mkdir -p "$PROJECT"
-PROJECT=$(cd "$PROJECT" && pwd)
+PROJECT=$(python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$PROJECT")
 case "$PROJECT/" in
   "$REPO"/*) echo "error: $PROJECT is inside the plugin checkout $REPO (Claude Code would copy it with the plugin): pass a folder outside it, e.g. bash scripts/quickstart.sh ~/longmemeval-demo" >&2; exit 2 ;;
 esac

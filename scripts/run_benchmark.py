@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if block is not None:
             print(block, flush=True)
             return run_driver.EXIT_NEEDS_CONFIRMATION
-    if not args.worker:  # the --background parent probed for its worker
+    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
         provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line here
     if args.background:
         return _start_in_background(settings, args, argv)

@@ -250,11 +250,14 @@ CASES: list[Case] = [
     case(DATASET_S, "dataset-hypotheses-missing", "run_benchmark.py --hypotheses nowhere.jsonl --yes"),
     case(DATASET_S, "dataset-hypotheses-not-jsonl", "run_benchmark.py --hypotheses README.md --yes"),
     case(DATASET_S, "setup-dataset-missing", "setup_project.py --project . --skip-venv --dataset nowhere.json"),
+    case(DATASET_S, "setup-dataset-not-longmemeval", "setup_project.py --project . --skip-venv --dataset README.md"),
+    case(DATASET_S, "setup-dataset-and-sample", f"setup_project.py --project . --skip-venv --sample --dataset {DATASET}"),
     case(DATASET_S, "setup-download-unknown-variant", "setup_project.py --project . --skip-venv --download _x"),
     case(DATASET_S, "fingerprints-missing-file", "fingerprints.py nowhere.json"),
 
     # arguments
     case(ARGS_S, "run-id-empty", f'{RUN} --run-id ""'),
+    case(ARGS_S, "run-id-blank", f'{RUN} --run-id " "'),
     case(ARGS_S, "variant-empty", f'{RUN} --variant ""'),
     case(ARGS_S, "target-model-empty", f'{PAID_RUN} --target-model ""', PAID, server="ok"),
     case(ARGS_S, "judge-model-empty", f'{PAID_RUN} --judge-model ""', PAID, server="ok"),
@@ -336,6 +339,8 @@ CASES: list[Case] = [
          server="404:openai gpt-4o"),
     case(SERVER_S, "judge-model-not-found", f"{PAID_RUN} --judge-model openai:gpt-4o-mnii", PAID,
          server="404:gpt-4o-mnii"),
+    case(SERVER_S, "openai-401-bad-key-background", f"{PAID_RUN} --background", PAID, server="401"),
+    case(SERVER_S, "judge-401-anthropic-reader-ok", PAID_RUN, PAID_ANTHROPIC, server="401:gpt-4o-2024-08-06"),
     case(SERVER_S, "openai-insufficient-quota", PAID_RUN, PAID, server="insufficient_quota"),
     case(SERVER_S, "anthropic-credit-balance", PAID_RUN, PAID_ANTHROPIC, server="credit_balance"),
 

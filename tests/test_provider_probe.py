@@ -88,3 +88,12 @@ def test_targets_whose_calls_are_not_ours_are_not_probed():
         assert provider_probe.uses(S) == []
     S.target = "full-context"
     assert provider_probe.uses(S) == [provider_probe.Use("target", "openai", "gpt-4o-mini")]
+
+
+def test_resuming_a_finished_run_calls_no_model_so_sends_no_probe(tmp_path, fake_llm):
+    project = make_project(tmp_path / "p", concurrency=8)
+    assert run(project, "--run-id", "done") == 0
+    probes = len(fake_llm.probes)
+    provider_probe.forget()  # as a new process would
+    assert run(project, "--run-id", "done") == 0
+    assert len(fake_llm.probes) == probes == 2
