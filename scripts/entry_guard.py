@@ -22,7 +22,7 @@ import sys
 
 def _interrupted(signum: int, frame: object) -> None:
     print("interrupted", file=sys.stderr, flush=True)
-    raise SystemExit(130)  # errors.EXIT_INTERRUPTED
+    raise SystemExit(130)  # EXIT_INTERRUPTED (defined below the early imports)
 
 
 _interrupted.early_interrupt = True  # type: ignore[attr-defined]  # errors.run_main replaces this handler
@@ -52,7 +52,6 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 _main_started = False
 """An entry script called ``start("__main__")``: the modules it imports (other entry scripts) leave SIGINT alone."""
-
 
 
 def missing(required: tuple[str, ...] = REQUIRED) -> list[str]:
@@ -88,8 +87,10 @@ def refusal(script: str, absent: list[str], python: Path | None) -> str:
             f"{' ...' if len(absent) > 3 else ''} not importable by {sys.executable})")
     if python is not None:
         return f"{what}: run it with the project's venv: {python} {script}"
-    return (f"{what}: create the venv with `python3 scripts/setup_project.py --project .` (or /longmemeval-setup), "
-            f"then run it with {VENV_DIR}/bin/python")
+    import command_names  # standard library only, like this module
+
+    return (f"{what}: create the venv with `python3 scripts/setup_project.py --project .` (or "
+            f"{command_names.SETUP}), then run it with {VENV_DIR}/bin/python")
 
 
 def start(module_name: str, required: tuple[str, ...] = REQUIRED) -> None:

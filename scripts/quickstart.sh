@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Set up a demo project and run the main job offline on the shipped sample: no API keys, no model calls.
-# Usage: bash scripts/quickstart.sh [PROJECT_DIR]   (default: ~/longmemeval-demo)
+# Usage: bash scripts/quickstart.sh [PROJECT_DIR]   (default: $HOME/longmemeval-demo)
 # The demo lives outside this checkout: the checkout is the plugin, and Claude Code copies a plugin's whole
 # folder into its cache when it is added as a marketplace (a demo inside it would be copied too, ~300 MB).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$(dirname "$HERE")")
-PROJECT=${1:-${HOME:?set HOME or pass PROJECT_DIR}/longmemeval-demo}
+: "${HOME:?set HOME or pass PROJECT_DIR}"
+PROJECT=${1:-$HOME/longmemeval-demo}
 PROJECT=$(python3 -c 'import os, sys; print(os.path.realpath(sys.argv[1]))' "$PROJECT")
 case "$PROJECT/" in
-  "$REPO"/*) echo "error: $PROJECT is inside the plugin checkout $REPO (Claude Code would copy it with the plugin): pass a folder outside it, e.g. bash scripts/quickstart.sh ~/longmemeval-demo" >&2; exit 2 ;;
+  "$REPO"/*) echo "error: $PROJECT is inside the plugin checkout $REPO (Claude Code would copy it with the plugin): pass a folder outside it, e.g. bash scripts/quickstart.sh \$HOME/longmemeval-demo" >&2; exit 2 ;;
 esac
 echo "quickstart: 1/2 setting up $PROJECT: a venv with the toolkit's packages (pip: about 1-3 minutes the first time, seconds after), a config and the 24-item synthetic sample"
 # setup's own "next:" line is this script's second step: leave it out here.
