@@ -49,14 +49,33 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         self._count_lock = threading.Lock()
+        sidecars = [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
+        existed = {path for path in sidecars if path.exists()}
         try:
             directory.mkdir(parents=True, exist_ok=True)
             self._migrate()
         except (OSError, sqlite3.DatabaseError) as err:
+            self._forget_failed_open(set(sidecars) - existed)
             raise UserError(
                 f"the call cache {self.path} cannot be opened ({err})",
                 fix="move or delete it, set cache_dir to a writable folder, or set cacheEnabled to false",
             ) from None
+
+    def _forget_failed_open(self, created: set[Path]) -> None:
+        """A cache that could not be opened (disk full, read-only) leaves nothing behind: close this thread's
+        connection and remove the WAL files the attempt created (ones that existed belong to another writer)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            self._local.conn = None
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
+        for path in created:
+            try:
+                path.unlink()
+            except OSError:
+                pass  # gone already, or cannot be removed either (a read-only folder): the error still says why
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

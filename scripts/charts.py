@@ -9,12 +9,18 @@ never sees half a PNG.
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
+
+import cli_parser
 
 from errors import UserError, run_main
 from run_layout import HISTORY_CHART, PER_TYPE_CHART
@@ -79,34 +85,59 @@ def error_bar_lengths(value: float, bounds: Sequence[float]) -> tuple[float, flo
     return max(0.0, value - bounds[0]), max(0.0, bounds[1] - value)
 
 
+TARGET_ACCURACY = 0.95
+"""The loop's goal (>= 475/500): drawn on every per-type chart."""
+
+
 def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
-    """Bar chart of strict per-type accuracy with 95% Wilson error bars, plus the overall and macro lines."""
+    """Bar chart of strict per-type accuracy with 95% Wilson error bars, the overall and macro lines and the 95%
+    target; a partial run (items not judged) also gets judged-only bars beside the strict ones. The legend sits
+    below the axes, so it never covers a bar."""
     check_card(card)
     plt = _pyplot()
     per_type = card["per_type"]
     names = [t for t, b in per_type.items() if b["n"] > 0]
-    values = [per_type[t]["accuracy_strict"] for t in names]
-    bars = [error_bar_lengths(v, per_type[t]["wilson_strict"]) for t, v in zip(names, values)]
-    low = [b[0] for b in bars]
-    high = [b[1] for b in bars]
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    partial = any(_is_number(per_type[t].get("judged")) and per_type[t]["judged"] < per_type[t]["n"] for t in names)
+    width = 0.4 if partial else 0.8
+    strict_x = [i - width / 2 if partial else i for i in range(len(names))]
+    fig, ax = plt.subplots(figsize=(8, 4.6))
     try:
-        ax.bar(range(len(names)), values, yerr=[low, high], capsize=4, color="#4C72B0")
+        _bars(ax, strict_x, [per_type[t] for t in names], "strict", width, "#4C72B0",
+              "strict (errors/not run = wrong)")
+        if partial:
+            _bars(ax, [i + width / 2 for i in range(len(names))], [per_type[t] for t in names], "judged", width,
+                  "#8DA0CB", "judged-only (judged items)")
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels([f"{SHORT_TYPE_NAMES.get(t, t)}\n(n={per_type[t]['n']})" for t in names], fontsize=8)
         overall = card["overall"]["accuracy_strict"]
         macro = card["task_averaged"]["accuracy_strict"]
         if overall is not None:
-            ax.axhline(overall, color="#C44E52", linestyle="--", label=f"overall (micro) {overall:.3f}")
+            ax.axhline(overall, color="#C44E52", linestyle="--", label=f"overall (micro, strict) {overall:.3f}")
         if macro is not None:
-            ax.axhline(macro, color="#55A868", linestyle=":", label=f"task-averaged (macro) {macro:.3f}")
+            ax.axhline(macro, color="#55A868", linestyle=":", label=f"task-averaged (macro, strict) {macro:.3f}")
+        ax.axhline(TARGET_ACCURACY, color="#555555", linestyle="-.", linewidth=1,
+                   label=f"target {TARGET_ACCURACY:.0%}")
         ax.set_ylim(0, 1.05)
-        ax.set_ylabel("accuracy (strict: errors/not run = wrong)")
+        ax.set_ylabel("accuracy")
         ax.set_title(f"LongMemEval per-type accuracy — run {card.get('run_id')} (95% Wilson intervals)", fontsize=9)
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
         return _save_atomic(fig, out_png)
     finally:
         plt.close(fig)
+
+
+def _bars(ax: Any, xs: Sequence[float], blocks: Sequence[Mapping[str, Any]], kind: str, width: float, color: str,
+          label: str) -> None:
+    """One bar per type: ``kind`` ``strict`` or ``judged`` accuracy with its Wilson interval (a type with no
+    judged item draws no judged bar)."""
+    points = [(x, b[f"accuracy_{kind}"], b.get(f"wilson_{kind}")) for x, b in zip(xs, blocks)
+              if _is_number(b.get(f"accuracy_{kind}"))]
+    if not points:
+        return
+    errors = [error_bar_lengths(v, w) if isinstance(w, Sequence) and len(w) == 2 else (0.0, 0.0)
+              for _, v, w in points]
+    ax.bar([p[0] for p in points], [p[1] for p in points], width=width, color=color, label=label,
+           yerr=[[e[0] for e in errors], [e[1] for e in errors]], capsize=3)
 
 
 _ROUND_ROW = re.compile(r"^\|\s*(v\d+)\s*\|")
@@ -200,7 +231,7 @@ def load_card(path: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("metrics_json", type=Path, help="a run's metrics.json (written by scorecard.py)")
     parser.add_argument("out_dir", type=Path, help="directory for the PNG files")
     parser.add_argument("--history", type=Path, help="loop history (.md table or JSONL) for accuracy over rounds")

@@ -34,6 +34,10 @@ the round, ``--seed``), each part under its ``# failing`` / ``# control`` commen
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import re
@@ -42,6 +46,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import cli_parser
 import gold_registry
 import offline_judge
 import pipeline_health
@@ -325,7 +330,7 @@ def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, r
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     parser.add_argument("--run-id", help="the run to analyse (the loop's run id)")
     parser.add_argument("--run-dir", type=Path, help="analyse this run or snapshot directory instead of --run-id")

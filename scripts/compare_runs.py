@@ -22,12 +22,17 @@ Example:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import report_html
 import run_store
 from errors import UserError, run_main
@@ -40,7 +45,7 @@ def latest_two(project: Path) -> tuple[Path, Path] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("before", type=Path, nargs="?", help="run (or snapshot) directory before the change")
     parser.add_argument("after", type=Path, nargs="?", help="run (or snapshot) directory after the change")

@@ -10,12 +10,17 @@ Usage:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import cli_parser
 import command_names
 from fileio import write_atomic_json
 from config_defaults import default_config
@@ -109,7 +114,7 @@ def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path("."), help="project root holding .longmemeval-benchmarks/")
     parser.add_argument("--defaults", action="store_true", help="print the default config instead of the project's")
     args = parser.parse_args(argv)

@@ -18,12 +18,17 @@ Usage:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import cli_parser
 import decide
 import fileio
 import loop_git
@@ -145,7 +150,7 @@ def adopt(project: Path, loop_run_id: str, confirm_run_id: str) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     p_check = sub.add_parser("check", help="has the run reached ceil(0.95 * n_total) strict correct?")

@@ -26,6 +26,7 @@ from run_settings import RunSettings
 import dataset
 import dry_run
 import prices
+from dry_run import dollars as dry_run_dollars
 
 DEFAULT_CONFIRM_COST_USD = 5.0
 EXIT_NEEDS_CONFIRMATION = 5
@@ -53,7 +54,7 @@ def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str 
     if total is None:
         why = "its cost cannot be shown to be below confirmCostUsd (a price is unknown)"
     else:
-        why = f"estimated {dry_run.dollars(total, bound=True)}, above confirmCostUsd ${threshold:,.2f}"
+        why = f"estimated {dry_run.dollars(total, bound=True)}, above confirmCostUsd {dry_run.dollars(threshold)}"
     return f"cost gate: this run needs confirmation: {why}\n{dry_run.format_block(result)}\n{ASK_LINE}"
 
 
@@ -89,8 +90,9 @@ class CostCap:
             self.spent += reserved if usd is None else usd
 
     def message(self) -> str:
+
         nxt = "" if self.refused_estimate is None else f"; the next item needs up to ${self.refused_estimate:,.4f}"
-        return (f"cost cap reached: ${self.spent:,.4f} spent of --max-cost ${self.cap:,.2f}{nxt}; "
+        return (f"cost cap reached: ${self.spent:,.4f} spent of --max-cost {dry_run_dollars(self.cap)}{nxt}; "
                 "resume with a higher --max-cost")
 
 

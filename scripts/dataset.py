@@ -10,6 +10,10 @@ Usage:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import gzip
 import hashlib
@@ -23,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 
+import cli_parser
 import ijson
 
 from errors import UserError, run_main
@@ -356,7 +361,7 @@ def load_questions(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", type=Path, help="a LongMemEval file: .json, .json.xz or .json.gz")
     parser.add_argument("--ids", default=None, help="comma-separated question ids that must be present")
     parser.add_argument("--limit", type=int, default=None, help="count only the first N (selected) items")

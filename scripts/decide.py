@@ -29,6 +29,10 @@ Usage:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
@@ -36,6 +40,7 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import cli_parser
 import run_comparison as compare_runs  # the comparison (compare_runs.py is its command)
 import fileio
 import loop_git
@@ -260,7 +265,7 @@ def describe(record: Mapping[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     parser.add_argument("--snapshot", required=True, help="the pre-fix snapshot, v<ROUND> (rounds.py snapshot)")
     parser.add_argument("--run-id", required=True, help="the post-fix run (the loop's run id)")

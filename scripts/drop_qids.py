@@ -18,12 +18,17 @@ the cluster's failing items and which the control sample (``trigger_set.py``) in
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import run_store
 import trigger_set
 from errors import UserError, run_main
@@ -75,7 +80,7 @@ def drop_qids(run_dir: Path, ids: Sequence[str]) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     parser.add_argument("--run-id", required=True, help="the run to edit (the loop's run id)")
     parser.add_argument("--from-file", type=Path, help="read ids from this file, one per line (# comments allowed)")

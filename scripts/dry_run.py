@@ -143,6 +143,15 @@ class Estimator:
         return total
 
 
+def run_is_finished(settings: RunSettings, run_id: str | None) -> bool:
+    """``run_id`` names an existing run with every item of its manifest (in the shard) completed: a resume that
+    calls no model."""
+    if not run_id:
+        return False
+    run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    return run_dir.is_dir() and _nothing_pending(run_dir, run_store.load_completed(run_dir), settings)
+
+
 def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
     """Every item of the run's manifest (in the shard) is completed."""
     manifest = run_store.peek_json(run_store.manifest_path(run_dir))  # unreadable: stream the dataset as usual

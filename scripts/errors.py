@@ -6,7 +6,10 @@ where, and how to fix it. ``run_main`` prints that line to stderr and returns 2:
 
 from __future__ import annotations
 
+import errno
+import signal
 import sys
+import threading
 from typing import Callable, Sequence
 
 EXIT_USER_ERROR = 2
@@ -26,10 +29,42 @@ class UserError(Exception):
 def run_main(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> int:
     """Call ``main(argv)``; map UserError to one stderr line + exit 2 and Ctrl-C to 130."""
     try:
+        _take_over_ctrl_c()
         return int(main(argv) or 0)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except OSError as err:
+        line = storage_error_line(err)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+FULL = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+"""Out of space: the disk, the quota, or the process's file-size limit (EFBIG, how the tests simulate a full disk)."""
+READ_ONLY = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def storage_error_line(err: OSError) -> str | None:
+    """The one line for a write the file system refused (disk full, not writable), or None for any other error."""
+    where = err.filename or "to the disk"
+    if err.errno in FULL:
+        return (f"cannot write {where}: disk full or file too large ({err.strerror}); free some space (or raise the "
+                "file-size limit), then run the same command again")
+    if err.errno in READ_ONLY:
+        return (f"cannot write {where}: not writable ({err.strerror}); fix its permissions (or point the config's "
+                "runs_dir / cache_dir at a writable folder), then run the same command again")
+    return None
+
+
+def _take_over_ctrl_c() -> None:
+    """From here SIGINT is Python's KeyboardInterrupt again (caught above, or by the run's own handlers), not the
+    early exit ``entry_guard`` installed for the imports."""
+    if threading.current_thread() is threading.main_thread() and \
+            getattr(signal.getsignal(signal.SIGINT), "early_interrupt", False):
+        signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -60,7 +60,10 @@ _UMASK = _read_umask()
 def write_atomic_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never a mix."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:  # name the file the caller wrote, not a temporary name
+        raise OSError(err.errno, err.strerror, str(path)) from err
     try:
         os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the file the mode a plain open() would
         with os.fdopen(fd, "wb") as fh:
@@ -68,11 +71,13 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(err, OSError) and err.filename in (None, tmp):  # name the file the caller wrote
+            raise OSError(err.errno, err.strerror, str(path)) from err
         raise
     fsync_dir(path.parent)
 

@@ -17,6 +17,10 @@ Usage:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
@@ -24,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import cli_parser
 import dataset
 from errors import run_main
 from facts import FILES
@@ -138,7 +143,7 @@ def recognize_file(path: str | Path, hashes: Mapping[str, str], file_sha256: str
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("path", type=Path, help="a LongMemEval file: .json, .json.xz or .json.gz")
     parser.add_argument("--hashes", action="store_true", help="print {question_id: sha256} instead of the comparison")

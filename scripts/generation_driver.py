@@ -20,6 +20,10 @@ read from a file written before the run) is looked up by question id, also here:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import dataclasses
 import json
@@ -32,6 +36,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
+import cli_parser
 import dataset
 import providers
 from errors import UserError, run_main
@@ -278,7 +283,7 @@ def find_item(path: Path, question_id: str) -> Question:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate one hypothesis with a target and print it as JSON.")
+    parser = cli_parser.ArgumentParser(description="Generate one hypothesis with a target and print it as JSON.")
     parser.add_argument("--dataset", required=True, type=Path, help="LongMemEval file (.json, .json.xz, .json.gz)")
     parser.add_argument("--question-id", required=True, help="question_id of the item to answer")
     parser.add_argument("--target", default="full-context",

@@ -17,12 +17,17 @@ Example:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+import cli_parser
 import dataset
 import fileio
 import metrics
@@ -136,7 +141,7 @@ def import_eval_results(path: Path, dataset_or_manifest: Path | Mapping[str, Any
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     exp = sub.add_parser("export", help="write upstream-format files from a run")

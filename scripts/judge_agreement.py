@@ -23,6 +23,10 @@ Exit status: 0 measured, 2 a user mistake (no official verdicts, unknown run, ba
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import concurrent.futures as cf
 import hashlib
@@ -31,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import cli_parser
 import config as config_mod
 import fileio
 import judge_files
@@ -272,7 +277,7 @@ def render_markdown(rec: Mapping[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="a run whose rows carry official verdicts")

@@ -18,12 +18,17 @@ Usage:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import run_store
 import verdict_archive
 from errors import UserError, run_main
@@ -36,7 +41,7 @@ from providers import ProviderError
 
 def _archive_main(command: str, argv: Sequence[str]) -> int:
     """``export-verdicts`` / ``import-verdicts``: the portable archive of official verdicts."""
-    parser = argparse.ArgumentParser(prog=f"judge_shim.py {command}", description=(
+    parser = cli_parser.ArgumentParser(prog=f"judge_shim.py {command}", description=(
         "Write every official verdict of this project (its archive and its runs) to one JSONL file."
         if command == "export-verdicts" else
         "Add the official verdicts of an exported file to this project's archive; the judge then uses them "
@@ -73,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ARCHIVE_COMMANDS:
         return _archive_main(argv[0], argv[1:])
-    parser = argparse.ArgumentParser(description="Judge hypotheses with the official LongMemEval judge.",
+    parser = cli_parser.ArgumentParser(description="Judge hypotheses with the official LongMemEval judge.",
                                      epilog=FILE_MODE_EPILOG)
     parser.add_argument("--longmemeval-root", type=Path, required=True,
                         help="your clone of xiaowu0162/LongMemEval (the judge prompt is read from it)")

@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
+
 from errors import UserError, run_main
 from facts import (
     CONFIG_FILE,
@@ -176,7 +178,7 @@ def revert(sha: str, *, project: Path | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root, a git work tree (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     p_commit = sub.add_parser("commit", help="commit the named paths on the loop branch")

@@ -17,6 +17,10 @@ Usage (from the project root, on the loop branch):
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import shutil
@@ -24,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import command_names
 import config
 import loop_git
@@ -66,7 +71,7 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")

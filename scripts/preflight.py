@@ -9,12 +9,17 @@ arguments as run_benchmark.py, so the command and skill can pass the user's argu
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import command_names
 from facts import is_offline
 import hypotheses_file
@@ -111,7 +116,7 @@ def checks(settings) -> list[tuple[bool | None, str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
+    parser = cli_parser.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
     run_settings.add_arguments(parser)
     args = parser.parse_args(argv)
     project = Path(args.project).resolve()

@@ -116,14 +116,15 @@ class Progress:
 
     def status(self, state: str) -> Any:
         """The run's ``run_status.Status`` as this process counts it."""
-        elapsed_min = max(time.monotonic() - self._started, 1e-6) / 60.0
-        rate = self.done / elapsed_min
+        elapsed = time.monotonic() - self._started
+        rate = self.done / (elapsed / 60.0) if elapsed >= run_status.MIN_RATE_SECONDS else None
         judged = int(self.before.get("judged", 0)) + self.judged
         errors = max(int(self.before.get("errors", 0)) + self.errors - self._errors_fixed, 0)
         return run_status.Status(
             state=state, run_id=self.run_id, done=judged + errors, total=self.run_total, judged=judged,
             errors=errors, correct=int(self.before.get("correct", 0)) + self.correct, spent_usd=self.spent_usd,
-            items_per_min=round(rate, 1), eta_seconds=(self.total - self.done) / rate * 60.0 if self.done else None,
+            items_per_min=None if rate is None else round(rate, 1),
+            eta_seconds=(self.total - self.done) / rate * 60.0 if self.done and rate else None,
             pacing=self._pacing() if self._pacing is not None else [])
 
     def _print_status(self, state: str) -> None:

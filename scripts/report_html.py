@@ -25,6 +25,10 @@ Example:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import base64
 import json
@@ -34,6 +38,7 @@ from html import escape
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import cli_parser
 import charts
 import run_comparison
 import fileio
@@ -315,7 +320,7 @@ def print_prompts(run: RunData, question_id: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path, help="a run directory (.longmemeval-benchmarks/runs/<id>)")
     parser.add_argument("--project", type=Path, help="project root (for the judge-stability registry)")

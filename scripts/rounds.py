@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import loop_state as state
 from errors import run_main
 from facts import PROPOSAL_FILE
@@ -38,7 +39,7 @@ STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("init", help="create .max_effort_round (0) and history_max_effort.md when missing")

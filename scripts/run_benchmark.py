@@ -22,6 +22,10 @@ an error row and is never marked completed).
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import shlex
 import sys
@@ -29,12 +33,14 @@ from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import background
 import config as config_mod
 import cost_gate
 import dry_run
 import judge_official
 import preflight
+import provider_probe
 import run_driver
 import run_settings
 import run_status
@@ -54,7 +60,7 @@ def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = cli_parser.ArgumentParser(
         prog="run_benchmark.py",
         description="Run (or resume) a LongMemEval benchmark: generate, judge, checkpoint, score.",
         epilog="Exit status: 0 completed, 1 failed (resumable), 2 user error, 3 billing, 5 estimate above "
@@ -79,11 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_driver.refuse_a_live_worker(settings, args.run_id)
     if args.max_cost is not None:
         cost_gate.check_cap_is_enforceable(settings, args.max_cost)
+    if not args.worker:
+        provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
     if not (args.yes or args.worker):
         block = cost_gate.refusal(settings, args.run_id, cost_gate.confirm_threshold(cfg))
         if block is not None:
             print(block, flush=True)
             return run_driver.EXIT_NEEDS_CONFIRMATION
+    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
+        provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line here
     if args.background:
         return _start_in_background(settings, args, argv)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar

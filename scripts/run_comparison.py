@@ -195,6 +195,13 @@ def _flaky_keys(run: RunData) -> set:
     return judge_stability.StabilityRegistry(judge_stability.project_of_run(run.meta, run.path)).flaky()
 
 
+def _cell(change: Mapping[str, Any], side: str) -> str:
+    """A side's hypothesis, or its state when it has none to show (``not_run``, an error)."""
+    text = _short(change.get(f"hypothesis_{side}"))
+    state = change.get(f"{side}_status")
+    return text if text or state in (None, "judged") else f"({state})"
+
+
 def _short(text: Any, width: int = 80) -> str:
     s = "" if text is None else " ".join(str(text).split())
     s = s.replace("|", "\\|")
@@ -237,7 +244,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         for c in result["changed"]:
             change = ("fix" if c["after"] else "regression") + (" (unstable label)" if c.get("flaky") else "")
             lines.append(f"| {c['question_id']} | {c['question_type']} | {change} | "
-                         f"{_short(c['hypothesis_before'])} | {_short(c['hypothesis_after'])} |")
+                         f"{_cell(c, 'before')} | {_cell(c, 'after')} |")
     return "\n".join(lines) + "\n"
 
 

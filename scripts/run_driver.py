@@ -224,6 +224,10 @@ def _locate(settings: RunSettings, run_id: str | None) -> tuple[str, Path, Path,
     run_id = run_store.validate_run_id(run_id) if run_id else run_store.new_run_id()
     root = run_store.run_dir_for(runs_dir, run_id)
     work = run_store.shard_dir(root, settings.shard)
+    for path in (root, work):
+        if path.exists() and not path.is_dir():
+            raise UserError(f"{path} is a file, not a run directory",
+                            fix="move that file away, or pick another --run-id")
     return run_id, root, work, None if root.exists() else run_state.scan_new_run(settings)
 
 
@@ -231,6 +235,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             max_cost: float | None = None) -> tuple[int, Path]:
     """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
     run_id, root, work, scanned = _locate(settings, run_id)
+    run_state.check_run(settings, run_id, root, work, scanned)  # its refusals before any directory, lock or cache
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()

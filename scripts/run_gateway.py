@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
+import sys
 import threading
 from typing import Any, Sequence
 
@@ -69,6 +71,8 @@ class RunGateway:
         self._gone: dict[tuple[str, str], Any] = {}
         """Models that answered not_found: later calls to them fail the same way without a request."""
         self._gone_lock = threading.Lock()
+        self.cache_write_error: str | None = None
+        """Why the cache could not be written (disk full...); the run goes on without caching."""
 
     def complete(self, request: ChatRequest) -> Completion:
         if self.cache is not None:
@@ -78,8 +82,20 @@ class RunGateway:
                 return hit
         completion = self._call(request)
         if self.cache is not None:
-            self.cache.put(request, completion)
+            self._store(self.cache.put, request, completion)
         return completion
+
+    def _store(self, put: Any, *args: Any) -> None:
+        """Write to the cache; a cache that can no longer be written (disk full) costs the cache, never the paid
+        reply: the call's row keeps it, and one warning says why later calls are not cached."""
+        try:
+            put(*args)
+        except (sqlite3.DatabaseError, OSError) as err:
+            with self._gone_lock:
+                first, self.cache_write_error = self.cache_write_error is None, str(err)
+            if first:
+                print(f"warning: the call cache cannot be written ({err}: disk full?); replies are kept in the "
+                      "run's rows but no longer cached", file=sys.stderr, flush=True)
 
     def _call(self, request: ChatRequest) -> Completion:
         with self._gone_lock:
@@ -121,5 +137,5 @@ class RunGateway:
             for i, vec in zip(missing, vectors):
                 found[i] = vec
                 if self.cache is not None:
-                    self.cache.put_embedding(keys[i], vec)
+                    self._store(self.cache.put_embedding, keys[i], vec)
         return [found[i] for i in range(len(texts))]

@@ -131,6 +131,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     options and judge take the place of the config's, so a config edited since cannot mix settings into it.
     Arguments given explicitly still win (and the run driver refuses them if they differ from the run's).
     """
+    refuse_empty_values(args)
     stored = stored_run_settings(cfg, args.run_id, project)
     if stored:
         cfg = {**cfg, **{key: stored[name] for key, name in _RESUMED_FROM_META.items() if name in stored}}
@@ -169,7 +170,10 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     max_evals = args.max if args.max is not None else int(cfg.get("maxEvals", 500))
     concurrency = args.concurrency if args.concurrency is not None else int(cfg.get("concurrency", 8))
     if max_evals < 0:
-        raise UserError(f"--max {max_evals} is negative", fix="give a count >= 0")
+        raise UserError(f"--max {max_evals} is negative", fix="give a count >= 1")
+    if args.max == 0:
+        raise UserError("--max 0 would run no item (and record the run as completed)",
+                        fix="give a count >= 1, or leave --max out to run every pending item")
     if concurrency < 1:
         raise UserError(f"--concurrency {concurrency} must be >= 1", fix="e.g. --concurrency 8")
     error_threshold = int(args.error_threshold if args.error_threshold is not None else cfg.get("errorThreshold", 0))
@@ -226,6 +230,21 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     )
     batch_settings.check_settings(settings)
     return settings
+
+
+_NON_EMPTY = ("run_id", "variant", "dataset", "target", "target_model", "judge_model", "longmemeval_root",
+              "hypotheses", "shard", "project")
+"""Flags whose empty value would silently fall back to a default (an unset shell variable: ``--run-id "$RUN"``)."""
+
+
+def refuse_empty_values(args: argparse.Namespace) -> None:
+    """``--run-id ""`` and its kind: one line, not a fresh paid run under a new id or the config's default."""
+    for name in _NON_EMPTY:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and not value.strip():
+            flag = "--" + name.replace("_", "-")
+            raise UserError(f"{flag} is empty (an unset shell variable?)",
+                            fix=f"give {flag} a value, or leave the flag out for the default")
 
 
 def _hypotheses_target(args: argparse.Namespace, target: str, provider: str, model: str, options: dict[str, Any],

@@ -19,6 +19,10 @@ command. A user mistake (unknown run id, bad arguments) is one line and exit 2.
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import os
@@ -29,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import cli_parser
 import background
 import command_names
 import prices
@@ -293,15 +298,22 @@ def _rate_and_eta(status: Status, root: Path) -> None:
     recent = sum(1 for t in finished if t >= since)
     if status.state == "running":
         until = time.time()
-    elif all(ends):
-        until = max(e for e in ends if e)
+    elif all(ends):  # run-meta's times have whole seconds: a run inside one second ends at its start
+        until = max([e for e in ends if e] + finished)
     else:  # killed: the pace up to its last row
         until = max(finished, default=since)
-    minutes = max(until - since, 1e-6) / 60.0
+    if until - since < MIN_RATE_SECONDS:  # 6 rows over 1e-6 s once showed 360000000.0 items/min
+        status.items_per_min = None
+        return
+    minutes = (until - since) / 60.0
     status.items_per_min = round(recent / minutes, 1) if recent else 0.0
     remaining = max(planned - recent, 0) if planned else max(status.total - status.done, 0)
     if recent and status.state == "running":
         status.eta_seconds = round(remaining / (recent / minutes) * 60.0, 1)
+
+
+MIN_RATE_SECONDS = 0.01
+"""No items/min (nor ETA) is shown over less time than this: a rate over microseconds is noise."""
 
 
 # --------------------------------------------------------------------------- finding the run
@@ -343,7 +355,7 @@ def wait_for(root: Path, seconds: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_status.py", description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(prog="run_status.py", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", help="the run to look at")

@@ -24,6 +24,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
+import cli_parser
+
 from errors import UserError, run_main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -505,7 +507,7 @@ def write_sample(path: Path, seed: int = SEED) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=SAMPLE_PATH,
                         help=f"where to write the JSON file (default: {SAMPLE_PATH.relative_to(REPO)})")

@@ -10,12 +10,18 @@ Usage (check a file by hand):
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import functools
 import json
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+import cli_parser
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
@@ -133,7 +139,7 @@ def check_version(obj: Any, *, where: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("schema", help=f"schema name, one of: {', '.join(schema_names())}")
     parser.add_argument("file", type=Path, help="a .json file (one record) or .jsonl file (one record per line)")
     args = parser.parse_args(argv)

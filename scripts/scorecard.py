@@ -4,6 +4,7 @@ Usage:
     python scripts/scorecard.py RUN_DIR N_TOTAL VARIANT RUN_ID
     python scripts/scorecard.py --run-id RUN_ID [--project P] [--format md|json] [--no-charts] [--history FILE]
     python scripts/scorecard.py --latest [--project P]
+    python scripts/scorecard.py --latest RUN_ID                        # a bare run id: that run (the report command)
     python scripts/scorecard.py --print-latest-id [--project P]
     python scripts/scorecard.py --run-id RUN_ID --compare OTHER_RUN     # also compare-<OTHER>.html (OTHER = before)
 
@@ -24,23 +25,45 @@ Example:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
 
+import cli_parser
 import report_outputs
 import run_store
 from errors import UserError, run_main
+import dataset
+
+
+def refuse_contradictions(run_dir: Path, variant: str, run_id: str) -> None:
+    """The four-argument form restates what the run's own files say: another id or variant (a pasted command of
+    another run) is refused before anything is rewritten, not scored under the wrong name. N_TOTAL may differ on
+    purpose (a denominator other than the manifest's, which the scorecard names)."""
+
+    meta = run_store.peek_meta(run_dir) or {}
+    hint = f"pass what the run says, or score it with --run-id {meta.get('runId') or run_dir.name}"
+    if meta.get("runId") and str(meta["runId"]) != run_id:
+        raise UserError(f"RUN_ID {run_id!r} contradicts {run_dir}: its run-meta says run {meta['runId']!r}", fix=hint)
+    stored_variant = meta.get("variant")
+    if stored_variant and dataset.resolve_variant(variant) != dataset.resolve_variant(str(stored_variant)):
+        raise UserError(f"VARIANT {variant} contradicts {run_dir}: the run is a {stored_variant} run", fix=hint)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("positional", nargs="*", metavar="RUN_DIR N_TOTAL VARIANT RUN_ID",
                         help="the four-argument form: run directory, strict denominator, variant, run id")
     parser.add_argument("--run-id", help="score .longmemeval-benchmarks/runs/<RUN_ID> of the project")
-    parser.add_argument("--latest", action="store_true", help="score the most recently started run")
+    parser.add_argument("--latest", action="store_true",
+                        help="score the most recently started run; --latest RUN_ID (one bare word after it, as the "
+                             "report command passes the user's words) scores RUN_ID")
     parser.add_argument("--print-latest-id", action="store_true",
                         help="only print the id of the most recent run (nothing when there is none) and exit")
     parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: current dir)")
@@ -66,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     variant = run_id = None
     n_total = args.n_total
+    if args.latest and not args.run_id and len(args.positional) == 1:  # the report command: --latest $ARGUMENTS
+        args.run_id, args.positional = args.positional[0], []
     if args.positional:
         if len(args.positional) != 4 or args.run_id or args.latest:
             raise UserError(f"expected RUN_DIR N_TOTAL VARIANT RUN_ID (4 arguments), got {args.positional}",
@@ -76,6 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             raise UserError(f"N_TOTAL must be a whole number, got {raw_n!r}", fix="e.g. 500") from None
         run_dir = Path(raw_dir)
+        refuse_contradictions(run_dir, variant, run_id)
     elif args.run_id:
         run_dir = report_outputs.project_run_dir(args.project, args.run_id)
     elif args.latest:

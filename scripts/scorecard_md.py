@@ -44,6 +44,18 @@ def hypotheses_lines(card: Mapping[str, Any]) -> list[str]:
             "generation in this run; a question without a line is a missing_hypothesis error row.", ""]
 
 
+SAMPLE_FILE = "longmemeval_sample.json"
+"""The shipped synthetic sample (data/sample/): LongMemEval's schema, not its questions."""
+
+
+def dataset_label(card: Mapping[str, Any]) -> str:
+    """The variant, or what the data really is: the synthetic sample is labelled so, never as ``_s``."""
+    path = str((card.get("dataset") or {}).get("path") or "")
+    if path.replace("\\", "/").rsplit("/", 1)[-1] == SAMPLE_FILE:
+        return f"synthetic sample in the {card['variant']} schema, not LongMemEval {card['variant']}"
+    return str(card["variant"])
+
+
 def render_markdown(card: Mapping[str, Any]) -> str:
     """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
     ta = card["task_averaged"]
@@ -51,7 +63,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     n_judged_types = len(ta["types_judged"])
     judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
         f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
-    lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({card['variant']})", ""]
+    lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({dataset_label(card)})", ""]
     loud = pipeline_health.loud_lines(card.get("pipeline_health")) + loop_rows.scorecard_lines(card)
     if loud:
         lines += [f"> **{line}**" for line in loud] + [""]

@@ -19,11 +19,16 @@ upstream 0.0438); 3 decimals for display.
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import sys
 from fractions import Fraction as F
 from typing import Callable, Sequence
 
+import cli_parser
 import metrics
 from errors import run_main
 from facts import is_abstention
@@ -207,7 +212,7 @@ def _cell(value: float | str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.parse_args(argv)
     checks = run_selftest()

@@ -35,7 +35,9 @@ REPO = SCRIPTS.parent
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
 
+import cli_parser  # noqa: E402  (stdlib-only sibling)
 import command_names  # noqa: E402  (stdlib-only sibling)
+import project_ignore  # noqa: E402  (stdlib-only sibling)
 from errors import UserError, run_main  # noqa: E402  (stdlib-only sibling)
 from facts import (  # noqa: E402  (stdlib-only sibling)
     CONFIG_FILE,
@@ -109,7 +111,12 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 def write_json_atomic(path: Path, obj: Any) -> None:
     """``fileio.write_atomic_json``, its folder made first."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic_json(path, obj)
+    try:
+        write_atomic_json(path, obj)
+    except OSError as err:  # name the file being written, not a temporary name
+        if err.filename != str(path):
+            raise OSError(err.errno, err.strerror, str(path)) from err
+        raise
 
 
 def project_relative(project: Path, path: Path) -> str:
@@ -430,15 +437,91 @@ def fetch_dataset(project: Path, variant: str, release: str, base_url: str, repo
         if expected and sha256_file(target) != expected:
             raise UserError(f"{target} exists but its sha256 is not the official {expected}",
                             fix=f"delete it and re-run to download {url} again")
-        report.add("dataset", f"{target} already present{' (sha256 verified)' if expected else ''}; nothing to do")
+        checked = "sha256 verified" if expected else verify_by_fingerprints(target, variant, release)
+        report.add("dataset", f"{target} already present ({checked}); nothing to do")
         return target
     if offline:
         raise UserError(f"--offline: not downloading {file_name}", fix=_offline_help(url, target))
     print(f"downloading {url} -> {target} ...", file=sys.stderr)
     digest = download(url, target, expected_sha256=expected, retry_wait=retry_wait)
-    checked = "sha256 verified" if expected else f"sha256 {digest}, no official checksum known"
+    checked = "sha256 verified" if expected else verify_by_fingerprints(target, variant, release, digest=digest)
     report.add("dataset", f"downloaded {file_name} to {target} ({checked})")
     return target
+
+
+def _open_dataset(path: Path) -> Any:
+    if path.name.endswith(".xz"):
+        import lzma
+        return lzma.open(path, "rt", encoding="utf-8")
+    if path.name.endswith(".gz"):
+        import gzip
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def check_local_dataset(path: Path, what: str = "--dataset", fix: str | None = None) -> dict[str, Any]:
+    """``--dataset PATH``, checked before anything is written: a LongMemEval file (a JSON list of items with
+    question_id, question, answer, haystack_sessions); returns its fingerprint record (``fingerprints.recognize``)."""
+    import dataset
+    import fingerprints
+
+    path = path.expanduser()
+    if not path.is_file():
+        raise UserError(f"--dataset {path}: no such file" if not path.exists() else f"--dataset {path} is not a file",
+                        fix="pass the path of a LongMemEval .json file, e.g. longmemeval_s_cleaned.json")
+    try:
+        with _open_dataset(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, EOFError) as err:
+        raise UserError(f"{what} {path} is not a readable JSON file ({type(err).__name__}: {err})",
+                        fix=fix or "pass a LongMemEval .json (or .json.xz/.json.gz) file") from None
+    needed = ("question_id", "question", "answer", "haystack_sessions")
+    if not isinstance(data, list) or not data or not all(isinstance(x, dict) and all(k in x for k in needed)
+                                                         for x in data):
+        raise UserError(f"{what} {path} is not a LongMemEval file (a JSON list of items with "
+                        f"{', '.join(needed)})", fix=fix or "pass longmemeval_s_cleaned.json, _m or _oracle")
+    hashes = {str(item["question_id"]): dataset.item_sha256(item) for item in data}
+    if len(hashes) != len(data):
+        raise UserError(f"{what} {path} repeats question ids ({len(data) - len(hashes)} duplicates)",
+                        fix=fix or "pass an unmodified LongMemEval file")
+    return fingerprints.recognize_file(path, hashes, sha256_file(path))
+
+
+def verify_by_fingerprints(path: Path, variant: str, release: str, *, digest: str | None = None) -> str:
+    """A file with no official checksum (``_oracle``), checked item by item against the shipped fingerprints of
+    that variant; without such a set (``_m``) only its sha256 is reported. UserError when it does not match."""
+    import fingerprints
+
+    if not any(ref.get("variant") == variant and ref.get("release") == release
+               for ref in fingerprints.reference_sets()):
+        return f"sha256 {digest or sha256_file(path)}; no official checksum or fingerprints known"
+    record = check_local_dataset(path, "the dataset", "delete it and re-run to download it again")
+    if record.get("variant") != variant or record.get("release") != release:
+        raise UserError(f"{path} is not the {release} {variant} file: {record.get('summary')}",
+                        fix="delete it and re-run to download it again")
+    return f"fingerprints verified: {record.get('summary')}"
+
+
+def adopt_dataset(project: Path, path: Path, record: dict[str, Any], report: Report) -> tuple[Path, str | None]:
+    """Use the checked file: inside the project as it is, elsewhere through a link in ``data/`` (never a second
+    copy of a 2.7 GB file). Returns (the path the config names, the variant its fingerprints say)."""
+    path = path.expanduser().resolve()
+    inside = project_relative(project, path) != str(path)
+    target = path
+    if not inside:
+        target = project / STATE_DIR / "data" / path.name
+        if target.is_symlink() and target.resolve() == path:
+            pass
+        elif target.exists() or target.is_symlink():
+            raise UserError(f"{target} exists and is not a link to {path}",
+                            fix="move it away, or pass --dataset that file")
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(path)
+    variant = record.get("variant")
+    report.add("dataset", f"{'using' if inside else 'linked'} {path}{'' if inside else f' as {target}'}: "
+                          f"{record.get('summary') or 'not a known LongMemEval release'}")
+    return target, variant
 
 
 # --------------------------------------------------------------------------- upstream checkout
@@ -502,7 +585,7 @@ def clone_upstream(root: Path, report: Report, *, url: str = UPSTREAM_URL, commi
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 2)[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(),
@@ -511,6 +594,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="install the shipped 24-item sample and an offline target + judge (no keys, no network)")
     parser.add_argument("--download", metavar="VARIANT",
                         help="download a LongMemEval file: _s, _m or _oracle (into .longmemeval-benchmarks/data/)")
+    parser.add_argument("--dataset", type=Path, metavar="PATH",
+                        help="use a LongMemEval file you already have (.json, .json.xz, .json.gz): verified, "
+                             "fingerprinted, linked into .longmemeval-benchmarks/data/ when it lives elsewhere")
     parser.add_argument("--release", choices=sorted(RELEASES), default="cleaned",
                         help="which Hugging Face release --download uses (default: cleaned, the 2025-09 release)")
     parser.add_argument("--base-url", default=DEFAULT_BASE_URL,
@@ -582,8 +668,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_http_url(args.index_url, "--index-url")
     if args.clone_upstream:
         check_git_url(args.upstream_url)
-    if args.sample and variant:
-        raise UserError("--sample and --download pick different datasets", fix="pass only one of them")
+    if sum(map(bool, (args.sample, variant, args.dataset))) > 1:
+        raise UserError("--sample, --download and --dataset pick different datasets", fix="pass only one of them")
+    adopted = check_local_dataset(args.dataset) if args.dataset else None
     root = (args.longmemeval_root or Path(STATE_DIR) / "LongMemEval").expanduser()
     root = root if root.is_absolute() else project / root
     if args.longmemeval_root and not args.clone_upstream:
@@ -605,24 +692,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if variant:
         path = fetch_dataset(project, variant, args.release, base_url, report, offline=args.offline)
         wanted.update(datasetPath=project_relative(project, path), variant=variant)
+    if adopted:
+        path, found_variant = adopt_dataset(project, args.dataset, adopted, report)
+        named = path.relative_to(project).as_posix() if path.is_symlink() else project_relative(project, path)
+        wanted.update(datasetPath=named, **({"variant": found_variant} if found_variant else {}))
     if args.clone_upstream:
         clone_upstream(root, report, url=args.upstream_url, offline=args.offline)
     if args.clone_upstream or args.longmemeval_root:
         wanted["longmemeval_root"] = project_relative(project, root)
     write_state_gitignore(project)
     config = apply_config(project, wanted, report, force=args.force_config)
+    ignored = project_ignore.ensure_gitignore(project)
+    report.add("gitignore", f"added {', '.join(ignored)} to {project / '.gitignore'}" if ignored
+               else "the project's .gitignore already ignores the venv, caches and runs")
     add_claude_settings(project, report, allow=args.allow_unattended, short=args.short_commands)
     dataset = Path(str(config.get("datasetPath", "")))
-    if not (dataset if dataset.is_absolute() else project / dataset).is_file():
-        report.add("dataset", f"none at {config.get('datasetPath')}: re-run with --sample (offline demo) or "
-                              "--download _s (or _oracle, _m)")
+    has_dataset = (dataset if dataset.is_absolute() else project / dataset).is_file()
+    if not has_dataset:
+        report.add("dataset", f"none at {config.get('datasetPath')}")
 
     keys = ", ".join(f"{name} {'set' if os.environ.get(name) else 'not set'}"
                      for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"))
     report.add("keys", keys)
     print("\n".join(report.lines))
-    print(f"next: {next_command(config, downloaded=args.download)}")
+    print(f"next: {next_command(config, downloaded=args.download) if has_dataset else NO_DATASET_NEXT}")
     return 0
+
+
+NO_DATASET_NEXT = (f"{command_names.slash(command_names.SETUP, '--sample')}   (the offline demo; or --download _s, "
+                   "or --dataset PATH for a LongMemEval file you have)")
 
 
 def next_command(config: dict[str, Any], *, downloaded: str | None = None) -> str:

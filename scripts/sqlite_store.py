@@ -18,17 +18,21 @@ BUSY_TIMEOUT_S = 60.0
 
 def connect(path: str | Path, *, autocommit: bool = True) -> sqlite3.Connection:
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else "")
-    conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-    for attempt in range(50):
-        try:
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
-            break
-        except sqlite3.OperationalError as err:
-            if "locked" not in str(err) and "busy" not in str(err):
-                raise
-            time.sleep(0.01 * (attempt + 1))
-    conn.execute("PRAGMA synchronous=NORMAL")
+    try:
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        for attempt in range(50):
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                    conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) and "busy" not in str(err):
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close()  # a file that cannot be opened (disk full, read-only) is not left open with its -wal/-shm
+        raise
     return conn
 
 

@@ -40,6 +40,11 @@ Faults: ``fail_next(kind, count=1, **opts)`` queues faults for the next requests
 ``refusal`` (OpenAI ``message.refusal`` with ``content: null``; Anthropic ``stop_reason: "refusal"``).
 ``rate_limit_rps = R`` adds a token bucket (burst R): requests beyond it get a 429 with Retry-After (no rate headers).
 
+Probes: a request with the header ``x-longmemeval-probe`` is the run's start-up check (scripts/provider_probe.py),
+not one of its calls. It is logged in ``probes``, not ``requests``, is answered ``pong`` (never by ``answer_fn`` or
+``judge_fn``), is not charged to any rate limit, and takes no queued fault (``fail_next`` scripts the run's calls); it gets a ``fault_rate`` fault only when that fault is
+certain (probability >= 1), and is otherwise answered as any request.
+
 Rate limits as the providers enforce and report them: ``rpm`` (requests per minute) and ``tpm`` (tokens per
 minute) give each model (``rate_limit_per_model``; else each API shape) two buckets that refill continuously and
 hold ``burst_s`` seconds of the limit (60: the whole minute; 1: a provider that enforces shorter windows). A request
@@ -249,6 +254,7 @@ class FakeLLMServer:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
+        self._probes: list[dict[str, Any]] = []
         self._faults: list[tuple[str, dict[str, Any]]] = []
         self._bucket: _Bucket | None = None
         self._counter = 0
@@ -314,10 +320,17 @@ class FakeLLMServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def probes(self) -> list[dict[str, Any]]:
+        """The start-up probes received so far (same shape as ``requests``; see the module docstring)."""
+        with self._lock:
+            return list(self._probes)
+
     def reset(self) -> None:
         """Forget logged requests, queued faults and the rate buckets (settings such as ``answers`` stay)."""
         with self._lock:
             self._requests.clear()
+            self._probes.clear()
             self._faults.clear()
             self._bucket = None
             self._allowances.clear()
@@ -378,8 +391,13 @@ class FakeLLMServer:
             entry["body"] = body
             entry["raw"] = raw
         with self._lock:
-            self._requests.append(entry)
+            (self._probes if is_probe(entry["headers"]) else self._requests).append(entry)
         return entry
+
+    def _probe_fault(self) -> tuple[str, dict[str, Any]] | None:
+        """The fault a probe gets: a ``fault_rate`` fault that is certain, else none."""
+        with self._lock:
+            return next(((kind, {}) for kind, p in self.fault_rate.items() if p >= 1.0), None)
 
     def _next_fault(self) -> tuple[str, dict[str, Any]] | None:
         with self._lock:
@@ -465,6 +483,16 @@ class _Limits(tuple):
         return made
 
 
+PROBE_HEADER = "x-longmemeval-probe"
+PROBE_REPLY = "pong"
+"""What a probe is answered (never ``answer_fn`` / ``judge_fn``: a test's reader may block, count or script)."""
+
+
+def is_probe(headers: Mapping[str, str]) -> bool:
+    """The request is the run's start-up probe (``headers`` lower-cased), not one of its calls."""
+    return PROBE_HEADER in headers
+
+
 def _rate_headers(shape: str, requests: _Allowance | None, tokens: _Allowance | None) -> dict[str, str]:
     headers: dict[str, str] = {}
     for name, allowance in (("requests", requests), ("tokens", tokens)):
@@ -506,6 +534,7 @@ def rate_cost(path: str, body: Mapping[str, Any]) -> tuple[str, str, int] | None
 
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeLLMServer
+    _probe = False
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # else Nagle + delayed ACK adds ~40 ms to every reply
     timeout = 60  # idle keep-alive connections are dropped after this
@@ -592,14 +621,15 @@ class _Handler(BaseHTTPRequestHandler):
         self._entry = fake._log(path, dict(self.headers.items()), body, raw, query)
         self._rate_headers = {}
         anthropic = path.startswith("/v1/messages")
-        limited = rate_cost(path, body) if isinstance(body, dict) and self.command == "POST" else None
+        probe = self._probe = is_probe({k.lower(): v for k, v in self.headers.items()})
+        limited = rate_cost(path, body) if isinstance(body, dict) and self.command == "POST" and not probe else None
         if limited is not None:
             verdict, wait, self._rate_headers = fake.admit(*limited)
             if verdict is not None:
                 self._refuse(verdict, wait, anthropic, limited)
                 return
             self._entry["cost"] = limited[2]
-        fault = fake._next_fault()
+        fault = fake._probe_fault() if probe else fake._next_fault()
         fake.sleep(fake._delay())
         if fault is not None and self._apply_fault(fault[0], fault[1], anthropic, path):
             return
@@ -734,7 +764,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "finish_reason": "stop",
             }]
         else:
-            text = fake.reply_text(body)
+            text = PROBE_REPLY if self._probe else fake.reply_text(body)
             n = int(body.get("n") or 1)
             choices = [
                 {"index": i, "message": {"role": "assistant", "content": text, "refusal": None},
@@ -771,7 +801,7 @@ class _Handler(BaseHTTPRequestHandler):
             content = []
             stop_reason = "refusal"
         else:
-            text = fake.reply_text(body)
+            text = PROBE_REPLY if self._probe else fake.reply_text(body)
             content = [{"type": "text", "text": text}]
         return {
             "id": fake._next_id("msg_"),

@@ -6,12 +6,18 @@ cd "$(dirname "$0")/.."
 VENV=${LONGMEMEVAL_TEST_VENV:-.venv}
 CLAUDE_CODE_VERSION=2.1.332
 
-if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV" || exit 1; fi
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "tests: creating $VENV and installing requirements-dev.txt with pip (about a minute the first time) ..." >&2
+  python3 -m venv "$VENV" || exit 1
+else
+  echo "tests: checking $VENV against requirements-dev.txt (pip: a few seconds when nothing changed) ..." >&2
+fi
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
 
 # The pinned CLI in .tools/ (the Claude Code tests drive it; another version on PATH is not used).
 if [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
   if command -v npm >/dev/null 2>&1; then
+    echo "tests: installing the Claude Code CLI $CLAUDE_CODE_VERSION into .tools/ with npm (about a minute, once) ..." >&2
     npm install --silent --no-fund --no-audit --prefix .tools "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
       || echo "warning: could not install the Claude Code CLI; its tests will skip (or fail under CI)"
   else

@@ -203,7 +203,7 @@ def test_the_loops_full_run_in_the_background_and_the_reentrant_confirmation(tmp
     workers.append(worker_of(project, "longmemeval-iter")["pid"])
     assert status(project, "longmemeval-iter", "--wait", "100").returncode == 0
 
-    fake_llm.latency = 0.1
+    fake_llm.latency = 1.0  # the rerun must outlast the start and the status checks on a loaded machine (0 below)
     first = loop("--confirm", "--wait", "0")
     assert first.returncode == 4, first.stdout + first.stderr
     confirm_id = json.loads((project / ".longmemeval-benchmarks" / "confirmation.json").read_text())["confirm_run_id"]
@@ -225,7 +225,7 @@ def test_the_loops_full_run_in_the_background_and_the_reentrant_confirmation(tmp
 
 def test_two_shards_run_in_the_background_side_by_side(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
-    fake_llm.latency = 0.05
+    fake_llm.latency = 1.0  # shard 1 must still run when it is started again (each start also probes the models)
     project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
     for shard in ("1/2", "2/2"):
         done = start(project, "--run-id", "sh", "--shard", shard)
@@ -235,6 +235,7 @@ def test_two_shards_run_in_the_background_side_by_side(tmp_path, fake_llm, worke
         assert f"shard-{i}of2" in done.stdout.splitlines()[0]  # each shard has its own log
     again = start(project, "--run-id", "sh", "--shard", "1/2")
     assert again.returncode == 2 and "already running" in again.stderr
+    fake_llm.latency = 0.0  # the rest of the shards' calls: fast
     assert status(project, "sh", "--wait", "100").returncode in (0, 4)
     for pid in workers:
         deadline = time.monotonic() + 100

@@ -27,7 +27,7 @@ STAGE_ORDER = ("core", "data", "store", "models", "targets", "judge", "run", "sc
 FLAT_STAGES: dict[str, tuple[str, ...]] = {
     # the shared ground: errors, the facts, time, files, the typed records and their schemas, the config
     "core": ("errors", "facts", "clock", "command_names", "fileio", "records", "run_records", "schemas",
-              "config_defaults", "config"),
+              "config_defaults", "config", "entry_guard", "cli_parser", "project_ignore"),
     # the dataset and the files around it
     "data": ("dataset", "dataset_scans", "fingerprints", "hypotheses_file", "upstream_files", "sample_data",
               "gold_registry", "holdout"),
@@ -36,7 +36,7 @@ FLAT_STAGES: dict[str, tuple[str, ...]] = {
     # model calls: routes, errors, retries, pacing, token counts, the call cache, prices
     "models": ("provider_errors", "provider_routes", "providers", "retries", "token_counts", "rate_headers",
                "rate_limiter", "rate_pacer", "sqlite_store", "call_cache", "run_gateway", "prices", "request_bodies",
-               "batch_api"),
+               "batch_api", "provider_probe"),
     # the systems under test: the target API, the driver that loads them, the shared reader and retrieval
     "targets": ("targets", "generation_driver", "reader", "bm25_index"),
     # the official judge, the offline judge, verdicts kept and compared
@@ -71,6 +71,9 @@ LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
                                       "sibling that fails to import lets the session stop instead of failing it",
     ("loop_stop_hook", "loop_session"): "as above",
     ("loop_stop_hook", "command_names"): "as above",
+    ("entry_guard", "command_names"): "only on the refusal path; the guard runs before any other import of ours",
+    ("setup_project", "dataset"): "setup runs on the system python that makes the venv; --dataset needs ijson",
+    ("setup_project", "fingerprints"): "as above",
 }
 """Function-level sibling imports kept on purpose, and why."""
 

@@ -86,6 +86,9 @@ def test_the_command_scores_the_latest_started_run_or_the_one_named_by_run_id(tm
     named = _bash(_block(DOCS["command"], "scorecard.py", "--run-id first"), project, tmp_path)
     assert named.returncode == 0, named.stderr
     assert "run `first`" in named.stdout and "run `second`" not in named.stdout
+    bare = _bash(_block(DOCS["command"], "scorecard.py", "first"), project, tmp_path)  # "report first" in chat
+    assert bare.returncode == 0, bare.stderr
+    assert "run `first`" in bare.stdout and "run `second`" not in bare.stdout
 
 
 def test_the_skills_comparison_orders_runs_by_start_not_by_folder_time(tmp_path):

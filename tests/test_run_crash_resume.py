@@ -25,6 +25,16 @@ def start_driver(project: Path, server, run_id: str, *extra: str) -> subprocess.
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def wait_for_a_row(directory: Path, timeout: float = 60.0) -> None:
+    """Until the run (or shard) ``directory`` has written a row: its driver is past its start-up checks (the
+    provider probe, the SDK imports), whatever the machine's load, so a signal now lands in the run itself."""
+    path = directory / "item-results.jsonl"
+    deadline = time.monotonic() + timeout
+    while not (path.is_file() and path.stat().st_size > 0):
+        assert time.monotonic() < deadline, f"no row in {path} after {timeout:.0f} s"
+        time.sleep(0.05)
+
+
 def labels(project: Path, run_id: str) -> dict[str, bool]:
     rows = [json.loads(x) for x in (run_dir(project, run_id) / "item-results.jsonl").read_text().splitlines() if x.strip()]
     judged = [r for r in rows if r["status"] == "judged"]
@@ -64,7 +74,7 @@ def test_sigterm_finishes_in_flight_items_marks_interrupted_and_resume_completes
     fake_llm.latency = 0.05
     project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
     proc = start_driver(project, fake_llm, "term")
-    time.sleep(1.0)
+    wait_for_a_row(run_dir(project, "term"))
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -86,7 +96,7 @@ def test_a_second_driver_on_the_same_run_is_refused(tmp_path, fake_llm):
     fake_llm.latency = 0.2
     project = make_project(tmp_path / "p", concurrency=1, cacheEnabled=False)
     first = start_driver(project, fake_llm, "locked")
-    time.sleep(1.0)
+    wait_for_a_row(run_dir(project, "locked"))
     second = start_driver(project, fake_llm, "locked")
     _, err = second.communicate(timeout=60)
     first.send_signal(signal.SIGKILL)
@@ -101,10 +111,12 @@ def test_two_shards_run_concurrently_and_a_whole_run_writer_is_refused_meanwhile
     project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
     one = start_driver(project, fake_llm, "sh", "--shard", "1/2")
     two = start_driver(project, fake_llm, "sh", "--shard", "2/2")
-    time.sleep(1.5)
+    for i in (1, 2):
+        wait_for_a_row(run_dir(project, "sh") / f"shard-{i}of2")
     whole = start_driver(project, fake_llm, "sh")
     _, err = whole.communicate(timeout=60)
-    assert whole.returncode == 2 and "being written" in err
+    # refused by the run's layout, checked before any lock is taken (it would be refused later by the lock too)
+    assert whole.returncode == 2 and "the run is sharded" in err and "--shard i/n" in err
     assert one.wait(timeout=120) == 0 and two.wait(timeout=120) == 0
     import factories
 

@@ -279,6 +279,8 @@ def test_a_later_run_resumes_from_the_part_file(tmp_path, monkeypatch, capsys):
         data.mkdir(parents=True)
         (data / (NAME + ".part")).write_bytes(PAYLOAD[:5_000])
         server.requests.clear()
+        # The payload is not the real oracle file: give it as the official checksum (else its fingerprints refuse it)
+        monkeypatch.setitem(setup_project.KNOWN_SHA256, ("cleaned", NAME), hashlib.sha256(PAYLOAD).hexdigest())
         assert run(["--project", str(project), "--skip-venv", "--download", "_oracle", "--base-url", server.url]) == 0
     assert server.requests == [(f"/datasets/xiaowu0162/longmemeval-cleaned/resolve/main/{NAME}", "bytes=5000-")]
     assert (data / NAME).read_bytes() == PAYLOAD
@@ -406,11 +408,73 @@ def test_a_file_where_setup_needs_a_folder_is_one_line_exit_2_and_writes_nothing
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
 
 
-def test_downloading_into_a_sample_project_says_the_offline_target_and_judge_remain(tmp_path, capsys):
+def test_downloading_into_a_sample_project_says_the_offline_target_and_judge_remain(tmp_path, capsys, monkeypatch):
     assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
     data = tmp_path / ".longmemeval-benchmarks" / "data"
     (data / "longmemeval_oracle.json").write_bytes(setup_project.SAMPLE_DATASET.read_bytes())
+    monkeypatch.setitem(setup_project.KNOWN_SHA256, ("cleaned", "longmemeval_oracle.json"),  # stands in for it
+                        hashlib.sha256(setup_project.SAMPLE_DATASET.read_bytes()).hexdigest())
     capsys.readouterr()
     assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--offline"]) == 0
     out = capsys.readouterr().out
     assert f"next: {command_names.SETUP} --download _oracle --force-config" in out
+
+
+# --------------------------------------------------------------------------- issue 14: a local dataset, .gitignore
+
+
+def test_a_local_dataset_is_verified_fingerprinted_and_linked(tmp_path, capsys):
+    outside = tmp_path / "mine" / "longmemeval_s_cleaned.json"
+    outside.parent.mkdir()
+    outside.write_bytes(setup_project.SAMPLE_DATASET.read_bytes())
+    project = tmp_path / "p"
+    assert run(["--project", str(project), "--skip-venv", "--dataset", str(outside)]) == 0
+    link = project / ".longmemeval-benchmarks" / "data" / outside.name
+    assert link.is_symlink() and link.resolve() == outside.resolve()
+    assert config_of(project)["datasetPath"] == f".longmemeval-benchmarks/data/{outside.name}"
+    out = capsys.readouterr().out
+    assert f"linked {outside.resolve()}" in out and "dataset   none" not in out
+
+
+@pytest.mark.parametrize("content,why", [("", "not a readable JSON file"), ("[1, 2]", "not a LongMemEval file"),
+                                         ('{"question_id": "q"}', "not a LongMemEval file")])
+def test_a_local_dataset_that_is_not_longmemeval_is_refused_before_anything_is_written(tmp_path, capsys, content,
+                                                                                       why):
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    project = tmp_path / "p"
+    project.mkdir()
+    assert run(["--project", str(project), "--skip-venv", "--dataset", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert why in err and len(err.strip().splitlines()) == 1
+    assert list(project.iterdir()) == []
+
+
+def test_downloading_the_oracle_verifies_a_file_already_there_by_its_fingerprints(tmp_path, capsys):
+    data = tmp_path / ".longmemeval-benchmarks" / "data"
+    data.mkdir(parents=True)
+    (data / "longmemeval_oracle.json").write_bytes(setup_project.SAMPLE_DATASET.read_bytes())  # not the oracle
+    assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--offline"]) == 2
+    assert "is not the cleaned _oracle file" in capsys.readouterr().err
+
+
+def test_setup_ignores_the_venv_caches_and_runs_in_the_project_gitignore_never_the_config(tmp_path, capsys):
+    import project_ignore
+
+    (tmp_path / ".gitignore").write_text("node_modules\n.longmemeval-venv\n")
+    assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
+    text = (tmp_path / ".gitignore").read_text()
+    assert text.startswith("node_modules\n.longmemeval-venv\n") and text.count("longmemeval-venv") == 1
+    assert ".longmemeval-benchmarks/runs/" in text and ".longmemeval-benchmarks/cache/" in text
+    assert "config" not in text.replace("the config is", "")
+    assert project_ignore.ensure_gitignore(tmp_path) == []  # a second setup adds nothing
+    assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
+    assert (tmp_path / ".gitignore").read_text() == text
+
+
+def test_skip_venv_without_a_dataset_names_one_next_step(tmp_path, capsys):
+    assert run(["--project", str(tmp_path), "--skip-venv"]) == 0
+    out = capsys.readouterr().out
+    assert "re-run with" not in out
+    nexts = [line for line in out.splitlines() if line.startswith("next:")]
+    assert nexts == [f"next: {setup_project.NO_DATASET_NEXT}"] and "--sample" in nexts[0]

@@ -98,6 +98,8 @@ def sdk_ceiling(server: FakeLLMServer, total: int, threads: int) -> tuple[int, f
 
 def count_judged(project: Path, run_id: str) -> tuple[int, int]:
     path = project / ".longmemeval-benchmarks" / "runs" / run_id / "item-results.jsonl"
+    if not path.is_file():  # the kill landed before the first row was written: nothing judged yet
+        return 0, 0
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     judged = [r for r in rows if r["status"] == "judged"]
     return len(judged), len({r["question_id"] for r in judged})

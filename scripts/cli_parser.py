@@ -1,0 +1,44 @@
+"""``ArgumentParser`` for every entry script: a bad argument is one ``error: ...`` line with a hint, exit 2.
+
+argparse's own ``error`` prints the whole usage block before its message; an agent (or a user) reading the output
+then has to find the one line that matters. This parser prints only that line, plus what to do: a bare word where
+a run id was meant suggests ``--run-id WORD``; anything else points at ``--help``. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn, Sequence
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser with a one-line ``error`` (subparsers made by ``add_subparsers`` are this class too)."""
+
+    _given: list[str] | None = None
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(f"{self.prog}: {message}".split())
+        self.exit(2, f"error: {line} ({self.hint(message)})\n")
+
+    def _has_option(self, option: str) -> bool:
+        return option in self._option_string_actions
+
+    def hint(self, message: str) -> str:
+        """What to do about ``message``: ``--run-id WORD`` for a bare word given where a run id goes, else --help."""
+        bare = self._bare_words(message)
+        if self._has_option("--run-id") and len(bare) == 1:
+            return f"to name a run, pass --run-id {bare[0]}"
+        return f"see {self.prog} --help"
+
+    def _bare_words(self, message: str) -> list[str]:
+        if "unrecognized arguments:" in message:
+            return [w for w in message.split("unrecognized arguments:", 1)[1].split() if not w.startswith("-")]
+        if "--run-id" in message and "required" in message:
+            given = self._given or []
+            return given if len(given) == 1 and not given[0].startswith("-") else []
+        return []

@@ -1,0 +1,43 @@
+"""The user project's ``.gitignore`` entries for what the toolkit writes that must never be committed.
+
+``ensure_gitignore(project)`` appends, once, the lines for the venv, the call caches and the runs; never the config
+(``.longmemeval-benchmarks/config.json`` is the project's own setting and belongs in its history). Lines already
+present (exactly, or without the trailing slash) are left alone, so re-running setup changes nothing. Standard
+library only: setup_project.py runs it with the system python.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HEADER = "# longmemeval-benchmarker: large or machine-specific, never committed (the config is)"
+ENTRIES = (
+    ".longmemeval-venv/",
+    ".longmemeval-benchmarks/cache/",
+    ".longmemeval-benchmarks/runs/",
+)
+
+
+def _present(lines: list[str]) -> set[str]:
+    return {line.strip().rstrip("/").lstrip("/") for line in lines if line.strip() and not line.startswith("#")}
+
+
+def missing_entries(project: Path) -> list[str]:
+    """The entries ``ensure_gitignore`` would add to ``project/.gitignore``."""
+    path = Path(project) / ".gitignore"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    have = _present(lines)
+    return [entry for entry in ENTRIES if entry.rstrip("/") not in have]
+
+
+def ensure_gitignore(project: Path) -> list[str]:
+    """Append the missing entries to ``project/.gitignore`` (created if absent); returns the lines added."""
+    path = Path(project) / ".gitignore"
+    added = missing_entries(project)
+    if not added:
+        return []
+    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    block = ([""] if old.strip() else []) + ([HEADER] if HEADER not in old else []) + added
+    text = old + ("" if not old or old.endswith("\n") else "\n") + "\n".join(block) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return added
