@@ -13,12 +13,17 @@ Usage:
 
 from __future__ import annotations
 
+import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
 import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import cli_parser
 import fileio
 import command_names
 from errors import UserError, run_main
@@ -76,7 +81,7 @@ def set_stack(project: Path, writer: str | None = None) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("show", help="print the loop's stack")
