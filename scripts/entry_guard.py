@@ -26,9 +26,12 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 _interrupted.early_interrupt = True  # type: ignore[attr-defined]  # errors.run_main replaces this handler
-_main_file = getattr(sys.modules.get("__main__"), "__file__", None) or ""
-_MAIN_IS_OURS = os.path.dirname(os.path.abspath(_main_file)) == os.path.dirname(os.path.abspath(__file__))
-"""The process runs one of our scripts (not pytest or a tool importing us)."""
+_main_file = getattr(sys.modules.get("__main__"), "__file__", None) or ""  # layout-aware
+_here = os.path.dirname(os.path.abspath(__file__))  # layout-aware: scripts/, or scripts/lme/<stage>/
+_SCRIPTS_DIR = (os.path.dirname(os.path.dirname(_here)) if os.path.basename(os.path.dirname(_here)) == "lme"
+                else _here)
+_MAIN_IS_OURS = os.path.dirname(os.path.abspath(_main_file)) == _SCRIPTS_DIR
+"""The process runs one of our scripts in scripts/ (not pytest or a tool importing us)."""
 
 
 def _install() -> None:
