@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-PARSERS = sorted(p.name for p in SCRIPTS.glob("*.py") if "cli_parser.ArgumentParser(" in p.read_text())
+CODE = sorted(SCRIPTS.rglob("*.py"))
+"""Every module: the flat scripts/, or scripts/ and scripts/lme/<stage>/ after the package move."""
+PARSERS = sorted(p.name for p in CODE if "cli_parser.ArgumentParser(" in p.read_text())
 GUARDED = sorted(p.name for p in SCRIPTS.glob("*.py") if "entry_guard.start(__name__)" in p.read_text())
 BARE_PYTHON_SCRIPTS = ("setup_project.py", "loop_stop_hook.py", "loop_guard.py", "rounds.py", "loop_session.py")
 """Run with the system python (setup makes the venv; Claude Code runs the hooks): never guarded."""
@@ -28,7 +30,7 @@ def _env() -> dict[str, str]:
 
 
 def test_every_argparse_parser_of_an_entry_script_is_the_one_line_parser():
-    plain = [p.name for p in SCRIPTS.glob("*.py") if "argparse.ArgumentParser(" in p.read_text()]
+    plain = [p.name for p in CODE if "argparse.ArgumentParser(" in p.read_text()]
     assert plain == [] and len(PARSERS) >= 25
 
 
