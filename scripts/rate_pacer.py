@@ -21,10 +21,11 @@ reservation, pauses the key for its ``Retry-After``, and without headers empties
 of a key with no configured budget, its calls in flight hold at most ``FIRST_REPLY_TOKENS`` (one large call at a
 time): the first reply says the limits.
 
-Where neither the config nor the headers state a request limit, 429s do: the first sets it to 90% of the rate the
-provider accepted in the last ``GUESS_WINDOW_S``; each later one (at most one per ``GUESS_COOLDOWN_S``) cuts it by
-15%, or to 90% of what the provider accepted since the last cut if that is lower (never by more than 30%); and it
-grows 2% a second while calls succeed (AIMD on the rate, ``limits_from`` ``429s``).
+Where neither the config nor the headers state a request limit, 429s do: the first (once ``GUESS_MIN_SENT`` calls
+were sent) sets it to 90% of the rate the provider accepted in the last ``GUESS_WINDOW_S``; each later one (at most
+one per ``GUESS_COOLDOWN_S``) cuts it by 15%, or to 90% of what the provider accepted since the last cut if that is
+lower (never by more than 30%); and it grows 2% a second while calls succeed (AIMD on the rate, ``limits_from``
+``429s``). No guess goes below ``GUESS_MIN_RPM``.
 
 The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
 key the pacer has no budget for. ``pacing()`` is what run-meta and the status lines show (``pacing_status``): the
@@ -65,6 +66,12 @@ GUESS_COOLDOWN_S = 2.0
 GUESS_GROWTH_PER_S = 0.02
 """...(to what was accepted since the last cut, if lower, but not below ``GUESS_FLOOR`` of it), and while calls succeed
 it grows by this share per second, to find the limit again (AIMD on the rate)."""
+GUESS_MIN_SENT = 5
+"""A rate is measured from at least this many calls: a 429 among a key's first few calls sets no guess (the
+concurrency cut and the Retry-After pause handle it), since two calls measure nothing."""
+GUESS_MIN_RPM = 6.0
+"""No guess paces slower than this (one call per ~10 s): a slower provider says so with 429s and their Retry-After,
+while a guess cut lower would stall every worker on arithmetic alone (1 rpm was 62 s a call, growing 2% a call)."""
 
 
 class OversizeCall(Exception):
@@ -371,15 +378,16 @@ class Pacer(AdaptiveLimiter):
             since = max(since, key.guess_cut_at)
         accepted = sum(n for t, n, _ in key.window if t >= since)
         sent = sum(n for t, n, _ in key.window if t >= since and n > 0)
-        measured = GUESS_SHARE * accepted / max(now - since, 1.0) * 60.0 if sent >= 5 else budget.guessed or 0.0
+        if budget.guessed is None and (accepted <= 0 or sent < GUESS_MIN_SENT):
+            return  # nothing to measure yet: the limiter's concurrency cut and the pause handle this 429
+        measured = GUESS_SHARE * accepted / max(now - since, 1.0) * 60.0 if sent >= GUESS_MIN_SENT else budget.guessed
         if budget.guessed is None:
-            if accepted <= 0:
-                return
-            budget.guessed = max(1.0, measured)  # too high when it counts the provider's initial burst: cut below
+            budget.guessed = max(GUESS_MIN_RPM, measured)  # too high when it counts the initial burst: cut below
             budget.level = 0.0  # the provider just said it has nothing left
             budget.stamp = now
         else:
-            budget.guessed = max(1.0, min(budget.guessed * GUESS_CUT, max(measured, budget.guessed * GUESS_FLOOR)))
+            budget.guessed = max(GUESS_MIN_RPM,
+                                 min(budget.guessed * GUESS_CUT, max(measured, budget.guessed * GUESS_FLOOR)))
             budget.level = min(budget.level, 0.0)
         key.guess_cut_at = now
         key.guess_cooldown_until = now + max(GUESS_COOLDOWN_S, wait)

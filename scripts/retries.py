@@ -103,6 +103,10 @@ def call_with_retries(
             if err is not exc:
                 raise err from None
             raise
+        except BaseException:  # KeyboardInterrupt, SystemExit...: the slot must not outlive the attempt
+            if limiter is not None:
+                limiter.release(provider, "error", None, ticket=ticket)
+            raise
         if limiter is not None:
             limiter.release(provider, "ok", None, ticket=ticket, headers=getattr(result, "headers", None),
                             used_tokens=getattr(result, "input_tokens", None))

@@ -1,0 +1,85 @@
+"""Liveness of the pacer and the retry loop under a 429 storm: no call waits longer than a stated Retry-After or the
+slowest pace a guess may set, and no slot outlives its attempt. Fake clock, one thread, seeded orderings: no timing."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import retries
+from provider_routes import ProviderSettings
+from rate_pacer import GUESS_MIN_RPM, HEADROOM, Pacer
+
+RETRY_AFTER = 0.05
+SLOWEST_GUESSED_WAIT = 60.0 / (GUESS_MIN_RPM * HEADROOM)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def storm(seed: int, workers: int = 8, refusals: int = 6, calls: int = 48) -> float:
+    """Drive a headerless key through ``refusals`` 429s (Retry-After 0.05 s) among ``calls`` calls, sent and answered
+    in a seeded random order; return the longest wait the pacer asked of any call."""
+    rng, clock = random.Random(seed), Clock()
+    p = Pacer(workers, clock=clock, wall=lambda: 1_800_000_000.0 + clock.t)
+    flying, answered, longest = [], 0, 0.0
+    while answered < calls:
+        if flying and (len(flying) >= p.limit("vllm") or rng.random() < 0.5):
+            ticket = flying.pop(rng.randrange(len(flying)))
+            clock.t += rng.uniform(0.0, 0.02)
+            if refusals:
+                refusals -= 1
+                p.release("vllm", "rate_limit", RETRY_AFTER, ticket=ticket, headers={"retry-after-ms": "50"})
+            else:
+                answered += 1
+                p.release("vllm", "ok", ticket=ticket, headers={})
+        else:
+            wait = p.delay("vllm")
+            longest = max(longest, wait)
+            if wait > SLOWEST_GUESSED_WAIT + RETRY_AFTER:
+                return wait  # a stall: stop here, the assert says how long
+            clock.t += wait
+            flying.append(p.acquire("vllm"))
+    return longest
+
+
+def test_a_429_among_the_first_few_calls_does_not_guess_a_crawling_request_budget():
+    clock = Clock()
+    p = Pacer(8, clock=clock, wall=lambda: 1_800_000_000.0 + clock.t)
+    first, second = p.acquire("vllm"), p.acquire("vllm")  # a loaded machine: the others have not started yet
+    clock.t += 0.01
+    p.release("vllm", "rate_limit", RETRY_AFTER, ticket=first, headers={"retry-after-ms": "50"})
+    assert p.delay("vllm") <= RETRY_AFTER  # was 62 s a call: a budget of 1 rpm guessed from two calls
+    assert p.pacing()[0]["limits_from"] is None  # two calls measure no rate: the concurrency cut handles it
+    assert p.limit("vllm") == 4
+    p.release("vllm", "ok", ticket=second, headers={})
+
+
+@pytest.mark.parametrize("workers", [2, 8])
+def test_a_429_storm_in_any_order_never_stalls_a_call_beyond_its_retry_after_or_the_slowest_guess(workers):
+    stalls = {seed: wait for seed in range(150)
+              if (wait := storm(seed, workers=workers)) > SLOWEST_GUESSED_WAIT + RETRY_AFTER}
+    assert not stalls, f"{len(stalls)} of 150 orderings stalled, e.g. seed {min(stalls)}: {stalls[min(stalls)]:.1f} s"
+
+
+class Interrupted(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit arriving while the call is in flight."""
+
+
+def test_an_attempt_interrupted_by_a_base_exception_gives_its_slot_back():
+    clock = Clock()
+    p = Pacer(1, clock=clock)
+
+    def attempt():
+        raise Interrupted()
+
+    with pytest.raises(Interrupted):
+        retries.call_with_retries(attempt, provider="vllm", model="m", settings=ProviderSettings(), limiter=p)
+    assert p._state("vllm").in_flight == 0 and p._keys["vllm"].in_flight == 0
+    assert p.delay("vllm") == 0.0  # and the next call may go (with one slot, acquire would block for good)
