@@ -30,7 +30,14 @@ import threading
 import time
 from typing import IO, Any, Mapping, Sequence
 
-from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError, hypothesis_from_response
+from lme.targets.targets import (
+    ChatRequest,
+    Hypothesis,
+    PublicItem,
+    TargetContext,
+    TargetError,
+    hypothesis_from_response,
+)
 
 NAME = "command"
 MODES = ("per-item", "jsonl")

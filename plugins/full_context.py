@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import reader
-from targets import ChatRequest, Hypothesis, PublicItem, TargetContext
+from lme.targets import reader
+from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext
 
 NAME = "full-context"
 

@@ -7,15 +7,15 @@ the one target keyed by question id (the run driver calls ``answer``, not ``gene
 before the run and no model here sees the id. A question the file has no line for is an error row of kind
 ``missing_hypothesis``. Each hypothesis is judged exactly as written (not stripped), as upstream's evaluate_qa.py
 judges a file. No model call is made here: generation costs nothing. Reading and checking the file:
-``scripts/hypotheses_file.py``.
+``scripts/lme/data/hypotheses_file.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-import hypotheses_file
-from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
+from lme.data import hypotheses_file
+from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
 
 NAME = hypotheses_file.TARGET
 DRY_RUN_ASSUMPTIONS = "no generation calls: the answers are read from the file"

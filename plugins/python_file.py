@@ -20,7 +20,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping
 
-from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError, hypothesis_from_response, load_module
+from lme.targets.targets import (
+    ChatRequest,
+    Hypothesis,
+    PublicItem,
+    TargetContext,
+    TargetError,
+    hypothesis_from_response,
+    load_module,
+)
 
 NAME = "python"
 ADAPTER_OPTIONS = ("path",)

@@ -38,8 +38,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import reader
-from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, load_module
+from lme.targets import reader
+from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, load_module
 
 _PLUGINS = Path(__file__).resolve().parent
 

@@ -1,157 +1,16 @@
 """Judge with the official LongMemEval judge from the command line: one case, a hypotheses file, the verdict archive.
 
-The judge itself is ``judge_official`` (upstream's prompt from your checkout, upstream's call settings and label
-rule; official only for the snapshot gpt-4o-2024-08-06 through OpenAI or Azure with upstream's prompt). File mode
-(``--hyp-file``, ``judge_files``) judges ``--concurrency`` lines at once through a run's gateway (rate limiter and
-call cache), output in input order. Official verdicts can be exported and imported (``export-verdicts`` /
-``import-verdicts``, ``verdict_archive``); an archived verdict is used instead of a call.
+The command; its code is ``lme/judge/judge_shim.py``. This file keeps the path that commands,
+skills, hooks and users call."""
 
-Usage:
-    python scripts/judge_shim.py --longmemeval-root ~/LongMemEval --print-prompt \\
-        --question-type temporal-reasoning --question-id q1 --question "How many days...?" \\
-        --answer 18 --hypothesis "19 days"
-    python scripts/judge_shim.py --longmemeval-root ~/LongMemEval --hyp-file hyps.jsonl \\
-        --ref-file longmemeval_oracle.json --concurrency 8   # writes hyps.jsonl.eval-results-gpt-4o
-    python scripts/judge_shim.py export-verdicts --project . --out verdicts.jsonl
-    python scripts/judge_shim.py import-verdicts verdicts.jsonl --project .
-"""
-
-from __future__ import annotations
-
-import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Sequence
 
-import cli_parser
-import run_store
-import verdict_archive
-from errors import UserError, run_main
-from facts import OFFICIAL_JUDGE_PROVIDER, is_abstention
-from judge_files import file_gateway, judge_file, project_config
-from judge_official import CONTINUITY_HINT, build_prompt, judge_request, load_prompt_builder, official_judge_gone
-from judge_stability import StabilityRegistry
-from providers import ProviderError
-
-
-def _archive_main(command: str, argv: Sequence[str]) -> int:
-    """``export-verdicts`` / ``import-verdicts``: the portable archive of official verdicts."""
-    parser = cli_parser.ArgumentParser(prog=f"judge_shim.py {command}", description=(
-        "Write every official verdict of this project (its archive and its runs) to one JSONL file."
-        if command == "export-verdicts" else
-        "Add the official verdicts of an exported file to this project's archive; the judge then uses them "
-        "instead of a call, and they stay official."))
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
-    if command == "export-verdicts":
-        parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
-    else:
-        parser.add_argument("file", type=Path, help="a file written by judge_shim.py export-verdicts")
-    args = parser.parse_args(argv)
-    project = args.project.resolve()
-    if command == "export-verdicts":
-        result = verdict_archive.export(project, run_store.runs_dir(project), args.out)
-        result["out"] = str(args.out)
-    else:
-        result = verdict_archive.import_file(project, args.file)
-        result["archive"] = str(verdict_archive.archive_path(project))
-    print(json.dumps(result))
-    return 0
-
-
-ARCHIVE_COMMANDS = ("export-verdicts", "import-verdicts")
-FILE_MODE_EPILOG = (
-    "File mode (--hyp-file): the lines are judged --concurrency at a time through the same rate limiter and call "
-    "cache as runs (the project's .longmemeval-benchmarks/cache, unless cacheEnabled is false); the output file "
-    "keeps the input's order and is written once every line is judged. An interrupted or failed judge loses no "
-    "paid verdict: they are in the cache, so a re-run pays only for the rest. For checkpoints, resume by run id "
-    "and a scorecard, judge the file as a run: run_benchmark.py --hypotheses FILE. "
-    "Verdict archive: judge_shim.py export-verdicts --out FILE | judge_shim.py import-verdicts FILE (see --help of "
-    "each).")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ARCHIVE_COMMANDS:
-        return _archive_main(argv[0], argv[1:])
-    parser = cli_parser.ArgumentParser(description="Judge hypotheses with the official LongMemEval judge.",
-                                     epilog=FILE_MODE_EPILOG)
-    parser.add_argument("--longmemeval-root", type=Path, required=True,
-                        help="your clone of xiaowu0162/LongMemEval (the judge prompt is read from it)")
-    parser.add_argument("--provider", default=OFFICIAL_JUDGE_PROVIDER,
-                        help="judge provider (official: openai, or azure for the same snapshot through Azure OpenAI)")
-    parser.add_argument("--model", default="gpt-4o", help="judge model; gpt-4o means gpt-4o-2024-08-06")
-    parser.add_argument("--print-prompt", action="store_true",
-                        help="print the judge prompt for one case (the --question* flags) and exit; no API call")
-    parser.add_argument("--question-type", help="question_type of the one case")
-    parser.add_argument("--question-id", help="question_id of the one case ('_abs' in it means abstention)")
-    parser.add_argument("--question", help="question text of the one case")
-    parser.add_argument("--answer", help="gold answer of the one case")
-    parser.add_argument("--hypothesis", help="model response of the one case")
-    parser.add_argument("--hyp-file", type=Path, help="JSONL of {question_id, hypothesis} (upstream format)")
-    parser.add_argument("--ref-file", type=Path, help="the LongMemEval data file the hypotheses answer")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="output JSONL (default: <hyp-file>.eval-results-<model>, as upstream)")
-    parser.add_argument("--repeat", type=int, default=1, metavar="K",
-                        help="judge each hypothesis K times (the first verdict is the label); counts go to the "
-                             "project's .longmemeval-benchmarks/judge-stability.jsonl")
-    parser.add_argument("--project", type=Path, default=Path("."),
-                        help="project root whose verdict archive and call cache are used and whose stability "
-                             "registry is written (default: .)")
-    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
-                        help="judge N lines at once under the runs' adaptive rate limiter (default: the project's "
-                             "concurrency, else 8; 1 = one call at a time, as upstream); the output is the same, in "
-                             "the input's order")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read the call cache (replies are still stored in it)")
-    args = parser.parse_args(argv)
-
-    if args.print_prompt:
-        missing = [f for f in ("question_type", "question_id", "question", "answer", "hypothesis")
-                   if getattr(args, f) is None]
-        if missing:
-            raise UserError(f"--print-prompt needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
-        builder = load_prompt_builder(args.longmemeval_root)
-        prompt = build_prompt(builder, args.question_type, args.question, args.answer, args.hypothesis,
-                              abstention=is_abstention(args.question_id), question_id=args.question_id)
-        request = judge_request(prompt, args.provider, args.model)
-        print(prompt)
-        print(f"model {request.model}, max_tokens {request.max_tokens}, temperature {request.temperature}, "
-              f"n {request.n}; prompt function is upstream's: {builder.is_upstream}", file=sys.stderr)
-        return 0
-    if args.hyp_file is None or args.ref_file is None:
-        raise UserError("give --hyp-file and --ref-file to judge a file, or --print-prompt for one case")
-    if args.repeat < 1:
-        raise UserError(f"--repeat {args.repeat} must be >= 1", fix="e.g. --repeat 3")
-    if args.concurrency is not None and args.concurrency < 1:
-        raise UserError(f"--concurrency {args.concurrency} must be >= 1", fix="e.g. --concurrency 8")
-    load_prompt_builder(args.longmemeval_root)  # a missing checkout is reported before anything is read
-    out = args.out or Path(f"{args.hyp_file}.eval-results-{args.model}")
-    project = args.project.resolve()
-    registry = StabilityRegistry(project) if args.repeat > 1 else None
-    cfg = project_config(project)
-    concurrency = args.concurrency or max(1, int(cfg.get("concurrency", 8)))
-    kept = ("; the verdicts already received are in the call cache: a re-run does not pay for them again"
-            if cfg.get("cacheEnabled", True) else "")
-    try:
-        correct, judged = judge_file(args.hyp_file, args.ref_file, args.longmemeval_root, args.provider,
-                                     args.model, out, archive=verdict_archive.for_project(project),
-                                     repeat=args.repeat, registry=registry, concurrency=concurrency,
-                                     make_llm=lambda: file_gateway(project, cfg, concurrency,
-                                                                   read_cache=not args.no_cache))
-    except ProviderError as err:
-        if official_judge_gone(err, args.provider, args.model):
-            raise UserError(f"judging stopped: {CONTINUITY_HINT}; nothing was written, {out} is as it was") from None
-        raise UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was{kept}") \
-            from None
-    print(json.dumps({"judged": judged, "correct": correct, "accuracy": round(correct / judged, 4) if judged else None,
-                      "out": str(out)}))
-    return 0
-
+from lme.judge.judge_shim import main
+from lme.core.errors import run_main
 
 if __name__ == "__main__":
     sys.exit(run_main(main))

@@ -1,70 +1,12 @@
 """Print the iteration loop's configuration, or check a planned loop run against its hard rules (``loop_rules``).
 
-The rules (``loop_rules``, where the run driver's ``--loop`` check comes from): the full question set every round,
-the official judge only, the three symbolic layers on, the work tree on the loop branch, the configured target.
-The settings are the ``loop`` object of ``.longmemeval-benchmarks/config.json`` over ``loop_rules.LOOP_DEFAULTS``
-(``references/iteration-rules.md`` documents each key).
+The command; its code is ``lme/loop/loop_guard.py``. This file keeps the path that commands,
+skills, hooks and users call."""
 
-Usage (prints the loop configuration, or the problems for a planned run):
-    python scripts/loop_guard.py config [--project P]
-    python scripts/loop_guard.py check [--project P] [--max N] [--n-total N]
-    python scripts/loop_guard.py target --n-total 500          # the loop's target: 475 of 500
-"""
-
-from __future__ import annotations
-
-import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Sequence
 
-import cli_parser
-
-from errors import UserError, run_main
-from facts import SYMBOLIC_FLAGS
-from loop_rules import check_loop_run, loop_config, split_model, target_correct
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_cfg = sub.add_parser("config", help="print the loop configuration (config loop object + defaults) as JSON")
-    p_cfg.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    p_chk = sub.add_parser("check", help="check the configured loop run against the hard rules")
-    p_chk.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    p_chk.add_argument("--max", type=int, default=None, help="the --max the run would use (default: all)")
-    p_chk.add_argument("--n-total", type=int, default=500, help="questions in the dataset file (default 500)")
-    p_tgt = sub.add_parser("target", help="print the strict-correct count that ends the loop for N items")
-    p_tgt.add_argument("--n-total", type=int, required=True, help="items in the full set (e.g. 500)")
-    args = parser.parse_args(argv)
-
-    if args.command == "target":
-        if args.n_total < 1:
-            raise UserError(f"--n-total {args.n_total} must be >= 1", fix="pass the dataset's size, e.g. 500")
-        needed = target_correct(args.n_total)
-        print(f"{needed} of {args.n_total} strict correct ({needed / args.n_total:.1%}; ceil(0.95 * n_total))")
-        return 0
-    cfg = loop_config(args.project)
-    if args.command == "config":
-        print(json.dumps(cfg, indent=2, sort_keys=True))
-        return 0
-    provider, model = split_model(str(cfg["judge"]))
-    settings = {
-        "n_total": args.n_total,
-        "max": args.max,
-        "judge_provider": provider,
-        "judge_model": model,
-        "symbolic": {k: cfg["targetOptions"].get(k) for k in SYMBOLIC_FLAGS},
-        "target": cfg["target"],
-    }
-    problems = check_loop_run(settings, args.project)
-    for p in problems:
-        print(f"FAIL {p}")
-    if not problems:
-        print("ok   the loop run meets every hard rule")
-    return 1 if problems else 0
-
+from lme.loop.loop_guard import main
+from lme.core.errors import run_main
 
 if __name__ == "__main__":
     sys.exit(run_main(main))

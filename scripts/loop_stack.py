@@ -1,102 +1,16 @@
 """The loop's model stack, set before the first spend: a cheap writer (not the reader model), then the cost of a round.
 
-memory-ref's writer runs once per distinct session (about 18,400 calls on a full ``_s`` run); left unset it is the
-reader model, and a first round costs about $184 in writer calls with a gpt-4o reader. ``set`` writes
-``loop.targetOptions.stack`` in ``.longmemeval-benchmarks/config.json`` from ``references/model-config.md``'s
-advice: the writer ``openai:gpt-4o-mini`` unless one is configured, the reader the loop's ``target_model``. It
-keeps a writer the user chose, and says when that writer is the reader model.
+The command; its code is ``lme/loop/loop_stack.py``. This file keeps the path that commands,
+skills, hooks and users call."""
 
-Usage:
-    python scripts/loop_stack.py show
-    python scripts/loop_stack.py set [--writer openai:gpt-4o-mini]
-"""
-
-from __future__ import annotations
-
-import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import argparse
-import json
 import sys
-from pathlib import Path
-from typing import Any, Sequence
 
-import cli_parser
-import fileio
-import command_names
-from errors import UserError, run_main
-from facts import CONFIG_FILE, STATE_DIR
-
-CHEAP_WRITER = "openai:gpt-4o-mini"
-
-
-def config_path(project: Path) -> Path:
-    return Path(project) / STATE_DIR / CONFIG_FILE
-
-
-def read_config(project: Path) -> dict[str, Any]:
-    path = config_path(project)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"no {path}", fix=f"run {command_names.SETUP} first") from None
-    except ValueError as err:
-        raise UserError(f"{path} is not valid JSON: {err}", fix="fix the file (or run setup again)") from None
-
-
-def reader_of(cfg: dict[str, Any]) -> str:
-    loop = cfg.get("loop") or {}
-    model = loop.get("target_model") or f"{cfg.get('targetProvider')}:{cfg.get('targetModel')}"
-    return model if ":" in model else f"{cfg.get('targetProvider')}:{model}"
-
-
-def stack_of(cfg: dict[str, Any]) -> dict[str, Any]:
-    options = (cfg.get("loop") or {}).get("targetOptions") or {}
-    return dict(options.get("stack") or (cfg.get("targetOptions") or {}).get("stack") or {})
-
-
-def set_stack(project: Path, writer: str | None = None) -> list[str]:
-    """Give the loop a writer (kept when configured, unless ``writer`` is given); returns lines to print."""
-    if writer is not None and ":" not in writer:
-        raise UserError(f"--writer {writer!r} is not provider:model", fix=f"e.g. --writer {CHEAP_WRITER}")
-    cfg = read_config(project)
-    stack = stack_of(cfg)
-    reader = reader_of(cfg)
-    chosen = writer or stack.get("writer") or CHEAP_WRITER
-    lines = []
-    if stack.get("writer") != chosen:
-        stack["writer"] = chosen
-        loop = cfg.setdefault("loop", {})
-        options = loop.setdefault("targetOptions", {})
-        options["stack"] = stack
-        fileio.write_atomic_text(config_path(project), json.dumps(cfg, indent=2) + "\n")
-        lines.append(f"set loop.targetOptions.stack.writer = {chosen} in {config_path(project)}")
-    lines.append(f"stack: writer {chosen}, reader {stack.get('reader') or reader}")
-    if chosen == (stack.get("reader") or reader) and chosen != CHEAP_WRITER:
-        lines.append(f"warning: the writer is the reader model ({chosen}): writer calls are most of a first "
-                     f"round's cost; a cheap writer ({CHEAP_WRITER}) is advised (references/model-config.md)")
-    return lines
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("show", help="print the loop's stack")
-    p_set = sub.add_parser("set", help="give the loop a cheap writer (kept when one is configured)")
-    p_set.add_argument("--writer", help=f"the writer as provider:model (default: the configured one, else {CHEAP_WRITER})")
-    args = parser.parse_args(argv)
-    if args.command == "show":
-        cfg = read_config(args.project)
-        stack = stack_of(cfg)
-        print(f"stack: writer {stack.get('writer') or 'the reader model (' + reader_of(cfg) + ')'}, "
-              f"reader {stack.get('reader') or reader_of(cfg)}")
-        return 0
-    print("\n".join(set_stack(args.project, args.writer)))
-    return 0
-
+from lme.loop.loop_stack import main
+from lme.core.errors import run_main
 
 if __name__ == "__main__":
     sys.exit(run_main(main))

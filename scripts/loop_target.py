@@ -1,85 +1,16 @@
 """Give the iteration loop a target whose code lives in the project's git: a copy of memory-ref in ./memory_system.
 
-The loop's fixes are commits on the loop branch and its reverts undo them, so the memory system it improves must
-be in the project. The default target, ``memory-ref``, lives in the plugin. ``use-copy`` does, once, what a user
-would otherwise do by hand (and what Claude Code cannot run unattended: it always asks before ``cp -r``):
+The command; its code is ``lme/loop/loop_target.py``. This file keeps the path that commands,
+skills, hooks and users call."""
 
-1. copy the plugin's ``plugins/memory_ref`` to ``memory_system/`` (skipped when that folder exists: it is the
-   user's code now, never overwritten);
-2. set ``target`` and ``loop.target`` to ``memory_system`` in ``.longmemeval-benchmarks/config.json``;
-3. commit the copy alone on the loop branch, so the first fix commit holds only the fix.
-
-Run again, it has nothing to do and says so.
-
-Usage (from the project root, on the loop branch):
-    python scripts/loop_target.py use-copy [--dest memory_system]
-"""
-
-from __future__ import annotations
-
-import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import argparse
-import json
-import shutil
 import sys
-from pathlib import Path
-from typing import Sequence
 
-import cli_parser
-import command_names
-import config
-import loop_git
-from errors import UserError, run_main
-
-SOURCE = Path(__file__).resolve().parent.parent / "plugins" / "memory_ref"
-DEFAULT_DEST = "memory_system"
-COMMIT_MESSAGE = "loop target: {dest}, a copy of memory-ref"
-
-
-def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
-    """Copy, configure, commit (each only when needed); returns what was done, one line each."""
-    project = Path(project)
-    if Path(dest).is_absolute() or ".." in Path(dest).parts or not dest.strip("./"):
-        raise UserError(f"--dest {dest!r} is not a folder inside the project", fix="pass a relative name such as memory_system")
-    dest = Path(dest).as_posix().strip("/")
-    path = config.config_path(project)
-    if not path.is_file():
-        raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
-    loop_git.assert_on_loop_branch(project=project)
-    done: list[str] = []
-    target = project / dest
-    if target.exists():
-        done.append(f"{dest}/ exists: kept as it is (your code)")
-    else:
-        shutil.copytree(SOURCE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        done.append(f"copied memory-ref ({SOURCE}) to {dest}/")
-    cfg = json.loads(path.read_text(encoding="utf-8"))
-    loop = cfg.get("loop") if isinstance(cfg.get("loop"), dict) else {}
-    if cfg.get("target") == dest and loop.get("target") == dest:
-        done.append(f"config: target and loop.target are {dest} already")
-    else:
-        cfg["target"] = dest
-        cfg["loop"] = {**loop, "target": dest}
-        config.write_config(project, cfg, force=True)
-        done.append(f"config: target and loop.target set to {dest}")
-    sha = loop_git.commit(COMMIT_MESSAGE.format(dest=dest), [dest], project=project)
-    done.append(f"committed {dest}/ ({sha[:12]})" if sha else f"{dest}/ is committed already")
-    return done
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")
-    p_copy.add_argument("--dest", default=DEFAULT_DEST, help=f"folder for the copy (default: {DEFAULT_DEST})")
-    args = parser.parse_args(argv)
-    print("\n".join(use_copy(args.project, args.dest)))
-    return 0
-
+from lme.loop.loop_target import main
+from lme.core.errors import run_main
 
 if __name__ == "__main__":
     sys.exit(run_main(main))

@@ -1,142 +1,16 @@
 """Run LongMemEval: generate -> judge -> append -> mark completed, concurrently, resumably, with a call cache.
 
-Usage:
-    python scripts/run_benchmark.py --variant _oracle --max 20
-    python scripts/run_benchmark.py --run-id <id>                 # resume: completed items are skipped
-    python scripts/run_benchmark.py --offline                     # no network, no keys (not comparable)
-    python scripts/run_benchmark.py --dry-run                     # prompts, tokens, cost and time; no model call
-    python scripts/run_benchmark.py --background --yes            # detached; then run_status.py --run-id <id> --wait 100
-    python scripts/run_benchmark.py --max-cost 20                 # pause (exit 6) before passing $20
-    python scripts/run_benchmark.py --hypotheses hyps.jsonl       # judge a file of {question_id, hypothesis} lines
-    python scripts/run_benchmark.py --batch judge                 # the judge through the Batch API: half price
+The command; its code is ``lme/cli/run_benchmark.py``. This file keeps the path that commands,
+skills, hooks and users call."""
 
-Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error (or the official judge answered
-not_found: the line names the verdict archive, the Azure route and judge_agreement.py), 3 blocked on billing,
-5 the estimate is above confirmCostUsd (nothing was started: ask, then add --yes), 6 paused at the --max-cost cap
-(resumable with a higher cap), 7 stopped at a cancelled batch (``--batch``: what ran is recorded, a resume submits
-the rest), 130 interrupted. ``--background`` exits 0 once the worker started (its own exit
-status is in its run-meta and log; run_status.py reports it).
-The run itself is ``run_driver``'s (one writer per run directory, a lock; an item that fails after retries gets
-an error row and is never marked completed).
-"""
-
-from __future__ import annotations
-
-import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import argparse
-import shlex
 import sys
-from contextlib import redirect_stdout
-from pathlib import Path
-from typing import Sequence
 
-import cli_parser
-import background
-import config as config_mod
-import cost_gate
-import dry_run
-import judge_official
-import preflight
-import provider_probe
-import run_driver
-import run_settings
-import run_status
-import report_outputs
-from clock import utc_now
-from errors import UserError, run_main
-from run_settings import RunSettings
-
-
-def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:
-    """The scorecard's files and its Markdown on stdout (on stderr with ``--progress json``: stdout is records)."""
-    if progress_mode == "json":
-        with redirect_stdout(sys.stderr):
-            report_outputs.score_project_run(Path(settings.project), run_id)
-    else:
-        report_outputs.score_project_run(Path(settings.project), run_id)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = cli_parser.ArgumentParser(
-        prog="run_benchmark.py",
-        description="Run (or resume) a LongMemEval benchmark: generate, judge, checkpoint, score.",
-        epilog="Exit status: 0 completed, 1 failed (resumable), 2 user error, 3 billing, 5 estimate above "
-               "confirmCostUsd (add --yes after asking), 6 paused at --max-cost, 7 a batch was cancelled "
-               "(resumable), 130 interrupted. "
-               "--background: 0 once started; then run_status.py --run-id ID --wait 100.",
-    )
-    run_settings.add_arguments(parser)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    project = Path(args.project).resolve()
-    cfg = config_mod.load_config(project)
-    settings = run_settings.resolve(cfg, args, project)
-    if args.dry_run:
-        return dry_run.run(settings, run_id=args.run_id)
-    preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
-    if not args.worker:
-        run_driver.refuse_a_live_worker(settings, args.run_id)
-    if args.max_cost is not None:
-        cost_gate.check_cap_is_enforceable(settings, args.max_cost)
-    if not args.worker:
-        provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
-    if not (args.yes or args.worker):
-        block = cost_gate.refusal(settings, args.run_id, cost_gate.confirm_threshold(cfg))
-        if block is not None:
-            print(block, flush=True)
-            return run_driver.EXIT_NEEDS_CONFIRMATION
-    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
-        provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line here
-    if args.background:
-        return _start_in_background(settings, args, argv)
-    progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
-    code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost)
-    run_id = root.name
-    if code == run_driver.EXIT_JUDGE_GONE:
-        raise UserError(f"run {run_id} stopped: {judge_official.CONTINUITY_HINT}; the items it could not judge stay "
-                        f"pending (resume with --run-id {run_id})")
-    if not args.no_scorecard and settings.shard is None:
-        _write_scorecard(settings, run_id, args.progress)
-    print(f"run {run_id}: {run_driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)
-    if code == run_driver.EXIT_COST_CAP:
-        print(run_driver.resume_hint(settings, run_id, note=" --max-cost <a higher USD>"), file=sys.stderr)
-    elif code != run_driver.EXIT_COMPLETED:
-        print(run_driver.resume_hint(settings, run_id), file=sys.stderr)
-    else:
-        run_driver.say_how_to_finish(settings, root)
-    return code
-
-
-def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[str]:
-    """The same command, minus ``--background``, for the detached worker (which skips the gate: done here)."""
-    keep = [a for a in argv if not (a.startswith("--b") and "--background".startswith(a))]
-    if not given_run_id:
-        keep += ["--run-id", run_id]
-    return [sys.executable, str(Path(__file__).resolve()), *keep, "--worker"]
-
-
-def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str]) -> int:
-    """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
-    run_id, work = run_driver.prepare_background(settings, args.run_id)
-    shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
-    info = background.start(work, _worker_argv(argv, run_id, bool(args.run_id)), run_id=run_id, cwd=Path.cwd(),
-                            log_header=f"=== {utc_now()} started in the background: {shown}")
-    log = Path(info["log"])
-    try:
-        log = log.relative_to(Path.cwd())
-    except ValueError:
-        pass
-    print(f"run {run_id} started in the background (pid {info['pid']}); log: {log}")
-    print(run_status.wait_line(run_id))
-    return 0
-
+from lme.cli.run_benchmark import main
+from lme.core.errors import run_main
 
 if __name__ == "__main__":
     sys.exit(run_main(main))

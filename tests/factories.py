@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import run_store
-from facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION
-from run_records import Manifest, ResultRow, RunMeta
+from lme.store import run_store
+from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION
+from lme.core.run_records import Manifest, ResultRow, RunMeta
 
 OFFICIAL_SHA = "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442"
 OFFICIAL_JUDGMENT = {"model": OFFICIAL_JUDGE_MODEL, "provider": "openai", "requested_model": "gpt-4o",

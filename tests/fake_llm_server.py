@@ -40,7 +40,7 @@ Faults: ``fail_next(kind, count=1, **opts)`` queues faults for the next requests
 ``refusal`` (OpenAI ``message.refusal`` with ``content: null``; Anthropic ``stop_reason: "refusal"``).
 ``rate_limit_rps = R`` adds a token bucket (burst R): requests beyond it get a 429 with Retry-After (no rate headers).
 
-Probes: a request with the header ``x-longmemeval-probe`` is the run's start-up check (scripts/provider_probe.py),
+Probes: a request with the header ``x-longmemeval-probe`` is the run's start-up check (scripts/lme/models/provider_probe.py),
 not one of its calls. It is logged in ``probes``, not ``requests``, is answered ``pong`` (never by ``answer_fn`` or
 ``judge_fn``), is not charged to any rate limit, and takes no queued fault (``fail_next`` scripts the run's calls); it gets a ``fault_rate`` fault only when that fault is
 certain (probability >= 1), and is otherwise answered as any request.

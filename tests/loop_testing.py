@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Mapping
 
 import factories
-import fileio
-import run_store
-from clock import utc_now
-from facts import QUESTION_TYPES
+from lme.core import fileio
+from lme.store import run_store
+from lme.core.clock import utc_now
+from lme.core.facts import QUESTION_TYPES
 
 LOOP_BRANCH = "longmemeval-iter"
 GIT_ENV = {
@@ -98,7 +98,7 @@ def run_meta(run_id: str, n_total: int, status: str = "completed") -> dict:
 
 def write_scorecard_metrics(run_dir: Path) -> dict:
     """metrics.json for the run, built by the real scorecard."""
-    import scoring
+    from lme.score import scoring
 
     card = scoring.build_scorecard(run_store.load_run(run_dir))
     fileio.write_atomic_json(run_dir / run_store.METRICS_FILE, card)
@@ -107,7 +107,7 @@ def write_scorecard_metrics(run_dir: Path) -> dict:
 
 def measure_noise_floor(project: Path, run_id: str, rate: float = 0.0) -> dict:
     """A measured noise floor for the run's stack (every type flipping at ``rate``), as noise_floor.finish writes."""
-    import noise_floor
+    from lme.loop import noise_floor
 
     meta = run_store.read_meta(project / ".longmemeval-benchmarks" / "runs" / run_id)
     stack = noise_floor.stack_of(meta)

@@ -12,7 +12,7 @@ SAMPLE = REPO / "data" / "sample" / "longmemeval_sample.json"
 
 def make_project(root: Path, *, dataset: Path = SAMPLE, **overrides: Any) -> Path:
     """Write ``.longmemeval-benchmarks/config.json`` for a run against the fake server (real SDKs)."""
-    import config
+    from lme.core import config
     from upstream_standin import make_upstream_tree
 
     root.mkdir(parents=True, exist_ok=True)

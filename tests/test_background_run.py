@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import background
-import command_names
-import run_status
+from lme.run import background
+from lme.core import command_names
+from lme.run import run_status
 from run_project import REPO, SAMPLE, judged_rows, make_project, register_answers, run_dir
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))

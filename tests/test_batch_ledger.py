@@ -7,9 +7,9 @@ import lzma
 
 import pytest
 
-import batch_ledger
-import fileio
-from batch_ledger import CUSTOM_ID, Ledger, custom_id
+from lme.store import batch_ledger
+from lme.core import fileio
+from lme.store.batch_ledger import CUSTOM_ID, Ledger, custom_id
 
 
 def test_custom_ids_fit_anthropics_rule_and_hash_what_does_not_fit():
@@ -55,8 +55,8 @@ def test_the_ledger_replays_its_events_and_survives_a_torn_last_line(tmp_path):
 
 
 def test_request_bodies_are_the_sync_bodies():
-    from records import ChatRequest
-    from request_bodies import request_body
+    from lme.core.records import ChatRequest
+    from lme.models.request_bodies import request_body
 
     request = ChatRequest("anthropic", "claude-haiku-4-5", ({"role": "user", "content": "hi"},), system="s",
                           max_tokens=7, temperature=0)
@@ -68,7 +68,7 @@ def test_request_bodies_are_the_sync_bodies():
 
 @pytest.mark.parametrize("billing, factor", [("sync", 1.0), ("batch", 0.5)])
 def test_batch_billing_is_half_the_list_price(billing, factor):
-    import prices
+    from lme.models import prices
 
     assert prices.cost_usd("gpt-4o", 1_000_000, 0, billing) == pytest.approx(2.50 * factor)
     assert prices.call_cost([{"model": "gpt-4o", "tokensIn": 0, "tokensOut": 1_000_000, "billing": billing}]) \

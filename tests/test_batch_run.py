@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import run_benchmark
+from lme.cli import run_benchmark
 from helpers_data import make_item, write_dataset
 from run_project import REPO, make_project, run_dir
 
@@ -171,7 +171,7 @@ def test_a_crash_after_collect_replays_the_local_results_at_batch_prices(tmp_pat
 
 
 def test_failed_requests_are_resubmitted_or_become_error_rows_never_dropped(tmp_path, fake_llm):
-    import batch_ledger
+    from lme.store import batch_ledger
 
     project = project_with(tmp_path, fake_llm, 12, errorThreshold=5)
     qids = [it["question_id"] for it in items(12)]
@@ -190,7 +190,7 @@ def test_failed_requests_are_resubmitted_or_become_error_rows_never_dropped(tmp_
 
 
 def test_batch_fallback_sync_sends_failed_requests_synchronously(tmp_path, fake_llm):
-    import batch_ledger
+    from lme.store import batch_ledger
 
     project = project_with(tmp_path, fake_llm, 6)
     qid = items(6)[0]["question_id"]
@@ -306,7 +306,7 @@ def test_batch_with_what_cannot_batch_is_one_line_exit_2_nothing_written(tmp_pat
 
 
 def test_scorecard_status_and_dry_run_say_what_ran_as_batches(tmp_path, fake_llm, capsys):
-    import run_status
+    from lme.run import run_status
 
     project = project_with(tmp_path, fake_llm, 10)
     assert run_benchmark.main(["--project", str(project), "--dry-run", "--batch", "judge"]) == 0

@@ -1,4 +1,4 @@
-from bm25_index import BM25Index, rank_grouped, tokenize
+from lme.targets.bm25_index import BM25Index, rank_grouped, tokenize
 
 
 def test_tokenize_lowercases_drops_stopwords_and_strips_plurals():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from call_cache import CallCache
-from records import ChatRequest, Completion
+from lme.models.call_cache import CallCache
+from lme.core.records import ChatRequest, Completion
 
 
 def request(**over) -> ChatRequest:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-import charts
-import metrics
-from errors import UserError
+from lme.report import charts
+from lme.score import metrics
+from lme.core.errors import UserError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -90,7 +90,7 @@ def test_error_bar_lengths_are_never_negative():
     ("{not json", "not valid JSON"),
 ])
 def test_a_metrics_file_that_is_not_a_scorecard_is_one_line_exit_2(tmp_path, capsys, content, needle):
-    from errors import run_main
+    from lme.core.errors import run_main
 
     card = tmp_path / "metrics.json"
     card.write_text(content)

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 import factories
-import fileio
-import run_store
-from errors import UserError
+from lme.core import fileio
+from lme.store import run_store
+from lme.core.errors import UserError
 from helpers_data import error_row, judged_row, make_item
-from records import Question
+from lme.core.records import Question
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 
@@ -191,7 +191,7 @@ def test_second_writer_is_refused_with_holder_pid(tmp_path):
         f"""
         import sys, time
         sys.path.insert(0, {str(SCRIPTS)!r})
-        import run_store
+        from lme.store import run_store
         with run_store.RunLock({str(tmp_path)!r}):
             print("locked", flush=True)
             sys.stdin.readline()
@@ -282,7 +282,7 @@ def test_atomically_written_files_get_the_mode_a_plain_open_would_give(tmp_path)
         import os, sys
         os.umask(0o022)
         sys.path.insert(0, {str(SCRIPTS)!r})
-        import fileio
+        from lme.core import fileio
         from pathlib import Path
         fileio.write_atomic_json(Path({str(tmp_path)!r}) / "x.json", {{"a": 1}})
         print(oct(os.stat({str(tmp_path / "x.json")!r}).st_mode & 0o777))

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import claude_code_harness as harness
-import command_names
+from lme.core import command_names
 import markdown_harness
 from fake_claude_api import (
     Exchange,

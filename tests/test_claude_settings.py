@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-import claude_settings
-import command_names
-import loop_target
-import setup_project
-from errors import run_main
+from lme.cli import claude_settings
+from lme.core import command_names
+from lme.loop import loop_target
+from lme.cli import setup_project
+from lme.core.errors import run_main
 from loop_testing import git, make_loop_project
 from test_command_permissions import bash_rules
 from test_plugin_manifest import frontmatter
@@ -110,7 +110,7 @@ def test_wrapper_frontmatter_is_yaml_claude_code_reads():
 
 
 def test_the_files_setup_writes_for_claude_code_are_never_part_of_a_fix(tmp_path):
-    import loop_git
+    from lme.loop import loop_git
 
     project = make_loop_project(tmp_path)
     assert setup(project, "--allow-unattended", "--short-commands") == 0

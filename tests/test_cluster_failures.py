@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-import cluster_failures as cf
-import trigger_set
-from errors import run_main
+from lme.score import cluster_failures as cf
+from lme.score import trigger_set
+from lme.core.errors import run_main
 from factories import typed
 from loop_testing import make_row, write_run
-from run_records import ResultRow
+from lme.core.run_records import ResultRow
 
 GOLD = ["answer_a1", "answer_a2"]
 
@@ -108,7 +108,7 @@ def test_unknown_run_is_a_user_error(tmp_path, capsys):
 
 
 def test_symbolic_layers_are_read_from_memory_refs_debug_shape():
-    from cluster_failures import symbolic_layers
+    from lme.score.cluster_failures import symbolic_layers
 
     def row(symbolic):
         return ResultRow.from_dict({"question_id": "q", "target": {"debug": {"symbolic": symbolic}}})
@@ -198,7 +198,7 @@ def test_a_wrong_abstention_item_that_refused_is_not_called_answered(hypothesis,
 
 
 def test_the_refusal_check_is_the_offline_judges_phrase_list(monkeypatch):
-    import offline_judge
+    from lme.judge import offline_judge
 
     assert cf.says_it_cannot_answer("x_abs", "That is unanswerable from our chats.")
     monkeypatch.setattr(offline_judge, "ABSTENTION_PHRASES", ("zebra-phrase",))

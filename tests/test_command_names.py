@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import command_names
+from lme.core import command_names
 from run_project import REPO
 
 SCRIPTS = REPO / "scripts"
@@ -51,14 +51,14 @@ def test_every_slash_command_a_shell_script_prints_is_a_command_names_value():
 
 
 def test_the_module_is_standard_library_only():
-    done = subprocess.run([sys.executable, "-S", "-c", "import command_names; print(command_names.RUN)"],
+    done = subprocess.run([sys.executable, "-S", "-c", "from lme.core import command_names; print(command_names.RUN)"],
                           cwd=SCRIPTS, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == command_names.RUN
 
 
 def test_script_messages_print_the_qualified_names():
-    import setup_project
+    from lme.cli import setup_project
 
     assert setup_project.next_command({"judgeProvider": "offline", "datasetPath": "x/longmemeval_sample.json"}) \
         .startswith(f"{command_names.RUN} --max 3")

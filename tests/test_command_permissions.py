@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-import command_names
-from claude_settings import PLUGIN, split_entries
+from lme.core import command_names
+from lme.cli.claude_settings import PLUGIN, split_entries
 from markdown_harness import REPO, extract_blocks
 from test_plugin_manifest import frontmatter
 

@@ -12,12 +12,12 @@ from typing import Any, Mapping
 
 import pytest
 
-import compare_runs
-import run_comparison
-import run_store
-from errors import UserError, run_main
+from lme.report import compare_runs
+from lme.score import run_comparison
+from lme.store import run_store
+from lme.core.errors import UserError, run_main
 from factories import KU, MS, SSU, TR, official_row, write_run
-from facts import OFFICIAL_JUDGE_MODEL
+from lme.core.facts import OFFICIAL_JUDGE_MODEL
 
 
 def pair(tmp_path: Path, before: Mapping[str, bool | None], after: Mapping[str, bool | None],
@@ -149,7 +149,7 @@ def test_latest_compares_the_two_most_recently_started_runs_older_first(tmp_path
 
 
 def test_latest_agrees_with_the_scorecards_latest_run(tmp_path):
-    import run_store
+    from lme.store import run_store
 
     runs = tmp_path / ".longmemeval-benchmarks" / "runs"
     for name, started in (("b", "2026-11-29T09:00:00Z"), ("a", "2026-11-29T10:00:00Z")):

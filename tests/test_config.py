@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-import command_names
-import config
-from errors import UserError, run_main
-from records import OFFICIAL_JUDGE_MODEL
+from lme.core import command_names
+from lme.core import config
+from lme.core.errors import UserError, run_main
+from lme.core.records import OFFICIAL_JUDGE_MODEL
 
 
 def test_defaults_are_the_documented_ones_and_valid(tmp_path):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import confirm
-from errors import UserError, run_main
+from lme.loop import confirm
+from lme.core.errors import UserError, run_main
 from loop_testing import item_ids, make_loop_project, write_run
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import factories
-import run_store
+from lme.store import run_store
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="SIGKILL semantics are POSIX")
 
@@ -32,7 +32,7 @@ WRITER = f"""
 import sys
 sys.path[:0] = [{str(SCRIPTS)!r}, {str(TESTS)!r}]
 import factories
-import run_store
+from lme.store import run_store
 from helpers_data import judged_row
 run_dir = sys.argv[1]
 qids = [f"q{{i:03d}}" for i in range({N_QUESTIONS})]

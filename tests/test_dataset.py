@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import dataset
-from errors import UserError, run_main
+from lme.data import dataset
+from lme.core.errors import UserError, run_main
 from helpers_data import make_item, make_items, write_dataset
-from records import Question
+from lme.core.records import Question
 
 
 @pytest.mark.parametrize("compression,name", [(None, "d.json"), ("xz", "d.json.xz"), ("gz", "d.json.gz")])
@@ -186,7 +186,7 @@ def _mutations():
 
 @pytest.mark.parametrize("name", sorted(_mutations()))
 def test_fast_item_check_never_accepts_what_the_schema_rejects(name):
-    import schemas
+    from lme.core import schemas
 
     item = make_item("q1")
     assert dataset._fast_item_ok(item) and schemas.is_valid("item", item)

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-import dataset
-import dataset_scans
-import run_benchmark
-from errors import run_main
+from lme.data import dataset
+from lme.data import dataset_scans
+from lme.cli import run_benchmark
+from lme.core.errors import run_main
 from run_project import SAMPLE, make_project, run_dir
 
 

@@ -7,13 +7,13 @@ import json
 import pytest
 
 import factories
-import run_store
-import decide
-import drop_qids
-import loop_git
-import loop_state
-import loop_steps
-from errors import UserError, run_main
+from lme.store import run_store
+from lme.loop import decide
+from lme.score import drop_qids
+from lme.loop import loop_git
+from lme.loop import loop_state
+from lme.loop import loop_steps
+from lme.core.errors import UserError, run_main
 from loop_testing import git, item_ids, make_loop_project, make_row, write_run
 
 
@@ -139,7 +139,7 @@ def test_a_keep_inside_the_noise_band_is_labelled_within_noise_never_a_fix(proje
 
 
 def test_the_record_splits_fixes_and_regressions_by_the_recorded_parts_of_the_trigger_set(project):
-    import trigger_set
+    from lme.score import trigger_set
 
     _run_dir, retest, _types = _round(project, fixes=2, regressions=2)
     failing, control = retest[:2], retest[2:]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-import cost_gate
-import dry_run
-import run_status
-from progress import Progress
+from lme.run import cost_gate
+from lme.run import dry_run
+from lme.run import run_status
+from lme.run.progress import Progress
 
 
 def test_a_run_of_a_few_milliseconds_shows_no_rate_instead_of_hundreds_of_millions_per_minute():
@@ -31,8 +31,8 @@ def test_small_dollar_amounts_keep_their_digits():
 def test_a_cache_that_cannot_be_written_keeps_the_paid_reply(tmp_path, capsys):
     import sqlite3
 
-    from records import ChatRequest, Completion
-    from run_gateway import RunGateway
+    from lme.core.records import ChatRequest, Completion
+    from lme.models.run_gateway import RunGateway
 
     class FullCache:
         def get(self, request):
@@ -54,7 +54,7 @@ def test_an_items_generation_latency_is_its_calls_time_not_its_wait_for_a_warm_s
     """The first items of a run used to count the tokenizer load and first connections as latency."""
     import json
 
-    import run_benchmark
+    from lme.cli import run_benchmark
     from run_project import judged_rows, make_project
 
     fake_llm.latency = 0.05

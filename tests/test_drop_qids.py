@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import factories
-import run_store
-import drop_qids
-from errors import UserError, run_main
+from lme.store import run_store
+from lme.score import drop_qids
+from lme.core.errors import UserError, run_main
 from loop_testing import item_ids, make_row, write_run
 
 

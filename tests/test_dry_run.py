@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import dry_run
-import run_benchmark
-import run_state
+from lme.run import dry_run
+from lme.cli import run_benchmark
+from lme.run import run_state
 from run_project import SAMPLE, make_project, register_answers
 
 ITEMS = json.loads(SAMPLE.read_text())

@@ -66,7 +66,7 @@ def test_a_bare_run_id_suggests_run_id():
 CTRL_C_DURING_IMPORTS = """
 import os, signal, sys, time
 sys.path.insert(0, {scripts!r})
-import entry_guard
+from lme.core import entry_guard
 entry_guard.start("__main__")
 os.kill(os.getpid(), signal.SIGINT)  # as if Ctrl-C landed while the script imports its modules
 time.sleep(5)
@@ -81,8 +81,8 @@ def test_ctrl_c_during_the_imports_is_exit_130_and_one_line():
 
 
 def test_run_main_takes_ctrl_c_back_and_a_test_import_leaves_sigint_alone():
-    import entry_guard
-    import errors
+    from lme.core import entry_guard
+    from lme.core import errors
 
     assert signal.getsignal(signal.SIGINT) is not entry_guard._interrupted  # imported here: not __main__
 

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-import generation_driver as gd
-from errors import UserError, run_main
-from records import Question
+from lme.targets import generation_driver as gd
+from lme.core.errors import UserError, run_main
+from lme.core.records import Question
 from test_targets_common import GOLD, RecordingLLM, make_raw_item, prompt_of
 
 
@@ -82,9 +82,9 @@ def test_target_bug_becomes_a_target_error(tmp_path):
 
 
 def test_provider_error_from_a_target_passes_through_unchanged(tmp_path):
-    import providers
+    from lme.models import providers
 
-    target = write_target(tmp_path, "import providers\ndef generate(item, ctx):\n"
+    target = write_target(tmp_path, "from lme.models import providers\ndef generate(item, ctx):\n"
                                     "    raise providers.ProviderError('rate_limit', 'slow down', attempts=8)\n")
     with pytest.raises(providers.ProviderError) as err:
         gd.generate_hypothesis(make_raw_item(), "offline", "m", target=target)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import generation_driver as gd
+from lme.targets import generation_driver as gd
 from test_targets_common import GOLD, make_raw_item
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "plugins" / "examples"
@@ -34,7 +34,7 @@ def item():
 
 @pytest.fixture
 def gateway(fake_llm):
-    import providers
+    from lme.models import providers
 
     return providers.Gateway(providers.ProviderSettings(max_attempts=2, backoff_base=0.01, timeout_s=20))
 

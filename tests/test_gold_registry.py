@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-import cluster_failures
-import gold_registry
-import scorecard_md
-import scoring
-from run_store import load_run
+from lme.score import cluster_failures
+from lme.data import gold_registry
+from lme.report import scorecard_md
+from lme.score import scoring
+from lme.store.run_store import load_run
 from factories import MS, SSU, TR, official_row, write_run
 
 DUPLICATED_54 = {"58bf7951", "1e043500", "001be529", "d23cf73b", "caf03d32", "91b15a6e", "078150f1",
@@ -89,7 +89,7 @@ def test_an_unknown_status_is_refused_with_the_entry_named():
 
 
 def test_the_loader_reports_a_haystack_that_lists_a_session_twice(tmp_path, capsys):
-    import dataset
+    from lme.data import dataset
     from run_project import SAMPLE
 
     items = json.loads(SAMPLE.read_text())[:2]

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pytest
 
-import run_comparison
-import interop
-import judge_agreement
-import judge_official
-import report_html
-import run_benchmark
-import scorecard
-import scoring
-from run_store import load_run
-from errors import UserError, run_main
+from lme.score import run_comparison
+from lme.score import interop
+from lme.judge import judge_agreement
+from lme.judge import judge_official
+from lme.report import report_html
+from lme.cli import run_benchmark
+from lme.report import scorecard
+from lme.score import scoring
+from lme.store.run_store import load_run
+from lme.core.errors import UserError, run_main
 from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
 from upstream_standin import make_upstream_tree
 

@@ -23,43 +23,8 @@ PLUGINS = REPO / "plugins"
 STAGE_ORDER = ("core", "data", "store", "models", "targets", "judge", "run", "score", "report", "loop", "cli")
 """The stages (and, after the package move, the sub-packages of ``scripts/lme/``), lowest first."""
 
-# --- FLAT_STAGES begin: where each module of the flat scripts/ belongs (the package move's mapping table)
-FLAT_STAGES: dict[str, tuple[str, ...]] = {
-    # the shared ground: errors, the facts, time, files, the typed records and their schemas, the config
-    "core": ("errors", "facts", "clock", "command_names", "fileio", "records", "run_records", "schemas",
-              "config_defaults", "config", "entry_guard", "cli_parser", "project_ignore"),
-    # the dataset and the files around it
-    "data": ("dataset", "dataset_scans", "fingerprints", "hypotheses_file", "upstream_files", "sample_data",
-              "gold_registry", "holdout"),
-    # the run directory: its layout, its one owner, the prompts stored beside it (depends on core only)
-    "store": ("run_layout", "run_store", "prompt_store", "batch_ledger"),
-    # model calls: routes, errors, retries, pacing, token counts, the call cache, prices
-    "models": ("provider_errors", "provider_routes", "providers", "retries", "token_counts", "rate_headers",
-               "rate_limiter", "rate_pacer", "sqlite_store", "call_cache", "run_gateway", "prices", "request_bodies",
-               "batch_api", "provider_probe"),
-    # the systems under test: the target API, the driver that loads them, the shared reader and retrieval
-    "targets": ("targets", "generation_driver", "reader", "bm25_index"),
-    # the official judge, the offline judge, verdicts kept and compared
-    "judge": ("offline_judge", "judge_official", "judge_stability", "judge_files", "judge_shim",
-              "judge_agreement", "verdict_archive"),
-    # one run: settings, state, the driver, the item runner, money, progress; loop_rules are the refusals a
-    # ``--loop`` run must pass (stdlib only: the loop's hooks read them too)
-    "run": ("run_settings", "loop_rules", "provenance", "run_state", "item_runner", "run_driver", "background",
-             "pacing_status", "run_status", "progress", "cost_gate", "dry_run", "preflight", "batch_settings",
-             "batch_runner"),
-    # figures from result rows
-    "score": ("metrics", "retrieval_metrics", "scoring", "score_fingerprint", "run_comparison", "selftest_scoring",
-              "cluster_failures", "interop", "drop_qids", "pipeline_health",
-              "trigger_set", "loop_rows"),
-    # what people read: Markdown, charts, the HTML report, the commands that write them
-    "report": ("scorecard_md", "charts", "report_svg", "report_data", "report_html", "report_outputs",
-               "scorecard", "compare_runs"),
-    # the improvement loop
-    "loop": ("loop_git", "loop_state", "loop_session", "loop_target", "loop_guard", "decide", "loop_steps",
-              "rounds", "confirm", "loop_stop_hook", "noise_floor", "loop_stack"),
-    # commands that sit above everything they drive
-    "cli": ("run_benchmark", "claude_settings", "setup_project"),
-}
+# --- FLAT_STAGES begin (emptied by the package move: scripts/lme/<stage>/ is the table now)
+FLAT_STAGES: dict[str, tuple[str, ...]] = {}
 # --- FLAT_STAGES end
 
 PLUGIN_STAGE = "targets"
@@ -310,7 +275,7 @@ def test_the_checker_finds_a_planted_cycle_an_upward_arrow_a_lazy_import_and_a_s
         "scripts/low.py": "import os\nfrom high import thing\n",
         "scripts/mid.py": "import low\n\ndef f():\n    import high\n    return high\n",
         "scripts/high.py": "import mid\nthing = 1\n",
-        "plugins/p.py": "import sys\nsys.path.insert(0, '..')\nimport generation_driver\n",
+        "plugins/p.py": "import sys\nsys.path.insert(0, '..')\nfrom lme.targets import generation_driver\n",
         "scripts/generation_driver.py": "",
     })
     ours, theirs = all_imports(scripts, plugins)

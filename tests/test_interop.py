@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import interop
-import metrics
-from errors import UserError
-from records import QUESTION_TYPES
+from lme.score import interop
+from lme.score import metrics
+from lme.core.errors import UserError
+from lme.core.records import QUESTION_TYPES
 from factories import official_row, write_run
 
 MIRROR = Path("/work/.mirror/xiaowu0162+LongMemEval/repo")
@@ -85,8 +85,8 @@ def test_exported_eval_results_rescored_independently_equal_our_figures(run, tmp
     assert ours["overall"]["accuracy_judged"] == pytest.approx(theirs["overall"])
     assert ours["abstention"]["accuracy_judged"] == pytest.approx(theirs["abstention"])
     # and the round trip gives the same figures as scoring the run directly
-    import scoring
-    from run_store import load_run
+    from lme.score import scoring
+    from lme.store.run_store import load_run
 
     card = scoring.build_scorecard(load_run(run))
     assert card["overall"]["accuracy_judged"] == pytest.approx(ours["overall"]["accuracy_judged"])

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-import judge_agreement
-import judge_official
-import judge_shim
-import run_benchmark
-import scoring
-import verdict_archive
-from run_store import load_run
-from errors import run_main
-from providers import Gateway, ProviderSettings
+from lme.judge import judge_agreement
+from lme.judge import judge_official
+from lme.judge import judge_shim
+from lme.cli import run_benchmark
+from lme.score import scoring
+from lme.judge import verdict_archive
+from lme.store.run_store import load_run
+from lme.core.errors import run_main
+from lme.models.providers import Gateway, ProviderSettings
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from upstream_standin import make_upstream_tree
 
@@ -244,7 +244,7 @@ def test_kappa_is_undefined_when_every_label_is_the_same():
 
 
 def test_runs_judged_by_the_snapshot_through_openai_and_through_azure_compare_like_for_like(tmp_path):
-    import run_comparison
+    from lme.score import run_comparison
     from factories import SSU, official_row, write_run
 
     items = [("k1", SSU), ("k2", SSU)]

@@ -8,13 +8,13 @@ from pathlib import Path
 import openai
 import pytest
 
-import command_names
-import judge_official
-import judge_shim
-from errors import UserError
-from judge_official import JudgeInputError, judge, label_from_reply, load_prompt_builder
-from providers import Gateway, ProviderError, ProviderSettings
-from records import Completion, Verdict
+from lme.core import command_names
+from lme.judge import judge_official
+from lme.judge import judge_shim
+from lme.core.errors import UserError
+from lme.judge.judge_official import JudgeInputError, judge, label_from_reply, load_prompt_builder
+from lme.models.providers import Gateway, ProviderError, ProviderSettings
+from lme.core.records import Completion, Verdict
 from upstream_standin import make_upstream_tree, standin_prompt
 
 FAST = ProviderSettings(timeout_s=5.0, max_attempts=3, backoff_base=0.01, backoff_max=0.05)
@@ -229,7 +229,7 @@ def files(tmp_path):
 
 
 def _run_file_mode(root, hyp, ref, *extra):
-    from errors import run_main
+    from lme.core.errors import run_main
 
     return run_main(judge_shim.main, ["--longmemeval-root", str(root), "--hyp-file", str(hyp),
                                       "--ref-file", str(ref), "--project", str(hyp.parent), *extra])

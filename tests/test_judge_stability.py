@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-import run_comparison
-import decide
-import judge_official
-import judge_shim
-import judge_stability
-import run_benchmark
-import scorecard_md
-import scoring
-from run_store import load_run
+from lme.score import run_comparison
+from lme.loop import decide
+from lme.judge import judge_official
+from lme.judge import judge_shim
+from lme.judge import judge_stability
+from lme.cli import run_benchmark
+from lme.report import scorecard_md
+from lme.score import scoring
+from lme.store.run_store import load_run
 from loop_testing import make_loop_project
-from records import Verdict
+from lme.core.records import Verdict
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from factories import SSU, official_row, write_run
 from test_decide import _round
@@ -111,7 +111,7 @@ def test_a_resume_keeps_the_runs_judge_repeat(tmp_path, fake_llm):
 
 
 def test_judge_repeat_below_one_is_one_line_and_nothing_written(tmp_path, capsys):
-    from errors import run_main
+    from lme.core.errors import run_main
 
     project = make_project(tmp_path / "p")
     assert run_main(run_benchmark.main, ["--project", str(project), "--judge-repeat", "0"]) == 2
@@ -139,7 +139,7 @@ def test_hyp_file_repeat_writes_every_verdict_and_the_registry(fake_llm, tmp_pat
 
 
 def test_a_failed_repeat_keeps_the_official_label(tmp_path):
-    from records import Completion
+    from lme.core.records import Completion
     from upstream_standin import make_upstream_tree
 
     class OneThenBroken:
@@ -149,7 +149,7 @@ def test_a_failed_repeat_keeps_the_official_label(tmp_path):
         def complete(self, request):
             self.calls += 1
             if self.calls > 1:
-                from providers import ProviderError
+                from lme.models.providers import ProviderError
 
                 raise ProviderError("server", "HTTP 503", attempts=8)
             return Completion(text="yes", tokensIn=1, tokensOut=1, latencyMs=1, provider="openai",
@@ -214,9 +214,9 @@ def test_stability_counts_only_verdicts_that_have_a_label(verdicts, expected):
 def test_a_dry_run_counts_k_judge_calls_per_item(tmp_path):
     import dataclasses
 
-    import config
-    import dry_run
-    import run_settings
+    from lme.core import config
+    from lme.run import dry_run
+    from lme.run import run_settings
 
     project = make_project(tmp_path / "p")
     args = run_benchmark.build_parser().parse_args(["--project", str(project), "--max", "3"])

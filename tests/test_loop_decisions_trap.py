@@ -27,13 +27,13 @@ from pathlib import Path
 
 import pytest
 
-import cluster_failures
-import drop_qids
-import loop_steps
-import noise_floor
-import run_store
-import trigger_set
-from errors import run_main
+from lme.score import cluster_failures
+from lme.score import drop_qids
+from lme.loop import loop_steps
+from lme.loop import noise_floor
+from lme.store import run_store
+from lme.score import trigger_set
+from lme.core.errors import run_main
 from loop_testing import LOOP_BRANCH, make_loop_project
 from fake_llm_server import prompt_text
 from run_project import SAMPLE, make_project

@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 
 import factories
-import cluster_failures
-import confirm
-import decide
-import drop_qids
-import loop_git
-import loop_state
-import loop_steps
-from errors import run_main
+from lme.score import cluster_failures
+from lme.loop import confirm
+from lme.loop import decide
+from lme.score import drop_qids
+from lme.loop import loop_git
+from lme.loop import loop_state
+from lme.loop import loop_steps
+from lme.core.errors import run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
 from run_project import SAMPLE, make_project
 

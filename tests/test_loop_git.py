@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import loop_git
-from errors import run_main
+from lme.loop import loop_git
+from lme.core.errors import run_main
 from loop_testing import git, make_loop_project
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-import loop_git
-import loop_guard
-import loop_rules
-from errors import UserError, run_main
+from lme.loop import loop_git
+from lme.loop import loop_guard
+from lme.run import loop_rules
+from lme.core.errors import UserError, run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
 
 REPO_PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
@@ -226,7 +226,7 @@ def test_a_project_copy_of_memory_ref_is_one_target_however_its_path_is_spelled(
 def test_the_generation_driver_loads_a_project_copy_of_memory_ref_by_its_folder(tmp_path, monkeypatch):
     import shutil
 
-    import generation_driver
+    from lme.targets import generation_driver
 
     shutil.copytree(REPO_PLUGINS / "memory_ref", tmp_path / "memory_system")
     monkeypatch.chdir(tmp_path)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-import command_names
-import loop_session
-import loop_state
-from errors import run_main
+from lme.core import command_names
+from lme.loop import loop_session
+from lme.loop import loop_state
+from lme.core.errors import run_main
 from loop_testing import make_loop_project
 
 HOOK = Path(__file__).resolve().parent.parent / "scripts" / "loop_stop_hook.py"
@@ -164,6 +164,6 @@ def test_a_new_session_takes_the_loop_over(project):
 
 def test_the_session_record_is_never_committed_by_the_loop(project):
     start(project)
-    import loop_git
+    from lme.loop import loop_git
 
     assert loop_session.SESSION_FILE not in loop_git.changed_paths(project)

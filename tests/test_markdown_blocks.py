@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import markdown_harness as harness
-import trigger_set
+from lme.score import trigger_set
 
 DOC_FILES = harness.doc_files()
 

@@ -7,10 +7,10 @@ import re
 from pathlib import Path
 
 
-import generation_driver
-import providers
+from lme.targets import generation_driver
+from lme.models import providers
 from fake_llm_server import prompt_text
-from records import Question
+from lme.core.records import Question
 
 WRITER_CUE = "building a memory of a user"
 RERANK_CUE = "Rank these past chat sessions"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from errors import UserError
-from records import ChatRequest, Completion, PublicSession, PublicTurn
+from lme.core.errors import UserError
+from lme.core.records import ChatRequest, Completion, PublicSession, PublicTurn
 
 PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 sys.path.insert(0, str(PLUGINS))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import metrics
-from records import QUESTION_TYPES
-from run_records import item_set
+from lme.score import metrics
+from lme.core.records import QUESTION_TYPES
+from lme.core.run_records import item_set
 
 from factories import result_row, typed
 

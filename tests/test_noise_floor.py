@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-import noise_floor
-from errors import UserError, run_main
+from lme.loop import noise_floor
+from lme.core.errors import UserError, run_main
 from factories import typed
 from loop_testing import item_ids, make_loop_project, make_row, write_run
 

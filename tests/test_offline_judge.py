@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import judge_official
-from offline_judge import OFFLINE_JUDGE_MODEL, normalize, offline_judge
-from records import Verdict
+from lme.judge import judge_official
+from lme.judge.offline_judge import OFFLINE_JUDGE_MODEL, normalize, offline_judge
+from lme.core.records import Verdict
 
 
 def label(qid: str, answer, hypothesis: str) -> bool:
@@ -85,7 +85,7 @@ def test_the_offline_answerers_own_abstention_is_credited_on_abs_items():
     """The offline target and the offline judge must agree on what an abstention looks like."""
     import importlib.util
 
-    from generation_driver import target_path
+    from lme.targets.generation_driver import target_path
 
     spec = importlib.util.spec_from_file_location("offline_target_for_test", target_path("offline"))
     module = importlib.util.module_from_spec(spec)

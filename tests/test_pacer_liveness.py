@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-import retries
-from provider_routes import ProviderSettings
-from rate_pacer import GUESS_MIN_RPM, HEADROOM, Pacer
+from lme.models import retries
+from lme.models.provider_routes import ProviderSettings
+from lme.models.rate_pacer import GUESS_MIN_RPM, HEADROOM, Pacer
 
 RETRY_AFTER = 0.05
 SLOWEST_GUESSED_WAIT = 60.0 / (GUESS_MIN_RPM * HEADROOM)

@@ -9,11 +9,11 @@ import anthropic
 import openai
 import pytest
 
-import provider_errors
-import retries
-from providers import ProviderError, ProviderSettings, complete
-from rate_pacer import Pacer
-from records import ChatRequest
+from lme.models import provider_errors
+from lme.models import retries
+from lme.models.providers import ProviderError, ProviderSettings, complete
+from lme.models.rate_pacer import Pacer
+from lme.core.records import ChatRequest
 from run_project import make_project, register_answers, run_dir
 
 FAST = ProviderSettings(timeout_s=5.0, max_attempts=2, backoff_base=0.01, backoff_max=0.05)
@@ -89,8 +89,8 @@ def test_rate_limits_give_up_after_the_patience(fake_llm, monkeypatch):
 
 
 def test_a_run_paces_by_the_headers_and_reports_the_limits(tmp_path, fake_llm):
-    import run_benchmark
-    import run_status
+    from lme.cli import run_benchmark
+    from lme.run import run_status
 
     fake_llm.rpm, fake_llm.tpm = 6_000, 10_000_000
     project = make_project(tmp_path / "p", targetModel="gpt-4o-2024-08-06")
@@ -109,7 +109,7 @@ def test_a_run_paces_by_the_headers_and_reports_the_limits(tmp_path, fake_llm):
 
 
 def test_config_budgets_pace_a_proxy_that_sends_no_headers(tmp_path, fake_llm):
-    import run_benchmark
+    from lme.cli import run_benchmark
 
     fake_llm.rpm, fake_llm.rate_headers = 6_000, False
     project = make_project(tmp_path / "p", providers={"openai": {"rpm": 3_000, "tpm": 5_000_000}})
@@ -125,8 +125,8 @@ def test_config_budgets_pace_a_proxy_that_sends_no_headers(tmp_path, fake_llm):
 @pytest.mark.parametrize(("value", "needle"), [('"fast"', 'expected number, got "fast"'), ("0", "rpm"),
                                                ("-5", "rpm"), ("true", "expected number")])
 def test_a_bad_rpm_in_the_config_is_one_line_and_exit_2(tmp_path, capsys, value, needle):
-    import run_benchmark
-    from errors import run_main
+    from lme.cli import run_benchmark
+    from lme.core.errors import run_main
 
     project = make_project(tmp_path / "p")
     path = project / ".longmemeval-benchmarks" / "config.json"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-import cluster_failures
-import loop_steps
-import pipeline_health
-import report_outputs
-from errors import UserError, run_main
+from lme.score import cluster_failures
+from lme.loop import loop_steps
+from lme.score import pipeline_health
+from lme.report import report_outputs
+from lme.core.errors import UserError, run_main
 from factories import typed
 from loop_testing import item_ids, make_loop_project, make_row, measure_noise_floor, write_run
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import preflight
-from errors import run_main
+from lme.run import preflight
+from lme.core.errors import run_main
 from run_project import make_project
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from prices import PRICES, PRICES_READ_ON, cost_usd, price_for
+from lme.models.prices import PRICES, PRICES_READ_ON, cost_usd, price_for
 
 
 def test_official_judge_snapshot_costs_its_list_price():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import prompt_store
-import run_benchmark
-import schemas
-from records import ChatRequest
+from lme.store import prompt_store
+from lme.cli import run_benchmark
+from lme.core import schemas
+from lme.core.records import ChatRequest
 from run_project import make_project, register_answers, run_dir
 
 

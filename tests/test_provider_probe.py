@@ -1,4 +1,4 @@
-"""The start-up probe (scripts/provider_probe.py): one smallest request per model a run calls, before anything.
+"""The start-up probe (scripts/lme/models/provider_probe.py): one smallest request per model a run calls, before anything.
 
 The refusals themselves (401, 404, quota, credit, unreachable, keys unset, no scheme, unknown provider: one line,
 exit 2, nothing written) are rows of tests/test_bad_inputs.py. Here: what the probe sends, how often, and when not.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-import provider_probe
-import run_benchmark
+from lme.models import provider_probe
+from lme.cli import run_benchmark
 from run_project import make_project, register_answers
 
 

@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
-import command_names
-import providers
-import retries
-import token_counts
-from providers import Gateway, ProviderError, ProviderSettings, complete, count_tokens, estimate_tokens
-from records import ChatRequest
+from lme.core import command_names
+from lme.models import providers
+from lme.models import retries
+from lme.models import token_counts
+from lme.models.providers import Gateway, ProviderError, ProviderSettings, complete, count_tokens, estimate_tokens
+from lme.core.records import ChatRequest
 
 DUMMY_KEYS = ("sk-test-DUMMY-openai-key-0000", "sk-ant-test-DUMMY-anthropic-key-0000")
 FAST = ProviderSettings(timeout_s=5.0, max_attempts=4, backoff_base=0.01, backoff_max=0.05)
@@ -388,7 +388,7 @@ def test_real_tiktoken_load_failure_is_reported_not_raised(monkeypatch):
 
 
 def test_estimate_tokens_is_chars_over_the_calibrated_ratio_rounded_up():
-    import reader
+    from lme.targets import reader
 
     assert reader.estimate_tokens is token_counts.estimate_tokens and token_counts.ESTIMATE_CHARS_PER_TOKEN == 4.3
     assert estimate_tokens("") == 0
@@ -417,7 +417,7 @@ def test_provider_error_survives_pickling():
 
 
 def test_an_unexpected_exception_while_parsing_a_reply_is_a_malformed_error_not_a_crash():
-    from providers import ProviderError, ProviderSettings, call_with_retries
+    from lme.models.providers import ProviderError, ProviderSettings, call_with_retries
 
     def attempt():
         return None.content  # what a reply with ``message: null`` used to do

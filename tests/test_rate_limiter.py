@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from rate_limiter import AdaptiveLimiter
+from lme.models.rate_limiter import AdaptiveLimiter
 
 
 class Clock:

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-import rate_headers
-from pacing_status import status_text
-from rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key
+from lme.models import rate_headers
+from lme.run.pacing_status import status_text
+from lme.models.rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key
 
 
 class Clock:

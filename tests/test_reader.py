@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from reader import (
+from lme.targets.reader import (
     build_reader_request,
     context_window,
     count_request_tokens,
@@ -10,9 +10,9 @@ from reader import (
     sort_by_date,
     truncate_to_fit,
 )
-import reader
-from records import Completion, PublicItem, PublicSession, PublicTurn, TargetContext
-from reader import estimate_tokens
+from lme.targets import reader
+from lme.core.records import Completion, PublicItem, PublicSession, PublicTurn, TargetContext
+from lme.targets.reader import estimate_tokens
 from test_providers import WordEncoding, use_encodings
 
 
@@ -142,7 +142,7 @@ def ten_sessions(words_each=100):
 
 
 def exact_tokens(sessions, model="gpt-4o", **options):
-    import providers
+    from lme.models import providers
 
     request, _ = reader.build_fitted_request(ITEM, sessions, provider="openai", model=model,
                                              options={"context_window": 10**9, **options})
@@ -187,7 +187,7 @@ class TooLongOnce:
         self.rejections, self.message, self.requests = rejections, message, []
 
     def complete(self, request):
-        import providers
+        from lme.models import providers
 
         self.requests.append(request)
         if len(self.requests) <= self.rejections:
@@ -216,7 +216,7 @@ def test_a_prompt_rejected_as_too_long_is_retried_once_with_more_old_sessions_dr
 
 
 def test_a_second_too_long_rejection_and_other_bad_requests_are_not_retried(monkeypatch):
-    import providers
+    from lme.models import providers
 
     use_encodings(monkeypatch, offline_loader)
     llm = TooLongOnce(rejections=2)
@@ -230,7 +230,7 @@ def test_a_second_too_long_rejection_and_other_bad_requests_are_not_retried(monk
 
 
 def test_too_long_rejections_are_recognised_across_providers():
-    import providers
+    from lme.models import providers
 
     for text in ("This model's maximum context length is 128000 tokens", "prompt is too long: 210000 tokens > 200000",
                  "context_length_exceeded"):

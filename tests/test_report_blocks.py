@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-import run_store
-import command_names
+from lme.store import run_store
+from lme.core import command_names
 from loop_testing import item_ids, write_run
 
 REPO = Path(__file__).resolve().parents[1]

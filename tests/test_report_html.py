@@ -10,20 +10,20 @@ from html import unescape
 
 import pytest
 
-import compare_runs
-import run_comparison
-import run_store
-import prompt_store
-import report_data
-import report_html
-import run_benchmark
-import scorecard
-import scoring
-from errors import run_main
+from lme.report import compare_runs
+from lme.score import run_comparison
+from lme.store import run_store
+from lme.store import prompt_store
+from lme.report import report_data
+from lme.report import report_html
+from lme.cli import run_benchmark
+from lme.report import scorecard
+from lme.score import scoring
+from lme.core.errors import run_main
 from factories import result_row
 from report_testing import NASTY, make_report_run
 from run_project import make_project, run_dir
-from run_records import ResultRow
+from lme.core.run_records import ResultRow
 
 
 def blobs(page: str) -> tuple[dict, dict]:

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-import generation_driver as gd
+from lme.targets import generation_driver as gd
 from test_targets_common import RecordingLLM, make_raw_item
 
 

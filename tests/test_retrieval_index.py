@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bm25_index import BM25Index, query_weights, tokenize
-from holdout import half_of, is_development
-from records import PublicSession, PublicTurn
+from lme.targets.bm25_index import BM25Index, query_weights, tokenize
+from lme.data.holdout import half_of, is_development
+from lme.core.records import PublicSession, PublicTurn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "plugins"))
 from memory_ref import index, query, temporal, time_prior  # noqa: E402

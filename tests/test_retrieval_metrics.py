@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from retrieval_metrics import evaluate, mean_metrics, ndcg_any, recall_all, recall_any, should_skip
+from lme.score.retrieval_metrics import evaluate, mean_metrics, ndcg_any, recall_all, recall_any, should_skip
 
 
 def test_recall_any_counts_a_single_gold_hit_in_top_k():

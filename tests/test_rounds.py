@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-import charts
-import loop_state
-import loop_steps
-import rounds
-import run_store
-from errors import UserError, run_main
+from lme.report import charts
+from lme.loop import loop_state
+from lme.loop import loop_steps
+from lme.loop import rounds
+from lme.store import run_store
+from lme.core.errors import UserError, run_main
 from loop_testing import git, item_ids, make_loop_project, measure_noise_floor, write_run
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import command_names
-import run_benchmark
+from lme.core import command_names
+from lme.cli import run_benchmark
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
-from run_records import ResultRow
+from lme.core.run_records import ResultRow
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
 
@@ -135,7 +135,7 @@ def test_retries_are_counted_in_run_meta(tmp_path, fake_llm):
 
 
 def test_run_meta_as_written_matches_its_schema_and_the_spec(tmp_path, fake_llm):
-    import schemas
+    from lme.core import schemas
 
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
@@ -173,7 +173,7 @@ def test_rate_limit_storm_cuts_the_limiter_and_loses_no_item(tmp_path, fake_llm)
 
 def test_shards_split_the_items_without_overlap(tmp_path, fake_llm):
     import factories
-    import run_store
+    from lme.store import run_store
 
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
@@ -245,7 +245,7 @@ def test_dry_run_estimates_without_calling_any_model(tmp_path, fake_llm, capsys)
 
 
 def _python_target_settings(tmp_path):
-    from run_settings import RunSettings
+    from lme.run.run_settings import RunSettings
 
     return RunSettings(
         project=str(tmp_path), dataset_path=str(SAMPLE), variant="_s", runs_dir=str(tmp_path), longmemeval_root=None,
@@ -257,8 +257,8 @@ def _python_target_settings(tmp_path):
 
 
 def test_a_users_system_that_reports_tokens_has_unknown_cost_not_zero(tmp_path):
-    from item_runner import run_item
-    from records import Question
+    from lme.run.item_runner import run_item
+    from lme.core.records import Question
 
     (tmp_path / "mine.py").write_text(
         "def generate(item, ctx):\n    return {'hypothesis': 'no idea', 'tokensIn': 900, 'tokensOut': 5}\n"
@@ -283,7 +283,7 @@ def test_resume_refuses_a_dataset_file_whose_content_changed(tmp_path, fake_llm,
 
 
 def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_path, monkeypatch):
-    import run_store
+    from lme.store import run_store
 
     project = make_project(tmp_path / "p", concurrency=1)  # one item at a time: one row per write
     real_append = run_store.append_rows
@@ -307,8 +307,8 @@ def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_pa
 
 
 def test_the_hypothesis_is_stripped_before_judging_as_upstream_does(tmp_path):
-    from item_runner import run_item
-    from records import Question
+    from lme.run.item_runner import run_item
+    from lme.core.records import Question
 
     (tmp_path / "mine.py").write_text("def generate(item, ctx):\n    return {'hypothesis': '  Asheville.\\n\\n'}\n")
     row = run_item(Question.from_dict(json.loads(SAMPLE.read_text())[0]), _python_target_settings(tmp_path),
@@ -392,7 +392,7 @@ def test_variant_picks_the_downloaded_file_or_refuses_a_file_of_another_variant(
     data = project / ".longmemeval-benchmarks" / "data"
     data.mkdir(parents=True)
     shutil.copy(SAMPLE, data / "longmemeval_s_cleaned.json")
-    import config as config_mod
+    from lme.core import config as config_mod
 
     cfg = config_mod.load_config(project)
     cfg["datasetPath"] = str(data / "longmemeval_s_cleaned.json")
@@ -408,7 +408,7 @@ def test_variant_picks_the_downloaded_file_or_refuses_a_file_of_another_variant(
 
 
 def test_an_unforeseen_judge_failure_is_an_error_row_not_a_crash(tmp_path, monkeypatch):
-    import offline_judge
+    from lme.judge import offline_judge
 
     def broken(*args, **kwargs):
         raise AttributeError("'NoneType' object has no attribute 'content'")
@@ -422,7 +422,7 @@ def test_an_unforeseen_judge_failure_is_an_error_row_not_a_crash(tmp_path, monke
 
 
 def test_a_resume_continues_with_the_runs_own_settings_after_the_config_changed(tmp_path, fake_llm):
-    import config as config_mod
+    from lme.core import config as config_mod
 
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
@@ -497,7 +497,7 @@ def test_an_unknown_price_gates_and_offline_or_dry_runs_never_do(tmp_path, fake_
 
 
 def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_path, fake_llm, capsys):
-    import prices
+    from lme.models import prices
 
     project = make_project(tmp_path / "p", cacheEnabled=False)
     register_answers(fake_llm)
@@ -522,7 +522,7 @@ def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_p
 
 
 def test_max_cost_needs_prices_and_a_positive_amount(tmp_path, capsys):
-    from errors import run_main
+    from lme.core.errors import run_main
 
     project = make_project(tmp_path / "p", confirmCostUsd=1000)
     args = ["--project", str(project), "--progress", "quiet"]

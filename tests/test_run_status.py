@@ -11,12 +11,12 @@ import time
 
 import pytest
 
-import background
-import clock
-import run_store
-import command_names
-import run_benchmark
-import run_status
+from lme.run import background
+from lme.core import clock
+from lme.store import run_store
+from lme.core import command_names
+from lme.cli import run_benchmark
+from lme.run import run_status
 from run_project import SAMPLE, make_project, run_dir
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
@@ -161,7 +161,7 @@ def test_latest_is_the_most_recently_started_run(tmp_path, capsys):
 ])
 def test_mistakes_are_one_line_and_exit_2(tmp_path, capsys, args, needle):
     project = make_project(tmp_path / "p")
-    from errors import run_main
+    from lme.core.errors import run_main
 
     assert run_main(run_status.main, ["--project", str(project), *args]) == 2
     err = capsys.readouterr().err

@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-import sample_data
-from records import QUESTION_TYPES, Question
+from lme.data import sample_data
+from lme.core.records import QUESTION_TYPES, Question
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 
@@ -40,7 +40,7 @@ def test_sample_is_small(items):
 
 
 def test_every_item_is_schema_valid_through_the_dataset_reader(items):
-    import dataset  # our own module: broken, this test fails (it never skips)
+    from lme.data import dataset  # our own module: broken, this test fails (it never skips)
 
     streamed = list(dataset.iter_items(sample_data.SAMPLE_PATH))
     assert [i["question_id"] for i in streamed] == [i["question_id"] for i in items]

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-import schemas
-from config import default_config
-from errors import UserError
+from lme.core import schemas
+from lme.core.config import default_config
+from lme.core.errors import UserError
 from helpers_data import error_row, judged_row, make_item
-from records import QUESTION_TYPES
+from lme.core.records import QUESTION_TYPES
 
 VALID = {
     "config": default_config(),
@@ -163,7 +163,7 @@ def test_unknown_schema_name_is_a_user_error():
 
 
 def test_cli_exits_2_on_an_invalid_jsonl_line(tmp_path, capsys):
-    from errors import run_main
+    from lme.core.errors import run_main
 
     path = tmp_path / "questions_completed.jsonl"
     path.write_text('{"question_id": "a"}\n{"question_id": 5}\n')

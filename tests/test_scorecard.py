@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import scorecard
-import scorecard_md
-import scoring
-from run_store import load_run
-from errors import run_main
+from lme.report import scorecard
+from lme.report import scorecard_md
+from lme.score import scoring
+from lme.store.run_store import load_run
+from lme.core.errors import run_main
 from factories import MS, OFFICIAL_SHA, SSU, TR, official_row, write_run
 
 ITEMS = [("370a8ff4", TR), ("a1", SSU), ("a2", SSU), ("a3_abs", SSU), ("b1", MS), ("b2_abs", MS), ("c2", TR)]
@@ -250,8 +250,8 @@ def test_bad_n_total_writes_nothing(seven, capsys):
 
 
 def test_metrics_json_keeps_keys_other_scripts_read(seven):
-    import loop_state
-    import run_store
+    from lme.loop import loop_state
+    from lme.store import run_store
 
     scorecard.main([str(seven), "7", "_s", "seven", "--no-charts"])
     saved = run_store.read_metrics(seven)
@@ -331,8 +331,8 @@ def test_a_run_meta_that_is_not_a_run_meta_is_a_one_line_error(tmp_path, capsys)
 
 def test_an_unchanged_run_is_not_scored_again_and_any_change_rescores_it(seven, capsys, monkeypatch):
     import factories
-    import run_store
-    import score_fingerprint
+    from lme.store import run_store
+    from lme.score import score_fingerprint
 
     args = [str(seven), "7", "_s", "seven", "--no-charts"]
     assert scorecard.main(args) == 0

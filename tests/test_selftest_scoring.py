@@ -10,30 +10,30 @@ from pathlib import Path
 
 import pytest
 
-import selftest_scoring
+from lme.score import selftest_scoring
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 """The self-test and everything it imports: copied, then one file broken, then run."""
 
 MUTATIONS = {
     "judged-only macro computed as micro": (
-        "scripts/metrics.py", '"accuracy_judged": _mean([per_type[t]["accuracy_judged"] for t in judged_types]),',
+        "scripts/lme/score/metrics.py", '"accuracy_judged": _mean([per_type[t]["accuracy_judged"] for t in judged_types]),',
         '"accuracy_judged": overall["accuracy_judged"],'),
     "startswith('yes') label rule": (
-        "scripts/judge_official.py", 'return "yes" in reply.strip().lower()',
+        "scripts/lme/judge/judge_official.py", 'return "yes" in reply.strip().lower()',
         'return reply.strip().lower().startswith("yes")'),
     "label = 'no' not in reply": (
-        "scripts/judge_official.py", 'return "yes" in reply.strip().lower()',
+        "scripts/lme/judge/judge_official.py", 'return "yes" in reply.strip().lower()',
         'return "no" not in reply.strip().lower()'),
     "strict macro over judged types only": (
-        "scripts/metrics.py", '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in present]),',
+        "scripts/lme/score/metrics.py", '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in present]),',
         '"accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in judged_types]),'),
     "strict abstention over the judged-only denominator": (
-        "scripts/metrics.py", '"abstention": _block(abstention),',
+        "scripts/lme/score/metrics.py", '"abstention": _block(abstention),',
         '"abstention": {**_block(abstention), "accuracy_strict": _block(abstention)["accuracy_judged"]},'),
     "Python round for display": (
-        "scripts/metrics.py", "return float(np.round(np.float64(value), decimals))", "return round(value, decimals)"),
-    "3 decimals for display": ("scripts/metrics.py", "DISPLAY_DECIMALS = 4", "DISPLAY_DECIMALS = 3"),
+        "scripts/lme/score/metrics.py", "return float(np.round(np.float64(value), decimals))", "return round(value, decimals)"),
+    "3 decimals for display": ("scripts/lme/score/metrics.py", "DISPLAY_DECIMALS = 4", "DISPLAY_DECIMALS = 3"),
 }
 
 
@@ -63,7 +63,7 @@ def test_each_listed_break_of_the_scorer_fails_the_selftest(tmp_path, name):
 
 
 def test_real_label_rule_and_metrics_pass_every_check(capsys):
-    import judge_official  # noqa: F401  (our own module: a broken one fails here, never skips)
+    from lme.judge import judge_official  # noqa: F401  (our own module: a broken one fails here, never skips)
     checks = selftest_scoring.run_selftest()
     assert checks and [c for c in checks if not c["ok"]] == []
     assert selftest_scoring.main([]) == 0

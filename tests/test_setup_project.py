@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import command_names
-import setup_project
-from errors import run_main
+from lme.core import command_names
+from lme.cli import setup_project
+from lme.core.errors import run_main
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "setup_project.py"
 
@@ -49,7 +49,7 @@ def test_sample_setup_points_config_at_the_offline_sample(tmp_path, capsys):
 
 
 def test_written_config_is_valid_against_the_config_schema(tmp_path):
-    import schemas  # our own module and schema: broken or missing, this test fails (it never skips)
+    from lme.core import schemas  # our own module and schema: broken or missing, this test fails (it never skips)
 
     assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
     schemas.validate("config", config_of(tmp_path), where="config.json")
@@ -59,7 +59,7 @@ def test_written_config_is_valid_against_the_config_schema(tmp_path):
 
 
 def test_setup_writes_the_same_defaults_the_validated_config_uses():
-    import config
+    from lme.core import config
 
     assert setup_project.default_config() == config.default_config()
 
@@ -459,7 +459,7 @@ def test_downloading_the_oracle_verifies_a_file_already_there_by_its_fingerprint
 
 
 def test_setup_ignores_the_venv_caches_and_runs_in_the_project_gitignore_never_the_config(tmp_path, capsys):
-    import project_ignore
+    from lme.core import project_ignore
 
     (tmp_path / ".gitignore").write_text("node_modules\n.longmemeval-venv\n")
     assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-import sqlite_store
+from lme.models import sqlite_store
 
 
 def test_many_threads_opening_a_fresh_file_all_get_a_wal_connection(tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import generation_driver as gd
+from lme.targets import generation_driver as gd
 from test_targets_common import GOLD, make_raw_item
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "plugins" / "examples"

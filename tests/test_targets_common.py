@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Sequence
 
-from records import ChatRequest, Completion
+from lme.core.records import ChatRequest, Completion
 
 GOLD = "ZQGOLDMARKQZ"
 
@@ -76,7 +76,7 @@ def prompt_of(request: ChatRequest) -> str:
 
 
 def test_generated_item_has_one_evidence_session_with_a_gold_user_turn():
-    from records import Question
+    from lme.core.records import Question
 
     q = Question.from_dict(make_raw_item())
     assert q.gold_session_ids() == (f"answer_{GOLD}_1",)

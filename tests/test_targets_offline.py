@@ -1,7 +1,7 @@
 """The offline extractive target: no model, no network."""
 
 
-import generation_driver as gd
+from lme.targets import generation_driver as gd
 from test_targets_common import GOLD, make_raw_item
 
 
@@ -50,7 +50,7 @@ def test_every_session_appears_once_in_the_ranking():
 
 
 def test_real_oracle_items_get_answers_without_any_model(shared_data):
-    import dataset
+    from lme.data import dataset
 
     seen = 0
     for raw in dataset.iter_items(shared_data / "longmemeval_oracle.json"):

@@ -4,16 +4,16 @@ import json
 
 import pytest
 
-import generation_driver as gd
-from records import Question
-from retrieval_metrics import evaluate
+from lme.targets import generation_driver as gd
+from lme.core.records import Question
+from lme.score.retrieval_metrics import evaluate
 from test_targets_common import GOLD, RecordingLLM, make_raw_item
 
 
 @pytest.fixture
 def gateway(fake_llm):
-    import providers
-    import token_counts
+    from lme.models import providers
+    from lme.models import token_counts
 
     return providers.Gateway(providers.ProviderSettings(max_attempts=2, backoff_base=0.01, timeout_s=10))
 
@@ -53,8 +53,8 @@ def test_chain_of_note_mode_and_nl_history_reach_the_request(fake_llm, gateway):
 @pytest.fixture(autouse=True)
 def no_tiktoken_download(monkeypatch):
     """Counts here never download tiktoken's file: OpenAI prompts are estimated unless a test installs an encoding."""
-    import providers
-    import token_counts
+    from lme.models import providers
+    from lme.models import token_counts
 
     def offline(name):
         raise ConnectionError("tests never reach the internet")
@@ -171,7 +171,7 @@ def test_reciprocal_rank_fusion_prefers_documents_high_in_both():
 
 
 def test_real_oracle_items_run_through_every_reader_target(shared_data, fake_llm, gateway):
-    import dataset
+    from lme.data import dataset
 
     items = []
     for raw in dataset.iter_items(shared_data / "longmemeval_oracle.json"):

@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-import config
-import judge_official
-import judge_shim
-import retrieval_metrics
-import run_benchmark
-import run_settings
-import run_state
-import report_outputs
-import scorecard_md
-import scoring
-from run_store import load_run
+from lme.core import config
+from lme.judge import judge_official
+from lme.judge import judge_shim
+from lme.score import retrieval_metrics
+from lme.cli import run_benchmark
+from lme.run import run_settings
+from lme.run import run_state
+from lme.report import report_outputs
+from lme.report import scorecard_md
+from lme.score import scoring
+from lme.store.run_store import load_run
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from factories import SSU, official_row, write_run
 
@@ -71,7 +71,7 @@ def test_1_no_base_url_records_the_sdks_real_default_hosts_and_no_endpoint_note(
 
 
 def test_2_an_empty_judge_reply_through_the_real_sdk_is_a_false_label(fake_llm, tmp_path):
-    from providers import Gateway, ProviderSettings
+    from lme.models.providers import Gateway, ProviderSettings
     from upstream_standin import make_upstream_tree
 
     root = make_upstream_tree(tmp_path / "up")
@@ -172,7 +172,7 @@ def test_5_the_scorecard_says_rankings_are_scored_as_given(tmp_path):
 @pytest.fixture(scope="module")
 def real_s():
     """One streaming pass over the real ``_s`` copy: its DatasetInfo and the raw item gpt4_4929293b."""
-    import dataset
+    from lme.data import dataset
 
     path = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / \
         "longmemeval_s_cleaned.499of500.json.xz"
@@ -184,8 +184,8 @@ def real_s():
 
 
 def test_5_gpt4_4929293b_on_the_real_s_data_matches_upstreams_eval_utils(real_s):
-    from bm25_index import BM25Index
-    from records import Question
+    from lme.targets.bm25_index import BM25Index
+    from lme.core.records import Question
 
     q = Question.from_dict(real_s[2])
     public = q.public()
@@ -221,7 +221,7 @@ def test_6_top_k_covering_every_session_is_in_the_banner_and_metrics_json(tmp_pa
 
 
 def test_7_fingerprints_ignore_key_order_spacing_and_item_order_but_not_an_edit():
-    from dataset import item_sha256
+    from lme.data.dataset import item_sha256
 
     item = dict(SAMPLE_ITEMS[0])
     shuffled = dict(reversed(list(item.items())))
@@ -232,7 +232,7 @@ def test_7_fingerprints_ignore_key_order_spacing_and_item_order_but_not_an_edit(
 
 
 def test_7_recognition_counts_matches_and_names_the_items_that_differ():
-    import fingerprints
+    from lme.data import fingerprints
 
     ref = next(r for r in fingerprints.reference_sets() if r["variant"] == "_oracle")
     hashes = dict(ref["item_sha256"])
@@ -249,7 +249,7 @@ def test_7_recognition_counts_matches_and_names_the_items_that_differ():
 
 
 def test_7_the_cleaned_s_reference_says_its_500th_item_is_unknown():
-    import fingerprints
+    from lme.data import fingerprints
 
     ref = next(r for r in fingerprints.reference_sets() if r["variant"] == "_s")
     assert ref["items"] == 500 and len(ref["item_sha256"]) == 499 and ref["unknown"] == ["gpt4_7a0daae1"]
@@ -277,7 +277,7 @@ def test_7_a_run_on_the_real_oracle_file_records_its_release_even_reordered(shar
 
 
 def test_7_the_real_s_copy_matches_the_cleaned_release_on_499_of_500_items(real_s):
-    import fingerprints
+    from lme.data import fingerprints
 
     path, info, _ = real_s
     rec = fingerprints.recognize_file(path, info.item_sha256, info.sha256)
@@ -296,7 +296,7 @@ def test_1_the_recorded_hosts_are_what_the_installed_sdks_resolve(monkeypatch):
     import anthropic
     import openai
 
-    import providers
+    from lme.models import providers
 
     assert providers.resolved_base_url("openai") == str(openai.OpenAI(api_key="x").base_url)
     assert providers.resolved_base_url("anthropic") == str(anthropic.Anthropic(api_key="x").base_url)

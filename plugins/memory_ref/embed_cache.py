@@ -26,7 +26,7 @@ class EmbeddingCache:
                 db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector TEXT NOT NULL)")
 
     def _connect(self) -> sqlite3.Connection:
-        import sqlite_store
+        from lme.models import sqlite_store
 
         return sqlite_store.connect(self.path, autocommit=False)
 

@@ -5,7 +5,7 @@
     bypass     whether the symbolic bypass answered (and why not)
     reader     sessions dropped for the evidence budget (truncation), or skipped (the bypass answered)
 
-``scripts/pipeline_health.py`` adds these up over a run and names a stage broken across it (0 facts on every
+``scripts/lme/score/pipeline_health.py`` adds these up over a run and names a stage broken across it (0 facts on every
 item, more malformed writer lines than facts, nothing retrieved).
 """
 

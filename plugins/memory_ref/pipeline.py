@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from targets import Hypothesis, PublicItem, TargetContext
+from lme.targets.targets import Hypothesis, PublicItem, TargetContext
 
 from . import bypass, embed_cache, health, index, reader, rerank, resolver, temporal, writer
 from .facts import Fact

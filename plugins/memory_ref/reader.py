@@ -1,13 +1,13 @@
 """memory-ref's reader prompt: evidence (notes from the symbolic layers, facts, sessions with dates), then the
-current date and the question. Session text is rendered by ``scripts/reader.py``'s ``render_history``.
+current date and the question. Session text is rendered by ``scripts/lme/targets/reader.py``'s ``render_history``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from reader import render_history, sort_by_date
-from targets import ChatRequest
+from lme.targets.reader import render_history, sort_by_date
+from lme.targets.targets import ChatRequest
 
 from .facts import Fact
 from .stack import Role

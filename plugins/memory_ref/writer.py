@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import sqlite_store
-from targets import LLM, ChatRequest
+from lme.models import sqlite_store
+from lme.targets.targets import LLM, ChatRequest
 
 from .facts import Fact, parse_fact_lines, with_session
 from .stack import Role

@@ -48,10 +48,10 @@ def main() -> int:
         print(f"skipped: {S_FILE} not present")
         return 0
     os.environ.setdefault("LONGMEMEVAL_TIKTOKEN", "0")
-    import config
-    import dry_run
-    import run_settings
-    from run_benchmark import build_parser
+    from lme.core import config
+    from lme.run import dry_run
+    from lme.run import run_settings
+    from lme.cli.run_benchmark import build_parser
     from run_project import make_project
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,12 +32,12 @@ def main() -> int:
         print(f"skipped: {S_FILE} not present")
         return 0
     os.environ.setdefault("LONGMEMEVAL_TIKTOKEN", "0")
-    import dataset
-    import dry_run
+    from lme.data import dataset
+    from lme.run import dry_run
     from run_project import make_project
-    import config
-    import run_settings
-    from run_benchmark import build_parser
+    from lme.core import config
+    from lme.run import run_settings
+    from lme.cli.run_benchmark import build_parser
 
     t0 = time.monotonic()
     dataset.scan(S_FILE)

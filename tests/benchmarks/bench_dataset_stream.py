@@ -16,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
-import dataset  # noqa: E402
+from lme.data import dataset  # noqa: E402
 
 DEFAULT = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval")) / "longmemeval_s_cleaned.499of500.json.xz"
 EXPECTED_DECOMPRESSED = 257_423_532

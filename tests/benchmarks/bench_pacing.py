@@ -58,7 +58,7 @@ def oracle_items(n: int) -> list[dict[str, Any]]:
 def s_items(n: int) -> tuple[list[dict[str, Any]], str]:
     """``n`` real ``_s`` items (streamed from the xz file), else oracle items padded to an ``_s`` prompt's size."""
     if S_FILE.exists():
-        import dataset
+        from lme.data import dataset
 
         items = []
         for raw in dataset.iter_items(S_FILE):
@@ -115,7 +115,7 @@ def pacing_text(project: Path, run_id: str) -> str:
     entries = (meta.get("invocations") or [{}])[-1].get("pacing")
     if entries is None:
         return "(no pacing figures: a driver without the pacer)"
-    from pacing_status import status_text
+    from lme.run.pacing_status import status_text
 
     return status_text(entries) or "-"
 

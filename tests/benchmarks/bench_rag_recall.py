@@ -32,9 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 
-import dataset  # noqa: E402
-from records import Question, TargetContext  # noqa: E402
-from retrieval_metrics import evaluate, mean_metrics, should_skip  # noqa: E402
+from lme.data import dataset  # noqa: E402
+from lme.core.records import Question, TargetContext  # noqa: E402
+from lme.score.retrieval_metrics import evaluate, mean_metrics, should_skip  # noqa: E402
 
 DEFAULT = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval")) / "longmemeval_s_cleaned.499of500.json.xz"
 SHOWN = ("recall_any@5", "recall_all@5", "recall_all@10", "ndcg_any@10")

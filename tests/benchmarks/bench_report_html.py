@@ -5,7 +5,7 @@ in headless Chromium. Prints figures.
 
 1. An offline run of every `_s` item (the offline target ranks all sessions, so rows carry retrieval ids; no model
    call, so no prompt is stored): run time, report build time and size.
-2. The same rows with the prompts a full-context reader sends for each item (built with scripts/reader.py, as the
+2. The same rows with the prompts a full-context reader sends for each item (built with scripts/lme/targets/reader.py, as the
    full-context target builds them, and stored through prompt_store as a run's writer does): the store's size on
    disk against the prompts' raw size (each long line once, zlib), then the report's size and times. This is the
    heavy case: ~200 MB of distinct session text that the report must not carry whole.
@@ -46,7 +46,7 @@ def mb(n: int) -> str:
 
 
 def offline_run(root: Path) -> Path:
-    import run_benchmark
+    from lme.cli import run_benchmark
     from run_project import make_project, run_dir
 
     project = make_project(root / "p", dataset=S_FILE, concurrency=2)
@@ -60,11 +60,11 @@ def offline_run(root: Path) -> Path:
 def with_full_context_prompts(src: Path, dst: Path) -> Path:
     """A copy of run ``src`` whose rows name the prompt a full-context gpt-4o reader would have been sent."""
     import factories
-    import run_store
-    import dataset
-    import prompt_store
-    import reader
-    from records import Question
+    from lme.store import run_store
+    from lme.data import dataset
+    from lme.store import prompt_store
+    from lme.targets import reader
+    from lme.core.records import Question
 
     shutil.copytree(src, dst)
     (dst / run_store.RESULTS_FILE).unlink()
@@ -92,9 +92,9 @@ def with_full_context_prompts(src: Path, dst: Path) -> Path:
 
 
 def build(run_path: Path, max_text_mb: float, label: str) -> Path:
-    import report_html
-    import scoring
-    from run_store import load_run
+    from lme.report import report_html
+    from lme.score import scoring
+    from lme.store.run_store import load_run
 
     t0 = time.perf_counter()
     run = load_run(run_path)

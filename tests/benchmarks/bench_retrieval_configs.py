@@ -3,7 +3,7 @@
 Not a test (pytest does not collect tests/benchmarks). Run by hand (about 5 minutes on one core):
     nice -n 10 .venv/bin/python tests/benchmarks/bench_retrieval_configs.py [--data PATH] [--configs a,b] [--json]
 
-Halves: ``scripts/holdout.py`` (sha256(question_id) ends in an even hex digit = development half). Weights were
+Halves: ``scripts/lme/data/holdout.py`` (sha256(question_id) ends in an even hex digit = development half). Weights were
 tuned on the development half only; the test half is reported, never tuned on.
 
 Metrics: session level with upstream's semantics (``retrieval_metrics``): gold = ``Question.gold_session_ids()``
@@ -39,12 +39,12 @@ REPO = Path(__file__).resolve().parents[2]
 for p in (REPO / "scripts", REPO / "plugins", REPO / "tests" / "benchmarks"):
     sys.path.insert(0, str(p))
 
-import bm25_index  # noqa: E402
-import dataset  # noqa: E402
-from holdout import HALVES, half_of  # noqa: E402
+from lme.targets import bm25_index  # noqa: E402
+from lme.data import dataset  # noqa: E402
+from lme.data.holdout import HALVES, half_of  # noqa: E402
 from memory_ref import index  # noqa: E402
-from records import PublicItem, Question, TargetContext  # noqa: E402
-from retrieval_metrics import evaluate, mean_metrics, should_skip  # noqa: E402
+from lme.core.records import PublicItem, Question, TargetContext  # noqa: E402
+from lme.score.retrieval_metrics import evaluate, mean_metrics, should_skip  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval")) \
     / "longmemeval_s_cleaned.499of500.json.xz"
@@ -98,7 +98,7 @@ def rag_ranker() -> Ranker:
 
 
 def embed_ranker(spec: str, cache_dir: str) -> Ranker:
-    import providers
+    from lme.models import providers
     from memory_ref import embed_cache
 
     gateway = providers.Gateway()

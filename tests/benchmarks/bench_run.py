@@ -77,8 +77,8 @@ def drive(project: Path, server: FakeLLMServer, *args: str, kill_after: float | 
 CEILING = """
 import sys, time, concurrent.futures as cf
 sys.path.insert(0, sys.argv[1])
-import providers
-from records import ChatRequest
+from lme.models import providers
+from lme.core.records import ChatRequest
 total, threads = int(sys.argv[2]), int(sys.argv[3])
 req = ChatRequest(provider="openai", model="gpt-4o-mini", messages=({"role": "user", "content": "ping " * 200},))
 t0 = time.monotonic()

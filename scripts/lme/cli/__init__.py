@@ -1,0 +1,1 @@
+"""The cli stage (see docs/architecture.md)."""

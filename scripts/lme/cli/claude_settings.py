@@ -1,0 +1,148 @@
+"""What setup may write into a project for Claude Code (opt-in): permission rules and short command names.
+
+Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs/claude-code.md):
+
+- A plugin command's or skill's ``allowed-tools`` apply while it runs. Outside it (a later turn of a resumed
+  session, or a chat message that makes the model call the Skill tool) every Bash line and the Skill call itself
+  need approval in the default permission mode. Rules in settings lift that; they must name the plugin's
+  expanded path (a rule with a literal ``${CLAUDE_PLUGIN_ROOT}`` never matches).
+- The project's ``.claude/settings.local.json`` is read even before the workspace is trusted; its
+  ``.claude/settings.json`` is ignored until then. So the rules go to ``settings.local.json`` (personal, not
+  meant to be committed).
+- Plugin commands expand only in their qualified form (``command_names.RUN``). A project command is not
+  namespaced: ``.claude/commands/longmemeval-run.md`` makes the short name work in that project. Ours only
+  tells the model to load the plugin's command with the Skill tool (allowed by the wrapper's own
+  ``allowed-tools``), which then runs under the plugin command's rules: no plugin path in the project, nothing
+  to go stale when the plugin updates.
+
+Standard library only (``setup_project.py`` runs before the venv).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from lme.core import command_names  # noqa: E402  (stdlib only)
+
+PLUGIN_ROOT = Path(__file__).resolve().parents[3]
+PLUGIN = command_names.PLUGIN
+SETTINGS_FILE = Path(".claude") / "settings.local.json"
+COMMANDS_DIR = Path(".claude") / "commands"
+WRAPPER_MARK = "<!-- written by longmemeval-benchmarker setup (--short-commands); safe to delete -->"
+#: The plugin commands that get a short project name: every one command_names knows.
+SHORT_COMMANDS = tuple(name.split(":", 1)[1] for name in command_names.ALL.values())
+
+
+def frontmatter(path: Path) -> dict[str, str]:
+    """The ``key: value`` lines of a Markdown file's frontmatter (one-line values, as our files use)."""
+    text = path.read_text(encoding="utf-8")
+    match = re.match(r"\A---\r?\n(.*?)\r?\n---\r?\n", text, re.S)
+    fields: dict[str, str] = {}
+    for line in (match.group(1).splitlines() if match else ()):
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not key.startswith(" "):
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            fields[key.strip()] = value
+    return fields
+
+
+def split_entries(allowed: str) -> list[str]:
+    """``allowed-tools`` as Claude Code splits it: at commas and spaces outside parentheses."""
+    entries, current, inside = [], "", False
+    for ch in allowed:
+        if ch == "(":
+            inside = True
+        elif ch == ")":
+            inside = False
+        if ch in ", " and not inside:
+            if current.strip():
+                entries.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        entries.append(current.strip())
+    return entries
+
+
+def plugin_docs(plugin_root: Path = PLUGIN_ROOT) -> list[Path]:
+    return [*sorted((plugin_root / "commands").glob("*.md")), *sorted((plugin_root / "skills").glob("*/SKILL.md"))]
+
+
+def permission_rules(plugin_root: Path = PLUGIN_ROOT) -> list[str]:
+    """Every Bash rule of the plugin's commands and skills with the plugin's path written in, and a Skill rule per
+    skill: what a session needs to run the plugin's steps outside the command or skill that allows them."""
+    rules: list[str] = []
+    for doc in plugin_docs(plugin_root):
+        for entry in split_entries(frontmatter(doc).get("allowed-tools", "")):
+            if entry.startswith("Bash("):
+                rules.append(entry.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_root)))
+    for skill in sorted((plugin_root / "skills").glob("*/SKILL.md")):
+        rules.append(f"Skill({PLUGIN}:{frontmatter(skill).get('name', skill.parent.name)})")
+    return list(dict.fromkeys(rules))
+
+
+def merge_rules(settings: dict[str, Any], rules: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
+    """``settings`` with ``rules`` added to ``permissions.allow`` (existing entries kept); returns (new, added)."""
+    permissions = settings.get("permissions") if isinstance(settings.get("permissions"), dict) else {}
+    allow = [r for r in permissions.get("allow") or () if isinstance(r, str)]
+    added = [r for r in rules if r not in allow]
+    return {**settings, "permissions": {**permissions, "allow": allow + added}}, added
+
+
+def write_permissions(project: Path, write_json: Any, plugin_root: Path = PLUGIN_ROOT) -> list[str]:
+    """Add the rules to ``<project>/.claude/settings.local.json``; returns the rules added (none: all present)."""
+    path = Path(project) / SETTINGS_FILE
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        current = {}
+    if not isinstance(current, dict):
+        raise ValueError(f"{path} is not a JSON object")
+    merged, added = merge_rules(current, permission_rules(plugin_root))
+    if added:
+        write_json(path, merged)
+    return added
+
+
+def wrapper_text(name: str, plugin_root: Path = PLUGIN_ROOT) -> str:
+    meta = frontmatter(plugin_root / "commands" / f"{name}.md")
+    hint = meta.get("argument-hint")
+    lines = ["---", f"description: {meta.get('description', name)} (short name of /{PLUGIN}:{name})"]
+    if hint:
+        lines.append(f"argument-hint: {json.dumps(hint)}")
+    lines += [f"allowed-tools: Skill({PLUGIN}:{name})", "---", "", WRAPPER_MARK, "",
+              f"Call the Skill tool with skill `{PLUGIN}:{name}` and args `$ARGUMENTS`, then follow the "
+              "instructions it loads, as written.", ""]
+    return "\n".join(lines)
+
+
+def write_short_commands(project: Path, plugin_root: Path = PLUGIN_ROOT) -> tuple[list[str], list[str]]:
+    """Write ``.claude/commands/<name>.md`` wrappers; returns (written, kept). A file that is not ours is kept."""
+    written, kept = [], []
+    folder = Path(project) / COMMANDS_DIR
+    for name in SHORT_COMMANDS:
+        if not (plugin_root / "commands" / f"{name}.md").is_file():
+            continue
+        path = folder / f"{name}.md"
+        text = wrapper_text(name, plugin_root)
+        if path.exists():
+            old = path.read_text(encoding="utf-8")
+            if WRAPPER_MARK not in old:
+                kept.append(path.as_posix())
+                continue
+            if old == text:
+                continue
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        written.append(f"/{name}")
+    return written, kept

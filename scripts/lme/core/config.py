@@ -1,0 +1,127 @@
+"""The project's ``.longmemeval-benchmarks/config.json``: defaults, validated load, atomic write.
+
+Paths inside the config (``datasetPath``, ``runs_dir``, ``longmemeval_root``, ``cache_dir``) are relative to the
+project root unless absolute. The schema is ``references/schemas/config.schema.json``.
+
+Usage:
+    python scripts/config.py --project .          # prints the validated config as JSON
+    python scripts/config.py --project . --defaults
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.core import command_names
+from lme.core.fileio import write_atomic_json
+from lme.core.config_defaults import default_config
+from lme.core.errors import UserError, run_main
+from lme.core.facts import CONFIG_FILE, SCHEMA_VERSION, STATE_DIR
+from lme.core.schemas import check_version, validate
+
+SETUP_COMMAND = command_names.SETUP
+KNOWN_PROVIDERS = ("anthropic", "openai", "azure", "offline")
+
+
+def config_path(project: Path) -> Path:
+    return Path(project) / STATE_DIR / CONFIG_FILE
+
+
+def load_config(project: Path) -> dict[str, Any]:
+    """The validated config with defaults filled in for fields the file leaves out."""
+    path = config_path(project)
+    if not path.is_file():
+        raise UserError(f"no config at {path}", fix=f"run {SETUP_COMMAND} in this project first")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {path} ({e})", fix=f"fix the file or re-run {SETUP_COMMAND}") from None
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(
+            f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
+            fix=f"fix that line or re-run {SETUP_COMMAND} --force",
+        ) from None
+    if not isinstance(raw, dict):
+        raise UserError(f"{path}: expected a JSON object, got {type(raw).__name__}", fix=f"re-run {SETUP_COMMAND}")
+    check_version(raw, where=str(path))
+    cfg = {**default_config(), **raw}
+    validate("config", cfg, where=str(path))
+    return cfg
+
+
+def write_config(project: Path, cfg: Mapping[str, Any], *, force: bool = False) -> Path:
+    """Validate and write atomically; an existing config is kept unless ``force``."""
+    path = config_path(project)
+    if path.exists() and not force:
+        raise UserError(f"{path} already exists", fix="pass --force to overwrite it, or edit it by hand")
+    data = dict(cfg)
+    data.setdefault("schemaVersion", SCHEMA_VERSION)
+    validate("config", data, where=str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create {path.parent} ({e.strerror})", fix="check the project directory's permissions") from None
+    write_atomic_json(path, data)
+    return path
+
+
+def rate_limits(cfg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """``providers.<name>.rpm`` / ``tpm`` from the config: the pacer's budgets for routes that send no headers."""
+    return {name: {k: float(p[k]) for k in ("rpm", "tpm") if p.get(k) is not None}
+            for name, p in (cfg.get("providers") or {}).items()
+            if isinstance(p, Mapping) and (p.get("rpm") is not None or p.get("tpm") is not None)}
+
+
+def resolve_path(project: Path, value: str | Path) -> Path:
+    """A config path as an absolute path: relative values are taken from the project root; ``~`` expands."""
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (Path(project) / p).resolve()
+
+
+def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[str] = ()) -> tuple[str, str]:
+    """``"openai:gpt-4o"`` -> ``("openai", "gpt-4o")``; ``"gpt-4o"`` -> ``(default_provider, "gpt-4o")``.
+
+    Only a known provider name (or one of ``extra_providers``, e.g. an OpenAI-compatible server named in the
+    config's ``providers``) before the first ``:`` splits, so model ids holding ``:`` stay whole.
+    """
+    text = str(arg).strip()
+    if not text:
+        raise UserError("empty model name", fix="pass provider:model, e.g. openai:gpt-4o-2024-08-06")
+    head, sep, tail = text.partition(":")
+    if sep and not head.strip():
+        raise UserError(f"model argument {arg!r} names no provider", fix="pass provider:model, e.g. openai:gpt-4o")
+    if sep and head.isalpha() and head.islower() and head != "ft" and head not in KNOWN_PROVIDERS + tuple(extra_providers):
+        raise UserError(
+            f"unknown provider {head!r} in {arg!r}",
+            fix=f"use one of {', '.join(KNOWN_PROVIDERS)}, or name it in config.json providers with a base_url",
+        )
+    if sep and (head.lower() in KNOWN_PROVIDERS or head in extra_providers):
+        if not tail.strip():
+            raise UserError(f"model argument {arg!r} names no model", fix="pass provider:model, e.g. anthropic:claude-sonnet-4-6")
+        return (head.lower() if head.lower() in KNOWN_PROVIDERS else head), tail.strip()
+    return default_provider, text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--project", type=Path, default=Path("."), help="project root holding .longmemeval-benchmarks/")
+    parser.add_argument("--defaults", action="store_true", help="print the default config instead of the project's")
+    args = parser.parse_args(argv)
+    cfg = default_config() if args.defaults else load_config(args.project)
+    print(json.dumps(cfg, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,379 @@
+"""The typed records that cross each stage boundary.
+
+One way through the data: dataset -> Question -> (target) Hypothesis -> (judge) Verdict -> result row -> scorecard.
+Raw dataset JSON enters through ``Question.from_dict`` only; targets only ever see ``Question.public()``, which
+carries no gold field (no answer, no evidence ids, no ``has_answer``) and hides real session ids behind aliases,
+because upstream's evidence session ids contain the substring ``answer``.
+
+The facts of the protocol (the six question types, the abstention rule, the official judge) are defined in
+``facts`` and re-exported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+from lme.core.facts import (  # noqa: F401  (re-exported: the protocol's facts beside the records)
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    OFFICIAL_JUDGE_ROUTES,
+    QUESTION_TYPES,
+    SCHEMA_VERSION,
+    is_abstention,
+    is_official_judge,
+)
+
+
+def session_alias(index: int) -> str:
+    """The id a target sees for the haystack session at ``index`` (0-based); real ids may leak gold."""
+    return f"session_{index + 1:03d}"
+
+
+# --------------------------------------------------------------------------- dataset side
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: str
+    """``user`` or ``assistant``."""
+    content: str
+    has_answer: bool | None = None
+    """Gold label: this turn holds evidence. Never shown to a target."""
+
+
+@dataclass(frozen=True)
+class Session:
+    session_id: str
+    """The real upstream id. Evidence ids contain ``answer``: never shown to a target."""
+    date: str
+    """``%Y/%m/%d (%a) %H:%M`` as in the dataset."""
+    turns: tuple[Turn, ...]
+
+
+@dataclass(frozen=True)
+class PublicTurn:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class PublicSession:
+    session_id: str
+    """An alias (``session_001`` ...), never the real id."""
+    date: str
+    turns: tuple[PublicTurn, ...]
+
+
+@dataclass(frozen=True)
+class PublicItem:
+    """What a target (memory system under test) receives: no gold, no question id, no question type."""
+
+    question: str
+    question_date: str
+    sessions: tuple[PublicSession, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One LongMemEval item, with its gold labels."""
+
+    question_id: str
+    question_type: str
+    question: str
+    answer: str | int
+    question_date: str
+    sessions: tuple[Session, ...]
+    answer_session_ids: tuple[str, ...]
+
+    @property
+    def abstention(self) -> bool:
+        return is_abstention(self.question_id)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> "Question":
+        """Build from one upstream item (already schema-validated by ``dataset``). Does not mutate ``raw``."""
+        sessions = tuple(
+            Session(
+                session_id=str(sid),
+                date=str(date),
+                turns=tuple(
+                    Turn(role=t["role"], content=t["content"], has_answer=t.get("has_answer"))
+                    for t in turns
+                ),
+            )
+            for sid, date, turns in zip(
+                raw["haystack_session_ids"], raw["haystack_dates"], raw["haystack_sessions"]
+            )
+        )
+        return cls(
+            question_id=str(raw["question_id"]),
+            question_type=str(raw["question_type"]),
+            question=str(raw["question"]),
+            answer=raw["answer"],
+            question_date=str(raw["question_date"]),
+            sessions=sessions,
+            answer_session_ids=tuple(str(s) for s in raw.get("answer_session_ids", ())),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The upstream item shape (key order is not significant upstream)."""
+
+        def turn(t: Turn) -> dict[str, Any]:
+            d: dict[str, Any] = {"role": t.role, "content": t.content}
+            if t.has_answer is not None:
+                d["has_answer"] = t.has_answer
+            return d
+
+        return {
+            "question_id": self.question_id,
+            "question_type": self.question_type,
+            "question": self.question,
+            "answer": self.answer,
+            "question_date": self.question_date,
+            "haystack_session_ids": [s.session_id for s in self.sessions],
+            "haystack_dates": [s.date for s in self.sessions],
+            "haystack_sessions": [[turn(t) for t in s.turns] for s in self.sessions],
+            "answer_session_ids": list(self.answer_session_ids),
+        }
+
+    def public(self) -> PublicItem:
+        return PublicItem(
+            question=self.question,
+            question_date=self.question_date,
+            sessions=tuple(
+                PublicSession(
+                    session_id=session_alias(i),
+                    date=s.date,
+                    turns=tuple(PublicTurn(role=t.role, content=t.content) for t in s.turns),
+                )
+                for i, s in enumerate(self.sessions)
+            ),
+        )
+
+    def real_session_id(self, alias: str) -> str | None:
+        """Map a target's alias back to the real session id (None for an unknown alias)."""
+        for i, s in enumerate(self.sessions):
+            if session_alias(i) == alias:
+                return s.session_id
+        return None
+
+    def gold_session_ids(self) -> tuple[str, ...]:
+        """Evidence sessions with upstream's retrieval semantics: id holds ``answer`` AND a user turn has_answer.
+
+        Upstream renames an ``answer`` session with no has_answer user turn to ``noans``: it is not gold.
+        """
+        return tuple(
+            s.session_id
+            for s in self.sessions
+            if "answer" in s.session_id and any(t.role == "user" and t.has_answer for t in s.turns)
+        )
+
+
+# --------------------------------------------------------------------------- model calls
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat call, provider-neutral. ``messages`` are ``{"role", "content"}`` dicts without a system turn."""
+
+    provider: str
+    model: str
+    messages: tuple[Mapping[str, str], ...]
+    system: str | None = None
+    max_tokens: int = 500
+    temperature: float = 0.0
+    n: int | None = None
+    """Sent only when set (the official judge sends ``n=1``)."""
+    allow_empty: bool = False
+    """An empty or blank reply text is a reply, not an error (the judge: upstream labels it False). Not part of the
+    call's key: it changes what we accept, not what the model is asked."""
+
+    def canonical(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "messages": [dict(m) for m in self.messages],
+            "system": self.system,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "n": self.n,
+        }
+
+    def key(self) -> str:
+        """Content address of the call: every field that changes what the model is asked."""
+        blob = json.dumps(self.canonical(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    tokensIn: int
+    tokensOut: int
+    latencyMs: float
+    provider: str
+    model: str
+    """The model id as the API returned it (e.g. ``gpt-4o-2024-08-06``)."""
+    request_id: str | None = None
+    attempts: int = 1
+    """1 + the number of retries this call took."""
+    cached: bool = False
+    stop_reason: str | None = None
+    billing: str = "sync"
+    """``batch`` for a reply that came through a provider's Batch API (billed at ``prices.BATCH_DISCOUNT``)."""
+    batch_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        if self.billing == "sync":  # a synchronous call's record stays as it always was
+            del d["billing"], d["batch_id"]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Completion":
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+class LLM(Protocol):
+    """Anything that answers a ChatRequest: the provider layer, or the run's cached/limited gateway around it.
+
+    It routes on ``request.provider``, so one LLM serves every role of a model stack.
+    """
+
+    def complete(self, request: ChatRequest) -> Completion: ...
+
+    def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class Limiter(Protocol):
+    """Admission control around each attempt of a model call (the run's pacer: ``rate_pacer.Pacer``)."""
+
+    def acquire(self, provider: str, *, model: str = "", tokens: Any = 0, extra_tokens: int = 0) -> Any:
+        """Block until the attempt may go; return a ticket for ``release``. ``tokens``: its input tokens, or a
+        function that counts them; ``extra_tokens``: what else the provider counts against the budget up front."""
+
+    def release(self, provider: str, outcome: str, retry_after: float | None = None, *, ticket: Any = None,
+                headers: Any = None, used_tokens: int | None = None) -> None:
+        """Free the slot. ``outcome``: ``ok``, ``rate_limit``, ``server`` (5xx/529), ``refused`` (a call the provider
+        will never take: larger than its tokens-per-minute budget), or ``error``; ``headers``: the
+        reply's (rate-limit headers); ``used_tokens``: the input tokens the provider reported."""
+
+
+@dataclass(frozen=True)
+class TargetContext:
+    """What a target gets besides the item: its model, the run's LLM gateway and its options."""
+
+    provider: str
+    model: str
+    llm: LLM
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """Target options from config ``targetOptions`` / ``--target-option k=v``."""
+    cache_dir: str | None = None
+    """A directory the target may use for on-disk caches (embeddings, extracted facts)."""
+
+
+# --------------------------------------------------------------------------- stage outputs
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A target's answer to one item, with its accounting."""
+
+    hypothesis: str
+    tokensIn: int = 0
+    tokensOut: int = 0
+    latencyMs: float = 0.0
+    calls: tuple[Mapping[str, Any], ...] = ()
+    """One ``Completion.to_dict()`` (plus a ``role``) per model call the target made."""
+    retrieved_session_ids: tuple[str, ...] | None = None
+    """Ranked, as the target returned them (aliases until the driver maps them to real ids)."""
+    debug: Mapping[str, Any] = field(default_factory=dict)
+    """Target-specific details: truncation, symbolic layers, subprocess info."""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["calls"] = [dict(c) for c in self.calls]
+        d["retrieved_session_ids"] = (
+            None if self.retrieved_session_ids is None else list(self.retrieved_session_ids)
+        )
+        d["debug"] = dict(self.debug)
+        return d
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judge's label for one hypothesis."""
+
+    label: bool
+    raw: str
+    """The judge's reply, verbatim."""
+    provider: str
+    model: str
+    """The model id the API returned (or the offline judge's name)."""
+    requested_model: str
+    official: bool
+    """True only for upstream's prompt, sent to openai gpt-4o-2024-08-06 with upstream's settings."""
+    prompt_sha256: str | None = None
+    template_sha256: str | None = None
+    """sha256 of the upstream ``evaluate_qa.py`` the prompt came from."""
+    tokensIn: int = 0
+    tokensOut: int = 0
+    latencyMs: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+    source: str = "call"
+    """``call`` (a model call), ``cache`` (the call cache) or ``archive`` (an imported official verdict)."""
+    verdicts: tuple[Mapping[str, Any], ...] | None = None
+    """``--judge-repeat K``: all K verdicts in call order (the first is the label); None without repeats."""
+    stability: Mapping[str, Any] | None = None
+    """``--judge-repeat K``: ``{n, yes, no, flaky}`` over ``verdicts``."""
+    billing: str = "sync"
+    """``batch``: the judge call went through a provider's Batch API (``batch_id``), at batch prices."""
+    batch_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for extra in ("verdicts", "stability", "batch_id"):
+            if d[extra] is None:
+                del d[extra]
+        if self.billing == "sync":
+            del d["billing"]
+        if self.verdicts is not None:
+            d["verdicts"] = [dict(v) for v in self.verdicts]
+        if self.stability is not None:
+            d["stability"] = dict(self.stability)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
+        """From ``to_dict()`` output, or a row's judgment written by an older version (missing fields default:
+        no provider, the returned model as the requested one, not official)."""
+        fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        fields.setdefault("provider", "")
+        fields.setdefault("requested_model", str(d.get("model", "")))
+        fields.setdefault("official", False)
+        if fields.get("verdicts") is not None:
+            fields["verdicts"] = tuple(fields["verdicts"])
+        return cls(**fields)
+
+
+def row_base(q: Question) -> dict[str, Any]:
+    """The identifying part every result row starts from."""
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "question_id": q.question_id,
+        "question_type": q.question_type,
+        "question": q.question,
+        "answer": q.answer,
+        "abstention": q.abstention,
+    }
+
+
+def as_questions(items: Sequence[Mapping[str, Any] | Question]) -> list[Question]:
+    return [i if isinstance(i, Question) else Question.from_dict(i) for i in items]

@@ -1,0 +1,422 @@
+"""The records of a run directory: ``ResultRow`` (item-results.jsonl), ``Manifest`` (manifest.json), ``RunMeta``
+(run-meta.json). Frozen; ``to_dict`` is the JSON form the schemas in ``references/schemas`` check, ``from_dict``
+reads it back (also rows and metas written by older versions: fields they lack take their defaults, fields this
+version does not know are kept in ``extra`` and written back).
+
+A result row is what one item's attempt ended as: ``judged`` with the judge's ``Verdict``, or ``error`` with the
+failing stage (``RowError``). The last row per question id is the item's result; only a judged row is ever marked
+completed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping, Sequence
+
+from lme.core.facts import SCHEMA_VERSION, is_abstention
+from lme.core.records import Question, Verdict
+
+JUDGED, ERROR = "judged", "error"
+RUN_STATUSES = ("running", "completed", "failed", "interrupted", "paused")
+
+
+def _opt_float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _opt_int(value: Any) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# --------------------------------------------------------------------------- a result row's parts
+
+
+@dataclass(frozen=True)
+class RowError:
+    """Why an item's attempt failed: the stage, a kind (``providers.KINDS``, ``target``, ``judge_input``,
+    ``missing_hypothesis``), the message (at most 2000 characters) and the attempts the call took."""
+
+    stage: str
+    """``generate`` or ``judge``."""
+    kind: str
+    message: str
+    attempts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "kind": self.kind, "message": self.message, "attempts": self.attempts}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RowError":
+        return cls(stage=str(d.get("stage", "")), kind=str(d.get("kind", "unknown")),
+                   message=str(d.get("message", "")), attempts=int(d.get("attempts") or 0))
+
+
+@dataclass(frozen=True)
+class RowTarget:
+    """The target that answered: its name, provider and model, and its own ``debug`` details."""
+
+    name: str
+    provider: str
+    model: str
+    debug: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "provider": self.provider, "model": self.model, "debug": dict(self.debug)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RowTarget":
+        debug = d.get("debug")
+        return cls(name=str(d.get("name", "")), provider=str(d.get("provider", "")), model=str(d.get("model", "")),
+                   debug=debug if isinstance(debug, Mapping) else {})
+
+
+@dataclass(frozen=True)
+class RowRetrieval:
+    """The sessions the target ranked (real ids, best first) and the item's evidence sessions (upstream's rule)."""
+
+    retrieved_session_ids: tuple[str, ...] | None
+    gold_session_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"retrieved_session_ids": None if self.retrieved_session_ids is None else list(self.retrieved_session_ids),
+                "gold_session_ids": list(self.gold_session_ids)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RowRetrieval":
+        ranked = d.get("retrieved_session_ids")
+        return cls(retrieved_session_ids=None if ranked is None else tuple(str(s) for s in ranked),
+                   gold_session_ids=tuple(str(s) for s in d.get("gold_session_ids") or ()))
+
+
+@dataclass(frozen=True)
+class RowCost:
+    """Dollars of the item's calls (cache hits free); None where a price is unknown."""
+
+    generation_usd: float | None
+    judge_usd: float | None
+    total_usd: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation_usd": self.generation_usd, "judge_usd": self.judge_usd, "total_usd": self.total_usd}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RowCost":
+        return cls(generation_usd=_opt_float(d.get("generation_usd")), judge_usd=_opt_float(d.get("judge_usd")),
+                   total_usd=_opt_float(d.get("total_usd")))
+
+
+# --------------------------------------------------------------------------- the row
+
+
+_ROW_KEYS = ("schemaVersion", "question_id", "question_type", "question", "answer", "abstention", "status",
+             "hypothesis", "judgment", "latencyMs", "tokensIn", "tokensOut", "target", "retrieval", "cost", "calls",
+             "error", "finished_at", "prompt_keys")
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One line of ``item-results.jsonl``: one item's attempt that reached an end."""
+
+    question_id: str
+    question_type: str
+    status: str
+    """``judged`` (``judgment`` set) or ``error`` (``error`` set; never marked completed)."""
+    question: str = ""
+    answer: str | int = ""
+    abstention: bool = False
+    """Upstream's rule: ``'_abs' in question_id``."""
+    hypothesis: str | None = None
+    """The text that was (to be) judged; None when generation failed."""
+    judgment: Verdict | None = None
+    latencyMs: float | None = 0.0
+    """Generation wall time."""
+    tokensIn: int | None = 0
+    tokensOut: int | None = 0
+    """Generation tokens (as the target reports them)."""
+    target: RowTarget | None = None
+    retrieval: RowRetrieval | None = None
+    cost: RowCost | None = None
+    calls: tuple[Mapping[str, Any], ...] = ()
+    """One ``Completion.to_dict()`` plus its ``role`` per model call the target made."""
+    error: RowError | None = None
+    finished_at: str = ""
+    prompt_keys: tuple[str, ...] | None = None
+    """``ChatRequest.key()`` of each request the target sent (the requests are in the run's prompts.jsonl)."""
+    schemaVersion: str = SCHEMA_VERSION
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Fields of a newer minor version this one does not know: kept, and written back."""
+
+    @property
+    def judged(self) -> bool:
+        return self.status == JUDGED
+
+    @property
+    def label(self) -> bool | None:
+        """The judge's label: True/False when judged, None for an error row."""
+        if not self.judged or self.judgment is None:
+            return None
+        return self.judgment.label if isinstance(self.judgment.label, bool) else None
+
+    @property
+    def correct(self) -> bool:
+        """Strict: only a judged row labelled correct; an error row is wrong."""
+        return self.label is True
+
+    @property
+    def debug(self) -> Mapping[str, Any]:
+        """The target's debug details ({} when there are none)."""
+        return {} if self.target is None else self.target.debug
+
+    @classmethod
+    def for_question(cls, q: Question, **fields: Any) -> "ResultRow":
+        """A row for ``q``: its identifying fields from the Question, the rest given."""
+        return cls(question_id=q.question_id, question_type=q.question_type, question=q.question, answer=q.answer,
+                   abstention=q.abstention, **fields)
+
+    def with_(self, **changes: Any) -> "ResultRow":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "schemaVersion": self.schemaVersion,
+            "question_id": self.question_id,
+            "question_type": self.question_type,
+            "question": self.question,
+            "answer": self.answer,
+            "abstention": self.abstention,
+            "status": self.status,
+            "hypothesis": self.hypothesis,
+            "judgment": None if self.judgment is None else self.judgment.to_dict(),
+            "latencyMs": self.latencyMs,
+            "tokensIn": self.tokensIn,
+            "tokensOut": self.tokensOut,
+            "target": None if self.target is None else self.target.to_dict(),
+            "retrieval": None if self.retrieval is None else self.retrieval.to_dict(),
+            "cost": None if self.cost is None else self.cost.to_dict(),
+            "calls": [dict(c) for c in self.calls],
+            "error": None if self.error is None else self.error.to_dict(),
+            "finished_at": self.finished_at,
+        }
+        if self.prompt_keys is not None:
+            d["prompt_keys"] = list(self.prompt_keys)
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ResultRow":
+        """From a row's JSON form (schema-checked by the reader)."""
+        qid = str(d["question_id"])
+        judgment, error, target = d.get("judgment"), d.get("error"), d.get("target")
+        retrieval, cost, keys = d.get("retrieval"), d.get("cost"), d.get("prompt_keys")
+        return cls(
+            question_id=qid,
+            question_type=str(d.get("question_type", "")),
+            status=str(d.get("status", "")),
+            question=str(d.get("question", "")),
+            answer=d.get("answer", ""),
+            abstention=bool(d["abstention"]) if isinstance(d.get("abstention"), bool) else is_abstention(qid),
+            hypothesis=d.get("hypothesis"),
+            judgment=Verdict.from_dict(judgment) if isinstance(judgment, Mapping) else None,
+            latencyMs=_opt_float(d.get("latencyMs")),
+            tokensIn=_opt_int(d.get("tokensIn")),
+            tokensOut=_opt_int(d.get("tokensOut")),
+            target=RowTarget.from_dict(target) if isinstance(target, Mapping) else None,
+            retrieval=RowRetrieval.from_dict(retrieval) if isinstance(retrieval, Mapping) else None,
+            cost=RowCost.from_dict(cost) if isinstance(cost, Mapping) else None,
+            calls=tuple(c for c in d.get("calls") or () if isinstance(c, Mapping)),
+            error=RowError.from_dict(error) if isinstance(error, Mapping) else None,
+            finished_at=str(d.get("finished_at") or ""),
+            prompt_keys=None if keys is None else tuple(str(k) for k in keys),
+            schemaVersion=str(d.get("schemaVersion", SCHEMA_VERSION)),
+            extra={k: v for k, v in d.items() if k not in _ROW_KEYS},
+        )
+
+
+def label_of(row: ResultRow | None) -> bool | None:
+    """The label of an item's last row (None for an error row or no row)."""
+    return None if row is None else row.label
+
+
+# --------------------------------------------------------------------------- manifest
+
+
+@dataclass(frozen=True)
+class ManifestItem:
+    question_id: str
+    question_type: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """``manifest.json``: the question ids and types a run covers, in dataset order (the strict denominator)."""
+
+    items: tuple[ManifestItem, ...]
+    n_total: int
+    schemaVersion: str = SCHEMA_VERSION
+
+    @classmethod
+    def of(cls, questions: Iterable[tuple[str, str]]) -> "Manifest":
+        items = tuple(ManifestItem(str(q), str(t)) for q, t in questions)
+        return cls(items=items, n_total=len(items))
+
+    @property
+    def question_ids(self) -> list[str]:
+        return [i.question_id for i in self.items]
+
+    def types(self) -> dict[str, str]:
+        return {i.question_id: i.question_type for i in self.items}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schemaVersion": self.schemaVersion, "n_total": self.n_total,
+                "items": [{"question_id": i.question_id, "question_type": i.question_type} for i in self.items]}
+
+    def item_dicts(self) -> list[dict[str, str]]:
+        return self.to_dict()["items"]
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Manifest":
+        items = tuple(ManifestItem(str(i["question_id"]), str(i["question_type"])) for i in d.get("items", []))
+        return cls(items=items, n_total=int(d.get("n_total", len(items))),
+                   schemaVersion=str(d.get("schemaVersion", SCHEMA_VERSION)))
+
+
+# --------------------------------------------------------------------------- run-meta
+
+
+_META_KEYS = ("schemaVersion", "runId", "status", "started_at", "finished_at", "duration_seconds", "variant",
+              "dataset", "target", "judge", "plugin_version", "project_git_commit", "error", "provenance",
+              "endpoints", "settings", "shard", "invocations", "counts", "limiter", "pacing", "exit_status", "retries",
+              "shards")
+_META_OPTIONAL = ("counts", "limiter", "pacing", "exit_status", "retries", "shards")
+"""Written once the run has an end (or, ``shards``, by the root meta of a sharded run)."""
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """``run-meta.json``: how a run was made (dataset, target, judge, settings, provenance, endpoints) and how it
+    stands (status, error, counts, one ``invocations`` entry per start). The run's driver writes it atomically."""
+
+    runId: str
+    status: str
+    """``running``, ``completed``, ``failed``, ``interrupted`` or ``paused``."""
+    started_at: str
+    variant: str
+    dataset: Mapping[str, Any]
+    """``path``, ``sha256``, ``items``, the file's size and mtime, ``release`` and ``recognition``."""
+    target: Mapping[str, Any]
+    """``name``, ``provider``, ``model``, ``options``."""
+    judge: Mapping[str, Any]
+    """``provider``, ``model``, ``official`` (False as soon as one verdict was not official)."""
+    finished_at: str | None = None
+    duration_seconds: float | None = 0.0
+    plugin_version: str | None = None
+    project_git_commit: str | None = None
+    error: str | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    """Plugin and project commits, package versions, prompt hashes (``provenance.describe``)."""
+    endpoints: Mapping[str, str] = field(default_factory=dict)
+    """Where each provider's calls went (the banner names a judge that is not at the official host)."""
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """``RunSettings.to_dict()``: a resume reads the run's own settings back."""
+    shard: str | None = None
+    invocations: tuple[Mapping[str, Any], ...] = ()
+    counts: Mapping[str, Any] | None = None
+    limiter: Any = None
+    pacing: tuple[Mapping[str, Any], ...] | None = None
+    """The pacer's figures per budget key when the invocation ended (SPEC.md, Rate limits)."""
+    exit_status: int | None = None
+    retries: int | None = None
+    shards: Mapping[str, str] | None = None
+    """The root meta of a sharded run: each shard's status."""
+    schemaVersion: str = SCHEMA_VERSION
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def judge_provider(self) -> str | None:
+        return self.judge.get("provider")
+
+    @property
+    def judge_model(self) -> str | None:
+        return self.judge.get("model")
+
+    @property
+    def dataset_sha256(self) -> str | None:
+        return self.dataset.get("sha256")
+
+    @property
+    def project(self) -> str | None:
+        """The project the run was started in (its recorded settings)."""
+        return self.settings.get("project")
+
+    def with_(self, **changes: Any) -> "RunMeta":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {
+            "schemaVersion": self.schemaVersion,
+            "runId": self.runId,
+            "status": self.status,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "duration_seconds": self.duration_seconds,
+            "variant": self.variant,
+            "dataset": dict(self.dataset),
+            "target": dict(self.target),
+            "judge": dict(self.judge),
+            "plugin_version": self.plugin_version,
+            "project_git_commit": self.project_git_commit,
+            "error": self.error,
+            "provenance": dict(self.provenance),
+            "endpoints": dict(self.endpoints),
+            "settings": dict(self.settings),
+            "shard": self.shard,
+            "invocations": [dict(i) for i in self.invocations],
+        }
+        for key in _META_OPTIONAL:
+            value = getattr(self, key)
+            if value is not None:
+                d[key] = dict(value) if isinstance(value, Mapping) else \
+                    [dict(v) for v in value] if isinstance(value, tuple) else value
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RunMeta":
+        known = {k: d[k] for k in _META_KEYS if k in d}
+        known["invocations"] = tuple(known.get("invocations") or ())
+        if known.get("pacing") is not None:
+            known["pacing"] = tuple(known["pacing"])
+        for key in ("provenance", "endpoints", "settings"):
+            known[key] = known.get(key) or {}
+        return cls(**known, extra={k: v for k, v in d.items() if k not in _META_KEYS})
+
+
+def counts_of(manifest: Manifest, planned: Sequence[str], completed: set[str]) -> dict[str, int]:
+    """run-meta's ``counts``: the run's items, those this writer plans, and how many of them are done."""
+    return {"n_total": manifest.n_total, "planned": len(planned),
+            "completed": sum(1 for q in planned if q in completed),
+            "pending": sum(1 for q in planned if q not in completed)}
+
+
+def item_set(
+    manifest_items: Iterable[Mapping[str, Any]] | None,
+    rows: Mapping[str, ResultRow],
+    n_total: int | None = None,
+) -> tuple[dict[str, str], int]:
+    """The items the strict denominator covers: ``(types in manifest order, unattributed)``.
+
+    With a manifest, the first ``n_total`` manifest items (all when ``n_total`` is None). Without one, the rows'
+    own ids and types. When ``n_total`` exceeds what is known, the excess count is returned as ``unattributed``:
+    items never run whose type is unknown (they count as wrong in the overall strict figure only).
+    """
+    if manifest_items is not None:
+        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]
+    else:
+        known = [(qid, row.question_type) for qid, row in rows.items()]
+    if n_total is not None and n_total < 0:
+        raise ValueError(f"n_total must be >= 0, got {n_total}")
+    if n_total is not None and n_total < len(known):
+        known = known[:n_total]
+    types = dict(known)
+    unattributed = max(0, (n_total or 0) - len(types)) if n_total is not None else 0
+    return types, unattributed

@@ -1,0 +1,166 @@
+"""Validate the run-state records against ``references/schemas/<name>.schema.json`` (JSON Schema 2020-12).
+
+Every file the toolkit writes or reads under ``.longmemeval-benchmarks/`` has a schema there; ``references/SPEC.md``
+describes them in prose. A violation becomes one ``SchemaError`` line: where, which field, what was wrong.
+
+Usage (check a file by hand):
+    python scripts/schemas.py config .longmemeval-benchmarks/config.json
+    python scripts/schemas.py item-result .longmemeval-benchmarks/runs/<id>/item-results.jsonl
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from lme.core import cli_parser
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from lme.core.errors import UserError, run_main
+
+SCHEMA_DIR = Path(__file__).resolve().parents[3] / "references" / "schemas"
+SUPPORTED_MAJOR = 1
+
+
+class SchemaError(UserError):
+    """A record that does not match its schema (or carries a schemaVersion this plugin cannot read)."""
+
+
+def schema_names() -> list[str]:
+    """Names of every schema shipped in ``references/schemas`` (``config``, ``item-result``, ...)."""
+    return sorted(p.name[: -len(".schema.json")] for p in SCHEMA_DIR.glob("*.schema.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(name: str) -> Draft202012Validator:
+    path = SCHEMA_DIR / f"{name}.schema.json"
+    if not path.is_file():
+        raise UserError(
+            f"unknown schema {name!r}: {path} does not exist",
+            fix=f"known schemas: {', '.join(schema_names())}",
+        )
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    return Draft202012Validator(schema)  # the schema files themselves are checked by tests/test_schemas.py
+
+
+def json_path(parts: Iterable[Any]) -> str:
+    """``["haystack_sessions", 3, 0, "role"]`` -> ``haystack_sessions[3][0].role`` (``$`` for the root)."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "$"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(err: ValidationError) -> str:
+    """One readable phrase for a jsonschema error: the field and what was wrong with it."""
+    path = list(err.absolute_path)
+    validator = err.validator
+    if validator == "required":
+        missing = [k for k in err.validator_value if isinstance(err.instance, dict) and k not in err.instance]
+        field = json_path(path + missing[:1]) if missing else json_path(path)
+        return f"field {field}: required but missing"
+    if validator == "additionalProperties":
+        allowed = set(err.schema.get("properties", {}))
+        extra = sorted(k for k in err.instance if k not in allowed) if isinstance(err.instance, dict) else []
+        return f"field {json_path(path + extra[:1])}: unknown field (not allowed here)"
+    if validator == "enum":
+        options = ", ".join(str(v) for v in err.validator_value)
+        return f"field {json_path(path)}: {_short(err.instance)} is not one of: {options}"
+    if validator == "type":
+        want = err.validator_value if isinstance(err.validator_value, str) else " or ".join(err.validator_value)
+        return f"field {json_path(path)}: expected {want}, got {_short(err.instance)}"
+    return f"field {json_path(path)}: {err.message}"
+
+
+def _best_error(errors: list[ValidationError]) -> ValidationError:
+    # Prefer the deepest, most specific error; `if/then` failures surface their inner cause this way.
+    def depth(e: ValidationError) -> tuple[int, int]:
+        return (len(list(e.absolute_path)), 0 if e.validator in ("if", "then", "allOf") else 1)
+
+    flat: list[ValidationError] = []
+    stack = list(errors)
+    while stack:
+        e = stack.pop()
+        if e.context:
+            stack.extend(e.context)
+        else:
+            flat.append(e)
+    return max(flat or errors, key=depth)
+
+
+def validate(name: str, obj: Any, *, where: str) -> None:
+    """Validate ``obj`` against schema ``name``; raise ``SchemaError`` naming ``where``, the field and the fault."""
+    errors = list(_validator(name).iter_errors(obj))
+    if not errors:
+        return
+    err = _best_error(errors)
+    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+    raise SchemaError(f"{where}: invalid {name} record: {describe(err)}{more}")
+
+
+def is_valid(name: str, obj: Any) -> bool:
+    return _validator(name).is_valid(obj)
+
+
+def check_version(obj: Any, *, where: str) -> None:
+    """Refuse a record whose ``schemaVersion`` major is not one this plugin reads."""
+    if not isinstance(obj, dict) or "schemaVersion" not in obj:
+        raise SchemaError(f"{where}: field schemaVersion: required but missing")
+    version = obj["schemaVersion"]
+    parts = version.split(".") if isinstance(version, str) else []
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise SchemaError(f"{where}: field schemaVersion: expected MAJOR.MINOR.PATCH, got {_short(version)}")
+    major = int(parts[0])
+    if major > SUPPORTED_MAJOR:
+        raise SchemaError(
+            f"{where}: schemaVersion {version} was written by a newer longmemeval-benchmarker; "
+            f"upgrade the plugin (this one reads {SUPPORTED_MAJOR}.x)"
+        )
+    if major < SUPPORTED_MAJOR:
+        raise SchemaError(
+            f"{where}: schemaVersion {version} is older than this plugin reads ({SUPPORTED_MAJOR}.x); "
+            "re-run setup or start a new run"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("schema", help=f"schema name, one of: {', '.join(schema_names())}")
+    parser.add_argument("file", type=Path, help="a .json file (one record) or .jsonl file (one record per line)")
+    args = parser.parse_args(argv)
+    if not args.file.is_file():
+        raise UserError(f"{args.file}: no such file")
+    text = args.file.read_text(encoding="utf-8")
+    if args.file.suffix == ".jsonl":
+        records = [
+            (f"{args.file}:{n}", line) for n, line in enumerate(text.splitlines(), 1) if line.strip()
+        ]
+    else:
+        records = [(str(args.file), text)]
+    for where, blob in records:
+        try:
+            obj = json.loads(blob)
+        except json.JSONDecodeError as e:
+            raise UserError(f"{where}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        validate(args.schema, obj, where=where)
+    print(f"ok: {len(records)} {args.schema} record(s) in {args.file}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,1 @@
+"""The data stage (see docs/architecture.md)."""

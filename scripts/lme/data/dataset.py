@@ -1,0 +1,387 @@
+"""Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass.
+
+The ``_m`` file is about 2.75 GB, so nothing here reads a whole file: ``ijson`` pulls one item at a time from a
+reader that feeds sha256 as it goes. Each item is checked against ``references/schemas/item.schema.json``.
+
+Usage:
+    python scripts/dataset.py data/longmemeval_s_cleaned.json          # prints the DatasetInfo as JSON
+    python scripts/dataset.py data/longmemeval_oracle.json.xz --ids 001be529,e47becba
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import gzip
+import hashlib
+import json
+import lzma
+import re
+import sys
+import zlib
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
+
+from lme.core import cli_parser
+import ijson
+
+from lme.core.errors import UserError, run_main
+from lme.core.facts import KNOWN_SHA256, QUESTION_TYPES, VARIANT_ALIASES
+from lme.core.records import Question
+from lme.core.schemas import validate
+
+VARIANTS: dict[str, str] = VARIANT_ALIASES
+KNOWN_FILES: dict[str, str] = {sha: name for (_release, name), sha in KNOWN_SHA256.items()}
+"""sha256 of each file as published upstream -> its name (``facts.KNOWN_SHA256``)."""
+
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+_GZ_MAGIC = b"\x1f\x8b"
+_READ_SIZE = 1 << 16
+_REDOWNLOAD = (
+    "re-download it from https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned "
+    "and point datasetPath at the complete file"
+)
+_ITEM_KEYS = (
+    "question_id",
+    "question_type",
+    "question",
+    "answer",
+    "question_date",
+    "haystack_session_ids",
+    "haystack_dates",
+    "haystack_sessions",
+    "answer_session_ids",
+)
+
+
+def resolve_variant(name: str) -> str:
+    """``s`` / ``_s`` / ``longmemeval_s`` ... -> ``_s``; likewise ``_m`` and ``_oracle``."""
+    key = str(name).strip().lower()
+    for suffix in (".json.xz", ".json.gz", ".json"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    if key in VARIANTS:
+        return VARIANTS[key]
+    raise UserError(
+        f"unknown LongMemEval variant {name!r}",
+        fix="use one of: _s (s, longmemeval_s), _m (m, longmemeval_m), _oracle (oracle, longmemeval_oracle)",
+    )
+
+
+def is_known_official(sha256: str) -> str | None:
+    """The official file name for a sha256 of decompressed dataset bytes, or None."""
+    return KNOWN_FILES.get(sha256.lower())
+
+
+
+def item_sha256(item: Mapping[str, Any]) -> str:
+    """The content fingerprint of one dataset item (key order and spacing do not matter; every value does)."""
+    blob = json.dumps(item, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    path: str
+    sha256: str
+    """sha256 of the decompressed JSON bytes (equals the published file's hash for an unmodified copy)."""
+    items: int
+    variant: str | None
+    """A guess from the file name, else from the number of sessions per item; None if neither tells."""
+    decompressed_bytes: int = 0
+    questions: tuple[tuple[str, str], ...] = ()
+    """``(question_id, question_type)`` per item, in dataset order (what a run manifest lists)."""
+    item_sha256: Mapping[str, str] = field(default_factory=dict)
+    """Content fingerprint per question id (``item_sha256``): recognises a file by its items."""
+    duplicate_sessions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Question ids whose haystack lists a session id more than once (upstream issue #54), with those ids."""
+
+    @property
+    def official_name(self) -> str | None:
+        return is_known_official(self.sha256)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        del d["questions"], d["item_sha256"]
+        d["duplicate_sessions"] = {q: list(s) for q, s in self.duplicate_sessions.items()}
+        d["official_name"] = self.official_name
+        return d
+
+
+class _HashingReader:
+    """A binary reader that feeds every byte it hands out to sha256 and counts them."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self.sha = hashlib.sha256()
+        self.offset = 0
+        self.first_byte: bytes | None = None
+
+    def read(self, size: int = -1) -> bytes:
+        # read1: hand out what decompressed cleanly before a truncation, so errors name the right item.
+        data = self._raw.read1(size) if size and size > 0 else self._raw.read(size)
+        if data:
+            if self.first_byte is None:
+                stripped = data.lstrip()
+                if stripped:
+                    self.first_byte = stripped[:1]
+            self.sha.update(data)
+            self.offset += len(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(_READ_SIZE):
+            pass
+
+
+def _compression(path: Path) -> str:
+    """``xz``, ``gz`` or ``plain``: magic bytes decide; the suffix only when the file is too short to tell."""
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    if head.startswith(_XZ_MAGIC):
+        return "xz"
+    if head.startswith(_GZ_MAGIC):
+        return "gz"
+    if len(head) < 6 and path.suffix in (".xz", ".gz"):
+        return path.suffix[1:]
+    return "plain"
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    try:
+        kind = _compression(path)
+        if kind == "xz":
+            return lzma.open(path, "rb")
+        if kind == "gz":
+            return gzip.open(path, "rb")
+        return open(path, "rb", buffering=_READ_SIZE)
+    except OSError as e:
+        raise UserError(f"cannot open dataset file {path} ({e.strerror or e})", fix="check the path and its permissions") from None
+
+
+def _check_path(path: Path) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"dataset file {path} not found", fix=f"check datasetPath, or {_REDOWNLOAD}")
+    if not path.is_file():
+        raise UserError(f"dataset path {path} is not a file", fix="point datasetPath at a .json, .json.xz or .json.gz file")
+    return path
+
+
+def _fast_item_ok(item: Any) -> bool:
+    """A quick structural check equal to item.schema.json on valid items; any doubt defers to the schema."""
+    if not isinstance(item, dict) or any(k not in item for k in _ITEM_KEYS):
+        return False
+    if not isinstance(item["question_id"], str) or not item["question_id"]:
+        return False
+    if item["question_type"] not in QUESTION_TYPES:
+        return False
+    answer = item["answer"]
+    if not (isinstance(answer, str) or (isinstance(answer, int) and not isinstance(answer, bool))):
+        return False
+    for key in ("question", "question_date"):
+        if not isinstance(item[key], str):
+            return False
+    for key in ("haystack_session_ids", "haystack_dates", "answer_session_ids"):
+        values = item[key]
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return False
+    sessions = item["haystack_sessions"]
+    if not isinstance(sessions, list):
+        return False
+    for session in sessions:
+        if not isinstance(session, list):
+            return False
+        for turn in session:
+            if (
+                type(turn) is not dict
+                or turn.get("role") not in ("user", "assistant")
+                or type(turn.get("content")) is not str
+                or ("has_answer" in turn and type(turn["has_answer"]) is not bool)
+            ):
+                return False
+    return True
+
+
+def _check_item(item: Any, index: int, path: Path) -> None:
+    qid = item.get("question_id") if isinstance(item, dict) else None
+    where = f"{path}: item {index}" + (f" (question_id {qid})" if qid is not None else "")
+    if not _fast_item_ok(item):
+        validate("item", item, where=where)
+    ids, dates, sessions = item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]
+    if not (len(ids) == len(dates) == len(sessions)):
+        raise UserError(
+            f"{where}: haystack_session_ids ({len(ids)}), haystack_dates ({len(dates)}) and haystack_sessions "
+            f"({len(sessions)}) must be parallel lists of one length",
+            fix=_REDOWNLOAD,
+        )
+
+
+def _where_after(index: int) -> str:
+    return "before the first item" if index < 0 else f"after item {index}"
+
+
+class _ItemStream:
+    """One streaming pass over a file: yields validated items; afterwards holds count, hash and largest haystack."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.count = 0
+        self.max_sessions = 0
+        self.questions: list[tuple[str, str]] = []
+        self.item_sha256: dict[str, str] = {}
+        self.duplicate_sessions: dict[str, tuple[str, ...]] = {}
+        self.reader: _HashingReader | None = None
+
+    def __iter__(self) -> Iterator[dict]:
+        path = _check_path(self.path)
+        seen: dict[str, int] = {}
+        index = -1
+        with _open_binary(path) as raw:
+            reader = self.reader = _HashingReader(raw)
+            try:
+                for index, item in enumerate(ijson.items(reader, "item", use_float=True)):
+                    _check_item(item, index, path)
+                    qid = item["question_id"]
+                    if qid in seen:
+                        raise UserError(
+                            f"{path}: item {index}: duplicate question_id {qid} (first seen at item {seen[qid]})",
+                            fix=f"the file is not a valid LongMemEval file; {_REDOWNLOAD}",
+                        )
+                    seen[qid] = index
+                    self.count += 1
+                    self.questions.append((qid, item["question_type"]))
+                    self.item_sha256[qid] = item_sha256(item)
+                    repeated = [sid for sid, n in Counter(item["haystack_session_ids"]).items() if n > 1]
+                    if repeated:
+                        self.duplicate_sessions[qid] = tuple(repeated)
+                    self.max_sessions = max(self.max_sessions, len(item["haystack_sessions"]))
+                    yield item
+                reader.drain()
+            except ijson.JSONError as e:
+                detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise UserError(
+                    f"{path}: invalid or truncated JSON {_where_after(index)} "
+                    f"(near byte {reader.offset:,} of the decompressed data: {detail})",
+                    fix=_REDOWNLOAD,
+                ) from None
+            except (EOFError, lzma.LZMAError, OSError, zlib.error) as e:
+                raise UserError(
+                    f"{path}: data is damaged, truncated or unreadable {_where_after(index)} "
+                    f"(near byte {reader.offset:,} of the decompressed data: {e})",
+                    fix=_REDOWNLOAD,
+                ) from None
+        if reader.first_byte != b"[":
+            found = "an empty file" if reader.first_byte is None else f"JSON starting with {reader.first_byte!r}"
+            raise UserError(
+                f"{path}: expected a JSON array of LongMemEval items, found {found}", fix=_REDOWNLOAD
+            )
+
+    def info(self) -> DatasetInfo:
+        reader = self.reader
+        return DatasetInfo(
+            path=str(self.path),
+            sha256=reader.sha.hexdigest() if reader else hashlib.sha256(b"").hexdigest(),
+            items=self.count,
+            variant=guess_variant(self.path, self.max_sessions if self.count else None),
+            decompressed_bytes=reader.offset if reader else 0,
+            questions=tuple(self.questions),
+            item_sha256=dict(self.item_sha256),
+            duplicate_sessions=dict(self.duplicate_sessions),
+        )
+
+
+def iter_items(path: Path) -> Iterator[dict]:
+    """Stream validated items (dicts, as in the file) one at a time."""
+    yield from _ItemStream(Path(path))
+
+
+_VARIANT_IN_NAME = re.compile(r"(?:^|[^a-z])(?:longmemeval)?_(s|m)(?:_cleaned)?(?=[._]|$)")
+
+
+def guess_variant(path: Path, max_sessions: int | None = None) -> str | None:
+    """From the file name (``oracle`` / ``_s`` / ``_m``), else from the largest haystack seen."""
+    name = Path(path).name.lower()
+    if "oracle" in name:
+        return "_oracle"
+    named = _VARIANT_IN_NAME.search(name)  # longmemeval_s.json, longmemeval_m_cleaned.json; not longmemeval_sample
+    if named:
+        return f"_{named.group(1)}"
+    if max_sessions is None:
+        return None
+    if max_sessions <= 10:
+        return "_oracle"
+    return "_s" if max_sessions <= 120 else "_m"
+
+
+def scan(path: Path) -> DatasetInfo:
+    """Validate every item and hash the decompressed bytes in one streaming pass."""
+    stream = _ItemStream(Path(path))
+    for _ in stream:
+        pass
+    return stream.info()
+
+
+def load_questions(
+    path: Path, *, limit: int | None = None, ids: Iterable[str] | None = None
+) -> tuple[list[Question], DatasetInfo]:
+    """The items as Questions (dataset order), optionally only ``ids`` and/or the first ``limit``.
+
+    The whole file is still streamed (and validated) so the DatasetInfo hash and count describe the file; only
+    the selected items are kept in memory.
+    """
+    if limit is not None and limit < 0:
+        raise UserError(f"limit must be >= 0, got {limit}")
+    wanted = None if ids is None else list(dict.fromkeys(str(i) for i in ids))
+    wanted_set = None if wanted is None else set(wanted)
+    stream = _ItemStream(Path(path))
+    out: list[Question] = []
+    for item in stream:
+        if limit is not None and len(out) >= limit:
+            continue
+        if wanted_set is not None and item["question_id"] not in wanted_set:
+            continue
+        out.append(Question.from_dict(item))
+    info = stream.info()
+    if wanted is not None:
+        found = {q.question_id for q in out}
+        missing = [i for i in wanted if i not in found]
+        if missing and (limit is None or len(out) < limit):
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise UserError(
+                f"{path}: question id(s) not in the dataset: {shown}",
+                fix="check the ids against the dataset file (ids are case-sensitive)",
+            )
+    return out, info
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", type=Path, help="a LongMemEval file: .json, .json.xz or .json.gz")
+    parser.add_argument("--ids", default=None, help="comma-separated question ids that must be present")
+    parser.add_argument("--limit", type=int, default=None, help="count only the first N (selected) items")
+    args = parser.parse_args(argv)
+    ids = [i for i in args.ids.split(",") if i] if args.ids else None
+    questions, info = load_questions(args.path, limit=args.limit, ids=ids)
+    out = info.to_dict()
+    out["selected"] = len(questions)
+    print(json.dumps(out, indent=2))
+    official = info.official_name
+    print(
+        f"{info.items} items, sha256 {info.sha256[:12]}..., "
+        + (f"the official {official}" if official else "not a known official file"),
+        file=sys.stderr,
+    )
+    if info.duplicate_sessions:
+        print(f"{len(info.duplicate_sessions)} item(s) list a haystack session twice (upstream issue #54; kept as "
+              f"given): {', '.join(sorted(info.duplicate_sessions))}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,1 @@
+"""The judge stage (see docs/architecture.md)."""

@@ -1,0 +1,339 @@
+"""Measure a candidate judge against the official verdicts: agreement, Cohen's kappa, confusion matrix, flips.
+
+For the day ``gpt-4o-2024-08-06`` leaves the API: take hypotheses that already have official verdicts (a run's
+rows, or a verdict archive from ``judge_shim.py export-verdicts``), judge each again with the candidate (any
+provider:model, upstream's prompt and call settings), and report how often the candidate agrees. A run judged by
+that candidate is then labelled with this measured agreement in its scorecard, and never called official.
+
+The prompt is rebuilt from your LongMemEval checkout; a record whose rebuilt prompt does not hash to the official
+verdict's ``prompt_sha256`` is skipped and counted (the official judge saw another prompt). Each measurement is
+appended to ``.longmemeval-benchmarks/judge-agreement.jsonl``.
+
+A candidate's verdicts can also come from a run it judged (``--candidate-run``, no call): e.g. a hypotheses file
+judged twice as runs, once by the official judge and once with ``--judge-model`` (``run_benchmark.py
+--hypotheses FILE``). Its verdicts are paired with the official ones on the same prompt (``prompt_sha256``).
+
+Usage:
+    python scripts/judge_agreement.py --run-id baseline --candidate openai:gpt-4.1-2025-04-14
+    python scripts/judge_agreement.py --archive verdicts.jsonl --candidate anthropic:claude-sonnet-4-6 --json
+    python scripts/judge_agreement.py --run-id official-judged --candidate-run gpt41-judged
+
+Exit status: 0 measured, 2 a user mistake (no official verdicts, unknown run, bad candidate).
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import concurrent.futures as cf
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.core import config as config_mod
+from lme.core import fileio
+from lme.judge import judge_files
+from lme.judge import judge_official
+from lme.models import providers
+from lme.core.records import Verdict
+from lme.store import run_store
+from lme.judge import verdict_archive
+from lme.core.clock import utc_now
+from lme.core.errors import UserError, run_main
+from lme.core.facts import (
+    AGREEMENT_REGISTRY,
+    OFFICIAL_JUDGE_MODEL,
+    QUESTION_TYPES,
+    SCHEMA_VERSION,
+    STATE_DIR,
+    is_abstention,
+    is_official_judge,
+    is_offline,
+    resolve_judge_model,
+)
+
+REGISTRY_NAME = AGREEMENT_REGISTRY
+
+
+def registry_path(project: str | Path) -> Path:
+    return Path(project) / STATE_DIR / REGISTRY_NAME
+
+
+def cohens_kappa(a: int, b: int, c: int, d: int) -> float | None:
+    """Kappa of a 2x2 table (a: both true, b: official true / candidate false, c: official false / candidate true,
+    d: both false); None when chance agreement is 1 (every label the same on both sides)."""
+    n = a + b + c + d
+    if n == 0:
+        return None
+    observed = (a + d) / n
+    chance = ((a + b) / n) * ((a + c) / n) + ((c + d) / n) * ((b + d) / n)
+    return None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
+
+
+def agreement_report(pairs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Figures over ``{question_id, question_type, official (bool), candidate (bool), ...}`` pairs."""
+    pairs = list(pairs)
+    table = {"official_true_candidate_true": 0, "official_true_candidate_false": 0,
+             "official_false_candidate_true": 0, "official_false_candidate_false": 0}
+    per_type: dict[str, dict[str, Any]] = {}
+    flips = []
+    for p in pairs:
+        off, cand = bool(p["official"]), bool(p["candidate"])
+        table[f"official_{str(off).lower()}_candidate_{str(cand).lower()}"] += 1
+        t = per_type.setdefault(str(p.get("question_type")), {"n": 0, "agree": 0, "to_true": 0, "to_false": 0})
+        t["n"] += 1
+        if off == cand:
+            t["agree"] += 1
+        else:
+            t["to_true" if cand else "to_false"] += 1
+            flips.append({k: p.get(k) for k in ("question_id", "question_type", "official", "candidate",
+                                                  "candidate_raw")})
+    for t in per_type.values():
+        t["agreement"] = t["agree"] / t["n"] if t["n"] else None
+    n = len(pairs)
+    agree = table["official_true_candidate_true"] + table["official_false_candidate_false"]
+    ordered = {t: per_type[t] for t in [*QUESTION_TYPES, *sorted(per_type)] if t in per_type}
+    return {
+        "n": n, "agree": agree, "agreement": agree / n if n else None,
+        "kappa": cohens_kappa(*table.values()), "confusion": table, "per_type": ordered,
+        "flips": sorted(flips, key=lambda f: str(f["question_id"])),
+    }
+
+
+def official_records(project: Path, run_id: str | None, archive: Path | None) -> tuple[list[dict[str, Any]], str]:
+    """The official verdicts to re-judge, as archive lines (which carry question, answer and hypothesis)."""
+    if archive is not None:
+        return verdict_archive.read_archive_file(archive), f"archive {archive}"
+    run_dir = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run_id or ""))
+    if not run_store.has_meta(run_dir):
+        raise UserError(f"no run {run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
+    lines = [line for row in run_store.iter_rows(run_dir)
+             if (line := verdict_archive.verdict_line(row, f"run {run_dir.name}")) is not None]
+    last = {line["question_id"]: line for line in lines}  # the last row per question is its result
+    return list(last.values()), f"run {run_dir.name}"
+
+
+def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candidate_model: str,
+            longmemeval_root: str | Path, llm: Any, *, concurrency: int = 4) -> dict[str, Any]:
+    """Judge every record with the candidate; the report plus ``skipped`` (prompt mismatch) and ``errors``."""
+    builder = judge_official.load_prompt_builder(longmemeval_root)
+    jobs, skipped = [], []
+    for rec in records:
+        if rec.get("question_type") is None or rec.get("hypothesis") is None or rec.get("question") is None:
+            skipped.append({"question_id": rec.get("question_id"), "why": "no question, type or hypothesis"})
+            continue
+        try:
+            prompt = judge_official.build_prompt(builder, rec["question_type"], rec["question"], rec["answer"],
+                                             rec["hypothesis"], abstention=is_abstention(str(rec["question_id"])),
+                                             question_id=str(rec["question_id"]))
+        except judge_official.JudgeInputError as err:
+            skipped.append({"question_id": rec.get("question_id"), "why": str(err)})
+            continue
+        if hashlib.sha256(prompt.encode("utf-8")).hexdigest() != rec["prompt_sha256"]:
+            skipped.append({"question_id": rec.get("question_id"), "why": "prompt differs from the officially judged one"})
+            continue
+        jobs.append((rec, judge_official.judge_request(prompt, candidate_provider, candidate_model)))
+
+    def one(job: tuple[Mapping[str, Any], Any]) -> dict[str, Any]:
+        rec, request = job
+        completion = llm.complete(request)
+        return {"question_id": rec["question_id"], "question_type": rec["question_type"],
+                "official": bool(rec["label"]), "candidate": judge_official.label_from_reply(completion.text or ""),
+                "candidate_raw": completion.text, "returned_model": completion.model}
+
+    pairs, errors = [], []
+    with cf.ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = {pool.submit(one, job): job[0] for job in jobs}
+        for fut in cf.as_completed(futures):
+            try:
+                pairs.append(fut.result())
+            except Exception as err:  # noqa: BLE001 - a failed call is counted and named, never a label
+                rec = futures[fut]
+                errors.append({"question_id": rec["question_id"], "kind": getattr(err, "kind", type(err).__name__),
+                               "message": str(err)[:300]})
+    return _full_report(pairs, skipped, errors)
+
+
+def _full_report(pairs: list[dict[str, Any]], skipped: list[dict[str, Any]], errors: list[dict[str, Any]]
+                 ) -> dict[str, Any]:
+    report = agreement_report(pairs)
+    report["returned_models"] = sorted({p["returned_model"] for p in pairs})
+    report["skipped"] = sorted(skipped, key=lambda s: str(s["question_id"]))
+    report["errors"] = sorted(errors, key=lambda e: str(e["question_id"]))
+    return report
+
+
+def candidate_run(project: Path, run: str) -> tuple[str, str, dict[tuple[str, str], dict[str, Any]], str]:
+    """A run judged by the candidate: (provider, model, its verdicts by (question_id, prompt_sha256), source).
+
+    ``run`` is a run id of the project or a run directory. No call is made: the run's own verdicts are compared."""
+    path = Path(run)
+    if not path.is_dir():
+        path = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run))
+    if not run_store.has_meta(path):
+        raise UserError(f"--candidate-run {run}: no run at {path}", fix="give a run id or a run directory")
+    data = run_store.load_run(path)
+    provider, model = data.judge["provider"], data.judge["model"]
+    if is_offline(provider):
+        raise UserError(f"--candidate-run {run} was judged offline: the offline judge is not a candidate",
+                        fix="pass a run judged by provider:model")
+    if is_official_judge(provider, model):
+        raise UserError(f"--candidate-run {run} was judged by the official judge: there is no candidate to measure",
+                        fix="pass a run judged by another judge, e.g. run_benchmark.py --hypotheses FILE "
+                            "--judge-model provider:model")
+    verdicts = {}
+    for qid, row in data.rows.items():
+        verdict = row.judgment
+        if row.judged and verdict is not None and verdict.prompt_sha256:
+            verdicts[(qid, str(verdict.prompt_sha256))] = verdict
+    return str(provider), str(model), verdicts, f"run {data.run_id}"
+
+
+def measure_against_run(records: Sequence[Mapping[str, Any]],
+                        candidate: Mapping[tuple[str, str], Verdict]) -> dict[str, Any]:
+    """The report for verdicts the candidate already gave (``candidate_run``): an official record is paired with
+    the candidate's verdict on the same prompt (same question, hypothesis and template), else skipped."""
+    pairs, skipped = [], []
+    for rec in records:
+        verdict = candidate.get((str(rec.get("question_id")), str(rec.get("prompt_sha256"))))
+        if verdict is None:
+            skipped.append({"question_id": rec.get("question_id"),
+                            "why": "the candidate run has no verdict on this prompt (another hypothesis, or not judged)"})
+            continue
+        pairs.append({"question_id": rec["question_id"], "question_type": rec.get("question_type"),
+                      "official": bool(rec["label"]), "candidate": bool(verdict.label),
+                      "candidate_raw": verdict.raw, "returned_model": verdict.model})
+    return _full_report(pairs, skipped, [])
+
+
+def append_record(project: Path, record: Mapping[str, Any]) -> Path:
+    path = registry_path(project)
+    fileio.ensure_writable_dir(path.parent)
+    fileio.append_jsonl(path, record)
+    return path
+
+
+def latest(project: str | Path, provider: str | None, model: str | None) -> dict[str, Any] | None:
+    """The last measured agreement of ``provider:model`` with the official verdicts in this project, or None."""
+    path = registry_path(project)
+    if not path.is_file() or not provider or not model:
+        return None
+    found = None
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(raw)
+        except ValueError:
+            continue
+        if rec.get("candidate_provider") == provider and model in (rec.get("candidate_model"),
+                                                                    *rec.get("returned_models", [])):
+            found = rec
+    return found
+
+
+def compact(rec: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The figures a scorecard carries for a run judged by the candidate (no per-item lists)."""
+    if rec is None:
+        return None
+    flips = rec.get("flips")
+    return {**{k: rec.get(k) for k in ("candidate", "candidate_provider", "candidate_model", "n", "agreement",
+                                        "kappa", "measured_at", "source")},
+            "flips": flips if isinstance(flips, int) else len(flips or [])}
+
+
+def describe(rec: Mapping[str, Any]) -> str:
+    flips = rec.get("flips")
+    flips = flips if isinstance(flips, int) else len(flips or [])
+    kappa = "undefined" if rec.get("kappa") is None else f"{rec['kappa']:.3f}"
+    agreement = "—" if rec.get("agreement") is None else f"{rec['agreement']:.4f}"
+    return (f"agreement with the official {OFFICIAL_JUDGE_MODEL} verdicts {agreement} (Cohen's kappa {kappa}) on "
+            f"{rec.get('n')} items, {flips} flip(s) (judge_agreement.py, "
+            f"{rec.get('measured_at')}, {rec.get('source')})")
+
+
+def render_markdown(rec: Mapping[str, Any]) -> str:
+    c = rec["confusion"]
+    lines = [f"# Judge agreement: {rec['candidate']} vs the official {OFFICIAL_JUDGE_MODEL}", "",
+             describe(rec), "",
+             "| | candidate yes | candidate no |", "|---|---:|---:|",
+             f"| official yes | {c['official_true_candidate_true']} | {c['official_true_candidate_false']} |",
+             f"| official no | {c['official_false_candidate_true']} | {c['official_false_candidate_false']} |", "",
+             "| question type | n | agreement | no -> yes | yes -> no |", "|---|---:|---:|---:|---:|"]
+    for qtype, t in rec["per_type"].items():
+        lines.append(f"| {qtype} | {t['n']} | {t['agreement']:.4f} | {t['to_true']} | {t['to_false']} |")
+    if rec["flips"]:
+        lines += ["", "Flipping ids: " + ", ".join(
+            f"{f['question_id']} ({'no -> yes' if f['candidate'] else 'yes -> no'})" for f in rec["flips"])]
+    if rec["skipped"] or rec["errors"]:
+        lines += ["", f"Not compared: {len(rec['skipped'])} skipped (prompt or record mismatch), "
+                      f"{len(rec['errors'])} candidate call error(s): "
+                      + ", ".join(str(e["question_id"]) for e in [*rec["skipped"], *rec["errors"]][:20])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", help="a run whose rows carry official verdicts")
+    source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
+    candidate = parser.add_mutually_exclusive_group(required=True)
+    candidate.add_argument("--candidate", help="the candidate judge as provider:model (judges the hypotheses again)")
+    candidate.add_argument("--candidate-run", metavar="RUN",
+                           help="a run (id or directory) already judged by the candidate, e.g. the same hypotheses "
+                                "file judged with --judge-model: its verdicts are paired with the official ones on "
+                                "the same prompt; no call")
+    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
+    parser.add_argument("--longmemeval-root", help="upstream checkout for the prompts (default: from the config)")
+    parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
+    parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")
+    parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
+    args = parser.parse_args(argv)
+
+
+    project = args.project.resolve()
+    cfg = judge_files.project_config(project)
+    if args.candidate_run:
+        provider, model, verdicts, candidate_source = candidate_run(project, args.candidate_run)
+    else:
+        provider, model = config_mod.parse_model_arg(args.candidate, "openai", tuple(cfg.get("providers") or {}))
+        if is_offline(provider):
+            raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
+        model = resolve_judge_model(model)
+    root = args.longmemeval_root or cfg.get("longmemeval_root")
+    root = None if root is None else str(config_mod.resolve_path(project, root))
+    records, source = official_records(project, args.run_id, args.archive)
+    if not records:
+        raise UserError(f"{source} holds no official verdicts to compare with",
+                        fix="use a run judged by openai gpt-4o-2024-08-06 with upstream's prompt, or an archive")
+    if args.max is not None:
+        records = records[: max(0, args.max)]
+    if args.candidate_run:
+        report = measure_against_run(records, verdicts)
+        source = f"{source} vs candidate {candidate_source}"
+    else:
+        report = measure(records, provider, model, root, providers.Gateway(judge_files.provider_settings(cfg)),
+                         concurrency=args.concurrency)
+    if report["n"] == 0:
+        first = (report["errors"] or report["skipped"] or [{}])[0]
+        raise UserError(f"no verdict of {source} could be compared: {len(report['skipped'])} skipped, "
+                        f"{len(report['errors'])} candidate error(s) (first: {first})",
+                        fix="check the candidate's key and name, and that longmemeval_root is the checkout the "
+                            "official verdicts were judged with")
+    record = {"schemaVersion": SCHEMA_VERSION, "candidate": f"{provider}:{model}", "candidate_provider": provider,
+              "candidate_model": model, "official_judge": OFFICIAL_JUDGE_MODEL, "measured_at": utc_now(),
+              "source": source, **report}
+    append_record(project, record)
+    print(json.dumps(record, indent=2, ensure_ascii=False) if args.json else render_markdown(record), end="")
+    if args.json:
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,143 @@
+"""Upstream's file flow for the judge: judge every line of a hypotheses file and write it back with its label.
+
+``judge_shim.py --hyp-file F --ref-file R`` (upstream's ``evaluate_qa.py`` contract): the lines are judged
+``--concurrency`` at a time through a run's gateway (the adaptive rate limiter and the project's call cache); the
+output keeps the input's order and is replaced atomically once every line is judged, so a failed judge leaves a
+previous output as it was (the verdicts it got are in the cache).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from lme.core import config as config_mod
+from lme.models import providers
+from lme.models.call_cache import CallCache
+from lme.core.errors import UserError
+from lme.core.facts import CACHE_DIR
+from lme.judge.judge_official import judge_verdict
+from lme.core.fileio import write_atomic_bytes
+from lme.models.rate_pacer import Pacer
+from lme.core.records import LLM, Verdict
+from lme.models.run_gateway import RunGateway
+from lme.data.upstream_files import load_hypotheses, load_references
+
+
+def check_out_path(out: Path) -> None:
+    """Refuse an output path that cannot be written before any judge call is paid for."""
+    if out.is_dir():
+        raise UserError(f"--out {out} is a directory", fix="pass a file path for the judged lines")
+    if not out.parent.is_dir():
+        raise UserError(f"--out {out}: folder {out.parent} does not exist", fix="create it or pick another --out")
+    try:
+        fd, probe = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".probe")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise UserError(f"--out {out}: cannot write in {out.parent} ({err.strerror or err})") from None
+
+
+def judge_file(
+    hyp_file: Path, ref_file: Path, longmemeval_root: Path, provider: str, model: str, out: Path,
+    llm: LLM | None = None, *, archive: Any = None, repeat: int = 1, registry: Any = None, concurrency: int = 1,
+    make_llm: Callable[[], LLM] | None = None,
+) -> tuple[int, int]:
+    """Upstream's file flow: judge each hypothesis line, write it back with ``autoeval_label``. -> (correct, n).
+
+    ``concurrency`` lines are judged at once (through ``llm``, e.g. ``file_gateway``'s limiter and call cache); the
+    output keeps the input's order, so it is the same whatever the concurrency. ``out`` is replaced atomically once
+    every line is judged: a failed run leaves a previous ``out`` as it was (the verdicts it got are in the cache).
+    With ``repeat`` K > 1 each line also gets ``autoeval_verdicts`` (all K verdicts; the first is the label) and
+    ``registry`` (a ``judge_stability.StabilityRegistry``) gets the counts. ``make_llm`` builds the LLM once the
+    inputs are checked (a mistake in them creates no call cache).
+    """
+    out = Path(out)
+    if out.resolve() in (Path(hyp_file).resolve(), Path(ref_file).resolve()):
+        raise UserError(f"--out {out} is one of the input files", fix="pick another --out")
+    references = load_references(ref_file)
+    hypotheses = load_hypotheses(hyp_file)
+    check_out_path(out)
+    jobs = []
+    for entry in hypotheses:
+        qid = str(entry["question_id"])
+        if qid not in references:
+            print(f"skipping {qid}: not in {ref_file}", file=sys.stderr)
+            continue
+        jobs.append((qid, entry, references[qid]))
+    if make_llm is not None and jobs:
+        llm = make_llm()
+
+    def one(job: tuple[str, dict[str, Any], dict[str, Any]]) -> Verdict:
+        qid, entry, ref = job
+        return judge_verdict(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
+                     longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm,
+                     archive=archive, repeat=repeat)
+
+    verdicts = _in_order(one, jobs, concurrency)
+    lines: list[str] = []
+    for (qid, entry, _ref), verdict in zip(jobs, verdicts):
+        line = dict(entry)
+        line["autoeval_label"] = {"model": verdict.model, "label": verdict.label}
+        if verdict.verdicts is not None:
+            line["autoeval_verdicts"] = [dict(v) for v in verdict.verdicts]
+            if registry is not None:
+                registry.record(qid, verdict, f"judge_shim {hyp_file}")
+        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+    try:
+        write_atomic_bytes(out, "".join(lines).encode("utf-8"))
+    except OSError as err:
+        raise UserError(f"cannot write --out {out}: {err.strerror or err}") from None
+    return sum(bool(v.label) for v in verdicts), len(verdicts)
+
+
+def _in_order(work: Callable[[Any], Any], jobs: Sequence[Any], concurrency: int) -> list[Any]:
+    """``work`` over ``jobs``, at most ``concurrency`` at once, results in the jobs' order. The first failure (or
+    Ctrl-C) starts no further job, lets the calls in flight finish (their replies reach the call cache), and is
+    raised."""
+    results: list[Any] = [None] * len(jobs)
+    waiting = iter(enumerate(jobs))
+    in_flight: dict[cf.Future, int] = {}
+    with cf.ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="judge") as pool:
+        while True:
+            while len(in_flight) < max(1, concurrency):
+                nxt = next(waiting, None)
+                if nxt is None:
+                    break
+                in_flight[pool.submit(work, nxt[1])] = nxt[0]
+            if not in_flight:
+                return results
+            done, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                results[in_flight.pop(fut)] = fut.result()
+
+
+def file_gateway(project: Path, cfg: Mapping[str, Any], concurrency: int, *, read_cache: bool = True) -> LLM:
+    """The LLM of ``--hyp-file``: a run's gateway (``run_gateway``) with the project's call cache, the run's pacer
+    (at most ``concurrency`` calls in flight, paced by the provider's limits), and the config's provider settings
+    (``cfg``: ``project_config``)."""
+    cache = None
+    if cfg.get("cacheEnabled", True):
+        cache_dir = config_mod.resolve_path(project, cfg.get("cache_dir") or CACHE_DIR)
+        cache = CallCache(cache_dir, read=read_cache)
+    return RunGateway(settings=provider_settings(cfg), cache=cache,
+                      limiter=Pacer(concurrency, limits=config_mod.rate_limits(cfg)))
+
+
+def provider_settings(cfg: Mapping[str, Any]) -> Any:
+    """``providers.ProviderSettings`` from a config: base URLs of named providers, Azure, timeout, attempts."""
+    named = cfg.get("providers") or {}
+    return providers.ProviderSettings(
+        base_urls={n: str(p["base_url"]) for n, p in named.items() if isinstance(p, Mapping) and p.get("base_url")},
+        azure={k: str(v) for k, v in dict(named.get("azure") or {}).items()},
+        timeout_s=float(cfg.get("requestTimeoutSeconds", 600)), max_attempts=int(cfg.get("maxAttempts", 8)))
+
+
+def project_config(project: Path) -> dict[str, Any]:
+    """The project's config.json, or {} when it has none (a file can be judged outside a project)."""
+    return dict(config_mod.load_config(project)) if config_mod.config_path(project).is_file() else {}

@@ -1,0 +1,274 @@
+"""The official LongMemEval judge: upstream's prompt, upstream's call settings, upstream's label rule.
+
+The prompt comes from the user's own LongMemEval checkout: only the function ``get_anscheck_prompt`` is taken
+from ``<root>/src/evaluation/evaluate_qa.py`` (parsed with ``ast`` and compiled alone, so the module's heavy
+imports and ``__main__`` block never run, and the checkout is never modified). The call is what upstream sends:
+one user message holding the prompt, no system message, ``temperature 0``, ``max_tokens 10``, ``n 1``, with the
+judge alias ``gpt-4o`` pinned to ``gpt-4o-2024-08-06``. The label is ``'yes' in reply.strip().lower()``.
+
+A verdict is ``official`` only for provider ``openai`` (or ``azure``: the same snapshot through Azure OpenAI), the
+model ``gpt-4o-2024-08-06`` (requested and returned), and a prompt function whose source is upstream's (its sha256
+is pinned in ``facts``). Any other judge is allowed and recorded as non-official. An empty reply is labelled False,
+as upstream does. An archived official verdict (``verdict_archive``) is used instead of a call.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import hashlib
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lme.core import command_names
+from lme.models import providers
+from lme.core.errors import UserError
+from lme.core.facts import (
+    JUDGE_PROMPT_FUNCTION,
+    JUDGE_TEMPLATE_RELPATH,
+    OFFICIAL_JUDGE_MODEL,
+    QUESTION_TYPES,
+    UPSTREAM_FUNCTION_SHA256,
+    is_abstention,
+    is_official_judge,
+    is_offline,
+    resolve_judge_model,
+)
+from lme.judge.judge_stability import stability
+from lme.judge.offline_judge import offline_verdict
+from lme.core.records import LLM, ChatRequest, Verdict
+
+TEMPLATE_RELPATH = Path(JUDGE_TEMPLATE_RELPATH)
+PROMPT_FUNCTION = JUDGE_PROMPT_FUNCTION
+JUDGE_MAX_TOKENS = 10
+SETUP_HINT = f"run {command_names.SETUP} (it clones xiaowu0162/LongMemEval) or set longmemeval_root in the config"
+
+
+class JudgeInputError(UserError):
+    """The item cannot be judged (e.g. an unknown question_type): the run records it as a ``judge_input`` error."""
+
+    kind = "judge_input"
+
+
+@dataclass(frozen=True)
+class PromptBuilder:
+    build: Callable[..., str]
+    """``get_anscheck_prompt(task, question, answer, response, abstention=False)`` from the checkout."""
+    path: Path
+    template_sha256: str
+    """sha256 of the whole ``evaluate_qa.py`` file."""
+    function_sha256: str
+    """sha256 of the function's source (CRLF normalised): what decides whether the prompt is upstream's."""
+
+    @property
+    def is_upstream(self) -> bool:
+        return self.function_sha256 in UPSTREAM_FUNCTION_SHA256
+
+
+class _BuilderCache:
+    """Loaded prompt functions per (path, mtime, size): a run judges hundreds of items from one file."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, int, int], PromptBuilder] = {}
+
+    def get(self, path: Path) -> PromptBuilder:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            builder = self._entries.get(key)
+        if builder is None:
+            builder = _compile_builder(path)
+            with self._lock:
+                self._entries[key] = builder
+        return builder
+
+
+_CACHE = _BuilderCache()
+
+
+def _compile_builder(path: Path) -> PromptBuilder:
+    data = path.read_bytes()
+    try:
+        source = data.decode("utf-8")
+        tree = ast.parse(source, filename=str(path))
+    except (UnicodeDecodeError, SyntaxError) as err:
+        raise UserError(f"cannot parse {path}: {err}", fix=SETUP_HINT) from None
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == PROMPT_FUNCTION]
+    if not functions:
+        raise UserError(f"{path} has no function {PROMPT_FUNCTION}: is this a LongMemEval checkout?",
+                        fix=SETUP_HINT)
+    function = functions[-1]  # Python semantics: the last definition wins
+    segment = ast.get_source_segment(source, function) or ""
+    namespace: dict[str, Any] = {"__builtins__": __builtins__, "__name__": "longmemeval_judge_prompt"}
+    code = compile(ast.Module(body=[function], type_ignores=[]), str(path), "exec")
+    exec(code, namespace)  # noqa: S102 - only the one function definition is executed
+    return PromptBuilder(
+        build=namespace[PROMPT_FUNCTION],
+        path=path,
+        template_sha256=hashlib.sha256(data).hexdigest(),
+        function_sha256=hashlib.sha256(segment.replace("\r\n", "\n").encode("utf-8")).hexdigest(),
+    )
+
+
+def load_prompt_builder(longmemeval_root: str | Path | None) -> PromptBuilder:
+    """``get_anscheck_prompt`` from ``<root>/src/evaluation/evaluate_qa.py``; UserError saying how to get it."""
+    if longmemeval_root is None or str(longmemeval_root) == "":
+        raise UserError("no LongMemEval checkout configured for the official judge prompt", fix=SETUP_HINT)
+    path = Path(longmemeval_root).expanduser() / TEMPLATE_RELPATH
+    if not path.is_file():
+        raise UserError(f"LongMemEval checkout not found: {path} does not exist", fix=SETUP_HINT)
+    return _CACHE.get(path.resolve())
+
+
+def label_from_reply(reply: str) -> bool:
+    """Upstream's label rule, the only one: correct iff ``yes`` occurs in the stripped, lower-cased reply."""
+    return "yes" in reply.strip().lower()
+
+
+def build_prompt(
+    builder: PromptBuilder, question_type: str, question: str, answer: Any, hypothesis: str, *,
+    abstention: bool, question_id: str = "?",
+) -> str:
+    try:
+        return builder.build(question_type, question, answer, hypothesis, abstention=abstention)
+    except NotImplementedError:
+        raise JudgeInputError(
+            f"question {question_id}: question_type {question_type!r} has no judge prompt upstream "
+            f"(known: {', '.join(QUESTION_TYPES)})"
+        ) from None
+    except Exception as err:  # noqa: BLE001 - a bad item must become an error row, not a crash
+        raise JudgeInputError(f"question {question_id}: the judge prompt could not be built "
+                              f"({type(err).__name__}: {err})") from None
+
+
+def judge_request(prompt: str, provider: str, model: str) -> ChatRequest:
+    """Upstream's call: one user message, no system message, temperature 0, max_tokens 10, n 1.
+
+    An empty reply is a reply (``allow_empty``): upstream labels it False (``'yes' in ''``) and goes on."""
+    return ChatRequest(
+        provider=provider,
+        model=resolve_judge_model(model),
+        messages=({"role": "user", "content": prompt},),
+        system=None,
+        max_tokens=JUDGE_MAX_TOKENS,
+        temperature=0,  # an int, as upstream sends it: the JSON body says 0, not 0.0
+        n=1,
+        allow_empty=True,
+    )
+
+
+CONTINUITY_HINT = (
+    "the official judge gpt-4o-2024-08-06 is not served here (retired?): reuse official verdicts from an archive "
+    "(judge_shim.py import-verdicts FILE), route the same snapshot through Azure OpenAI (judgeProvider azure with "
+    "providers.azure endpoint, deployment, api_version; key AZURE_OPENAI_API_KEY), or measure a successor judge "
+    "with scripts/judge_agreement.py (its runs are labelled with that agreement, never official)"
+)
+"""What to do when the official judge answers not_found: named in the one-line stop of a run and of --hyp-file."""
+
+
+def official_judge_gone(err: Any, provider: str, model: str) -> bool:
+    """True when ``err`` (a ProviderError, or a row's ``error`` dict) is the official judge answering 'not found'
+    (the snapshot retired from the API)."""
+    kind = err.get("kind") if isinstance(err, dict) else getattr(err, "kind", None)
+    return kind == "not_found" and is_official_judge(provider, resolve_judge_model(model))
+
+
+def _verdict_summary(verdict: Verdict) -> dict[str, Any]:
+    return {"label": verdict.label, "raw": verdict.raw, "model": verdict.model, "cached": verdict.cached,
+            "source": verdict.source}
+
+
+def _fresh_complete(llm: LLM) -> Callable[[ChatRequest], Any]:
+    """The LLM's call that bypasses (neither reads nor writes) a call cache, for the repeats of ``--repeat``."""
+    return getattr(llm, "complete_fresh", None) or llm.complete
+
+
+def judge_verdict(
+    question_type: str,
+    question: str,
+    answer: Any,
+    hypothesis: str,
+    longmemeval_root: str | Path | None,
+    provider: str = "openai",
+    model: str = "gpt-4o",
+    question_id: str | None = None,
+    llm: LLM | None = None,
+    *,
+    archive: Any = None,
+    repeat: int = 1,
+) -> Verdict:
+    """Judge one hypothesis. Raises JudgeInputError or providers.ProviderError.
+
+    ``archive`` (a ``verdict_archive.VerdictArchive``): an official verdict for this exact prompt and model is used
+    instead of a call. ``repeat`` K > 1 judges K times (the K-1 repeats bypass cache and archive) and sets
+    ``verdicts`` (all K, the first is the label) and ``stability``.
+    """
+    if question_id is None:
+        raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
+                        fix="pass question_id=...")
+    abstention = is_abstention(question_id)
+    if is_offline(provider):
+        return offline_verdict(question_id, question_type, question, answer, hypothesis)
+    builder = load_prompt_builder(longmemeval_root)
+    prompt = build_prompt(builder, question_type, question, answer, hypothesis, abstention=abstention,
+                          question_id=question_id)
+    request = judge_request(prompt, provider, model)
+    prompt_sha256 = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+    if llm is None:
+        llm = providers.Gateway()
+    official_route = is_official_judge(provider, request.model)
+    archived = archive.lookup(prompt_sha256, request.model) if archive is not None and official_route else None
+    if archived is not None:
+        first = _verdict(builder, provider, model, request, prompt_sha256, archived["raw"], archived["model"],
+                         source="archive")
+    else:
+        completion = llm.complete(request)
+        first = _verdict(builder, provider, model, request, prompt_sha256, completion.text, completion.model,
+                         completion=completion, source="cache" if completion.cached else "call")
+    if repeat > 1:
+        fresh = _fresh_complete(llm)
+        verdicts = [_verdict_summary(first)]
+        for _ in range(repeat - 1):
+            try:
+                again = fresh(request)
+            except Exception as err:  # noqa: BLE001 - a failed repeat never costs the item its official label
+                verdicts.append({"label": None, "error": f"{getattr(err, 'kind', type(err).__name__)}: {err}"})
+                continue
+            verdicts.append(_verdict_summary(_verdict(builder, provider, model, request, prompt_sha256, again.text,
+                                                      again.model, completion=again, source="call")))
+        first = dataclasses.replace(first, verdicts=tuple(verdicts), stability=stability(verdicts))
+    return first
+
+
+def judge(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``judge_verdict`` (same arguments) as JSON: ``Verdict.to_dict()``, with ``verdicts`` and ``stability`` when
+    ``repeat`` K > 1."""
+    return judge_verdict(*args, **kwargs).to_dict()
+
+
+def _verdict(builder: PromptBuilder, provider: str, model: str, request: ChatRequest, prompt_sha256: str,
+             reply: Any, returned_model: str, *, completion: Any = None, source: str) -> Verdict:
+    reply = reply if isinstance(reply, str) else ""
+    official = is_official_judge(provider, request.model) and returned_model == OFFICIAL_JUDGE_MODEL \
+        and builder.is_upstream
+    return Verdict(
+        label=label_from_reply(reply),
+        raw=reply,
+        provider=provider,
+        model=returned_model,
+        requested_model=model,
+        official=official,
+        prompt_sha256=prompt_sha256,
+        template_sha256=builder.template_sha256,
+        tokensIn=0 if completion is None else completion.tokensIn,
+        tokensOut=0 if completion is None else completion.tokensOut,
+        latencyMs=0.0 if completion is None else completion.latencyMs,
+        attempts=0 if completion is None else completion.attempts,
+        cached=source != "call",
+        source=source,
+        billing=str(getattr(completion, "billing", None) or "sync") if source == "call" else "sync",
+        batch_id=getattr(completion, "batch_id", None) if source == "call" else None,
+    )

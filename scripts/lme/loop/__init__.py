@@ -1,0 +1,1 @@
+"""The loop stage (see docs/architecture.md)."""

@@ -1,0 +1,287 @@
+"""Keep or revert a fix: compare the pre-fix snapshot with the post-fix run and apply the loop's decision table.
+
+    net = fixes - regressions (strict, per question, snapshot -> run)
+    net >= +1              keep
+    net in {0, -1}         keep only with --reusable (infrastructure other fixes build on); else revert
+    net <= -2              revert, however right the fix feels
+
+The re-test set is the round's fair trigger set (``trigger_set.py``: the cluster's failing items plus a control
+sample of correct ones). The record splits the counts by part (an item wrong in the snapshot can only be fixed, a
+right one only broken) and sets the net against the measured noise floor (``noise_floor.py``): the flips
+expected from noise on a set of that size and the band a net falls in under noise alone. The table above stays
+the decision; a keep whose net lies inside the band is labelled ``keep (within noise)`` (in the record, the
+printed line and the history) and is never presented as a fix. Without a noise floor for the run's stack the
+label says ``keep (noise not measured)``.
+
+A flip on an item whose judge label is unstable (its repeated verdicts disagree, or the project's
+judge-stability.jsonl marks that exact prompt flaky) is noise: the decision uses the net without such flips,
+and the record and the printed line name them (never hidden).
+
+With --apply, a revert restores the snapshot's rows and completed marks for every re-tested question (under the
+run lock, atomically, with a backup), runs ``git revert --no-edit <fix commit>`` on the loop branch, and rewrites
+the run's scorecard. Every decision is appended to ``.longmemeval-benchmarks/decisions.jsonl``.
+
+Usage:
+    python scripts/decide.py --snapshot v3 --run-id longmemeval-iter --fix-commit abc1234
+    python scripts/decide.py --snapshot v3 --run-id longmemeval-iter --fix-commit abc1234 --apply
+    python scripts/decide.py --snapshot v3 --run-id longmemeval-iter --reusable --apply --json
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import json
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.score import run_comparison as compare_runs  # the comparison (compare_runs.py is its command)
+from lme.core import fileio
+from lme.loop import loop_git
+from lme.loop import loop_state
+from lme.loop import noise_floor
+from lme.report import report_outputs
+from lme.store import run_store
+from lme.score import trigger_set
+from lme.core.clock import utc_now
+from lme.core.errors import UserError, run_main
+from lme.core.facts import DECISIONS_FILE
+from lme.run.loop_rules import assert_on_loop_branch
+from lme.core.run_records import ResultRow
+
+
+def decide(net: int, reusable: bool) -> str:
+    """The decision table: ``keep`` or ``revert``."""
+    if net >= 1:
+        return "keep"
+    if net >= -1:
+        return "keep" if reusable else "revert"
+    return "revert"
+
+
+def retested_ids(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]) -> list[str]:
+    """Ids whose last row changed since the snapshot (the ones the fix's re-run touched)."""
+    ids = list(dict.fromkeys([*snapshot_rows, *run_rows]))
+    return [q for q in ids if snapshot_rows.get(q) != run_rows.get(q)]
+
+
+def decision_label(decision: str, noise: Mapping[str, Any], net: int) -> str:
+    """``keep``, ``keep (within noise)``, ``keep (noise not measured)`` or ``revert``."""
+    if decision != "keep":
+        return decision
+    if not noise.get("measured"):
+        return "keep (noise not measured)"
+    return "keep (within noise)" if within_noise(noise, net) else "keep"
+
+
+def within_noise(noise: Mapping[str, Any], net: int) -> bool:
+    return bool(noise.get("measured")) and noise["low"] <= net <= noise["high"]
+
+
+def parts(comparison: Mapping[str, Any], failing: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Fixes and regressions per part of the re-test set: ``failing`` (wrong in the snapshot: it can only be
+    fixed) and ``control`` (right in the snapshot: it can only be broken)."""
+    flipped = {c["question_id"]: c for c in comparison["changed"]}
+    out = {}
+    for name, ids in (("failing", failing), ("control", control)):
+        changes = [flipped[q] for q in ids if q in flipped]
+        out[name] = {"n": len(ids), "fixes": sum(1 for c in changes if c["after"]),
+                     "regressions": sum(1 for c in changes if not c["after"])}
+    return out
+
+
+def readiness_problems(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]) -> list[str]:
+    """Why the run is not ready to be judged against the snapshot: items not re-run yet, or re-run into errors."""
+    missing = [q for q in snapshot_rows if q not in run_rows]
+    errored = [
+        q for q, row in run_rows.items()
+        if row.status == "error" and q in snapshot_rows and snapshot_rows[q].judged
+    ]
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} item(s) have no row yet (e.g. {', '.join(missing[:3])})")
+    if errored:
+        problems.append(f"{len(errored)} re-tested item(s) ended in an error row (e.g. {', '.join(errored[:3])})")
+    return problems
+
+
+def append_decision(project: Path, record: Mapping[str, Any]) -> Path:
+    """Append one JSON line to decisions.jsonl, fsynced (the file only grows; a torn last line is cut first)."""
+    path = Path(project) / DECISIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    fileio.append_jsonl(path, record, line=line)
+    return path
+
+
+def restore_from_snapshot(snapshot_dir: Path, run_dir: Path, ids: Sequence[str]) -> dict:
+    """Put the snapshot's last rows and marks for ``ids`` back into the run (ids without a snapshot row vanish)."""
+    snap_rows = run_store.load_results(snapshot_dir)
+    snap_done = run_store.load_completed(snapshot_dir)
+    add_rows = [snap_rows[q] for q in ids if q in snap_rows]
+    add_completed = [q for q in ids if q in snap_done and q in snap_rows and snap_rows[q].label is not None]
+    return run_store.rewrite_run(run_dir, ids, add_rows=add_rows, add_completed=add_completed, label="revert")
+
+
+def rescore(project: Path, run_id: str) -> None:
+    """Rewrite the run's metrics.json/scorecard.md after its rows changed (scorecard output goes to stderr)."""
+    with redirect_stdout(sys.stderr):
+        report_outputs.score_project_run(Path(project), run_id, charts=False)
+
+
+def run_decision(
+    project: Path,
+    snapshot: str,
+    run_id: str,
+    *,
+    reusable: bool = False,
+    fix_commit: str | None = None,
+    apply: bool = False,
+    allow_errors: bool = False,
+) -> dict[str, Any]:
+    """Compare, decide, optionally apply, and log. Returns the decision record."""
+    project = Path(project)
+    round_no = loop_state.parse_snapshot(snapshot)
+    snap_dir = loop_state.snapshot_dir(project, round_no)
+    if not snap_dir.is_dir():
+        raise UserError(f"no snapshot v{round_no} at {snap_dir}", fix="take it with rounds.py snapshot before the fix")
+    run_dir = run_store.existing_run_dir(project, run_id)
+    snap_rows = run_store.load_results(snap_dir)
+    run_rows = run_store.load_results(run_dir)
+    problems = readiness_problems(snap_rows, run_rows)
+    if problems and not allow_errors:
+        raise UserError(
+            f"run {run_id} is not ready to judge the fix: {'; '.join(problems)}",
+            fix="resume the run (parallel_longmemeval.sh) until every item is judged, or pass --allow-errors",
+        )
+    comparison = compare_runs.compare(snap_dir, run_dir)
+    net = int(comparison["net"])
+    flaky = comparison["flaky_flips"]
+    decided_net = int(comparison["net_excluding_flaky"])
+    decision = decide(decided_net, reusable)  # a flip of an unstable label is noise
+    changed_ids = retested_ids(snap_rows, run_rows)
+    retest = trigger_set.read_retest(project, round_no) or {}
+    control = [q for q in retest.get("control") or () if q in snap_rows]
+    ids = list(dict.fromkeys([*(retest.get("failing") or ()), *control, *changed_ids]))
+    wrong_before = [q for q in ids if q in snap_rows and not snap_rows[q].correct]
+    right_before = [q for q in ids if q in snap_rows and snap_rows[q].correct]
+    floor = noise_floor.measured_for(project, run_store.read_meta(run_dir))
+    noise = noise_floor.band(floor, [snap_rows[q].question_type for q in wrong_before],
+                             [snap_rows[q].question_type for q in right_before])
+    record: dict[str, Any] = {
+        "at": utc_now(),
+        "round": round_no,
+        "snapshot": f"v{round_no}",
+        "run_id": run_id,
+        "fix_commit": fix_commit,
+        "reusable": reusable,
+        "fixes": comparison["fixes"],
+        "regressions": comparison["regressions"],
+        "net": net,
+        "flaky_flips": flaky,
+        "net_excluding_flaky": comparison["net_excluding_flaky"],
+        "p_value": comparison["p_value"],
+        "per_type_net": {t: b["net"] for t, b in comparison["per_type"].items() if b["n"]},
+        "retested": len(changed_ids),
+        "retest_ids": ids,
+        "retest_set": {"size": len(wrong_before) + len(right_before), "failing": len(wrong_before),
+                       "control": len(right_before), "control_sampled": len(control), "recorded": bool(retest),
+                       "parts": parts(comparison, wrong_before, right_before)},
+        "noise": {**noise, "within": within_noise(noise, decided_net),
+                  "measured_at": None if floor is None else floor.get("measured_at")},
+        "per_type": {t: {k: b[k] for k in ("n", "fixes", "regressions", "net")}
+                     for t, b in comparison["per_type"].items() if b["n"]},
+        "decision": decision,
+        "label": decision_label(decision, noise, decided_net),
+        "applied": False,
+        "revert_commit": None,
+        "readiness_problems": problems,
+    }
+    try:
+        figures = run_store.read_metrics(run_dir)
+        record["retest_figures"] = {
+            "correct": figures["correct"], "n_total": figures["n_total"],
+            **{k: loop_state.figure(figures.get(k)) for k in ("overall", "task_averaged", "abstention")},
+            "per_type": loop_state.per_type_figures(figures)}
+    except UserError:
+        record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
+    if apply and decision == "revert":
+        if not fix_commit:
+            raise UserError("a revert needs the fix commit", fix="pass --fix-commit <sha> (git log --oneline)")
+        assert_on_loop_branch(project=project)
+        record["revert_commit"] = loop_git.revert(fix_commit, project=project)
+        restored = restore_from_snapshot(snap_dir, run_dir, changed_ids)
+        record["restored_ids"] = changed_ids
+        record["backup"] = restored["backup"]
+        rescore(project, run_id)
+    record["applied"] = bool(apply)
+    append_decision(project, record)
+    return record
+
+
+def describe_noise(record: Mapping[str, Any]) -> str:
+    """The re-test set and the noise band, for the printed line."""
+    retest, noise = record.get("retest_set"), record.get("noise")
+    if not retest or not noise:
+        return ""
+    split = retest["parts"]
+    text = (f"; re-test set {retest['size']} ({split['failing']['n']} failing: {split['failing']['fixes']} fixed, "
+            f"{split['control']['n']} control: {split['control']['regressions']} broken)")
+    if not noise["measured"]:
+        return text + "; noise floor not measured (parallel_longmemeval.sh ... --noise-floor)"
+    if record["decision"] == "keep":
+        where = "inside it: not a significant fix" if noise["within"] else "outside it: a real change"
+    else:
+        where = "inside it" if noise["within"] else "outside it"
+    return (text + f"; noise: {noise['expected_flips']:g} flips expected on {noise['set_size']} items, "
+            f"band {noise['low']:+d}..{noise['high']:+d}, {where}")
+
+
+def describe(record: Mapping[str, Any]) -> str:
+    label = record.get("label", record["decision"])
+    verdict = record["decision"].upper() + label[len(record["decision"]):]  # KEEP (within noise)
+    line = (
+        f"{verdict}: net {record['net']:+d} (fixes {record['fixes']}, regressions {record['regressions']}, "
+        f"McNemar p={record['p_value']:.3g}) vs snapshot {record['snapshot']}"
+    )
+    line += describe_noise(record)
+    flaky = record.get("flaky_flips") or {}
+    if flaky.get("ids"):
+        line += (f"; decided on net {record['net_excluding_flaky']:+d} without {len(flaky['ids'])} flip(s) of "
+                 f"unstable judge labels ({', '.join(flaky['ids'])})")
+    if record["decision"] == "keep" and record.get("net_excluding_flaky", record["net"]) < 1:
+        line += " — kept only because --reusable"
+    if record["applied"] and record["decision"] == "revert":
+        line += f"; reverted {record['fix_commit']} ({record['revert_commit']}), restored {record['retested']} item(s)"
+    elif not record["applied"] and record["decision"] == "revert":
+        line += "; run again with --apply --fix-commit <sha> to revert"
+    return line
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
+    parser.add_argument("--snapshot", required=True, help="the pre-fix snapshot, v<ROUND> (rounds.py snapshot)")
+    parser.add_argument("--run-id", required=True, help="the post-fix run (the loop's run id)")
+    parser.add_argument("--reusable", action="store_true", help="the fix is infrastructure later fixes reuse: keep at net 0 or -1")
+    parser.add_argument("--fix-commit", help="the fix's commit sha (needed to revert)")
+    parser.add_argument("--apply", action="store_true", help="carry out a revert: restore snapshot verdicts, git revert")
+    parser.add_argument("--allow-errors", action="store_true", help="decide although re-tested items ended in errors (they count as wrong)")
+    parser.add_argument("--json", action="store_true", help="print the decision record as JSON")
+    args = parser.parse_args(argv)
+    record = run_decision(
+        args.project, args.snapshot, args.run_id, reusable=args.reusable, fix_commit=args.fix_commit,
+        apply=args.apply, allow_errors=args.allow_errors,
+    )
+    print(json.dumps(record, indent=2, sort_keys=True) if args.json else describe(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

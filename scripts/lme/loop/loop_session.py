@@ -1,0 +1,230 @@
+"""Which Claude Code session drives the iteration loop, and whether that loop is over. Standard library only.
+
+The plugin's Stop hook (``hooks/hooks.json`` -> ``loop_stop_hook.py``) keeps a Claude Code session working while
+the loop it started is not over. This module is what the hook asks. The state is one file,
+``.longmemeval-benchmarks/loop-session.json``: the session id that ran ``start`` (Claude Code gives its Bash
+commands ``CLAUDE_CODE_SESSION_ID``), when, how many rows ``history_max_effort.md`` had then, and whether the
+user cancelled.
+
+The loop is over only on facts our scripts wrote, never on what the model says:
+- CONFIRMED: ``confirmation.json`` says ``confirmed`` (``confirm.py finish`` judged the clean rerun at target);
+- BLOCKED: a ``| BLOCKED |`` row was added to ``history_max_effort.md`` after ``start`` (``rounds.py blocked``);
+- cancelled: the user ran ``loop_session.py cancel`` (the plugin's cancel command, ``command_names.CANCEL``).
+
+One guard against a session that spins without doing anything (a step refused again and again, a permission
+prompt nobody answers in a headless run): when the loop's files have not changed across ``STALL_LIMIT`` stops in
+a row, the hook lets the session end and says why (``note_stop``). Progress is measured on the loop's files (git
+HEAD and status, the round counter, history, decisions, confirmation, trigger set, proposal, the runs' result
+files), never on what the model says.
+
+Usage (from the project root):
+    python scripts/loop_session.py start [--session ID]   # this Claude Code session drives the loop
+    python scripts/loop_session.py cancel                 # the user's explicit stop: sessions may end again
+    python scripts/loop_session.py status [--session ID]  # would the Stop hook keep this session going, and why
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from lme.core import cli_parser
+
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from lme.core.clock import utc_now_iso
+from lme.core import command_names  # noqa: E402  (stdlib-only siblings)
+from lme.core import fileio  # noqa: E402
+from lme.core.errors import UserError, run_main  # noqa: E402
+from lme.core.facts import (  # noqa: E402
+    CONFIRMATION_FILE,
+    DECISIONS_FILE,
+    HISTORY_FILE,
+    LOOP_SESSION_FILE,
+    PROPOSAL_FILE,
+    ROUND_FILE,
+    RUNS_DIR,
+    TRIGGER_SET_FILE,
+)
+from lme.store.run_layout import WATCHED_FILES
+
+SESSION_FILE = LOOP_SESSION_FILE
+SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
+"""Set by Claude Code (2.1.332) in the environment of every Bash command and hook it runs."""
+STALL_LIMIT = 3
+"""Stops in a row with no change to the loop's files after which the hook lets the session end."""
+_WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, TRIGGER_SET_FILE, PROPOSAL_FILE)
+_RUN_FILES = WATCHED_FILES
+
+
+@dataclass(frozen=True)
+class Verdict:
+    keep_going: bool
+    why: str
+    """One line: what the hook decided on (``no loop``, ``CONFIRMED``, ``BLOCKED``, ...)."""
+
+
+def session_path(project: Path) -> Path:
+    return Path(project) / SESSION_FILE
+
+
+def read_state(project: Path) -> dict[str, Any] | None:
+    """The session file's content; None when there is none. A broken file is a user error naming the fix."""
+    path = session_path(project)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path} is unreadable: {err}", fix="run loop_session.py start again (or delete the file)")
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a JSON object", fix="run loop_session.py start again (or delete the file)")
+    return data
+
+
+def _write_state(project: Path, state: dict[str, Any]) -> None:
+    path = session_path(project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.write_atomic_json(path, state)
+
+
+def _history_rows(project: Path) -> list[str]:
+    try:
+        text = (Path(project) / HISTORY_FILE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")
+            and not line.startswith("|---")]
+
+
+def confirmed(project: Path) -> bool:
+    try:
+        data = json.loads((Path(project) / CONFIRMATION_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("status") == "confirmed"
+
+
+def blocked_since(project: Path, rows_at_start: int) -> bool:
+    """A BLOCKED row among the rows added to the history after the loop's start."""
+    return any(row.startswith("| BLOCKED |") for row in _history_rows(project)[rows_at_start:])
+
+
+def start(project: Path, session_id: str) -> str:
+    """Record ``session_id`` as the loop's driver; returns the line to print. Another session's record is replaced."""
+    if confirmed(project):
+        return "the loop is over (CONFIRMED): nothing to keep going; report both run ids and both counts"
+    try:
+        previous = read_state(project) or {}
+    except UserError:  # a broken record is replaced: that is the fix it names
+        previous = {}
+    state = {"session_id": session_id, "started_at": utc_now_iso("seconds"), "status": "active",
+             "history_rows": len(_history_rows(project)), "project": str(Path(project).resolve())}
+    _write_state(project, state)
+    if previous.get("session_id") not in (None, session_id) and previous.get("status") == "active":
+        return (f"loop session {session_id}: taken over from session {previous['session_id']}; "
+                "the Stop hook keeps this session going until CONFIRMED, BLOCKED or cancel")
+    return (f"loop session {session_id}: the Stop hook keeps this session going until CONFIRMED, BLOCKED or "
+            f"cancel ({command_names.CANCEL})")
+
+
+def cancel(project: Path) -> str:
+    state = read_state(project)
+    if state is None or state.get("status") != "active":
+        return "no active loop session: nothing to cancel"
+    state.update(status="cancelled", ended_at=utc_now_iso("seconds"))
+    _write_state(project, state)
+    return f"loop session {state.get('session_id')} cancelled: Claude Code may end the session; the loop's state is kept"
+
+
+def verdict(project: Path, session_id: str | None) -> Verdict:
+    """Should the Stop hook keep ``session_id`` working in ``project``?"""
+    state = read_state(project)
+    if state is None:
+        return Verdict(False, "no loop session in this project")
+    if not session_id or state.get("session_id") != session_id:
+        return Verdict(False, f"the loop belongs to another session ({state.get('session_id')})")
+    if state.get("status") != "active":
+        return Verdict(False, f"the loop session was {state.get('status')}")
+    if confirmed(project):
+        return Verdict(False, "CONFIRMED: the loop is over")
+    if blocked_since(project, int(state.get("history_rows") or 0)):
+        return Verdict(False, "BLOCKED: the loop is halted until a human fixes it")
+    return Verdict(True, "no CONFIRMED, no BLOCKED, not cancelled")
+
+
+def fingerprint(project: Path) -> str:
+    """A digest of the loop's files: it changes whenever a step of the loop did something."""
+    import hashlib
+    import subprocess
+
+    project = Path(project)
+    parts: list[str] = []
+    for args in (["rev-parse", "HEAD"], ["status", "--porcelain"]):
+        try:
+            done = subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, timeout=20)
+            parts.append(done.stdout)
+        except (OSError, subprocess.SubprocessError):
+            parts.append("")
+    files = [project / name for name in _WATCHED]
+    files += [run / name for run in sorted((project / RUNS_DIR).glob("*")) for name in _RUN_FILES]
+    for path in files:
+        try:
+            stat = path.stat()
+            parts.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{path}:-")
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+def note_stop(project: Path) -> int:
+    """Record a stop the hook is about to block; returns how many stops in a row saw no progress (0: progress)."""
+    state = read_state(project) or {}
+    now = fingerprint(project)
+    stalls = int(state.get("stalls") or 0) + 1 if state.get("fingerprint") == now else 0
+    state.update(fingerprint=now, stalls=stalls)
+    _write_state(project, state)
+    return stalls
+
+
+def current_session(explicit: str | None) -> str:
+    session = explicit or os.environ.get(SESSION_ENV, "")
+    if not session:
+        raise UserError(f"no Claude Code session: {SESSION_ENV} is not set",
+                        fix="run this from Claude Code (its Bash tool sets it), or pass --session ID")
+    return session
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("start", "this Claude Code session drives the loop"),
+                       ("status", "would the Stop hook keep this session going")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--session", help=f"the Claude Code session id (default: ${SESSION_ENV})")
+    sub.add_parser("cancel", help="the user's explicit stop: the Stop hook lets the session end")
+    args = parser.parse_args(argv)
+    if args.command == "cancel":
+        print(cancel(args.project))
+        return 0
+    if args.command == "start":
+        if not (args.session or os.environ.get(SESSION_ENV)):
+            print(f"not in a Claude Code session ({SESSION_ENV} not set): no Stop hook to arm; the loop goes on as "
+                  "long as you run its steps")
+            return 0
+        print(start(args.project, current_session(args.session)))
+        return 0
+    found = verdict(args.project, args.session or os.environ.get(SESSION_ENV))
+    print(f"{'keeps going' if found.keep_going else 'may stop'}: {found.why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,230 @@
+"""The iteration loop's steps that change its state, one function each (the skill's steps 4, 6 and 8-10): each can
+simply be run again after an interruption. ``rounds.py`` runs them; ``loop_state`` holds what they change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from lme.core.clock import utc_now_iso
+from lme.loop import decide
+from lme.loop import loop_git
+from lme.loop import noise_floor
+from lme.score import pipeline_health
+from lme.store import run_store
+from lme.core.errors import UserError
+from lme.core.facts import PROPOSAL_FILE
+from lme.loop.loop_state import (
+    baseline_logged,
+    baseline_note,
+    append_history_row,
+    bump,
+    current,
+    decision_for,
+    fix_commit,
+    init,
+    log_step,
+    snapshot_dir,
+    step_logged,
+)
+
+
+def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
+    """Copy the run's files into ``snapshots/v<round>/``; refuses to overwrite an existing snapshot.
+
+    The copy is built in a temp directory and renamed into place, so a snapshot is either whole or absent.
+    """
+    project = Path(project)
+    source = run_store.existing_run_dir(project, run_id)
+    round_no = current(project) if round_no is None else round_no
+    dest = snapshot_dir(project, round_no)
+    if dest.exists():
+        raise UserError(f"snapshot v{round_no} already exists at {dest}", fix="snapshots are never overwritten; bump the round")
+    if not run_store.has_rows(source):
+        raise UserError(f"run {run_id} has no {run_store.RESULTS_FILE} yet", fix="finish the baseline run first")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".v{round_no}."))
+    try:
+        run_store.copy_run(source, tmp)
+        write_labels(tmp, run_store.load_results(source))
+        (tmp / run_store.SNAPSHOT_RECORD).write_text(
+            json.dumps({"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n",
+            encoding="utf-8",
+        )
+        os.rename(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+def write_labels(dest: Path, rows: dict) -> Path:
+    """``labels.jsonl``: per item its type, status, label and the sha256 of its hypothesis and judge prompt: what
+    the next round needs of a snapshot, small enough to commit every round."""
+    def sha(text: str | None) -> str | None:
+        return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    lines = [json.dumps({"question_id": q, "question_type": r.question_type, "status": r.status, "label": r.label,
+                         "hypothesis_sha256": sha(r.hypothesis),
+                         "judge_prompt_sha256": None if r.judgment is None else r.judgment.prompt_sha256},
+                        sort_keys=True) for q, r in rows.items()]
+    path = Path(dest) / "labels.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def log(project: Path, run_id: str, note: str = "", round_no: int | None = None) -> str:
+    """Append the round's metrics row to ``history_max_effort.md`` (never ``history.md``); returns the row."""
+    project = Path(project)
+    metrics = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+    init(project)
+    round_no = current(project) if round_no is None else round_no
+    return log_step(project, round_no, "baseline" if note == baseline_note(round_no) else "log", metrics, note)
+
+
+def retest_note(record: dict) -> str:
+    """The re-test row's note: set size and parts, fixes, regressions, net, p, the noise band."""
+    retest, noise = record.get("retest_set") or {}, record.get("noise") or {}
+    size = (f"re-test {retest['size']} ({retest['failing']} failing + {retest['control']} control)"
+            if retest else f"re-test {record['retested']}")
+    band = (f"noise band {noise['low']:+d}..{noise['high']:+d} ({noise['expected_flips']:g} flips expected)"
+            if noise.get("measured") else "noise floor not measured")
+    return (f"{size}: fixes {record['fixes']}, regressions {record['regressions']}, net {record['net']:+d}, "
+            f"p={record['p_value']:.3g}, {band}")
+
+
+def log_decision(project: Path, run_id: str, record: dict) -> None:
+    """The round's re-test, decision and (when reverted) revert rows of the history; never twice."""
+    round_no = int(record["round"])
+    if step_logged(project, round_no, "decision: "):
+        return
+    metrics = record.get("retest_figures") or run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+    keys = ("fixes", "regressions", "net", "p_value", "retest_set", "noise", "per_type")
+    log_step(project, round_no, "re-test", metrics, retest_note(record), {k: record.get(k) for k in keys})
+    log_step(project, round_no, "decision", metrics, f"decision: {record.get('label', record['decision'])}",
+             {"decision": record["decision"], "label": record.get("label"), "fix_commit": record.get("fix_commit")})
+    if record["decision"] == "revert" and record.get("applied"):
+        after = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+        log_step(project, round_no, "revert", after,
+                 f"revert of {str(record.get('fix_commit'))[:12]}: snapshot verdicts of {record['retested']} "
+                 f"item(s) restored", {"revert_commit": record.get("revert_commit")})
+
+
+def _commit_state_and_push(project: Path, message: str) -> str | None:
+    sha = loop_git.commit(message, loop_git.state_paths(project), project=project)
+    print(f"pushed {loop_git.push(project=project)}", file=sys.stderr)
+    return sha
+
+
+def begin(project: Path, run_id: str) -> int:
+    """Step 4: a new round (bump), its pre-fix snapshot, its baseline row, committed and pushed. Returns the round.
+
+    Run again after an interruption it finishes the round it started instead of starting another: the current
+    round is reused while it has no decision yet. Refused once the round has its fix commit (finish it first).
+    """
+    project = Path(project)
+    init(project)
+    round_no = current(project)
+    if round_no == 0 or decision_for(project, round_no) is not None:
+        round_no = bump(project)
+    elif fix_commit(project, round_no):
+        raise UserError(f"round v{round_no} already has its fix commit and no decision yet",
+                        fix="finish it: re-test the trigger set (step 7), then rounds.py finish (steps 8-10)")
+    if not snapshot_dir(project, round_no).exists():
+        require_healthy_stack(project, run_id)
+        require_noise_floor(project, run_id)
+        snapshot(project, run_id, round_no)
+    if not baseline_logged(project, round_no):
+        log(project, run_id, baseline_note(round_no), round_no)
+    _commit_state_and_push(project, f"round v{round_no}: baseline")
+    return round_no
+
+
+def require_healthy_stack(project: Path, run_id: str) -> None:
+    """Refuse a round while a pipeline stage is broken across the run (pipeline_health): a fix measured on a
+    broken stack measures the breakage."""
+    rows = run_store.load_results(run_store.existing_run_dir(project, run_id))
+    broken = pipeline_health.summarise(rows.values())["broken"]
+    if broken:
+        raise UserError("the stack is broken across the run: " + "; ".join(p["line"] for p in broken),
+                        fix=broken[0]["fix"] + ", then re-run the broken items (step 1) and rounds.py begin again")
+
+
+NOISE_FLOOR_STEP = "bash \"${CLAUDE_PLUGIN_ROOT}/scripts/parallel_longmemeval.sh\" 8 133 500 --noise-floor"
+
+
+def require_noise_floor(project: Path, run_id: str) -> dict:
+    """The noise floor of the run's stack, measured; else a UserError naming the step that measures it."""
+    meta = run_store.read_meta(run_store.existing_run_dir(project, run_id))
+    floor = noise_floor.measured_for(project, meta)
+    if floor is None:
+        stack = noise_floor.stack_of(meta)
+        old = noise_floor.load(project)
+        why = ("its measurement is still pending" if old and old.get("status") == "pending" else
+               "the stack's models changed since it was measured" if old else "it was never measured")
+        raise UserError(f"no noise floor for this stack (reader {stack['reader']}, judge {stack['judge']}): {why}; "
+                        "a decision could not tell a fix from noise",
+                        fix=f"measure it first (the skill's step 3b): {NOISE_FLOOR_STEP}, then rounds.py begin again")
+    return floor
+
+
+def commit_fix(project: Path, proposal: Path | None = None) -> str:
+    """Step 6: commit every changed file outside the loop's state as ``fix(v<N>): <proposal>``; returns the sha.
+
+    Refused before the round has begun (no snapshot), after it was decided, and when it already has a fix
+    commit: one fix per round.
+    """
+    project = Path(project)
+    round_no = current(project)
+    if round_no == 0 or not snapshot_dir(project, round_no).is_dir():
+        raise UserError(f"round v{round_no} has not begun (no snapshot v{round_no})",
+                        fix="start the round first: rounds.py begin --run-id <loop run> (step 4)")
+    if decision_for(project, round_no) is not None:
+        raise UserError(f"round v{round_no} is decided already", fix="start a new round (step 4) for another fix")
+    existing = fix_commit(project, round_no)
+    if existing:
+        raise UserError(f"round v{round_no} already has its fix commit {existing[:12]}: one fix per round",
+                        fix="re-test it (step 7), then rounds.py finish (steps 8-10)")
+    path = project / (PROPOSAL_FILE if proposal is None else proposal)
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise UserError(f"{path} is missing", fix="write the proposal first: the fix in one sentence on line 1")
+    if not text:
+        raise UserError(f"{path} is empty", fix="write the fix in one sentence on its first line")
+    changed = loop_git.changed_paths(project)
+    if not changed:
+        raise UserError("no changed files outside the loop's state: there is no fix to commit",
+                        fix="make the fix first (git status shows it)")
+    print(f"committing: {', '.join(changed)}", file=sys.stderr)
+    sha = loop_git.commit(f"fix(v{round_no}): {text}", changed, project=project)
+    assert sha is not None  # changed_paths found changes
+    return sha
+
+
+def finish(project: Path, run_id: str, *, reusable: bool = False, allow_errors: bool = False) -> str:
+    """Steps 8-10: decide on the round's fix (a revert is applied), commit the state, push. Returns the summary.
+
+    Run again after an interruption it does not decide twice: the round's recorded decision is committed and
+    pushed (a revert recorded without being applied is decided again, applied).
+    """
+    project = Path(project)
+    round_no = current(project)
+    record = decision_for(project, round_no)
+    if record is None or (record.get("decision") == "revert" and not record.get("applied")):
+        sha = fix_commit(project, round_no)
+        if not sha:
+            raise UserError(f"no 'fix(v{round_no}):' commit on this branch",
+                            fix="commit the fix first: rounds.py commit-fix (step 6)")
+        record = decide.run_decision(project, f"v{round_no}", run_id, reusable=reusable, fix_commit=sha,
+                                     apply=True, allow_errors=allow_errors)
+    summary = decide.describe(record)
+    log_decision(project, run_id, record)
+    _commit_state_and_push(project, f"round v{round_no}: {summary}")
+    return summary

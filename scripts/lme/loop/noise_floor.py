@@ -1,0 +1,309 @@
+"""The loop's noise floor: how often the UNCHANGED system's labels flip when its items are simply run again.
+
+Before the first decision, and again whenever the stack's models change (target, reader, writer, judge), a seeded
+sample of the loop run's judged items is run again with the cache bypassed (``parallel_longmemeval.sh
+--noise-floor`` does it: ``start`` records the sample's labels and hypothesis hashes and drops the items, the run
+resumes them with ``--no-cache``, ``finish`` compares). Per question type it records the test-retest flip rate,
+split by cause:
+
+    generation flip   the label changed and so did the hypothesis (the target answered differently)
+    judge flip        the label changed on the same hypothesis, or the row's repeated verdicts disagree
+                      (``--judge-repeat``, where the run has it)
+
+``decide.py`` turns the rates into the flips expected from noise on a re-test set (sum of its items' type rates)
+and a noise band for the net (mean +- 2 sd of fixes - regressions under noise alone): a keep inside the band is
+``keep (within noise)``, never a fix.
+
+The record is ``.longmemeval-benchmarks/noise-floor.json`` (committed by the loop: ids, labels, hashes, rates).
+
+Usage:
+    python scripts/noise_floor.py check --run-id longmemeval-iter     # exit 0 measured for this stack, 1 not
+    python scripts/noise_floor.py start --run-id longmemeval-iter [--sample 60] [--seed S]
+    python scripts/noise_floor.py pending --run-id longmemeval-iter   # exit 0 every sampled item re-run, 1 not
+    python scripts/noise_floor.py finish --run-id longmemeval-iter
+    python scripts/noise_floor.py show
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.core import fileio
+from lme.store import run_store
+from lme.core.clock import utc_now
+from lme.core.errors import UserError, run_main
+from lme.core.facts import NOISE_FLOOR_FILE, SCHEMA_VERSION
+from lme.core.run_records import ResultRow, RunMeta
+from lme.score import drop_qids
+
+DEFAULT_SAMPLE = 60
+BAND_SD = 2.0
+PRIOR_ITEMS = 10
+"""A type's rate is shrunk toward the overall rate as if it had this many more items at the overall rate: 0 flips
+on 8 sampled items of a type is not a type that never flips."""
+
+
+def _sha(text: str | None) -> str | None:
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stack_of(meta: RunMeta) -> dict[str, Any]:
+    """The models a run's labels depend on: target, reader, the target's model stack, judge."""
+    target = meta.target or {}
+    options = target.get("options") or {}
+    return {
+        "target": target.get("name"),
+        "reader": f"{target.get('provider')}:{target.get('model')}",
+        "stack": dict(options.get("stack") or {}),
+        "judge": f"{meta.judge_provider}:{meta.judge_model}",
+    }
+
+
+def stack_key(stack: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(stack, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def path_of(project: Path) -> Path:
+    return Path(project) / NOISE_FLOOR_FILE
+
+
+def load(project: Path) -> dict[str, Any] | None:
+    path = path_of(project)
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise UserError(f"{path} is not valid JSON", fix="restore it from git history, or delete it and measure again")
+    return record if isinstance(record, dict) else None
+
+
+def _run(project: Path, run_id: str) -> tuple[Path, RunMeta, dict[str, ResultRow], dict[str, str]]:
+    run_dir = run_store.existing_run_dir(project, run_id)
+    meta = run_store.read_meta(run_dir)
+    rows = run_store.load_results(run_dir)
+    manifest = run_store.read_manifest(run_dir)
+    types = manifest.types() if manifest is not None else {q: r.question_type for q, r in rows.items()}
+    return run_dir, meta, rows, types
+
+
+def measured_for(project: Path, meta: RunMeta) -> dict[str, Any] | None:
+    """The measured noise floor when it belongs to this run's stack (None: missing, pending or stale)."""
+    record = load(project)
+    if not record or record.get("status") != "measured":
+        return None
+    return record if record.get("stack_key") == stack_key(stack_of(meta)) else None
+
+
+def sample(rows: Mapping[str, ResultRow], types: Mapping[str, str], size: int, seed: str) -> list[str]:
+    """A seeded sample of judged items, stratified by type (each type's share of the run, at least one)."""
+    judged = [q for q in types if q in rows and rows[q].judged]
+    if not judged:
+        return []
+    by_type: dict[str, list[str]] = {}
+    for q in sorted(judged, key=lambda q: hashlib.sha256(f"{seed}:{q}".encode()).hexdigest()):
+        by_type.setdefault(types[q], []).append(q)
+    size = min(size, len(judged))
+    chosen: list[str] = []
+    for qtype, ids in sorted(by_type.items()):
+        chosen += ids[:max(1, round(size * len(ids) / len(judged)))]
+    return chosen
+
+
+def start(project: Path, run_id: str, *, size: int = DEFAULT_SAMPLE, seed: str | None = None) -> dict[str, Any]:
+    """Record a seeded sample's labels and hypotheses, then drop those items so the run re-runs them.
+
+    Idempotent: a pending measurement of the same stack is returned as it is (nothing dropped twice).
+    """
+
+    if size < 1:
+        raise UserError(f"--sample {size} must be >= 1", fix="e.g. --sample 60")
+    project = Path(project)
+    run_dir, meta, rows, types = _run(project, run_id)
+    stack = stack_of(meta)
+    record = load(project)
+    if record and record.get("status") == "pending" and record.get("stack_key") == stack_key(stack):
+        return record
+    seed = seed or f"noise-{stack_key(stack)}"
+    ids = sample(rows, types, size, seed)
+    if not ids:
+        raise UserError(f"run {run_id} has no judged item to re-run", fix="finish the loop's full run first (step 1)")
+    record = {
+        "schemaVersion": SCHEMA_VERSION, "status": "pending", "run_id": run_id, "seed": seed,
+        "stack": stack, "stack_key": stack_key(stack), "started_at": utc_now(),
+        "sample": ids,
+        "before": {q: {"type": types[q], "label": rows[q].correct, "hypothesis_sha256": _sha(rows[q].hypothesis)}
+                   for q in ids},
+    }
+    fileio.write_atomic_json(path_of(project), record)
+    drop_qids.drop_qids(run_dir, ids)
+    return record
+
+
+def pending_ids(project: Path, run_id: str) -> list[str]:
+    """Sampled ids the run has not judged again yet."""
+    record = load(project)
+    if not record or record.get("status") != "pending":
+        return []
+    _, _, rows, _ = _run(project, run_id)
+    return [q for q in record["sample"] if q not in rows or not rows[q].judged]
+
+
+def flips(before: Mapping[str, Mapping[str, Any]], rows: Mapping[str, ResultRow]) -> dict[str, dict[str, Any]]:
+    """Per type: ``n``, ``generation_flips``, ``judge_flips``, ``flips`` and their rates."""
+    per_type: dict[str, dict[str, Any]] = {}
+    for qid, was in before.items():
+        row = rows.get(qid)
+        if row is None or not row.judged:
+            continue
+        bucket = per_type.setdefault(was["type"], {"n": 0, "generation_flips": 0, "judge_flips": 0, "ids": []})
+        bucket["n"] += 1
+        changed = bool(row.correct) != bool(was["label"])
+        same_text = _sha(row.hypothesis) == was["hypothesis_sha256"]
+        unstable = bool(((row.judgment.stability if row.judgment else None) or {}).get("flaky"))
+        if changed and not same_text:
+            bucket["generation_flips"] += 1
+        elif changed or unstable:
+            bucket["judge_flips"] += 1
+        else:
+            continue
+        bucket["ids"].append(qid)
+    for bucket in per_type.values():
+        bucket["flips"] = bucket["generation_flips"] + bucket["judge_flips"]
+        for key in ("flips", "generation_flips", "judge_flips"):
+            bucket[key.replace("flips", "rate")] = round(bucket[key] / bucket["n"], 4) if bucket["n"] else 0.0
+    return dict(sorted(per_type.items()))
+
+
+def overall(per_type: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    n = sum(b["n"] for b in per_type.values())
+    out: dict[str, Any] = {"n": n}
+    for key in ("flips", "generation_flips", "judge_flips"):
+        out[key] = sum(b[key] for b in per_type.values())
+        out[key.replace("flips", "rate")] = round(out[key] / n, 4) if n else 0.0
+    return out
+
+
+def finish(project: Path, run_id: str) -> dict[str, Any]:
+    """Compare the re-run sample with its recorded labels; the record becomes ``measured``."""
+    project = Path(project)
+    record = load(project)
+    if not record:
+        raise UserError("no noise-floor measurement was started", fix="parallel_longmemeval.sh ... --noise-floor")
+    if record.get("status") == "measured":
+        return record
+    missing = pending_ids(project, run_id)
+    if missing:
+        raise UserError(f"{len(missing)} sampled item(s) are not re-run yet (e.g. {', '.join(missing[:3])})",
+                        fix="resume the run with --no-cache (parallel_longmemeval.sh ... --noise-floor), then finish")
+    _, _, rows, _ = _run(project, run_id)
+    per_type = flips(record["before"], rows)
+    record.update(status="measured", measured_at=utc_now(), per_type=per_type, overall=overall(per_type))
+    fileio.write_atomic_json(path_of(project), record)
+    return record
+
+
+def rate_of(floor: Mapping[str, Any] | None, qtype: str) -> float:
+    """An item's chance to flip from noise: its type's measured flips, shrunk toward the overall rate
+    (``PRIOR_ITEMS``); a type the sample missed gets the overall rate."""
+    if not floor:
+        return 0.0
+    base = float((floor.get("overall") or {}).get("rate", 0.0))
+    bucket = (floor.get("per_type") or {}).get(qtype) or {}
+    return (bucket.get("flips", 0) + PRIOR_ITEMS * base) / (bucket.get("n", 0) + PRIOR_ITEMS)
+
+
+def band(floor: Mapping[str, Any] | None, failing_types: Iterable[str], control_types: Iterable[str]) -> dict[str, Any]:
+    """Flips expected from noise on a re-test set, and the band its net falls in under noise alone.
+
+    A failing item that flips is a fix (+1), a control item that flips a regression (-1), each with its type's
+    rate: net has mean sum(failing) - sum(control) and variance sum r(1 - r); the band is mean +- 2 sd, widened to
+    whole items.
+    """
+    fail_rates = [rate_of(floor, t) for t in failing_types]
+    ctrl_rates = [rate_of(floor, t) for t in control_types]
+    expected = sum(fail_rates) + sum(ctrl_rates)
+    mean = sum(fail_rates) - sum(ctrl_rates)
+    sd = math.sqrt(sum(r * (1 - r) for r in (*fail_rates, *ctrl_rates)))
+    return {
+        "measured": bool(floor),
+        "expected_flips": round(expected, 2),
+        "mean_net": round(mean, 2),
+        "sd": round(sd, 2),
+        "low": math.floor(mean - BAND_SD * sd),
+        "high": math.ceil(mean + BAND_SD * sd),
+        "set_size": len(fail_rates) + len(ctrl_rates),
+    }
+
+
+def describe(record: Mapping[str, Any]) -> list[str]:
+    if record.get("status") != "measured":
+        return [f"noise floor: pending ({len(record.get('sample') or [])} sampled items to re-run)"]
+    total = record["overall"]
+    lines = [f"noise floor ({record['stack']['reader']} reader, judge {record['stack']['judge']}): "
+             f"{total['flips']} of {total['n']} sampled labels flipped on a plain re-run "
+             f"({total['rate']:.1%}: generation {total['generation_flips']}, judge {total['judge_flips']})"]
+    for qtype, b in record["per_type"].items():
+        lines.append(f"  {qtype}: {b['flips']}/{b['n']} ({b['rate']:.1%}; generation {b['generation_flips']}, "
+                     f"judge {b['judge_flips']})")
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, text in (("check", "exit 0 when the noise floor is measured for the run's stack, else 1"),
+                       ("start", "sample, record and drop the items to re-run (once per stack)"),
+                       ("pending", "exit 0 when every sampled item is re-run, else 1 (prints how many are left)"),
+                       ("finish", "compare the re-run sample with its recorded labels and record the flip rates")):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--run-id", required=True, help="the loop's run id")
+        if name == "start":
+            p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help=f"items to re-run (default {DEFAULT_SAMPLE})")
+            p.add_argument("--seed", help="the sample's seed (default: derived from the stack)")
+    sub.add_parser("show", help="print the recorded noise floor")
+    args = parser.parse_args(argv)
+    project = args.project
+    if args.command == "show":
+        record = load(project)
+        print("\n".join(describe(record)) if record else "noise floor: not measured")
+        return 0
+    if args.command == "check":
+        _, meta, _, _ = _run(project, args.run_id)
+        record = measured_for(project, meta)
+        if record is None:
+            old = load(project)
+            why = ("pending" if old and old.get("status") == "pending" else
+                   "stale: the stack's models changed" if old else "not measured")
+            print(f"noise floor: {why}")
+            return 1
+        print("\n".join(describe(record)))
+        return 0
+    if args.command == "start":
+        record = start(project, args.run_id, size=args.sample, seed=args.seed)
+        print(f"noise floor: {len(record['sample'])} sampled item(s) recorded and dropped; "
+              f"the run re-runs them with --no-cache", file=sys.stderr)
+        return 0
+    if args.command == "pending":
+        left = pending_ids(project, args.run_id)
+        print(f"noise floor: {len(left)} sampled item(s) left to re-run")
+        return 1 if left else 0
+    record = finish(project, args.run_id)
+    print("\n".join(describe(record)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,1 @@
+"""The models stage (see docs/architecture.md)."""

@@ -1,0 +1,131 @@
+"""A dated price table: tokens -> US dollars. Unknown models cost ``None`` (unknown), never 0.
+
+Prices are list prices for standard (non-batch, non-cached) API use, in USD per million input / output tokens.
+A model id matches an entry exactly, or as the entry plus a dated snapshot suffix (``claude-sonnet-4-5-20250929``,
+``gpt-4o-mini-2024-07-18``) or ``-latest``; anything else is unknown, so a newer model never silently inherits an
+older family's price. Re-read the source pages and update ``PRICES_READ_ON`` when you change a number.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping, Sequence
+
+from lme.core.facts import is_offline
+from lme.core.records import Verdict
+from lme.core.run_records import ResultRow
+
+PRICES_READ_ON = "2026-11-29"
+PRICES_SOURCE = (
+    "list prices from openai.com/api/pricing and docs.anthropic.com/en/docs/about-claude/pricing, as recorded "
+    "by the toolkit's authors on PRICES_READ_ON; check them before quoting a dollar figure"
+)
+
+PRICES: dict[str, tuple[float, float]] = {
+    # OpenAI chat
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-2024-08-06": (2.50, 10.00),
+    "gpt-4o-2024-11-20": (2.50, 10.00),
+    "gpt-4o-2024-05-13": (5.00, 15.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "o1": (15.00, 60.00),
+    "o1-mini": (1.10, 4.40),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    # Anthropic
+    "claude-3-haiku": (0.25, 1.25),
+    "claude-3-5-haiku": (0.80, 4.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-3-5-sonnet": (3.00, 15.00),
+    "claude-3-7-sonnet": (3.00, 15.00),
+    "claude-sonnet-4": (3.00, 15.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-sonnet-4-6": (3.00, 15.00),
+    "claude-3-opus": (15.00, 75.00),
+    "claude-opus-4": (15.00, 75.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-opus-4-5": (5.00, 25.00),
+    "claude-opus-4-6": (5.00, 25.00),
+    # OpenAI embeddings (no output tokens)
+    "text-embedding-3-small": (0.02, 0.0),
+    "text-embedding-3-large": (0.13, 0.0),
+    "text-embedding-ada-002": (0.10, 0.0),
+}
+
+BATCH_DISCOUNT = 0.5
+"""Share of the list price paid for a call through a provider's Batch API, input and output tokens alike.
+OpenAI: the Batch API FAQ (help.openai.com/en/articles/9197833, "50% cost discount vs. the synchronous APIs") and
+the Batch column of openai.com/api/pricing; Anthropic: the Pricing section of the batch-processing guide
+(platform.claude.com/docs/en/build-with-claude/batch-processing, "all usage is charged at 50% of the standard API
+prices") and the batch column of its pricing page. Read on ``PRICES_READ_ON``."""
+BILLINGS = ("sync", "batch")
+
+_SNAPSHOT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
+
+
+def price_for(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per million tokens, or None when the model is not in the table."""
+    if model in PRICES:
+        return PRICES[model]
+    base = _SNAPSHOT_SUFFIX.sub("", model)
+    if base != model and base in PRICES:
+        return PRICES[base]
+    return None
+
+
+def cost_usd(model: str, tokens_in: int, tokens_out: int, billing: str = "sync") -> float | None:
+    """Dollars for one call, or None for an unknown model (unknown is not free). ``billing`` ``batch``: a call
+    through a Batch API, at ``BATCH_DISCOUNT`` of the list price."""
+    price = price_for(model)
+    if price is None:
+        return None
+    usd = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+    return usd * BATCH_DISCOUNT if billing == "batch" else usd
+
+
+def call_cost(calls: Sequence[Mapping[str, Any]]) -> float | None:
+    """Dollars actually spent on these calls (cache hits are free); None when any paid call's price is unknown."""
+    total = 0.0
+    for call in calls:
+        if call.get("cached"):
+            continue
+        usd = cost_usd(str(call.get("model", "")), int(call.get("tokensIn") or 0), int(call.get("tokensOut") or 0),
+                       str(call.get("billing") or "sync"))
+        if usd is None:
+            return None
+        total += usd
+    return total
+
+
+def verdict_cost(verdict: Verdict) -> float | None:
+    """Dollars of the judge call behind ``verdict`` (offline, cached and archived verdicts are free)."""
+    if is_offline(verdict.provider):
+        return 0.0
+    return call_cost([{"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
+                       "cached": verdict.cached, "billing": verdict.billing}])
+
+
+def row_spend(row: ResultRow) -> float | None:
+    """Dollars this toolkit paid for one result row: its target calls and its judge call (cache hits free)."""
+    generation = call_cost(row.calls)
+    judge = 0.0 if row.judgment is None else verdict_cost(row.judgment)
+    return None if generation is None or judge is None else generation + judge
+
+
+def spent(rows: Iterable[ResultRow]) -> tuple[float, int]:
+    """(dollars of the priced rows, number of rows whose price is unknown)."""
+    total, unknown = 0.0, 0
+    for row in rows:
+        usd = row_spend(row)
+        if usd is None:
+            unknown += 1
+        else:
+            total += usd
+    return total, unknown

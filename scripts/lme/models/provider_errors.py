@@ -1,0 +1,200 @@
+"""A model call that did not give a usable reply: ``ProviderError`` (its kind, attempts, HTTP status, Retry-After)
+and ``classify``, the one place an SDK exception becomes one of the policy's kinds.
+
+Retried kinds (``retryable``): rate_limit (429), timeout (408, the SDK's own), server (409, 5xx, Anthropic 529),
+connection, malformed (an unparseable body). Not retried: auth (401/403), not_found (404), bad_request (other 4xx),
+billing (OpenAI 429 insufficient_quota, Anthropic 400 "credit balance"), refusal, too_large_for_tpm (larger than
+the whole tokens-per-minute budget). Keys never appear in an error message (``scrub``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any, Mapping
+
+from lme.core import command_names
+
+KINDS = (
+    "rate_limit",
+    "server",
+    "timeout",
+    "connection",
+    "auth",
+    "bad_request",
+    "not_found",
+    "billing",
+    "malformed",
+    "refusal",
+    "too_large_for_tpm",
+)
+RETRIED_STATUSES = {408, 409, 429}
+SETUP_COMMAND = command_names.SETUP
+_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
+
+
+class ProviderError(Exception):
+    """A model call that did not give a usable reply. ``str(err)`` is a readable one-line message, keys scrubbed."""
+
+    headers: Any = None
+    """The reply's headers when the call was answered but its reply refused (empty, refusal): for the pacer."""
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        attempts: int = 1,
+        status: int | None = None,
+        retry_after: float | None = None,
+        *,
+        retryable: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.message = scrub(" ".join(str(message).split()))
+        self.attempts = attempts
+        self.status = status
+        self.retry_after = retry_after
+        self.retryable = retryable
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "message": self.message, "attempts": self.attempts, "status": self.status}
+
+    def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, subprocess targets)
+        return (_rebuild_error, (self.kind, self.message, self.attempts, self.status, self.retry_after,
+                                 self.retryable))
+
+
+def _rebuild_error(kind: str, message: str, attempts: int, status: int | None, retry_after: float | None,
+                   retryable: bool) -> ProviderError:
+    return ProviderError(kind, message, attempts, status, retry_after, retryable=retryable)
+
+
+def scrub(text: str) -> str:
+    """Remove every known key value, and anything shaped like a key, from ``text``."""
+    for name, value in os.environ.items():
+        if name.endswith("_API_KEY") and len(value) >= 6 and value in text:
+            text = text.replace(value, "[redacted]")
+    return _KEY_PATTERN.sub("[redacted]", text)
+
+
+
+
+TOO_LARGE = "too_large_for_tpm"
+"""The error kind of a call larger than the whole tokens-per-minute budget: no retry can send it."""
+
+
+def too_large(provider: str, model: str, detail: str, attempts: int) -> ProviderError:
+    return ProviderError(TOO_LARGE, f"{provider} {model}: {detail}; shorten the prompt (e.g. a smaller context or "
+                         "top_k target option), use a model or usage tier with a higher tokens-per-minute limit, or "
+                         f"set providers.{provider}.tpm in the config if that budget is wrong", attempts=attempts)
+
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / scale)
+        except ValueError:
+            continue  # an HTTP date: rare from these APIs, fall back to our own backoff
+    return None
+
+
+def _status_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping) and err.get("message"):
+            return str(err["message"])[:300]
+    return str(getattr(exc, "message", "") or exc)[:300]
+
+
+def _error_code(exc: Any) -> str | None:
+    code = getattr(exc, "code", None)
+    if code:
+        return str(code)
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        if isinstance(err, Mapping):
+            return str(err.get("code") or err.get("type") or "") or None
+    return None
+
+
+def _sdk_error(exc: BaseException, name: str) -> bool:
+    """``exc`` is the SDKs' error class ``name``. Only SDKs already imported are asked: an error from one SDK must
+    not cost the import of the other (``anthropic`` takes about a second)."""
+    return any(isinstance(exc, getattr(sys.modules[sdk], name)) for sdk in ("openai", "anthropic")
+               if sdk in sys.modules and hasattr(sys.modules[sdk], name))
+
+
+def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float, key_env: str) -> ProviderError:
+    """Turn an SDK (or parsing) exception into a ProviderError with the kind and retry decision of our policy.
+    ``timeout_s``: the client's timeout; ``key_env``: the variable that holds the provider's key (both named in the
+    message)."""
+    if isinstance(exc, ProviderError):
+        return exc
+    where = f"{provider} {model}"
+    if _sdk_error(exc, "APITimeoutError"):
+        return ProviderError("timeout", f"{where}: no reply within {timeout_s:g} s", retryable=True)
+    if _sdk_error(exc, "APIConnectionError"):
+        cause = exc.__cause__ or exc
+        return ProviderError("connection", f"{where}: connection failed ({type(cause).__name__}: {cause})",
+                             retryable=True)
+    if _sdk_error(exc, "APIStatusError"):
+        status = int(exc.status_code)
+        text = _status_message(exc)
+        code = _error_code(exc)
+        retry_after = _retry_after(getattr(exc.response, "headers", None))
+        env = key_env
+        if status == 429 and code == "insufficient_quota":
+            return ProviderError("billing", f"{where}: the run is blocked on billing: the account is out of quota "
+                                 f"(HTTP 429 insufficient_quota: {text}); add credit, then resume", status=status)
+        if status == 400 and "credit balance" in text.lower():
+            return ProviderError("billing", f"{where}: the run is blocked on billing: the credit balance is too "
+                                 f"low (HTTP 400: {text}); add credit, then resume", status=status)
+        if status == 429 and "request too large" in text.lower():  # OpenAI: bigger than the whole TPM budget
+            return too_large(provider, model, f"the provider refused it as larger than the tokens-per-minute "
+                              f"budget (HTTP 429: {text})", 1)
+        if status == 429:
+            return ProviderError("rate_limit", f"{where}: rate limited (HTTP 429: {text})", status=status,
+                                 retry_after=retry_after, retryable=True)
+        if status == 408:
+            return ProviderError("timeout", f"{where}: request timeout (HTTP 408: {text})", status=status,
+                                 retry_after=retry_after, retryable=True)
+        if status == 409 or status >= 500:
+            return ProviderError("server", f"{where}: server error (HTTP {status}: {text})", status=status,
+                                 retry_after=retry_after, retryable=True)
+        if status in (401, 403):
+            return ProviderError("auth", f"{where}: the key in {env} was rejected (HTTP {status}: {text}); "
+                                 f"check it or run {SETUP_COMMAND}", status=status)
+        if status == 404:
+            return ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "
+                                 "base URL", status=status)
+        return ProviderError("bad_request", f"{where}: request rejected (HTTP {status}: {text})", status=status)
+    if isinstance(exc, ValueError):  # json.JSONDecodeError and the SDKs' response validation errors
+        return ProviderError("malformed", f"{where}: the reply body is not valid JSON ({exc})", retryable=True)
+    if _sdk_error(exc, "APIResponseValidationError"):
+        return ProviderError("malformed", f"{where}: the reply does not have the expected shape ({exc})",
+                             retryable=True)
+    raise exc
+
+
+def outcome(err: ProviderError) -> str:
+    """What the limiter is told of a failed attempt: ``rate_limit``, ``refused``, ``server`` or ``error``."""
+    if err.kind == "rate_limit":
+        return "rate_limit"
+    if err.kind == TOO_LARGE:
+        return "refused"  # the provider did not take it, and no wait would change that
+    if err.kind == "server":
+        return "server"
+    return "error"

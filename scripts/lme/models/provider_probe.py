@@ -1,0 +1,191 @@
+"""Before a run starts: can each model it calls be called at all? One line if not, before anything is written.
+
+Two steps, both before the run directory, the cache or a lock exist:
+
+- ``refuse_locally(settings)``: what needs no request: an unknown provider, a key unset or empty, a base URL that
+  is not a string or has no ``http(s)://`` scheme. Also what ``--background`` checks before it detaches.
+- ``probe(settings)``: one request per distinct (provider, model, base URL, key) the run will call (the target's
+  reader and the judge), the smallest the API allows: a 1-token completion / message with one short user message,
+  through the same route (SDK client, base URL, key) the run uses. A key the server rejects (401/403), a model that
+  does not exist (404), an account out of quota or credit, or a host that cannot be reached becomes one
+  ``UserError`` line naming what, where and the fix. Anything a run would retry (429, 5xx, a timeout) is not a
+  reason to refuse: the run's own retries handle it. Probes are remembered for the process (``_SEEN``), so a
+  target and judge on one model cost one probe.
+
+The probe carries the header ``x-longmemeval-probe: 1`` so a server log (and the tests' fake server) can tell it
+from the run's calls. It is skipped for ``--offline`` and for targets whose calls are the user's own code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from lme.core import command_names
+from lme.core.errors import UserError
+from lme.core.facts import is_offline
+from lme.models import provider_routes
+from lme.models.provider_errors import ProviderError
+from lme.models.provider_routes import BASE_URL_ENV
+from lme.models import provider_errors
+
+PROBE_HEADER = "x-longmemeval-probe"
+PROBE_TIMEOUT_S = 30.0
+"""At most this long per probe (less when the config's requestTimeoutSeconds is shorter)."""
+_NO_READER_TARGETS = ("command", "python", "hypotheses", "offline")
+"""Targets whose reader is not called through ``targetProvider``/``targetModel``: their own code, a file, or none."""
+_SCHEMES = ("http://", "https://")
+
+_SEEN: dict[tuple[str, str, str | None, str], None] = {}
+_SEEN_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Use:
+    """One model the run calls: its role (``target`` or ``judge``), provider and model."""
+
+    role: str
+    provider: str
+    model: str
+
+    @property
+    def flag(self) -> str:
+        return "--target-model" if self.role == "target" else "--judge-model"
+
+    @property
+    def config_key(self) -> str:
+        return "targetModel" if self.role == "target" else "judgeModel"
+
+
+def uses(settings: Any) -> list[Use]:
+    """The (role, provider, model) calls of a run under ``settings`` that go through this toolkit's SDK layer."""
+    out = []
+    if not is_offline(settings.target_provider) and settings.target not in _NO_READER_TARGETS:
+        out.append(Use("target", settings.target_provider, settings.target_model))
+    if not is_offline(settings.judge_provider):
+        out.append(Use("judge", settings.judge_provider, settings.judge_model))
+    return out
+
+
+def _provider_settings(settings: Any) -> Any:
+
+    return provider_routes.ProviderSettings(
+        timeout_s=min(float(settings.timeout_s), PROBE_TIMEOUT_S), max_attempts=1,
+        base_urls=dict(settings.base_urls), azure=dict(settings.azure))
+
+
+def _where(use: Use) -> str:
+    return f"the {use.role} model {use.provider}:{use.model}"
+
+
+def refuse_locally(settings: Any) -> None:
+    """Refuse, without a request, a run whose models cannot be called: raises UserError (one line)."""
+
+    routes = _provider_settings(settings)
+    for use in uses(settings):
+        if not str(use.model).strip():
+            raise UserError(f"{_where(use)} has no model name", fix=f"set {use.config_key} in the config or pass "
+                            f"{use.flag} {use.provider}:<model>")
+        try:
+            route = provider_routes._route(use.provider, routes)
+        except ProviderError as err:
+            raise UserError(f"{_where(use)} cannot be called: {err}") from None
+        base = route.base_url
+        if base is not None and not str(base).lower().startswith(_SCHEMES):
+            source = _base_url_source(use.provider, routes)
+            raise UserError(f"{_where(use)}: the base URL {base!r} ({source}) has no scheme",
+                            fix=f"write it with http:// or https://, e.g. http://{base}")
+
+
+def _base_url_source(provider: str, routes: Any) -> str:
+
+    if routes.base_urls.get(provider):
+        return f"config providers.{provider}.base_url"
+    if provider == "azure":
+        return "config providers.azure.endpoint or AZURE_OPENAI_ENDPOINT"
+    return BASE_URL_ENV.get(provider, "base URL")
+
+
+def probe(settings: Any) -> None:
+    """One smallest request per distinct model the run calls; raises UserError (one line) on a failure that no
+    retry would fix. Call ``refuse_locally`` first."""
+
+    routes = _provider_settings(settings)
+    todo: dict[tuple[str, str, str | None, str], tuple[Use, Any]] = {}
+    for use in uses(settings):
+        route = provider_routes._route(use.provider, routes)
+        key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
+        with _SEEN_LOCK:
+            if key not in _SEEN:
+                todo.setdefault(key, (use, route))
+    if not todo:
+        return
+    with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="probe") as pool:  # at once: one round trip
+        futures = {key: pool.submit(_probe_one, use, route, routes) for key, (use, route) in todo.items()}
+    for key, future in futures.items():  # in the run's order (target first): the first refusal is the line
+        future.result()
+        with _SEEN_LOCK:
+            _SEEN[key] = None
+
+
+def forget() -> None:
+    """Forget the probes made so far (a long-lived process whose keys or servers changed; tests)."""
+    with _SEEN_LOCK:
+        _SEEN.clear()
+
+
+def _send(route: Any, model: str, timeout: float) -> None:
+    client = route.client(timeout)
+    headers = {PROBE_HEADER: "1"}
+    messages = [{"role": "user", "content": "ping"}]
+    if route.kind == "anthropic":
+        client.messages.create(model=model, max_tokens=1, messages=messages, timeout=timeout, extra_headers=headers)
+    else:
+        client.chat.completions.create(model=model, max_tokens=1, messages=messages, timeout=timeout,
+                                       extra_headers=headers)
+
+
+def _probe_one(use: Use, route: Any, routes: Any) -> None:
+
+    key_env = provider_routes.key_env_for(use.provider, routes)
+    try:
+        _send(route, use.model, routes.timeout_s)
+        return
+    except Exception as exc:  # noqa: BLE001 - classified below; what is not an SDK error is re-raised there
+        err = provider_errors.classify(exc, use.provider, use.model, timeout_s=routes.timeout_s, key_env=key_env)
+    url = provider_routes.resolved_base_url(use.provider, routes) or route.base_url or "the default host"
+    line = refusal_line(use, err.kind, err.status, err.message, key_env=key_env, url=url)
+    if line is not None:
+        raise UserError(line)
+
+
+def refusal_line(use: Use, kind: str, status: int | None, message: str, *, key_env: str, url: str) -> str | None:
+    """The one line for a probe that failed with ``kind``; None when the run should start anyway (a retryable
+    fault, or an answer the run's own calls may not get)."""
+    what = f"{_where(use)} at {url}"
+    detail = message.split(": ", 1)[-1] if message.startswith(f"{use.provider} {use.model}: ") else message
+    if kind == "auth":
+        return (f"{what}: the key in {key_env} was rejected (HTTP {status}); export a valid key in {key_env} "
+                f"(or run {command_names.SETUP})")
+    if kind == "not_found":
+        return (f"{what}: no such model (HTTP 404); check the model name ({use.flag} or {use.config_key} in "
+                ".longmemeval-benchmarks/config.json) and the base URL")
+    if kind == "billing":
+        return (f"{what}: the account is out of quota or credit (HTTP {status}); add credit or raise the quota in "
+                "the provider's billing settings, then run again")
+    if kind == "connection":
+        detail = detail.removeprefix("connection failed (").removesuffix(")")
+        return (f"{what}: cannot be reached ({detail}); check the URL (config providers.{use.provider}.base_url "
+                f"or the *_BASE_URL variable) and the network")
+    return None
+
+
+def probe_all(settings: Any, *, offline: bool) -> None:
+    """Both steps, unless ``offline``: the one call the run command makes before anything is written."""
+    if offline:
+        return
+    refuse_locally(settings)
+    probe(settings)

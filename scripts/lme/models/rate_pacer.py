@@ -1,0 +1,469 @@
+"""Pace model calls to what the provider allows: requests and input tokens per minute, per provider and model.
+
+Providers limit rate, not concurrency: OpenAI and Anthropic give each model a requests-per-minute and a
+tokens-per-minute budget and report both on every reply (``rate_headers``). The pacer keeps one pair of budgets per
+key (``provider/model`` for ``openai`` and ``anthropic``, which limit each model separately; the provider name for
+any other route, e.g. a proxy or an Azure deployment) and, before each attempt is sent:
+
+- reserves one request and the attempt's input tokens (counted locally, scaled by what the provider reported for
+  earlier calls; OpenAI-wire routes add ``max_tokens``, which OpenAI counts against its budget up front);
+- waits until both budgets hold that much. A budget is a bucket that refills continuously at ``HEADROOM`` of the
+  limit and holds at most ``BURST_S`` seconds of it, so calls go out evenly instead of in bursts that a provider's
+  shorter enforcement windows would refuse; a call bigger than the bucket goes once the bucket is full (and leaves it
+  in debt), and a call bigger than the whole per-minute limit is refused at once (``OversizeCall``): it would never
+  be accepted;
+- calls waiting on one key go in arrival order, so a large call is not starved by small ones.
+
+Budgets come from the config (``providers.<name>.rpm`` / ``tpm``, for proxies that send no headers) and from the
+replies: each reply's limits replace what was learned, and its ``remaining`` lowers the bucket when the provider
+has less left than the pacer thinks (another client on the same key, a different count). A 429 gives back its
+reservation, pauses the key for its ``Retry-After``, and without headers empties the bucket. Until the first reply
+of a key with no configured budget, its calls in flight hold at most ``FIRST_REPLY_TOKENS`` (one large call at a
+time): the first reply says the limits.
+
+Where neither the config nor the headers state a request limit, 429s do: the first (once ``GUESS_MIN_SENT`` calls
+were sent) sets it to 90% of the rate the provider accepted in the last ``GUESS_WINDOW_S``; each later one (at most
+one per ``GUESS_COOLDOWN_S``) cuts it by 15%, or to 90% of what the provider accepted since the last cut if that is
+lower (never by more than 30%); and it grows 2% a second while calls succeed (AIMD on the rate, ``limits_from``
+``429s``). No guess goes below ``GUESS_MIN_RPM``.
+
+The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
+key the pacer has no budget for. ``pacing()`` is what run-meta and the status lines show (``pacing_status``): the
+limits, the achieved requests and tokens per minute, and the time lost waiting.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from lme.models import rate_headers
+from lme.models.rate_limiter import AdaptiveLimiter
+
+HEADROOM = 0.97
+"""Share of a limit the pacer spends: the margin absorbs network jitter between our clock and the provider's."""
+BURST_S = 1.0
+"""A bucket holds this many seconds of its limit."""
+PER_MODEL_PROVIDERS = ("openai", "anthropic")
+"""Providers whose budgets are per model; any other provider name is one budget."""
+WINDOW_S = 60.0
+"""The live status's achieved rates are over this many recent seconds."""
+FIRST_REPLY_TOKENS = 30_000
+"""Until a key's first reply says its limits, the calls in flight on it hold at most this many input tokens (at
+least one call): the smallest tokens-per-minute tier OpenAI and Anthropic publish (tier 1: 30k)."""
+RATIO_WEIGHT = 0.2
+"""Weight of the newest reply in the running ratio of reported to counted input tokens."""
+GUESS_WINDOW_S = 10.0
+"""Without headers or config, the first 429 sets the request budget from the rate accepted over this many seconds..."""
+GUESS_SHARE = 0.9
+GUESS_CUT = 0.85
+"""...each later 429 (once per ``GUESS_COOLDOWN_S``) cuts it by this factor..."""
+GUESS_FLOOR = 0.7
+GUESS_COOLDOWN_S = 2.0
+GUESS_GROWTH_PER_S = 0.02
+"""...(to what was accepted since the last cut, if lower, but not below ``GUESS_FLOOR`` of it), and while calls succeed
+it grows by this share per second, to find the limit again (AIMD on the rate)."""
+GUESS_MIN_SENT = 5
+"""A rate is measured from at least this many calls: a 429 among a key's first few calls sets no guess (the
+concurrency cut and the Retry-After pause handle it), since two calls measure nothing."""
+GUESS_MIN_RPM = 6.0
+"""No guess paces slower than this (one call per ~10 s): a slower provider says so with 429s and their Retry-After,
+while a guess cut lower would stall every worker on arithmetic alone (1 rpm was 62 s a call, growing 2% a call)."""
+
+
+class OversizeCall(Exception):
+    """A call that needs more input tokens than the whole per-minute budget: no wait makes it fit."""
+
+    def __init__(self, key: str, tokens: int, limit: float, source: str) -> None:
+        self.key, self.tokens, self.limit, self.source = key, tokens, limit, source
+        super().__init__(f"{key}: this call needs about {tokens:,} input tokens but the budget is {limit:,.0f} tokens "
+                         f"per minute ({source}), so it can never be sent")
+
+
+def pacing_key(provider: str, model: str) -> str:
+    """The budget a call draws on: ``openai/gpt-4o`` for providers that limit per model, else the provider."""
+    return f"{provider}/{model}" if provider in PER_MODEL_PROVIDERS and model else provider
+
+
+@dataclass
+class Budget:
+    """One per-minute allowance as a bucket (requests, or input tokens). Unknown limit: not paced."""
+
+    configured: float | None = None
+    learned: float | None = None
+    guessed: float | None = None
+    """Estimated from 429s where neither the config nor the headers say the limit (``guess_from_429``)."""
+    level: float = 0.0
+    stamp: float = 0.0
+    spent: float = 0.0
+    """Every reservation (and settlement) ever made on it: what was sent after a given call, for ``sync``."""
+
+    @property
+    def limit(self) -> float | None:
+        known = [v for v in (self.configured, self.learned) if v]
+        return min(known) if known else self.guessed
+
+    @property
+    def source(self) -> str | None:
+        if self.configured and self.learned:
+            return "config+headers"
+        return "config" if self.configured else "headers" if self.learned else "429s" if self.guessed else None
+
+    def rate(self) -> float:
+        """Units per second the pacer spends."""
+        return (self.limit or 0.0) * HEADROOM / 60.0
+
+    def capacity(self) -> float:
+        return max((self.limit or 0.0) * BURST_S / 60.0, 1.0)
+
+    def refill(self, now: float) -> None:
+        if self.limit is not None and now > self.stamp:
+            self.level = min(self.capacity(), self.level + (now - self.stamp) * self.rate())
+        self.stamp = max(self.stamp, now)
+
+    def wait_for(self, cost: float) -> float:
+        """Seconds until ``cost`` may go (after ``refill``); 0 now. A cost above the capacity needs a full bucket."""
+        if self.limit is None:
+            return 0.0
+        missing = min(cost, self.capacity()) - self.level
+        return 0.0 if missing <= 1e-9 else missing / self.rate()
+
+    def take(self, cost: float) -> None:
+        self.level -= cost
+        self.spent += cost
+
+    def learn(self, limit: float, now: float) -> None:
+        self.refill(now)
+        was_unknown = self.limit is None
+        self.learned = float(limit)
+        if was_unknown:  # full, less what calls took while the limit was unknown (the first reply's own call)
+            self.level = self.capacity() + min(0.0, self.level)
+        self.level = min(self.level, self.capacity())
+        self.stamp = now
+
+    def sync(self, remaining: float, since: float, later: float, now: float) -> None:
+        """The provider had ``remaining`` when it answered a call sent at ``since``; ``later`` was reserved after
+        that call. Lower the bucket to what that implies now, if that is less than we hold."""
+        if self.limit is None:
+            return
+        self.refill(now)
+        implied = remaining + max(0.0, now - since) * self.limit / 60.0 - later
+        self.level = min(self.level, implied)
+
+
+@dataclass
+class Ticket:
+    """One admitted attempt: what it reserved, to settle or give back when its reply comes."""
+
+    key: str
+    provider: str
+    counted: int
+    cost: float
+    """Input tokens reserved (``counted`` scaled by the key's ratio, plus ``extra``)."""
+    extra: float
+    sent_at: float
+    spent_requests: float
+    spent_tokens: float
+
+
+@dataclass
+class _Key:
+    requests: Budget
+    tokens: Budget
+    provider: str
+    model: str
+    informed: bool = False
+    in_flight: int = 0
+    in_flight_tokens: float = 0.0
+    queue: deque = field(default_factory=deque)
+    paused_until: float = 0.0
+    guess_cooldown_until: float = 0.0
+    guess_cut_at: float = 0.0
+    guess_grown_at: float = 0.0
+    ratio: float | None = None
+    output_limit: float | None = None
+    headers_seen: bool = False
+    sent: int = 0
+    rate_limited: int = 0
+    tokens_sent: float = 0.0
+    waited_s: float = 0.0
+    throttled_s: float = 0.0
+    blocked_since: float | None = None
+    first_sent: float | None = None
+    last_done: float | None = None
+    window: deque = field(default_factory=deque)
+    """``(time, requests, tokens)`` of the last ``WINDOW_S`` seconds."""
+
+    @property
+    def paced(self) -> bool:
+        return self.requests.limit is not None or self.tokens.limit is not None
+
+
+class Pacer(AdaptiveLimiter):
+    """Implements ``records.Limiter``: concurrency cap (AIMD) plus per-key request and token budgets. Thread-safe."""
+
+    def __init__(
+        self,
+        concurrency: int,
+        *,
+        limits: Mapping[str, Mapping[str, Any]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        cooldown_s: float = 5.0,
+    ) -> None:
+        """``limits``: ``{provider: {"rpm": n, "tpm": n}}`` from the config (each key of that provider gets them)."""
+        super().__init__(concurrency, clock=clock, cooldown_s=cooldown_s)
+        self._limits = {p: dict(v) for p, v in (limits or {}).items()}
+        self._wall = wall
+        self._keys: dict[str, _Key] = {}
+
+    def _key(self, provider: str, model: str) -> _Key:
+        name = pacing_key(provider, model)
+        key = self._keys.get(name)
+        if key is None:
+            conf = self._limits.get(provider) or {}
+            now = self._clock()
+            key = self._keys[name] = _Key(Budget(_positive(conf.get("rpm")), stamp=now),
+                                          Budget(_positive(conf.get("tpm")), stamp=now), provider,
+                                          model if provider in PER_MODEL_PROVIDERS else "")
+            for budget in (key.requests, key.tokens):
+                budget.level = budget.capacity() if budget.limit is not None else 0.0
+        return key
+
+    # ------------------------------------------------------------------ admission
+
+    def acquire(self, provider: str, *, model: str = "", tokens: int | Callable[[], int] = 0,
+                extra_tokens: int = 0, **_call: Any) -> Ticket:
+        """Block until the call may go; return its ticket. ``tokens``: its input tokens (or a function that counts
+        them, called once, before the lock is taken). Raises ``OversizeCall``."""
+        counted = int(tokens() if callable(tokens) else tokens)  # also before any budget is known: the first
+        with self._cond:  # reply's reported count then calibrates the next reservations
+            st = self._state(provider)
+            key = self._key(provider, model)
+            name = pacing_key(provider, model)
+            marker = object()
+            key.queue.append(marker)
+            asked = self._clock()
+            try:
+                while True:
+                    now = self._clock()
+                    cost = self._cost(key, counted, extra_tokens)
+                    if key.tokens.limit is not None and cost > key.tokens.limit:
+                        raise OversizeCall(name, int(cost), key.tokens.limit, key.tokens.source or "")
+                    wait, budget_bound = self._blocked_for(key, st, marker, now, cost)
+                    if wait == 0.0:
+                        break
+                    if budget_bound and key.blocked_since is None:
+                        key.blocked_since = now
+                    self._cond.wait(timeout=wait)
+                return self._admit(key, st, name, provider, counted, cost, float(extra_tokens), asked, now)
+            finally:
+                if key.queue and key.queue[0] is marker:
+                    key.queue.popleft()
+                    if key.blocked_since is not None:
+                        key.throttled_s += self._clock() - key.blocked_since
+                        key.blocked_since = None
+                elif marker in key.queue:
+                    key.queue.remove(marker)
+                self._cond.notify_all()
+
+    def delay(self, provider: str, *, model: str = "", tokens: int = 0, extra_tokens: int = 0) -> float:
+        """Seconds a call of ``tokens`` would wait for the key's budgets and pauses now (0: it could go); reserves
+        nothing. Raises ``OversizeCall`` as ``acquire`` would."""
+        with self._cond:
+            key = self._key(provider, model)
+            now = self._clock()
+            cost = self._cost(key, int(tokens), extra_tokens)
+            if key.tokens.limit is not None and cost > key.tokens.limit:
+                raise OversizeCall(pacing_key(provider, model), int(cost), key.tokens.limit, key.tokens.source or "")
+            key.requests.refill(now)
+            key.tokens.refill(now)
+            return max(key.paused_until - now, self._state(provider).paused_until - now,
+                       key.requests.wait_for(1.0), key.tokens.wait_for(cost), 0.0)
+
+    @staticmethod
+    def _cost(key: _Key, counted: int, extra: float) -> float:
+        return math.ceil(counted * (key.ratio or 1.0)) + extra
+
+    def _blocked_for(self, key: _Key, st: Any, marker: object, now: float, cost: float) -> tuple[float, bool]:
+        """(seconds to wait, whether a budget or a pause is the reason); (0, False) when the call may go now."""
+        if now < key.paused_until:
+            return key.paused_until - now, True
+        if now < st.paused_until:
+            return st.paused_until - now, True
+        if key.queue[0] is not marker or st.in_flight >= int(st.limit):
+            return 1.0, False  # woken by the release or admission that changes this
+        if (not key.paced and not key.informed and key.in_flight >= 1
+                and key.in_flight_tokens + cost > FIRST_REPLY_TOKENS):
+            return 1.0, False  # the first reply will say the limits
+        key.requests.refill(now)
+        key.tokens.refill(now)
+        wait = max(key.requests.wait_for(1.0), key.tokens.wait_for(cost))
+        return (wait, True) if wait > 0.0 else (0.0, False)
+
+    def _admit(self, key: _Key, st: Any, name: str, provider: str, counted: int, cost: float, extra: float,
+               asked: float, now: float) -> Ticket:
+        key.requests.take(1.0)
+        key.tokens.take(cost)
+        st.in_flight += 1
+        key.in_flight += 1
+        key.in_flight_tokens += cost
+        key.sent += 1
+        key.tokens_sent += cost
+        key.waited_s += now - asked
+        key.first_sent = now if key.first_sent is None else key.first_sent
+        key.window.append((now, 1, cost))
+        return Ticket(name, provider, counted, cost, extra, now, key.requests.spent, key.tokens.spent)
+
+    # ------------------------------------------------------------------ replies
+
+    def release(self, provider: str, outcome: str, retry_after: float | None = None, *,
+                ticket: Ticket | None = None, headers: Mapping[str, Any] | None = None,
+                used_tokens: int | None = None, **_reply: Any) -> None:
+        """Free the slot and learn from the reply: its headers, its reported input tokens, a 429's Retry-After."""
+        with self._cond:
+            now = self._clock()
+            st = self._state(provider)
+            st.in_flight = max(0, st.in_flight - 1)
+            key = self._keys.get(ticket.key) if ticket is not None else None
+            if key is None:
+                self._on_outcome(st, provider, outcome, retry_after, now)
+                self._cond.notify_all()
+                return
+            key.in_flight = max(0, key.in_flight - 1)
+            key.in_flight_tokens = max(0.0, key.in_flight_tokens - ticket.cost)
+            key.informed = True
+            key.last_done = now
+            facts = rate_headers.parse(headers, self._wall()) if headers else rate_headers.NO_HEADERS
+            key.headers_seen = key.headers_seen or facts.states_limits
+            later_requests = key.requests.spent - ticket.spent_requests
+            later_tokens = key.tokens.spent - ticket.spent_tokens
+            refused = outcome in ("rate_limit", "refused")
+            if refused:  # the provider did not take this call: give its reservation back
+                key.rate_limited += outcome == "rate_limit"
+                key.requests.take(-1.0)
+                key.tokens.take(-ticket.cost)
+                key.tokens_sent -= ticket.cost
+                key.window.append((now, -1, -ticket.cost))
+            elif used_tokens is not None:
+                self._settle(key, ticket, int(used_tokens), now)
+            self._learn(key, facts, ticket, later_requests, later_tokens, now, refused)
+            if outcome == "rate_limit":
+                wait = max(retry_after or 0.0, facts.retry_after or 0.0)
+                if wait:
+                    key.paused_until = max(key.paused_until, now + wait)
+                self._guess_from_429(key, facts, now, wait)
+            elif outcome == "ok" and key.requests.guessed and now >= key.guess_cooldown_until:
+                key.requests.refill(now)
+                key.requests.guessed *= 1.0 + GUESS_GROWTH_PER_S * min(now - key.guess_grown_at, 1.0)
+                key.guess_grown_at = now
+            self._on_outcome(st, provider, outcome, retry_after, now, cut=not key.paced)
+            self._cond.notify_all()
+
+    def _guess_from_429(self, key: _Key, facts: rate_headers.RateHeaders, now: float, wait: float) -> None:
+        """A 429 from a key whose request limit nobody states: estimate it from the accepted rate, then AIMD."""
+        budget = key.requests
+        if budget.configured or budget.learned or facts.requests.limit or facts.input_tokens.limit:
+            return
+        if key.tokens.limit is not None and facts.requests.remaining is None and budget.guessed is None:
+            return  # a configured token budget may be what ran out: do not guess a request limit on top
+        if now < key.guess_cooldown_until:
+            return
+        budget.refill(now)
+        since = max(now - GUESS_WINDOW_S, key.first_sent if key.first_sent is not None else now)
+        if budget.guessed is not None:  # paced at the guess since the last cut: the provider took what it allows
+            since = max(since, key.guess_cut_at)
+        accepted = sum(n for t, n, _ in key.window if t >= since)
+        sent = sum(n for t, n, _ in key.window if t >= since and n > 0)
+        if budget.guessed is None and (accepted <= 0 or sent < GUESS_MIN_SENT):
+            return  # nothing to measure yet: the limiter's concurrency cut and the pause handle this 429
+        measured = GUESS_SHARE * accepted / max(now - since, 1.0) * 60.0 if sent >= GUESS_MIN_SENT else budget.guessed
+        if budget.guessed is None:
+            budget.guessed = max(GUESS_MIN_RPM, measured)  # too high when it counts the initial burst: cut below
+            budget.level = 0.0  # the provider just said it has nothing left
+            budget.stamp = now
+        else:
+            budget.guessed = max(GUESS_MIN_RPM,
+                                 min(budget.guessed * GUESS_CUT, max(measured, budget.guessed * GUESS_FLOOR)))
+            budget.level = min(budget.level, 0.0)
+        key.guess_cut_at = now
+        key.guess_cooldown_until = now + max(GUESS_COOLDOWN_S, wait)
+        key.guess_grown_at = key.guess_cooldown_until
+
+    def _settle(self, key: _Key, ticket: Ticket, used: int, now: float) -> None:
+        """Charge what the provider reported instead of what was reserved, and tune the count ratio."""
+        if ticket.counted > 0 and used > 0:
+            sample = used / ticket.counted
+            key.ratio = sample if key.ratio is None else (1 - RATIO_WEIGHT) * key.ratio + RATIO_WEIGHT * sample
+        delta = used + ticket.extra - ticket.cost
+        if delta:
+            key.tokens.refill(now)
+            key.tokens.take(delta)
+            key.tokens_sent += delta
+            key.window.append((now, 0, delta))
+
+    def _learn(self, key: _Key, facts: rate_headers.RateHeaders, ticket: Ticket, later_requests: float,
+               later_tokens: float, now: float, refused: bool) -> None:
+        for budget, window, later in ((key.requests, facts.requests, later_requests),
+                                      (key.tokens, facts.input_tokens, later_tokens)):
+            first = budget.limit is None
+            if window.limit:
+                budget.learn(window.limit, now)
+            if window.remaining is not None:  # the first time, no credit for the refill since the call was sent:
+                # it may have reached the provider much later (the client connecting)
+                budget.sync(window.remaining, now if first else ticket.sent_at, later, now)
+            elif refused and budget.limit is not None:  # a refusal that does not say what is left: assume nothing
+                budget.refill(now)
+                budget.level = min(budget.level, 0.0)
+        if facts.output_tokens.limit:
+            key.output_limit = facts.output_tokens.limit
+
+    # ------------------------------------------------------------------ reporting
+
+    def pacing(self) -> list[dict[str, Any]]:
+        """Per key: limits and where they came from, achieved requests and tokens per minute (over the key's active
+        span, and over the last ``WINDOW_S``), 429s, and the time lost waiting."""
+        with self._cond:
+            now = self._clock()
+            return [self._describe(name, key, now) for name, key in sorted(self._keys.items())]
+
+    def _describe(self, name: str, key: _Key, now: float) -> dict[str, Any]:
+        while key.window and key.window[0][0] < now - WINDOW_S:
+            key.window.popleft()
+        start = key.first_sent if key.first_sent is not None else now
+        end = now if key.in_flight or key.last_done is None else key.last_done
+        span_min = max(end - start, 1e-9) / 60.0
+        recent_min = max(min(now - start, WINDOW_S), 1e-9) / 60.0
+        accepted = key.sent - key.rate_limited
+        throttled = key.throttled_s + (now - key.blocked_since if key.blocked_since is not None else 0.0)
+        return {
+            "key": name, "provider": key.provider, "model": key.model or None,
+            "rpm_limit": _round(key.requests.limit), "tpm_limit": _round(key.tokens.limit),
+            "limits_from": key.requests.source or key.tokens.source, "headers_seen": key.headers_seen,
+            "output_tpm_limit": _round(key.output_limit),
+            "requests": key.sent, "rate_limited": key.rate_limited, "input_tokens": int(key.tokens_sent),
+            "achieved_rpm": round(accepted / span_min, 1) if key.sent else 0.0,
+            "achieved_tpm": round(key.tokens_sent / span_min) if key.sent else 0,
+            "recent_rpm": round(sum(w[1] for w in key.window) / recent_min, 1) if key.sent else 0.0,
+            "recent_tpm": round(sum(w[2] for w in key.window) / recent_min) if key.sent else 0,
+            "active_s": round(end - start, 3) if key.sent else 0.0,
+            "throttled_s": round(throttled, 3), "waited_s": round(key.waited_s, 3),
+            "token_ratio": None if key.ratio is None else round(key.ratio, 4),
+        }
+
+
+def _positive(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if number > 0 else None
+
+
+def _round(value: float | None) -> float | int | None:
+    if value is None:
+        return None
+    return int(value) if float(value).is_integer() else round(value, 1)

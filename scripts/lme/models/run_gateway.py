@@ -1,0 +1,141 @@
+"""The LLM a run hands to targets and the judge: the provider layer behind the call cache and the limiter.
+
+It also keeps the run's counters (calls, retries by kind, tokens) that the progress line and run-meta show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import sys
+import threading
+from typing import Any, Sequence
+
+from lme.models.call_cache import CallCache
+from lme.core.records import ChatRequest, Completion, Limiter
+from lme.models import providers
+
+
+class RunStats:
+    """Thread-safe counters for one run invocation."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.cached_calls = 0
+        self.retries = 0
+        self.retries_by_kind: dict[str, int] = {}
+        self.retry_wait_s = 0.0
+        """Backoff sleeps before retries, summed over calls: time lost to failed attempts (429s included)."""
+
+    def on_retry(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self.retries += 1
+            kind = str(event.get("kind", "unknown"))
+            self.retries_by_kind[kind] = self.retries_by_kind.get(kind, 0) + 1
+            self.retry_wait_s += float(event.get("wait_s") or 0.0)
+
+    def on_call(self, cached: bool) -> None:
+        with self._lock:
+            self.calls += 1
+            if cached:
+                self.cached_calls += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "calls": self.calls,
+                "cached_calls": self.cached_calls,
+                "retries": self.retries,
+                "retries_by_kind": dict(self.retries_by_kind),
+                "retry_wait_s": round(self.retry_wait_s, 3),
+            }
+
+
+class RunGateway:
+    """Implements ``records.LLM`` for a run: cache first (unless ``--no-cache``), then the provider layer."""
+
+    def __init__(
+        self,
+        *,
+        settings: Any = None,
+        cache: CallCache | None = None,
+        limiter: Limiter | None = None,
+        stats: RunStats | None = None,
+    ) -> None:
+        self.settings = settings
+        self.cache = cache
+        self.limiter = limiter
+        self.stats = stats or RunStats()
+        self._gone: dict[tuple[str, str], Any] = {}
+        """Models that answered not_found: later calls to them fail the same way without a request."""
+        self._gone_lock = threading.Lock()
+        self.cache_write_error: str | None = None
+        """Why the cache could not be written (disk full...); the run goes on without caching."""
+
+    def complete(self, request: ChatRequest) -> Completion:
+        if self.cache is not None:
+            hit = self.cache.get(request)
+            if hit is not None:
+                self.stats.on_call(cached=True)
+                return hit
+        completion = self._call(request)
+        if self.cache is not None:
+            self._store(self.cache.put, request, completion)
+        return completion
+
+    def _store(self, put: Any, *args: Any) -> None:
+        """Write to the cache; a cache that can no longer be written (disk full) costs the cache, never the paid
+        reply: the call's row keeps it, and one warning says why later calls are not cached."""
+        try:
+            put(*args)
+        except (sqlite3.DatabaseError, OSError) as err:
+            with self._gone_lock:
+                first, self.cache_write_error = self.cache_write_error is None, str(err)
+            if first:
+                print(f"warning: the call cache cannot be written ({err}: disk full?); replies are kept in the "
+                      "run's rows but no longer cached", file=sys.stderr, flush=True)
+
+    def _call(self, request: ChatRequest) -> Completion:
+        with self._gone_lock:
+            gone = self._gone.get((request.provider, request.model))
+        if gone is not None:  # a fresh error per caller: one exception object must not cross threads
+            raise providers.ProviderError(gone.kind, gone.message, attempts=0, status=gone.status)
+        try:
+            completion = providers.complete(
+                request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
+            )
+        except providers.ProviderError as err:
+            if err.kind == "not_found":
+                with self._gone_lock:
+                    self._gone[(request.provider, request.model)] = err
+            raise
+        self.stats.on_call(cached=False)
+        return completion
+
+    def complete_fresh(self, request: ChatRequest) -> Completion:
+        """A real call that neither reads nor writes the cache (the judge's repeats: a cached reply would only
+        repeat the first verdict, and a stored repeat would replace it)."""
+        return self._call(request)
+
+    def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
+        keys = [
+            hashlib.sha256(json.dumps([provider, model, t], ensure_ascii=False).encode()).hexdigest()
+            for t in texts
+        ]
+        found: dict[int, list[float]] = {}
+        if self.cache is not None:
+            for i, key in enumerate(keys):
+                vec = self.cache.get_embedding(key)
+                if vec is not None:
+                    found[i] = vec
+        missing = [i for i in range(len(texts)) if i not in found]
+        if missing:
+            gateway = providers.Gateway(self.settings, limiter=self.limiter, on_retry=self.stats.on_retry)
+            vectors = gateway.embed(provider, model, [texts[i] for i in missing])
+            for i, vec in zip(missing, vectors):
+                found[i] = vec
+                if self.cache is not None:
+                    self._store(self.cache.put_embedding, keys[i], vec)
+        return [found[i] for i in range(len(texts))]

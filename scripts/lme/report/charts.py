@@ -1,0 +1,249 @@
+"""PNG charts for a scorecard: per-type accuracy with Wilson intervals, and accuracy over loop rounds.
+
+Usage (library): ``per_type_chart(card, out_png)``; ``history_chart(load_history(path), out_png)``.
+CLI: python scripts/charts.py METRICS_JSON OUT_DIR [--history FILE]
+
+matplotlib runs on the Agg backend (no display needed). Files are written to a temp name and renamed, so a reader
+never sees half a PNG.
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lme.core import cli_parser
+
+from lme.core.errors import UserError, run_main
+from lme.store.run_layout import HISTORY_CHART, PER_TYPE_CHART
+from lme.core.fileio import write_atomic_bytes
+
+SHORT_TYPE_NAMES = {
+    "single-session-user": "SS-user",
+    "single-session-assistant": "SS-assistant",
+    "single-session-preference": "SS-preference",
+    "multi-session": "multi-session",
+    "temporal-reasoning": "temporal",
+    "knowledge-update": "knowledge-upd.",
+}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save_atomic(fig: Any, out_png: Path) -> Path:
+    import io
+
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    write_atomic_bytes(out_png, buffer.getvalue())
+    return out_png
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_card(card: Any, where: str = "the scorecard") -> None:
+    """Refuse a card the per-type chart cannot draw, naming what is missing (UserError, one line)."""
+    fix = "pass a run's metrics.json as scorecard.py writes it (re-run scorecard.py for the run)"
+    if not isinstance(card, Mapping) or not isinstance(card.get("per_type"), Mapping):
+        raise UserError(f"{where} has no per_type block: not a scorecard", fix=fix)
+    for key in ("overall", "task_averaged"):
+        if not isinstance(card.get(key), Mapping) or "accuracy_strict" not in card[key]:
+            raise UserError(f"{where} has no {key}.accuracy_strict: not a scorecard", fix=fix)
+    for name, block in card["per_type"].items():
+        ok = isinstance(block, Mapping) and _is_number(block.get("n"))
+        if ok and block["n"] > 0:
+            bounds = block.get("wilson_strict")
+            ok = (_is_number(block.get("accuracy_strict")) and isinstance(bounds, Sequence) and len(bounds) == 2
+                  and all(_is_number(b) for b in bounds))
+        if not ok:
+            raise UserError(f"{where}: per_type.{name} lacks n, accuracy_strict or a [low, high] wilson_strict",
+                            fix=fix)
+
+
+def error_bar_lengths(value: float, bounds: Sequence[float]) -> tuple[float, float]:
+    """Lengths below and above ``value``; never negative (a bound off by 1e-16 at 0 or 1 would make matplotlib
+    refuse the whole chart)."""
+    return max(0.0, value - bounds[0]), max(0.0, bounds[1] - value)
+
+
+TARGET_ACCURACY = 0.95
+"""The loop's goal (>= 475/500): drawn on every per-type chart."""
+
+
+def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
+    """Bar chart of strict per-type accuracy with 95% Wilson error bars, the overall and macro lines and the 95%
+    target; a partial run (items not judged) also gets judged-only bars beside the strict ones. The legend sits
+    below the axes, so it never covers a bar."""
+    check_card(card)
+    plt = _pyplot()
+    per_type = card["per_type"]
+    names = [t for t, b in per_type.items() if b["n"] > 0]
+    partial = any(_is_number(per_type[t].get("judged")) and per_type[t]["judged"] < per_type[t]["n"] for t in names)
+    width = 0.4 if partial else 0.8
+    strict_x = [i - width / 2 if partial else i for i in range(len(names))]
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    try:
+        _bars(ax, strict_x, [per_type[t] for t in names], "strict", width, "#4C72B0",
+              "strict (errors/not run = wrong)")
+        if partial:
+            _bars(ax, [i + width / 2 for i in range(len(names))], [per_type[t] for t in names], "judged", width,
+                  "#8DA0CB", "judged-only (judged items)")
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels([f"{SHORT_TYPE_NAMES.get(t, t)}\n(n={per_type[t]['n']})" for t in names], fontsize=8)
+        overall = card["overall"]["accuracy_strict"]
+        macro = card["task_averaged"]["accuracy_strict"]
+        if overall is not None:
+            ax.axhline(overall, color="#C44E52", linestyle="--", label=f"overall (micro, strict) {overall:.3f}")
+        if macro is not None:
+            ax.axhline(macro, color="#55A868", linestyle=":", label=f"task-averaged (macro, strict) {macro:.3f}")
+        ax.axhline(TARGET_ACCURACY, color="#555555", linestyle="-.", linewidth=1,
+                   label=f"target {TARGET_ACCURACY:.0%}")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"LongMemEval per-type accuracy — run {card.get('run_id')} (95% Wilson intervals)", fontsize=9)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+        return _save_atomic(fig, out_png)
+    finally:
+        plt.close(fig)
+
+
+def _bars(ax: Any, xs: Sequence[float], blocks: Sequence[Mapping[str, Any]], kind: str, width: float, color: str,
+          label: str) -> None:
+    """One bar per type: ``kind`` ``strict`` or ``judged`` accuracy with its Wilson interval (a type with no
+    judged item draws no judged bar)."""
+    points = [(x, b[f"accuracy_{kind}"], b.get(f"wilson_{kind}")) for x, b in zip(xs, blocks)
+              if _is_number(b.get(f"accuracy_{kind}"))]
+    if not points:
+        return
+    errors = [error_bar_lengths(v, w) if isinstance(w, Sequence) and len(w) == 2 else (0.0, 0.0)
+              for _, v, w in points]
+    ax.bar([p[0] for p in points], [p[1] for p in points], width=width, color=color, label=label,
+           yerr=[[e[0] for e in errors], [e[1] for e in errors]], capsize=3)
+
+
+_ROUND_ROW = re.compile(r"^\|\s*(v\d+)\s*\|")
+
+
+def _number(cell: str) -> float | None:
+    match = re.search(r"-?\d+(?:\.\d+)?", cell)
+    if not match:
+        return None
+    value = float(match.group())
+    return value / 100 if "%" in cell or value > 1 else value
+
+
+def load_history(path: Path) -> list[dict[str, Any]]:
+    """Rounds as ``[{"label", "overall", "task_averaged", "abstention"}]``.
+
+    Reads the loop's Markdown table (``| v<N> | date | correct/n | overall | task-avg | abstention | note |``) or a
+    JSON/JSONL file of objects with ``label`` (or ``round``), ``overall``, ``task_averaged``, ``abstention``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"history file {path} does not exist", fix="pass the loop's history_max_effort.md")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise UserError(f"cannot read history file {path}: {err}", fix="pass the loop's history_max_effort.md") from None
+    rounds: list[dict[str, Any]] = []
+    if path.suffix == ".md":
+        for line in text.splitlines():
+            if not _ROUND_ROW.match(line.strip()):
+                continue
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) < 6:
+                continue
+            rounds.append({"label": cells[0], "overall": _number(cells[3]),
+                           "task_averaged": _number(cells[4]), "abstention": _number(cells[5])})
+        return rounds
+    try:
+        records = json.loads(text) if text.lstrip().startswith("[") else [
+            json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as err:
+        raise UserError(f"history file {path} is not JSON/JSONL (line {err.lineno}): {err.msg}",
+                        fix="pass a .md history table or JSON lines") from err
+    if not isinstance(records, list) or not all(isinstance(rec, dict) for rec in records):
+        raise UserError(f"history file {path} must hold JSON objects (one per round)",
+                        fix="pass a .md history table or JSON lines of objects")
+    for i, rec in enumerate(records):
+        rounds.append({"label": str(rec.get("label", rec.get("round", i))), "overall": rec.get("overall"),
+                       "task_averaged": rec.get("task_averaged"), "abstention": rec.get("abstention"),
+                       **{k: rec[k] for k in ("step", "per_type") if isinstance(rec.get(k), (str, dict))}})
+    return rounds
+
+
+def history_chart(rounds: Sequence[Mapping[str, Any]], out_png: Path) -> Path:
+    """Line chart of overall, task-averaged and abstention accuracy over rounds."""
+    if not rounds:
+        raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    try:
+        x = list(range(len(rounds)))
+        for key, label in (("overall", "overall (micro)"), ("task_averaged", "task-averaged (macro)"),
+                           ("abstention", "abstention")):
+            points = [(i, r[key]) for i, r in zip(x, rounds) if r.get(key) is not None]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        ax.set_xticks(x)
+        ax.set_xticklabels([str(r["label"]) for r in rounds], fontsize=8, rotation=45)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy")
+        ax.set_title("LongMemEval accuracy over rounds", fontsize=9)
+        ax.legend(fontsize=8, loc="lower right")
+        return _save_atomic(fig, out_png)
+    finally:
+        plt.close(fig)
+
+
+def load_card(path: Path) -> dict[str, Any]:
+    """A metrics.json checked to be a scorecard; anything else is a one-line UserError naming the file."""
+    try:
+        card = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise UserError(f"{path} is not UTF-8 text (byte {err.start})", fix="re-run scorecard.py for the run") from None
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path} is not valid JSON (line {err.lineno}): {err.msg}",
+                        fix="re-run scorecard.py for the run") from None
+    check_card(card, str(path))
+    return card
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("metrics_json", type=Path, help="a run's metrics.json (written by scorecard.py)")
+    parser.add_argument("out_dir", type=Path, help="directory for the PNG files")
+    parser.add_argument("--history", type=Path, help="loop history (.md table or JSONL) for accuracy over rounds")
+    args = parser.parse_args(argv)
+    if not args.metrics_json.exists():
+        raise UserError(f"{args.metrics_json} does not exist", fix="run scorecard.py for the run first")
+    card = load_card(args.metrics_json)
+    print(per_type_chart(card, args.out_dir / PER_TYPE_CHART))
+    if args.history:
+        print(history_chart(load_history(args.history), args.out_dir / HISTORY_CHART))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

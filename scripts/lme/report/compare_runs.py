@@ -1,0 +1,91 @@
+"""Compare two runs question by question: fixes, regressions, net change and an exact McNemar p-value.
+
+Usage:
+    python scripts/compare_runs.py BEFORE_DIR AFTER_DIR [--json] [--force]
+    python scripts/compare_runs.py --latest [--project P] [--json] [--force]
+    python scripts/compare_runs.py BEFORE_DIR AFTER_DIR --html [PATH]    # also the diff page (report_html)
+
+``--latest`` compares the project's two most recently STARTED runs (run-meta ``started_at``, the rule
+``scorecard.py --latest`` uses; the older one is "before"), so re-scoring an old run never swaps them. With fewer
+than two runs it prints "need two runs to compare" and exits 0.
+
+Each argument is a run directory (or a snapshot of one): it holds item-results.jsonl, run-meta.json and
+manifest.json. Labels are strict: an error row or an item never run counts as wrong. Runs judged differently, on a
+different dataset file, or over a different number of items are refused unless --force, and forced output says so.
+Two runs of the same hypotheses (every common question has the same hypothesis text) with different judges are a
+judge comparison: --judge-comparison (or --force) compares them, and the output says so, with the judges' label
+agreement and Cohen's kappa (judge_agreement.py measures a candidate against the official verdicts the same way).
+
+Example:
+    python scripts/compare_runs.py .longmemeval-benchmarks/runs/base .longmemeval-benchmarks/runs/try-2 --json
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from lme.core import cli_parser
+from lme.report import report_html
+from lme.store import run_store
+from lme.core.errors import UserError, run_main
+from lme.score.run_comparison import compare, render_markdown
+
+def latest_two(project: Path) -> tuple[Path, Path] | None:
+    """(before, after): the project's two most recently started runs, older first; None with fewer than two."""
+    runs = run_store.runs_by_start(Path(project))
+    return (runs[1], runs[0]) if len(runs) >= 2 else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("before", type=Path, nargs="?", help="run (or snapshot) directory before the change")
+    parser.add_argument("after", type=Path, nargs="?", help="run (or snapshot) directory after the change")
+    parser.add_argument("--latest", action="store_true",
+                        help="compare the project's two most recently started runs (older = before)")
+    parser.add_argument("--project", type=Path, default=Path("."),
+                        help="project root for --latest (default: current dir)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of Markdown")
+    parser.add_argument("--force", action="store_true",
+                        help="compare even when judge, dataset sha256 or n_total differ (output says so)")
+    parser.add_argument("--judge-comparison", action="store_true",
+                        help="the runs judged the same hypotheses (e.g. run_benchmark.py --hypotheses FILE twice) "
+                             "with different judges: compare the judges (label agreement, kappa, flips); refused "
+                             "when any hypothesis differs")
+    parser.add_argument("--html", nargs="?", const="", metavar="PATH", type=str,
+                        help="also write the comparison as a page (default AFTER_DIR/compare-<before id>.html)")
+    args = parser.parse_args(argv)
+    if args.latest:
+        if args.before is not None or args.after is not None:
+            raise UserError("--latest picks both runs: give either --latest or BEFORE_DIR AFTER_DIR",
+                            fix="drop the directories, or drop --latest")
+        pair = latest_two(args.project)
+        if pair is None:
+            print("need two runs to compare")
+            return 0
+        args.before, args.after = pair
+    elif args.before is None or args.after is None:
+        raise UserError("give two run directories (BEFORE_DIR AFTER_DIR), or --latest",
+                        fix="e.g. compare_runs.py --latest")
+    result = compare(args.before, args.after, force=args.force, judge_comparison=args.judge_comparison)
+    if args.html is not None:
+        page, default = report_html.build_compare(args.before, args.after, force=args.force, project=args.project,
+                                                  judge_comparison=args.judge_comparison)
+        print(f"wrote {report_html.write_page(Path(args.html) if args.html else default, page)}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print(render_markdown(result), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,346 @@
+"""report.html: one self-contained page per run (no network; inline CSS, JS and SVG; data as embedded JSON).
+
+Usage:
+    python scripts/report_html.py RUN_DIR [--project P] [--max-text-mb 24] [--history FILE]
+    python scripts/report_html.py RUN_DIR --prompt QUESTION_ID       # print the exact prompt(s) of one item
+
+``scorecard.py`` writes ``report.html`` for every run it scores (and ``--compare OTHER`` a diff page, see
+``compare_page``); this CLI rebuilds one, with another text budget, or prints a prompt the page left out.
+
+The table's data is plain JSON, parsed at load; the page's bulk (session turns, prompt lines) is one
+zlib-compressed, base64 blob after the page's code, which the browser unpacks once the page is idle.
+
+What the page shows: the scorecard's own figures (the card ``scoring.build_scorecard`` computed, formatted by
+the scorecard's helpers: nothing is recomputed), charts, a filterable table of every question, and a drill-down
+per question: question and date, gold answer, hypothesis, judge reply and prompt sha, the target's debug, the
+sessions (evidence marked) with their text, and the exact prompts the target sent.
+
+The data (one record per question, the texts within ``--max-text-mb``, what was left out and why) is
+``report_data``'s; a full-context ``_s`` run sends ~200 MB of distinct session text, far more than a page should
+carry, so what is left out says so and names the ``--prompt`` command that prints it.
+
+Example:
+    python scripts/report_html.py .longmemeval-benchmarks/runs/baseline --max-text-mb 64
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import base64
+import json
+import sys
+import zlib
+from html import escape
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.report import charts
+from lme.score import run_comparison
+from lme.core import fileio
+from lme.score import metrics
+from lme.store import prompt_store
+from lme.report import report_data
+from lme.report import report_svg
+from lme.store import run_store
+from lme.report import scorecard_md
+from lme.score import scoring
+from lme.core.errors import UserError, run_main
+from lme.core.facts import HISTORY_FILE, HISTORY_RECORDS, QUESTION_TYPES
+from lme.report.report_data import DEFAULT_MAX_TEXT_MB, flaky_mark, prompt_keys, stability_path, stability_registry
+from lme.core.run_records import ResultRow
+from lme.store.run_store import RunData, load_run
+
+REPORT_FILE = run_store.REPORT_FILE
+ASSETS = Path(__file__).resolve().parents[2] / "report_assets"
+
+
+# --------------------------------------------------------------------------- small pieces
+
+
+def embed_json(obj: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``</script>``, ``<!--`` or line separators can
+    end or confuse the element (``<``, ``>``, ``&`` only ever occur inside JSON strings, so escaping them is
+    lossless)."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                      ("\u2029", "\\u2029")):
+        text = text.replace(raw, safe)
+    return text
+
+
+def pack_texts(texts: Any) -> str:
+    """The texts blob as base64 of zlib-compressed JSON (about 0.4 of the JSON's size): the page's bulk, which the
+    browser decompresses (``DecompressionStream``) only when a drill-down first needs it."""
+    raw = json.dumps(texts, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def unpack_texts(blob: str) -> Any:
+    return json.loads(zlib.decompress(base64.b64decode(blob)).decode("utf-8"))
+
+
+def _asset(name: str) -> str:
+    return (ASSETS / name).read_text(encoding="utf-8")
+
+
+def _page(title: str, body: str, data: Any, texts: Any, script: str) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
+            f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head><body>{body}"
+            f"<script type=\"application/json\" id=\"lme-data\">{embed_json(data)}</script>"
+            f"<script>{_asset(script)}</script>"  # before the bulk: the table works while the parser reads on
+            f"<script type=\"application/octet-stream\" id=\"lme-texts\" data-encoding=\"deflate-base64\">"
+            f"{pack_texts(texts)}</script></body></html>\n")
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def _figures_html(card: Mapping[str, Any]) -> str:
+    """The scorecard's headline, formatted by the scorecard's own helpers (the same strings as scorecard.md)."""
+    ta = card["task_averaged"]
+    n_types, n_judged_types = len(ta["types_strict"]), len(ta["types_judged"])
+    judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
+        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
+    judge = card["judge"]
+    parts = []
+    if card["comparability_notes"]:
+        parts.append('<section class="banner" id="banner"><strong>NOT COMPARABLE with published LongMemEval '
+                     'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card["comparability_notes"])
+                     + "</ul></section>")
+    else:
+        parts.append('<section class="banner ok" id="banner"><strong>Comparable with published LongMemEval '
+                     'results</strong> (official judge and prompt, known dataset file, complete run, no errors).'
+                     '</section>')
+    big = [("Overall (micro)", card["overall"]["accuracy_strict"], scorecard_md.acc(card["overall"], "judged")),
+           (f"Task-averaged (macro, {n_types} types)", ta["accuracy_strict"], judged_ta),
+           ("Abstention (_abs ids)", card["abstention"]["accuracy_strict"], scorecard_md.acc(card["abstention"], "judged"))]
+    parts.append('<section class="tiles">' + "".join(
+        f'<div class="tile"><div class="tile-label">{escape(label)}</div><div class="tile-value">'
+        f'{escape(metrics.fmt(value))}</div><div class="tile-sub">strict · judged only {escape(judged)}</div></div>'
+        for label, value, judged in big) + "</section>")
+    status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card['judged']}/{card['n_total']} · "
+              f"errors {card['errors']} · not run {card['not_run']} · judge {escape(str(judge.get('provider')))} "
+              f"{escape(str(judge.get('model')))} (official={escape(str(judge.get('official')))}) · dataset "
+              f"{escape(str(card['dataset']['known_official'] or 'unrecognised file'))}")
+    rows = [
+        ("Overall accuracy (micro)", scorecard_md.acc(card["overall"], "strict"), scorecard_md.acc(card["overall"], "judged")),
+        (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta["accuracy_strict"]), judged_ta),
+        ("Abstention accuracy (_abs ids)", scorecard_md.acc(card["abstention"], "strict"),
+         scorecard_md.acc(card["abstention"], "judged")),
+    ]
+    table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card["n_total"]} items; '
+             f'errors/not run = wrong)</th><th>judged only ({card["judged"]} items)</th></tr></thead><tbody>'
+             + "".join(f"<tr><td>{escape(a)}</td><td>{escape(b)}</td><td>{escape(c)}</td></tr>" for a, b, c in rows)
+             + "</tbody></table>")
+    per_type = ('<table class="figures" id="per-type"><thead><tr><th>question type</th><th>n</th><th>judged</th>'
+                '<th>correct</th><th>strict</th><th>judged only</th><th>95% Wilson (strict)</th></tr></thead><tbody>'
+                + "".join(f"<tr><td>{escape(t)}</td><td>{b['n']}</td><td>{b['judged']}</td><td>{b['correct']}</td>"
+                          f"<td>{escape(metrics.fmt(b['accuracy_strict']))}</td>"
+                          f"<td>{escape(metrics.fmt(b['accuracy_judged']))}</td>"
+                          f"<td>{escape(metrics.fmt_interval(b['wilson_strict']))}</td></tr>"
+                          for t, b in card["per_type"].items() if b["n"]) + "</tbody></table>")
+    ex = card["excluding_gold_errors"]
+    extra = ""
+    if ex["excluded"]:
+        extra = (f'<p class="note">Excluding {len(ex["excluded"])} reported gold error(s) (a second figure; the '
+                 f'official one is above): strict overall {escape(scorecard_md.acc(ex["overall"], "strict"))}, '
+                 f'task-averaged {escape(metrics.fmt(ex["task_averaged"]["accuracy_strict"]))}, abstention '
+                 f'{escape(scorecard_md.acc(ex["abstention"], "strict"))}.</p>')
+    cost, usage = card["cost"], card["usage"]
+    total = scorecard_md.usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
+        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {scorecard_md.usd(cost['known_total_usd'])})")
+    lat = usage["latency_ms"]
+    money = (f'<p class="note">Cost {escape(total)} (generation {escape(scorecard_md.usd(cost["known_generation_usd"]))}, '
+             f'judge {escape(scorecard_md.usd(cost["known_judge_usd"]))}) · latency generation p50 '
+             f'{escape(scorecard_md.ms(lat["generation"]["p50"]))}, p95 {escape(scorecard_md.ms(lat["generation"]["p95"]))}'
+             f' · cache hits {usage["cache"]["generation_calls_cached"]}/{usage["cache"]["generation_calls"]} '
+             f'generation calls, {usage["cache"]["judge_cached"]}/{card["judged"]} judge calls</p>')
+    return (f'<p class="status">{status}</p>' + "".join(parts) + '<section class="cols"><div>' + table + extra
+            + money + "</div><div>" + per_type + "</div></section>")
+
+
+def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]],
+                 history: Sequence[Mapping[str, Any]] | None) -> str:
+    costs = [q["cost"] for q in questions if q.get("cost") is not None]
+    lat = [q["lat"] / 1000 for q in questions if q.get("lat") is not None]
+    charts = [report_svg.per_type_chart(card),
+              report_svg.histogram(costs, title="Cost per item (USD)", fmt="${:.4f}",
+                                   empty="no paid calls (every known cost is $0)" if costs else "no priced items"),
+              report_svg.histogram(lat, title="Generation latency per item", fmt=report_svg.seconds)]
+    if history:
+        charts.append(report_svg.history_chart(history))
+        if any(isinstance(r.get("per_type"), Mapping) for r in history):
+            charts.append(report_svg.per_type_history_chart(history))
+    return '<section class="charts" id="charts">' + "".join(f'<div class="chart-box">{c}</div>' for c in charts) + "</section>"
+
+
+def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
+                 history: Sequence[Mapping[str, Any]] | None = None, max_text_mb: float = DEFAULT_MAX_TEXT_MB
+                 ) -> str:
+    """The report page of ``run`` for ``card`` (``scoring.build_scorecard`` of the same run)."""
+    data, texts = report_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
+    title = f"LongMemEval report — run {run.run_id} ({card.get('variant')})"
+    target = card.get("target") or {}
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.get("name")))} '
+            f'{escape(str(target.get("provider")))}:{escape(str(target.get("model")))} · {card["n_total"]} questions · '
+            f'<a href="#questions-section">questions ↓</a></p></header><main>' + _figures_html(card) + _charts_html(card, data["questions"], history)
+            + '<section id="notes"></section>'
+            + '<section class="questions" id="questions-section"><h2>Questions</h2><div class="filters" id="filters"></div>'
+              '<div class="table-wrap"><table id="questions"><thead></thead><tbody></tbody></table></div></section>'
+              '</main><aside id="drawer" hidden></aside>')
+    return _page(title, body, data, texts, "report.js")
+
+
+def write_report(run_dir: Path, html_text: str) -> Path:
+    return write_page(Path(run_dir) / REPORT_FILE, html_text)
+
+
+# --------------------------------------------------------------------------- the diff page
+
+
+def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
+                 registry: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None) -> str:
+    """The diff page of ``run_comparison.compare(before, after)``: its figures (McNemar included) as computed there,
+    and every flipped question side by side."""
+    a, b = result["run_a"], result["run_b"]
+    registry = registry or {}
+    title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
+    banner = ""
+    if result.get("kind") == "judge":
+        line = escape(run_comparison.judge_comparison_line(result))
+        banner = f'<section class="banner"><strong>{line}</strong></section>'
+    if result["forced"]:
+        banner += ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
+                   'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result["mismatches"])
+                   + "</ul></section>")
+    tiles = [("Strict accuracy", f"{metrics.fmt(result['accuracy_a'])} → {metrics.fmt(result['accuracy_b'])}",
+              f"{result['n_compared']} items compared"),
+             ("Fixes (wrong → right)", str(result["fixes"]), f"regressions {result['regressions']}"),
+             ("Net change", f"{result['net']:+d}", f"{result['both_right']} both right, {result['both_wrong']} both wrong"),
+             ("Exact McNemar p (two-sided)", f"{result['p_value']:.4g}",
+              "significant at 0.05" if result["p_value"] < 0.05 else "not significant at 0.05")]
+    tiles_html = '<section class="tiles">' + "".join(
+        f'<div class="tile"><div class="tile-label">{escape(l)}</div><div class="tile-value">{escape(v)}</div>'
+        f'<div class="tile-sub">{escape(s)}</div></div>' for l, v, s in tiles) + "</section>"
+    per_type = ('<table class="figures" id="per-type"><thead><tr><th>type</th><th>n</th><th>fixes</th>'
+                '<th>regressions</th><th>net</th></tr></thead><tbody>'
+                + "".join(f"<tr><td>{escape(t)}</td><td>{v['n']}</td><td>{v['fixes']}</td><td>{v['regressions']}"
+                          f"</td><td>{v['net']:+d}</td></tr>" for t, v in result["per_type"].items() if v["n"])
+                + "</tbody></table>")
+    flips = []
+    for c in result["changed"]:
+        qid = c["question_id"]
+        ra, rb = before.rows.get(qid), after.rows.get(qid)
+        flaky = c.get("flaky")
+        if flaky is None:
+            flaky = bool(flaky_mark(ra, registry) or flaky_mark(rb, registry))
+        question = (rb.question if rb else None) or (ra.question if ra else None)
+        gold = rb.answer if rb else (ra.answer if ra else None)
+        flips.append({"id": qid, "type": c["question_type"], "fix": bool(c["after"]), "flaky": bool(flaky),
+                      "q": question, "gold": gold,
+                      "sides": [_side(ra, c["before_status"]), _side(rb, c["after_status"])]})
+    data = {"a": a["run_id"], "b": b["run_id"], "flips": flips,
+            "types": [t for t in QUESTION_TYPES if any(f["type"] == t for f in flips)]}
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(a["path"])} → {escape(b["path"])}</p></header>'
+            f'<main>{banner}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note">Labels are '
+            'strict: an error row or an item never run counts as wrong. Only in before: '
+            f'{len(result["only_in_a"])}; only in after: {len(result["only_in_b"])}.</p></div></section>'
+            '<section class="questions"><h2>Flipped questions</h2><div class="filters" id="filters"></div>'
+            '<div id="flips"></div></section></main>')
+    return _page(title, body, data, {}, "compare.js")
+
+
+def _side(row: ResultRow | None, status: str) -> dict[str, Any]:
+    verdict = None if row is None else row.judgment
+    return {"status": status, "label": None if verdict is None else verdict.label,
+            "hyp": None if row is None else row.hypothesis, "raw": None if verdict is None else verdict.raw,
+            "judge_model": None if verdict is None else verdict.model,
+            "err": None if row is None or row.error is None else row.error.to_dict(),
+            "cost": None if row is None or row.cost is None else row.cost.total_usd,
+            "lat": None if row is None else row.latencyMs}
+
+
+def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None,
+                  judge_comparison: bool = False) -> tuple[str, Path]:
+    """The diff page of two runs (``run_comparison.compare``, which refuses unlike runs unless ``force``) and where
+    it goes by default: ``AFTER/compare-<before run id>.html``. Nothing is written."""
+    result = run_comparison.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)
+    before, after = load_run(Path(before_dir)), load_run(Path(after_dir))
+    registry = stability_registry(stability_path(after.path, project))
+    return compare_page(result, before, after, registry), Path(after_dir) / run_store.compare_page_name(before.run_id)
+
+
+def write_page(path: Path, html_text: str) -> Path:
+    fileio.write_atomic_bytes(Path(path), html_text.encode("utf-8"))
+    return Path(path)
+
+
+def loop_history(run: RunData, project: Path | None, history: Path | None = None) -> list[dict[str, Any]] | None:
+    """Rounds for the accuracy-over-rounds chart: ``history`` when given, else the project's loop history when
+    the run was made by the loop (``--loop``); None otherwise or when it holds no round."""
+    if history is None and project is not None and run.meta.settings.get("loop"):
+        records, table = Path(project) / HISTORY_RECORDS, Path(project) / HISTORY_FILE
+        history = records if records.is_file() else table if table.is_file() else None  # JSONL: per-type too
+    return (charts.load_history(history) or None) if history is not None else None
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def print_prompts(run: RunData, question_id: str) -> int:
+    row = run.rows.get(question_id)
+    if row is None:
+        raise UserError(f"run {run.run_id} has no row for question {question_id!r}", fix="check the id in report.html")
+    keys = prompt_keys(row)
+    if not keys:
+        print(f"question {question_id}: the run stored no prompt (the target made no model call, or the run "
+              "predates prompts.jsonl)", file=sys.stderr)
+        return 0
+    store = prompt_store.load(run.path)
+    for i, key in enumerate(keys, 1):
+        if key not in store.prompts:
+            print(f"# request {i}/{len(keys)} {key}: not in prompts.jsonl", file=sys.stderr)
+            continue
+        request = store.request_text(key)
+        print(f"# request {i}/{len(keys)} {request['provider']}:{request['model']} max_tokens={request['max_tokens']} "
+              f"key={key}", file=sys.stderr)
+        if request["system"] is not None:
+            print(f"## system\n{request['system']}")
+        for m in request["messages"]:
+            print(f"## {m['role']}\n{m['content']}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path, help="a run directory (.longmemeval-benchmarks/runs/<id>)")
+    parser.add_argument("--project", type=Path, help="project root (for the judge-stability registry)")
+    parser.add_argument("--prompt", metavar="QUESTION_ID", help="print the exact prompt(s) of one question and exit")
+    parser.add_argument("--max-text-mb", type=float, default=DEFAULT_MAX_TEXT_MB,
+                        help=f"text beyond the evidence sessions embedded in the page (default {DEFAULT_MAX_TEXT_MB:g})")
+    parser.add_argument("--history", type=Path, help="loop history (history_max_effort.md): adds accuracy over rounds")
+    args = parser.parse_args(argv)
+    run = load_run(args.run_dir)
+    if args.prompt:
+        return print_prompts(run, args.prompt)
+    if args.max_text_mb < 0:
+        raise UserError(f"--max-text-mb must be >= 0, got {args.max_text_mb:g}", fix="e.g. --max-text-mb 24")
+    card = scoring.build_scorecard(run)
+    history = loop_history(run, args.project, args.history)
+    path = write_report(run.path, build_report(run, card, project=args.project, history=history,
+                                               max_text_mb=args.max_text_mb))
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,89 @@
+"""Score a run and write what scoring makes: ``metrics.json``, ``scorecard.md``, the charts, ``report.html`` and a
+diff page, each replaced atomically; the Markdown (or metrics.json) on stdout, the files written on stderr.
+
+A run scored before and unchanged since (``score_fingerprint``: its files, dataset, project state, the scoring
+code) is not scored again: its outputs are reused and printed. ``scorecard.py`` is the command; the run's driver and
+the loop's decisions score through here too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from lme.report import report_html
+from lme.store import run_store
+from lme.score import score_fingerprint
+from lme.core.errors import UserError
+from lme.store.run_store import load_run
+from lme.report.scorecard_md import render_markdown
+from lme.score.scoring import build_scorecard
+from lme.report import charts as charts_mod
+
+
+def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, charts: bool = True,
+                  history: Path | None = None) -> list[Path]:
+    """metrics.json, scorecard.md and (unless ``charts`` is False) PNGs under charts/, all written atomically."""
+    run_dir = Path(run_dir)
+    chart_dir = run_store.charts_dir(run_dir)
+    if charts and chart_dir.exists() and not chart_dir.is_dir():
+        raise UserError(f"{chart_dir} is a file, not the charts folder", fix="move it away, or pass --no-charts")
+    written = run_store.write_scorecard_files(run_dir, card, markdown)
+    if charts:
+        written.append(charts_mod.per_type_chart(card, chart_dir / run_store.PER_TYPE_CHART))
+        if history is not None:
+            written.append(charts_mod.history_chart(charts_mod.load_history(history),
+                                                    chart_dir / run_store.HISTORY_CHART))
+    return written
+
+
+def score_run(run_dir: Path, project: Path, *, n_total: int | None = None, variant: str | None = None,
+              run_id: str | None = None, fmt: str = "md", charts: bool = True, html: bool = True,
+              history: Path | None = None, compare: str | None = None, force: bool = False,
+              rescore: bool = False) -> int:
+    """Score ``run_dir`` (``n_total``, ``variant``, ``run_id``: the four-argument form's overrides) and write its
+    outputs; ``compare``: also the diff page against that run (id or directory). Returns 0."""
+    reuse = None if compare or history or rescore else score_fingerprint.fingerprint(
+        run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts})
+    if reuse is not None and score_fingerprint.current(run_dir, reuse, html=html, charts=charts):
+        out = run_store.METRICS_FILE if fmt == "json" else run_store.SCORECARD_FILE
+        print((run_dir / out).read_text(encoding="utf-8"), end="")
+        print(f"unchanged since it was last scored: {run_dir / run_store.METRICS_FILE} (--rescore scores it again)",
+              file=sys.stderr)
+        return 0
+    run = load_run(run_dir)
+    card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
+    if reuse is not None:
+        card["fingerprint"] = reuse
+    markdown = render_markdown(card)
+    # The pages are built before anything is written: a bad --history, OTHER_RUN or unlike runs write nothing.
+    page = None if not html else report_html.build_report(
+        run, card, project=project, history=report_html.loop_history(run, project, history))
+    comparison = None
+    if compare:
+        other = Path(compare) if Path(compare).is_dir() else run_store.run_dir_for(run_store.runs_dir(project), compare)
+        comparison = report_html.build_compare(other, run_dir, force=force, project=project)
+    written = write_outputs(run_dir, card, markdown, charts=charts, history=history)
+    if page is not None:
+        written.append(report_html.write_report(run_dir, page))
+    if comparison is not None:
+        written.append(report_html.write_page(comparison[1], comparison[0]))
+    print(json.dumps(card, indent=2, ensure_ascii=False) if fmt == "json" else markdown, end="\n"
+          if fmt == "json" else "")
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
+def project_run_dir(project: Path, run_id: str) -> Path:
+    """The project's run ``run_id`` (UserError when there is none)."""
+    run_dir = run_store.run_dir_for(run_store.runs_dir(project), run_id)
+    if not run_dir.is_dir():
+        raise UserError(f"no run {run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
+    return run_dir
+
+
+def score_project_run(project: Path, run_id: str, **options: Any) -> int:
+    """``score_run`` of the project's run ``run_id`` (what ``scorecard.py --run-id RUN_ID --project P`` does)."""
+    return score_run(project_run_dir(project, run_id), project, **options)

@@ -1,0 +1,218 @@
+"""Inline SVG charts for report.html, drawn here (no chart library): per-type accuracy with Wilson intervals and the
+target line, a histogram (cost, latency), and accuracy over the loop's rounds.
+
+Every function returns one ``<svg>`` element as a string; text is escaped; sizes are in CSS pixels and the
+``viewBox`` lets the chart shrink with its column.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Any, Mapping, Sequence
+
+from lme.report.charts import SHORT_TYPE_NAMES
+
+TARGET_ACCURACY = 0.95
+"""The loop's goal on the full N=500 (judged accuracy)."""
+BAR = "#4c72b0"
+TARGET = "#c44e52"
+OVERALL = "#2f7d4f"
+MUTED = "#6b7280"
+GRID = "#e5e7eb"
+SERIES = ("#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860", "#da8bc3")
+
+
+def _svg(width: int, height: int, body: Sequence[str], label: str) -> str:
+    return (f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+            f'aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>")
+
+
+def _text(x: float, y: float, text: str, *, size: int = 11, anchor: str = "middle", color: str = "#111827",
+          weight: str = "normal") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{color}" '
+            f'font-weight="{weight}">{escape(text)}</text>')
+
+
+def _line(x1: float, y1: float, x2: float, y2: float, color: str, *, width: float = 1, dash: str = "") -> str:
+    dashed = f' stroke-dasharray="{dash}"' if dash else ""
+    return (f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}" '
+            f'stroke-width="{width}"{dashed}/>')
+
+
+def _y_axis(left: float, top: float, plot_h: float, right: float) -> list[str]:
+    out = []
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = top + plot_h * (1 - tick)
+        out.append(_line(left, y, right, y, GRID))
+        out.append(_text(left - 6, y + 4, f"{tick:.2f}", size=10, anchor="end", color=MUTED))
+    return out
+
+
+def per_type_chart(card: Mapping[str, Any]) -> str:
+    """Strict accuracy per question type, 95% Wilson intervals as whiskers, the 95% target and overall lines."""
+    names = [t for t, b in card["per_type"].items() if b.get("n")]
+    width, height, left, top, bottom, right = 600, 270, 44, 26, 46, 12
+    plot_w, plot_h = width - left - right, height - top - bottom
+    body = _y_axis(left, top, plot_h, width - right)
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - max(0.0, min(1.0, v)))
+
+    slot = plot_w / max(1, len(names))
+    for i, name in enumerate(names):
+        block = card["per_type"][name]
+        value = block.get("accuracy_strict") or 0.0
+        x = left + slot * i + slot * 0.18
+        w = slot * 0.64
+        body.append(f'<rect x="{x:.1f}" y="{y_of(value):.1f}" width="{w:.1f}" height="{top + plot_h - y_of(value):.1f}"'
+                    f' fill="{BAR}" rx="2"><title>{escape(name)}: {value:.4f} strict '
+                    f'({block.get("correct")}/{block.get("n")})</title></rect>')
+        low, high = block.get("wilson_strict") or (value, value)
+        cx = x + w / 2
+        body += [_line(cx, y_of(high), cx, y_of(low), "#111827", width=1.4),
+                 _line(cx - 6, y_of(high), cx + 6, y_of(high), "#111827", width=1.4),
+                 _line(cx - 6, y_of(low), cx + 6, y_of(low), "#111827", width=1.4),
+                 _text(cx, y_of(high) - 5, f"{value:.3f}", size=10),
+                 _text(cx, top + plot_h + 16, SHORT_TYPE_NAMES.get(name, name), size=10),
+                 _text(cx, top + plot_h + 30, f"n={block.get('n')}", size=10, color=MUTED)]
+    y = y_of(TARGET_ACCURACY)
+    body += [_line(left, y, width - right, y, TARGET, width=1.5, dash="6 4"),
+             _text(width - right - 2, y - 4, "target 95%", size=10, anchor="end", color=TARGET)]
+    overall = (card.get("overall") or {}).get("accuracy_strict")
+    if overall is not None:
+        y = y_of(overall)
+        body += [_line(left, y, width - right, y, OVERALL, width=1.2, dash="2 3"),
+                 _text(left + 4, y - 4, f"overall {overall:.3f}", size=10, anchor="start", color=OVERALL)]
+    body.append(_text(left, 14, "Strict accuracy per question type (95% Wilson intervals)", size=12,
+                      anchor="start", weight="bold"))
+    return _svg(width, height, body, "accuracy per question type")
+
+
+def _quantile(data: Sequence[float], q: float) -> float:
+    pos = q * (len(data) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+def seconds(value: float) -> str:
+    """A duration in seconds as people read it: ms below one second."""
+    return f"{value * 1000:.0f} ms" if abs(value) < 1 else f"{value:.2f} s"
+
+
+def histogram(values: Sequence[float], *, title: str, unit: str = "", fmt: Any = "{:.2f}", bins: int = 24,
+              empty: str = "no values") -> str:
+    """Counts of ``values`` in equal-width bins, with p50 and p95 marked; ``empty`` when there is nothing to
+    show (no values, or all of them 0). ``fmt`` is a format string or a function of one value."""
+    fmt_one = fmt if callable(fmt) else fmt.format
+    width, height, left, top, bottom, right = 380, 200, 40, 26, 38, 12
+    plot_w, plot_h = width - left - right, height - top - bottom
+    body = [_text(left - 30, 14, title, size=12, anchor="start", weight="bold")]
+    data = sorted(float(v) for v in values if v is not None and math.isfinite(float(v)))
+    if not data or not any(data):
+        body.append(_text(width / 2, height / 2, empty, color=MUTED))
+        return _svg(width, height, body, title)
+    lo, hi = data[0], data[-1]
+    span = (hi - lo) or max(abs(hi), 1e-9)
+    counts = [0] * bins
+    for v in data:
+        counts[min(bins - 1, int((v - lo) / span * bins))] += 1
+    peak = max(counts)
+    bar_w = plot_w / bins
+    for i, c in enumerate(counts):
+        if not c:
+            continue
+        h = plot_h * c / peak
+        body.append(f'<rect x="{left + i * bar_w + 0.5:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 1:.1f}" '
+                    f'height="{h:.1f}" fill="{BAR}"><title>{c} item(s): {escape(fmt_one(lo + i * span / bins))} to '
+                    f'{escape(fmt_one(lo + (i + 1) * span / bins))} {escape(unit)}</title></rect>')
+    body += [_line(left, top + plot_h, width - right, top + plot_h, MUTED),
+             _text(left, top + plot_h + 14, fmt_one(lo), size=10, anchor="start", color=MUTED),
+             _text(width - right, top + plot_h + 14, f"{fmt_one(hi)} {unit}".strip(), size=10, anchor="end",
+                   color=MUTED),
+             _text(left - 4, top + 8, str(peak), size=10, anchor="end", color=MUTED)]
+    for name, q, color in (("p50", 0.5, OVERALL), ("p95", 0.95, TARGET)):
+        v = _quantile(data, q)
+        x = left + plot_w * (v - lo) / span
+        body += [_line(x, top, x, top + plot_h, color, width=1.3, dash="4 3"),
+                 _text(min(x + 3, width - right - 60), top + 10 + (12 if name == "p95" else 0),
+                       f"{name} {fmt_one(v)}", size=10, anchor="start", color=color)]
+    body.append(_text((left + width - right) / 2, height - 6, f"{len(data)} items", size=10, color=MUTED))
+    return _svg(width, height, body, title)
+
+
+PER_TYPE_STEPS = ("baseline", "re-test", "revert")
+"""The history steps the per-type chart plots: each round's baseline, its post-fix figure, and a revert."""
+
+
+def per_type_history_chart(rounds: Sequence[Mapping[str, Any]]) -> str:
+    """Per question type, its strict accuracy at each round's baseline and after its fix (re-test; revert),
+    from ``history.jsonl``. A re-test point is drawn hollow: it mixes pre-fix and re-tested rows."""
+    steps = [r for r in rounds if r.get("step") in PER_TYPE_STEPS and isinstance(r.get("per_type"), Mapping)]
+    types = list(dict.fromkeys(t for r in steps for t in r["per_type"]))
+    width, height, left, top, bottom, right = 600, 260, 44, 56, 40, 12
+    plot_w, plot_h = width - left - right, height - top - bottom
+    body = _y_axis(left, top, plot_h, width - right)
+    body.append(_text(left, 14, "Per type over the loop's rounds: baseline (filled) and after the fix (hollow)",
+                      size=12, anchor="start", weight="bold"))
+    n = len(steps)
+
+    def x_of(i: int) -> float:
+        return left + (plot_w * (i + 0.5) / n if n else 0)
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - max(0.0, min(1.0, v)))
+
+    for k, qtype in enumerate(types):
+        color = SERIES[k % len(SERIES)]
+        points = [(x_of(i), y_of(float(r["per_type"][qtype]["accuracy"])), r.get("step"))
+                  for i, r in enumerate(steps)
+                  if isinstance(r["per_type"].get(qtype), Mapping) and r["per_type"][qtype].get("accuracy") is not None]
+        if len(points) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
+            body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"/>')
+        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color if step == "baseline" else "white"}" '
+                 f'stroke="{color}"/>' for x, y, step in points]
+        lx, ly = left + 8 + (k % 3) * 180, 28 + (k // 3) * 12
+        body += [_line(lx, ly - 4, lx + 18, ly - 4, color, width=2), _text(lx + 22, ly, qtype, size=10, anchor="start")]
+    step = max(1, math.ceil(n / 8))
+    for i, r in enumerate(steps):
+        if i % step == 0 or i == n - 1:
+            body.append(_text(x_of(i), top + plot_h + 16, str(r.get("label")), size=9, color=MUTED))
+    return _svg(width, height, body, "per-type accuracy over rounds")
+
+
+def history_chart(rounds: Sequence[Mapping[str, Any]]) -> str:
+    """Overall, task-averaged and abstention accuracy per round of the loop, with the 95% target."""
+    width, height, left, top, bottom, right = 600, 240, 44, 40, 40, 12
+    plot_w, plot_h = width - left - right, height - top - bottom
+    body = _y_axis(left, top, plot_h, width - right)
+    body.append(_text(left, 14, "Accuracy over the loop's rounds (history_max_effort.md)", size=12, anchor="start",
+                      weight="bold"))
+    n = len(rounds)
+
+    def x_of(i: int) -> float:
+        return left + (plot_w * (i + 0.5) / n if n else 0)
+
+    def y_of(v: float) -> float:
+        return top + plot_h * (1 - max(0.0, min(1.0, v)))
+
+    y = y_of(TARGET_ACCURACY)
+    body += [_line(left, y, width - right, y, TARGET, width=1.5, dash="6 4"),
+             _text(width - right - 2, y - 4, "target 95%", size=10, anchor="end", color=TARGET)]
+    series = (("overall", "overall (micro)"), ("task_averaged", "task-averaged (macro)"), ("abstention", "abstention"))
+    for k, (key, label) in enumerate(series):
+        color = SERIES[k]
+        points = [(x_of(i), y_of(float(r[key]))) for i, r in enumerate(rounds) if r.get(key) is not None]
+        if len(points) > 1:
+            path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+            body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        body += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"/>' for x, y in points]
+        lx = left + 8 + k * 170
+        body += [_line(lx, 28, lx + 18, 28, color, width=2), _text(lx + 22, 32, label, size=10, anchor="start")]
+    step = max(1, math.ceil(n / 16))
+    for i, r in enumerate(rounds):
+        if i % step == 0 or i == n - 1:
+            body.append(_text(x_of(i), top + plot_h + 16, str(r.get("label")), size=10, color=MUTED))
+    return _svg(width, height, body, "accuracy over rounds")

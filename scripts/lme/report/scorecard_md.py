@@ -1,0 +1,196 @@
+"""``scorecard.md``: a run's figures (``scoring.build_scorecard``) for people: the banner, both accuracies with their
+denominators, per type, excluded gold errors, judge stability, cost, tokens, latency, truncation, retrieval. The
+formatting helpers are the report page's too, so the page and the file show the same strings.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping
+
+from lme.score import loop_rows
+from lme.score import metrics
+from lme.score import pipeline_health
+
+MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
+"""The k shown in scorecard.md (all six make the table too wide to read)."""
+
+
+def status_text(card: Mapping[str, Any]) -> str:
+    """The run's status, saying so when a completed invocation (``--max``) left items not run yet."""
+    if card["status"] == "completed" and card["not_run"]:
+        return f"completed (this invocation; {card['not_run']} items not run yet)"
+    return str(card["status"])
+
+
+def acc(block: Mapping[str, Any], which: str) -> str:
+    count = block["n"] if which == "strict" else block["judged"]
+    return f"{metrics.fmt(block['accuracy_' + which])} ({block['correct']}/{count})"
+
+
+def usd(value: float | None) -> str:
+    return "—" if value is None else f"${value:,.4f}"
+
+
+def ms(value: float | None) -> str:
+    return "—" if value is None else f"{value / 1000:.2f} s"
+
+
+def hypotheses_lines(card: Mapping[str, Any]) -> list[str]:
+    hyp = (card.get("target") or {}).get("hypotheses")
+    if not hyp:
+        return []
+    return [f"Hypotheses judged as written from `{hyp.get('file')}` (sha256 `{str(hyp.get('sha256'))[:12]}`): no "
+            "generation in this run; a question without a line is a missing_hypothesis error row.", ""]
+
+
+SAMPLE_FILE = "longmemeval_sample.json"
+"""The shipped synthetic sample (data/sample/): LongMemEval's schema, not its questions."""
+
+
+def dataset_label(card: Mapping[str, Any]) -> str:
+    """The variant, or what the data really is: the synthetic sample is labelled so, never as ``_s``."""
+    path = str((card.get("dataset") or {}).get("path") or "")
+    if path.replace("\\", "/").rsplit("/", 1)[-1] == SAMPLE_FILE:
+        return f"synthetic sample in the {card['variant']} schema, not LongMemEval {card['variant']}"
+    return str(card["variant"])
+
+
+def render_markdown(card: Mapping[str, Any]) -> str:
+    """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
+    ta = card["task_averaged"]
+    n_types = len(ta["types_strict"])
+    n_judged_types = len(ta["types_judged"])
+    judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
+        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
+    lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({dataset_label(card)})", ""]
+    loud = pipeline_health.loud_lines(card.get("pipeline_health")) + loop_rows.scorecard_lines(card)
+    if loud:
+        lines += [f"> **{line}**" for line in loud] + [""]
+    if card["comparability_notes"]:
+        lines.append("> **NOT COMPARABLE with published LongMemEval results:**")
+        lines += [f"> - {n}" for n in card["comparability_notes"]]
+        lines.append("")
+    judge = card["judge"]
+    recognition = card["dataset"].get("recognition")
+    lines += [
+        f"Status: **{status_text(card)}** · judged {card['judged']}/{card['n_total']} · errors {card['errors']} · "
+        f"not run {card['not_run']} · judge {judge.get('provider')} {judge.get('model')} "
+        f"(official={judge.get('official')}) · dataset "
+        + (f"{recognition['summary']} (release: {recognition.get('release') or 'unknown'})" if recognition
+           else card['dataset']['known_official'] or 'unrecognised file'),
+        "",
+        *hypotheses_lines(card),
+        f"| figure | strict (all {card['n_total']} items; errors/not run = wrong) | "
+        f"judged only ({card['judged']} items) |",
+        "|---|---|---|",
+        f"| Overall accuracy (micro) | {acc(card['overall'], 'strict')} | {acc(card['overall'], 'judged')} |",
+        f"| Task-averaged accuracy (macro, {n_types} types) | {metrics.fmt(ta['accuracy_strict'])} | "
+        f"{judged_ta} |",
+        f"| Abstention accuracy (`_abs` ids) | {acc(card['abstention'], 'strict')} | "
+        f"{acc(card['abstention'], 'judged')} |",
+        "",
+        "| question type | n | judged | correct | strict | judged only | 95% Wilson (strict) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for qtype, b in card["per_type"].items():
+        if b["n"]:
+            lines.append(f"| {qtype} | {b['n']} | {b['judged']} | {b['correct']} | "
+                         f"{metrics.fmt(b['accuracy_strict'])} | {metrics.fmt(b['accuracy_judged'])} | "
+                         f"{metrics.fmt_interval(b['wilson_strict'])} |")
+    if not ta["all_six_types"]:
+        lines += ["", f"Task-averaged figure covers only {n_types} of 6 types: {', '.join(ta['types_strict'])}."]
+    if card["rows_outside_item_set"]:
+        lines += ["", f"{card['rows_outside_item_set']} result rows lie outside the first {card['n_total']} items "
+                      "and are not scored."]
+    if card["unattributed"]:
+        lines += ["", f"{card['unattributed']} items beyond the manifest were never run: wrong in the strict "
+                      "overall figure, in no per-type figure."]
+    ex = card["excluding_gold_errors"]
+    if ex["excluded"]:
+        ids = ", ".join(f"{e['question_id']} (#{', #'.join(str(i) for i in e['issues'])})" for e in ex["excluded"])
+        lines += ["", "## Excluding reported gold errors (a second figure; the official one is above)", "",
+                  f"Left out (status wrong): {ids}. Strict overall {acc(ex['overall'], 'strict')}, task-averaged "
+                  f"{metrics.fmt(ex['task_averaged']['accuracy_strict'])}, abstention "
+                  f"{acc(ex['abstention'], 'strict')}."]
+    listed = Counter(e["status"] for e in ex.get("listed_not_excluded") or [])
+    if listed:
+        lines += ["", "Also in the known-defect registry, counted in both figures: " + ", ".join(
+            f"{n} {status}" for status, n in sorted(listed.items())) + " (references/known-gold-errors.json)."]
+    stab = card.get("judge_stability") or {}
+    if stab.get("repeated_items") or stab.get("unstable_ids"):
+        shown = ", ".join(stab["unstable_ids"][:20]) + (" ..." if len(stab["unstable_ids"]) > 20 else "")
+        lines += ["", "## Judge stability", "",
+                  f"{len(stab['unstable_ids'])} of {card['judged']} judged labels are unstable (the same judge "
+                  f"prompt got both yes and no): {stab['unstable_in_run']} in this run's repeated verdicts "
+                  f"({stab['repeated_items']} items judged more than once), {stab['flaky_in_registry']} flaky in the "
+                  f"project's judge-stability.jsonl. The first verdict is the official label."
+                  + (f" Unstable: {shown}." if shown else "")]
+    cost, usage = card["cost"], card["usage"]
+    total = usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
+        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {usd(cost['known_total_usd'])})")
+    tok = usage["tokens"]
+    lat = usage["latency_ms"]
+    lines += [
+        "", "## Cost, tokens, latency", "",
+        f"- Cost: {total}; generation {usd(cost['known_generation_usd'])}, judge {usd(cost['known_judge_usd'])}"
+        f" (known rows)",
+        *batch_lines(card.get("batches")),
+        f"- Tokens: generation {tok['generation']['in']:,} in / {tok['generation']['out']:,} out; "
+        f"judge {tok['judge']['in']:,} in / {tok['judge']['out']:,} out",
+        f"- Latency generation: p50 {ms(lat['generation']['p50'])}, p95 {ms(lat['generation']['p95'])}, "
+        f"max {ms(lat['generation']['max'])}; judging: p50 {ms(lat['judge']['p50'])}, "
+        f"p95 {ms(lat['judge']['p95'])}, max {ms(lat['judge']['max'])}",
+        f"- Cache hits: {usage['cache']['generation_calls_cached']}/{usage['cache']['generation_calls']} "
+        f"generation calls, {usage['cache']['judge_cached']}/{card['judged']} judge calls; retries: generation "
+        f"{usage['retries']['generation']}, judge {usage['retries']['judge']}",
+        f"- Error rows: {card['errors']}" + (
+            " (" + ", ".join(f"{k} {v}" for k, v in usage["errors_by_kind"].items()) + ")" if card["errors"] else ""),
+    ]
+    trunc = card.get("truncation")
+    if trunc and trunc["truncated"]:
+        lines += ["", "## History truncation", "",
+                  f"The reader's history was cut to fit the context window on {trunc['truncated']} of "
+                  f"{trunc['items_reporting']} items (oldest sessions dropped); {trunc['lost_evidence']} of them lost "
+                  f"an evidence session" + (f", unknown for {trunc['lost_evidence_unknown']}"
+                                            if trunc["lost_evidence_unknown"] else "") + "."
+                  + (f" {trunc['retried_after_too_long']} prompt(s) were rejected as too long and retried shorter."
+                     if trunc["retried_after_too_long"] else "")]
+    ret = card["retrieval"]
+    if ret:
+        shown = [k for k in ret["ks"] if k in MARKDOWN_RETRIEVAL_KS] or ret["ks"]
+        granularity = ", ".join(f"{g} ({n})" for g, n in ret.get("granularity", {}).items()) or "unreported"
+        repeats = (f" {ret['rankings_with_repeated_ids']} ranking(s) list a session id twice (a haystack that "
+                   "repeats a session, upstream #54): scored as given, each copy taking a rank, as upstream's "
+                   "eval_utils does." if ret.get("rankings_with_repeated_ids") else "")
+        lines += ["", "## Session retrieval (session-level metrics)", "",
+                  f"Metrics of the ranked sessions; retrieval granularity: {granularity} (a turn hit ranks its "
+                  f"session, so turn-granularity figures are not upstream's turn-level ones).{repeats} "
+                  f"{ret['scored']} items scored ({ret['skipped_abstention']} abstention and "
+                  f"{ret['skipped_no_gold']} no-gold items skipped, as upstream does). k = "
+                  f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret['ks']))}.", "",
+                  "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in shown) + " |",
+                  "|---|---:|" + "---:|" * (3 * len(shown))]
+        scopes = [("overall", ret["scored"], ret["overall"])] + [(t, m["n"], m) for t, m in ret["per_type"].items()]
+        for name, n, m in scopes:
+            cells = " | ".join(f"{metrics.fmt(m.get(f'recall_any@{k}'))} | {metrics.fmt(m.get(f'recall_all@{k}'))}"
+                               f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in shown)
+            lines.append(f"| {name} | {n} | {cells} |")
+    return "\n".join(lines) + "\n"
+
+
+def batch_lines(batches: dict | None) -> list[str]:
+    """``- Batch API: judge 500 calls in 1 batch at batch prices ($0.61); generation synchronous (500 calls)``."""
+    if not batches:
+        return []
+    parts = []
+    for stage in ("generation", "judge"):
+        b = batches[stage]
+        if b["batch_calls"]:
+            spent = "unknown" if b["batch_usd"] is None else usd(b["batch_usd"])
+            sync = f", {b['sync_calls']} synchronous" if b["sync_calls"] else ""
+            parts.append(f"{stage} {b['batch_calls']} calls in {b['batches']} batch"
+                         f"{'es' if b['batches'] != 1 else ''} at batch prices ({spent}){sync}")
+        elif b["sync_calls"]:
+            parts.append(f"{stage} synchronous ({b['sync_calls']} calls)")
+    return ["- Batch API: " + "; ".join(parts)]

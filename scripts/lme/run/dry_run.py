@@ -1,0 +1,377 @@
+"""``--dry-run``: build every prompt the run would send, count tokens, and estimate cost and time. No model call.
+
+Also the cost gate's and ``--max-cost``'s source of estimates. What is exact and what is assumed:
+
+- generation: the target's own requests (``prepare_requests_by_role``, else ``prepare_requests``), so prompts
+  are exact where the target can build them before the run (memory-ref's reader assumes a facts block: see
+  ``plugins/memory_ref/preview.py``). Output is counted at ``max_tokens``, an upper bound. A target with neither
+  function is unknown. ``command`` and ``python`` targets make their own model calls, which are not ours to count.
+- judge: sized from the question, the gold answer and an assumed hypothesis length (a hypotheses run: the file's
+  own hypothesis, and no call for a question the file lacks); two output tokens.
+- calls found in the call cache (when the run reads it) and repeats of an identical request in the run are free;
+  so are the facts a target caches itself (memory-ref's writer). Judge calls are always counted.
+- tokens: the provider layer's estimate (characters / 4); dollars: ``prices.py`` (a model not in it is unknown,
+  never free); time: a per-call latency model, divided by the concurrency: a rough figure to plan with.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from lme.core.facts import is_offline, resolve_judge_model
+from lme.data import hypotheses_file
+from lme.core.records import Question
+from lme.run.run_settings import RunSettings
+from lme.store import run_store
+from lme.models import call_cache
+from lme.data import dataset
+from lme.targets import generation_driver
+from lme.models import prices
+from lme.models import providers
+from lme.models import batch_api
+from lme.run import batch_runner
+
+ASSUMED_HYPOTHESIS_TOKENS = 60
+JUDGE_TEMPLATE_TOKENS = 150
+JUDGE_OUTPUT_TOKENS = 2
+OWN_CALLS_TARGETS = ("command", "python")
+"""Targets whose model calls are made by the user's own code, outside this toolkit's gateway."""
+
+
+def _seconds_per_call(tokens_in: int, tokens_out: int) -> float:
+    """A planning model of one call's latency: 0.5 s + 1 s per 20k input tokens + 20 ms per output token."""
+    return 0.5 + tokens_in / 20000.0 + tokens_out * 0.02
+
+
+@dataclass(frozen=True)
+class Call:
+    """One model call the run would make, as the dry run sees it."""
+
+    stage: str
+    """``judge`` or the target's role (``reader``, ``writer``, ``rerank``...)."""
+    provider: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    """``max_tokens`` for generation: an upper bound."""
+    key: str | None = None
+    """The request's content address, when the dry run built the request itself."""
+
+    def usd(self) -> float | None:
+        return 0.0 if is_offline(self.provider) else prices.cost_usd(self.model, self.tokens_in, self.tokens_out)
+
+
+@dataclass
+class StageTotals:
+    calls: int = 0
+    cached_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    usd: float | None = 0.0
+    seconds: float = 0.0
+    unpriced: set[str] = field(default_factory=set)
+
+    def add(self, call: Call, *, free: bool) -> None:
+        if free:
+            self.cached_calls += 1
+            return
+        self.calls += 1
+        self.tokens_in += call.tokens_in
+        self.tokens_out += call.tokens_out
+        self.seconds += _seconds_per_call(call.tokens_in, call.tokens_out)
+        usd = call.usd()
+        if usd is None:
+            self.unpriced.add(f"{call.provider}:{call.model}")
+            self.usd = None
+        elif self.usd is not None:
+            self.usd += usd
+
+
+class Estimator:
+    """The calls one item would cost under ``settings``: target requests by role, plus the judge call."""
+
+    def __init__(self, settings: RunSettings) -> None:
+        self.settings = settings
+        self.module = generation_driver.load_target(settings.target)
+        self.previewable = any(hasattr(self.module, f) for f in ("prepare_requests_by_role", "prepare_requests"))
+        self.self_cached_roles = set(getattr(self.module, "CACHED_ROLES", ()))
+        self.judge_model = resolve_judge_model(settings.judge_model)
+        self.known_hypotheses = settings.target == hypotheses_file.TARGET
+        """A hypotheses run: each judge call is sized with the file's hypothesis (none: an error row, no call)."""
+
+    def target_calls(self, q: Question) -> list[Call] | None:
+        """The target's calls for ``q``; None when the target cannot preview them."""
+        s = self.settings
+        by_role = generation_driver.prepare_requests_by_role(
+            q, s.target_provider, s.target_model, target=s.target, options=dict(s.target_options),
+            cache_dir=s.cache_dir)
+        if by_role is None:
+            return None
+        calls = []
+        for role, requests in by_role.items():
+            for req in requests:
+                tin = sum(providers.estimate_tokens(m["content"]) for m in req.messages)
+                tin += providers.estimate_tokens(req.system or "")
+                calls.append(Call(role, req.provider, req.model, tin, req.max_tokens, req.key()))
+        return calls
+
+    def judge_call(self, q: Question) -> Call | None:
+        """The judge call of ``q``; None when there will be none (a hypotheses file without this question)."""
+        hypothesis_tokens = ASSUMED_HYPOTHESIS_TOKENS
+        if self.known_hypotheses:
+            text = self.module.preview(q.question_id, self.settings.target_options)
+            if text is None:
+                return None
+            hypothesis_tokens = providers.estimate_tokens(text)
+        tin = JUDGE_TEMPLATE_TOKENS + providers.estimate_tokens(f"{q.question} {q.answer}") + hypothesis_tokens
+        return Call("judge", self.settings.judge_provider, self.judge_model, tin, JUDGE_OUTPUT_TOKENS)
+
+    def item_usd(self, q: Question) -> float | None:
+        """An upper-bound price of ``q`` alone (no cache, no repeats): what ``--max-cost`` reserves in flight."""
+        judge = self.judge_call(q)
+        calls = [*(self.target_calls(q) or []), *([judge] if judge else []) * max(1, self.settings.judge_repeat)]
+        total = 0.0
+        for call in calls:
+            usd = call.usd()
+            if usd is None:
+                return None
+            total += usd
+        return total
+
+
+def run_is_finished(settings: RunSettings, run_id: str | None) -> bool:
+    """``run_id`` names an existing run with every item of its manifest (in the shard) completed: a resume that
+    calls no model."""
+    if not run_id:
+        return False
+    run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    return run_dir.is_dir() and _nothing_pending(run_dir, run_store.load_completed(run_dir), settings)
+
+
+def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
+    """Every item of the run's manifest (in the shard) is completed."""
+    manifest = run_store.peek_json(run_store.manifest_path(run_dir))  # unreadable: stream the dataset as usual
+    items = None if manifest is None else manifest.get("items")
+    if not isinstance(items, list):
+        return False
+    return all(it.get("question_id") in done for it in items
+               if isinstance(it, dict) and run_store.in_shard(str(it.get("question_id")), settings.shard))
+
+
+def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
+    done: set[str] = set()
+    if run_id:
+        run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+        if run_dir.exists():
+            done = run_store.load_completed(run_dir)
+            if _nothing_pending(run_dir, done, settings):
+                return  # a resume of a finished run: no need to stream the dataset
+    items = 0
+    for raw in dataset.iter_items(Path(settings.dataset_path)):
+        if items >= settings.max_evals:
+            return
+        q = Question.from_dict(raw)
+        if q.question_id in done or not run_store.in_shard(q.question_id, settings.shard):
+            continue
+        items += 1
+        yield q
+
+
+def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]:
+    """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
+    est = Estimator(settings)
+    roles: dict[str, StageTotals] = {}
+    judge = StageTotals()
+    seen: set[str] = set()
+    items = unknown = 0
+    for q in _pending(settings, run_id):
+        items += 1
+        calls = est.target_calls(q)
+        if calls is None:
+            unknown += 1
+            calls = []
+        in_cache = set()
+        if settings.cache_enabled and settings.cache_read and calls:
+            in_cache = call_cache.cached_keys(Path(settings.cache_dir), [c.key for c in calls if c.key])
+        for call in calls:
+            repeat = call.key in seen and (settings.cache_read or call.stage in est.self_cached_roles)
+            roles.setdefault(call.stage, StageTotals()).add(call, free=repeat or call.key in in_cache)
+            seen.add(call.key)
+        judge_call = est.judge_call(q)
+        for _ in range(max(1, settings.judge_repeat) if judge_call else 0):  # --judge-repeat K: K calls per item
+            judge.add(judge_call, free=False)
+
+    generation = StageTotals()
+    for totals in roles.values():
+        generation.calls += totals.calls
+        generation.cached_calls += totals.cached_calls
+        generation.tokens_in += totals.tokens_in
+        generation.tokens_out += totals.tokens_out
+        generation.seconds += totals.seconds
+        generation.unpriced |= totals.unpriced
+        generation.usd = None if generation.usd is None or totals.usd is None else generation.usd + totals.usd
+    if unknown:
+        generation.usd = None
+    concurrency = settings.concurrency
+    total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
+    sized = ("each judge call sized with the file's own hypothesis" if est.known_hypotheses
+             else f"judge hypothesis assumed {ASSUMED_HYPOTHESIS_TOKENS} tokens")
+    notes = [f"tokens ~ chars/4; generation output counted at max_tokens; {sized}; latency model in dry_run.py",
+             "calls in the call cache and repeated identical calls are free; judge calls are always counted"]
+    if settings.target in OWN_CALLS_TARGETS:
+        notes.append(f"target {settings.target} makes its own model calls: not counted (only the judge is ours)")
+    if unknown:
+        notes.append(f"target {settings.target} cannot preview its requests (no prepare_requests): "
+                     "generation cost unknown")
+    assumptions = getattr(est.module, "DRY_RUN_ASSUMPTIONS", None)
+    if assumptions:
+        notes.append(f"target {settings.target}: {assumptions}")
+    batch = batch_figures(settings, generation, judge, roles, concurrency)
+    if settings.batch != "off":  # what this run would pay: its batched stages at batch prices
+        total_usd = batch["chosen_usd_max"]
+    return {
+        "items": items,
+        "items_without_prompt_preview": unknown,
+        "generation": {
+            "calls": generation.calls, "cached_calls": generation.cached_calls, "tokens_in": generation.tokens_in,
+            "tokens_out_max": generation.tokens_out, "usd_max": generation.usd,
+            "seconds": round(generation.seconds / concurrency, 1), "unpriced_models": sorted(generation.unpriced),
+            "by_role": {role: {"calls": t.calls, "cached_calls": t.cached_calls, "tokens_in": t.tokens_in,
+                               "tokens_out_max": t.tokens_out, "usd_max": t.usd} for role, t in roles.items()},
+        },
+        "judge": {"calls": judge.calls, "tokens_in": judge.tokens_in, "tokens_out": judge.tokens_out,
+                  "usd": judge.usd, "seconds": round(judge.seconds / concurrency, 1),
+                  "unpriced_models": sorted(judge.unpriced)},
+        "total_usd_max": total_usd,
+        "batch": batch,
+        "seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
+        "concurrency": concurrency,
+        "target": f"{settings.target} {settings.target_provider}:{settings.target_model}",
+        "judge_model": f"{settings.judge_provider}:{est.judge_model}",
+        "note": "; ".join(notes),
+    }
+
+
+BATCH_TIME = "most batches end within 1 h, at most 24 h (the providers' completion window)"
+
+
+def _batches_needed(provider: str, calls: int, tokens_in: int) -> int:
+    """Batches for ``calls`` requests of ``tokens_in`` input tokens: the providers' request and size limits
+    (``batch_api.LIMITS``), sizing a request at 4.4 bytes per token (characters / 4, plus JSON escapes) and 300 bytes of JSON around it."""
+
+    if not calls:
+        return 0
+    max_n, max_bytes = batch_api.LIMITS.get(provider, batch_api.LIMITS["openai"])
+    size = int(tokens_in * 4.4) + calls * 300
+    return max(-(-calls // max_n), -(-size // max_bytes))
+
+
+def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTotals,
+                  roles: dict[str, StageTotals], concurrency: int) -> dict[str, Any]:
+    """Both prices and both times per stage: synchronous, and through the Batch APIs (``prices.BATCH_DISCOUNT``),
+    with the requests the synchronous path would send (each one drawn from the per-minute rate limits)."""
+
+    def half(usd: float | None) -> float | None:
+        return None if usd is None else usd * prices.BATCH_DISCOUNT
+
+    whole = batch_runner.generation_batchable(settings)
+    batch_roles = set(batch_runner.batchable_roles(settings))
+    generation_batch: float | None = half(generation.usd) if whole else generation.usd
+    batches = _batches_needed(settings.target_provider, generation.calls, generation.tokens_in) if whole else 0
+    if batch_roles and generation.usd is not None:  # only the declared roles at batch prices
+        generation_batch = 0.0
+        for role, t in roles.items():
+            usd = half(t.usd) if role in batch_roles else t.usd
+            generation_batch = None if usd is None or generation_batch is None else generation_batch + usd
+            if role in batch_roles:
+                batches += _batches_needed(settings.target_provider, t.calls, t.tokens_in)
+    stages = {
+        "generation": {"calls": generation.calls, "sync_usd_max": generation.usd, "batch_usd_max": generation_batch,
+                       "batchable": whole or sorted(batch_roles & set(roles)) or False,
+                       "sync_seconds": round(generation.seconds / concurrency, 1), "batches": batches},
+        "judge": {"calls": judge.calls, "sync_usd_max": judge.usd, "batch_usd_max": half(judge.usd),
+                  "batchable": True, "sync_seconds": round(judge.seconds / concurrency, 1),
+                  "batches": _batches_needed(settings.judge_provider, judge.calls, judge.tokens_in)},
+    }
+    chosen = batch_runner.batched_stages(settings)
+
+    def total(pick: Any) -> float | None:
+        values = [pick(name, stage) for name, stage in stages.items()]
+        return None if any(v is None for v in values) else sum(values)
+
+    return {
+        "mode": settings.batch,
+        "discount": prices.BATCH_DISCOUNT,
+        "stages": stages,
+        "sync_usd_max": total(lambda name, st: st["sync_usd_max"]),
+        "batch_usd_max": total(lambda name, st: st["batch_usd_max"]),
+        "chosen_usd_max": total(lambda name, st: st["batch_usd_max"] if (name == "generation" and set(chosen) -
+                                {"judge"}) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
+        "sync_requests": generation.calls + judge.calls,
+        "sync_seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
+        "batch_time": BATCH_TIME,
+        "by_role_calls": {role: t.calls for role, t in roles.items()},
+    }
+
+
+def dollars(value: float | None, *, bound: bool = False) -> str:
+    if value is None:
+        return "unknown (a model is not in the price table)"
+    return f"{'<= ' if bound else ''}${value:,.2f}" if value >= 1 else f"{'<= ' if bound else ''}${value:.4f}"
+
+
+def duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds < 90:
+        return f"{seconds}s"
+    if seconds < 5400:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
+
+
+def format_block(result: dict[str, Any]) -> str:
+    """The estimate as people read it: one line per stage, the total, what was assumed."""
+    g, j = result["generation"], result["judge"]
+    lines = [f"estimate: {result['items']} items; target {result['target']}, judge {result['judge_model']}"]
+
+    def stage(name: str, calls: int, cached: int, tin: int, tout: int, usd: float | None, bound: bool) -> str:
+        free = f" (+{cached:,} cached or repeated, free)" if cached else ""
+        return (f"  {name:<10} {calls:>7,} calls{free}  {tin:>13,} tokens in  {'<= ' if bound else ''}{tout:,} out"
+                f"  {dollars(usd, bound=bound)}")
+
+    roles = g["by_role"]
+    for role, t in roles.items():
+        lines.append(stage(role, t["calls"], t["cached_calls"], t["tokens_in"], t["tokens_out_max"], t["usd_max"], True))
+    if result["items_without_prompt_preview"]:
+        lines.append(f"  {'target':<10} unknown for {result['items_without_prompt_preview']} items (no preview)")
+    elif not roles:
+        lines.append(f"  {'target':<10}       0 calls")
+    lines.append(stage("judge", j["calls"], 0, j["tokens_in"], j["tokens_out"], j["usd"], False))
+    unpriced = sorted(set(g["unpriced_models"]) | set(j["unpriced_models"]))
+    total = dollars(result["total_usd_max"], bound=True)
+    if unpriced:
+        total += f": no price for {', '.join(unpriced)}"
+    lines.append(f"  total      {total}; ~{duration(result['seconds'])} at concurrency {result['concurrency']}")
+    b = result.get("batch")
+    if b:
+        ratio = (f" (x{b['batch_usd_max'] / b['sync_usd_max']:.2f} of sync)"
+                 if b["sync_usd_max"] and b["batch_usd_max"] is not None else "")
+        chosen = "" if b["mode"] == "off" else f"; this run (--batch {b['mode']}): {dollars(b['chosen_usd_max'], bound=True)}"
+        lines.append(f"  sync       {dollars(b['sync_usd_max'], bound=True)} for {b['sync_requests']:,} requests, "
+                     f"~{duration(b['sync_seconds'])} at concurrency {result['concurrency']}")
+        lines.append(f"  batch API  {dollars(b['batch_usd_max'], bound=True)}{ratio}, {BATCH_TIME}{chosen}")
+    lines.append(f"  ({result['note']})")
+    return "\n".join(lines)
+
+
+def run(settings: RunSettings, run_id: str | None = None) -> int:
+    if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
+        hypotheses_file.check_run_inputs(settings)
+    result = estimate(settings, run_id)
+    print(json.dumps(result, indent=2))
+    print("dry run " + format_block(result), file=sys.stderr)
+    return 0

@@ -1,0 +1,199 @@
+"""The iteration loop's configuration and hard rules, as checks a script can run before it acts. Standard library only.
+
+The run driver calls ``check_loop_run`` when started with ``--loop`` and refuses to start on any problem:
+
+- the full question set every round (``--max`` below the dataset's ``n_total`` is a partial run);
+- the official judge only (openai ``gpt-4o`` / ``gpt-4o-2024-08-06``), so rounds stay comparable;
+- the three symbolic layers of the target on (``symbolic_resolver``, ``symbolic_temporal``, ``symbolic_bypass``);
+- the work tree on the loop branch (config ``loop.branch``, default ``longmemeval-iter``);
+- the configured target (``loop.target``): a built-in name, or a path in the project such as ``memory_system``
+  (a copy of the plugin's ``plugins/memory_ref`` that the loop's fixes edit, committed on the loop branch).
+  Paths are compared as files, so ``memory_system``, ``./memory_system/`` and its absolute path are one target.
+
+The loop's settings live in the ``loop`` object of ``.longmemeval-benchmarks/config.json``; ``loop_config``
+fills in the defaults below (``references/iteration-rules.md`` documents each key). They sit below the run (which
+enforces them) and the loop (which follows them); ``loop_guard.py`` prints them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import subprocess
+from pathlib import Path
+from typing import Any, Mapping
+
+from lme.core import command_names
+from lme.core.errors import UserError
+from lme.core.facts import (
+    BUILTIN_TARGETS,
+    CONFIG_FILE,
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    STATE_DIR,
+    SYMBOLIC_FLAGS,
+    resolve_judge_model,
+)
+
+LOOP_JUDGE_PROVIDER = OFFICIAL_JUDGE_PROVIDER
+TARGET_SHARE = 0.95
+"""The loop ends when a run and its clean confirmation rerun both reach ceil(0.95 * n_total) strict correct."""
+
+LOOP_DEFAULTS: dict[str, Any] = {
+    "branch": "longmemeval-iter",
+    "remote": "origin",
+    "run_id": "longmemeval-iter",
+    "variant": "_s",
+    "judge": "openai:gpt-4o",
+    "target": "memory-ref",
+    "target_model": None,
+    "targetOptions": {flag: True for flag in SYMBOLIC_FLAGS},
+    "n_parallel": 8,
+    "required_keys": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+}
+
+
+def target_correct(n_total: int) -> int:
+    """Strict-correct count the loop must reach: 475 of 500, and also 475 of the 499-item ``_s`` copy."""
+    if n_total <= 0:
+        raise ValueError(f"n_total must be positive, got {n_total}")
+    # round first: 0.95 * 500 is 475.00000000000006 in floating point
+    return math.ceil(round(TARGET_SHARE * n_total, 9))
+
+
+def read_project_config(project: Path) -> dict[str, Any]:
+    """The raw project config (``{}`` when there is none yet). Malformed JSON is a user error."""
+    path = Path(project) / STATE_DIR / CONFIG_FILE
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise UserError(f"cannot read {path}: {err}", fix=f"fix the JSON or re-run {command_names.SETUP}")
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a JSON object", fix=f"re-run {command_names.SETUP}")
+    return data
+
+
+def loop_config(project: Path) -> dict[str, Any]:
+    """Config ``loop`` object merged over ``LOOP_DEFAULTS`` (``targetOptions`` merged key by key)."""
+    raw = read_project_config(project).get("loop") or {}
+    if not isinstance(raw, dict):
+        raise UserError("config.json: 'loop' must be an object", fix="see references/iteration-rules.md")
+    merged = copy.deepcopy(LOOP_DEFAULTS)
+    for key, value in raw.items():
+        if key == "targetOptions" and isinstance(value, dict):
+            merged["targetOptions"].update(value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def split_model(spec: str) -> tuple[str, str]:
+    """``provider:model`` -> (provider, model); a bare model name has provider ``""``."""
+    provider, sep, model = spec.partition(":")
+    return (provider, model) if sep else ("", spec)
+
+
+def current_branch(project: Path) -> str | None:
+    """The checked-out branch of the git work tree at ``project`` (None: not a repo, or detached HEAD)."""
+    try:
+        out = subprocess.run(
+            ["git", "branch", "--show-current"],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    except OSError:
+        return None
+    name = out.stdout.strip()
+    return name if out.returncode == 0 and name else None
+
+
+def assert_on_loop_branch(branch: str | None = None, *, project: Path | None = None) -> str:
+    """Raise UserError unless the work tree at ``project`` is on ``branch`` (default: config loop.branch)."""
+    project = Path.cwd() if project is None else Path(project)
+    wanted = branch or loop_config(project)["branch"]
+    actual = current_branch(project)
+    if actual != wanted:
+        raise UserError(
+            f"not on the loop branch: {project} is on {actual or 'no branch (detached or not a git repo)'}, "
+            f"the loop only works on {wanted}",
+            fix=f"git switch {wanted} before starting the loop; never switch branches mid-loop",
+        )
+    return actual
+
+
+def _normalise_flag(name: str) -> str:
+    name = name.strip().lstrip("-").replace("-", "_")
+    return name if name.startswith("symbolic_") else f"symbolic_{name}"
+
+
+def symbolic_problems(symbolic: Mapping[str, Any] | None) -> list[str]:
+    """One problem per symbolic layer that is missing or off."""
+    given = {_normalise_flag(k): v for k, v in (symbolic or {}).items()}
+    return [
+        f"--{flag.replace('_', '-')} is off: the loop keeps all three symbolic layers on"
+        for flag in SYMBOLIC_FLAGS
+        if given.get(flag) is not True
+    ]
+
+
+def judge_problems(provider: str | None, model: str | None) -> list[str]:
+    if provider == LOOP_JUDGE_PROVIDER and model is not None and resolve_judge_model(model) == OFFICIAL_JUDGE_MODEL:
+        return []
+    return [
+        f"judge is {provider or '?'}:{model or '?'}: the loop uses only openai:gpt-4o "
+        "(gpt-4o-2024-08-06), or rounds stop being comparable"
+    ]
+
+
+def size_problems(n_total: int | None, max_items: int | None) -> list[str]:
+    if n_total is None:
+        return ["the dataset size (n_total) is unknown: the loop cannot verify it runs the full set"]
+    if max_items is not None and max_items < n_total:
+        return [f"--max {max_items} is below the full set of {n_total}: the loop runs every question each round"]
+    return []
+
+
+def check_loop_run(settings: Mapping[str, Any], project: Path) -> list[str]:
+    """The reasons a planned ``--loop`` run breaks a hard rule (empty list: it may start).
+
+    ``settings`` keys: ``n_total`` (questions in the dataset file), ``max`` (``--max``; None = all),
+    ``judge_provider``, ``judge_model``, ``symbolic`` (the three flags by name), ``target``.
+    """
+    project = Path(project)
+    problems = size_problems(settings.get("n_total"), settings.get("max"))
+    problems += judge_problems(settings.get("judge_provider"), settings.get("judge_model"))
+    problems += symbolic_problems(settings.get("symbolic"))
+    cfg = loop_config(project)
+    actual = current_branch(project)
+    if actual != cfg["branch"]:
+        problems.append(
+            f"on branch {actual or '(none: detached HEAD or not a git repo)'}, not the loop branch {cfg['branch']}"
+        )
+    target = settings.get("target")
+    if target is not None and cfg.get("target") and not same_target(str(target), str(cfg["target"]), project):
+        problems.append(f"target is {target}, the loop configuration says {cfg['target']}")
+    return problems
+
+
+def target_key(target: str, project: Path) -> str:
+    """What a target names: a built-in name as it is; a path (a ``.py`` file or a package directory, relative to
+    the project) as its resolved file, a package as its ``__init__.py``."""
+    if target in BUILTIN_TARGETS:
+        return target
+    path = Path(target).expanduser()
+    if not path.is_absolute():
+        path = Path(project) / path
+    path = path.resolve()
+    if path.is_dir():
+        path = path / "__init__.py"
+    return str(path)
+
+
+def same_target(a: str, b: str, project: Path) -> bool:
+    """Whether two target spellings name the same target (see ``target_key``)."""
+    return a == b or target_key(a, project) == target_key(b, project)

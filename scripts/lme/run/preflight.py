@@ -1,0 +1,140 @@
+"""Check that a run can start: config, dataset, upstream judge checkout, API keys, runs dir. Calls no model.
+
+Usage:
+    python scripts/preflight.py [--project .] [run_benchmark arguments...]
+
+Prints one line per check (``ok`` / ``FAIL`` with the fix) and exits 2 when any check fails. It accepts the same
+arguments as run_benchmark.py, so the command and skill can pass the user's arguments to both unchanged.
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from lme.core import cli_parser
+from lme.core import command_names
+from lme.core.facts import is_offline
+from lme.data import hypotheses_file
+from lme.core.errors import UserError, run_main
+from lme.judge import judge_official
+from lme.core import config as config_mod
+from lme.targets import generation_driver
+from lme.models import providers
+from lme.run import run_settings
+
+KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
+
+
+def check_inputs(settings) -> None:
+    """Refuse up front what would fail every item: an unknown target, bad target options, no judge prompt.
+
+    Run before anything is written or paid for; raises UserError.
+    """
+    try:
+        generation_driver.describe_target(settings.target, settings.target_options)
+    except UserError:
+        raise
+    except Exception as err:  # a target's own validation (ValueError, TypeError, ...)
+        raise UserError(
+            f"target {settings.target}: bad target options {dict(settings.target_options)} ({err})",
+            fix="fix --target-option / targetOptions (see the target's documentation)",
+        ) from None
+    if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: one line, before anything
+        hypotheses_file.check_run_inputs(settings)
+    if not is_offline(settings.judge_provider):
+        judge_official.load_prompt_builder(settings.longmemeval_root)
+    if "azure" in (settings.judge_provider, settings.target_provider):
+        try:
+            providers.azure_target(providers.ProviderSettings(azure=dict(settings.azure)))
+        except providers.ProviderError as err:
+            raise UserError(str(err), fix='e.g. "providers": {"azure": {"endpoint": "https://<resource>.openai.azure.com", '
+                                          '"deployment": "<your gpt-4o-2024-08-06 deployment>", "api_version": '
+                                          '"2024-10-21"}} in .longmemeval-benchmarks/config.json') from None
+
+
+def checks(settings) -> list[tuple[bool | None, str]]:
+    """(passed, message) per check, for the resolved RunSettings; passed None is a warning that does not fail."""
+    results: list[tuple[bool, str]] = []
+    try:
+        generation_driver.describe_target(settings.target, settings.target_options)
+        results.append((True, f"target {settings.target} and its options"))
+    except Exception as err:  # noqa: BLE001 - reported as a FAIL line
+        results.append((False, f"target {settings.target}: {err}"))
+    dataset_path = Path(settings.dataset_path)
+    if dataset_path.is_file():
+        results.append((True, f"dataset {dataset_path}"))
+    else:
+        results.append((False, f"dataset {dataset_path} not found: run {command_names.SETUP} (--download {settings.variant} or --sample), or set datasetPath"))
+    if settings.target == hypotheses_file.TARGET and dataset_path.is_file():
+        try:
+            hf, missing = hypotheses_file.check_run_inputs(settings)
+            gaps = f"; {len(missing)} of the dataset's questions have none (error rows)" if missing else ""
+            results.append((True, f"hypotheses {hf.path}: {len(hf.hypotheses)} answers, all in the dataset{gaps}"))
+        except UserError as err:
+            results.append((False, str(err)))
+
+    if not is_offline(settings.judge_provider):
+        try:
+            builder = judge_official.load_prompt_builder(settings.longmemeval_root)
+        except UserError:
+            results.append((False, f"upstream LongMemEval checkout missing at {settings.longmemeval_root}: run "
+                                   f"{command_names.SETUP} --clone-upstream, or set longmemeval_root"))
+        else:
+            if builder.is_upstream:
+                results.append((True, f"upstream judge prompts {builder.path}"))
+            else:
+                results.append((None, f"judge prompt in {builder.path} is not upstream's get_anscheck_prompt "
+                                      f"(sha256 {builder.function_sha256[:12]}): verdicts will be non-official"))
+
+    providers_in_use = {settings.target_provider, settings.judge_provider}
+    for provider in sorted(providers_in_use):
+        var = KEY_VARS.get(provider)
+        if var is None:
+            continue
+        if settings.base_urls.get(provider) or os.environ.get(var):
+            results.append((True, f"{var} is set" if os.environ.get(var) else f"{provider} uses base_url {settings.base_urls[provider]}"))
+        else:
+            results.append((False, f"{var} is not set: export it in the shell that runs the benchmark"))
+
+    runs_dir = Path(settings.runs_dir)
+    probe = runs_dir if runs_dir.exists() else runs_dir.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if os.access(probe, os.W_OK):
+        results.append((True, f"runs dir {runs_dir} is writable"))
+    else:
+        results.append((False, f"runs dir {runs_dir} is not writable: fix permissions or set runs_dir"))
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
+    run_settings.add_arguments(parser)
+    args = parser.parse_args(argv)
+    project = Path(args.project).resolve()
+    cfg = config_mod.load_config(project)
+    print(f"ok   config {config_mod.config_path(project)}")
+    settings = run_settings.resolve(cfg, args, project)
+    failed = 0
+    for passed, message in checks(settings):
+        print(f"{'WARN' if passed is None else 'ok  ' if passed else 'FAIL'} {message}")
+        failed += passed is False
+    print(
+        f"target {settings.target} ({settings.target_provider}:{settings.target_model}), judge "
+        f"{settings.judge_provider}:{settings.judge_model}, variant {settings.variant}, concurrency {settings.concurrency}"
+    )
+    if failed:
+        raise UserError(f"{failed} pre-flight check(s) failed (see the FAIL lines above)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,90 @@
+"""What run-meta records so two runs can be checked for comparability: versions, commits, prompt hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from lme.core.facts import JUDGE_TEMPLATE_RELPATH
+from lme.targets.targets import target_path
+
+PLUGIN_ROOT = Path(__file__).resolve().parents[3]
+PACKAGES = ("anthropic", "openai", "backoff", "jsonschema", "ijson", "tqdm", "matplotlib", "tiktoken")
+
+
+def plugin_version() -> str:
+    try:
+        return str(json.loads((PLUGIN_ROOT / ".claude-plugin" / "plugin.json").read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return "unknown"
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_commit(directory: Path) -> str | None:
+    """HEAD of the git repo holding ``directory`` (the user's project, or this plugin), or None."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(directory), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def target_source_sha256(target: str) -> str | None:
+    """Hash of the target's source (its prompts live there): a file, or every .py file of a package."""
+    try:
+        path = Path(target_path(target))
+    except Exception:
+        return None
+    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode())
+        digest.update(f.read_bytes())
+    return digest.hexdigest()
+
+
+def judge_template_path(longmemeval_root: str | None) -> Path | None:
+    return Path(longmemeval_root) / JUDGE_TEMPLATE_RELPATH if longmemeval_root else None
+
+
+def judge_template_sha256(longmemeval_root: str | None) -> str | None:
+    """sha256 of the upstream file the judge prompt is loaded from (None without a checkout)."""
+    path = judge_template_path(longmemeval_root)
+    return file_sha256(path) if path else None
+
+
+def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[str, Any]:
+    return {
+        "plugin_version": plugin_version(),
+        "plugin_git_commit": git_commit(PLUGIN_ROOT),
+        "project_git_commit": git_commit(project),
+        "package_versions": package_versions(),
+        "prompt_hashes": {
+            "judge_template_sha256": judge_template_sha256(longmemeval_root),
+            "reader_template_sha256": file_sha256(PLUGIN_ROOT / "scripts" / "lme" / "targets" / "reader.py"),
+            "target_source_sha256": target_source_sha256(target),
+        },
+    }

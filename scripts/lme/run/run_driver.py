@@ -1,0 +1,439 @@
+"""The run's driver: generate -> judge -> append -> mark completed, concurrently, resumably, with a call cache.
+
+One process writes a run directory at a time (a lock); the writer is this process's main thread, the workers only
+compute rows (``item_runner``). An item that fails after retries gets an error row and is not marked completed.
+SIGINT/SIGTERM finishes the items in flight (a second one abandons them); whatever ends the run, run-meta says
+how. ``run_benchmark.py`` is the command around it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from lme.run import background
+from lme.run import batch_runner
+from lme.run import cost_gate
+from lme.models import prices
+from lme.data import dataset
+from lme.data import dataset_scans
+from lme.data import hypotheses_file
+from lme.run import item_runner
+from lme.judge import judge_official
+from lme.store import prompt_store
+from lme.models import providers
+from lme.run import run_state
+from lme.run import run_status
+from lme.store import run_store
+from lme.models.call_cache import CallCache
+from lme.core.clock import utc_now
+from lme.core.errors import UserError
+from lme.data.hypotheses_file import MISSING_HYPOTHESIS
+from lme.run.item_runner import BILLING
+from lme.judge.judge_stability import StabilityRegistry
+from lme.run.progress import Progress
+from lme.run.pacing_status import PacingFile
+from lme.models.rate_pacer import Pacer
+from lme.core.records import Question
+from lme.models.run_gateway import RunGateway, RunStats
+from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
+from lme.run.run_settings import RunSettings
+
+EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
+EXIT_JUDGE_GONE = 2
+"""The official judge answered not_found (retired): one line naming the ways on, as for a user mistake."""
+EXIT_NEEDS_CONFIRMATION, EXIT_COST_CAP = cost_gate.EXIT_NEEDS_CONFIRMATION, cost_gate.EXIT_COST_CAP
+EXIT_BATCH_STOPPED = 7
+"""A batch was cancelled: what ran is recorded, the rest stays pending (resumable: it is submitted fresh)."""
+STATUS_BY_EXIT = {EXIT_COMPLETED: "completed", EXIT_FAILED: "failed", EXIT_BILLING: "blocked on billing",
+                  EXIT_COST_CAP: "paused at the cost cap", EXIT_INTERRUPTED: "interrupted",
+                  EXIT_BATCH_STOPPED: "stopped at a cancelled batch"}
+
+
+# --------------------------------------------------------------------------- the run
+
+
+class _Stop:
+    """Set by SIGINT/SIGTERM (first: finish in-flight items; second: abandon them) or by the failure policy."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+        self.signals = 0
+        self.abandon = threading.Event()
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+
+def _install_signal_handlers(stop: _Stop) -> dict[int, Any]:
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+
+    def handler(signum: int, _frame: Any) -> None:
+        stop.signals += 1
+        stop.request("interrupted")
+        if stop.signals == 1:
+            print("\nstopping: finishing items in flight (press Ctrl-C again to abandon them)", file=sys.stderr)
+        else:
+            stop.abandon.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
+    return previous
+
+
+def _pending_questions(settings: RunSettings, pending_ids: list[str]) -> Iterator[Question]:
+    """Stream just the pending items from the dataset (``_m`` never has to fit in memory)."""
+    wanted = set(pending_ids)
+    if not wanted:
+        return
+    for raw in dataset.iter_items(Path(settings.dataset_path)):
+        qid = str(raw["question_id"])
+        if qid in wanted:
+            wanted.discard(qid)
+            yield Question.from_dict(raw)
+            if not wanted:
+                return
+
+
+class _Tally:
+    """What this invocation did: counts for run-meta and the failure policy."""
+
+    def __init__(self) -> None:
+        self.evaluated = 0
+        self.errors = 0
+        self.errors_by_kind: dict[str, int] = {}
+        self.billing_message: str | None = None
+
+    def record(self, row: ResultRow) -> None:
+        self.evaluated += 1
+        if row.status == ERROR and row.error is not None:
+            kind = row.error.kind
+            self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+            if kind == MISSING_HYPOTHESIS:  # the file has no answer: an error row, never a reason to stop the run
+                return
+            self.errors += 1
+            if kind == BILLING:
+                self.billing_message = row.error.message
+
+
+class _MetaWriter:
+    """The run-meta this invocation keeps current: the run's RunMeta and this invocation's entry."""
+
+    def __init__(self, work: Path, meta: RunMeta, invocation: dict[str, Any]) -> None:
+        self.work = work
+        self.previous = tuple(meta.invocations)
+        self.meta = meta.with_(status="running", finished_at=None, error=None)
+        self.invocation = invocation
+
+    @property
+    def run_id(self) -> str:
+        return self.meta.runId
+
+    def mark_unofficial(self) -> None:
+        """A verdict was not official (e.g. a prompt that is not upstream's): neither is the run's judge."""
+        if self.meta.judge.get("official", False):
+            self.meta = self.meta.with_(judge={**self.meta.judge, "official": False})
+
+    def write(self, **changes: Any) -> None:
+        invocations = (*self.previous, dict(self.invocation))
+        self.meta = self.meta.with_(**changes, invocations=invocations)
+        run_store.write_meta(self.work, self.meta)
+
+
+def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: _MetaWriter,
+           tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any, cap: Any = None, tick: Any = None) -> None:
+    """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged.
+
+    ``cap`` (a ``cost_gate.CostCap``) admits each item before it is started; the first refusal stops the intake
+    and the items already admitted finish and are recorded.
+    """
+    prompts = prompt_store.PromptStore(work)
+    requests_of: dict[cf.Future, list] = {}
+    registry = StabilityRegistry(settings.project) if settings.judge_repeat > 1 else None
+    with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
+        in_flight: set[cf.Future] = set()
+        exhausted = False
+        while True:
+            while not exhausted and stop.reason is None and len(in_flight) < settings.concurrency * 2:
+                q = next(questions, None)
+                if q is None:
+                    exhausted = True
+                    break
+                if cap is not None and not cap.admit(q):
+                    stop.request("cost_cap")
+                    break
+                requests: list = []
+                fut = pool.submit(item_runner.run_item, q, settings, gateway, requests)
+                requests_of[fut] = requests
+                in_flight.add(fut)
+            if not in_flight:
+                return
+            if tick is not None:
+                tick()  # the live pacing figures for run_status.py
+            finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
+            rows: list[tuple[ResultRow, list]] = []
+            for fut in finished:
+                row: ResultRow = fut.result()
+                item_prompts = requests_of.pop(fut)
+                if row.status == ERROR and row.error is not None and row.error.stage == "judge" and \
+                        judge_official.official_judge_gone(row.error.to_dict(), settings.judge_provider,
+                                                           settings.judge_model):
+                    stop.request("judge_gone")  # no row: the item stays pending for a resume with another route
+                    continue
+                rows.append((row, item_prompts))
+            # Items that finished together are written together: prompts, then the rows that name them, then the
+            # completed marks of the judged ones, one fsync per file (not three per item: the writer kept up less).
+            prompts.add([request for _, item_prompts in rows for request in item_prompts])
+            run_store.append_rows(work, [row for row, _ in rows])
+            run_store.mark_completed_many(work, [row.question_id for row, _ in rows if row.judged])
+            for row, _ in rows:
+                tally.record(row)
+                if cap is not None:
+                    cap.settle(row)
+                if row.judged and row.judgment is not None:
+                    if not row.judgment.official:
+                        meta.mark_unofficial()
+                    if registry is not None:
+                        registry.record(row.question_id, row.judgment, f"run {meta.run_id}")
+                elif tally.billing_message is not None:
+                    stop.request("billing")
+                elif tally.errors > settings.error_threshold:
+                    stop.request("errors")
+                progress.update(row, gateway.stats.snapshot())
+            if stop.reason not in (None, "cost_cap"):  # items queued but not started are not started now
+                in_flight = {fut for fut in in_flight if not fut.cancel()}
+            if stop.abandon.is_set():
+                on_abandon()
+
+
+def _locate(settings: RunSettings, run_id: str | None) -> tuple[str, Path, Path, Any]:
+    """The run's id (a new one when None), root and own (shard) directory, and, for a new run, the dataset scanned
+    before anything is written (a bad file leaves nothing behind)."""
+    runs_dir = Path(settings.runs_dir)
+    run_store.ensure_writable_dir(runs_dir)
+    run_id = run_store.validate_run_id(run_id) if run_id else run_store.new_run_id()
+    root = run_store.run_dir_for(runs_dir, run_id)
+    work = run_store.shard_dir(root, settings.shard)
+    for path in (root, work):
+        if path.exists() and not path.is_dir():
+            raise UserError(f"{path} is a file, not a run directory",
+                            fix="move that file away, or pick another --run-id")
+    return run_id, root, work, None if root.exists() else run_state.scan_new_run(settings)
+
+
+def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
+            max_cost: float | None = None) -> tuple[int, Path]:
+    """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
+    run_id, root, work, scanned = _locate(settings, run_id)
+    run_state.check_run(settings, run_id, root, work, scanned)  # its refusals before any directory, lock or cache
+    cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.monotonic()
+
+    # Shards hold the root shared (they coexist); a whole-run writer holds it alone. Then the own directory.
+    with run_store.RunLock(root, shared=settings.shard is not None), contextlib.ExitStack() as own:
+        if settings.shard is not None:
+            own.enter_context(run_store.RunLock(work))
+        run_store.reconcile(work)
+        stored_meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
+        if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
+            dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
+        done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
+        planned = [qid for qid in manifest.question_ids if run_store.in_shard(qid, settings.shard)]
+        pending_all = [qid for qid in planned if qid not in done]
+        pending = pending_all[: settings.max_evals]
+
+        tally = _Tally()
+        limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
+        gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
+        cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
+        before = _run_figures(work)
+        invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
+                                      "planned_now": len(pending)}
+        if max_cost is not None:
+            invocation["max_cost_usd"] = max_cost
+        meta = _MetaWriter(work, stored_meta, invocation)
+        meta.write()
+        if settings.shard is not None:
+            run_state.update_root_meta(root, manifest)
+
+        def finish(status: str, error: str | None, exit_status: int) -> None:
+            elapsed = time.monotonic() - t_start
+            finished_at = utc_now()
+            pacing = limiter.pacing()
+            pacing_file.write()
+            invocation.update(
+                finished_at=finished_at,
+                status=status,
+                exit_status=exit_status,
+                duration_seconds=round(elapsed, 3),
+                evaluated=tally.evaluated,
+                errors=tally.errors,
+                errors_by_kind=dict(tally.errors_by_kind),
+                **gateway.stats.snapshot(),
+                cache=None if cache is None else {"read": cache.read, **cache.stats()},
+                pacing=pacing,
+            )
+            if cap is not None:
+                invocation["spent_usd"] = round(cap.spent, 6)
+            meta.write(
+                status=status,
+                error=error,
+                finished_at=finished_at,
+                duration_seconds=round(float(meta.meta.duration_seconds or 0.0) + elapsed, 3),
+                counts=counts_of(manifest, planned, run_store.load_completed(work)),
+                limiter=limiter.summary(),
+                pacing=pacing,
+                exit_status=exit_status,
+                retries=sum(int(inv.get("retries", 0)) for inv in (*meta.previous, invocation)),
+            )
+
+        def abandon() -> None:
+            finish("interrupted", "interrupted; items in flight were abandoned and will re-run", EXIT_INTERRUPTED)
+            progress.close("interrupted")
+            print(resume_hint(settings, run_id), file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
+
+        progress = Progress(progress_mode, len(pending), already_done=len(done), run_id=run_id,
+                            run_total=len(planned), before=before, pacing=limiter.pacing)
+        pacing_file = PacingFile(work, limiter.pacing)
+        stop = _Stop()
+        previous_handlers = _install_signal_handlers(stop)
+        ended = None
+        batched = None
+        try:
+            questions = _pending_questions(settings, pending)
+            llm: Any = gateway
+            if settings.batch != "off":
+                batched = batch_runner.run_phase(
+                    settings, lambda: _pending_questions(settings, pending), gateway, work, run_id,
+                    provider_settings=gateway.settings, should_stop=lambda: stop.reason is not None,
+                    say=(lambda line: None) if progress_mode in ("quiet", "json") else
+                    (lambda line: print(line, file=sys.stderr, flush=True)))
+                llm = batched.llm
+                invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
+                                       "stop": batched.stop, **batched.figures}
+                questions = (q for q in questions if batched.replay and q.question_id not in batched.pending)
+            _drive(questions, settings, llm, work, meta, tally, stop, progress, abandon,
+                   cap, pacing_file.tick)
+        except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
+            interrupted = isinstance(err, KeyboardInterrupt)
+            ended = "interrupted" if interrupted else "failed"
+            finish(ended, None if interrupted else f"{type(err).__name__}: {err}",
+                   EXIT_INTERRUPTED if interrupted else EXIT_FAILED)
+            raise
+        finally:
+            for sig, handler in previous_handlers.items():
+                signal.signal(sig, handler)
+            if ended is not None:
+                progress.close(ended)
+
+        if stop.reason == "judge_gone":
+            code, status, error = EXIT_JUDGE_GONE, "failed", judge_official.CONTINUITY_HINT
+        elif batched is not None and batched.stop in ("batch_failed", "billing"):
+            code = EXIT_BILLING if batched.stop == "billing" else EXIT_FAILED
+            status, error = "failed", batched.message
+        elif batched is not None and batched.stop == "cancelled" and stop.reason is None:
+            code, status, error = EXIT_BATCH_STOPPED, "paused", batched.message
+        elif stop.reason == "billing":
+            code, status, error = EXIT_BILLING, "failed", f"blocked on API billing: {tally.billing_message}"
+        elif stop.reason == "interrupted":
+            code, status, error = EXIT_INTERRUPTED, "interrupted", None
+        elif tally.errors > settings.error_threshold:
+            summary = ", ".join(f"{k}: {v}" for k, v in sorted(tally.errors_by_kind.items()))
+            code, status = EXIT_FAILED, "failed"
+            error = f"{tally.errors} item error(s) after retries ({summary}); resume to retry them"
+        elif stop.reason == "cost_cap":
+            code, status, error = EXIT_COST_CAP, "paused", cap.message()
+        else:
+            code, status, error = EXIT_COMPLETED, "completed", None
+        finish(status, error, code)
+        progress.close("blocked" if code == EXIT_BILLING else status)
+        if batched is not None and batched.message and code != EXIT_COMPLETED:
+            print(f"batch: {batched.message}", file=sys.stderr, flush=True)
+        if settings.shard is not None:
+            run_state.update_root_meta(root, manifest)
+    return code, root
+
+
+def _run_figures(work: Path) -> dict[str, Any]:
+    """The run's counts before this invocation (for status lines that count the whole run)."""
+    last = run_store.load_results(work, include_shards=False)
+    judged = [r for r in last.values() if r.judged]
+    spent, unknown = prices.spent(run_store.iter_rows(work, include_shards=False))
+    return {"judged": len(judged), "errors": len(last) - len(judged),
+            "correct": sum(1 for r in judged if r.judgment is not None and r.judgment.label),
+            "spent_usd": None if unknown else spent,
+            "error_ids": {q for q, r in last.items() if not r.judged}}
+
+
+def _shard_text(settings: RunSettings) -> str | None:
+    return f"{settings.shard[0]}/{settings.shard[1]}" if settings.shard else None
+
+
+def resume_hint(settings: RunSettings, run_id: str, *, note: str = "", verb: str = "resume with") -> str:
+    """The shell command and the slash command that continue the run (its settings come from its run-meta)."""
+    return "\n".join(run_status.resume_lines(settings.project, run_id, _shard_text(settings), note=note, verb=verb))
+
+
+def _provider_settings(settings: RunSettings) -> Any:
+    return providers.ProviderSettings(
+        timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls),
+        azure=dict(settings.azure),
+    )
+
+
+def say_how_to_finish(settings: RunSettings, root: Path) -> None:
+    """A run cut by ``--max`` (or maxEvals) completed this invocation only: print the command that finishes it."""
+    meta = run_store.read_meta(root) if settings.shard is None else None
+    pending = int(((meta.counts if meta else None) or {}).get("pending") or 0)
+    if meta is not None and settings.target == hypotheses_file.TARGET:  # no answer in the file: final, not pending
+        gaps = sum(1 for r in run_store.load_results(root).values()
+                   if r.error is not None and r.error.kind == MISSING_HYPOTHESIS)
+        if gaps:
+            print(f"{gaps} questions have no hypothesis in {settings.target_options.get('file')}: error rows "
+                  f"({MISSING_HYPOTHESIS}), wrong in the strict figures", file=sys.stderr)
+        pending -= gaps
+    if pending:
+        print(resume_hint(settings, root.name, verb=f"{pending} items not run yet; finish with"), file=sys.stderr)
+
+
+def refuse_a_live_worker(settings: RunSettings, run_id: str | None) -> None:
+    if not run_id:
+        return
+    root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    worker = background.live_worker(root) or background.live_worker(run_store.shard_dir(root, settings.shard))
+    if worker is not None:
+        raise UserError(f"run {run_id} is already running (pid {worker['pid']}) in the background",
+                        fix=f"wait for it: run_status.py --run-id {run_id} --wait 100")
+
+
+def prepare_background(settings: RunSettings, run_id: str | None) -> tuple[str, Path]:
+    """Everything a ``--background`` worker would refuse, checked here where the user sees it; then the run's (or
+    shard's) directory, where the worker keeps its log and worker.json. Returns (run id, that directory)."""
+    run_id, root, work, scanned = _locate(settings, run_id)
+    run_state.check_run(settings, run_id, root, work, scanned)
+    if scanned is not None:  # the worker reads it back instead of scanning the dataset again
+        dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
+    writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None
+    if writer is not None:
+        raise UserError(f"run {root} is being written by pid {writer}; wait for it or stop it")
+    if settings.cache_enabled:  # the worker opens it; a broken cache is the caller's one-line error
+        CallCache(Path(settings.cache_dir), read=settings.cache_read)
+    work.mkdir(parents=True, exist_ok=True)  # a shard's worker, log and worker.json live in its own directory
+    return run_id, work
+
+
+def _meta_status(work: Path) -> str | None:
+    meta = run_store.peek_meta(work)  # unreadable: the worker's own checks will say why
+    return None if meta is None else str(meta.get("status"))

@@ -1,0 +1,236 @@
+"""The rules of a run's state: a new run's manifest and run-meta, and when a run may be resumed or get a shard.
+
+The files themselves are ``run_store``'s; ``run_benchmark`` drives items through them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lme.core.clock import utc_now
+from lme.data import dataset
+from lme.data import dataset_scans
+from lme.data import fingerprints
+from lme.run import loop_rules
+from lme.run import provenance
+from lme.models import providers
+from lme.store import run_store
+from lme.core.errors import UserError
+from lme.core.facts import OFFLINE, SYMBOLIC_FLAGS, is_official_judge, is_offline
+from lme.core.run_records import Manifest, RunMeta, counts_of
+from lme.run.run_settings import RunSettings
+from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
+
+
+# --------------------------------------------------------------------------- run-meta and manifest
+
+
+def build_manifest(settings: RunSettings) -> tuple[Manifest, dict[str, Any]]:
+    """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count (or the scan a
+    run already made of this very file: ``dataset_scans``)."""
+    known = dataset_scans.load(settings.cache_dir, settings.dataset_path)
+    if known is not None:
+        return Manifest.from_dict(known[0]), known[1]
+    info = dataset.scan(Path(settings.dataset_path))
+    manifest = Manifest.of(info.questions)
+    described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items, **_file_stamp(settings),
+                 **describe_content(settings.dataset_path, info)}
+    return manifest, described
+
+
+def describe_content(path: str, info: dataset.DatasetInfo) -> dict[str, Any]:
+    """What the file's items are: the release they match (by fingerprint) and the duplicated sessions (#54)."""
+    recognition = fingerprints.recognize_file(path, info.item_sha256, info.sha256)
+    return {"release": recognition["release"], "recognition": recognition,
+            "duplicate_sessions": {q: list(s) for q, s in sorted(info.duplicate_sessions.items())}}
+
+
+def _file_stamp(settings: RunSettings) -> dict[str, int]:
+    """Size and mtime of the dataset file: a resume re-hashes the file only when these changed."""
+    st = Path(settings.dataset_path).stat()
+    return {"file_bytes": st.st_size, "file_mtime_ns": st.st_mtime_ns}
+
+
+def _stored_settings_conflicts(meta: RunMeta, settings: RunSettings, ds: dict[str, Any]) -> list[str]:
+    """A resumed run must keep what makes its rows comparable: dataset, target, judge."""
+    problems = []
+    target, judge = meta.target, meta.judge
+    if meta.dataset["sha256"] != ds["sha256"]:
+        problems.append(f"dataset sha256 {ds['sha256'][:12]} != the run's {meta.dataset['sha256'][:12]}")
+    if (target["name"], target["provider"], target["model"]) != (
+        settings.target, settings.target_provider, settings.target_model
+    ):
+        problems.append(
+            f"target {settings.target} {settings.target_provider}:{settings.target_model} != the run's "
+            f"{target['name']} {target['provider']}:{target['model']}"
+        )
+    if dict(target.get("options") or {}) != dict(settings.target_options):
+        problems.append(f"target options {dict(settings.target_options)} != the run's {target.get('options')}")
+    if (judge["provider"], judge["model"]) != (settings.judge_provider, settings.judge_model):
+        problems.append(
+            f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
+            f"{judge['provider']}:{judge['model']}"
+        )
+    stored_template = (meta.provenance.get("prompt_hashes") or {}).get("judge_template_sha256")
+    if not is_offline(settings.judge_provider) and stored_template:
+        current = provenance.judge_template_sha256(settings.longmemeval_root)
+        if current != stored_template:
+            problems.append(f"judge prompt file {provenance.judge_template_path(settings.longmemeval_root)} "
+                            f"(sha256 {str(current)[:12]}) is not the one the run used ({stored_template[:12]})")
+    return problems
+
+
+def _shard_layout_conflicts(root: Path, shard: tuple[int, int] | None) -> list[str]:
+    """A run is sharded (every writer with --shard i/n, one n) or not; the two never mix."""
+    shard_dirs = [p.name for p in run_store.shard_dirs(root)]
+    if shard is None:
+        return [f"the run is sharded ({', '.join(shard_dirs)}): resume each shard with --shard i/n"] if shard_dirs else []
+    problems = []
+    if run_store.has_rows(root):
+        problems.append("the run was started without --shard: resume it without --shard")
+    other_n = {d for d in shard_dirs if not d.endswith(f"of{shard[1]}")}
+    if other_n:
+        problems.append(f"the run is sharded differently ({', '.join(sorted(other_n))}): use the same n")
+    return problems
+
+
+def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> RunMeta:
+    prov = provenance.describe(Path(settings.project), settings.target, settings.longmemeval_root)
+    return RunMeta(
+        runId=run_id,
+        status="running",
+        started_at=utc_now(),
+        finished_at=None,
+        duration_seconds=0.0,
+        variant=settings.variant,
+        dataset=ds,
+        target={
+            "name": settings.target,
+            "provider": settings.target_provider,
+            "model": settings.target_model,
+            "options": dict(settings.target_options),
+        },
+        judge={
+            "provider": settings.judge_provider,
+            "model": settings.judge_model,
+            "official": is_official_judge(settings.judge_provider, settings.judge_model),
+        },
+        plugin_version=prov["plugin_version"],
+        project_git_commit=prov["project_git_commit"],
+        error=None,
+        provenance=prov,
+        endpoints=endpoints(settings),
+        settings=settings.to_dict(),
+        shard=None if settings.shard is None else f"{settings.shard[0]}/{settings.shard[1]}",
+        invocations=(),
+    )
+
+
+def endpoints(settings: RunSettings) -> dict[str, str]:
+    """Where each provider's calls go, as the SDK client resolves it: the config's base_url, else the SDK's
+    environment variable, else the SDK's default host (``https://api.openai.com/v1/``). No call is made.
+
+    Recorded because a judge behind a proxy or another host is not the official judge, whatever it is called.
+    """
+    settings_for_sdk = providers.ProviderSettings(base_urls=dict(settings.base_urls), azure=dict(settings.azure))
+    out = {}
+    for provider in sorted({settings.target_provider, settings.judge_provider} - {OFFLINE}):
+        out[provider] = providers.resolved_base_url(provider, settings_for_sdk) or "unknown"
+    return out
+
+
+def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
+             scanned: tuple[Manifest, dict[str, Any]] | None) -> tuple[RunMeta, Manifest]:
+    """Load or create run-meta and the manifest; refuse a resume whose dataset, target, options or judge changed.
+
+    A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
+    """
+    meta, manifest = check_run(settings, run_id, root, work, scanned)
+    if not run_store.manifest_path(root).exists():
+        run_store.write_manifest(root, manifest)
+    return meta, manifest
+
+
+def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
+              scanned: tuple[Manifest, dict[str, Any]] | None) -> tuple[RunMeta, Manifest]:
+    """``open_run``'s refusals and the (meta, manifest) it would use, writing nothing: a caller that starts the
+    run in another process (``--background``) runs them first, so a mistake is refused where the user sees it."""
+    layout = _shard_layout_conflicts(root, settings.shard)
+    if layout:
+        raise UserError(f"cannot write run {run_id} this way: " + "; ".join(layout))
+    meta_dir = work
+    if not run_store.has_meta(work) and settings.shard is not None and run_store.has_meta(root):
+        meta_dir = root  # this shard is new: the run's own settings are in the root meta
+    meta = run_store.read_meta(meta_dir) if run_store.has_meta(meta_dir) else None
+    stored = {} if meta is None else meta.dataset
+    unchanged = stored.get("path") == settings.dataset_path and all(
+        stored.get(k) == v for k, v in _file_stamp(settings).items()
+    )
+    manifest = run_store.read_manifest(root) if meta is not None and unchanged else None
+    if meta is not None and manifest is not None:
+        ds = dict(meta.dataset)
+    else:
+        manifest, ds = scanned or build_manifest(settings)
+    if meta is None or meta_dir != work:
+        fresh = new_meta(run_id, settings, ds)
+        if meta is not None:
+            conflicts = _stored_settings_conflicts(meta, settings, ds)
+            if conflicts:
+                raise UserError(f"cannot add a shard to run {run_id}: " + "; ".join(conflicts),
+                                fix="use the run's own settings for every shard")
+        meta = fresh
+    else:
+        conflicts = _stored_settings_conflicts(meta, settings, ds)
+        if conflicts:
+            raise UserError(
+                f"cannot resume run {run_id}: " + "; ".join(conflicts),
+                fix="resume with the run's own settings, or start a new run (omit --run-id)",
+            )
+    if settings.loop:
+        loop_guard_check(settings, manifest)
+    return meta, manifest
+
+
+def scan_new_run(settings: RunSettings) -> tuple[Manifest, dict[str, Any]]:
+    """Validate the whole dataset before a new run's directory exists: a bad file leaves nothing behind."""
+    manifest, ds = build_manifest(settings)
+    if manifest.n_total == 0:
+        raise UserError(f"dataset {settings.dataset_path} has no items", fix="point datasetPath at a LongMemEval file")
+    return manifest, ds
+
+
+def loop_guard_check(settings: RunSettings, manifest: Manifest) -> None:
+    problems = loop_rules.check_loop_run(
+        {
+            "n_total": manifest.n_total,
+            "max": settings.max_evals,
+            "judge_provider": settings.judge_provider,
+            "judge_model": settings.judge_model,
+            "symbolic": {f: bool(settings.target_options.get(f, True)) for f in SYMBOLIC_FLAGS},
+            "target": settings.target,
+        },
+        Path(settings.project),
+    )
+    if problems:
+        raise UserError("loop mode refuses this run: " + "; ".join(problems), fix="see references/iteration-rules.md")
+
+
+def update_root_meta(root: Path, manifest: Manifest) -> None:
+    """With shards, the root run-meta summarises the shards' metas: the worst status, counts over all shards."""
+    with run_store.RunLock(root, name=run_store.META_LOCK_FILE, wait=True):
+        metas = run_store.shard_metas(root)
+        if not metas:
+            return
+        order = {"failed": 0, "interrupted": 1, "paused": 2, "running": 3, "completed": 4}
+        completed = run_store.load_completed(root)
+        summary = metas[0].with_(
+            status=min((m.status for m in metas), key=lambda s: order[s]),
+            shard=None,
+            shards={m.shard: m.status for m in metas},
+            duration_seconds=max(float(m.duration_seconds or 0) for m in metas),
+            error="; ".join(m.error for m in metas if m.error) or None,
+            invocations=(),
+            counts=counts_of(manifest, manifest.question_ids, completed),
+        )
+        run_store.write_meta(root, summary)

@@ -1,0 +1,1 @@
+"""The score stage (see docs/architecture.md)."""

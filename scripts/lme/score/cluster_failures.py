@@ -1,0 +1,374 @@
+"""Group a run's failures by question type and failure mode: step A of the loop's cluster -> diagnose -> propose.
+
+Every item whose last row is not judged correct (strict: errors count) gets one failure mode, first match wins:
+
+    error:<kind>            the row is an error (rate_limit, server, billing, ...): infrastructure, not a fix target
+    gold_reported_bad       the id is in references/known-gold-errors.json: do not chase it
+    abstention_answered     an ``_abs`` item (should refuse) that the target answered
+    abstention_refused_judged_wrong   an ``_abs`` item whose hypothesis does refuse (the offline judge's
+                            abstention phrases), judged wrong anyway: read the judge's verdict before the target
+    refused_should_answer   a normal item the target refused ("I don't know", "not mentioned", ...)
+    retrieval_miss          the row carries retrieval and no gold session is in the top k
+    retrieval_partial       some but not all gold sessions are in the top k (multi-session needs all)
+    temporal_order          temporal-reasoning, evidence retrieved, a "which first / which last" question:
+                            ordering two events (the bypass's order rule), not date arithmetic
+    temporal_arithmetic     temporal-reasoning, evidence retrieved: date arithmetic went wrong
+    stale_value             knowledge-update, evidence retrieved: an old value was given instead of the latest
+    preference_not_personalised   single-session-preference: generic advice instead of the user's preference
+    reading_error           evidence retrieved (or no retrieval recorded) and the reader still got it wrong
+
+When a row carries the target's debug, the symbolic layers that acted on it (``symbolic_resolver``,
+``symbolic_temporal``, ``symbolic_bypass``) are listed per cluster, so a failure can be pinned on a layer.
+
+Usage:
+    python scripts/cluster_failures.py --run-id longmemeval-iter            # Markdown for the agent
+    python scripts/cluster_failures.py --run-id longmemeval-iter --json     # JSON records only
+    python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1    # cluster 1's ids, one per line
+    python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1 --out .longmemeval-benchmarks/trigger_set.txt
+    python scripts/cluster_failures.py --run-id longmemeval-iter --ids 1 --control-ratio 2 --out trigger_set.txt
+
+``--ids N`` gives the round's fair re-test set (``trigger_set.py``): cluster N's failing ids, then a control
+sample of currently-correct items of the same question types (at least as many, ``--control-ratio``; seeded by
+the round, ``--seed``), each part under its ``# failing`` / ``# control`` comment line.
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.data import gold_registry
+from lme.judge import offline_judge
+from lme.score import pipeline_health
+from lme.store import run_store
+from lme.score import trigger_set
+from lme.core.errors import UserError, run_main
+from lme.core.facts import QUESTION_TYPES, SYMBOLIC_FLAGS, is_abstention
+from lme.core.run_records import ResultRow
+
+KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
+MODES: tuple[str, ...] = (
+    "gold_reported_bad",
+    "abstention_answered",
+    "abstention_refused_judged_wrong",
+    "refused_should_answer",
+    "retrieval_miss",
+    "retrieval_partial",
+    "temporal_order",
+    "temporal_arithmetic",
+    "stale_value",
+    "preference_not_personalised",
+    "reading_error",
+)
+EXAMPLES_PER_CLUSTER = 5
+_HOW_MUCH = re.compile(r"\s*how (?:many|much|long|old)\b", re.IGNORECASE)
+"""'How many days between my first X and Y' is date arithmetic, whatever word follows."""
+_WHICH_FIRST = re.compile(
+    r"\b(?:which|what|who)\b[^?]*\b(?:first|earlier|earliest|last|later|latest|most recently)\b|"
+    r"\b(?:first|earlier|last|later)\b\s*[,:]?[^?]*\bor\b",
+    re.IGNORECASE,
+)
+_REFUSAL = re.compile(
+    r"\b(i don't know|i do not know|not (?:been )?mentioned|no (?:information|mention|record)|"
+    r"(?:cannot|can't|unable to) (?:determine|find|answer|tell)|not enough information|"
+    r"(?:did|does|do) not (?:mention|say|specify)|there is no (?:information|mention|record))\b",
+    re.IGNORECASE,
+)
+
+
+def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS, variant: str | None = None,
+                           release: str | None = None) -> set[str]:
+    """Question ids whose gold was reported wrong or disputed upstream (a ``fixed-in-cleaned`` one only on an
+    original-release file), for the run's variant; structural entries (#54) are not gold errors. Empty set if the
+    registry is absent."""
+    if not path.exists():
+        return set()
+    entries = gold_registry.load(path)
+    chase_not = gold_registry.listed(entries, variant, release, ("wrong", "disputed"))
+    return set(chase_not) | set(gold_registry.excluded(entries, variant, release))
+
+
+def asks_which_first(question: Any) -> bool:
+    """An ordering question ("Which did I do first, A or B?", "Who did I meet last?")."""
+    if not isinstance(question, str) or _HOW_MUCH.match(question):
+        return False
+    return bool(_WHICH_FIRST.search(question))
+
+
+def looks_like_refusal(hypothesis: Any) -> bool:
+    return isinstance(hypothesis, str) and bool(_REFUSAL.search(hypothesis))
+
+
+def says_it_cannot_answer(question_id: str, hypothesis: Any) -> bool:
+    """Whether an abstention item's hypothesis refuses, by the offline judge's abstention-phrase rule."""
+    if not isinstance(hypothesis, str) or not is_abstention(question_id):
+        return False
+    label, _why = offline_judge.decide(question_id, None, hypothesis)
+    return label
+
+
+def retrieval_state(row: ResultRow, top_k: int) -> str | None:
+    """``hit`` (all gold in top k), ``partial``, ``miss`` (none), or None when the row has no retrieval."""
+    if row.retrieval is None:
+        return None
+    retrieved = row.retrieval.retrieved_session_ids
+    gold = [g for g in row.retrieval.gold_session_ids if g]
+    if retrieved is None or not gold:
+        return None
+    top = set(retrieved[:top_k])
+    found = sum(1 for g in gold if g in top)
+    return "hit" if found == len(gold) else ("miss" if found == 0 else "partial")
+
+
+def _fired(value: Any) -> bool:
+    """Whether a layer's debug record says it acted.
+
+    memory-ref records ``bypass.taken``, ``temporal.resolved`` (list), ``resolver.superseded`` (list) and
+    ``resolver.deduplicated`` (count); other targets may use a boolean ``fired``/``applied``/``used``/``changed``.
+    """
+    if isinstance(value, Mapping):
+        if any(value.get(k) is True for k in ("fired", "applied", "used", "answered", "changed", "taken")):
+            return True
+        if any(isinstance(value.get(k), list) and value.get(k) for k in ("resolved", "superseded")):
+            return True
+        return isinstance(value.get("deduplicated"), int) and value["deduplicated"] > 0
+    return value is True
+
+
+def symbolic_layers(row: ResultRow) -> list[str]:
+    """The symbolic layers the target's debug says acted on this item (any of the debug shapes we accept).
+
+    Accepted: ``debug.symbolic = {"resolver": {...fired: true}, ...}`` (names with or without ``symbolic_``),
+    or top-level ``debug.symbolic_resolver = true|{...}``.
+    """
+    debug = row.debug
+    found = []
+    nested = debug.get("symbolic") if isinstance(debug.get("symbolic"), Mapping) else {}
+    for flag in SYMBOLIC_FLAGS:
+        short = flag.removeprefix("symbolic_")
+        if _fired(debug.get(flag)) or _fired(nested.get(flag)) or _fired(nested.get(short)):
+            found.append(flag)
+    return found
+
+
+def failure_mode(row: ResultRow, gold_bad: set[str], top_k: int) -> str:
+    qid = row.question_id
+    if row.status == "error":
+        return f"error:{'unknown' if row.error is None else row.error.kind}"
+    if qid in gold_bad:
+        return "gold_reported_bad"
+    if is_abstention(qid):
+        return "abstention_refused_judged_wrong" if says_it_cannot_answer(qid, row.hypothesis) \
+            else "abstention_answered"
+    if looks_like_refusal(row.hypothesis):
+        return "refused_should_answer"
+    retrieval = retrieval_state(row, top_k)
+    if retrieval in ("miss", "partial"):
+        return f"retrieval_{retrieval}"
+    qtype = row.question_type
+    if qtype == "temporal-reasoning":
+        return "temporal_order" if asks_which_first(row.question) else "temporal_arithmetic"
+    if qtype == "knowledge-update":
+        return "stale_value"
+    if qtype == "single-session-preference":
+        return "preference_not_personalised"
+    return "reading_error"
+
+
+def cluster(
+    rows: Mapping[str, ResultRow],
+    types: Mapping[str, str],
+    *,
+    gold_bad: Iterable[str] = (),
+    top_k: int = 10,
+) -> dict[str, Any]:
+    """Failures of a run grouped by (question type, mode), biggest cluster first.
+
+    ``types`` is the run's item set (manifest): an id with no row at all is a failure of mode ``not_run``.
+    """
+    gold_bad = set(gold_bad)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for qid, qtype in types.items():
+        row = rows.get(qid)
+        if row is not None and row.correct:
+            continue
+        mode = "not_run" if row is None else failure_mode(row, gold_bad, top_k)
+        groups[(qtype, mode)].append(
+            {
+                "question_id": qid,
+                "layers": [] if row is None else symbolic_layers(row),
+                "hypothesis": None if row is None else row.hypothesis,
+                "answer": None if row is None else row.answer,
+            }
+        )
+    clusters = []
+    for (qtype, mode), members in groups.items():
+        layer_counts = Counter(layer for m in members for layer in m["layers"])
+        clusters.append(
+            {
+                "question_type": qtype,
+                "mode": mode,
+                "count": len(members),
+                "question_ids": [m["question_id"] for m in members],
+                "examples": members[:EXAMPLES_PER_CLUSTER],
+                "symbolic_layers": dict(sorted(layer_counts.items())),
+                "infrastructure": mode.startswith("error:") or mode == "not_run",
+            }
+        )
+    type_rank = {t: i for i, t in enumerate(QUESTION_TYPES)}
+    clusters.sort(key=lambda c: (c["infrastructure"], -c["count"], type_rank.get(c["question_type"], 99), c["mode"]))
+    by_mode = Counter()
+    for c in clusters:
+        by_mode[c["mode"]] += c["count"]
+    return {
+        "n_total": len(types),
+        "failures": sum(c["count"] for c in clusters),
+        "top_k": top_k,
+        "by_mode": dict(by_mode.most_common()),
+        "clusters": clusters,
+    }
+
+
+def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
+    run_dir = Path(run_dir)
+    rows = run_store.load_results(run_dir)
+    manifest = run_store.read_manifest(run_dir)
+    types = manifest.types() if manifest is not None else {qid: row.question_type for qid, row in rows.items()}
+    meta = run_store.read_meta(run_dir) if run_store.has_meta(run_dir) else None
+    gold_bad = load_known_gold_errors(variant=None if meta is None else meta.variant,
+                                      release=None if meta is None else meta.dataset.get("release"))
+    result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
+    result["run"] = str(run_dir)
+    result["pipeline_health"] = pipeline_health.summarise(rows[q] for q in types if q in rows)
+    result["gold_bad"] = sorted(gold_bad)
+    return result
+
+
+def _short(text: Any, width: int = 90) -> str:
+    s = "" if text is None else " ".join(str(text).split()).replace("|", "\\|")
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def render_markdown(result: Mapping[str, Any]) -> str:
+    loud = pipeline_health.loud_lines(result.get("pipeline_health"))
+    lines = [
+        *[f"> **{line}**" for line in loud],
+        *([""] if loud else []),
+        f"# Failure clusters: {result['failures']} of {result['n_total']} items not correct (strict)",
+        "",
+        "Pick ONE cluster (not infrastructure, not gold_reported_bad), read its rows, then propose one fix "
+        "(references/iteration-rules.md, steps B and C).",
+        "",
+        "| # | type | mode | count | symbolic layers | example ids |",
+        "|---|---|---|---|---|---|",
+    ]
+    for i, c in enumerate(result["clusters"], 1):
+        layers = ", ".join(f"{k} {v}" for k, v in c["symbolic_layers"].items()) or "—"
+        mode = c["mode"] + (" (infrastructure)" if c["infrastructure"] else "")
+        lines.append(f"| {i} | {c['question_type']} | {mode} | {c['count']} | {layers} | {', '.join(c['question_ids'][:EXAMPLES_PER_CLUSTER])} |")
+    for i, c in enumerate(result["clusters"], 1):
+        if c["infrastructure"]:
+            continue
+        lines += ["", f"## {i}. {c['question_type']} / {c['mode']} ({c['count']})", ""]
+        for ex in c["examples"]:
+            lines.append(f"- `{ex['question_id']}`: said \"{_short(ex['hypothesis'])}\"; gold \"{_short(ex['answer'])}\"")
+    return "\n".join(lines) + "\n"
+
+
+def cluster_ids(result: Mapping[str, Any], number: int) -> list[str]:
+    """The question ids of cluster ``number`` (1-based, as numbered in the Markdown): a trigger set's core.
+
+    Infrastructure clusters (resume the run instead) and ``gold_reported_bad`` (never chase it) are refused.
+    """
+    clusters = result["clusters"]
+    if not clusters:
+        raise UserError("the run has no failures: there is no cluster to pick")
+    if not 1 <= number <= len(clusters):
+        raise UserError(f"no cluster {number}: the run has clusters 1 to {len(clusters)}",
+                        fix="pick a number from the Markdown table")
+    chosen = clusters[number - 1]
+    label = f"cluster {number} ({chosen['question_type']} / {chosen['mode']})"
+    if chosen["infrastructure"]:
+        raise UserError(f"{label} is infrastructure, not a fix target", fix="resume the run; pick another cluster")
+    if chosen["mode"] == "gold_reported_bad":
+        raise UserError(f"{label} has gold answers reported wrong upstream", fix="never chase it; pick another cluster")
+    return list(chosen["question_ids"])
+
+
+def write_ids(path: Path, ids: Sequence[str]) -> None:
+    """``ids`` one per line into ``path``, atomically (a trigger set is whole or unchanged)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(f"{qid}\n" for qid in ids), encoding="utf-8")
+    tmp.replace(path)
+
+
+def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, ratio: float = 1.0,
+                     seed: str = "v0") -> trigger_set.TriggerSet:
+    """Cluster ``number``'s failing ids plus a seeded control sample of correct items of the same types."""
+    failing = cluster_ids(result, number)
+    chosen = result["clusters"][number - 1]
+    rows = run_store.load_results(run_dir)
+    manifest = run_store.read_manifest(run_dir)
+    types = manifest.types() if manifest is not None else {qid: row.question_type for qid, row in rows.items()}
+    control, shortfall = trigger_set.control_sample(rows, types, failing, ratio=ratio, seed=seed,
+                                                    exclude=result.get("gold_bad") or ())
+    return trigger_set.TriggerSet(tuple(failing), tuple(control), seed=seed, ratio=ratio,
+                                  source=f"cluster {number} ({chosen['question_type']} / {chosen['mode']})",
+                                  shortfall=shortfall)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
+    parser.add_argument("--run-id", help="the run to analyse (the loop's run id)")
+    parser.add_argument("--run-dir", type=Path, help="analyse this run or snapshot directory instead of --run-id")
+    parser.add_argument("--top-k", type=int, default=10, help="a gold session must rank in the top K to count as retrieved (default 10)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--ids", type=int, metavar="N",
+                        help="print only the question ids of cluster N (numbered as in the Markdown), one per line")
+    parser.add_argument("--out", type=Path, metavar="FILE",
+                        help="with --ids: write the ids to FILE (one per line, replacing it) instead of stdout")
+    parser.add_argument("--control-ratio", type=float, default=1.0, metavar="R",
+                        help="with --ids: control items per failing item, per type (default 1.0; at least 1)")
+    parser.add_argument("--seed", help="with --ids: the control sample's seed (default: the round, v<N>)")
+    args = parser.parse_args(argv)
+    if not args.run_id and not args.run_dir:
+        raise UserError("give --run-id R (or --run-dir PATH)", fix="e.g. --run-id longmemeval-iter")
+    if args.top_k < 1:
+        raise UserError(f"--top-k {args.top_k} must be >= 1")
+    if args.out is not None and args.ids is None:
+        raise UserError("--out writes a cluster's ids: it needs --ids N", fix="e.g. --ids 1 --out trigger_set.txt")
+    run_dir = args.run_dir if args.run_dir else run_store.existing_run_dir(args.project, args.run_id)
+    if not Path(run_dir).is_dir():
+        raise UserError(f"no run directory at {run_dir}")
+    result = cluster_run(run_dir, top_k=args.top_k)
+    if args.ids is not None:
+        seed = args.seed or trigger_set.round_seed(args.project)
+        chosen = fair_trigger_set(run_dir, result, args.ids, ratio=args.control_ratio, seed=seed)
+        if args.out is None:
+            print(trigger_set.render(chosen), end="")
+        else:
+            trigger_set.write(args.out, chosen)
+            short = sum(chosen.shortfall.values())
+            print(f"trigger set: {len(chosen.failing)} failing id(s) of cluster {args.ids} + {len(chosen.control)} "
+                  f"control id(s) (seed {seed}){f', control short by {short}' if short else ''} written to {args.out}",
+                  file=sys.stderr)
+        return 0
+    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else render_markdown(result), end="" if not args.json else "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

@@ -1,0 +1,184 @@
+"""Exchange files with upstream LongMemEval's evaluation scripts.
+
+Usage:
+    python scripts/interop.py export RUN_DIR OUT_HYP_FILE [--eval-results] [--reference OUT_REF]
+    python scripts/interop.py import EVAL_RESULTS_FILE REF_FILE [--allow-unofficial] [--json]
+
+export writes the run's hypotheses in upstream's input format (one ``{"question_id", "hypothesis"}`` JSON line
+each). With --eval-results it also writes ``<OUT_HYP_FILE>.eval-results-gpt-4o``: the judged lines plus
+``"autoeval_label": {"model", "label"}``, as upstream's evaluate_qa.py writes them, so upstream's
+print_qa_metrics.py can score our run. --reference writes a JSON list of ``{"question_id", "question_type"}``
+usable as its ref_file. import reads such an eval-results file (ours or upstream's) and scores it with
+metrics.score against a dataset file or a run's manifest.json.
+
+Example:
+    python scripts/interop.py export .longmemeval-benchmarks/runs/base out/base.jsonl --eval-results
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.data import dataset
+from lme.core import fileio
+from lme.score import metrics
+from lme.core.errors import UserError, run_main
+from lme.core.facts import OFFICIAL_JUDGE_MODEL
+from lme.core.run_records import ResultRow
+from lme.store.run_store import RunData, load_run
+
+EVAL_SUFFIX = ".eval-results-gpt-4o"
+"""Upstream names its output ``<hyp file>.eval-results-<judge alias>``; the official alias is gpt-4o."""
+
+
+def _rows_in_order(run: RunData) -> Iterator[ResultRow]:
+    types, _ = run.item_types()
+    for qid in types:
+        if qid in run.rows:
+            yield run.rows[qid]
+
+
+def _write_lines(out: Path, records: Sequence[Mapping[str, Any]]) -> Path:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    blob = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    fileio.write_atomic_bytes(out, blob.encode("utf-8"))
+    return out
+
+
+def export_hypotheses(run_dir: Path, out: Path) -> Path:
+    """Upstream input JSONL: every row with a hypothesis (judged, or errored after generation), manifest order."""
+    run = load_run(Path(run_dir))
+    lines = [{"question_id": r.question_id, "hypothesis": r.hypothesis}
+             for r in _rows_in_order(run) if r.hypothesis is not None]
+    return _write_lines(out, lines)
+
+
+def eval_results_path(hyp_file: Path) -> Path:
+    hyp_file = Path(hyp_file)
+    return hyp_file if hyp_file.name.endswith(EVAL_SUFFIX) else hyp_file.with_name(hyp_file.name + EVAL_SUFFIX)
+
+
+def export_eval_results(run_dir: Path, out: Path) -> Path:
+    """Upstream output JSONL (judged rows only, labels from our judge) at ``<out>.eval-results-gpt-4o``."""
+    run = load_run(Path(run_dir))
+    lines = []
+    for r in _rows_in_order(run):
+        if r.label is None or r.judgment is None:
+            continue
+        lines.append({"question_id": r.question_id, "hypothesis": r.hypothesis,
+                      "autoeval_label": {"model": r.judgment.model, "label": r.label}})
+    return _write_lines(eval_results_path(out), lines)
+
+
+def export_reference(run_dir: Path, out: Path) -> Path:
+    """A JSON list of ``{"question_id", "question_type"}`` for the run's items: enough for print_qa_metrics.py."""
+    run = load_run(Path(run_dir))
+    types, _ = run.item_types()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fileio.write_atomic_json(out, [{"question_id": q, "question_type": t} for q, t in types.items()])
+    return out
+
+
+def _reference_types(ref: Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """question_id -> question_type from a manifest (dict with ``items``), an item list, or a file of either."""
+    if isinstance(ref, (str, Path)):
+        path = Path(ref)
+        if not path.exists():
+            raise UserError(f"reference file {path} does not exist", fix="pass a dataset file or a run's manifest.json")
+        if path.suffix in (".xz", ".gz"):
+            return {i["question_id"]: i["question_type"] for i in dataset.iter_items(path)}
+        try:
+            ref = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise UserError(f"reference file {path} is not JSON (line {err.lineno}): {err.msg}",
+                            fix="pass a dataset file or a run's manifest.json") from None
+    items = ref.get("items", []) if isinstance(ref, Mapping) else ref
+    return {str(i["question_id"]): str(i["question_type"]) for i in items}
+
+
+def import_eval_results(path: Path, dataset_or_manifest: Path | Mapping[str, Any] | Sequence[Mapping[str, Any]],
+                        *, allow_unofficial: bool = False) -> tuple[dict[str, bool], dict[str, str]]:
+    """``(labels, types)`` for ``metrics.score`` from an eval-results file.
+
+    ``types`` covers every item of the reference (so the strict figure counts items the file lacks as wrong);
+    the judged-only figures equal what upstream's print_qa_metrics.py prints for the file. Like upstream, a judge
+    other than gpt-4o-2024-08-06 is refused unless ``allow_unofficial``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise UserError(f"eval-results file {path} does not exist", fix=f"pass a *{EVAL_SUFFIX} file")
+    types = _reference_types(dataset_or_manifest)
+    labels: dict[str, bool] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            qid, auto = str(entry["question_id"]), entry["autoeval_label"]
+            model, label = auto["model"], auto["label"]
+        except (json.JSONDecodeError, KeyError, TypeError) as err:
+            raise UserError(f"{path}:{number}: not an eval-results line ({err})",
+                            fix="each line needs question_id and autoeval_label {model, label}") from None
+        if model != OFFICIAL_JUDGE_MODEL and not allow_unofficial:
+            raise UserError(f"{path}:{number}: judged by {model!r}, not {OFFICIAL_JUDGE_MODEL}",
+                            fix="pass --allow-unofficial to score it anyway (not comparable)")
+        if qid not in types:
+            raise UserError(f"{path}:{number}: question {qid} is not in the reference",
+                            fix="pass the dataset file or manifest the run used")
+        labels[qid] = bool(label)
+    return labels, types
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    exp = sub.add_parser("export", help="write upstream-format files from a run")
+    exp.add_argument("run_dir", type=Path, help="run (or snapshot) directory")
+    exp.add_argument("out", type=Path, help="hypotheses JSONL to write")
+    exp.add_argument("--eval-results", action="store_true", help=f"also write <out>{EVAL_SUFFIX} with our labels")
+    exp.add_argument("--reference", type=Path, help="also write a ref_file (question ids and types) here")
+    imp = sub.add_parser("import", help="score an eval-results file with metrics.score")
+    imp.add_argument("eval_results", type=Path, help=f"a *{EVAL_SUFFIX} file")
+    imp.add_argument("reference", type=Path, help="the dataset file or a run's manifest.json")
+    imp.add_argument("--allow-unofficial", action="store_true", help="score a file judged by another model")
+    imp.add_argument("--json", action="store_true", help="print the full metrics record as JSON")
+    args = parser.parse_args(argv)
+
+    if args.command == "export":
+        written = [export_hypotheses(args.run_dir, args.out)]
+        if args.eval_results:
+            written.append(export_eval_results(args.run_dir, args.out))
+        if args.reference:
+            written.append(export_reference(args.run_dir, args.reference))
+        for path in written:
+            print(path)
+        return 0
+    labels, types = import_eval_results(args.eval_results, args.reference, allow_unofficial=args.allow_unofficial)
+    scored = metrics.score(labels, types)
+    if args.json:
+        print(json.dumps(scored, indent=2))
+        return 0
+    for qtype, block in scored["per_type"].items():
+        print(f"{qtype}: {metrics.fmt(block['accuracy_judged'])} ({block['judged']})")
+    ta, ab = scored["task_averaged"], scored["abstention"]
+    print(f"Task-averaged accuracy (judged only): {metrics.fmt(ta['accuracy_judged'])}")
+    print(f"Overall accuracy (judged only): {metrics.fmt(scored['overall']['accuracy_judged'])} "
+          f"({scored['judged']}); strict over {scored['n_total']}: {metrics.fmt(scored['overall']['accuracy_strict'])}")
+    print(f"Abstention accuracy (judged only): {metrics.fmt(ab['accuracy_judged'])} ({ab['judged']})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))

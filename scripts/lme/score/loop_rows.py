@@ -1,0 +1,51 @@
+"""Which code produced a loop run's rows: a run resumed across kept fixes mixes pre-fix rows with re-tested ones.
+
+The loop re-tests only a round's trigger set, so after a kept fix the run's figure adds up rows made before the fix
+(every item outside the re-test sets) and rows made after it. That is the loop's working figure, not a clean run
+of the current code: the scorecard says so, and only the confirmation rerun (new run id, no cache) is one.
+Read from ``.longmemeval-benchmarks/decisions.jsonl`` (kept decisions of this run id and their ``retest_ids``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from lme.core.facts import DECISIONS_FILE
+
+
+def summary(project: Path | None, run_id: str, n_total: int) -> dict[str, Any] | None:
+    """``{kept_rounds, retested, pre_fix}`` for a run with kept fixes (None: no kept fix, or no loop here)."""
+    if project is None:
+        return None
+    path = Path(project) / DECISIONS_FILE
+    if not path.exists():
+        return None
+    kept: dict[int, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("run_id") != run_id or not isinstance(record.get("round"), int):
+            continue
+        if record.get("decision") == "keep":
+            kept[record["round"]] = set(record.get("retest_ids") or ())
+        else:
+            kept.pop(record["round"], None)
+    if not kept:
+        return None
+    retested = set().union(*kept.values())
+    return {"kept_rounds": sorted(kept), "retested": len(retested), "pre_fix": max(n_total - len(retested), 0),
+            "n_total": n_total}
+
+
+def scorecard_lines(card: Mapping[str, Any]) -> list[str]:
+    mixed = card.get("loop_rows")
+    if not mixed or not mixed.get("pre_fix"):
+        return []
+    rounds = ", ".join(f"v{r}" for r in mixed["kept_rounds"])
+    return [f"MIXED ROWS: {mixed['pre_fix']} of {mixed['n_total']} rows predate the kept fix(es) of {rounds}; "
+            f"{mixed['retested']} were re-tested after one. This is the loop's working figure, not a clean run of "
+            "the current code: the confirmation rerun (new run id, no cache) is."]

@@ -1,0 +1,259 @@
+"""Two runs compared question by question: fixes, regressions, net change and an exact McNemar p-value.
+
+The comparison ``compare_runs.py`` prints and the diff page (``report_html.build_compare``) draws. Labels are
+strict: an error row or an item never run counts as wrong. Runs judged differently, on a different dataset file, or
+over a different number of items are refused unless ``force``. Two runs of the same hypotheses with different
+judges are a judge comparison (``judge_comparison``): the judges' label agreement and Cohen's kappa.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from lme.judge import judge_stability
+from lme.score import metrics
+from lme.store.run_store import RunData, load_run
+from lme.core import schemas
+from lme.core.errors import UserError
+from lme.core.facts import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
+from lme.judge.judge_agreement import cohens_kappa
+from lme.core.run_records import ResultRow, label_of
+
+
+def mcnemar_exact_p(b: int, c: int) -> float:
+    """Two-sided exact McNemar (binomial, p=1/2) p-value on the discordant counts ``b`` and ``c``."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+
+
+def _judge_id(run: RunData) -> tuple[Any, Any]:
+    """The official snapshot is one judge, through OpenAI or Azure."""
+    provider, model = run.judge["provider"], run.judge["model"]
+    return ("official", model) if is_official_judge(provider, model) else (provider, model)
+
+
+JUDGE_DIFFERS = "judge differs"
+
+
+def _mismatches(a: RunData, b: RunData) -> list[str]:
+    problems = []
+    if _judge_id(a) != _judge_id(b):
+        problems.append(f"{JUDGE_DIFFERS}: {a.judge} vs {b.judge}")
+    if a.dataset_sha256 != b.dataset_sha256:
+        problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")
+    if a.n_total != b.n_total:
+        problems.append(f"n_total differs: {a.n_total} vs {b.n_total}")
+    return problems
+
+
+def _run_summary(run: RunData) -> dict[str, Any]:
+    return {
+        "path": str(run.path),
+        "run_id": run.run_id,
+        "status": run.meta.status,
+        "judge": run.judge,
+        "dataset_sha256": run.dataset_sha256,
+        "n_total": run.n_total,
+    }
+
+
+def _state(row: ResultRow | None) -> str:
+    return "not_run" if row is None else row.status
+
+
+def differing_hypotheses(a: RunData, b: RunData, common: Sequence[str]) -> list[str]:
+    """The common question ids whose hypothesis differs between the runs (an item without a row has none)."""
+    return [qid for qid in common if _hypothesis(a.rows.get(qid)) != _hypothesis(b.rows.get(qid))]
+
+
+def _hypothesis(row: ResultRow | None) -> str | None:
+    return None if row is None else row.hypothesis
+
+
+def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> dict[str, Any]:
+    """Per-question change from run A (before) to run B (after), over the items both runs cover.
+
+    Raises UserError when the judge, dataset sha256 or n_total differ, unless ``force`` (then ``forced`` is true
+    and ``mismatches`` lists what differs). Runs with the same hypotheses on every common item and different
+    judges are a judge comparison (``kind: "judge"``, with ``judge_agreement``): given ``judge_comparison`` or
+    ``force``, the judge is then not a mismatch. ``judge_comparison`` on runs whose hypotheses differ is refused.
+    """
+    a, b = load_run(Path(run_a)), load_run(Path(run_b))
+    types_a, _ = a.item_types()
+    types_b, _ = b.item_types()
+    common = [qid for qid in types_a if qid in types_b]
+    mismatches = _mismatches(a, b)
+    differing = differing_hypotheses(a, b, common)
+    judge_differs = any(m.startswith(JUDGE_DIFFERS) for m in mismatches)
+    if judge_comparison and (differing or not common):
+        raise UserError(f"{a.path} and {b.path} are not a judge comparison: "
+                        + (f"{len(differing)} of {len(common)} common questions have different hypotheses (first: "
+                           f"{differing[0]})" if differing else "they have no question in common"),
+                        fix="compare two runs of the same hypotheses (run_benchmark.py --hypotheses FILE, judged "
+                            "twice), or drop --judge-comparison")
+    kind = "judge" if common and not differing and (judge_differs or judge_comparison) else "runs"
+    if kind == "judge" and (judge_comparison or force):
+        mismatches = [m for m in mismatches if not m.startswith(JUDGE_DIFFERS)]
+    if mismatches and not force:
+        hint = ("; the hypotheses are the same: pass --judge-comparison to compare the two judges"
+                if kind == "judge" else "")
+        raise UserError(f"refusing to compare {a.path} with {b.path}: {'; '.join(mismatches)}{hint}",
+                        fix="compare runs made the same way, or pass --force to compare anyway")
+    flaky_a, flaky_b = _flaky_keys(a), _flaky_keys(b)
+    flaky_flips = {"fixes": 0, "regressions": 0, "net": 0, "ids": []}
+
+    per_type = {t: {"n": 0, "fixes": 0, "regressions": 0, "net": 0, "both_right": 0, "both_wrong": 0}
+                for t in QUESTION_TYPES}
+    overall = {"fixes": 0, "regressions": 0, "both_right": 0, "both_wrong": 0}
+    changed = []
+    right_a = right_b = 0
+    for qid in common:
+        qtype = types_a[qid]
+        row_a, row_b = a.rows.get(qid), b.rows.get(qid)
+        before = row_a is not None and row_a.correct
+        after = row_b is not None and row_b.correct
+        right_a += before
+        right_b += after
+        key = {(False, True): "fixes", (True, False): "regressions",
+               (True, True): "both_right", (False, False): "both_wrong"}[(before, after)]
+        overall[key] += 1
+        bucket = per_type.setdefault(qtype, {"n": 0, "fixes": 0, "regressions": 0, "net": 0,
+                                             "both_right": 0, "both_wrong": 0})
+        bucket["n"] += 1
+        bucket[key] += 1
+        if before != after:
+            flaky = judge_stability.row_is_unstable(row_a, flaky_a) or judge_stability.row_is_unstable(row_b, flaky_b)
+            if flaky:
+                flaky_flips["fixes" if after else "regressions"] += 1
+                flaky_flips["ids"].append(qid)
+            changed.append({
+                "question_id": qid,
+                "question_type": qtype,
+                "before": before,
+                "after": after,
+                "flaky": flaky,
+                "before_status": _state(row_a),
+                "after_status": _state(row_b),
+                "hypothesis_before": _hypothesis(row_a),
+                "hypothesis_after": _hypothesis(row_b),
+            })
+    for bucket in per_type.values():
+        bucket["net"] = bucket["fixes"] - bucket["regressions"]
+
+    n = len(common)
+    result = {
+        "schemaVersion": SCHEMA_VERSION,
+        "kind": kind,
+        "run_a": _run_summary(a),
+        "run_b": _run_summary(b),
+        "forced": bool(mismatches),
+        "mismatches": mismatches,
+        "n_compared": n,
+        "only_in_a": [qid for qid in types_a if qid not in types_b],
+        "only_in_b": [qid for qid in types_b if qid not in types_a],
+        "accuracy_a": right_a / n if n else None,
+        "accuracy_b": right_b / n if n else None,
+        "fixes": overall["fixes"],
+        "regressions": overall["regressions"],
+        "net": overall["fixes"] - overall["regressions"],
+        "both_right": overall["both_right"],
+        "both_wrong": overall["both_wrong"],
+        "p_value": mcnemar_exact_p(overall["regressions"], overall["fixes"]),
+        "flaky_flips": {**flaky_flips, "net": flaky_flips["fixes"] - flaky_flips["regressions"]},
+        "net_excluding_flaky": (overall["fixes"] - overall["regressions"])
+        - (flaky_flips["fixes"] - flaky_flips["regressions"]),
+        "per_type": per_type,
+        "changed": changed,
+    }
+    if kind == "judge":
+        result["judge_agreement"] = _label_agreement(a, b, common)
+    schemas.validate("comparison", result, where=f"comparison of {a.path} and {b.path}")
+    return result
+
+
+def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str, Any]:
+    """How often judge B gives judge A's label, over the items both judged (the same hypotheses)."""
+    table = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
+    for qid in common:
+        la, lb = label_of(a.rows.get(qid)), label_of(b.rows.get(qid))
+        if la is not None and lb is not None:
+            table[(bool(la), bool(lb))] += 1
+    n = sum(table.values())
+    agree = table[(True, True)] + table[(False, False)]
+    return {"n": n, "agree": agree, "agreement": agree / n if n else None, "kappa": cohens_kappa(*table.values()),
+            "a_yes_b_no": table[(True, False)], "a_no_b_yes": table[(False, True)]}
+
+
+def _flaky_keys(run: RunData) -> set:
+    """Prompts the run's project registry marks flaky (judge_stability.jsonl); empty when it has none."""
+    return judge_stability.StabilityRegistry(judge_stability.project_of_run(run.meta, run.path)).flaky()
+
+
+def _cell(change: Mapping[str, Any], side: str) -> str:
+    """A side's hypothesis, or its state when it has none to show (``not_run``, an error)."""
+    text = _short(change.get(f"hypothesis_{side}"))
+    state = change.get(f"{side}_status")
+    return text if text or state in (None, "judged") else f"({state})"
+
+
+def _short(text: Any, width: int = 80) -> str:
+    s = "" if text is None else " ".join(str(text).split())
+    s = s.replace("|", "\\|")
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def render_markdown(result: Mapping[str, Any]) -> str:
+    """The comparison as a Markdown report."""
+    a, b = result["run_a"], result["run_b"]
+    lines = [f"# Comparison: {a['run_id']} (before) -> {b['run_id']} (after)", ""]
+    if result.get("kind") == "judge":
+        lines += [f"> **{judge_comparison_line(result)}**", ""]
+    if result["forced"]:
+        lines += ["> **FORCED comparison of runs made differently — not a like-for-like result:**"]
+        lines += [f"> - {m}" for m in result["mismatches"]]
+        lines.append("")
+    lines += [
+        f"Items compared: {result['n_compared']} (strict labels: error or not run = wrong)",
+        f"Strict accuracy: {metrics.fmt(result['accuracy_a'])} -> {metrics.fmt(result['accuracy_b'])}",
+        f"Fixes (wrong -> right): {result['fixes']}; regressions (right -> wrong): {result['regressions']}; "
+        f"net {result['net']:+d}",
+        f"Unchanged: {result['both_right']} both right, {result['both_wrong']} both wrong",
+        f"Exact McNemar p-value (two-sided): {result['p_value']:.4g}",
+        "",
+    ]
+    flaky = result.get("flaky_flips") or {}
+    if flaky.get("ids"):
+        lines += [f"Flips on unstable judge labels (counted above, and here on their own): {flaky['fixes']} fixes, "
+                  f"{flaky['regressions']} regressions ({', '.join(flaky['ids'])}); net without them "
+                  f"{result['net_excluding_flaky']:+d}", ""]
+    if result["only_in_a"] or result["only_in_b"]:
+        lines += [f"Not compared: {len(result['only_in_a'])} items only in before, "
+                  f"{len(result['only_in_b'])} only in after.", ""]
+    lines += ["| type | n | fixes | regressions | net |", "|---|---:|---:|---:|---:|"]
+    for qtype, t in result["per_type"].items():
+        lines.append(f"| {qtype} | {t['n']} | {t['fixes']} | {t['regressions']} | {t['net']:+d} |")
+    if result["changed"]:
+        lines += ["", "## Changed questions", "", "| question_id | type | change | before | after |",
+                  "|---|---|---|---|---|"]
+        for c in result["changed"]:
+            change = ("fix" if c["after"] else "regression") + (" (unstable label)" if c.get("flaky") else "")
+            lines.append(f"| {c['question_id']} | {c['question_type']} | {change} | "
+                         f"{_cell(c, 'before')} | {_cell(c, 'after')} |")
+    return "\n".join(lines) + "\n"
+
+
+def judge_comparison_line(result: Mapping[str, Any]) -> str:
+    """What a judge comparison is, with its agreement figures (one line of plain text)."""
+    a, b, agr = result["run_a"], result["run_b"], result["judge_agreement"]
+    judge = lambda run: f"{run['judge']['provider']} {run['judge']['model']}"  # noqa: E731
+    kappa = "undefined" if agr["kappa"] is None else f"{agr['kappa']:.3f}"
+    return (f"Judge comparison: the same hypotheses judged by {judge(a)} (before) and {judge(b)} (after). "
+            f"Labels agree on {agr['agree']} of {agr['n']} items judged by both ({metrics.fmt(agr['agreement'])}, "
+            f"Cohen's kappa {kappa}); yes -> no {agr['a_yes_b_no']}, no -> yes {agr['a_no_b_yes']}. Fixes and "
+            "regressions below are the second judge's label changes, not the system's.")

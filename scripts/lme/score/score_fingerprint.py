@@ -1,0 +1,115 @@
+"""Whether a run's scorecard is still current: a fingerprint of everything scoring reads, kept in metrics.json.
+
+Scoring a 500-item run and building its report.html takes seconds (the report streams the dataset); resuming a
+finished run changes none of it. The fingerprint covers:
+
+- the run's own files, shards included (size and modification time: the logs only grow), less the outputs and
+  the files only people read (``run.log``, ``pacing.json``...); ``run-meta.json`` by content, less the fields every
+  invocation rewrites (``VOLATILE_META``);
+- the dataset file the run names, and the project's state files beside ``runs/`` (judge stability, judge
+  agreement, the config) and the loop history;
+- the scoring code and its reference data, by their bytes (a new plugin version rescores);
+- the options that shape the outputs (``--n-total``, variant, run id, charts, html).
+
+Same fingerprint and every output still there: ``scorecard.py`` reuses them (``--rescore`` scores anyway).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from lme.core.facts import HISTORY_FILE, STATE_DIR
+from lme.store.run_layout import (
+    CHARTS_DIR,
+    COMPARE_PAGE_PREFIX,
+    LOG_FILE,
+    META_FILE,
+    METRICS_FILE,
+    PACING_FILE,
+    PER_TYPE_CHART,
+    REPORT_FILE,
+    SCORECARD_FILE,
+    WORKER_FILE,
+)
+
+SCRIPTS = Path(__file__).resolve().parents[2]
+REFERENCES = SCRIPTS.parent / "references"
+VOLATILE_META = ("finished_at", "duration_seconds", "invocations", "limiter", "pacing", "retries", "exit_status")
+"""run-meta fields a resume rewrites without changing any result (the scorecard shows none of them)."""
+OUTPUTS = (METRICS_FILE, SCORECARD_FILE, REPORT_FILE)
+NOT_INPUTS = (*OUTPUTS, LOG_FILE, PACING_FILE, WORKER_FILE)
+"""Files in a run directory that scoring does not read (besides charts/, compare pages and dot files: the lock,
+temporary files)."""
+
+
+def _stat(path: Path) -> list[Any]:
+    try:
+        st = path.stat()
+    except OSError:
+        return [str(path), None]
+    return [str(path), st.st_size, st.st_mtime_ns]
+
+
+def _meta(path: Path) -> Any:
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return _stat(path)
+    if not isinstance(meta, dict):
+        return _stat(path)
+    return {k: v for k, v in meta.items() if k not in VOLATILE_META}
+
+
+def _run_files(run_dir: Path) -> list[Any]:
+    out: list[Any] = []
+    for path in sorted(run_dir.rglob("*")):
+        rel = path.relative_to(run_dir)
+        if not path.is_file() or rel.parts[0] == CHARTS_DIR or path.name.startswith("."):
+            continue
+        if path.name in NOT_INPUTS or (path.name.startswith(COMPARE_PAGE_PREFIX) and path.suffix == ".html"):
+            continue
+        out.append([str(rel), _meta(path)] if path.name == META_FILE else _stat(path))
+    return out
+
+
+def _code() -> str:
+    digest = hashlib.sha256()
+    code = [p for p in SCRIPTS.rglob("*") if p.suffix in (".py", ".js", ".css") and "__pycache__" not in p.parts]
+    for path in sorted([*code, *REFERENCES.glob("*.json"), *(REFERENCES / "schemas").glob("*.json")]):
+        if path.is_file():
+            digest.update(path.name.encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def fingerprint(run_dir: Path, project: Path | None, options: Mapping[str, Any]) -> str:
+    """The sha256 of what scoring ``run_dir`` with ``options`` reads (see the module docstring)."""
+    run_dir = Path(run_dir).resolve()
+    meta = _meta(run_dir / META_FILE)
+    dataset = ((meta.get("dataset") or {}).get("path") if isinstance(meta, dict) else None)
+    state_dirs = {run_dir.parent.parent}
+    if project is not None:
+        state_dirs.add((Path(project) / STATE_DIR).resolve())
+    state = sorted(_stat(p) for d in state_dirs if d.is_dir() for p in d.iterdir() if p.is_file())
+    history = [] if project is None else [_stat(Path(project) / HISTORY_FILE)]
+    blob = json.dumps({"run": _run_files(run_dir), "dataset": _stat(Path(dataset)) if dataset else None,
+                       "state": state, "history": history, "code": _code(), "options": dict(options)},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def current(run_dir: Path, fp: str, *, html: bool, charts: bool) -> bool:
+    """The outputs in ``run_dir`` were made from inputs with fingerprint ``fp`` and are all still there."""
+    run_dir = Path(run_dir)
+    try:
+        card = json.loads((run_dir / METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(card, dict) or card.get("fingerprint") != fp or not (run_dir / SCORECARD_FILE).is_file():
+        return False
+    if html and not (run_dir / REPORT_FILE).is_file():
+        return False
+    return not charts or (run_dir / CHARTS_DIR / PER_TYPE_CHART).is_file()

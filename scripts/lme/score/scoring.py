@@ -1,0 +1,396 @@
+"""A run's figures as ``metrics.json`` holds them: the official accuracies (``metrics``), the comparability notes,
+the reported gold errors, cost, tokens, latency, retrieval, truncation, judge stability and agreement.
+
+Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
+and judged-only (denominator = judged items). The notes say exactly why a run is not comparable with published
+LongMemEval figures (judge, dataset items, top_k covering every session, incomplete run, errors). A second figure
+leaves out items whose gold was reported wrong upstream (references/known-gold-errors.json, status ``wrong``); it
+never replaces the official one. ``scorecard_md`` renders it; ``report_outputs`` writes it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from lme.data import dataset
+from lme.data import gold_registry
+from lme.data import hypotheses_file
+from lme.judge import judge_agreement
+from lme.judge import judge_stability
+from lme.score import loop_rows
+from lme.score import metrics
+from lme.score import pipeline_health
+from lme.score import retrieval_metrics
+from lme.core import schemas
+from lme.core.run_records import ResultRow, RunMeta
+from lme.store.run_store import RunData
+from lme.core.errors import UserError
+from lme.core.facts import (
+    OFFICIAL_JUDGE_MODEL,
+    OFFICIAL_JUDGE_PROVIDER,
+    OFFICIAL_SET_SIZE,
+    QUESTION_TYPES,
+    RETRIEVAL_KS,
+    SCHEMA_VERSION,
+    is_abstention,
+    is_official_judge,
+    is_offline,
+)
+from lme.models.prices import call_cost
+
+KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
+
+
+# --------------------------------------------------------------------------- accounting
+
+
+def percentiles(values: Iterable[float]) -> dict[str, float | None]:
+    """p50 / p95 (linear interpolation between closest ranks) and max; None when there are no values."""
+    data = sorted(float(v) for v in values)
+    out: dict[str, float | None] = {"n": len(data), "p50": None, "p95": None, "max": None}
+    if not data:
+        return out
+    for name, q in (("p50", 0.50), ("p95", 0.95)):
+        pos = q * (len(data) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(data) - 1)
+        out[name] = data[lo] + (data[hi] - data[lo]) * (pos - lo)
+    out["max"] = data[-1]
+    return out
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def cost_summary(rows: Iterable[ResultRow]) -> dict[str, Any]:
+    """Dollar sums over rows; a row with no known total makes the total unknown (never counted as 0)."""
+    known = {"generation_usd": 0.0, "judge_usd": 0.0, "total_usd": 0.0}
+    unknown = 0
+    n = 0
+    for row in rows:
+        n += 1
+        cost = row.cost
+        total = None if cost is None else cost.total_usd
+        if cost is None or total is None:
+            unknown += 1
+            continue
+        known["total_usd"] += total
+        known["generation_usd"] += cost.generation_usd or 0.0
+        known["judge_usd"] += cost.judge_usd or 0.0
+    return {
+        "rows": n,
+        "rows_unknown_cost": unknown,
+        "total_usd": known["total_usd"] if unknown == 0 else None,
+        "known_total_usd": known["total_usd"],
+        "known_generation_usd": known["generation_usd"],
+        "known_judge_usd": known["judge_usd"],
+    }
+
+
+def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
+    """Which stages ran through Batch APIs: per stage the calls billed as batch, their batches and dollars, and
+    the calls billed synchronously; None when no call was batched."""
+
+    stages = {name: {"batch_calls": 0, "sync_calls": 0, "batch_ids": set(), "batch_usd": 0.0}
+              for name in ("generation", "judge")}
+
+    def count(stage: str, call: Mapping[str, Any]) -> None:
+        if call.get("cached"):
+            return
+        entry = stages[stage]
+        if call.get("billing") == "batch":
+            entry["batch_calls"] += 1
+            entry["batch_ids"].add(call.get("batch_id"))
+            usd = call_cost([call])
+            entry["batch_usd"] = None if usd is None or entry["batch_usd"] is None else entry["batch_usd"] + usd
+        else:
+            entry["sync_calls"] += 1
+
+    for row in rows:
+        for call in row.calls:
+            count("generation", call)
+        verdict = row.judgment
+        if verdict is not None and verdict.source == "call":
+            count("judge", {"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
+                            "billing": verdict.billing, "batch_id": verdict.batch_id})
+    if not any(entry["batch_calls"] for entry in stages.values()):
+        return None
+    return {name: {"batch_calls": e["batch_calls"], "batches": len(e["batch_ids"]), "batch_usd": e["batch_usd"],
+                   "sync_calls": e["sync_calls"]} for name, e in stages.items()}
+
+
+def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
+    """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
+    gen_lat, judge_lat = [], []
+    tokens = {"generation": {"in": 0, "out": 0}, "judge": {"in": 0, "out": 0}}
+    cache = {"generation_calls": 0, "generation_calls_cached": 0, "judge_cached": 0}
+    retries = {"generation": 0, "judge": 0}
+    errors: Counter[str] = Counter()
+    errors_by_stage: Counter[str] = Counter()
+    for row in rows:
+        tokens["generation"]["in"] += int(row.tokensIn or 0)
+        tokens["generation"]["out"] += int(row.tokensOut or 0)
+        if row.latencyMs is not None:
+            gen_lat.append(row.latencyMs)
+        for call in row.calls:
+            cache["generation_calls"] += 1
+            cache["generation_calls_cached"] += bool(call.get("cached"))
+            retries["generation"] += max(0, int(_num(call.get("attempts")) or 1) - 1)
+        verdict = row.judgment
+        if verdict is not None:
+            tokens["judge"]["in"] += int(_num(verdict.tokensIn) or 0)
+            tokens["judge"]["out"] += int(_num(verdict.tokensOut) or 0)
+            if _num(verdict.latencyMs) is not None:
+                judge_lat.append(verdict.latencyMs)
+            cache["judge_cached"] += bool(verdict.cached)
+            retries["judge"] += max(0, int(_num(verdict.attempts) or 1) - 1)
+        if row.status == "error":
+            errors[row.error.kind if row.error else "unknown"] += 1
+            errors_by_stage[row.error.stage if row.error else "unknown"] += 1
+    return {
+        "tokens": tokens,
+        "latency_ms": {"generation": percentiles(gen_lat), "judge": percentiles(judge_lat)},
+        "cache": cache,
+        "retries": retries,
+        "errors_by_kind": dict(sorted(errors.items())),
+        "errors_by_stage": dict(sorted(errors_by_stage.items())),
+    }
+
+
+def _target_debug(row: ResultRow | None) -> Mapping[str, Any]:
+    return {} if row is None else row.debug
+
+
+def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -> dict[str, Any] | None:
+    """Session-level retrieval metrics at ``RETRIEVAL_KS`` over rows that carry ranked ids; None when none do.
+
+    Always metrics of the SESSION ranking, whatever the target indexed: ``granularity`` lists what rows report
+    in ``target.debug.retrieval.granularity`` (a turn-granularity target ranks a session at its best turn; this is
+    not upstream's turn-level evaluation).
+    """
+    per_item: dict[str, list[dict[str, float]]] = {t: [] for t in QUESTION_TYPES}
+    carried = skipped_abstention = skipped_no_gold = covers_all = repeated_ids = 0
+    granularities: Counter[str] = Counter()
+    for qid, qtype in types.items():
+        row = rows.get(qid)
+        retrieval = None if row is None else row.retrieval
+        ranked = None if retrieval is None else retrieval.retrieved_session_ids
+        if ranked is None:
+            continue
+        carried += 1
+        target_retrieval = _target_debug(rows.get(qid)).get("retrieval")
+        granularity = target_retrieval.get("granularity") if isinstance(target_retrieval, Mapping) else None
+        granularities[str(granularity or "unreported")] += 1
+        covers_all += bool(isinstance(target_retrieval, Mapping) and target_retrieval.get("top_k_covers_all"))
+        repeated_ids += len(set(ranked)) < len(ranked)
+        gold = list(retrieval.gold_session_ids)
+        if retrieval_metrics.should_skip(qid, gold):
+            if is_abstention(qid):
+                skipped_abstention += 1
+            else:
+                skipped_no_gold += 1
+            continue
+        per_item[qtype].append(retrieval_metrics.evaluate(list(ranked), gold, RETRIEVAL_KS))
+    if carried == 0:
+        return None
+    every = [m for items in per_item.values() for m in items]
+    return {
+        "ks": list(RETRIEVAL_KS),
+        "level": "session",
+        "granularity": dict(sorted(granularities.items())),
+        "items_with_retrieval": carried,
+        "scored": len(every),
+        "skipped_abstention": skipped_abstention,
+        "skipped_no_gold": skipped_no_gold,
+        "top_k_covers_all": covers_all,
+        "rankings_with_repeated_ids": repeated_ids,
+        "overall": retrieval_metrics.mean_metrics(every),
+        "per_type": {t: {"n": len(v), **retrieval_metrics.mean_metrics(v)} for t, v in per_item.items() if v},
+    }
+
+
+def truncation_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
+    """How often the reader's history was cut to fit the context window (rows' ``target.debug.truncation``), and
+    how often that dropped an evidence session (``dropped_evidence``; rows of older runs lack it: ``unknown``).
+    None when no row reports truncation."""
+    reported = truncated = lost = unknown = retried = 0
+    for row in rows:
+        info = _target_debug(row).get("truncation")
+        if not isinstance(info, Mapping):
+            continue
+        reported += 1
+        retried += bool(info.get("retried_after_too_long"))
+        if not info.get("truncated"):
+            continue
+        truncated += 1
+        dropped = info.get("dropped_evidence")
+        if isinstance(dropped, int) and not isinstance(dropped, bool):
+            lost += dropped > 0
+        else:
+            unknown += 1
+    if reported == 0:
+        return None
+    return {"items_reporting": reported, "truncated": truncated, "lost_evidence": lost,
+            "lost_evidence_unknown": unknown, "retried_after_too_long": retried}
+
+
+# --------------------------------------------------------------------------- comparability
+
+
+def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> list[dict[str, Any]]:
+    return gold_registry.load(path)
+
+
+def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: Mapping[str, Any],
+                        *, variant: str | None = None, run_id: str | None = None) -> list[str]:
+    """Every reason the run's figures cannot stand beside published LongMemEval figures; empty = comparable."""
+    notes = []
+    judge = run.judge
+    judged = [r.judgment for r in covered_rows if r.judged and r.judgment is not None]
+    if not is_official_judge(judge.get("provider"), judge.get("model")):
+        agreement = card.get("judge_agreement")
+        measured = (f"; a successor judge: {judge_agreement.describe(agreement)}" if agreement else
+                    "; its agreement with the official judge was never measured (scripts/judge_agreement.py)"
+                    if not is_offline(judge.get("provider")) else "")
+        notes.append(f"judge is {judge.get('provider')} {judge.get('model')}, not the official "
+                     f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}{measured}")
+    other_model = Counter(f"{j.provider} {j.model}" for j in judged if not is_official_judge(j.provider, j.model))
+    for what, count in sorted(other_model.items()):
+        if what != f"{judge.get('provider')} {judge.get('model')}":
+            notes.append(f"{count} judged row(s) were judged by {what}")
+    prompt_off = [j for j in judged if j.official is not True and is_official_judge(j.provider, j.model)]
+    if prompt_off:
+        templates = sorted({str(j.template_sha256 or "?")[:12] for j in prompt_off})
+        notes.append(f"judge prompt is not upstream's get_anscheck_prompt on {len(prompt_off)} of {len(judged)} "
+                     f"judged row(s) (evaluate_qa.py sha256 {', '.join(templates)})")
+    endpoint = run.meta.endpoints.get(judge.get("provider"))
+    if endpoint and endpoint != "default":  # "default": runs recorded before the SDK's resolved host was
+        if judge.get("provider") == OFFICIAL_JUDGE_PROVIDER and "api.openai.com" not in endpoint:
+            notes.append(f"judge endpoint is {endpoint}, not api.openai.com")
+        if judge.get("provider") == "azure" and ".openai.azure.com" not in endpoint:
+            notes.append(f"judge endpoint is {endpoint}, not an Azure OpenAI resource (*.openai.azure.com)")
+    sha = run.dataset_sha256
+    recognition = run.meta.dataset.get("recognition")
+    if recognition:  # by item fingerprints (runs made before they were recorded: by file sha256 only)
+        if recognition.get("release") is None:
+            notes.append(f"dataset not recognised as an official release: {recognition.get('summary')}")
+        elif recognition.get("differing") or recognition.get("extra") or recognition.get("unknown"):
+            notes.append(f"dataset items not all vouched for: {recognition.get('summary')}")
+    elif not sha or dataset.is_known_official(str(sha)) is None:
+        notes.append(f"dataset file not a known official release (sha256 {sha or 'missing'})")
+    if card["coverage"] < 1:
+        notes.append(f"run incomplete: {card['judged']} of {card['n_total']} items judged "
+                     f"(coverage {card['coverage']:.4f})")
+    if run.meta.status != "completed":
+        notes.append(f"run status is {run.meta.status!r}, not 'completed'")
+    if card["errors"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in card["usage"]["errors_by_kind"].items())
+        notes.append(f"errors present: {card['errors']} error row(s) ({kinds})")
+    manifest_n = run.n_total
+    if card["n_total"] < manifest_n:
+        notes.append(f"strict denominator narrowed to the first {card['n_total']} of the run's {manifest_n} items "
+                     "(N_TOTAL / --n-total)")
+    if card["n_total"] < OFFICIAL_SET_SIZE:
+        notes.append(f"N = {card['n_total']} items (the official set has {OFFICIAL_SET_SIZE})")
+    covers_all = (card.get("retrieval") or {}).get("top_k_covers_all")
+    if covers_all:
+        notes.append(f"top_k >= the number of sessions on {covers_all} item(s): retrieval returned every session, "
+                     "so those items measure full context, not retrieval (their retrieval figures are 1.0)")
+    trunc = card.get("truncation") or {}
+    if trunc.get("lost_evidence"):
+        notes.append(f"history truncated to fit the context window on {trunc['truncated']} item(s); "
+                     f"{trunc['lost_evidence']} of them lost an evidence session the reader never saw")
+    if trunc.get("lost_evidence_unknown"):
+        notes.append(f"history truncated on {trunc['lost_evidence_unknown']} item(s) whose rows do not say whether "
+                     "an evidence session was dropped (run made before that was recorded)")
+    if variant and run.meta.variant and variant != run.meta.variant:
+        notes.append(f"variant given as {variant!r} but the run recorded {run.meta.variant!r}")
+    if run_id and run_id != run.run_id:
+        notes.append(f"run id given as {run_id!r} but the run recorded {run.run_id!r}")
+    return notes
+
+
+# --------------------------------------------------------------------------- the scorecard
+
+
+def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | None = None,
+                    run_id: str | None = None, gold_errors: Sequence[Mapping[str, Any]] | None = None
+                    ) -> dict[str, Any]:
+    """The metrics.json record for ``run`` over its first ``n_total`` manifest items (all when None)."""
+    types, unattributed = run.item_types(n_total)
+    try:
+        scored = metrics.score(metrics.strict_labels(run.rows, types), types, unattributed=unattributed)
+    except ValueError as err:
+        raise UserError(f"cannot score run {run.path}: {err}",
+                        fix="check manifest.json and item-results.jsonl") from None
+    covered = [run.rows[q] for q in types if q in run.rows]
+    ignored_rows = sum(1 for q in run.rows if q not in types)
+    usage = usage_summary(covered)
+    errors = sum(1 for r in covered if r.status == "error")
+
+    entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
+    run_variant = variant or run.meta.variant
+    release = run.meta.dataset.get("release")
+    bad = gold_registry.excluded(entries, run_variant, release)
+    present = [q for q in types if q in bad]
+    also_listed = gold_registry.listed(entries, run_variant, release)
+    kept = {q: t for q, t in types.items() if q not in bad}
+    excl = metrics.score(metrics.strict_labels(run.rows, kept), kept, unattributed=unattributed)
+    project = judge_stability.project_of_run(run.meta, run.path)
+
+    card: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "run_id": run.run_id,
+        "variant": variant or run.meta.variant,
+        "status": run.meta.status,
+        "judge": run.judge,
+        "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.get("path"),
+                    "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
+                    "release": release, "recognition": run.meta.dataset.get("recognition"),
+                    "duplicate_sessions": len(run.meta.dataset.get("duplicate_sessions") or {})},
+        "target": _target(run.meta),
+        **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
+                                  "task_averaged", "abstention", "per_type")},
+        "errors": errors,
+        "not_run": scored["n_total"] - scored["judged"] - errors,
+        "rows_outside_item_set": ignored_rows,
+        "excluding_gold_errors": {
+            "excluded": [{"question_id": q, "issues": bad[q].get("issues", []), "status": bad[q]["status"]}
+                         for q in present],
+            "listed_not_excluded": [{"question_id": q, "issues": also_listed[q].get("issues", []),
+                                     "status": also_listed[q]["status"]} for q in types
+                                    if q in also_listed and q not in bad],
+            "n_total": excl["n_total"], "correct": excl["correct"], "judged": excl["judged"],
+            "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
+        },
+        "cost": cost_summary(covered),
+        "batches": batch_summary(covered),
+        "usage": usage,
+        "latency": usage["latency_ms"],
+        "retrieval": retrieval_summary(run.rows, types),
+        "truncation": truncation_summary(covered),
+        "pipeline_health": pipeline_health.summarise(covered),
+        "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
+        "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
+        "judge_agreement": None if is_official_judge(run.judge.get("provider"), run.judge.get("model"))
+        else judge_agreement.compact(judge_agreement.latest(project, run.judge.get("provider"), run.judge.get("model"))),
+    }
+    notes = comparability_notes(run, covered, card, variant=variant, run_id=run_id)
+    card["comparable"] = not notes
+    card["comparability_notes"] = notes
+    schemas.validate("metrics", card, where=f"metrics for run {run.run_id}")
+    return card
+
+
+def _target(meta: RunMeta) -> dict[str, Any]:
+    """The run's target as the scorecard names it; a hypotheses run also names its file and the file's sha256."""
+    target = meta.target
+    out = {k: target.get(k) for k in ("name", "provider", "model")}
+    if target.get("name") == hypotheses_file.TARGET:
+        out["hypotheses"] = {k: (target.get("options") or {}).get(k) for k in ("file", "sha256")}
+    return out
+
+

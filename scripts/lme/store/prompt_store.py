@@ -1,0 +1,219 @@
+"""The exact prompts a target sent, kept per run in ``prompts.jsonl``: content-addressed, each long line stored once.
+
+A reader's prompt is mostly session text, and the same session text comes back in many prompts (retried items,
+shared haystack sessions, a memory system's per-session writer calls). So a prompt is stored as its lines: a
+line of ``SHARED_LINE_CHARS`` characters or more becomes a ``line`` record keyed by its sha256 (written once per
+run, zlib-compressed when long), shorter lines stay inline in the ``prompt`` record. Joining a prompt record's
+segments with ``"\\n"`` gives the message text back exactly, byte for byte (``decode_text``); ``key`` is
+``ChatRequest.key()``, so the store can be checked against the call cache or a row's ``prompt_keys``.
+
+Only the run's writer appends here (``PromptStore.add``), before it appends the row that names the prompts: one
+``os.write`` per item on an ``O_APPEND`` file, then fsync. A crash leaves at most a torn tail (cut off on the next
+first write, skipped by readers) and perhaps records no row names yet; both are harmless, and a resumed item writes
+only what is missing. ``references/SPEC.md`` (prompts.jsonl) states the format.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from lme.core import fileio
+from lme.core.facts import SCHEMA_VERSION
+from lme.core.records import ChatRequest
+from lme.store.run_layout import PROMPTS_FILE, run_dirs
+SHARED_LINE_CHARS = 200
+"""Lines at least this long are stored once by hash; shorter ones (headers, instructions) stay inline."""
+COMPRESS_LINE_CHARS = 1024
+"""Stored lines at least this long are kept zlib-compressed (``z``, base64); chat text shrinks about 2.2x."""
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def line_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def encode_text(text: str) -> tuple[list[Any], dict[str, str]]:
+    """``text`` as segments (an inline ``str`` or ``{"line": sha256}`` per line) and the long lines by key."""
+    segments: list[Any] = []
+    lines: dict[str, str] = {}
+    for line in text.split("\n"):
+        if len(line) >= SHARED_LINE_CHARS:
+            key = line_key(line)
+            lines[key] = line
+            segments.append({"line": key})
+        else:
+            segments.append(line)
+    return segments, lines
+
+
+def decode_text(segments: Sequence[Any], lines: Mapping[str, str]) -> str:
+    """The exact text of ``segments``; KeyError when a stored line is missing."""
+    return "\n".join(s if isinstance(s, str) else lines[s["line"]] for s in segments)
+
+
+def encode_request(request: ChatRequest) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``prompt`` record of ``request`` and the long lines it refers to."""
+    lines: dict[str, str] = {}
+
+    def enc(text: str | None) -> list[Any] | None:
+        if text is None:
+            return None
+        segments, found = encode_text(str(text))
+        lines.update(found)
+        return segments
+
+    record = {
+        "schemaVersion": SCHEMA_VERSION,
+        "kind": "prompt",
+        "key": request.key(),
+        "provider": request.provider,
+        "model": request.model,
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "system": enc(request.system),
+        "messages": [{"role": str(m.get("role")), "content": enc(str(m.get("content", "")))}
+                     for m in request.messages],
+    }
+    return record, lines
+
+
+def line_record(key: str, text: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "kind": "line", "sha256": key}
+    if len(text) >= COMPRESS_LINE_CHARS:
+        record["z"] = base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
+    else:
+        record["text"] = text
+    return record
+
+
+def line_text(record: Mapping[str, Any]) -> str:
+    if "z" in record:
+        return zlib.decompress(base64.b64decode(record["z"])).decode("utf-8")
+    return str(record["text"])
+
+
+# --------------------------------------------------------------------------- the writer
+
+
+def _dumps(obj: Mapping[str, Any]) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+class PromptStore:
+    """The writer's handle on one run (or shard) directory's ``prompts.jsonl``. Not for concurrent writers."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = Path(run_dir) / PROMPTS_FILE
+        self._lines: set[str] | None = None
+        self._prompts: set[str] = set()
+
+    def _open_index(self) -> None:
+        """On first use: repair a torn tail, then learn what the file already holds (a resume)."""
+        fileio.repair_tail(self.path)
+        self._lines = set()
+        for _, record in fileio.iter_jsonl(self.path):
+            if record.get("kind") == "line":
+                self._lines.add(str(record.get("sha256")))
+            elif record.get("kind") == "prompt":
+                self._prompts.add(str(record.get("key")))
+
+    def add(self, requests: Iterable[ChatRequest]) -> list[str]:
+        """Store what is new of ``requests`` (one write + fsync); returns their keys, each once, in order."""
+        if self._lines is None:
+            self._open_index()
+        assert self._lines is not None
+        keys: list[str] = []
+        blob: list[bytes] = []
+        new_lines: set[str] = set()
+        new_prompts: set[str] = set()
+        for request in requests:
+            record, lines = encode_request(request)
+            if record["key"] in keys:
+                continue
+            keys.append(record["key"])
+            if record["key"] in self._prompts or record["key"] in new_prompts:
+                continue
+            for key, text in lines.items():
+                if key not in self._lines and key not in new_lines:
+                    new_lines.add(key)
+                    blob.append(_dumps(line_record(key, text)))
+            new_prompts.add(record["key"])
+            blob.append(_dumps(record))  # after its lines: a prompt record that made it has all its lines
+        if blob:
+            fileio.append_bytes(self.path, b"".join(blob))
+            self._lines |= new_lines
+            self._prompts |= new_prompts
+        return keys
+
+
+# --------------------------------------------------------------------------- readers
+
+
+@dataclass
+class StoredPrompts:
+    """Everything a run's ``prompts.jsonl`` files hold (root and shards): prompt records by key, lines by key.
+
+    Long lines stay as their records until asked for (``text``), so a large store costs little until read."""
+
+    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    line_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def text(self, key: str) -> str:
+        return line_text(self.line_records[key])
+
+    def has_line(self, key: str) -> bool:
+        return key in self.line_records
+
+    def line_chars(self, key: str) -> int:
+        """Characters of a stored line without decompressing it when it is inline."""
+        record = self.line_records[key]
+        return len(record["text"]) if "text" in record else len(self.text(key))
+
+    def request_text(self, key: str) -> dict[str, Any]:
+        """The stored request ``key`` with its system and message texts decoded exactly."""
+        record = self.prompts[key]
+        lines = _LazyLines(self)
+        return {
+            "key": key,
+            "provider": record.get("provider"),
+            "model": record.get("model"),
+            "max_tokens": record.get("max_tokens"),
+            "temperature": record.get("temperature"),
+            "system": None if record.get("system") is None else decode_text(record["system"], lines),
+            "messages": [{"role": m.get("role"), "content": decode_text(m.get("content") or [], lines)}
+                         for m in record.get("messages") or []],
+        }
+
+
+class _LazyLines(Mapping[str, str]):
+    def __init__(self, store: StoredPrompts) -> None:
+        self._store = store
+
+    def __getitem__(self, key: str) -> str:
+        return self._store.text(key)
+
+    def __iter__(self):  # pragma: no cover - Mapping protocol only
+        return iter(self._store.line_records)
+
+    def __len__(self) -> int:  # pragma: no cover
+        return len(self._store.line_records)
+
+
+def load(run_dir: Path) -> StoredPrompts:
+    """Read ``prompts.jsonl`` of a run directory and of each of its shards (a torn last line is skipped)."""
+    store = StoredPrompts()
+    for directory in run_dirs(run_dir):
+        for _, record in fileio.iter_jsonl(directory / PROMPTS_FILE):
+            if record.get("kind") == "line" and isinstance(record.get("sha256"), str):
+                store.line_records[record["sha256"]] = record
+            elif record.get("kind") == "prompt" and isinstance(record.get("key"), str):
+                store.prompts[record["key"]] = record
+    return store

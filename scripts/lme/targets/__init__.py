@@ -1,0 +1,1 @@
+"""The targets stage (see docs/architecture.md)."""

@@ -1,0 +1,310 @@
+"""Turn one LongMemEval item into a hypothesis with a target (the memory system under test).
+
+Usage (debug one item)::
+
+    python scripts/generation_driver.py --dataset data/longmemeval_oracle.json --question-id e47becba \\
+        --target oracle --target-model openai:gpt-4o --target-option mode=con
+
+prints the hypothesis JSON (``Hypothesis.to_dict()`` plus ``"target"``) on stdout.
+
+A target is a Python file with ``generate(item: PublicItem, ctx: TargetContext) -> Hypothesis`` and optionally
+``NAME``, ``describe(options) -> dict`` and ``prepare_requests(item, ctx) -> list[ChatRequest]`` (dry runs).
+Built-in targets live in ``plugins/``; any other ``.py`` path loads the same way.
+
+Gold never reaches a target: it receives ``Question.public()`` (no answer, no evidence ids, no ``has_answer``,
+sessions renamed ``session_001`` ...). The one exception is by design and happens HERE, not in the target:
+for ``oracle`` the driver keeps only the evidence sessions (``answer_session_ids``) before building the public
+item, so the oracle target is the plain reader over the sessions it is given. The ``hypotheses`` target (answers
+read from a file written before the run) is looked up by question id, also here: no model sees the id.
+"""
+
+from __future__ import annotations
+
+from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
+
+entry_guard.start(__name__)
+
+import argparse
+import dataclasses
+import json
+import shlex
+import sys
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Mapping, Sequence
+
+from lme.core import cli_parser
+from lme.data import dataset
+from lme.models import providers
+from lme.core.errors import UserError, run_main
+from lme.core.facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
+from lme.core.records import LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
+from lme.targets.targets import PLUGINS_DIR, parse_option, target_path  # noqa: F401  (where targets are found; read here too)
+from lme.targets.targets import TargetError, hypothesis_from_response, load_module  # noqa: F401  (re-exported: older plugins)
+from lme.core import config
+
+# --------------------------------------------------------------------------- loading targets
+
+
+def target_name(name_or_path: str) -> str:
+    """What result rows call the target: the built-in name, else the module's NAME, else the file stem."""
+    if name_or_path in BUILTIN_TARGETS:
+        return name_or_path
+    module = load_target(name_or_path)
+    stem = Path(target_path(name_or_path))
+    return str(getattr(module, "NAME", stem.parent.name if stem.name == "__init__.py" else stem.stem))
+
+
+_LOAD_LOCK = threading.RLock()
+
+
+def load_target(name_or_path: str) -> ModuleType:
+    """Import a target by file path (once per file, also under concurrent first calls); UserError if it has no
+    ``generate``."""
+    path = target_path(name_or_path)
+    with _LOAD_LOCK:
+        return _load_module(path)
+
+
+@lru_cache(maxsize=None)
+def _load_module(path: str) -> ModuleType:
+    file = Path(path)
+    stem = file.parent.name if file.name == "__init__.py" else file.stem
+    module_name = f"lme_target_{stem.replace('-', '_')}_{abs(hash(path)) % 10**8}"
+    try:
+        module = load_module(file, module_name)
+    except UserError as err:
+        raise UserError(str(err), fix="give a path to a Python file") from None
+    except Exception as err:
+        raise UserError(f"target {path} failed to import: {type(err).__name__}: {err}") from err
+    if not callable(getattr(module, "generate", None)):
+        sys.modules.pop(module_name, None)
+        raise UserError(f"target {path} defines no generate(item, ctx)", fix="add generate() as plugins/README.md shows")
+    return module
+
+
+# --------------------------------------------------------------------------- items
+
+
+def _as_question(item: Question | Mapping[str, Any]) -> Question:
+    return item if isinstance(item, Question) else Question.from_dict(item)
+
+
+def visible_question(q: Question, target: str) -> Question:
+    """The Question whose sessions the target may see: all of them, or the evidence only for ``oracle``."""
+    if target != ORACLE_TARGET:
+        return q
+    evidence = set(q.answer_session_ids)
+    return dataclasses.replace(q, sessions=tuple(s for s in q.sessions if s.session_id in evidence))
+
+
+def public_view(q: Question, target: str) -> PublicItem:
+    """What ``target`` receives for ``q``: the public item of ``visible_question`` (no gold, aliased ids)."""
+    return visible_question(q, target).public()
+
+
+class _NoCallsLLM:
+    """The LLM of a dry run's ``prepare_requests``: a target must make no call there."""
+
+    def complete(self, request: ChatRequest) -> Completion:
+        raise TargetError("no model call may be made while the target prepares its requests (a dry run)")
+
+    def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
+        raise TargetError("no embedding call may be made while the target prepares its requests (a dry run)")
+
+
+def _real_ids(q: Question, aliases: Sequence[str]) -> tuple[list[str], int]:
+    real, unknown, seen = [], 0, set()
+    for alias in aliases:
+        sid = q.real_session_id(alias)
+        if sid is None:
+            unknown += 1
+        elif sid not in seen:
+            seen.add(sid)
+            real.append(sid)
+    return real, unknown
+
+
+def _map_retrieval_debug(q: Question, debug: dict[str, Any]) -> None:
+    """Give ``debug.retrieval`` (memory-ref and rag: ``top``, ``per_source_top``, ``duplicates_dropped``) real
+    session ids, so a row's debug names the sessions its ``retrieval`` block and the dataset name."""
+    block = debug.get("retrieval")
+    if not isinstance(block, Mapping):
+        return
+
+    def real(value: Any) -> Any:
+        if isinstance(value, str):
+            return q.real_session_id(value) or value
+        if isinstance(value, list):
+            return [real(v) for v in value]
+        return value
+
+    mapped = dict(block)
+    for key in ("top", "duplicates_dropped"):
+        if key in mapped:
+            mapped[key] = real(mapped[key])
+    if isinstance(mapped.get("per_source_top"), Mapping):
+        mapped["per_source_top"] = {k: real(v) for k, v in mapped["per_source_top"].items()}
+    debug["retrieval"] = mapped
+
+
+def _map_truncation(q: Question, debug: dict[str, Any]) -> None:
+    """Give ``debug.truncation`` real dropped ids and ``dropped_evidence``: how many of them are evidence sessions
+    (the item's ``answer_session_ids``, the sessions the oracle reads). Only the driver holds the gold to say so."""
+    trunc = debug.get("truncation")
+    aliases = trunc.get("dropped_session_ids") if isinstance(trunc, Mapping) else None
+    if not isinstance(aliases, list):
+        return
+    real, unknown = _real_ids(q, [str(a) for a in aliases])
+    evidence = set(q.answer_session_ids)
+    debug["truncation"] = {**trunc, "dropped_session_ids": real,
+                           "dropped_evidence": sum(1 for sid in real if sid in evidence)}
+    if unknown:
+        debug["truncation"]["unknown_dropped_session_ids"] = unknown
+
+
+def run_target(
+    item: Question | Mapping[str, Any],
+    provider: str,
+    model: str,
+    *,
+    target: str = "full-context",
+    llm: LLM | None = None,
+    options: Mapping[str, Any] | None = None,
+    cache_dir: str | None = None,
+) -> Hypothesis:
+    """Run ``target`` on one item: its Hypothesis with real session ids in ``retrieved_session_ids`` and in
+    ``debug.truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_map_truncation``), and the wall
+    time as ``latencyMs`` when the target reported none.
+
+    A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
+    """
+    module = load_target(target)
+    q = visible_question(_as_question(item), target)
+    public = q.public()  # the same as public_view(); q is kept to map aliases back
+    ctx = TargetContext(provider=provider, model=model, llm=llm if llm is not None else providers.Gateway(),
+                        options=dict(options or {}), cache_dir=cache_dir)
+    t0 = time.monotonic()
+    try:
+        hyp = module.answer(q.question_id, ctx) if target == HYPOTHESES_TARGET else module.generate(public, ctx)
+    except (TargetError, providers.ProviderError):
+        raise
+    except Exception as err:
+        raise TargetError(f"target {target!r} failed: {type(err).__name__}: {err}") from err
+    wall_ms = (time.monotonic() - t0) * 1000.0
+    if not isinstance(hyp, Hypothesis):
+        raise TargetError(f"target {target!r} returned {type(hyp).__name__}, expected records.Hypothesis")
+    if not isinstance(hyp.hypothesis, str):  # an empty string is an answer: upstream judges it
+        raise TargetError(f"target {target!r} returned a hypothesis that is not a string")
+    debug = dict(hyp.debug)
+    retrieved = hyp.retrieved_session_ids
+    if retrieved is not None:
+        real, unknown = _real_ids(q, retrieved)
+        retrieved = tuple(real)
+        if unknown:
+            debug["unknown_retrieved_session_ids"] = unknown
+    _map_truncation(q, debug)
+    _map_retrieval_debug(q, debug)
+    return dataclasses.replace(hyp, latencyMs=hyp.latencyMs or round(wall_ms, 3), retrieved_session_ids=retrieved,
+                               debug=debug)
+
+
+def result_name(target: str) -> str:
+    """What result rows call the target (``target_name``; a built-in name without loading it)."""
+    return target if target in BUILTIN_TARGETS else target_name(target)
+
+
+def generate_hypothesis(
+    item: Question | Mapping[str, Any],
+    provider: str,
+    model: str,
+    *,
+    target: str = "full-context",
+    llm: Any = None,
+    options: Mapping[str, Any] | None = None,
+    cache_dir: str | None = None,
+) -> dict[str, Any]:
+    """``run_target`` as JSON (``Hypothesis.to_dict()`` plus ``"target"``), as the CLI prints it."""
+    out = run_target(item, provider, model, target=target, llm=llm, options=options, cache_dir=cache_dir).to_dict()
+    out["target"] = result_name(target)
+    return out
+
+
+def prepare_requests(item: Question | Mapping[str, Any], provider: str, model: str, **kwargs: Any) -> list[ChatRequest]:
+    """The model requests the target would send for ``item`` (dry runs); [] when the target cannot say."""
+    by_role = prepare_requests_by_role(item, provider, model, **kwargs)
+    return [request for requests in (by_role or {}).values() for request in requests]
+
+
+def prepare_requests_by_role(
+    item: Question | Mapping[str, Any],
+    provider: str,
+    model: str,
+    *,
+    target: str = "full-context",
+    options: Mapping[str, Any] | None = None,
+    cache_dir: str | None = None,
+) -> dict[str, list[ChatRequest]] | None:
+    """The target's requests for ``item`` by role (``prepare_requests_by_role``, else ``{"reader": [...]}`` from
+    ``prepare_requests``); None when the target cannot say (it makes its own calls)."""
+    module = load_target(target)
+    by_role = getattr(module, "prepare_requests_by_role", None)
+    prepare = getattr(module, "prepare_requests", None)
+    if by_role is None and prepare is None:
+        return None
+    public = public_view(_as_question(item), target)
+    ctx = TargetContext(provider=provider, model=model, llm=_NoCallsLLM(), options=dict(options or {}),
+                        cache_dir=cache_dir)
+    if by_role is not None:
+        return {role: list(requests) for role, requests in by_role(public, ctx).items()}
+    return {"reader": list(prepare(public, ctx))}
+
+
+def describe_target(target: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The target's own description of its settings (``describe(options)``), or {}."""
+    describe = getattr(load_target(target), "describe", None)
+    return dict(describe(dict(options or {}))) if describe else {}
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def find_item(path: Path, question_id: str) -> Question:
+    if not path.is_file():
+        raise UserError(f"dataset {path} not found", fix="pass --dataset with a LongMemEval .json file")
+    for raw in dataset.iter_items(path):
+        q = Question.from_dict(raw)
+        if q.question_id == question_id:
+            return q
+    raise UserError(f"question id {question_id!r} is not in {path}", fix="check the id (it is case-sensitive)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = cli_parser.ArgumentParser(description="Generate one hypothesis with a target and print it as JSON.")
+    parser.add_argument("--dataset", required=True, type=Path, help="LongMemEval file (.json, .json.xz, .json.gz)")
+    parser.add_argument("--question-id", required=True, help="question_id of the item to answer")
+    parser.add_argument("--target", default="full-context",
+                        help=f"target name ({', '.join(BUILTIN_TARGETS)}) or path to a .py target file")
+    parser.add_argument("--target-model", default="offline:extractive",
+                        help="provider:model for the target's calls, e.g. anthropic:claude-sonnet-4-6")
+    parser.add_argument("--target-option", action="append", default=[], metavar="K=V",
+                        help="target option (repeatable); V is parsed as JSON when possible")
+    parser.add_argument("--cache-dir", default=None, help="directory the target may use for on-disk caches")
+    args = parser.parse_args(argv)
+    target_path(args.target)  # a bad target name fails before the dataset is read
+
+    provider, model = config.parse_model_arg(args.target_model, "openai")
+    options = dict(parse_option(o) for o in args.target_option)
+    if isinstance(options.get("command"), str) and args.target == "command":
+        options["command"] = shlex.split(options["command"])
+    q = find_item(args.dataset, args.question_id)
+    result = generate_hypothesis(q, provider, model, target=args.target, options=options, cache_dir=args.cache_dir)
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_main(main))
