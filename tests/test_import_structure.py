@@ -37,8 +37,10 @@ LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
     ("loop_stop_hook", "loop_session"): "as above",
     ("loop_stop_hook", "command_names"): "as above",
     ("entry_guard", "command_names"): "only on the refusal path; the guard runs before any other import of ours",
-    ("setup_project", "dataset"): "setup runs on the system python that makes the venv; --dataset needs ijson",
+    ("setup_project", "item_hash"): "setup runs on the system python that makes the venv; only --dataset needs these",
     ("setup_project", "fingerprints"): "as above",
+    ("fingerprints", "dataset"): "the command's scan needs the venv; the library part (recognising a file) runs on the "
+                                 "system python for setup --dataset",
 }
 """Function-level sibling imports kept on purpose, and why."""
 

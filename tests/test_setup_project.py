@@ -145,6 +145,15 @@ def test_sample_setup_works_with_a_bare_interpreter(tmp_path):
     assert config_of(tmp_path)["target"] == "offline"
 
 
+def test_a_local_dataset_is_checked_with_a_bare_interpreter(tmp_path):
+    """``--dataset PATH`` fingerprints the file before the venv exists: no module it needs may import a package."""
+    sample = SCRIPT.parent.parent / "data" / "sample" / "longmemeval_sample.json"
+    done = subprocess.run([sys.executable, "-S", "-E", str(SCRIPT), "--project", str(tmp_path), "--dataset",
+                           str(sample), "--skip-venv"], capture_output=True, text=True)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "no item matches a shipped fingerprint (24 items)" in done.stdout
+
+
 # --------------------------------------------------------------------------- venv (fake runner: no pip, no network)
 
 

@@ -462,8 +462,7 @@ def _open_dataset(path: Path) -> Any:
 def check_local_dataset(path: Path, what: str = "--dataset", fix: str | None = None) -> dict[str, Any]:
     """``--dataset PATH``, checked before anything is written: a LongMemEval file (a JSON list of items with
     question_id, question, answer, haystack_sessions); returns its fingerprint record (``fingerprints.recognize``)."""
-    from lme.data import dataset
-    from lme.data import fingerprints
+    from lme.data import fingerprints, item_hash
 
     path = path.expanduser()
     if not path.is_file():
@@ -480,7 +479,7 @@ def check_local_dataset(path: Path, what: str = "--dataset", fix: str | None = N
                                                          for x in data):
         raise UserError(f"{what} {path} is not a LongMemEval file (a JSON list of items with "
                         f"{', '.join(needed)})", fix=fix or "pass longmemeval_s_cleaned.json, _m or _oracle")
-    hashes = {str(item["question_id"]): dataset.item_sha256(item) for item in data}
+    hashes = {str(item["question_id"]): item_hash.item_sha256(item) for item in data}
     if len(hashes) != len(data):
         raise UserError(f"{what} {path} repeats question ids ({len(data) - len(hashes)} duplicates)",
                         fix=fix or "pass an unmodified LongMemEval file")

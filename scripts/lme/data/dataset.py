@@ -31,6 +31,7 @@ from lme.core import cli_parser
 import ijson
 
 from lme.core.errors import UserError, run_main
+from lme.data.item_hash import item_sha256  # noqa: F401 - also this module's name for it
 from lme.core.facts import KNOWN_SHA256, QUESTION_TYPES, VARIANT_ALIASES
 from lme.core.records import Question
 from lme.core.schemas import validate
@@ -77,12 +78,6 @@ def is_known_official(sha256: str) -> str | None:
     """The official file name for a sha256 of decompressed dataset bytes, or None."""
     return KNOWN_FILES.get(sha256.lower())
 
-
-
-def item_sha256(item: Mapping[str, Any]) -> str:
-    """The content fingerprint of one dataset item (key order and spacing do not matter; every value does)."""
-    blob = json.dumps(item, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
 
 @dataclass(frozen=True)

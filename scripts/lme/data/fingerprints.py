@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
-from lme.data import dataset
 from lme.core.errors import run_main
 from lme.core.facts import FILES
 
@@ -148,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("path", type=Path, help="a LongMemEval file: .json, .json.xz or .json.gz")
     parser.add_argument("--hashes", action="store_true", help="print {question_id: sha256} instead of the comparison")
     args = parser.parse_args(argv)
+    from lme.data import dataset
+
     info = dataset.scan(args.path)
     if args.hashes:
         print(json.dumps(dict(sorted(info.item_sha256.items())), indent=1))
