@@ -49,6 +49,7 @@ from lme.core.facts import (  # noqa: E402  (stdlib-only sibling)
     OFFLINE_JUDGE_MODEL,
     OFFLINE_TARGET_MODEL,
     RELEASES,
+    SAMPLE_FILE,
     STATE_DIR,
     UPSTREAM_COMMIT,
     UPSTREAM_URL,
@@ -61,7 +62,7 @@ from lme.cli import claude_settings  # noqa: E402  (stdlib-only sibling)
 from lme.core.fileio import write_atomic_json  # noqa: E402  (stdlib-only sibling)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
-SAMPLE_DATASET = REPO / "data" / "sample" / "longmemeval_sample.json"
+SAMPLE_DATASET = REPO / "data" / "sample" / SAMPLE_FILE
 VENV_MARKER = ".longmemeval-requirements.sha256"
 
 DEFAULT_BASE_URL = "https://huggingface.co"

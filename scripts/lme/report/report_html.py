@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
+from lme.data import dataset_label
 from lme.report import charts
 from lme.score import run_comparison
 from lme.core import fileio
@@ -129,7 +130,7 @@ def _figures_html(card: Mapping[str, Any]) -> str:
     status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card['judged']}/{card['n_total']} · "
               f"errors {card['errors']} · not run {card['not_run']} · judge {escape(str(judge.get('provider')))} "
               f"{escape(str(judge.get('model')))} (official={escape(str(judge.get('official')))}) · dataset "
-              f"{escape(str(card['dataset']['known_official'] or 'unrecognised file'))}")
+              f"{escape(dataset_label.recognition_line(card['dataset']))}")
     rows = [
         ("Overall accuracy (micro)", scorecard_md.acc(card["overall"], "strict"), scorecard_md.acc(card["overall"], "judged")),
         (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta["accuracy_strict"]), judged_ta),
@@ -187,7 +188,7 @@ def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None 
                  ) -> str:
     """The report page of ``run`` for ``card`` (``scoring.build_scorecard`` of the same run)."""
     data, texts = report_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
-    title = f"LongMemEval report — run {run.run_id} ({card.get('variant')})"
+    title = f"LongMemEval report — run {run.run_id} ({scorecard_md.dataset_name(card)})"
     target = card.get("target") or {}
     body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.get("name")))} '
             f'{escape(str(target.get("provider")))}:{escape(str(target.get("model")))} · {card["n_total"]} questions · '
