@@ -171,7 +171,8 @@ def test_a_run_above_confirm_cost_stops_and_asks_before_anything_starts(cc, tmp_
     [(line, output, failed)] = calls_of(first, "run_benchmark.py")
     assert line == expanded("commands/longmemeval-run.md", cc.plugin_dir, "--variant _s")[1] and failed
     assert output.startswith("Exit code 5") and "estimate: 24 items" in output and "$" in output
-    assert "ask the user; to start it add --yes" in output and asked
+    assert "run the same command again with --yes once the cost is approved (an agent asks the user" in output
+    assert asked
     assert not (project / ".longmemeval-benchmarks" / "runs").exists() and fake_llm.requests == []
     assert not [call for call in first.bash_calls() if "--yes" in call[0]]  # never added without the user
 

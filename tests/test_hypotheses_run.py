@@ -127,7 +127,7 @@ def test_the_dry_run_prices_the_judge_only_sized_with_the_real_hypotheses(projec
     write_hypotheses(long, pad=" and a much longer explanation" * 40)
 
     def estimate(path: Path) -> dict:
-        assert run(project, "--hypotheses", str(path), "--dry-run") == 0
+        assert run(project, "--hypotheses", str(path), "--dry-run", "--json") == 0
         return json.loads(capsys.readouterr().out)
 
     a, b = estimate(short), estimate(long)
