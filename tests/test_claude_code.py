@@ -116,7 +116,7 @@ def test_setup_sample_runs_through_claude_code(cc, tmp_path):
     assert "${CLAUDE_PLUGIN_ROOT}" not in command.body and "$ARGUMENTS" not in command.body
     [(line, output, failed)] = session.bash_calls()
     assert [line] == expanded("commands/longmemeval-setup.md", cc.plugin_dir, "--sample") and not failed
-    assert "venv      up to date" in output and f"next: {command_names.RUN} --max 3" in output
+    assert "venv      ready: " in output and "is up to date" in output and f"next: {command_names.RUN} --max 3" in output
     cfg = json.loads((project / ".longmemeval-benchmarks" / "config.json").read_text())
     assert cfg["judgeProvider"] == "offline" and cfg["datasetPath"].endswith("longmemeval_sample.json")
 
