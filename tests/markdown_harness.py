@@ -1,6 +1,7 @@
 """Docs are code: run every ```bash block of the plugin's Markdown as written, in a project prepared like a user's.
 
-Files: ``commands/*.md``, ``skills/*/SKILL.md``, ``references/*.md``. The blocks of one file run in order in ONE bash
+Files: ``commands/*.md``, ``skills/*/SKILL.md``, ``references/*.md`` and ``README.md`` (whose "Without Claude
+Code" blocks run with ``$PLUGIN``, the checkout, as it says). The blocks of one file run in order in ONE bash
 process, each in its own subshell with ``set -e`` (like Claude Code, which runs each block as its own command:
 variables do not carry from one block to the next). The first failing block stops the file and is reported with
 file, block number, line and its output.
@@ -102,7 +103,7 @@ def _relative(path: Path) -> str:
 def doc_files(repo: Path = REPO) -> list[Path]:
     """Every Markdown file whose bash blocks must run."""
     files = [*sorted((repo / "commands").glob("*.md")), *sorted((repo / "skills").glob("*/SKILL.md")),
-             *sorted((repo / "references").glob("*.md"))]
+             *sorted((repo / "references").glob("*.md")), repo / "README.md"]
     return [f for f in files if f.is_file()]
 
 
@@ -248,6 +249,7 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
     env = dict(base_env)
     env.update({
         "CLAUDE_PLUGIN_ROOT": str(REPO),
+        "PLUGIN": str(REPO),  # README's shell blocks: "PLUGIN is this checkout"
         "GIT_AUTHOR_NAME": "doc-test", "GIT_AUTHOR_EMAIL": "doc-test@example.invalid",
         "GIT_COMMITTER_NAME": "doc-test", "GIT_COMMITTER_EMAIL": "doc-test@example.invalid",
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -345,6 +347,17 @@ def _hypotheses_setup(project: Path, env: dict[str, str], server: Any) -> None:
         json.dumps({"question_id": it["question_id"], "hypothesis": str(it["answer"])}) + "\n" for it in items))
 
 
+def _confirm_every_cost(project: Path, env: dict[str, str], server: Any) -> None:
+    """confirmCostUsd 0: every paid run stops at the cost gate unless approved (the 24-item sample costs far less
+    than the default $5 a real ``_s`` run passes), so a paid run line without ``--yes`` fails the doc."""
+    path = project / ".longmemeval-benchmarks" / "config.json"
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**cfg, "confirmCostUsd": 0}, indent=2) + "\n", encoding="utf-8")
+    if server is not None:
+        items = json.loads((project / cfg["datasetPath"]).read_text(encoding="utf-8"))
+        server.answers = {item["question"]: item["answer"] for item in items}
+
+
 SETUPS: Mapping[str, Callable[[Path, dict[str, str], Any], None]] = {
     # the reader gives the gold answer for a stable half of the questions: below the target, right and wrong items
     "loop": _loop_setup(0.5),
@@ -352,6 +365,8 @@ SETUPS: Mapping[str, Callable[[Path, dict[str, str], Any], None]] = {
     "loop-at-target": _loop_setup(1.0),
     # a hypotheses file the user's stack wrote (run-benchmark's "judge a file of hypotheses")
     "hypotheses": _hypotheses_setup,
+    # README's shell path: the cost gate applies to the sample as it does to a real run
+    "confirm-every-cost": _confirm_every_cost,
 }
 
 

@@ -276,6 +276,9 @@ CASES: list[Case] = [
     case(ARGS_S, "target-py-missing", f"{RUN} --target ./nowhere.py"),
     case(ARGS_S, "judge-model-unknown-provider", f"{PAID_RUN} --judge-model gemini:pro", PAID, server="ok"),
     case(ARGS_S, "target-model-no-model", f"{PAID_RUN} --target-model openai:", PAID, server="ok"),
+    # no --yes: refused before the cost gate asks for approval (it would exit 5 on the unpriced name)
+    case(ARGS_S, "judge-model-with-a-space", f"{RUN} --judge-model 'openai gpt-4o'", PAID, server="ok"),
+    case(ARGS_S, "target-model-with-a-space", f"{RUN} --target-model 'gpt 4o mini'", PAID, server="ok"),
     case(ARGS_S, "concurrency-zero", f"{RUN} --concurrency 0"),
     case(ARGS_S, "concurrency-abc", f"{RUN} --concurrency abc"),
     case(ARGS_S, "judge-repeat-zero", f"{RUN} --judge-repeat 0"),
@@ -339,6 +342,10 @@ CASES: list[Case] = [
          server="404:openai gpt-4o"),
     case(SERVER_S, "judge-model-not-found", f"{PAID_RUN} --judge-model openai:gpt-4o-mnii", PAID,
          server="404:gpt-4o-mnii"),
+    # no --yes, an estimate above confirmCostUsd: the probe refuses the model before its cost is put to the user
+    case(SERVER_S, "judge-model-not-found-before-the-cost-gate", f"{RUN} --judge-model openai:gpt-4o-mnii", PAID,
+         cfg(confirmCostUsd=0), server="404:gpt-4o-mnii"),
+    case(SERVER_S, "target-key-rejected-before-the-cost-gate", RUN, PAID, cfg(confirmCostUsd=0), server="401"),
     case(SERVER_S, "openai-401-bad-key-background", f"{PAID_RUN} --background", PAID, server="401"),
     case(SERVER_S, "judge-401-anthropic-reader-ok", PAID_RUN, PAID_ANTHROPIC, server="401:gpt-4o-2024-08-06"),
     case(SERVER_S, "openai-insufficient-quota", PAID_RUN, PAID, server="insufficient_quota"),

@@ -309,15 +309,16 @@ def test_scorecard_status_and_dry_run_say_what_ran_as_batches(tmp_path, fake_llm
     from lme.run import run_status
 
     project = project_with(tmp_path, fake_llm, 10)
-    assert run_benchmark.main(["--project", str(project), "--dry-run", "--batch", "judge"]) == 0
-    out = capsys.readouterr()
-    estimate = json.loads(out.out)
+    assert run_benchmark.main(["--project", str(project), "--dry-run", "--batch", "judge", "--json"]) == 0
+    estimate = json.loads(capsys.readouterr().out)
     b = estimate["batch"]
     assert b["batch_usd_max"] == pytest.approx(b["sync_usd_max"] * 0.5)
     assert b["sync_requests"] == 20 and b["stages"]["judge"]["batches"] == 1
     assert estimate["total_usd_max"] == pytest.approx(b["stages"]["generation"]["sync_usd_max"]
                                                      + b["stages"]["judge"]["batch_usd_max"])
-    assert "batch API" in out.err and "sync " in out.err and "24 h" in out.err
+    assert run_benchmark.main(["--project", str(project), "--dry-run", "--batch", "judge"]) == 0
+    summary = capsys.readouterr().out
+    assert "batch API" in summary and "sync " in summary and "24 h" in summary
 
     assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--run-id", "sc",
                                "--batch", "judge"]) == 0

@@ -116,7 +116,7 @@ def test_setup_sample_runs_through_claude_code(cc, tmp_path):
     assert "${CLAUDE_PLUGIN_ROOT}" not in command.body and "$ARGUMENTS" not in command.body
     [(line, output, failed)] = session.bash_calls()
     assert [line] == expanded("commands/longmemeval-setup.md", cc.plugin_dir, "--sample") and not failed
-    assert "venv      up to date" in output and f"next: {command_names.RUN} --max 3" in output
+    assert "venv      ready: " in output and "is up to date" in output and f"next: {command_names.RUN} --max 3" in output
     cfg = json.loads((project / ".longmemeval-benchmarks" / "config.json").read_text())
     assert cfg["judgeProvider"] == "offline" and cfg["datasetPath"].endswith("longmemeval_sample.json")
 
@@ -171,7 +171,8 @@ def test_a_run_above_confirm_cost_stops_and_asks_before_anything_starts(cc, tmp_
     [(line, output, failed)] = calls_of(first, "run_benchmark.py")
     assert line == expanded("commands/longmemeval-run.md", cc.plugin_dir, "--variant _s")[1] and failed
     assert output.startswith("Exit code 5") and "estimate: 24 items" in output and "$" in output
-    assert "ask the user; to start it add --yes" in output and asked
+    assert "run the same command again with --yes once the cost is approved (an agent asks the user" in output
+    assert asked
     assert not (project / ".longmemeval-benchmarks" / "runs").exists() and fake_llm.requests == []
     assert not [call for call in first.bash_calls() if "--yes" in call[0]]  # never added without the user
 

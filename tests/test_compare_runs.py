@@ -171,3 +171,25 @@ def test_latest_and_directories_together_or_neither_is_a_user_error(tmp_path, ca
     assert "either --latest or BEFORE_DIR AFTER_DIR" in capsys.readouterr().err
     assert run_main(compare_runs.main, []) == 2
     assert "or --latest" in capsys.readouterr().err
+
+
+def test_scorecard_compare_prints_one_line_with_the_figures_and_what_differs_between_the_runs(tmp_path, capsys):
+    from lme.report import scorecard
+
+    before = {f"q{i}": False for i in range(5)} | {"r1": True, "r2": True}
+    after = {f"q{i}": True for i in range(5)} | {"r1": False, "r2": True}
+    a, b = pair(tmp_path, before, after, target={"name": "rag", "provider": "openai", "model": "gpt-4o-mini",
+                                                  "options": {"top_k": 5}}, settings={"judge_repeat": 3})
+    capsys.readouterr()
+    assert scorecard.main([str(b), "7", "_s", "after", "--no-charts", "--compare", str(a)]) == 0
+    line = capsys.readouterr().err.rstrip().splitlines()[-1]
+    assert line == ("compare before (before) -> after (after), 7 items: fixes 5, regressions 1, net +4, exact McNemar "
+                    "p 0.2188; what differs: target: t -> rag; target model: p:m -> openai:gpt-4o-mini; target option "
+                    "top_k: (default) -> 5; judge repeats: 1 -> 3")
+    page = (b / "compare-before.html").read_text(encoding="utf-8")
+    assert "what differs: target: t -&gt; rag; target model: p:m -&gt; openai:gpt-4o-mini" in page
+    res = run_comparison.compare(a, b)
+    assert res["differences"][-1] == "judge repeats: 1 -> 3"
+    assert "Runs: what differs: target: t -> rag;" in run_comparison.render_markdown(res)
+    same = run_comparison.compare(*pair(tmp_path / "same", before, after))
+    assert same["differences"] == [] and "same target, models, options and code" in run_comparison.render_markdown(same)

@@ -18,7 +18,7 @@ N_SAMPLE = len(ITEMS)
 
 
 def estimate(project, capsys, *args):
-    assert run_benchmark.main(["--project", str(project), "--dry-run", *args]) == 0
+    assert run_benchmark.main(["--project", str(project), "--dry-run", "--json", *args]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -102,3 +102,28 @@ def test_the_block_shows_every_stage_the_total_and_the_time(tmp_path, capsys):
     assert [line.split()[0] for line in lines[1:4]] == ["writer", "reader", "judge"]
     assert "cached or repeated, free" in lines[1] and lines[4].startswith("  total      <= $")
     assert "at concurrency 4" in lines[4]
+
+
+def test_the_dry_run_names_each_model_it_could_not_call_and_its_summary_ends_the_output(tmp_path):
+    """Run as a user runs it (stdout and stderr on one screen, or one pipe under Claude Code): the summary for
+    people comes last, names the key the judge lacks, and no JSON pushes it off; --json prints only the record."""
+    import os
+    import subprocess
+    import sys
+
+    project = make_project(tmp_path / "p")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")} | {"ANTHROPIC_API_KEY": "sk-ant-x"}
+    script = [sys.executable, str(Path(run_benchmark.__file__).resolve().parents[2] / "run_benchmark.py"),
+              "--project", str(project), "--dry-run", "--max", "2"]
+    shown = subprocess.run(script, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stdout
+    lines = shown.stdout.rstrip().splitlines()
+    assert lines[0].startswith("dry run estimate: 2 items") and not shown.stdout.lstrip().startswith("{")
+    assert lines[-2].startswith("  NOT READY  the target model openai:gpt-4o-mini cannot be called: OPENAI_API_KEY "
+                                "is not set: export it")
+    assert lines[-1].startswith("  NOT READY  the judge model openai:gpt-4o-2024-08-06 cannot be called")
+    assert lines[-3].startswith("  (tokens ~ chars/4")
+    record = subprocess.run([*script, "--json"], env=env, capture_output=True, text=True, timeout=120)
+    check = json.loads(record.stdout)["calls_check"]
+    assert check["keys"] == {"OPENAI_API_KEY": False} and len(check["problems"]) == 2 and record.stderr == ""
+    assert not (project / ".longmemeval-benchmarks" / "runs").exists()

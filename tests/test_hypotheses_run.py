@@ -127,7 +127,7 @@ def test_the_dry_run_prices_the_judge_only_sized_with_the_real_hypotheses(projec
     write_hypotheses(long, pad=" and a much longer explanation" * 40)
 
     def estimate(path: Path) -> dict:
-        assert run(project, "--hypotheses", str(path), "--dry-run") == 0
+        assert run(project, "--hypotheses", str(path), "--dry-run", "--json") == 0
         return json.loads(capsys.readouterr().out)
 
     a, b = estimate(short), estimate(long)
@@ -138,8 +138,7 @@ def test_the_dry_run_prices_the_judge_only_sized_with_the_real_hypotheses(projec
     assert not (project / ".longmemeval-benchmarks" / "runs").exists()
 
 
-def test_the_cost_gate_counts_the_judge_only(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DUMMY-openai-key-0000")  # a judge key is checked before the gate
+def test_the_cost_gate_counts_the_judge_only(tmp_path, capsys, fake_llm):  # the judge is probed before the gate
     project = make_project(tmp_path / "p", confirmCostUsd=0.0001)
     hyp_file = tmp_path / "hyps.jsonl"
     write_hypotheses(hyp_file)
@@ -269,7 +268,7 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
     assert (agr["n"], agr["agree"]) == (n, n - 3) and agr["a_yes_b_no"] + agr["a_no_b_yes"] == 3
     assert run_comparison.compare(a, b, force=True)["kind"] == "judge"  # --force says what it is, too
     assert "Judge comparison: the same hypotheses" in run_comparison.render_markdown(result)
-    page, _ = report_html.build_compare(a, b, judge_comparison=True)
+    page, _, _ = report_html.build_compare(a, b, judge_comparison=True)
     assert "Judge comparison: the same hypotheses" in page and "FORCED" not in page
 
     assert judge_agreement.main(["--run-id", "official", "--candidate-run", "mini", "--project", str(project),

@@ -86,8 +86,21 @@ def _the_hypotheses_were_judged(project: Path, env, output: str) -> None:
     assert {r["target"]["name"] for r in rows} == {"hypotheses"}
 
 
+def _the_shell_path_ran_and_scored(project: Path, env, output: str) -> None:
+    """README "Without Claude Code": the estimate with its keys, then the approved paid run, judged, and its scorecard."""
+    assert "dry run estimate: 24 items; target full-context anthropic:claude-sonnet-4-6" in output
+    assert "keys       set: ANTHROPIC_API_KEY, OPENAI_API_KEY" in output
+    runs = project / ".longmemeval-benchmarks" / "runs"
+    newest = max(runs.iterdir(), key=lambda d: json.loads((d / "run-meta.json").read_text())["started_at"])
+    meta = json.loads((newest / "run-meta.json").read_text())
+    assert (meta["status"], meta["target"]["name"], meta["judge"]["model"]) == ("completed", "full-context",
+                                                                               "gpt-4o-2024-08-06")
+    assert f"# LongMemEval scorecard — run `{newest.name}`" in output and "judged 24/24" in output
+
+
 #: What a doc's blocks must have done, beyond exiting 0 (doc path -> check(project, env, output)).
 OUTCOMES = {
+    "README.md": _the_shell_path_ran_and_scored,
     "skills/longmemeval-loop/SKILL.md": _a_round_was_played,
     "references/termination.md": _the_loop_was_confirmed,
     "skills/run-benchmark/SKILL.md": _the_hypotheses_were_judged,

@@ -65,3 +65,40 @@ def test_memory_ref_reports_each_stages_health_per_item():
     assert out["writer"] == {"off": False, "facts": 4, "malformed_lines": 1, "sessions": 3, "calls": 3}
     assert out["retrieval"] == {"ranked": 2, "shown": 2} and out["bypass"]["taken"] is True
     assert out["reader"] == {"skipped": "bypass", "sessions_dropped": 0}
+
+
+def _rag_rows(types, ranked: int, covers_all: bool):
+    """Rows as the rag target writes them: the whole ranking in ``retrieval``, a debug without a ``top`` list."""
+    rows = {}
+    for i, (q, t) in enumerate(types.items()):
+        row = make_row(q, t, i % 2 == 0)
+        row["target"] = {"name": "rag", "provider": "openai", "model": "m", "debug": {"retrieval": {
+            "granularity": "session", "top_k": 10, "retrievers": ["bm25:best"], "shown": min(ranked, 3),
+            "top_k_covers_all": covers_all}}}
+        row["retrieval"] = {"retrieved_session_ids": [f"s{k}" for k in range(ranked)], "gold_session_ids": ["s0"]}
+        rows[q] = row
+    return rows
+
+
+def test_a_retriever_that_ranked_every_session_is_not_called_broken_but_an_empty_ranking_is():
+    types = item_ids(12)
+    everything = pipeline_health.summarise(typed(_rag_rows(types, ranked=3, covers_all=True)).values())
+    assert everything["broken"] == [] and everything["retrieval_items"] == 12
+    chose = pipeline_health.summarise(typed(_rag_rows(types, ranked=40, covers_all=False)).values())
+    assert chose["broken"] == []
+    nothing = pipeline_health.summarise(typed(_rag_rows(types, ranked=0, covers_all=False)).values())
+    assert [p["line"] for p in nothing["broken"]] == ["retrieval: nothing ranked on all 12 items"]
+
+
+def test_rag_on_items_it_can_return_whole_gets_the_top_k_note_and_no_broken_line(tmp_path, fake_llm, capsys):
+    """The sample has 5-7 sessions per item, under rag's default top_k 10: as on the oracle file, retrieval had
+    nothing to choose from. The banner says so; no PIPELINE BROKEN line."""
+    from lme.cli import run_benchmark
+    from run_project import make_project, register_answers, run_dir
+
+    project = make_project(tmp_path / "p", target="rag")
+    register_answers(fake_llm)
+    assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--run-id", "rag", "--yes"]) == 0
+    card = (run_dir(project, "rag") / "scorecard.md").read_text()
+    assert "top_k >= the number of sessions on 24 item(s)" in card
+    assert "PIPELINE BROKEN" not in card and "PIPELINE BROKEN" not in capsys.readouterr().out

@@ -14,6 +14,8 @@ def test_a_stand_in_judge_prompt_is_a_warning_and_the_checks_pass(tmp_path, caps
     out = capsys.readouterr().out
     assert "WARN judge prompt in" in out and "non-official" in out
     assert "ok   OPENAI_API_KEY is set" in out and "sk-test-DUMMY" not in out
+    # the sample is named as every report names it, never as LongMemEval _s
+    assert out.rstrip().endswith(", dataset synthetic sample in the _s schema, not LongMemEval _s")
 
 
 def test_a_missing_key_and_a_missing_checkout_fail_with_their_fixes(tmp_path, capsys):

@@ -7,6 +7,7 @@ tests/artifacts/ (ignored by git) for review; their paths are printed.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -174,3 +175,30 @@ def test_the_diff_page_lists_each_flip_side_by_side(page, runs):
         (first.rows[qid].get("hypothesis") or "— (no hypothesis)"),
         (second.rows[qid].get("hypothesis") or "— (no hypothesis)")]
     _shot(page, "compare-1366x768.png")
+
+
+def _absolute_paths(text: str, roots: list[str]) -> list[str]:
+    """Where ``text`` names one of ``roots`` (the test's temp root, its HOME, the checkout): a path of this machine."""
+    return [root for root in roots if root in text]
+
+
+def test_the_pages_show_the_recognised_dataset_line_and_no_path_of_this_machine(page, runs):
+    first, second = runs
+    roots = [str(first.project.parent), str(Path.home()), os.environ.get("HOME", "/root"),
+             str(Path(__file__).resolve().parents[1])]
+    line = next(part for part in (first.run_dir / "scorecard.md").read_text().splitlines()
+                if part.startswith("Status:")).rsplit(" · dataset ", 1)[1]
+    assert "unrecognised" not in line and line == json.loads((first.run_dir / "metrics.json").read_text())[
+        "dataset"]["line"]
+    _open(page, first)
+    assert page.inner_text("p.status").endswith(f"· dataset {line}")
+    assert "synthetic sample in the _s schema, not LongMemEval _s" in page.title()
+    page.click(f'#questions tr[data-qid="{first.error_id}"]')
+    page.wait_for_selector("#drawer:not([hidden])")
+    for text in (page.content(), page.inner_text("body"), (first.run_dir / "report.html").read_text()):
+        assert _absolute_paths(text, roots) == []
+    page.goto((second.run_dir / "compare-r1.html").as_uri())
+    assert page.inner_text(".sub") == ".longmemeval-benchmarks/runs/r1 → .longmemeval-benchmarks/runs/r2"
+    assert f"dataset {line}" in page.inner_text("#differences")
+    for text in (page.content(), page.inner_text("body"), (second.run_dir / "compare-r1.html").read_text()):
+        assert _absolute_paths(text, roots) == []

@@ -215,3 +215,27 @@ def test_the_loops_jsonl_history_charts_each_type_at_its_baselines_and_after_its
     chart = page[page.index("per-type accuracy over rounds"):]
     assert chart.count("<polyline") == 2 and chart.count('fill="white"') == 2  # 2 types, 1 hollow post-fix point each
     assert "v1 decision" not in chart  # the decision row repeats the re-test figures: not plotted twice
+
+
+def test_every_report_names_the_dataset_and_what_it_is_in_the_same_words(report_run, capsys):
+    """scorecard.md, its terminal copy, metrics.json and report.html: one dataset line (the item fingerprints'
+    recognition, not only an exact-bytes match) and one name for the shipped sample."""
+    from lme.data import fingerprints
+
+    oracle = next(ref for ref in fingerprints.reference_sets() if ref["variant"] == "_oracle")
+    run = run_store.load_run(report_run.run_dir)
+    recognition = fingerprints.recognize(oracle["item_sha256"])
+    run_store.write_meta(run.path, run.meta.with_(dataset=dict(run.meta.dataset, recognition=recognition)))
+    capsys.readouterr()
+    assert scorecard.main(["--run-id", "r1", "--project", str(report_run.project), "--no-charts", "--rescore"]) == 0
+    terminal = capsys.readouterr().out
+    line = "matches the cleaned release (_oracle) on 500/500 items (release: cleaned)"
+    name = "synthetic sample in the _s schema, not LongMemEval _s"
+    card = json.loads((report_run.run_dir / "metrics.json").read_text())
+    assert (card["dataset"]["line"], card["dataset"]["name"]) == (line, name)
+    markdown = (report_run.run_dir / "scorecard.md").read_text()
+    assert terminal == markdown and f"· dataset {line}\n" in markdown and f"({name})" in markdown.splitlines()[0]
+    page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
+    status = unescape(re.sub(r"<[^>]+>", "", re.search(r'<p class="status">(.*?)</p>', page, re.S).group(1)))
+    assert status.endswith(f"· dataset {line}")
+    assert unescape(re.search(r"<title>(.*?)</title>", page).group(1)) == f"LongMemEval report — run r1 ({name})"

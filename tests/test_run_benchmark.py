@@ -10,6 +10,7 @@ import pytest
 
 from lme.core import command_names
 from lme.cli import run_benchmark
+from lme.run import cost_gate
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
 from lme.core.run_records import ResultRow
 
@@ -237,7 +238,7 @@ def test_no_api_key_lands_in_any_run_file(tmp_path, fake_llm):
 
 def test_dry_run_estimates_without_calling_any_model(tmp_path, fake_llm, capsys):
     project = make_project(tmp_path / "p")
-    assert run_benchmark.main(["--project", str(project), "--dry-run"]) == 0
+    assert run_benchmark.main(["--project", str(project), "--dry-run", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["items"] == N_SAMPLE and out["generation"]["tokens_in"] > 0 and out["judge"]["tokens_in"] > 0
     assert fake_llm.requests == []
@@ -470,7 +471,8 @@ def test_the_cost_gate_refuses_above_the_threshold_with_nothing_written_and_runs
     out = capsys.readouterr().out
     assert out.startswith("cost gate: this run needs confirmation: estimated <= $") and "confirmCostUsd $0.00" in out
     assert f"estimate: {N_SAMPLE} items" in out and "tokens in" in out and "at concurrency 4" in out
-    assert out.rstrip().splitlines()[-1] == "ask the user; to start it add --yes (or set confirmCostUsd)"
+    assert out.rstrip().splitlines()[-1] == cost_gate.ASK_LINE
+    assert "run the same command again with --yes" in cost_gate.ASK_LINE and "asks the user" in cost_gate.ASK_LINE
     assert fake_llm.requests == [] and _nothing_written(project)
     assert run(project, "--run-id", "g", "--background") == 5 and _nothing_written(project)
     assert run(project, "--run-id", "g", "--max", "2", "--confirm-cost") == 0

@@ -177,8 +177,11 @@ def test_venv_is_created_once_and_rebuilt_only_when_requirements_change(tmp_path
     report = setup_project.Report()
     setup_project.ensure_venv(tmp_path, report, requirements=requirements, runner=runner)
     assert [c[1:3] for c in runner.calls] == [["-m", "venv"], ["-m", "pip"]]
+    assert report.lines[-1] == (f"venv      ready: created {tmp_path / '.longmemeval-venv'} and installed "
+                                f"requirements.txt; scripts run with {tmp_path / '.longmemeval-venv' / 'bin' / 'python'}")
     setup_project.ensure_venv(tmp_path, report, requirements=requirements, runner=runner)
-    assert len(runner.calls) == 2 and "nothing to do" in report.lines[-1]
+    assert len(runner.calls) == 2 and report.lines[-1].startswith("venv      ready: ")
+    assert "nothing to do" in report.lines[-1]
     requirements.write_text("tqdm\nnumpy\n")
     setup_project.ensure_venv(tmp_path, report, requirements=requirements, runner=runner, index_url="http://x/simple")
     assert [c[1:3] for c in runner.calls[2:]] == [["-m", "pip"]]
@@ -325,6 +328,19 @@ def test_offline_download_says_what_to_fetch_from_where_and_exits_2(tmp_path, ca
     assert err.startswith("error: ")
     assert "datasets/xiaowu0162/longmemeval-cleaned/resolve/main/longmemeval_s_cleaned.json" in err
     assert str(tmp_path / ".longmemeval-benchmarks" / "data") in err and "re-run this command" in err
+    assert "pass --dataset PATH instead of --download" in err  # the way out for someone who has the file
+
+
+def test_a_download_that_404s_or_keeps_failing_names_dataset_path_in_its_one_line(tmp_path, monkeypatch, capsys):
+    with RangeServer({}) as server:  # 404 for every file
+        assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--base-url", server.url]) == 2
+    [line] = [e for e in capsys.readouterr().err.splitlines() if e.startswith("error: ")]
+    assert "answered HTTP 404" in line and "--dataset PATH" in line
+    monkeypatch.setattr(setup_project, "_fetch_into", lambda url, part, timeout: False)  # cut every time
+    monkeypatch.setattr(setup_project.time, "sleep", lambda s: None)
+    assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "kept failing" in err and "--dataset PATH" in err
 
 
 # --------------------------------------------------------------------------- upstream clone
@@ -380,6 +396,16 @@ def test_clone_upstream_flag_sets_longmemeval_root_in_config(tmp_path, upstream_
     setup_project.clone_upstream(root, setup_project.Report(), url=str(bare), commit=pinned)
     assert run(["--project", str(project), "--skip-venv", "--longmemeval-root", "elsewhere/LME"]) == 0
     assert config_of(project)["longmemeval_root"] == "elsewhere/LME"
+
+
+def test_longmemeval_root_alone_says_the_judge_prompts_were_found_there(tmp_path, capsys):
+    from upstream_standin import make_upstream_tree
+
+    root = make_upstream_tree(tmp_path / "elsewhere")
+    assert run(["--project", str(tmp_path / "p"), "--skip-venv", "--sample", "--longmemeval-root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert f"upstream  judge prompts found in {root} (src/evaluation/evaluate_qa.py defines get_anscheck_prompt)" in out
+    assert config_of(tmp_path / "p")["longmemeval_root"] == str(root)
 
 
 def test_a_checkout_without_the_judge_function_is_refused(tmp_path, capsys):

@@ -4,7 +4,8 @@ Usage:
     python scripts/run_benchmark.py --variant _oracle --max 20
     python scripts/run_benchmark.py --run-id <id>                 # resume: completed items are skipped
     python scripts/run_benchmark.py --offline                     # no network, no keys (not comparable)
-    python scripts/run_benchmark.py --dry-run                     # prompts, tokens, cost and time; no model call
+    python scripts/run_benchmark.py --dry-run                     # prompts, tokens, cost, time and keys; no model call
+    python scripts/run_benchmark.py --dry-run --json              # the same estimate as one JSON record on stdout
     python scripts/run_benchmark.py --background --yes            # detached; then run_status.py --run-id <id> --wait 100
     python scripts/run_benchmark.py --max-cost 20                 # pause (exit 6) before passing $20
     python scripts/run_benchmark.py --hypotheses hyps.jsonl       # judge a file of {question_id, hypothesis} lines
@@ -69,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                "--background: 0 once started; then run_status.py --run-id ID --wait 100.",
     )
     run_settings.add_arguments(parser)
+    parser.add_argument("--json", action="store_true",
+                        help="with --dry-run: print only the estimate as JSON (its fields: references/SPEC.md, "
+                             "\"Cost gate and cap\"); without it the dry run prints its summary for people")
     return parser
 
 
@@ -78,22 +82,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     project = Path(args.project).resolve()
     cfg = config_mod.load_config(project)
     settings = run_settings.resolve(cfg, args, project)
+    if args.json and not args.dry_run:
+        raise UserError("--json is the dry run's machine-readable form; a run prints its scorecard",
+                        fix="add --dry-run, or use --progress json for a run's records")
     if args.dry_run:
-        return dry_run.run(settings, run_id=args.run_id)
+        return dry_run.run(settings, run_id=args.run_id, as_json=args.json)
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
     if not args.worker:
         run_driver.refuse_a_live_worker(settings, args.run_id)
     if args.max_cost is not None:
         cost_gate.check_cap_is_enforceable(settings, args.max_cost)
+    # validate -> probe -> cost gate: a model that cannot be called is refused before its cost is put to the user
     if not args.worker:
         provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
+    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
+        provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line here
     if not (args.yes or args.worker):
         block = cost_gate.refusal(settings, args.run_id, cost_gate.confirm_threshold(cfg))
         if block is not None:
             print(block, flush=True)
             return run_driver.EXIT_NEEDS_CONFIRMATION
-    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
-        provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line here
     if args.background:
         return _start_in_background(settings, args, argv)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar

@@ -49,6 +49,7 @@ from lme.core.facts import (  # noqa: E402  (stdlib-only sibling)
     OFFLINE_JUDGE_MODEL,
     OFFLINE_TARGET_MODEL,
     RELEASES,
+    SAMPLE_FILE,
     STATE_DIR,
     UPSTREAM_COMMIT,
     UPSTREAM_URL,
@@ -61,7 +62,7 @@ from lme.cli import claude_settings  # noqa: E402  (stdlib-only sibling)
 from lme.core.fileio import write_atomic_json  # noqa: E402  (stdlib-only sibling)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
-SAMPLE_DATASET = REPO / "data" / "sample" / "longmemeval_sample.json"
+SAMPLE_DATASET = REPO / "data" / "sample" / SAMPLE_FILE
 VENV_MARKER = ".longmemeval-requirements.sha256"
 
 DEFAULT_BASE_URL = "https://huggingface.co"
@@ -191,7 +192,7 @@ def ensure_venv(project: Path, report: Report, *, requirements: Path = REQUIREME
     digest = requirements_digest(requirements)
     python = venv_python(venv)
     if python and marker.exists() and marker.read_text(encoding="utf-8").strip() == digest:
-        report.add("venv", f"up to date ({venv}); nothing to do")
+        report.add("venv", f"ready: {venv} is up to date; nothing to do")
         return
     manual = (f"python3 -m venv {venv} && {venv}/bin/python -m pip install -r {requirements}")
     if offline:
@@ -216,7 +217,7 @@ def ensure_venv(project: Path, report: Report, *, requirements: Path = REQUIREME
         raise UserError(f"pip could not install {requirements} into {venv}: {_tail(done.stderr)}",
                         fix=f"check the network or pass --index-url; by hand: {manual}")
     marker.write_text(digest + "\n", encoding="utf-8")
-    report.add("venv", f"{created} {venv} and installed {requirements.name}")
+    report.add("venv", f"ready: {created} {venv} and installed {requirements.name}; scripts run with {python}")
 
 
 def _tail(text: str | None, limit: int = 300) -> str:
@@ -336,9 +337,13 @@ def dataset_url(base_url: str, release: str, file_name: str) -> str:
     return f"{base_url}/datasets/{RELEASES[release]}/resolve/main/{file_name}"
 
 
+HAVE_THE_FILE = "or, if you have the file, pass --dataset PATH instead of --download"
+"""The easiest way out of a failed download for someone who already has the file; every download error names it."""
+
+
 def _offline_help(url: str, target: Path) -> str:
     return (f"download {url} into {target.parent}/ yourself, then re-run this command: it verifies and uses "
-            "the file there")
+            f"the file there; {HAVE_THE_FILE}")
 
 
 def download(url: str, target: Path, *, expected_sha256: str | None, attempts: int = 4,
@@ -372,12 +377,13 @@ def download(url: str, target: Path, *, expected_sha256: str | None, attempts: i
             time.sleep(retry_wait * attempt)
     else:
         raise UserError(f"download of {url} kept failing ({last_error}); the partial file {part} is kept",
-                        fix="re-run the same command to resume")
+                        fix=f"re-run the same command to resume; {HAVE_THE_FILE}")
     digest = sha256_file(part)
     if expected_sha256 and digest != expected_sha256:
         part.unlink()
         raise UserError(f"{url} downloaded with sha256 {digest}, expected {expected_sha256}; deleted {part}",
-                        fix="re-run to download it again; if it repeats, the upstream file changed: report it")
+                        fix=f"re-run to download it again (if it repeats, the upstream file changed: report it); "
+                            f"{HAVE_THE_FILE}")
     os.replace(part, target)
     return digest
 
@@ -697,6 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         wanted.update(datasetPath=named, **({"variant": found_variant} if found_variant else {}))
     if args.clone_upstream:
         clone_upstream(root, report, url=args.upstream_url, offline=args.offline)
+    elif args.longmemeval_root:  # verified above: say so, the judge reads its prompts there
+        report.add("upstream", f"judge prompts found in {root} ({JUDGE_FILE} defines {JUDGE_PROMPT_FUNCTION})")
     if args.clone_upstream or args.longmemeval_root:
         wanted["longmemeval_root"] = project_relative(project, root)
     write_state_gitignore(project)

@@ -98,6 +98,9 @@ def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[s
     text = str(arg).strip()
     if not text:
         raise UserError("empty model name", fix="pass provider:model, e.g. openai:gpt-4o-2024-08-06")
+    if any(ch.isspace() for ch in text):
+        raise UserError(f"model argument {arg!r} contains a space (no provider or model id has one)",
+                        fix="pass provider:model with a colon and no spaces, e.g. openai:gpt-4o")
     head, sep, tail = text.partition(":")
     if sep and not head.strip():
         raise UserError(f"model argument {arg!r} names no provider", fix="pass provider:model, e.g. openai:gpt-4o")

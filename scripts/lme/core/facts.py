@@ -97,6 +97,8 @@ KNOWN_SHA256 = {
     ("cleaned", "longmemeval_s_cleaned.json"): "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
 }
 """sha256 of files as published upstream (Hugging Face xiaowu0162/longmemeval-cleaned); see the protocol notes."""
+SAMPLE_FILE = "longmemeval_sample.json"
+"""The shipped synthetic sample (``data/sample/``): LongMemEval's schema, not its questions."""
 
 # --------------------------------------------------------------------------- targets and retrieval
 

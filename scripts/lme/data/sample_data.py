@@ -27,9 +27,10 @@ from typing import Any, Sequence
 from lme.core import cli_parser
 
 from lme.core.errors import UserError, run_main
+from lme.core.facts import SAMPLE_FILE
 
 REPO = Path(__file__).resolve().parents[3]
-SAMPLE_PATH = REPO / "data" / "sample" / "longmemeval_sample.json"
+SAMPLE_PATH = REPO / "data" / "sample" / SAMPLE_FILE
 SEED = 20261129
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")

@@ -83,21 +83,44 @@ def _where(use: Use) -> str:
 
 def refuse_locally(settings: Any) -> None:
     """Refuse, without a request, a run whose models cannot be called: raises UserError (one line)."""
+    problems = local_problems(settings)
+    if problems:
+        raise problems[0][1]
 
+
+def local_problems(settings: Any) -> list[tuple[Use, UserError]]:
+    """Every model of the run that cannot be called, found without a request (a key unset, an unknown provider, a
+    base URL without a scheme), with its one-line error, in the run's order (target first). The dry run lists
+    them all; ``refuse_locally`` raises the first."""
     routes = _provider_settings(settings)
+    problems = []
     for use in uses(settings):
-        if not str(use.model).strip():
-            raise UserError(f"{_where(use)} has no model name", fix=f"set {use.config_key} in the config or pass "
-                            f"{use.flag} {use.provider}:<model>")
         try:
-            route = provider_routes._route(use.provider, routes)
-        except ProviderError as err:
-            raise UserError(f"{_where(use)} cannot be called: {err}") from None
-        base = route.base_url
-        if base is not None and not str(base).lower().startswith(_SCHEMES):
-            source = _base_url_source(use.provider, routes)
-            raise UserError(f"{_where(use)}: the base URL {base!r} ({source}) has no scheme",
-                            fix=f"write it with http:// or https://, e.g. http://{base}")
+            _check_locally(use, routes)
+        except UserError as err:
+            problems.append((use, err))
+    return problems
+
+
+def key_envs(settings: Any) -> list[tuple[Use, str]]:
+    """The environment variable holding the key of each model the run calls (target first)."""
+    routes = _provider_settings(settings)
+    return [(use, provider_routes.key_env_for(use.provider, routes)) for use in uses(settings)]
+
+
+def _check_locally(use: Use, routes: Any) -> None:
+    if not str(use.model).strip():
+        raise UserError(f"{_where(use)} has no model name", fix=f"set {use.config_key} in the config or pass "
+                        f"{use.flag} {use.provider}:<model>")
+    try:
+        route = provider_routes._route(use.provider, routes)
+    except ProviderError as err:
+        raise UserError(f"{_where(use)} cannot be called: {err}") from None
+    base = route.base_url
+    if base is not None and not str(base).lower().startswith(_SCHEMES):
+        source = _base_url_source(use.provider, routes)
+        raise UserError(f"{_where(use)}: the base URL {base!r} ({source}) has no scheme",
+                        fix=f"write it with http:// or https://, e.g. http://{base}")
 
 
 def _base_url_source(provider: str, routes: Any) -> str:

@@ -75,11 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.before is None or args.after is None:
         raise UserError("give two run directories (BEFORE_DIR AFTER_DIR), or --latest",
                         fix="e.g. compare_runs.py --latest")
-    result = compare(args.before, args.after, force=args.force, judge_comparison=args.judge_comparison)
     if args.html is not None:
-        page, default = report_html.build_compare(args.before, args.after, force=args.force, project=args.project,
-                                                  judge_comparison=args.judge_comparison)
+        page, default, result = report_html.build_compare(args.before, args.after, force=args.force,
+                                                          project=args.project, judge_comparison=args.judge_comparison)
         print(f"wrote {report_html.write_page(Path(args.html) if args.html else default, page)}", file=sys.stderr)
+    else:
+        result = compare(args.before, args.after, force=args.force, judge_comparison=args.judge_comparison)
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:

@@ -17,6 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from lme.data import dataset
 from lme.core import fileio
 from lme.store import prompt_store
+from lme.report import shown_paths
 from lme.core.facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abstention
 from lme.core.records import Question
 from lme.core.run_records import ResultRow, RunMeta
@@ -97,25 +98,27 @@ class _DatasetView:
     note: str | None = None
 
 
-def _dataset_note(meta: RunMeta) -> tuple[Path | None, str | None]:
+def _dataset_note(meta: RunMeta, project: Path) -> tuple[Path | None, str | None]:
     ds = meta.dataset
     path = Path(str(ds.get("path") or ""))
+    named = shown_paths.shown(ds.get("path"), project) or "(none recorded)"
     if not ds.get("path") or not path.is_file():
-        return None, (f"the run's dataset file {ds.get('path') or '(none recorded)'} is not here: question dates and "
-                      "session texts are missing from this report")
+        return None, (f"the run's dataset file {named} is not here: question dates and session texts are missing "
+                      "from this report")
     st = path.stat()
     if ("file_bytes" in ds and ds["file_bytes"] != st.st_size) or (
             "file_mtime_ns" in ds and ds["file_mtime_ns"] != st.st_mtime_ns):
-        return None, (f"the dataset file {path} changed since the run (size or mtime differ from run-meta): "
+        return None, (f"the dataset file {named} changed since the run (size or mtime differ from run-meta): "
                       "question dates and session texts are left out rather than shown wrong")
     return path, None
 
 
-def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evidence: bool) -> _DatasetView:
+def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evidence: bool,
+                  project: Path) -> _DatasetView:
     """Stream the run's dataset once; keep dates and ids of every wanted item, and the turns of the sessions in
     ``wanted[qid]`` (the ones a drill-down may show). Nothing else is held in memory."""
     view = _DatasetView()
-    path, view.note = _dataset_note(run.meta)
+    path, view.note = _dataset_note(run.meta, project)
     if path is None:
         return view
     left = set(wanted)
@@ -330,6 +333,16 @@ def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | N
 
 
 
+def _shown_target(target: Mapping[str, Any] | None, project: Path) -> dict[str, Any] | None:
+    """The card's target for the page: a hypotheses file named relative to the project (never an absolute path)."""
+    if target is None:
+        return None
+    out = dict(target)
+    if isinstance(out.get("hypotheses"), Mapping):
+        out["hypotheses"] = {**out["hypotheses"], "file": shown_paths.shown(out["hypotheses"].get("file"), project)}
+    return out
+
+
 def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
               max_text_mb: float = DEFAULT_MAX_TEXT_MB) -> tuple[dict[str, Any], dict[str, Any]]:
     """The report page's data for ``run`` and its ``card``: the table and drill-down records (JSON, parsed at
@@ -343,7 +356,8 @@ def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = N
         row = run.rows.get(qid)
         ranked = None if row is None or row.retrieval is None else row.retrieval.retrieved_session_ids
         wanted[qid] = set(ranked[: _top_k(row)]) if ranked else set()
-    view = _read_dataset(run, wanted, visible_only_evidence=target_name == "oracle")
+    root = shown_paths.project_of(run, project)
+    view = _read_dataset(run, wanted, visible_only_evidence=target_name == "oracle", project=root)
     texts = _Texts(int(max_text_mb * 1_000_000), view.sessions, store)
 
     questions: list[dict[str, Any]] = []
@@ -376,13 +390,14 @@ def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = N
         notes.append("this run stored no prompts (an offline target makes no model calls, or the run predates "
                      "prompts.jsonl)")
     data = {
-        "run": {"id": run.run_id, "path": str(run.path), "variant": card.get("variant"), "target": card.get("target"),
+        "run": {"id": run.run_id, "path": shown_paths.shown(run.path, root), "variant": card.get("variant"),
+                "target": _shown_target(card.get("target"), root),
                 "judge": card.get("judge"), "status": card.get("status")},
         "types": [t for t in QUESTION_TYPES if t in set(types.values())],
         "questions": questions,
         "sessions": texts.sessions,
         "line_chars": texts.line_chars,
         "notes": notes,
-        "prompt_command": f"python scripts/report_html.py {run.path} --prompt QID",
+        "prompt_command": f"python scripts/report_html.py {shown_paths.shown(run.path, root)} --prompt QID",
     }
     return data, {"s": texts.session_turns, "l": texts.lines}

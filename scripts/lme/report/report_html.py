@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
+from lme.data import dataset_label
 from lme.report import charts
 from lme.score import run_comparison
 from lme.core import fileio
@@ -46,6 +47,8 @@ from lme.score import metrics
 from lme.store import prompt_store
 from lme.report import report_data
 from lme.report import report_svg
+from lme.report import shown_paths
+from lme.score import run_differences
 from lme.store import run_store
 from lme.report import scorecard_md
 from lme.score import scoring
@@ -129,7 +132,7 @@ def _figures_html(card: Mapping[str, Any]) -> str:
     status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card['judged']}/{card['n_total']} · "
               f"errors {card['errors']} · not run {card['not_run']} · judge {escape(str(judge.get('provider')))} "
               f"{escape(str(judge.get('model')))} (official={escape(str(judge.get('official')))}) · dataset "
-              f"{escape(str(card['dataset']['known_official'] or 'unrecognised file'))}")
+              f"{escape(dataset_label.recognition_line(card['dataset']))}")
     rows = [
         ("Overall accuracy (micro)", scorecard_md.acc(card["overall"], "strict"), scorecard_md.acc(card["overall"], "judged")),
         (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta["accuracy_strict"]), judged_ta),
@@ -187,7 +190,7 @@ def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None 
                  ) -> str:
     """The report page of ``run`` for ``card`` (``scoring.build_scorecard`` of the same run)."""
     data, texts = report_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
-    title = f"LongMemEval report — run {run.run_id} ({card.get('variant')})"
+    title = f"LongMemEval report — run {run.run_id} ({scorecard_md.dataset_name(card)})"
     target = card.get("target") or {}
     body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.get("name")))} '
             f'{escape(str(target.get("provider")))}:{escape(str(target.get("model")))} · {card["n_total"]} questions · '
@@ -207,10 +210,13 @@ def write_report(run_dir: Path, html_text: str) -> Path:
 
 
 def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
-                 registry: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None) -> str:
+                 registry: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
+                 project: Path | None = None) -> str:
     """The diff page of ``run_comparison.compare(before, after)``: its figures (McNemar included) as computed there,
-    and every flipped question side by side."""
+    what differs between the runs, and every flipped question side by side. Paths relative to ``project`` (default:
+    the after run's)."""
     a, b = result["run_a"], result["run_b"]
+    root = shown_paths.project_of(after, project)
     registry = registry or {}
     title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
     banner = ""
@@ -249,8 +255,13 @@ def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
                       "sides": [_side(ra, c["before_status"]), _side(rb, c["after_status"])]})
     data = {"a": a["run_id"], "b": b["run_id"], "flips": flips,
             "types": [t for t in QUESTION_TYPES if any(f["type"] == t for f in flips)]}
-    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(a["path"])} → {escape(b["path"])}</p></header>'
-            f'<main>{banner}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note">Labels are '
+    datasets = (f"dataset {a.get('dataset')}" if a.get("dataset") == b.get("dataset")
+                else f"datasets: before {a.get('dataset')}; after {b.get('dataset')}")
+    runs = (f'<p class="note" id="differences">{escape(run_differences.describe(list(result.get("differences") or [])))}'
+            f' · {escape(datasets)}</p>')
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(shown_paths.shown(a["path"], root))} → '
+            f'{escape(shown_paths.shown(b["path"], root))}</p></header>'
+            f'<main>{banner}{runs}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note">Labels are '
             'strict: an error row or an item never run counts as wrong. Only in before: '
             f'{len(result["only_in_a"])}; only in after: {len(result["only_in_b"])}.</p></div></section>'
             '<section class="questions"><h2>Flipped questions</h2><div class="filters" id="filters"></div>'
@@ -269,13 +280,14 @@ def _side(row: ResultRow | None, status: str) -> dict[str, Any]:
 
 
 def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None,
-                  judge_comparison: bool = False) -> tuple[str, Path]:
-    """The diff page of two runs (``run_comparison.compare``, which refuses unlike runs unless ``force``) and where
-    it goes by default: ``AFTER/compare-<before run id>.html``. Nothing is written."""
+                  judge_comparison: bool = False) -> tuple[str, Path, dict[str, Any]]:
+    """The diff page of two runs (``run_comparison.compare``, which refuses unlike runs unless ``force``), where it
+    goes by default (``AFTER/compare-<before run id>.html``) and the comparison it shows. Nothing is written."""
     result = run_comparison.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)
     before, after = load_run(Path(before_dir)), load_run(Path(after_dir))
     registry = stability_registry(stability_path(after.path, project))
-    return compare_page(result, before, after, registry), Path(after_dir) / run_store.compare_page_name(before.run_id)
+    page = compare_page(result, before, after, registry, project)
+    return page, Path(after_dir) / run_store.compare_page_name(before.run_id), result
 
 
 def write_page(path: Path, html_text: str) -> Path:

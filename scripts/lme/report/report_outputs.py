@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from lme.report import report_html
 from lme.store import run_store
+from lme.score import run_differences
 from lme.score import score_fingerprint
 from lme.core.errors import UserError
 from lme.store.run_store import load_run
@@ -73,6 +74,8 @@ def score_run(run_dir: Path, project: Path, *, n_total: int | None = None, varia
     print(json.dumps(card, indent=2, ensure_ascii=False) if fmt == "json" else markdown, end="\n"
           if fmt == "json" else "")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    if comparison is not None:  # for people, after the scorecard: what the diff page holds, in one line
+        print(run_differences.summary_line(comparison[2]), file=sys.stderr)
     return 0
 
 

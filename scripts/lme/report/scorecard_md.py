@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping
 
+from lme.data import dataset_label
 from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
@@ -44,16 +45,9 @@ def hypotheses_lines(card: Mapping[str, Any]) -> list[str]:
             "generation in this run; a question without a line is a missing_hypothesis error row.", ""]
 
 
-SAMPLE_FILE = "longmemeval_sample.json"
-"""The shipped synthetic sample (data/sample/): LongMemEval's schema, not its questions."""
-
-
-def dataset_label(card: Mapping[str, Any]) -> str:
-    """The variant, or what the data really is: the synthetic sample is labelled so, never as ``_s``."""
-    path = str((card.get("dataset") or {}).get("path") or "")
-    if path.replace("\\", "/").rsplit("/", 1)[-1] == SAMPLE_FILE:
-        return f"synthetic sample in the {card['variant']} schema, not LongMemEval {card['variant']}"
-    return str(card["variant"])
+def dataset_name(card: Mapping[str, Any]) -> str:
+    """The dataset as the title names it (``dataset_label``: the synthetic sample is never called ``_s``)."""
+    return dataset_label.display_name(card["variant"], (card.get("dataset") or {}).get("path"))
 
 
 def render_markdown(card: Mapping[str, Any]) -> str:
@@ -63,7 +57,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     n_judged_types = len(ta["types_judged"])
     judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
         f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
-    lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({dataset_label(card)})", ""]
+    lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({dataset_name(card)})", ""]
     loud = pipeline_health.loud_lines(card.get("pipeline_health")) + loop_rows.scorecard_lines(card)
     if loud:
         lines += [f"> **{line}**" for line in loud] + [""]
@@ -72,13 +66,10 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         lines += [f"> - {n}" for n in card["comparability_notes"]]
         lines.append("")
     judge = card["judge"]
-    recognition = card["dataset"].get("recognition")
     lines += [
         f"Status: **{status_text(card)}** · judged {card['judged']}/{card['n_total']} · errors {card['errors']} · "
         f"not run {card['not_run']} · judge {judge.get('provider')} {judge.get('model')} "
-        f"(official={judge.get('official')}) · dataset "
-        + (f"{recognition['summary']} (release: {recognition.get('release') or 'unknown'})" if recognition
-           else card['dataset']['known_official'] or 'unrecognised file'),
+        f"(official={judge.get('official')}) · dataset {dataset_label.recognition_line(card['dataset'])}",
         "",
         *hypotheses_lines(card),
         f"| figure | strict (all {card['n_total']} items; errors/not run = wrong) | "

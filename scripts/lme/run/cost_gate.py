@@ -31,7 +31,9 @@ from lme.run.dry_run import dollars as dry_run_dollars
 DEFAULT_CONFIRM_COST_USD = 5.0
 EXIT_NEEDS_CONFIRMATION = 5
 EXIT_COST_CAP = 6
-ASK_LINE = "ask the user; to start it add --yes (or set confirmCostUsd)"
+ASK_LINE = ("to start it, run the same command again with --yes once the cost is approved (an agent asks the user "
+            "first), or raise confirmCostUsd in .longmemeval-benchmarks/config.json")
+"""The gate's last line: for a person at a shell and for an agent, who must not add --yes on its own."""
 
 
 def confirm_threshold(cfg: Mapping[str, Any]) -> float:

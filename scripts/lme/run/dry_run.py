@@ -17,7 +17,7 @@ Also the cost gate's and ``--max-cost``'s source of estimates. What is exact and
 from __future__ import annotations
 
 import json
-import sys
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -31,6 +31,7 @@ from lme.models import call_cache
 from lme.data import dataset
 from lme.targets import generation_driver
 from lme.models import prices
+from lme.models import provider_probe
 from lme.models import providers
 from lme.models import batch_api
 from lme.run import batch_runner
@@ -368,10 +369,32 @@ def format_block(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def run(settings: RunSettings, run_id: str | None = None) -> int:
+def calls_check(settings: RunSettings) -> dict[str, Any]:
+    """Whether each model the run calls can be called, checked without a request (keys, providers, base URLs):
+    ``{"keys": {env: set?}, "problems": [the run's one-line refusal per model]}``."""
+    problems = provider_probe.local_problems(settings)
+    keys = {env: bool(os.environ.get(env)) for _, env in provider_probe.key_envs(settings)}
+    return {"keys": keys, "problems": [str(err) for _, err in problems]}
+
+
+def check_lines(check: dict[str, Any]) -> list[str]:
+    """The calls check as people read it: one NOT READY line per model the run could not call (the run's own
+    refusal), else the keys it found."""
+    if check["problems"]:
+        return [f"  NOT READY  {problem}" for problem in check["problems"]]
+    keys = check["keys"]
+    return [f"  {'keys':<10} {'set: ' + ', '.join(keys) if keys else 'none needed (no model call through this toolkit)'}"]
+
+
+def run(settings: RunSettings, run_id: str | None = None, *, as_json: bool = False) -> int:
+    """``--dry-run``: the estimate and whether every model can be called; stdout carries the summary for people
+    (last, so it stays on screen), or with ``as_json`` (``--json``) only the JSON record. Exit 0 either way."""
     if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
         hypotheses_file.check_run_inputs(settings)
     result = estimate(settings, run_id)
-    print(json.dumps(result, indent=2))
-    print("dry run " + format_block(result), file=sys.stderr)
+    result["calls_check"] = calls_check(settings)
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        print("\n".join(["dry run " + format_block(result), *check_lines(result["calls_check"])]))
     return 0

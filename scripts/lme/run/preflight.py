@@ -22,6 +22,7 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.core import command_names
 from lme.core.facts import is_offline
+from lme.data import dataset_label
 from lme.data import hypotheses_file
 from lme.core.errors import UserError, run_main
 from lme.judge import judge_official
@@ -129,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         failed += passed is False
     print(
         f"target {settings.target} ({settings.target_provider}:{settings.target_model}), judge "
-        f"{settings.judge_provider}:{settings.judge_model}, variant {settings.variant}, concurrency {settings.concurrency}"
+        f"{settings.judge_provider}:{settings.judge_model}, concurrency {settings.concurrency}, "
+        f"dataset {dataset_label.display_name(settings.variant, settings.dataset_path)}"
     )
     if failed:
         raise UserError(f"{failed} pre-flight check(s) failed (see the FAIL lines above)")

@@ -3,7 +3,7 @@
 failed on (nearly) every item, with the fix. Silent before: 0 facts on 499 items, 23,806 malformed writer lines.
 
     writer     on, and 0 facts on every item that ran it; or more malformed lines than facts
-    retrieval  nothing ranked on every item that has retrieval debug
+    retrieval  nothing ranked on every item that has retrieval debug (the row's ranking, else the debug's top list)
     reader     sessions dropped for the evidence budget on more than half of the items (a warning)
 
 The scorecard and ``cluster_failures.py`` print the problems as a loud line at the top; ``rounds.py begin``
@@ -31,9 +31,19 @@ def _health(row: ResultRow) -> Mapping[str, Any] | None:
     reader = debug.get("reader") or {}
     return {"writer": {"off": bool(writer.get("off")) or not writer, "facts": int(writer.get("facts") or 0),
                        "malformed_lines": int(writer.get("malformed_lines") or 0)},
-            "retrieval": {"ranked": len(retrieval.get("top") or ()), "present": bool(retrieval)},
+            "retrieval": {"ranked": _ranked(row, retrieval), "present": bool(retrieval)},
             "reader": {"sessions_dropped": int(reader.get("sessions_dropped") or 0)},
             "bypass": {"taken": bool(((debug.get("symbolic") or {}).get("bypass") or {}).get("taken"))}}
+
+
+def _ranked(row: ResultRow, retrieval: Mapping[str, Any]) -> int:
+    """How many sessions the item's retrieval ranked: the row's own ranking (``retrieval.retrieved_session_ids``,
+    which rag records whole and its debug does not list), else the debug's ``top`` list. An item whose top_k
+    covered every session (nothing to choose from: the oracle file) still ranks them all: not a broken stage."""
+    ranking = None if row.retrieval is None else row.retrieval.retrieved_session_ids
+    if ranking is not None and "top" not in retrieval:
+        return len(ranking)
+    return len(retrieval.get("top") or ())
 
 
 def summarise(rows: Iterable[ResultRow]) -> dict[str, Any]:

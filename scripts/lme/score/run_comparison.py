@@ -13,8 +13,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from lme.data import dataset_label
 from lme.judge import judge_stability
 from lme.score import metrics
+from lme.score import run_differences
 from lme.store.run_store import RunData, load_run
 from lme.core import schemas
 from lme.core.errors import UserError
@@ -59,6 +61,7 @@ def _run_summary(run: RunData) -> dict[str, Any]:
         "status": run.meta.status,
         "judge": run.judge,
         "dataset_sha256": run.dataset_sha256,
+        "dataset": dataset_label.recognition_line(run.meta.dataset),
         "n_total": run.n_total,
     }
 
@@ -154,6 +157,7 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
         "run_b": _run_summary(b),
         "forced": bool(mismatches),
         "mismatches": mismatches,
+        "differences": run_differences.differences(a.meta, b.meta),
         "n_compared": n,
         "only_in_a": [qid for qid in types_a if qid not in types_b],
         "only_in_b": [qid for qid in types_b if qid not in types_a],
@@ -220,6 +224,7 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         lines.append("")
     lines += [
         f"Items compared: {result['n_compared']} (strict labels: error or not run = wrong)",
+        f"Runs: {run_differences.describe(list(result.get('differences') or []))}",
         f"Strict accuracy: {metrics.fmt(result['accuracy_a'])} -> {metrics.fmt(result['accuracy_b'])}",
         f"Fixes (wrong -> right): {result['fixes']}; regressions (right -> wrong): {result['regressions']}; "
         f"net {result['net']:+d}",

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from lme.data import dataset
+from lme.data import dataset_label
 from lme.data import gold_registry
 from lme.data import hypotheses_file
 from lme.judge import judge_agreement
@@ -350,7 +351,9 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.get("path"),
                     "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
                     "release": release, "recognition": run.meta.dataset.get("recognition"),
-                    "duplicate_sessions": len(run.meta.dataset.get("duplicate_sessions") or {})},
+                    "duplicate_sessions": len(run.meta.dataset.get("duplicate_sessions") or {}),
+                    "name": dataset_label.display_name(variant or run.meta.variant, run.meta.dataset.get("path")),
+                    "line": dataset_label.recognition_line(run.meta.dataset)},
         "target": _target(run.meta),
         **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
                                   "task_averaged", "abstention", "per_type")},

@@ -1,0 +1,82 @@
+"""What differs between how two runs were made: target, models, options, settings that change answers, code.
+
+The comparison (``run_comparison.compare``) carries these lines as ``differences``; ``scorecard.py --compare`` prints
+them in the terminal next to the fixes and regressions, and the diff page and ``compare_runs.py`` show them, so a
+reader knows what the flips are flips of. Read from each run's ``run-meta.json`` only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from lme.core.run_records import RunMeta
+from lme.data import dataset_label
+
+_DEFAULT = "(default)"
+
+
+def _model(provider: Any, model: Any) -> str:
+    return f"{provider}:{model}"
+
+
+def _short_sha(value: Any) -> str:
+    return str(value)[:12] if value else "unknown"
+
+
+def _yes_no(value: Any) -> str:
+    return "yes" if value else "no"
+
+
+_SETTINGS: tuple[tuple[str, str, Any, Callable[[Any], str]], ...] = (
+    ("judge_repeat", "judge repeats", 1, str),
+    ("cache_read", "reads the call cache", True, _yes_no),
+    ("batch", "batch", "off", str),
+    ("loop", "a loop run", False, _yes_no),
+)
+"""Run settings that change what a run answers or how it is judged: (key, label, default, format)."""
+
+_HASHES = (("target_source_sha256", "target code sha256"), ("reader_template_sha256", "reader prompt code sha256"),
+           ("judge_template_sha256", "judge template sha256"))
+
+
+def differences(a: RunMeta, b: RunMeta) -> list[str]:
+    """One line per thing that differs from run ``a`` (before) to run ``b`` (after), ``label: before -> after``."""
+    lines: list[str] = []
+
+    def differ(label: str, before: Any, after: Any) -> None:
+        if before != after:
+            lines.append(f"{label}: {before} -> {after}")
+
+    ta, tb = a.target, b.target
+    differ("target", ta.get("name"), tb.get("name"))
+    differ("target model", _model(ta.get("provider"), ta.get("model")), _model(tb.get("provider"), tb.get("model")))
+    oa, ob = dict(ta.get("options") or {}), dict(tb.get("options") or {})
+    for key in sorted(set(oa) | set(ob)):
+        differ(f"target option {key}", oa.get(key, _DEFAULT), ob.get(key, _DEFAULT))
+    differ("judge", _model(a.judge.get("provider"), a.judge.get("model")),
+           _model(b.judge.get("provider"), b.judge.get("model")))
+    differ("variant", a.variant, b.variant)
+    differ("dataset", dataset_label.recognition_line(a.dataset), dataset_label.recognition_line(b.dataset))
+    for key, label, default, fmt in _SETTINGS:
+        differ(label, fmt(a.settings.get(key, default)), fmt(b.settings.get(key, default)))
+    ha = (a.provenance or {}).get("prompt_hashes") or {}
+    hb = (b.provenance or {}).get("prompt_hashes") or {}
+    for key, label in _HASHES:
+        if ha.get(key) and hb.get(key):
+            differ(label, _short_sha(ha.get(key)), _short_sha(hb.get(key)))
+    return lines
+
+
+def describe(lines: list[str]) -> str:
+    """The differences as one clause: ``what differs: a; b``, or that the runs were made alike."""
+    return "what differs: " + "; ".join(lines) if lines else "same target, models, options and code"
+
+
+def summary_line(result: Mapping[str, Any]) -> str:
+    """The comparison in one line: fixes, regressions, net, exact McNemar p, and what differs between the runs."""
+    a, b = result["run_a"]["run_id"], result["run_b"]["run_id"]
+    flaky = (result.get("flaky_flips") or {}).get("ids") or []
+    unstable = f" ({len(flaky)} on unstable labels; net without them {result['net_excluding_flaky']:+d})" if flaky else ""
+    return (f"compare {a} (before) -> {b} (after), {result['n_compared']} items: fixes {result['fixes']}, "
+            f"regressions {result['regressions']}, net {result['net']:+d}{unstable}, exact McNemar p "
+            f"{result['p_value']:.4g}; {describe(list(result.get('differences') or []))}")
