@@ -14,7 +14,8 @@ reader output, a hypotheses file judged as written), which row of an item counts
 manifest item with no row), the scorecard's figures with and without the registry's gold errors, retrieval
 metrics, and the comparison's exact McNemar p-value. Each figure and each displayed string must equal the value
 written here by hand. Prints a pass/fail table; exit 1 on any failure. No network, no keys, no project state:
-the stored runs live in a temporary directory that is removed.
+the stored runs live in a temporary directory that is removed. The prompt builder there is a stand-in in our own
+words with upstream's five cases: the self-test checks what we hand the builder, not your checkout's templates.
 
 What it catches: tests/test_selftest_scoring.py plants each mistake of tests/selftest_mutations.py (micro for
 macro, the label rule's edge cases, denominators, rounding, the interval, the row that counts, the judge's text,
