@@ -1,4 +1,4 @@
-"""Self-test of the scoring path: synthetic runs with known truth, through the real judge label rule and metrics.
+"""Self-test of the scoring path: synthetic runs with known truth, through the real label rule, runs and metrics.
 
 Usage:
     python scripts/selftest_scoring.py
@@ -6,15 +6,20 @@ Usage:
 Each scenario answers a small synthetic item set in a known way (all expected answers; all "I don't know";
 answers rotated between questions; judge replies worded "Yes, because...", "no", "YES."; replies holding "yes"
 but not starting with it, replies holding both "yes" and "no", empty replies; judge failures, including every
-item of one type and an abstention item). A deterministic judge replies; judge_official.label_from_reply (the one label
-rule) turns replies into labels; metrics.score computes the figures; metrics.fmt renders them as people read them.
-Each figure and each displayed string must equal the value written here by hand. Prints a pass/fail table; exit 1
-on any failure. No network, no keys, no files.
+item of one type and an abstention item; items beyond the manifest). judge_official.label_from_reply (the one
+label rule) turns replies into labels; metrics.score computes the figures, metrics.wilson_interval the 95%
+intervals, metrics.fmt and fmt_interval render them as people read them. Then two stored runs
+(``selftest_run``) take the rest of the way: the text the judge is given (upstream's prompt cases, stripped
+reader output, a hypotheses file judged as written), which row of an item counts (last row, shards merged, a
+manifest item with no row), the scorecard's figures with and without the registry's gold errors, retrieval
+metrics, and the comparison's exact McNemar p-value. Each figure and each displayed string must equal the value
+written here by hand. Prints a pass/fail table; exit 1 on any failure. No network, no keys, no project state:
+the stored runs live in a temporary directory that is removed. The prompt builder there is a stand-in in our own
+words with upstream's five cases: the self-test checks what we hand the builder, not your checkout's templates.
 
-What it catches (tests/test_selftest_scoring.py applies each break to a copy of the scorer): judged-only macro
-computed as micro; a ``startswith("yes")`` label rule; label = ``"no" not in reply``; strict macro over judged
-types only; strict abstention over the judged-only denominator; Python ``round`` for display (7/160 shows 0.0437,
-upstream 0.0438); 3 decimals for display.
+What it catches: tests/test_selftest_scoring.py plants each mistake of tests/selftest_mutations.py (micro for
+macro, the label rule's edge cases, denominators, rounding, the interval, the row that counts, the judge's text,
+the gold-error figure, retrieval, McNemar) in a copy of the toolkit, one at a time, and asserts this fails.
 """
 
 from __future__ import annotations
@@ -33,19 +38,12 @@ from lme.score import metrics
 from lme.core.errors import run_main
 from lme.core.facts import is_abstention
 from lme.judge.judge_official import label_from_reply
+from lme.score import selftest_run
+from lme.score.selftest_run import KU, MS, SSA, SSP, SSU, TR
 
-SSU, SSA, SSP = "single-session-user", "single-session-assistant", "single-session-preference"
-MS, TR, KU = "multi-session", "temporal-reasoning", "knowledge-update"
-
-# 14 items; 4 abstention items (never adjacent, so rotating answers never hands an abstention item another's).
-ITEMS: tuple[tuple[str, str], ...] = (
-    ("ssu-1", SSU), ("ssu-2_abs", SSU), ("ssu-3", SSU),
-    ("ssa-1", SSA), ("ssa-2", SSA),
-    ("ssp-1", SSP),
-    ("ms-1", MS), ("ms-2_abs", MS), ("ms-3", MS), ("ms-4_abs", MS),
-    ("tr-1", TR), ("tr-2_abs", TR),
-    ("ku-1", KU), ("ku-2", KU),
-)
+# The stored runs' 14 items; 4 abstention items (never adjacent, so rotating answers never hands an abstention item
+# another's).
+ITEMS: tuple[tuple[str, str], ...] = tuple((qid, qtype) for qid, qtype, _ in selftest_run.ITEMS)
 ABSTAIN = "I don't know: the history never mentions it."
 
 
@@ -91,6 +89,8 @@ def _replies(scenario: str) -> dict[str, str | None]:
         return {q: None if q in ("ms-1", "ms-3") else judge_reply(q, expected_response(q)) for q, _ in ITEMS}
     if scenario == "judge wording: yes inside, both words, empty":
         return dict(WORDED_REPLIES)
+    if scenario == "two items beyond the manifest, never run":
+        return {q: judge_reply(q, expected_response(q)) for q, _ in ITEMS}
     if scenario == "judge failed on every preference item and on an abstention item":
         return {q: None if q in ("ssp-1", "tr-2_abs") else judge_reply(q, expected_response(q)) for q, _ in ITEMS}
     raise ValueError(scenario)
@@ -158,7 +158,28 @@ EXPECTED: dict[str, dict[str, F]] = {
         "strict micro": F(12, 14), "judged micro": ONE,
         "strict abstention": F(3, 4), "judged abstention": ONE, "coverage": F(12, 14),
     },
+    "two items beyond the manifest, never run": {
+        "strict micro": F(14, 16), "judged micro": ONE, "strict macro": ONE, f"strict {MS}": ONE,
+        "strict abstention": ONE, "coverage": F(14, 16),
+    },
 }
+
+UNATTRIBUTED = {"two items beyond the manifest, never run": 2}
+"""Scenarios scored with ``unattributed`` items (``--n-total`` above the manifest): wrong in the overall strict
+figure only."""
+
+INTERVALS: tuple[tuple[int, int, float, float], ...] = (
+    # (correct, n, low, high): 95% Wilson bounds solved by hand from (p^ - p)^2 = z^2 p (1 - p) / n, 6 decimals
+    (0, 10, 0.0, 0.277533),
+    (10, 10, 0.722467, 1.0),
+    (5, 10, 0.236593, 0.763407),
+    (7, 12, 0.319511, 0.806740),
+    (475, 500, 0.927232, 0.965906),
+)
+INTERVALS_SHOWN: tuple[tuple[list[float] | None, str], ...] = (
+    ([0.2365931, 0.7634069], "[0.237, 0.763]"),
+    (None, "\u2014"),
+)
 
 DISPLAYED: tuple[tuple[float | None, str], ...] = (
     (7 / 160, "0.0438"),  # numpy rounding, as upstream prints it (Python's round gives 0.0437)
@@ -171,44 +192,55 @@ DISPLAYED: tuple[tuple[float | None, str], ...] = (
 """Figures as people read them: upstream's ``round(np.mean(...), 4)``, four decimals, a dash when undefined."""
 
 
-def _figure(scored: dict, name: str) -> float | None:
-    kind, _, what = name.partition(" ")
-    if name == "coverage":
-        return scored["coverage"]
-    key = f"accuracy_{kind}"
-    if what == "macro":
-        return scored["task_averaged"][key]
-    if what == "micro":
-        return scored["overall"][key]
-    if what == "abstention":
-        return scored["abstention"][key]
-    return scored["per_type"][what][key]
+def _scenario_checks(scenario: str, expected: dict[str, F], label_rule: Callable[[str], bool]) -> list[dict]:
+    labels = {q: None if reply is None else bool(label_rule(reply)) for q, reply in _replies(scenario).items()}
+    scored = metrics.score(labels, dict(ITEMS), unattributed=UNATTRIBUTED.get(scenario, 0))
+    return [selftest_run.check(scenario, name, value, selftest_run.figure(scored, name))
+            for name, value in expected.items()]
+
+
+def _label_checks(label_rule: Callable[[str], bool]) -> list[dict]:
+    return [c for scenario, expected in EXPECTED.items()
+            for c in selftest_run.guarded(scenario, lambda s=scenario, e=expected: _scenario_checks(s, e, label_rule))]
+
+
+def _interval_checks() -> list[dict]:
+    checks = []
+    for correct, n, low, high in INTERVALS:
+        got = metrics.wilson_interval(correct, n) or [None, None]
+        checks += [selftest_run.check("95% Wilson intervals", f"low, {correct}/{n}", low, got[0], tol=5e-7),
+                   selftest_run.check("95% Wilson intervals", f"high, {correct}/{n}", high, got[1], tol=5e-7)]
+    checks.append(selftest_run.check("95% Wilson intervals", "exact ends: low of 0/10, high of 10/10", [0.0, 1.0],
+                                     [metrics.wilson_interval(0, 10)[0], metrics.wilson_interval(10, 10)[1]]))
+    checks += [selftest_run.check("displayed figures", f"fmt_interval({value!r})", shown, metrics.fmt_interval(value))
+               for value, shown in INTERVALS_SHOWN]
+    return checks
+
+
+def _display_checks() -> list[dict]:
+    return [selftest_run.check("displayed figures", f"fmt({'None' if value is None else repr(value)})", shown,
+                               metrics.fmt(value)) for value, shown in DISPLAYED]
 
 
 def run_selftest(label_rule: Callable[[str], bool] | None = None) -> list[dict]:
     """Every check as ``{"scenario", "figure", "expected", "got", "ok"}``; failures are the ones with ok False.
 
-    ``label_rule`` defaults to judge_official.label_from_reply; tests pass a broken rule to prove a break is caught.
-    """
+    ``label_rule`` defaults to judge_official.label_from_reply; tests pass a broken rule to prove a break is caught
+    (the stored runs always go through the real judge path)."""
     label_rule = label_from_reply if label_rule is None else label_rule
-    types = dict(ITEMS)
-    checks: list[dict] = []
-    for scenario, expected in EXPECTED.items():
-        labels = {q: None if reply is None else bool(label_rule(reply)) for q, reply in _replies(scenario).items()}
-        scored = metrics.score(labels, types)
-        for name, value in expected.items():
-            got = _figure(scored, name)
-            ok = got is not None and abs(got - float(value)) < 1e-12
-            checks.append({"scenario": scenario, "figure": name, "expected": float(value), "got": got, "ok": ok})
-    for value, shown in DISPLAYED:
-        got_text = metrics.fmt(value)
-        checks.append({"scenario": "displayed figures", "figure": f"fmt({'None' if value is None else repr(value)})",
-                       "expected": shown, "got": got_text, "ok": got_text == shown})
+    checks = _label_checks(label_rule)
+    checks += selftest_run.guarded("95% Wilson intervals", _interval_checks)
+    checks += selftest_run.guarded("displayed figures", _display_checks)
+    checks += selftest_run.stored_run_checks()
     return checks
 
 
-def _cell(value: float | str | None) -> str:
-    return value if isinstance(value, str) else metrics.fmt(value)
+def _cell(value: object, digits: int = 4) -> str:
+    if value is None:
+        return "\u2014"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -219,8 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("| scenario | figure | expected | got | result |")
     print("|---|---|---:|---:|---|")
     for c in checks:
-        expected = c["expected"] if isinstance(c["expected"], str) else f"{c['expected']:.4f}"
-        print(f"| {c['scenario']} | {c['figure']} | {expected} | {_cell(c['got'])} | "
+        digits = c.get("digits", 4)
+        print(f"| {c['scenario']} | {c['figure']} | {_cell(c['expected'], digits)} | {_cell(c['got'], digits)} | "
               f"{'pass' if c['ok'] else 'FAIL'} |")
     failures = [c for c in checks if not c["ok"]]
     print(f"{len(checks) - len(failures)}/{len(checks)} checks passed", file=sys.stderr)
