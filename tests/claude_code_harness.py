@@ -7,9 +7,12 @@ key. The permission mode is Claude Code's default (nothing pre-approved beyond w
 project grant), so every Bash call the plugin's Markdown makes either matches an ``allowed-tools`` rule or shows
 up as a ``permission_denials`` entry in the stream.
 
-The plugin is installed from a copy of the checkout's plugin files (commands, skills, hooks, references,
-scripts, plugins, data, manifests): a directory marketplace is used in place, and the checkout's own ``.tools``
-and ``.venv`` (hundreds of MB) would otherwise be copied into the plugin cache by ``claude plugin install``.
+The sessions' plugin is installed from a copy of the checkout's plugin files (commands, skills, hooks,
+references, scripts, plugins, data, manifests), so nothing a session writes lands in the checkout; the install
+size test (tests/test_claude_code_names.py) installs from the checkout itself.
+
+The pinned CLI lives where tests/run_tests.sh installed it (``LONGMEMEVAL_CLAUDE_CODE_DIR``, by default under
+``${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/``, outside the checkout), else ``claude`` on PATH.
 """
 
 from __future__ import annotations
@@ -31,9 +34,22 @@ PLUGIN_PARTS = (".claude-plugin", "commands", "skills", "hooks", "references", "
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
+def default_tools_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Where tests/run_tests.sh installs the pinned CLI (tests/test_tools.sh says the same)."""
+    if env.get("LONGMEMEVAL_CLAUDE_CODE_DIR"):
+        return Path(env["LONGMEMEVAL_CLAUDE_CODE_DIR"])
+    cache = env.get("LONGMEMEVAL_TEST_CACHE") or str(Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME", "~"))
+                                                          / ".cache") / "longmemeval-benchmarker")
+    return Path(cache).expanduser() / f"claude-code-{CLAUDE_CODE_VERSION}"
+
+
+TOOLS_DIR = default_tools_dir()
+"""Read once, at import (conftest.py imports this module before any test points HOME elsewhere)."""
+
+
 def claude_binary() -> str | None:
-    """The pinned CLI installed by tests/run_tests.sh (``.tools/``), else ``claude`` on PATH."""
-    local = REPO / ".tools" / "node_modules" / ".bin" / "claude"
+    """The pinned CLI installed by tests/run_tests.sh (``TOOLS_DIR``), else ``claude`` on PATH."""
+    local = TOOLS_DIR / "node_modules" / ".bin" / "claude"
     if local.exists():
         return str(local)
     return shutil.which("claude")
@@ -48,7 +64,7 @@ def unusable_reason() -> str | None:
     """Why the Claude Code tests cannot run here (None: the pinned CLI is installed)."""
     binary = claude_binary()
     if binary is None:
-        return "the Claude Code CLI is not installed (bash tests/run_tests.sh installs it into .tools/)"
+        return f"the Claude Code CLI is not installed (bash tests/run_tests.sh installs it into {TOOLS_DIR})"
     version = cli_version(binary)
     if version != CLAUDE_CODE_VERSION:
         return f"{binary} is Claude Code {version!r}; the tests pin {CLAUDE_CODE_VERSION} (tests/run_tests.sh)"

@@ -16,6 +16,8 @@ for p in (SCRIPTS, TESTS):
 
 SHARED_DATA = REPO.parent / "shared" / "data" / "longmemeval"
 
+import claude_code_harness  # noqa: E402,F401  (reads where the pinned CLI lives before any test moves HOME)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path_factory, monkeypatch):
@@ -24,6 +26,7 @@ def _isolated_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("LONGMEMEVAL_TIKTOKEN", "0")  # never let tiktoken fetch its BPE file from the internet
     for var in (
+        "CLAUDECODE",  # what Claude Code's Bash tool sets: messages would print its forms (command_names.step)
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
         "OPENAI_BASE_URL",
