@@ -127,14 +127,16 @@ def within_approval(settings: RunSettings, run_id: str | None, estimate_usd: flo
 class CostCap:
     """Admission control for ``--max-cost``: the run's driver asks before it starts each item."""
 
+    at_refusal: tuple[float, float, int] | None = None
+    """(spent, reserved for the items in flight, how many) when the cap first refused an item."""
+
     def __init__(self, cap_usd: float, settings: RunSettings, work: Path) -> None:
         self.cap = cap_usd
         self.estimator = dry_run.Estimator(settings)
         self.spent, _ = spent(run_store.iter_rows(work, include_shards=False))
         self.reserved: dict[str, float] = {}
         self.refused_estimate: float | None = None
-        self.at_refusal: tuple[float, float, int] | None = None
-        """(spent, reserved for the items in flight, how many) when the cap first refused an item."""
+        self.at_refusal = None
         self._lock = threading.Lock()
 
     def admit(self, q: Question) -> bool:
