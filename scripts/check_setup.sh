@@ -36,9 +36,9 @@ fi
 if [ -n "$PY" ]; then
   ok "venv python: $PY"
 else
-  fail "venv python missing (.longmemeval-venv)" "run /longmemeval-benchmarker:longmemeval-setup"
+  fail "venv python missing (.longmemeval-venv)" "run /longmemeval-setup"
   if command -v python3 >/dev/null 2>&1; then PY=python3; else
-    echo "FAIL no python3 either: cannot read the loop configuration -> install Python 3.10+ and run /longmemeval-benchmarker:longmemeval-setup"
+    echo "FAIL no python3 either: cannot read the loop configuration -> install Python 3.10+ and run /longmemeval-setup"
     exit 1
   fi
 fi

@@ -62,7 +62,7 @@ SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -n "${LONGMEMEVAL_PYTHON:-}" ]; then PY="$LONGMEMEVAL_PYTHON"
 elif [ -x .longmemeval-venv/bin/python ]; then PY=.longmemeval-venv/bin/python
 elif [ -x .longmemeval-venv/Scripts/python.exe ]; then PY=.longmemeval-venv/Scripts/python.exe
-else echo "error: venv missing (.longmemeval-venv): run /longmemeval-benchmarker:longmemeval-setup" >&2; exit 2
+else echo "error: venv missing (.longmemeval-venv): run /longmemeval-setup" >&2; exit 2
 fi
 
 # The driver's arguments from the loop configuration, one per line.

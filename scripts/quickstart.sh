@@ -23,9 +23,11 @@ cat <<NEXT
 
 quickstart: done. Open the report in a browser (one self-contained file):
   $REPORT
-Next: a real run. In Claude Code, add this checkout as a plugin marketplace and install the plugin
+Next: a real run, in your own project (see README.md, "Real use"). From a shell, in that project's root:
+  python3 "$HERE/setup_project.py" --download _s --clone-upstream
+  .longmemeval-venv/bin/python "$HERE/run_benchmark.py" --dry-run
+Or in Claude Code: add this checkout as a plugin marketplace and install the plugin
   claude plugin marketplace add $REPO
   claude plugin install longmemeval-benchmarker@longmemeval-benchmarker
-then, in your own project: /longmemeval-benchmarker:longmemeval-setup --download _s --clone-upstream
-and /longmemeval-benchmarker:longmemeval-run --dry-run (see README.md, "Real use").
+then, in your project: /longmemeval-setup --download _s --clone-upstream, then /longmemeval-run --dry-run
 NEXT

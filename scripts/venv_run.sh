@@ -31,7 +31,9 @@ fi
 if [ -x .longmemeval-venv/bin/python ]; then PY=.longmemeval-venv/bin/python
 elif [ -x .longmemeval-venv/Scripts/python.exe ]; then PY=.longmemeval-venv/Scripts/python.exe
 else
-  echo "error: .longmemeval-venv not found in $(pwd): run /longmemeval-benchmarker:longmemeval-setup first" >&2
+  # what to run: the slash command in Claude Code, the shell command first in a shell (command_names.py says)
+  SETUP_STEP=$(python3 "$SCRIPTS/command_names.py" --step SETUP 2>/dev/null) || SETUP_STEP=/longmemeval-setup
+  echo "error: .longmemeval-venv not found in $(pwd): run setup first: $SETUP_STEP" >&2
   exit 2
 fi
 

@@ -7,9 +7,12 @@ key. The permission mode is Claude Code's default (nothing pre-approved beyond w
 project grant), so every Bash call the plugin's Markdown makes either matches an ``allowed-tools`` rule or shows
 up as a ``permission_denials`` entry in the stream.
 
-The plugin is installed from a copy of the checkout's plugin files (commands, skills, hooks, references,
-scripts, plugins, data, manifests): a directory marketplace is used in place, and the checkout's own ``.tools``
-and ``.venv`` (hundreds of MB) would otherwise be copied into the plugin cache by ``claude plugin install``.
+The sessions' plugin is installed from a copy of the checkout's plugin files (commands, skills, hooks,
+references, scripts, plugins, data, manifests), so nothing a session writes lands in the checkout; the install
+size test (tests/test_claude_code_names.py) installs from the checkout itself.
+
+The pinned CLI lives where tests/run_tests.sh installed it (``LONGMEMEVAL_CLAUDE_CODE_DIR``, by default under
+``${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/``, outside the checkout), else ``claude`` on PATH.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +35,22 @@ PLUGIN_PARTS = (".claude-plugin", "commands", "skills", "hooks", "references", "
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
+def default_tools_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """Where tests/run_tests.sh installs the pinned CLI (tests/test_tools.sh says the same)."""
+    if env.get("LONGMEMEVAL_CLAUDE_CODE_DIR"):
+        return Path(env["LONGMEMEVAL_CLAUDE_CODE_DIR"])
+    cache = env.get("LONGMEMEVAL_TEST_CACHE") or str(Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME", "~"))
+                                                          / ".cache") / "longmemeval-benchmarker")
+    return Path(cache).expanduser() / f"claude-code-{CLAUDE_CODE_VERSION}"
+
+
+TOOLS_DIR = default_tools_dir()
+"""Read once, at import (conftest.py imports this module before any test points HOME elsewhere)."""
+
+
 def claude_binary() -> str | None:
-    """The pinned CLI installed by tests/run_tests.sh (``.tools/``), else ``claude`` on PATH."""
-    local = REPO / ".tools" / "node_modules" / ".bin" / "claude"
+    """The pinned CLI installed by tests/run_tests.sh (``TOOLS_DIR``), else ``claude`` on PATH."""
+    local = TOOLS_DIR / "node_modules" / ".bin" / "claude"
     if local.exists():
         return str(local)
     return shutil.which("claude")
@@ -48,7 +65,7 @@ def unusable_reason() -> str | None:
     """Why the Claude Code tests cannot run here (None: the pinned CLI is installed)."""
     binary = claude_binary()
     if binary is None:
-        return "the Claude Code CLI is not installed (bash tests/run_tests.sh installs it into .tools/)"
+        return f"the Claude Code CLI is not installed (bash tests/run_tests.sh installs it into {TOOLS_DIR})"
     version = cli_version(binary)
     if version != CLAUDE_CODE_VERSION:
         return f"{binary} is Claude Code {version!r}; the tests pin {CLAUDE_CODE_VERSION} (tests/run_tests.sh)"
@@ -244,3 +261,99 @@ class ClaudeCode:
         """A copy of this HOME (the plugin stays where it was installed from)."""
         shutil.copytree(self.home, home, symlinks=True)
         return ClaudeCode(self.binary, home, self.plugin_dir, dict(self.extra_env))
+
+
+class SessionThread(threading.Thread):
+    """A long Claude Code session played in a thread while the rest of the suite runs (conftest.py starts it with
+    the first test; its test joins it last). ``play`` sets ``session``, ``fake`` and ``project``."""
+
+    def __init__(self, cc: ClaudeCode, root: Path) -> None:
+        super().__init__(name=f"claude-code-{type(self).__name__}", daemon=True)
+        self.cc, self.root = cc, root
+        self.session: Session | None = None
+        self.fake: Any = None
+        self.project: Path | None = None
+        self.error: BaseException | None = None
+        self.proc: subprocess.Popen | None = None
+
+    def play(self) -> None:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        try:
+            self.play()
+        except BaseException as err:  # noqa: BLE001 - reported by the test
+            self.error = err
+
+    def on_start(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, 9)
+
+    @classmethod
+    def launch(cls, installed: ClaudeCode, root: Path) -> "SessionThread":
+        thread = cls(installed.clone(root / "home"), root)
+        thread.start()
+        return thread
+
+
+# --------------------------------------------------------------------------- an interactive session (tmux)
+
+
+def tmux_binary() -> str | None:
+    return shutil.which("tmux")
+
+
+def accept_first_run(home: Path, project: Path, api_key: str) -> None:
+    """What a user who finished the CLI's first start has in ``~/.claude.json``: onboarding done (else it tries to
+    reach api.anthropic.com), this folder trusted, the key approved. Nothing about the plugin or its rules."""
+    path = home / ".claude.json"
+    data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data.update({"hasCompletedOnboarding": True, "theme": "dark", "lastOnboardingVersion": CLAUDE_CODE_VERSION,
+                 "customApiKeyResponses": {"approved": [api_key[-20:]], "rejected": []}})
+    data.setdefault("projects", {})[str(project)] = {"hasTrustDialogAccepted": True, "allowedTools": []}
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+@dataclass
+class Terminal:
+    """The CLI in a terminal: a detached tmux session of its own (its own socket), typed into like a user."""
+
+    socket: Path
+    binary: str = "tmux"
+
+    @classmethod
+    def start(cls, command: list[str], *, cwd: Path, env: Mapping[str, str], socket: Path) -> "Terminal":
+        term = cls(socket, tmux_binary() or "tmux")
+        subprocess.run([term.binary, "-S", str(socket), "new-session", "-d", "-x", "200", "-y", "50", "-c", str(cwd),
+                        "env", "-i", *(f"{k}={v}" for k, v in env.items()), *command], check=True, timeout=30)
+        term.tmux("set-option", "-g", "remain-on-exit", "on")
+        return term
+
+    def tmux(self, *args: str) -> str:
+        done = subprocess.run([self.binary, "-S", str(self.socket), *args], capture_output=True, text=True, timeout=30)
+        return done.stdout
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p")
+
+    def type(self, text: str) -> None:
+        self.tmux("send-keys", "-l", text)
+
+    def enter(self) -> None:
+        self.tmux("send-keys", "Enter")
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = 60, what: str = "") -> Any:
+        """Poll ``predicate`` until it returns something truthy; AssertionError with the screen on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = predicate()
+            if found:
+                return found
+            time.sleep(0.3)
+        raise AssertionError(f"timed out waiting for {what or predicate}; the screen:\n{self.screen()}")
+
+    def stop(self) -> None:
+        self.tmux("kill-server")

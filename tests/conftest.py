@@ -16,6 +16,8 @@ for p in (SCRIPTS, TESTS):
 
 SHARED_DATA = REPO.parent / "shared" / "data" / "longmemeval"
 
+import claude_code_harness  # noqa: E402,F401  (reads where the pinned CLI lives before any test moves HOME)
+
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path_factory, monkeypatch):
@@ -24,6 +26,7 @@ def _isolated_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("LONGMEMEVAL_TIKTOKEN", "0")  # never let tiktoken fetch its BPE file from the internet
     for var in (
+        "CLAUDECODE",  # what Claude Code's Bash tool sets: messages would print its forms (command_names.step)
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
         "OPENAI_BASE_URL",
@@ -71,7 +74,12 @@ def fake_llm(monkeypatch):
 # --------------------------------------------------------------------------- Claude Code (tests/test_claude_code.py)
 
 LONG_CLAUDE_CODE_TEST = "test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks"
-"""The one slow test: a Claude Code session of about four minutes, most of it waiting on a slow fake model."""
+"""The slow test: a Claude Code session of about four minutes, most of it waiting on a slow fake model."""
+SLOW_SETUP_TEST = "test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_summary"
+"""A setup session of over two minutes (tests/test_claude_code_names.py), waiting on a slow package index."""
+LONG_SESSIONS = {LONG_CLAUDE_CODE_TEST: ("test_claude_code", "LongRun"),
+                 SLOW_SETUP_TEST: ("test_claude_code_names", "SlowSetup")}
+"""Each slow test's session, started in a thread with the session's first test (it waits while the suite runs)."""
 
 
 @pytest.fixture(scope="session")
@@ -101,22 +109,34 @@ def claude_code_installed(claude_binary, tmp_path_factory):
 
 
 def pytest_collection_modifyitems(items):
-    """The slow Claude Code test runs last (its session started with the first test; see below)."""
-    items.sort(key=lambda item: item.name == LONG_CLAUDE_CODE_TEST)
+    """The slow Claude Code tests run last (their sessions started with the first test; see below)."""
+    items.sort(key=lambda item: item.name in LONG_SESSIONS)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def long_claude_code_run(request, tmp_path_factory):
-    """Start the slow Claude Code session with the session's first test, so it waits while the suite runs."""
+def long_claude_code_sessions(request, tmp_path_factory):
+    """Start each slow Claude Code session with the session's first test, so it waits while the suite runs."""
+    import importlib
+
     import claude_code_harness as harness
 
-    if not any(item.name == LONG_CLAUDE_CODE_TEST for item in request.session.items) \
-            or harness.unusable_reason() is not None:
-        yield None
+    wanted = {item.name for item in request.session.items} & set(LONG_SESSIONS)
+    if not wanted or harness.unusable_reason() is not None:
+        yield {}
         return
-    from test_claude_code import LongRun
+    threads = {}
+    for name in sorted(wanted):
+        module, cls = LONG_SESSIONS[name]
+        launcher = getattr(importlib.import_module(module), cls)
+        threads[name] = launcher.launch(request.getfixturevalue("claude_code_installed"),
+                                        tmp_path_factory.mktemp(cls.lower()))
+    yield threads
+    for thread in threads.values():
+        thread.kill()
+        thread.join(timeout=30)
 
-    thread = LongRun.launch(request.getfixturevalue("claude_code_installed"), tmp_path_factory.mktemp("long-run"))
-    yield thread
-    thread.kill()
-    thread.join(timeout=30)
+
+@pytest.fixture(scope="session")
+def long_claude_code_run(long_claude_code_sessions):
+    """The long run's session thread (None when it was not started here)."""
+    return long_claude_code_sessions.get(LONG_CLAUDE_CODE_TEST)

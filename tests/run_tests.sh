@@ -1,43 +1,67 @@
 #!/usr/bin/env bash
-# The test command: install what the tests need (a .venv from PyPI, the Claude Code CLI from npm into .tools/),
-# then run pytest. Extra arguments go to pytest. Exits non-zero when tests fail or none ran.
+# The test command: install what the tests need (a venv from PyPI, the pinned Claude Code CLI from npm, Chromium
+# and tmux from apt when missing), then run pytest. Extra arguments go to pytest; --install-only stops after the
+# install step. The venv and the CLI live outside the checkout (tests/test_tools.sh: under
+# ${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/, or LONGMEMEVAL_TEST_VENV / LONGMEMEVAL_CLAUDE_CODE_DIR),
+# so installing the plugin from this checkout installs only the plugin.
+# Exits non-zero when the install or the tests fail, or no test ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-VENV=${LONGMEMEVAL_TEST_VENV:-.venv}
-CLAUDE_CODE_VERSION=2.1.332
+. tests/test_tools.sh
+VENV=$LONGMEMEVAL_TEST_VENV
+INSTALL_ONLY=0
+if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; shift; fi
+
+for old in .venv .tools; do  # what an older test command left in the checkout: it would be installed as plugin files
+  if [ -d "$old" ] && [ ! -L "$old" ]; then
+    echo "note: $old/ in this checkout is from an older test command and is no longer used; claude plugin install" \
+         "would copy it with the plugin: delete it (rm -rf $old)" >&2
+  fi
+done
 
 if [ ! -x "$VENV/bin/python" ]; then
   echo "tests: creating $VENV and installing requirements-dev.txt with pip (about a minute the first time) ..." >&2
-  python3 -m venv "$VENV" || exit 1
+  mkdir -p "$(dirname "$VENV")" && python3 -m venv "$VENV" || exit 1
 else
   echo "tests: checking $VENV against requirements-dev.txt (pip: a few seconds when nothing changed) ..." >&2
 fi
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
 
-# The pinned CLI in .tools/ (the Claude Code tests drive it; another version on PATH is not used).
-if [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
+# The pinned CLI (the Claude Code tests drive it; another version on PATH is not used).
+TOOLS=$LONGMEMEVAL_CLAUDE_CODE_DIR
+if [ "$("$TOOLS/node_modules/.bin/claude" --version 2>/dev/null | cut -d' ' -f1)" != "$CLAUDE_CODE_VERSION" ]; then
   if command -v npm >/dev/null 2>&1; then
-    echo "tests: installing the Claude Code CLI $CLAUDE_CODE_VERSION into .tools/ with npm (about a minute, once) ..." >&2
-    npm install --silent --no-fund --no-audit --prefix .tools "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
+    echo "tests: installing the Claude Code CLI $CLAUDE_CODE_VERSION into $TOOLS with npm (about a minute, once) ..." >&2
+    mkdir -p "$TOOLS" && npm install --silent --no-fund --no-audit --prefix "$TOOLS" \
+      "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
       || echo "warning: could not install the Claude Code CLI; its tests will skip (or fail under CI)"
   else
     echo "warning: npm not found; the Claude Code tests will skip (or fail under CI)"
   fi
 fi
-export PATH="$PWD/.tools/node_modules/.bin:$PATH"
+export PATH="$TOOLS/node_modules/.bin:$PATH"
 
-# The report's browser tests (tests/test_report_browser.py) drive Debian's Chromium: install it, as root, when missing.
-if ! command -v chromium >/dev/null 2>&1; then
+# The report's browser tests drive Debian's Chromium, the interactive Claude Code tests drive tmux: install them,
+# as root, when missing.
+missing=""
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+command -v tmux >/dev/null 2>&1 || missing="$missing tmux"
+if [ -n "$missing" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     log=$(mktemp)
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >"$log" 2>&1 \
-      || { tail -n 5 "$log"; echo "warning: could not install chromium; the browser tests will skip (or fail under CI)"; }
+    # shellcheck disable=SC2086  # one word per package
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing; } >"$log" 2>&1 \
+      || { tail -n 5 "$log"; echo "warning: could not install$missing; their tests will skip (or fail under CI)"; }
     rm -f "$log"
   else
-    echo "warning: chromium not found (apt-get install chromium); the browser tests will skip (or fail under CI)"
+    echo "warning:$missing not found (apt-get install$missing); the tests that need them will skip (or fail under CI)"
   fi
 fi
 
+if [ "$INSTALL_ONLY" = 1 ]; then
+  echo "tests: installed (venv $VENV, Claude Code CLI $TOOLS)" >&2
+  exit 0
+fi
 "$VENV/bin/python" -m pytest "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi

@@ -257,6 +257,11 @@ CASES: list[Case] = [
     case(DATASET_S, "fingerprints-missing-file", "fingerprints.py nowhere.json"),
 
     # arguments
+    case(ARGS_S, "setup-background-unknown-variant", "setup_project.py --project . --skip-venv --background --download _x"),
+    case(ARGS_S, "setup-background-two-datasets", "setup_project.py --project . --skip-venv --background --sample "
+         "--download _s"),
+    case(ARGS_S, "setup-wait-with-no-background-setup", "setup_project.py --project . --wait 1"),
+    case(ARGS_S, "setup-wait-with-other-options", "setup_project.py --project . --wait 1 --sample"),
     case(ARGS_S, "run-id-empty", f'{RUN} --run-id ""'),
     case(ARGS_S, "run-id-blank", f'{RUN} --run-id " "'),
     case(ARGS_S, "variant-empty", f'{RUN} --variant ""'),
@@ -382,6 +387,7 @@ CONTROLS: list[Case] = [
     case("control", "scorecard-r1", f"scorecard.py --run-id {RUN_ID}"),
     case("control", "preflight-paid", "preflight.py", PAID, server="ok"),
     case("control", "setup-after-removing-the-config", SETUP, remove(CONFIG)),
+    case("control", "setup-in-the-background", f"{SETUP} --background", remove(CONFIG)),
 ]
 
 

@@ -8,7 +8,7 @@ user would see: the command expanded, no permission denial (from every stream-js
 project. docs/claude-code.md lists what these tests observed about the CLI.
 
 Without the CLI the tests skip locally and fail under CI (``CI`` or ``LONGMEMEVAL_REQUIRE_CLAUDE=1``):
-tests/run_tests.sh installs it into ``.tools/``.
+tests/run_tests.sh installs it (outside the checkout: tests/test_tools.sh).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,8 @@ from fake_llm_server import FakeLLMServer, prompt_text, stable_share
 from upstream_standin import make_upstream_tree
 
 REPO = harness.REPO
-LOOP_SKILL = f"{harness.PLUGIN}:longmemeval-loop"
+LOOP_SKILL = command_names.SKILL_TOOL_NAME
+"""The loop's skill as the Skill tool and permission rules name it (``/longmemeval-iterate`` runs it too)."""
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -108,14 +108,14 @@ def calls_of(session: harness.Session, needle: str) -> list[tuple[str, str, bool
 
 def test_setup_sample_runs_through_claude_code(cc, tmp_path):
     project, env = make_project(tmp_path, setup=False)
-    with ScriptedClaude([play_blocks(command_body), say("Set up: the sample is ready.")]) as fake:
+    with ScriptedClaude([play_blocks(command_body, "--background"), say("Set up: the sample is ready.")]) as fake:
         session = cc.session(f"{command_names.SETUP} --sample", cwd=project, base_url=fake.base_url, env=env)
     assert_clean(session, fake)
     [command] = fake.main_requests[0].expanded_commands()
-    assert (command.name, command.args) == (command_names.SETUP, "--sample")
+    assert (command.name, command.args) == (command_names.qualified(command_names.SETUP), "--sample")
     assert "${CLAUDE_PLUGIN_ROOT}" not in command.body and "$ARGUMENTS" not in command.body
-    [(line, output, failed)] = session.bash_calls()
-    assert [line] == expanded("commands/longmemeval-setup.md", cc.plugin_dir, "--sample") and not failed
+    [(line, output, failed)] = session.bash_calls()  # a quick setup ends within its first call
+    assert line == expanded("commands/longmemeval-setup.md", cc.plugin_dir, "--sample")[0] and not failed
     assert "venv      ready: " in output and "is up to date" in output and f"next: {command_names.RUN} --max 3" in output
     cfg = json.loads((project / ".longmemeval-benchmarks" / "config.json").read_text())
     assert cfg["judgeProvider"] == "offline" and cfg["datasetPath"].endswith("longmemeval_sample.json")
@@ -219,9 +219,16 @@ def _wrong_ids(project: Path) -> list[str]:
     return sorted(q for q, r in rows.items() if r["status"] != "judged" or not r["judgment"].get("label"))
 
 
+def loop_body(exchange: Exchange) -> str:
+    """The loop skill's text as this conversation got it: loaded by the Skill tool (chat), or as the expansion of
+    ``/longmemeval-iterate`` (the skill is the slash command)."""
+    loaded = exchange.loaded_skills()
+    return loaded[LOOP_SKILL] if LOOP_SKILL in loaded else command_body(exchange)
+
+
 def _round(project: Path, number: int, hook_reasons: list[str]) -> list[Any]:
     """One round as the skill has it (steps 1-10), then the model stops; the Stop hook must send it on."""
-    skill = skill_body(LOOP_SKILL)
+    skill = loop_body
     state = project / ".longmemeval-benchmarks"
     reader = project / "memory_system" / "reader.py"
 
@@ -262,9 +269,8 @@ def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc,
     fake_llm.answer_fn = markdown_harness.writer_aware(FixAwareReader(fake_llm))
     env |= llm_env(fake_llm)
     hook_reasons: list[str] = []
-    skill = skill_body(LOOP_SKILL)
-    script = [
-        tool("Skill", {"skill": LOOP_SKILL}),  # what the iterate command says to do; its rules allow it
+    skill = loop_body
+    script = [  # /longmemeval-iterate expands the skill itself: no Skill call, its own rules, no permission rule
         play_blocks(skill, "loop_target.py use-copy", "check_setup.sh", "loop_session.py\" start",
                     "loop_guard.py config"),
         *_round(project, 1, hook_reasons),
@@ -277,10 +283,11 @@ def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc,
     assert_clean(session, fake)
     transcript = session.describe()
 
-    # The command loaded the skill; its blocks ran under the skill's rules, across the hook's continuations.
-    assert fake.main_requests[0].expanded_commands()[0].name == command_names.ITERATE
-    [launch] = [u for u in session.tool_uses("Skill")]
-    assert session.tool_results()[launch["id"]].get("is_error") is not True, transcript
+    # The slash command was the skill; its blocks ran under the skill's rules, across the hook's continuations.
+    [command] = fake.main_requests[0].expanded_commands()
+    assert command.name == command_names.qualified(command_names.ITERATE), transcript
+    assert "# LongMemEval iteration loop" in command.body and "${CLAUDE_PLUGIN_ROOT}" not in command.body
+    assert session.tool_uses("Skill") == [] and not (REPO / "commands" / f"{command_names.LOOP_SKILL}.md").exists()
     # Two stops blocked by the hook, each naming the next step; the third (at CONFIRMED) let the session end.
     assert len(hook_reasons) == 2, transcript
     for reason in hook_reasons:
@@ -319,7 +326,7 @@ def test_iterate_in_chat_asks_for_the_skill_until_setup_allow_unattended_wrote_t
     assert f"Skill({LOOP_SKILL})" in next(iter(denied.tool_results().values()))["content"]
 
     # setup --allow-unattended, through the setup command, writes the exact rules with this plugin's path ...
-    with ScriptedClaude([play_blocks(command_body), say("Rules written.")]) as fake:
+    with ScriptedClaude([play_blocks(command_body, "--background"), say("Rules written.")]) as fake:
         setup = cc.session(f"{command_names.SETUP} --skip-venv --allow-unattended", cwd=project,
                            base_url=fake.base_url, env=env)
     assert_clean(setup, fake)
@@ -329,7 +336,7 @@ def test_iterate_in_chat_asks_for_the_skill_until_setup_allow_unattended_wrote_t
     assert not [r for r in rules if "${CLAUDE_PLUGIN_ROOT}" in r]
 
     # ... read although the workspace was never trusted: the skill loads, its own rules run its lines, ...
-    skill = skill_body(LOOP_SKILL)
+    skill = skill_body(LOOP_SKILL)  # the same skill /longmemeval-iterate runs
     script = [tool("Skill", {"skill": LOOP_SKILL}),
               play_blocks(skill, "loop_target.py use-copy", "check_setup.sh", "loop_guard.py config"),
               say("The loop is set up.")]
@@ -344,62 +351,6 @@ def test_iterate_in_chat_asks_for_the_skill_until_setup_allow_unattended_wrote_t
                            extra_args=["--resume", session_id])
     assert_clean(later, fake)
     assert "next: step 1" in later.bash_calls()[0][1]
-
-
-# --------------------------------------------------------------------------- names
-
-
-SLASH = re.compile(r"(?<![\w.:/-])/longmemeval-[\w:-]+")
-NAMED_IN = ("README.md", "docs/*.md", "commands/*.md", "skills/*/SKILL.md", "references/*.md", "plugins/*.md",
-            "scripts/*.sh")
-
-
-def documented_slash_commands() -> dict[str, list[str]]:
-    """Every slash command README, docs, commands, skills, references and script messages name -> where."""
-    found: dict[str, list[str]] = {name: ["scripts/command_names.py"] for name in command_names.ALL.values()}
-    for pattern in NAMED_IN:
-        for path in sorted(REPO.glob(pattern)):
-            for name in SLASH.findall(path.read_text(encoding="utf-8")):
-                found.setdefault(name, []).append(path.relative_to(REPO).as_posix())
-    return found
-
-
-def test_every_documented_slash_command_expands_in_the_real_cli(cc, tmp_path):
-    names = documented_slash_commands()
-    qualified = sorted(n for n in names if n.startswith(f"/{harness.PLUGIN}:"))
-    short = sorted(set(names) - set(qualified))
-    assert set(qualified) == set(command_names.ALL.values()), names
-    assert set(short) <= {"/" + n.split(":", 1)[1] for n in qualified}, names
-
-    project, env = make_project(tmp_path)
-    for name in qualified:  # plugin commands: only the qualified form expands
-        with ScriptedClaude([say("ok")]) as fake:
-            session = cc.session(name, cwd=project, base_url=fake.base_url, env=env)
-        assert session.returncode == 0, session.describe()
-        [command] = fake.main_requests[0].expanded_commands()
-        assert command.name == name and command.body.strip(), (name, names[name])
-
-    with ScriptedClaude([say("ok")]) as fake:  # a short name is text to the model without the project commands
-        cc.session("/longmemeval-run --max 2", cwd=project, base_url=fake.base_url, env=env)
-    assert fake.main_requests[0].expanded_commands() == []
-
-    subprocess.run([sys.executable, str(REPO / "scripts" / "setup_project.py"), "--skip-venv", "--short-commands"],
-                   cwd=project, check=True, capture_output=True)
-
-    def load(exchange: Exchange) -> Any:  # what the project command says: load the plugin's command
-        body = exchange.expanded_commands()[0].body
-        skill, args = re.search(r"skill `([^`]+)` and args `([^`]*)`", body).groups()
-        return tool("Skill", {"skill": skill, "args": args})
-
-    for name in short:  # project commands written by setup --short-commands: the short form expands
-        chain = [tool("Skill", {"skill": LOOP_SKILL})] if name == "/longmemeval-iterate" else []  # and hands over
-        with ScriptedClaude([once(load), *chain, say("ok")]) as fake:
-            session = cc.session(f"{name} --max 2", cwd=project, base_url=fake.base_url, env=env)
-        assert_clean(session, fake)
-        [command] = fake.main_requests[0].expanded_commands()
-        assert (command.name, command.args) == (name, "--max 2"), names[name]
-        loaded = fake.main_requests[-1].loaded_skills()[f"{harness.PLUGIN}:{name[1:]}"]
-        assert loaded.strip() and "$ARGUMENTS" not in loaded and str(cc.plugin_dir) in loaded
 
 
 # --------------------------------------------------------------------------- the Stop hook's bounds
@@ -438,40 +389,17 @@ def test_the_stop_hook_lets_other_sessions_go_and_a_spinning_session_go_after_th
 LONG_RUN_LATENCY = 5.1
 """Seconds per fake model call: 24 items x (reader + judge) at concurrency 1 = at least 245 s, past the Bash tool's
 120 s default twice over. The session runs in a thread while the rest of the suite runs (conftest.py)."""
-class LongRun(threading.Thread):
-    def __init__(self, cc: harness.ClaudeCode, root: Path) -> None:
-        super().__init__(name="claude-code-long-run", daemon=True)
-        self.cc, self.root = cc, root
-        self.session: harness.Session | None = None
-        self.fake: ScriptedClaude | None = None
-        self.project: Path | None = None
-        self.error: BaseException | None = None
-        self.proc: subprocess.Popen | None = None
-
-    def run(self) -> None:
-        try:
-            project, env = _priced_project(self.root, concurrency=1)
-            self.project = project
-            with FakeLLMServer() as llm, ScriptedClaude([play_blocks(command_body), say("The run completed.")]) as fake:
-                llm.latency = LONG_RUN_LATENCY
-                items = json.loads((REPO / "data" / "sample" / "longmemeval_sample.json").read_text())
-                llm.answers = {item["question"]: item["answer"] for item in items}
-                self.fake = fake
-                self.session = self.cc.session(command_names.RUN, cwd=project, base_url=fake.base_url,
-                                               env=env | llm_env(llm), timeout=600,
-                                               on_start=lambda proc: setattr(self, "proc", proc))
-        except BaseException as err:  # noqa: BLE001 - reported by the test
-            self.error = err
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, 9)
-
-    @classmethod
-    def launch(cls, installed: harness.ClaudeCode, root: Path) -> "LongRun":
-        thread = cls(installed.clone(root / "home"), root)
-        thread.start()
-        return thread
+class LongRun(harness.SessionThread):
+    def play(self) -> None:
+        project, env = _priced_project(self.root, concurrency=1)
+        self.project = project
+        with FakeLLMServer() as llm, ScriptedClaude([play_blocks(command_body), say("The run completed.")]) as fake:
+            llm.latency = LONG_RUN_LATENCY
+            items = json.loads((REPO / "data" / "sample" / "longmemeval_sample.json").read_text())
+            llm.answers = {item["question"]: item["answer"] for item in items}
+            self.fake = fake
+            self.session = self.cc.session(command_names.RUN, cwd=project, base_url=fake.base_url,
+                                           env=env | llm_env(llm), timeout=600, on_start=self.on_start)
 
 
 def test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks(

@@ -1,4 +1,5 @@
-"""What setup writes for Claude Code on request (permission rules, short command names), and loop_target.py.
+"""What setup writes for Claude Code on request (permission rules; --short-commands now writes nothing), and
+loop_target.py.
 
 tests/test_claude_code.py proves with the real CLI that these rules and wrappers work; here: their content, that
 they merge with the user's own files, never clobber them, and that bad input stops setup before anything is
@@ -11,7 +12,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from lme.cli import claude_settings
 from lme.core import command_names
@@ -72,48 +72,34 @@ def test_a_broken_settings_file_stops_setup_before_anything_is_written(tmp_path,
     assert sorted(p.name for p in tmp_path.rglob("*")) == [".claude", "settings.local.json"]
 
 
-def test_short_commands_are_project_commands_that_load_the_plugins_own(tmp_path, capsys):
+def test_short_commands_writes_nothing_and_says_the_plain_names_work_without_it(tmp_path, capsys):
     assert setup(tmp_path, "--short-commands") == 0
-    names = [n.split(":", 1)[1] for n in command_names.ALL.values()]
-    assert f"wrote {', '.join('/' + n for n in names)}" in capsys.readouterr().out
-    for name in names:
-        path = tmp_path / ".claude" / "commands" / f"{name}.md"
-        meta = frontmatter(path)
-        assert meta["allowed-tools"] == f"Skill(longmemeval-benchmarker:{name})"
-        plugin = frontmatter(REPO / "commands" / f"{name}.md")
-        assert meta["description"].startswith(plugin["description"]) and meta.get("argument-hint") == plugin.get(
-            "argument-hint")
-        body = path.read_text()
-        assert f"skill `longmemeval-benchmarker:{name}` and args `$ARGUMENTS`" in body
-        assert str(REPO) not in body  # nothing to go stale when the plugin moves
-    assert setup(tmp_path, "--short-commands") == 0
-    assert "short command names present; nothing to do" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if line.startswith("commands")]
+    assert "--short-commands is no longer needed" in line and all(n in line for n in command_names.ALL.values())
+    assert not (tmp_path / ".claude").exists()
 
 
-def test_short_commands_keep_a_command_the_user_wrote(tmp_path, capsys):
-    own = tmp_path / ".claude" / "commands" / "longmemeval-run.md"
-    own.parent.mkdir(parents=True)
-    own.write_text("my own run command\n")
+def test_short_commands_names_the_wrappers_an_earlier_setup_wrote_and_leaves_every_file_alone(tmp_path, capsys):
+    folder = tmp_path / ".claude" / "commands"
+    folder.mkdir(parents=True)
+    ours = folder / "longmemeval-run.md"
+    ours.write_text(f"---\nallowed-tools: Skill(longmemeval-benchmarker:longmemeval-run)\n---\n\n{claude_settings.WRAPPER_MARK}\n")
+    own = folder / "longmemeval-report.md"
+    own.write_text("my own report command\n")
+    before = {p: p.read_bytes() for p in folder.iterdir()}
     assert setup(tmp_path, "--short-commands") == 0
-    assert "kept your" in capsys.readouterr().out and own.read_text() == "my own run command\n"
-    ours = tmp_path / ".claude" / "commands" / "longmemeval-report.md"
-    ours.write_text(ours.read_text().replace("Call the Skill tool", "Old text. Call the Skill tool"))
-    assert setup(tmp_path, "--short-commands") == 0
-    assert "Old text" not in ours.read_text()  # ours is refreshed
-
-
-def test_wrapper_frontmatter_is_yaml_claude_code_reads():
-    for name in claude_settings.SHORT_COMMANDS:
-        text = claude_settings.wrapper_text(name)
-        meta = yaml.safe_load(text.split("---")[1])
-        assert set(meta) >= {"description", "allowed-tools"}
+    out = capsys.readouterr().out
+    assert ".claude/commands/longmemeval-run.md: written by an earlier --short-commands, no longer needed" in out
+    assert "longmemeval-report.md" not in out
+    assert {p: p.read_bytes() for p in folder.iterdir()} == before
 
 
 def test_the_files_setup_writes_for_claude_code_are_never_part_of_a_fix(tmp_path):
     from lme.loop import loop_git
 
     project = make_loop_project(tmp_path)
-    assert setup(project, "--allow-unattended", "--short-commands") == 0
+    assert setup(project, "--allow-unattended") == 0
     assert [p for p in loop_git.changed_paths(project) if p.startswith(".claude")] == []
 
 

@@ -41,7 +41,7 @@ SAMPLE_ROOT = "/home/some user/.claude/plugins/cache/longmemeval-benchmarker"
 
 #: References a skill tells the agent to follow step by step: their blocks run under the skill's rules too.
 FOLLOWED_DOCS = {
-    "longmemeval-loop": ("references/iteration-rules.md", "references/termination.md"),
+    command_names.LOOP_SKILL: ("references/iteration-rules.md", "references/termination.md"),
 }
 #: Example arguments per command (``$ARGUMENTS`` is substituted textually before the agent runs a block).
 ARGUMENTS = ("", "--max 3 --run-id demo")
@@ -114,8 +114,9 @@ def test_every_skill_line_is_allowed_by_the_skills_own_rules(skill):
 
 def test_a_command_hands_over_only_to_skills_that_exist():
     handed = {name for c in COMMANDS for name in skills_handed_over(str(frontmatter(c).get("allowed-tools", "")))}
-    assert handed == {"longmemeval-loop"}
     assert all((REPO / "skills" / name / "SKILL.md").is_file() for name in handed)
+    # the loop is a skill that /longmemeval-iterate runs by itself: no command loads it (its rules are its own)
+    assert command_names.LOOP_SKILL not in handed
 
 
 def test_no_rule_names_a_step_claude_code_always_refuses():
@@ -137,7 +138,7 @@ def test_the_matcher_reads_rules_as_claude_code_does():
     # the old rules: a * inside a prefix rule is literal, so they matched nothing
     assert not rule_matches("*/scripts/*.py:*", f'python "{root}/scripts/run_benchmark.py" --max 3')
     assert rule_matches("git status", "git status") and not rule_matches("git status", "git status -s")
-    assert skills_handed_over("Skill(longmemeval-benchmarker:longmemeval-loop), Read") == ["longmemeval-loop"]
+    assert skills_handed_over("Skill(longmemeval-benchmarker:longmemeval-iterate), Read") == ["longmemeval-iterate"]
     assert split_entries('Bash(bash "/a b/x.sh" y.py:*), Read Edit,Write') == [
         'Bash(bash "/a b/x.sh" y.py:*)', "Read", "Edit", "Write"]
     assert bash_rules('Bash(python3 "${CLAUDE_PLUGIN_ROOT}/s.py":*), Read', "/p q") == ['python3 "/p q/s.py":*']
@@ -196,7 +197,8 @@ def test_venv_run_without_the_venv_says_to_run_setup_and_exits_2(tmp_path):
     project = _venv_project(tmp_path, None)
     done = _venv_run(REPO / "scripts" / "venv_run.sh", project, "run_benchmark.py", "--max", "3")
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"error: .longmemeval-venv not found in {project}: run {command_names.SETUP} first\n"
+    assert done.stderr == (f"error: .longmemeval-venv not found in {project}: run setup first: "
+                           f"{command_names.step(command_names.SETUP, env={})}\n")
 
 
 @pytest.mark.parametrize("name,needle", [("../evil.py", "not a script name"), ("no_such.py", "no script no_such.py"),

@@ -44,7 +44,7 @@ GENERATION_FLIP = 0.10
 JUDGE_FLIP = 0.04
 LOOP = {
     "branch": LOOP_BRANCH, "run_id": "loop", "target": "full-context", "target_model": "openai:gpt-4o-mini",
-    "judge": "openai:gpt-4o", "n_parallel": 4,
+    "judge": "openai:gpt-4o", "n_parallel": 4, "fix_paths": ["memory_system/"],
     "targetOptions": {"symbolic_resolver": True, "symbolic_temporal": True, "symbolic_bypass": True},
 }
 
@@ -137,7 +137,8 @@ def play_round(project: Path, system: NoisySystem, items: list[dict], change, *,
     chosen = trigger_set.parse(out.read_text())
     assert chosen.failing and chosen.control  # as many control items as the type has right ones, at most
     (project / ".longmemeval-benchmarks" / "proposal.md").write_text(f"round {round_no}: {change.__doc__}\n")
-    (project / f"change_{round_no}.py").write_text(f"ROUND = {round_no}\n")
+    (project / "memory_system").mkdir(exist_ok=True)
+    (project / "memory_system" / f"change_{round_no}.py").write_text(f"ROUND = {round_no}\n")
     loop_steps.commit_fix(project)
     question_of = {it["question_id"]: it["question"] for it in items}
     rows = run_store.load_results(project / ".longmemeval-benchmarks" / "runs" / "loop")

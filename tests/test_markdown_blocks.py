@@ -101,7 +101,7 @@ def _the_shell_path_ran_and_scored(project: Path, env, output: str) -> None:
 #: What a doc's blocks must have done, beyond exiting 0 (doc path -> check(project, env, output)).
 OUTCOMES = {
     "README.md": _the_shell_path_ran_and_scored,
-    "skills/longmemeval-loop/SKILL.md": _a_round_was_played,
+    "skills/longmemeval-iterate/SKILL.md": _a_round_was_played,
     "references/termination.md": _the_loop_was_confirmed,
     "skills/run-benchmark/SKILL.md": _the_hypotheses_were_judged,
 }
@@ -122,7 +122,7 @@ def test_bash_blocks_run_as_written(doc, user_project, fake_llm):
 
 def test_the_loop_docs_run_every_block():
     """No skip left in the loop's docs: each of their steps is exercised as written."""
-    for name in ("skills/longmemeval-loop/SKILL.md",
+    for name in ("skills/longmemeval-iterate/SKILL.md",
                  "references/iteration-rules.md", "references/termination.md"):
         blocks = harness.extract_blocks(harness.REPO / name)
         assert blocks and [b.number for b in blocks if b.skip is not None] == [], name

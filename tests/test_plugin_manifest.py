@@ -13,8 +13,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = REPO / ".claude-plugin" / "plugin.json"
 MARKETPLACE = REPO / ".claude-plugin" / "marketplace.json"
-COMMANDS = ("longmemeval-setup", "longmemeval-run", "longmemeval-report", "longmemeval-iterate", "longmemeval-cancel")
-SKILLS = ("setup", "run-benchmark", "report", "longmemeval-loop")
+COMMANDS = ("longmemeval-setup", "longmemeval-run", "longmemeval-report", "longmemeval-cancel")
+SKILLS = ("setup", "run-benchmark", "report", "longmemeval-iterate")
 SKILL_NAME = re.compile(r"^[a-z0-9-]{1,64}$")
 
 
@@ -34,8 +34,8 @@ def test_claude_plugin_validate_strict_passes():
     claude = claude_binary()
     if claude is None:
         if cli_required():
-            pytest.fail("claude CLI not installed under CI: bash tests/run_tests.sh installs it into .tools/")
-        pytest.skip("claude CLI not installed (bash tests/run_tests.sh installs it into .tools/)")
+            pytest.fail("claude CLI not installed under CI: bash tests/run_tests.sh installs it")
+        pytest.skip("claude CLI not installed (bash tests/run_tests.sh installs it)")
     done = subprocess.run([claude, "plugin", "validate", "--strict", "."], cwd=REPO, capture_output=True,
                           text=True, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr

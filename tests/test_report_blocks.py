@@ -73,7 +73,8 @@ def test_without_the_venv_the_block_says_to_run_setup(tmp_path, doc):
     project = _project(tmp_path, venv=False)
     done = _bash(_block(DOCS[doc], "scorecard.py"), project, tmp_path)
     assert done.returncode == 2
-    assert done.stderr.strip() == f"error: .longmemeval-venv not found in {project}: run {command_names.SETUP} first"
+    assert done.stderr.strip() == (f"error: .longmemeval-venv not found in {project}: run setup first: "
+                                   f"{command_names.step(command_names.SETUP, env={})}")
 
 
 def test_the_command_scores_the_latest_started_run_or_the_one_named_by_run_id(tmp_path):

@@ -148,7 +148,12 @@ def test_figure_reads_numbers_and_metric_blocks():
 
 @pytest.fixture
 def loop_project(tmp_path):
+    from lme.core.config_defaults import default_config
+
     project = make_loop_project(tmp_path)
+    config = project / ".longmemeval-benchmarks" / "config.json"  # the loop improves the project's memory_system/
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({**default_config(), "loop": {"target": "memory_system"}}))
     types = item_ids(12)
     labels = {q: i % 3 != 0 for i, q in enumerate(types)}
     write_run(project, "loop", types, labels)
@@ -178,7 +183,8 @@ def _subjects(project, ref="HEAD"):
 
 def _write_fix(project, proposal="Prefer the latest session\n\nFiles: memory_system/policy.py\n"):
     (project / ".longmemeval-benchmarks" / "proposal.md").write_text(proposal)
-    (project / "policy.py").write_text("LATEST = True\n")
+    (project / "memory_system").mkdir(exist_ok=True)
+    (project / "memory_system" / "policy.py").write_text("LATEST = True\n")
 
 
 def test_begin_bumps_snapshots_logs_commits_and_pushes_and_a_rerun_finishes_the_same_round(loop_project):
@@ -211,12 +217,44 @@ def test_commit_fix_commits_the_change_as_the_rounds_fix_once(loop_project, caps
     assert loop_state.fix_commit(project, 1) == sha
     message = git(["log", "-1", "--format=%B"], project).stdout
     assert message.startswith("fix(v1): Prefer the latest session\n\nFiles: memory_system/policy.py")
-    assert git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split() == ["policy.py"]
-    (project / "policy.py").write_text("LATEST = False\n")
+    assert git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split() == ["memory_system/policy.py"]
+    (project / "memory_system" / "policy.py").write_text("LATEST = False\n")
     with pytest.raises(UserError, match="one fix per round"):
         loop_steps.commit_fix(project)
     with pytest.raises(UserError, match="already has its fix commit"):
         loop_steps.begin(project, "loop")
+
+
+def test_commit_fix_commits_the_memory_systems_files_only_and_names_the_rest(loop_project, capsys):
+    project, _, _ = loop_project
+    loop_steps.begin(project, "loop")
+    _write_fix(project)
+    (project / ".gitignore").write_text((project / ".gitignore").read_text() + "# setup's entries\n")
+    (project / "notes.txt").write_text("the user's own notes\n")
+    capsys.readouterr()
+    assert run_main(rounds.main, ["--project", str(project), "commit-fix"]) == 0
+    err = capsys.readouterr().err
+    assert "committing: memory_system/policy.py" in err
+    assert "left alone (not the memory system's files, memory_system/): .gitignore, notes.txt" in err
+    assert git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split() == ["memory_system/policy.py"]
+    status = git(["status", "--porcelain"], project).stdout
+    assert " M .gitignore" in status and "?? notes.txt" in status  # untouched, uncommitted
+
+
+def test_commit_fix_with_only_other_files_changed_or_a_built_in_target_commits_nothing(loop_project):
+    project, _, _ = loop_project
+    loop_steps.begin(project, "loop")
+    (project / ".longmemeval-benchmarks" / "proposal.md").write_text("A fix\n")
+    (project / "notes.txt").write_text("the user's own notes\n")
+    head = git(["rev-parse", "HEAD"], project).stdout
+    with pytest.raises(UserError, match=r"no changed files in the memory system \(memory_system/\).*left alone: notes.txt"):
+        loop_steps.commit_fix(project)
+    config = project / ".longmemeval-benchmarks" / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "loop": {"target": "memory-ref"}}))
+    _write_fix(project)
+    with pytest.raises(UserError, match="target memory-ref is built in .*loop_target.py use-copy"):
+        loop_steps.commit_fix(project)
+    assert git(["rev-parse", "HEAD"], project).stdout == head
 
 
 def test_commit_fix_refuses_an_empty_proposal_or_no_change(loop_project):
@@ -226,7 +264,7 @@ def test_commit_fix_refuses_an_empty_proposal_or_no_change(loop_project):
     with pytest.raises(UserError, match="is empty"):
         loop_steps.commit_fix(project)
     (project / ".longmemeval-benchmarks" / "proposal.md").write_text("A fix\n")
-    with pytest.raises(UserError, match="no changed files"):
+    with pytest.raises(UserError, match="no changed files in the memory system"):
         loop_steps.commit_fix(project)
 
 
@@ -244,7 +282,7 @@ def test_finish_reverts_a_harmful_fix_commits_pushes_and_never_decides_twice(loo
     subjects = _subjects(project)
     assert subjects[0] == f"round v1: {summary}" and subjects[1].startswith('Revert "fix(v1): Prefer the latest')
     assert _subjects(project, "origin/longmemeval-iter") == subjects
-    assert not (project / "policy.py").exists()
+    assert not (project / "memory_system" / "policy.py").exists()
     assert loop_steps.finish(project, "loop") == summary  # run again: committed and pushed, not decided again
     decisions = (project / ".longmemeval-benchmarks" / "decisions.jsonl").read_text().splitlines()
     assert len(decisions) == 1 and json.loads(decisions[0])["fix_commit"] == fix

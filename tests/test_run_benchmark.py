@@ -523,6 +523,36 @@ def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_p
     assert sorted(completed(project, "cap")) == sorted(r["question_id"] for r in rows)
 
 
+def test_an_approved_run_paused_at_max_cost_resumes_without_a_second_approval(tmp_path, fake_llm, capsys):
+    import shlex
+
+    project = make_project(tmp_path / "p", confirmCostUsd=0.001, cacheEnabled=False)
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "ok", "--yes", "--max-cost", "0.004") == 6
+    err = capsys.readouterr().err
+    approved = meta(project, "ok")["invocations"][-1]["approved_usd"]
+    assert approved > 0.004  # the whole run's estimate, approved by the user's --yes
+    # the pause says how the cap was reached: what was spent, what was in flight, what the next item needs
+    error = meta(project, "ok")["error"]
+    assert "spent + up to $" in error and "in flight" in error and "the next item's up to $" in error, error
+    # the printed resume line, a higher cap in place of the placeholder: it runs, no second approval (exit 5)
+    line = err.split("resume with: ", 1)[1].splitlines()[0].replace("<a higher USD>", "1")
+    args = shlex.split(line)[2:]  # past the python and the script
+    assert "--yes" not in args
+    assert run_benchmark.main([*args, "--progress", "quiet", "--no-scorecard"]) == 0
+    assert "cost gate: within the $" in capsys.readouterr().err
+    assert len(completed(project, "ok")) == N_SAMPLE
+
+
+def test_an_approval_covers_only_its_own_estimate(tmp_path, fake_llm, capsys):
+    project = make_project(tmp_path / "p", confirmCostUsd=0.001, cacheEnabled=False)
+    register_answers(fake_llm)
+    assert run(project, "--run-id", "part", "--yes", "--max", "2") == 0  # approved: two items
+    assert run(project, "--run-id", "part") == 5  # the other 22 were never approved: the gate asks
+    assert "cost gate: this run needs confirmation" in capsys.readouterr().out
+    assert len(completed(project, "part")) == 2
+
+
 def test_max_cost_needs_prices_and_a_positive_amount(tmp_path, capsys):
     from lme.core.errors import run_main
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import time
@@ -103,7 +104,7 @@ def test_a_live_worker_is_running_and_a_reused_pid_is_not(tmp_path, capsys):
     root = run_dir(project, "w")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        info = {"pid": sleeper.pid, "started_at": clock.utc_now(), "hostname": background.socket.gethostname(),
+        info = {"pid": sleeper.pid, "started_at": clock.utc_now(), "hostname": socket.gethostname(),
                 "log": str(root / "run.log"), "boot_id": background._boot_id(),
                 "proc_start": background._proc_start(sleeper.pid)}
         run_store.write_atomic_json(root / "worker.json", info)
@@ -129,7 +130,7 @@ def test_a_worker_that_died_before_running_is_dead_with_its_last_log_line(tmp_pa
     root.mkdir(parents=True)
     (root / "run.log").write_text("=== started\nerror: something the worker refused\n")
     run_store.write_atomic_json(root / "worker.json", {"pid": 2 ** 22 + 12345, "started_at": clock.utc_now(),
-                                                           "hostname": background.socket.gethostname(),
+                                                           "hostname": socket.gethostname(),
                                                            "log": str(root / "run.log")})
     assert status(project, "--run-id", "early") == 1
     out = capsys.readouterr().out

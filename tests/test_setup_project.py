@@ -452,7 +452,7 @@ def test_downloading_into_a_sample_project_says_the_offline_target_and_judge_rem
     capsys.readouterr()
     assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--offline"]) == 0
     out = capsys.readouterr().out
-    assert f"next: {command_names.SETUP} --download _oracle --force-config" in out
+    assert f"next: {command_names.step(command_names.SETUP, '--download _oracle --force-config')}" in out
 
 
 # --------------------------------------------------------------------------- issue 14: a local dataset, .gitignore
@@ -512,4 +512,4 @@ def test_skip_venv_without_a_dataset_names_one_next_step(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "re-run with" not in out
     nexts = [line for line in out.splitlines() if line.startswith("next:")]
-    assert nexts == [f"next: {setup_project.NO_DATASET_NEXT}"] and "--sample" in nexts[0]
+    assert nexts == [f"next: {setup_project.no_dataset_next()}"] and "--sample" in nexts[0]

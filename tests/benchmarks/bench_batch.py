@@ -8,7 +8,7 @@ minute, with the least wall time that limit allows. A stage a target does not de
 synchronous prices (memory-ref declares its writer batchable: its reader and reranker stay synchronous).
 
 Usage (from the repo root; about a minute on 2 cores):
-    .venv/bin/python tests/benchmarks/bench_batch.py [--rpm 500] [--tpm 30000000] [--max N]
+    bash tests/venv_python.sh tests/benchmarks/bench_batch.py [--rpm 500] [--tpm 30000000] [--max N]
 """
 
 from __future__ import annotations

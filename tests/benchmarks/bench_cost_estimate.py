@@ -6,7 +6,7 @@ already makes): seconds for each, their ratio, and the estimate's figures for fu
 (calls, tokens, dollars per stage). No model is called; nothing is written.
 
 Usage (from the repo root; about a minute on 2 cores):
-    .venv/bin/python tests/benchmarks/bench_cost_estimate.py [--max N]
+    bash tests/venv_python.sh tests/benchmarks/bench_cost_estimate.py [--max N]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Judge one hypotheses file three ways, side by side, against the fake judge at 500 ms a call. Prints figures.
 
-    .venv/bin/python tests/benchmarks/bench_hypotheses_judge.py [--items 100] [--latency 0.5] [--concurrency 8]
+    bash tests/venv_python.sh tests/benchmarks/bench_hypotheses_judge.py [--items 100] [--latency 0.5] [--concurrency 8]
 
 1. upstream: ``evaluate_qa.py gpt-4o HYP REF`` from the LongMemEval mirror's own files (exported into a temp dir,
    run there with OPENAI_BASE_URL at the fake server; nothing of it enters this repository): one call at a time.

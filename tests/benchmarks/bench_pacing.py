@@ -1,6 +1,6 @@
 """Benchmark pacing against a fake server that enforces provider rate limits. Prints figures.
 
-    .venv/bin/python tests/benchmarks/bench_pacing.py [--only rpm5,rpm20,rpm20-anthropic,tpm,...] [--repeat 2]
+    bash tests/venv_python.sh tests/benchmarks/bench_pacing.py [--only rpm5,rpm20,rpm20-anthropic,tpm,...] [--repeat 2]
 
 The fake server (in this process, so its request log can be read) enforces requests per minute and tokens per
 minute per model, answers 429 with Retry-After beyond them, and puts the provider's rate-limit headers on every

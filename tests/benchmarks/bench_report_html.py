@@ -1,7 +1,7 @@
 """Benchmark report.html on the real 499-item `_s` copy: file size, build time, and load / filter / drill-down times
 in headless Chromium. Prints figures.
 
-    .venv/bin/python tests/benchmarks/bench_report_html.py [--max-text-mb 24] [--keep DIR]
+    bash tests/venv_python.sh tests/benchmarks/bench_report_html.py [--max-text-mb 24] [--keep DIR]
 
 1. An offline run of every `_s` item (the offline target ranks all sessions, so rows carry retrieval ids; no model
    call, so no prompt is stored): run time, report build time and size.

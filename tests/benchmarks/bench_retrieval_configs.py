@@ -1,7 +1,7 @@
 """Session retrieval of every retriever configuration on the real ``_s`` copy, on both halves, overall and per type.
 
 Not a test (pytest does not collect tests/benchmarks). Run by hand (about 5 minutes on one core):
-    nice -n 10 .venv/bin/python tests/benchmarks/bench_retrieval_configs.py [--data PATH] [--configs a,b] [--json]
+    nice -n 10 bash tests/venv_python.sh tests/benchmarks/bench_retrieval_configs.py [--data PATH] [--configs a,b] [--json]
 
 Halves: ``scripts/lme/data/holdout.py`` (sha256(question_id) ends in an even hex digit = development half). Weights were
 tuned on the development half only; the test half is reported, never tuned on.

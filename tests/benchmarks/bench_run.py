@@ -1,6 +1,6 @@
 """Benchmark the run driver against the fake model server on the 500 real oracle items. Prints figures.
 
-    .venv/bin/python tests/benchmarks/bench_run.py [--latency 0.02] [--items 500] [--only throughput,ratelimit,resume,cache]
+    bash tests/venv_python.sh tests/benchmarks/bench_run.py [--latency 0.02] [--items 500] [--only throughput,ratelimit,resume,cache]
 
 1. throughput: wall time of a full run at concurrency 1, 8 and 32 vs the ideal (items x 2 calls x latency /
    concurrency); prints actual/ideal. With a short latency the machine's CPU is the bound, so a "ceiling" line

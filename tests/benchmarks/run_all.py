@@ -1,6 +1,6 @@
 """Run every benchmark script in this folder, one after another, and print their figures.
 
-    .venv/bin/python tests/benchmarks/run_all.py [--only NAME[,NAME]]
+    bash tests/venv_python.sh tests/benchmarks/run_all.py [--only NAME[,NAME]]
 
 Each script reads the real LongMemEval copy from ../shared/data/longmemeval (or LONGMEMEVAL_DATA_DIR) and says
 "skipped" when it is absent. They are sized for a 2-core machine: the whole set takes a few minutes.

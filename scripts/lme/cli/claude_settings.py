@@ -1,4 +1,4 @@
-"""What setup may write into a project for Claude Code (opt-in): permission rules and short command names.
+"""What setup may write into a project for Claude Code (opt-in): permission rules.
 
 Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs/claude-code.md):
 
@@ -9,11 +9,9 @@ Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs
 - The project's ``.claude/settings.local.json`` is read even before the workspace is trusted; its
   ``.claude/settings.json`` is ignored until then. So the rules go to ``settings.local.json`` (personal, not
   meant to be committed).
-- Plugin commands expand only in their qualified form (``command_names.RUN``). A project command is not
-  namespaced: ``.claude/commands/longmemeval-run.md`` makes the short name work in that project. Ours only
-  tells the model to load the plugin's command with the Skill tool (allowed by the wrapper's own
-  ``allowed-tools``), which then runs under the plugin command's rules: no plugin path in the project, nothing
-  to go stale when the plugin updates.
+- The plugin's commands and its loop skill answer to their plain names (``command_names``): nothing to write for
+  that. ``--short-commands``, which once wrote project commands for them, is kept only to say so
+  (``SHORT_COMMANDS_NOTICE``); wrappers it wrote earlier still work and can be deleted.
 
 Standard library only (``setup_project.py`` runs before the venv).
 """
@@ -36,8 +34,9 @@ PLUGIN = command_names.PLUGIN
 SETTINGS_FILE = Path(".claude") / "settings.local.json"
 COMMANDS_DIR = Path(".claude") / "commands"
 WRAPPER_MARK = "<!-- written by longmemeval-benchmarker setup (--short-commands); safe to delete -->"
-#: The plugin commands that get a short project name: every one command_names knows.
-SHORT_COMMANDS = tuple(name.split(":", 1)[1] for name in command_names.ALL.values())
+"""The mark of the project commands an earlier ``--short-commands`` wrote."""
+SHORT_COMMANDS_NOTICE = ("--short-commands is no longer needed: " + ", ".join(command_names.ALL.values()) +
+                         " work by these names right after the plugin is installed (nothing written)")
 
 
 def frontmatter(path: Path) -> dict[str, str]:
@@ -114,35 +113,15 @@ def write_permissions(project: Path, write_json: Any, plugin_root: Path = PLUGIN
     return added
 
 
-def wrapper_text(name: str, plugin_root: Path = PLUGIN_ROOT) -> str:
-    meta = frontmatter(plugin_root / "commands" / f"{name}.md")
-    hint = meta.get("argument-hint")
-    lines = ["---", f"description: {meta.get('description', name)} (short name of /{PLUGIN}:{name})"]
-    if hint:
-        lines.append(f"argument-hint: {json.dumps(hint)}")
-    lines += [f"allowed-tools: Skill({PLUGIN}:{name})", "---", "", WRAPPER_MARK, "",
-              f"Call the Skill tool with skill `{PLUGIN}:{name}` and args `$ARGUMENTS`, then follow the "
-              "instructions it loads, as written.", ""]
-    return "\n".join(lines)
-
-
-def write_short_commands(project: Path, plugin_root: Path = PLUGIN_ROOT) -> tuple[list[str], list[str]]:
-    """Write ``.claude/commands/<name>.md`` wrappers; returns (written, kept). A file that is not ours is kept."""
-    written, kept = [], []
+def earlier_wrappers(project: Path) -> list[str]:
+    """The project commands an earlier ``--short-commands`` wrote (our mark inside), which are no longer needed."""
     folder = Path(project) / COMMANDS_DIR
-    for name in SHORT_COMMANDS:
-        if not (plugin_root / "commands" / f"{name}.md").is_file():
+    found = []
+    for name in command_names.ALL.values():
+        path = folder / f"{name[1:]}.md"
+        try:
+            if path.is_file() and WRAPPER_MARK in path.read_text(encoding="utf-8", errors="replace"):
+                found.append((COMMANDS_DIR / path.name).as_posix())
+        except OSError:
             continue
-        path = folder / f"{name}.md"
-        text = wrapper_text(name, plugin_root)
-        if path.exists():
-            old = path.read_text(encoding="utf-8")
-            if WRAPPER_MARK not in old:
-                kept.append(path.as_posix())
-                continue
-            if old == text:
-                continue
-        folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        written.append(f"/{name}")
-    return written, kept
+    return found

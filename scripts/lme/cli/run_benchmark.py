@@ -105,7 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.background:
         return _start_in_background(settings, args, argv)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
-    code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost)
+    approved = cost_gate.approval_to_record(settings, args.run_id) if args.yes else None  # a resume needs no second yes
+    code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost,
+                                    approved_usd=approved)
     run_id = root.name
     if code == run_driver.EXIT_JUDGE_GONE:
         raise UserError(f"run {run_id} stopped: {judge_official.CONTINUITY_HINT}; the items it could not judge stay "

@@ -8,6 +8,8 @@ Usage:
     python3 scripts/setup_project.py --sample                 # offline demo: sample data, no keys, no network
     python3 scripts/setup_project.py --download _s --clone-upstream
     python3 scripts/setup_project.py --download _oracle --offline   # prints what to fetch by hand
+    python3 scripts/setup_project.py --background --sample    # detached; follows it up to 100 s (exit 4: still running)
+    python3 scripts/setup_project.py --wait 100               # follow a background setup again
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from lme.core.facts import (  # noqa: E402  (stdlib-only sibling)
 )
 from lme.core.config_defaults import default_config as defaults  # noqa: E402  (stdlib-only sibling)
 from lme.cli import claude_settings  # noqa: E402  (stdlib-only sibling)
+from lme.cli import setup_job  # noqa: E402  (stdlib-only sibling)
 from lme.core.fileio import write_atomic_json  # noqa: E402  (stdlib-only sibling)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
@@ -624,8 +627,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="add the plugin's permission rules (its script lines, with this plugin's path, and "
                              "its skills) to .claude/settings.local.json, so Claude Code runs the loop unattended")
     parser.add_argument("--short-commands", action="store_true",
-                        help="write .claude/commands/longmemeval-*.md: the short command names (longmemeval-run, ...) then work "
-                             "in this project")
+                        help=f"no longer needed (the plugin's commands answer to {command_names.RUN}, ... by "
+                             "themselves): accepted, says so, writes nothing")
+    parser.add_argument("--background", action="store_true",
+                        help=f"run the setup detached and follow it for up to {setup_job.FOLLOW_SECONDS} s; still "
+                             "running: exit 4 and the --wait line (Claude Code's Bash tool stops waiting at 120 s)")
+    parser.add_argument("--wait", type=float, metavar="SECONDS",
+                        help="follow a --background setup for up to SECONDS: its output and exit status once it "
+                             "ended, else exit 4")
+    parser.add_argument(setup_job.JOB_FLAG, action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -652,19 +662,24 @@ def add_claude_settings(project: Path, report: Report, *, allow: bool, short: bo
         for rule in claude_settings.permission_rules():
             report.add("permissions", f"  {rule}")
     if short:
-        written, kept = claude_settings.write_short_commands(project)
-        report.add("commands", f"wrote {', '.join(written)} in {claude_settings.COMMANDS_DIR.as_posix()}" if written
-                   else "short command names present; nothing to do")
-        for path in kept:
-            report.add("commands", f"kept your {path} (not written by setup)")
+        report.add("commands", claude_settings.SHORT_COMMANDS_NOTICE)
+        for path in claude_settings.earlier_wrappers(project):
+            report.add("commands", f"{path}: written by an earlier --short-commands, no longer needed (delete it)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    if sys.version_info < (3, 10):
-        raise UserError(f"python {sys.version.split()[0]} is too old", fix="run this with python3 >= 3.10")
-    args = parse_args(argv)
-    # Validate everything before writing anything.
-    project = args.project.expanduser().resolve()
+@dataclass(frozen=True)
+class Checked:
+    """What ``validate`` found, for the steps that use it."""
+
+    variant: str | None
+    base_url: str
+    adopted: dict[str, Any] | None
+    root: Path
+    """The upstream checkout's folder."""
+
+
+def validate(args: argparse.Namespace, project: Path) -> Checked:
+    """Every check that needs no writing, before anything is written (bad input: one line, exit 2, nothing made)."""
     check_project_writable(project)
     check_state_paths(project)
     variant = resolve_variant(args.download) if args.download else None
@@ -682,7 +697,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         verify_upstream(root)
     if args.allow_unattended:
         check_claude_settings(project)
+    return Checked(variant, base_url, adopted, root)
 
+
+def setup(args: argparse.Namespace, project: Path, checked: Checked | None = None) -> int:
+    """Every step, each only when needed; the summary and the next step on stdout."""
+    checked = checked or validate(args, project)
+    variant, base_url, adopted, root = checked.variant, checked.base_url, checked.adopted, checked.root
     report = Report()
     project.mkdir(parents=True, exist_ok=True)
     if args.skip_venv:
@@ -722,24 +743,54 @@ def main(argv: Sequence[str] | None = None) -> int:
                      for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"))
     report.add("keys", keys)
     print("\n".join(report.lines))
-    print(f"next: {next_command(config, downloaded=args.download) if has_dataset else NO_DATASET_NEXT}")
+    print(f"next: {next_command(config, downloaded=args.download) if has_dataset else no_dataset_next()}")
     return 0
 
 
-NO_DATASET_NEXT = (f"{command_names.slash(command_names.SETUP, '--sample')}   (the offline demo; or --download _s, "
-                   "or --dataset PATH for a LongMemEval file you have)")
+def main(argv: Sequence[str] | None = None) -> int:
+    if sys.version_info < (3, 10):
+        raise UserError(f"python {sys.version.split()[0]} is too old", fix="run this with python3 >= 3.10")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    project = args.project.expanduser().resolve()
+    if args.wait is not None:
+        if len([a for a in argv if a.startswith("--") and not a.startswith(("--wait", "--project"))]) > 0:
+            raise UserError("--wait follows a background setup and takes no other option but --project",
+                            fix="run it alone: setup_project.py --wait 100")
+        return setup_job.follow(project, args.wait)
+    if args.background and args.as_background_job:
+        raise UserError("--background and the background job's own flag do not go together", fix="drop one")
+    if args.as_background_job:
+        code = 1  # an unexpected error's traceback goes to the job's log; the follower then shows it
+        try:
+            code = run_main(lambda _: setup(args, project))
+        finally:
+            setup_job.child_exit(project, code)
+        return code
+    checked = validate(args, project)
+    if args.background:
+        setup_job.start(project, [a for a in argv if a != "--background"])
+        return setup_job.follow(project, setup_job.FOLLOW_SECONDS)
+    return setup(args, project, checked)
+
+
+def no_dataset_next() -> str:
+    return (f"{command_names.step(command_names.SETUP, '--sample')}   (the offline demo; or --download _s, "
+            "or --dataset PATH for a LongMemEval file you have)")
 
 
 def next_command(config: dict[str, Any], *, downloaded: str | None = None) -> str:
-    """What to run next; a real dataset in a config still set up for the offline sample needs --force-config."""
+    """What to run next (``command_names.step``: the slash command in Claude Code, the shell command first in a
+    shell); a real dataset in a config still set up for the offline sample needs --force-config."""
     uses_sample = str(config.get("datasetPath", "")).endswith(SAMPLE_DATASET.name)
     if is_offline(config.get("judgeProvider")) and (downloaded or not uses_sample):
         variant = resolve_variant(downloaded) if downloaded else config.get("variant", "_s")
-        return (f"{command_names.slash(command_names.SETUP, f'--download {variant} --force-config')}   (your config still uses the offline "
-                "sample's dataset, target and judge; this writes the real defaults, keeping a .bak)")
+        return (f"{command_names.step(command_names.SETUP, f'--download {variant} --force-config')}   (your config "
+                "still uses the offline sample's dataset, target and judge; this writes the real defaults, keeping a .bak)")
     if is_offline(config.get("judgeProvider")):
-        return f"{command_names.RUN} --max 3   (offline sample run; no keys needed)"
-    return f"{command_names.RUN} --dry-run   (checks config, dataset and keys without spending anything)"
+        return f"{command_names.step(command_names.RUN, '--max 3')}   (offline sample run; no keys needed)"
+    return (f"{command_names.step(command_names.RUN, '--dry-run')}   (checks config, dataset and keys without "
+            "spending anything)")
 
 
 if __name__ == "__main__":

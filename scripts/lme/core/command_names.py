@@ -1,38 +1,107 @@
-"""The plugin's slash commands, as every script message prints them: the one place their names live.
+"""The plugin's slash commands and their shell equivalents, as every script message prints them: the one place
+their names live.
 
-Claude Code expands a plugin command only in its fully qualified form ``/<plugin>:<command>`` (observed with the
-pinned CLI: a plain ``/longmemeval-run`` reaches the model as text). Standard library only: ``setup_project.py``
-imports it before the venv exists. Shell scripts cannot import it; ``tests/test_command_names.py`` checks that
-every slash command they print is one of these values.
+Claude Code 2.1.332 expands a plugin command by its plain name (``/longmemeval-run``) when its frontmatter
+declares ``name:`` and no other command has that name; the full form ``/longmemeval-benchmarker:longmemeval-run``
+always works (the fallback when another plugin claims the same name). A skill is a slash command too, by its
+``name:``: ``/longmemeval-iterate`` is the loop's skill, which "iterate LongMemEval" in chat also loads.
 
-    python scripts/command_names.py            # prints NAME=value lines
+A message says what to run next in the form its reader can use: in Claude Code (its Bash tool sets
+``CLAUDECODE=1`` for every command it runs) the slash command; from a shell the shell command first and the
+slash command second. Standard library only: ``setup_project.py`` imports it before the venv exists. Shell
+scripts cannot import it; ``tests/test_command_names.py`` checks that every slash command they print is one of
+these values.
+
+    python scripts/command_names.py                      # prints NAME=value lines
+    python scripts/command_names.py --step SETUP --sample  # what to run next, for this reader (see ``step``)
 """
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
-from typing import Sequence
+from pathlib import Path
+from typing import Mapping, Sequence
 
 PLUGIN = "longmemeval-benchmarker"
+PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 
-SETUP = f"/{PLUGIN}:longmemeval-setup"
-RUN = f"/{PLUGIN}:longmemeval-run"
-REPORT = f"/{PLUGIN}:longmemeval-report"
-ITERATE = f"/{PLUGIN}:longmemeval-iterate"
-CANCEL = f"/{PLUGIN}:longmemeval-cancel"
+SETUP = "/longmemeval-setup"
+RUN = "/longmemeval-run"
+REPORT = "/longmemeval-report"
+ITERATE = "/longmemeval-iterate"
+CANCEL = "/longmemeval-cancel"
 
 ALL = {"SETUP": SETUP, "RUN": RUN, "REPORT": REPORT, "ITERATE": ITERATE, "CANCEL": CANCEL}
+COMMANDS = (SETUP, RUN, REPORT, CANCEL)
+"""The names that are command files (``commands/<name>.md``, each declaring ``name: <name>``)."""
+LOOP_SKILL = ITERATE[1:]
+"""The loop's skill (``skills/longmemeval-iterate``): what ``/longmemeval-iterate`` runs and chat loads."""
+SKILL_TOOL_NAME = f"{PLUGIN}:{LOOP_SKILL}"
+"""How the Skill tool and permission rules name the loop's skill: ``Skill(longmemeval-benchmarker:...)``."""
+
+VENV_PYTHON = ".longmemeval-venv/bin/python"
+"""The project's venv python, relative to the project root (where every command runs)."""
+SHELL_SCRIPTS = {SETUP: ("python3", "setup_project.py"), RUN: (VENV_PYTHON, "run_benchmark.py"),
+                 REPORT: (VENV_PYTHON, "scorecard.py --latest"), CANCEL: ("python3", "loop_session.py cancel")}
+"""What each command runs from a shell (the loop has none: it needs an agent)."""
+
+
+def qualified(name: str) -> str:
+    """The full form ``/longmemeval-benchmarker:longmemeval-run`` of a plain name (one of the constants)."""
+    _check(name)
+    return f"/{PLUGIN}:{name[1:]}"
 
 
 def slash(name: str, args: str = "") -> str:
     """``name`` (one of the constants) followed by ``args``: ``slash(RUN, "--run-id x")``."""
-    if name not in ALL.values():
-        raise ValueError(f"{name!r} is not one of the plugin's commands {sorted(ALL.values())}")
+    _check(name)
     return f"{name} {args}".rstrip() if args else name
 
 
+def in_claude_code(env: Mapping[str, str] | None = None) -> bool:
+    """Whether this process runs under Claude Code (its Bash tool and hooks set ``CLAUDECODE=1``)."""
+    return (os.environ if env is None else env).get("CLAUDECODE") == "1"
+
+
+def shell(name: str, args: str = "", plugin_root: Path = PLUGIN_ROOT) -> str | None:
+    """The shell command that does what ``name`` does, run from the project root; None for the loop."""
+    _check(name)
+    if name not in SHELL_SCRIPTS:
+        return None
+    python, script = SHELL_SCRIPTS[name]
+    path, _, rest = script.partition(" ")
+    words = [python, shlex.quote(str(plugin_root / "scripts" / path)), rest, args]
+    return " ".join(w for w in words if w)
+
+
+def step(name: str, args: str = "", *, env: Mapping[str, str] | None = None,
+         plugin_root: Path = PLUGIN_ROOT) -> str:
+    """What to run next, for the reader of this message: the slash command in Claude Code; from a shell the
+    shell command, then ``(in Claude Code: /name args)``."""
+    command = slash(name, args)
+    if in_claude_code(env):
+        return command
+    line = shell(name, args, plugin_root)
+    return command if line is None else f"{line}   (in Claude Code: {command})"
+
+
+def _check(name: str) -> None:
+    if name not in ALL.values():
+        raise ValueError(f"{name!r} is not one of the plugin's commands {sorted(ALL.values())}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print ``NAME=value`` for each command (shell scripts read them; nothing else is printed)."""
+    """Print ``NAME=value`` for each command, or with ``--step NAME [ARGS...]`` that command's ``step`` line
+    (shell scripts read them; nothing else is printed)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--step"] and len(args) >= 2 and args[1] in ALL:
+        print(step(ALL[args[1]], " ".join(args[2:])))
+        return 0
+    if args:
+        print(f"usage: command_names.py [--step {{{','.join(ALL)}}} [ARGS...]]", file=sys.stderr)
+        return 2
     for key, value in ALL.items():
         print(f"{key}={value}")
     return 0

@@ -40,7 +40,8 @@ def load_config(project: Path) -> dict[str, Any]:
     """The validated config with defaults filled in for fields the file leaves out."""
     path = config_path(project)
     if not path.is_file():
-        raise UserError(f"no config at {path}", fix=f"run {SETUP_COMMAND} in this project first")
+        raise UserError(f"no config at {path}",
+                        fix=f"set this project up first: {command_names.step(command_names.SETUP)}")
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -50,7 +51,7 @@ def load_config(project: Path) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise UserError(
             f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
-            fix=f"fix that line or re-run {SETUP_COMMAND} --force",
+            fix=f"fix that line or re-run {SETUP_COMMAND} --force-config",
         ) from None
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected a JSON object, got {type(raw).__name__}", fix=f"re-run {SETUP_COMMAND}")

@@ -16,6 +16,7 @@ from lme.core.clock import utc_now_iso
 from lme.loop import decide
 from lme.loop import loop_git
 from lme.loop import noise_floor
+from lme.run import loop_rules
 from lme.score import pipeline_health
 from lme.store import run_store
 from lme.core.errors import UserError
@@ -174,8 +175,33 @@ def require_noise_floor(project: Path, run_id: str) -> dict:
     return floor
 
 
+def fix_files(project: Path) -> list[str]:
+    """The changed files a fix commit holds: the memory system's (``loop_rules.fix_paths``). Every other changed or
+    new file (setup's ``.gitignore``, notes, another folder) is named on stderr and left alone; no memory-system
+    file changed, or a target outside the project, is a UserError."""
+    allowed = loop_rules.fix_paths(project)
+    if not allowed:
+        target = loop_rules.loop_config(project).get("target")
+        raise UserError(f"the loop's target {target} is built in (it lives in the plugin, not in this project's "
+                        "git): a fix to it cannot be committed or reverted here",
+                        fix="copy it into the project first: loop_target.py use-copy (the skill's \"Where a fix "
+                            "goes\"), or set loop.fix_paths to the folders of your memory system")
+    changed = loop_git.changed_paths(project)
+    ours = [p for p in changed if loop_rules.in_fix_paths(p, allowed)]
+    others = [p for p in changed if p not in ours]
+    where = ", ".join(a or "the project" for a in allowed)
+    if others:
+        print(f"left alone (not the memory system's files, {where}): {', '.join(others)}", file=sys.stderr)
+    if not ours:
+        raise UserError(f"no changed files in the memory system ({where}): there is no fix to commit"
+                        + (f" (changed elsewhere, left alone: {', '.join(others)})" if others else ""),
+                        fix=f"make the fix under {where} first (git status shows it)")
+    return ours
+
+
 def commit_fix(project: Path, proposal: Path | None = None) -> str:
-    """Step 6: commit every changed file outside the loop's state as ``fix(v<N>): <proposal>``; returns the sha.
+    """Step 6: commit the memory system's changed files (``fix_files``) as ``fix(v<N>): <proposal>``; returns the
+    sha.
 
     Refused before the round has begun (no snapshot), after it was decided, and when it already has a fix
     commit: one fix per round.
@@ -198,10 +224,7 @@ def commit_fix(project: Path, proposal: Path | None = None) -> str:
         raise UserError(f"{path} is missing", fix="write the proposal first: the fix in one sentence on line 1")
     if not text:
         raise UserError(f"{path} is empty", fix="write the fix in one sentence on its first line")
-    changed = loop_git.changed_paths(project)
-    if not changed:
-        raise UserError("no changed files outside the loop's state: there is no fix to commit",
-                        fix="make the fix first (git status shows it)")
+    changed = fix_files(project)
     print(f"committing: {', '.join(changed)}", file=sys.stderr)
     sha = loop_git.commit(f"fix(v{round_no}): {text}", changed, project=project)
     assert sha is not None  # changed_paths found changes

@@ -66,8 +66,8 @@ def reason(project: Path, why: str) -> str:
     lines = [f"The LongMemEval loop this session started in {project} is not over ({why}). Do not stop: "
              "continue it now.",
              "Where it stands (rounds.py status):", *[f"  {line}" for line in loop_status_lines(project)],
-             "Continue at the step that `next:` names, following the longmemeval-loop skill, running its blocks "
-             "as written from the project root.",
+             f"Continue at the step that `next:` names, following the {command_names.LOOP_SKILL} skill, running "
+             "its blocks as written from the project root.",
              f"If a run is going on in the background, wait for it: {venv_run} run_status.py --latest --wait 100",
              "It ends only on CONFIRMED (the clean confirmation rerun at the target), on BLOCKED (billing: "
              f"{venv_run} rounds.py blocked --reason billing), or when the user cancels with "

@@ -9,78 +9,22 @@ boot id and the process start time, so a pid reused after a restart is not mista
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from lme.core.errors import UserError
 from lme.store import run_store
 from lme.core.clock import utc_now
+from lme.core import process_life
+from lme.core.process_life import pid_alive  # noqa: F401  (run_status and tests use it from here)
 
 WORKER_FILE = run_store.WORKER_FILE
+_boot_id, _proc_start = process_life.boot_id, process_life.proc_start
+worker_alive = process_life.alive
+"""Is the worker a worker.json describes still running (see ``process_life.alive``)?"""
 LOG_FILE = run_store.LOG_FILE
-
-
-def _boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
-    except OSError:
-        return None
-
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """Fields of ``/proc/<pid>/stat`` after the command name (state is [0], start time is [19]), or None."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw[raw.rfind(")") + 2:].split()
-
-
-def _proc_start(pid: int) -> str | None:
-    fields = _proc_stat(pid)
-    return fields[19] if fields and len(fields) > 19 else None
-
-
-def _windows_pid_alive(pid: int) -> bool:  # pragma: no cover - exercised on Windows only
-    import ctypes
-
-    kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
-    handle = kernel32.OpenProcess(0x1000, False, pid)  # PROCESS_QUERY_LIMITED_INFORMATION
-    if not handle:
-        return False
-    try:
-        code = ctypes.c_ulong()
-        return bool(kernel32.GetExitCodeProcess(handle, ctypes.byref(code))) and code.value == 259  # STILL_ACTIVE
-    finally:
-        kernel32.CloseHandle(handle)
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie, or our own exited child, is dead)."""
-    if pid <= 0:
-        return False
-    if sys.platform == "win32":  # os.kill(pid, 0) would terminate the process there
-        return _windows_pid_alive(pid)
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)  # our own child (a caller that stayed alive): reap it
-        if done == pid:
-            return False
-    except OSError:  # not our child (the usual case: the caller that started it has exited)
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    except OSError:
-        return False
-    fields = _proc_stat(pid)
-    return not (fields and fields[0] in ("Z", "X"))
 
 
 def read_worker(root: Path) -> dict[str, Any] | None:
@@ -91,23 +35,6 @@ def read_worker(root: Path) -> dict[str, Any] | None:
         return run_store.read_json(path)
     except Exception:  # noqa: BLE001 - a damaged record says nothing about a live worker
         return None
-
-
-def worker_alive(info: Mapping[str, Any] | None) -> bool:
-    """Is the worker that ``info`` (a worker.json) describes still running? A record from another machine, or
-    from before this machine booted, is not; a pid that now belongs to another process is not."""
-    if not info:
-        return False
-    if info.get("hostname") not in (None, socket.gethostname()):
-        return False
-    boot = _boot_id()
-    if info.get("boot_id") and boot and info["boot_id"] != boot:
-        return False
-    pid = int(info.get("pid") or 0)
-    if not pid_alive(pid):
-        return False
-    recorded, current = info.get("proc_start"), _proc_start(pid)
-    return not (recorded and current and recorded != current)
 
 
 def live_worker(root: Path) -> dict[str, Any] | None:
@@ -140,14 +67,7 @@ def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header
                 kwargs["start_new_session"] = True
             proc = subprocess.Popen(list(argv), cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=fh,
                                     stderr=subprocess.STDOUT, close_fds=True, **kwargs)
-        info = {
-            "pid": proc.pid,
-            "started_at": started_at,
-            "hostname": socket.gethostname(),
-            "log": str(log),
-            "boot_id": _boot_id(),
-            "proc_start": _proc_start(proc.pid),
-        }
+        info = {**process_life.identity(proc.pid), "started_at": started_at, "log": str(log)}
         run_store.write_atomic_json(root / WORKER_FILE, info)
     proc.returncode = 0  # never waited for here; keeps Popen's destructor from warning about a running child
     return info

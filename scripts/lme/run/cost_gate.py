@@ -4,6 +4,11 @@ The gate: a run that will make paid calls and whose dry-run estimate (the items 
 above ``confirmCostUsd`` is refused before anything is written, with the estimate, unless ``--yes``. An unknown
 price gates too: it cannot be shown to be below the limit.
 
+An approval is recorded in the run: an invocation started with ``--yes`` writes ``approved_usd`` (what the run had
+spent plus that invocation's upper-bound estimate) into its run-meta entry. A later resume of that run without
+``--yes`` passes the gate while what the run has spent plus the resume's own estimate stays within it, so a run
+the user approved and that paused at ``--max-cost`` is not asked about twice; past it, the gate asks again.
+
 The cap: ``--max-cost USD`` counts what the run has spent (every row it recorded, all invocations: the calls made
 through this toolkit, cache hits free) plus an upper-bound estimate of each item admitted and not yet recorded,
 and admits no item that would take that sum past the cap. Admitted items finish and are recorded normally, so
@@ -12,6 +17,7 @@ the run stops between items: status ``paused``, exit 6, resumable with a higher 
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Mapping
@@ -53,11 +59,68 @@ def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str 
     total = result["total_usd_max"]
     if total is not None and total <= threshold:
         return None
+    if total is not None and within_approval(settings, run_id, total):
+        return None
     if total is None:
         why = "its cost cannot be shown to be below confirmCostUsd (a price is unknown)"
     else:
         why = f"estimated {dry_run.dollars(total, bound=True)}, above confirmCostUsd {dry_run.dollars(threshold)}"
     return f"cost gate: this run needs confirmation: {why}\n{dry_run.format_block(result)}\n{ASK_LINE}"
+
+
+# --------------------------------------------------------------------------- an approval, recorded in the run
+
+APPROVAL_KEY = "approved_usd"
+"""The run-meta invocation field an approved (``--yes``) start records: the dollars the user approved for the run."""
+
+
+def _spent_so_far(settings: RunSettings, run_id: str | None) -> tuple[float, int]:
+    """(dollars the run's rows cost, rows of unknown price); nothing for a new run."""
+    if not run_id:
+        return 0.0, 0
+    root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    if not root.is_dir():
+        return 0.0, 0
+    return spent(run_store.iter_rows(root))
+
+
+def approval_to_record(settings: RunSettings, run_id: str | None) -> float | None:
+    """What a ``--yes`` start approves: the run's spend so far plus this invocation's upper-bound estimate (None
+    when a price is unknown, or nothing is paid: such an approval cannot carry over)."""
+    if not makes_paid_calls(settings):
+        return None
+    total = dry_run.estimate(settings, run_id)["total_usd_max"]
+    done, unknown = _spent_so_far(settings, run_id)
+    return None if total is None or unknown else round(done + total, 6)
+
+
+def recorded_approval(settings: RunSettings, run_id: str | None) -> float | None:
+    """The latest ``approved_usd`` the run's invocations recorded (None: never approved)."""
+    if not run_id:
+        return None
+    root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    directory = run_store.shard_dir(root, settings.shard)
+    meta = run_store.peek_meta(directory) or {}
+    for invocation in reversed(meta.get("invocations") or []):
+        value = invocation.get(APPROVAL_KEY) if isinstance(invocation, dict) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            return float(value)
+    return None
+
+
+def within_approval(settings: RunSettings, run_id: str | None, estimate_usd: float) -> bool:
+    """A resume whose spend so far plus ``estimate_usd`` stays within the approval the run recorded (said on
+    stderr); False when it has none or would pass it."""
+    approved = recorded_approval(settings, run_id)
+    if approved is None:
+        return False
+    done, unknown = _spent_so_far(settings, run_id)
+    if unknown or done + estimate_usd > approved + 1e-9:
+        return False
+    print(f"cost gate: within the {dry_run.dollars(approved)} approved for run {run_id} (spent "
+          f"{dry_run.dollars(done)} + this resume up to {dry_run.dollars(estimate_usd)}): no second "
+          "approval needed", file=sys.stderr)
+    return True
 
 
 # --------------------------------------------------------------------------- the cap
@@ -66,12 +129,16 @@ def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str 
 class CostCap:
     """Admission control for ``--max-cost``: the run's driver asks before it starts each item."""
 
+    at_refusal: tuple[float, float, int] | None = None
+    """(spent, reserved for the items in flight, how many) when the cap first refused an item."""
+
     def __init__(self, cap_usd: float, settings: RunSettings, work: Path) -> None:
         self.cap = cap_usd
         self.estimator = dry_run.Estimator(settings)
         self.spent, _ = spent(run_store.iter_rows(work, include_shards=False))
         self.reserved: dict[str, float] = {}
         self.refused_estimate: float | None = None
+        self.at_refusal = None
         self._lock = threading.Lock()
 
     def admit(self, q: Question) -> bool:
@@ -80,7 +147,9 @@ class CostCap:
             raise UserError(f"--max-cost: item {q.question_id} uses a model that is not in the price table")
         with self._lock:
             if self.spent + sum(self.reserved.values()) + estimate > self.cap:
-                self.refused_estimate = estimate
+                if self.at_refusal is None:
+                    self.at_refusal = (self.spent, sum(self.reserved.values()), len(self.reserved))
+                    self.refused_estimate = estimate
                 return False
             self.reserved[q.question_id] = estimate
             return True
@@ -92,10 +161,15 @@ class CostCap:
             self.spent += reserved if usd is None else usd
 
     def message(self) -> str:
-
-        nxt = "" if self.refused_estimate is None else f"; the next item needs up to ${self.refused_estimate:,.4f}"
-        return (f"cost cap reached: ${self.spent:,.4f} spent of --max-cost {dry_run_dollars(self.cap)}{nxt}; "
-                "resume with a higher --max-cost")
+        """How the cap was reached: spent, plus the upper bounds reserved for the items in flight, plus the next item
+        would have passed it; then what the run has spent now those items are recorded."""
+        cap = dry_run_dollars(self.cap)
+        if self.at_refusal is None or self.refused_estimate is None:
+            return f"cost cap reached: ${self.spent:,.4f} spent of --max-cost {cap}; resume with a higher --max-cost"
+        done, in_flight, count = self.at_refusal
+        return (f"cost cap reached: ${done:,.4f} spent + up to ${in_flight:,.4f} in flight ({count} items) + the next "
+                f"item's up to ${self.refused_estimate:,.4f} would pass --max-cost {cap}; ${self.spent:,.4f} spent "
+                "once the items in flight were recorded; resume with a higher --max-cost")
 
 
 def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:

@@ -194,6 +194,46 @@ def target_key(target: str, project: Path) -> str:
     return str(path)
 
 
+def fix_paths(project: Path) -> list[str]:
+    """Where a round's fix may change files (project-relative; a folder ends with ``/``): ``loop.fix_paths`` when
+    set, else the memory system ``loop.target`` names in the project (a package folder; a ``.py`` file in a folder:
+    that folder; one at the project's root: that file). Empty when the target is built in (it lives in the plugin)."""
+    project = Path(project).resolve()
+    cfg = loop_config(project)
+    given = cfg.get("fix_paths")
+    if given is not None:
+        if not isinstance(given, list) or not given or not all(isinstance(p, str) and p.strip() for p in given):
+            raise UserError("config.json: loop.fix_paths must be a list of paths in the project",
+                            fix='e.g. "fix_paths": ["memory_system/"]; see references/iteration-rules.md')
+        return [_inside(project, p, "loop.fix_paths", folder=p.endswith("/") or None) for p in given]
+    target = str(cfg.get("target") or "")
+    if not target or target in BUILTIN_TARGETS:
+        return []
+    path = Path(target).expanduser()
+    path = (path if path.is_absolute() else project / path).resolve()
+    if path.suffix == ".py" and not path.is_dir():
+        return [_inside(project, str(path.parent), "loop.target", folder=True) if path.parent != project
+                else _inside(project, str(path), "loop.target", folder=False)]
+    return [_inside(project, str(path), "loop.target", folder=True)]
+
+
+def _inside(project: Path, given: str, key: str, *, folder: bool | None) -> str:
+    """``given`` relative to the project (``""``: the whole project); ``folder`` None: a folder if it is one now."""
+    path = Path(given).expanduser()
+    path = (path if path.is_absolute() else project / path).resolve()
+    if path != project and project not in path.parents:
+        raise UserError(f"config.json: {key} {given!r} is outside the project {project}",
+                        fix="name a folder or file inside the project (the loop commits and reverts fixes there)")
+    if path == project:
+        return ""
+    return path.relative_to(project).as_posix() + ("/" if (path.is_dir() if folder is None else folder) else "")
+
+
+def in_fix_paths(path: str, allowed: list[str]) -> bool:
+    """Whether the project-relative ``path`` is one of ``allowed`` or under one of its folders."""
+    return any(a == "" or path == a or (a.endswith("/") and path.startswith(a)) for a in allowed)
+
+
 def same_target(a: str, b: str, project: Path) -> bool:
     """Whether two target spellings name the same target (see ``target_key``)."""
     return a == b or target_key(a, project) == target_key(b, project)

@@ -232,8 +232,9 @@ def _locate(settings: RunSettings, run_id: str | None) -> tuple[str, Path, Path,
 
 
 def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
-            max_cost: float | None = None) -> tuple[int, Path]:
-    """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``."""
+            max_cost: float | None = None, approved_usd: float | None = None) -> tuple[int, Path]:
+    """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``;
+    ``approved_usd``: the user's ``--yes`` covers that much (recorded: ``cost_gate.APPROVAL_KEY``)."""
     run_id, root, work, scanned = _locate(settings, run_id)
     run_state.check_run(settings, run_id, root, work, scanned)  # its refusals before any directory, lock or cache
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
@@ -262,6 +263,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
                                       "planned_now": len(pending)}
         if max_cost is not None:
             invocation["max_cost_usd"] = max_cost
+        if approved_usd is not None:
+            invocation[cost_gate.APPROVAL_KEY] = approved_usd
         meta = _MetaWriter(work, stored_meta, invocation)
         meta.write()
         if settings.shard is not None:

@@ -330,7 +330,7 @@ def latest_run(base: Path) -> Path:
 
     runs = run_store.runs_under(base)
     if not runs:
-        raise UserError(f"no runs under {base}", fix=f"start one with {command_names.RUN}")
+        raise UserError(f"no runs under {base}", fix=f"start one: {command_names.step(command_names.RUN)}")
     return max(runs, key=lambda p: (last_active(p), p.name))
 
 

@@ -453,7 +453,7 @@ def latest_run(project: Path, *, required: bool = True) -> Path | None:
     """The most recently started run directory."""
     runs = runs_by_start(project)
     if not runs and required:
-        raise UserError(f"no runs under {runs_dir(project)}", fix=f"start one with {command_names.RUN}")
+        raise UserError(f"no runs under {runs_dir(project)}", fix=f"start one: {command_names.step(command_names.RUN)}")
     return runs[0] if runs else None
 
 
