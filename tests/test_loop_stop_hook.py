@@ -156,6 +156,7 @@ def test_the_hook_is_standard_library_only_and_fast_without_a_loop(tmp_path):
 
 
 def test_start_outside_claude_code_arms_nothing(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)  # under Claude Code a loop command works in its own project only
     monkeypatch.delenv("CLAUDE_CODE_SESSION_ID", raising=False)
     assert run_main(loop_session.main, ["--project", str(project), "start"]) == 0
     assert "not in a Claude Code session" in capsys.readouterr().out

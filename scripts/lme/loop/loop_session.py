@@ -41,7 +41,7 @@ from lme.core.clock import utc_now_iso
 from lme.core import command_names  # noqa: E402  (stdlib-only siblings)
 from lme.core import fileio  # noqa: E402
 from lme.core.errors import UserError, run_main  # noqa: E402
-from lme.loop import state_reader  # noqa: E402
+from lme.core import state_reader  # noqa: E402
 from lme.core.facts import (  # noqa: E402
     CONFIRMATION_FILE,
     DECISIONS_FILE,
@@ -217,7 +217,7 @@ def current_session(explicit: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (("start", "this Claude Code session drives the loop"),

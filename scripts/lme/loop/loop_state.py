@@ -18,7 +18,7 @@ from lme.core.clock import utc_today
 from lme.core import fileio
 from lme.loop import loop_git
 from lme.core.errors import UserError
-from lme.loop import state_reader
+from lme.core import state_reader
 from lme.core.facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR
 
 HISTORY_HEADER = (

@@ -79,7 +79,7 @@ def _checked(value: Any, allowed: Any) -> str:
     ok = text in allowed if isinstance(allowed, tuple) else bool(allowed.match(text))
     if ok:
         return text
-    from lme.loop import state_reader
+    from lme.core import state_reader
 
     return f"({state_reader.quoted(text)})"
 
@@ -94,7 +94,7 @@ def history_figures(row: str) -> str:
 def where_it_stands(project: Path) -> list[str]:
     """The loop's position for the model: checked facts and the next step, never a state file's text as such."""
     from lme.loop import loop_state
-    from lme.loop import state_reader
+    from lme.core import state_reader
 
     try:
         where = loop_state.position(project)
@@ -123,21 +123,19 @@ def where_it_stands(project: Path) -> list[str]:
 
 
 def reason(project: Path, why: str) -> str:
-    """What the model is told to do next (the continuation's text)."""
+    """What the model is told to do next (the continuation's text): short, our words, checked facts."""
     from lme.core import command_names
 
-    plugin = SCRIPTS.parent
-    venv_run = f'bash "{plugin / "scripts" / "venv_run.sh"}"'
-    lines = [f"The LongMemEval loop this session started in {json.dumps(str(project))} is not over ({why}). "
-             "Do not stop: continue it now.",
-             "Where it stands (from the loop's files; only checked figures and states are shown):",
+    venv_run = f'bash "{SCRIPTS / "venv_run.sh"}"'
+    lines = [f"The LongMemEval loop this session started in {json.dumps(str(project))} is not over ({why}): "
+             "continue it now, do not stop.",
+             "Where it stands (checked figures from the loop's files):",
              *[f"  {line}" for line in where_it_stands(project)],
-             f"Continue at the step that `next:` names, following the loop's skill ({command_names.ITERATE}), "
-             "running its blocks as written from the project root.",
-             f"If a run is going on in the background, wait for it: {venv_run} run_status.py --latest --wait 100",
-             "It ends only on CONFIRMED (the clean confirmation rerun at the target), on BLOCKED (billing: "
-             f"{venv_run} rounds.py blocked --reason billing), or when the user cancels with "
-             f"{command_names.CANCEL}."]
+             f"Continue at the step `next:` names, as the loop's skill ({command_names.ITERATE}) says, its blocks as "
+             f"written from the project root; wait for a background run with {venv_run} run_status.py --latest "
+             "--wait 100.",
+             f"It ends only on CONFIRMED, on BLOCKED ({venv_run} rounds.py blocked --reason billing on a billing "
+             f"error) or when the user cancels ({command_names.CANCEL})."]
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Reading the loop's state files as other people's data: regular files only, no symlink followed, never blocking,
+"""Reading the project's state files as other people's data: regular files only, no symlink followed, never blocking,
 bounded in size, and their text quoted as data wherever it is shown. Standard library only (the Stop hook runs on
 a bare ``python3``).
 
