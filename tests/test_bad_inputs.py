@@ -447,6 +447,8 @@ CASES: list[Case] = [
          "--longmemeval-root ../upstream", other_upstream, started_the_loop, env=IN_LOOP),
     case(LOOP_S, "loop-command-project-outside", "rounds.py --project ../other status", outside_project,
          env=IN_LOOP),
+    case(LOOP_S, "loop-scorecard-run-dir-outside", f"scorecard.py ../other/{R1} 24 _s {RUN_ID}", outside_project,
+         started_the_loop, env=IN_LOOP),
     case(LOOP_S, "loop-command-trigger-set-outside-the-state-folder",
          f"cluster_failures.py --run-id {RUN_ID} --ids 1 --out README.md", r1_answers_wrong, env=IN_LOOP),
 ]
