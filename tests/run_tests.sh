@@ -26,6 +26,17 @@ if [ "$(.tools/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1)" 
 fi
 export PATH="$PWD/.tools/node_modules/.bin:$PATH"
 
+# The interactive Claude Code test (tests/test_claude_code_unattended.py) reads the CLI's screen through tmux.
+if ! command -v tmux >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null 2>&1; } \
+      || echo "warning: could not install tmux; the interactive Claude Code test will skip (or fail under CI)"
+  else
+    echo "warning: tmux not found (apt-get install tmux); the interactive Claude Code test will skip (or fail under CI)"
+  fi
+fi
+
 # The report's browser tests (tests/test_report_browser.py) drive Debian's Chromium: install it, as root, when missing.
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -178,6 +178,8 @@ def _screen(name: str) -> str:
 
 def test_an_interactive_session_shows_the_hooks_continuations_as_no_problem(cc, tmp_path):
     if shutil.which("tmux") is None:
+        if harness.cli_required():
+            pytest.fail("tmux is not installed (tests/run_tests.sh installs it as root; apt-get install tmux)")
         pytest.skip("tmux is not installed (apt-get install tmux)")
     project, env = make_project(tmp_path)
     session_id = str(uuid.uuid4())
