@@ -19,6 +19,16 @@ while [ $# -gt 0 ]; do
     *) echo "error: unknown argument '$1' (usage: check_setup.sh [--project P])" >&2; exit 2 ;;
   esac
 done
+# Under Claude Code (the loop's agent holds standing permissions) the project is the working folder or below it.
+if [ -n "${CLAUDE_CODE_SESSION_ID:-}" ]; then
+  HERE="$(pwd -P)"
+  THERE="$(cd "$PROJECT" 2>/dev/null && pwd -P)"
+  case "$THERE/" in
+    "$HERE"/*|/) ;;
+    *) echo "error: --project $PROJECT is outside the working folder $HERE: in a loop session (a loop command under Claude Code) the plugin's scripts read code and write only inside the project they run in (run it from that project's own folder, or yourself in a terminal)" >&2
+       exit 2 ;;
+  esac
+fi
 if ! cd "$PROJECT" 2>/dev/null; then
   echo "error: project directory '$PROJECT' does not exist (pass --project <your project root>)" >&2
   exit 2

@@ -33,6 +33,7 @@ def _isolated_environment(tmp_path_factory, monkeypatch):
         "ANTHROPIC_BASE_URL",
         "OPENAI_ORG_ID",
         "OPENAI_ORGANIZATION",
+        "CLAUDE_CODE_SESSION_ID",  # a suite started from a Claude Code session must not run as a loop session
     ):
         monkeypatch.delenv(var, raising=False)
     yield

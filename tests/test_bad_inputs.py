@@ -186,9 +186,56 @@ SETUP = "setup_project.py --project . --sample --skip-venv"
 
 CONFIG_S, DATASET_S, ARGS_S, ENV_S, SERVER_S, FS_S = ("config", "dataset", "arguments", "environment",
                                                       "server answers", "file system")
+LOOP_S = "loop session"
+"""An agent holding standing permissions (lme.core.unattended): what the loop never needs is refused."""
+LOOP_SESSION = "5f0c2d9e-loop-session-of-the-agent"
+IN_LOOP = {"CLAUDE_CODE_SESSION_ID": LOOP_SESSION}
+"""What Claude Code sets for every Bash command it runs; with the setups below, the command is in a loop session."""
+PWNED = "pwned.txt"
+"""What the code a refused spec names would write (the tree check proves it never ran)."""
+EVIL_PY = ("import pathlib\nfrom lme.targets.targets import Hypothesis\n"
+           "pathlib.Path(__file__).with_name('pwned.txt').write_text('ran')\n"
+           "def generate(item, ctx):\n    return Hypothesis(hypothesis='x')\n")
+"""A target file that leaves ``pwned.txt`` beside itself when it is imported (a valid target otherwise)."""
+
 R1 = f"{RUNS}/{RUN_ID}"
 ORACLE_NAMED = f"{STATE}/data/longmemeval_oracle.json"
 """The sample under the oracle's file name: its name says _oracle."""
+
+def started_the_loop(project: Path) -> None:
+    """``loop_session.py start`` ran in this Claude Code session (``IN_LOOP``)."""
+    write(f"{STATE}/loop-session.json", json.dumps({"session_id": LOOP_SESSION, "status": "active",
+                                                   "history_rows": 0}))(project)
+
+
+def r1_answers_wrong(project: Path) -> None:
+    """r1's judged items answered wrong: cluster 1 is a fix target (``cluster_failures.py --ids 1`` writes it)."""
+    path = project / R1 / "item-results.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for row in rows:
+        if row.get("status") == "judged":
+            row["hypothesis"], row["judgment"]["label"] = "I do not know.", False
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def outside_project(project: Path) -> None:
+    """A second project beside this one (``../other``), set up the same way: outside the working folder."""
+    other = project.parent / "other"
+    shutil.copytree(project, other, symlinks=True)
+    (other / ".max_effort_round").write_text("0\n", encoding="utf-8")
+
+
+def other_upstream(project: Path) -> None:
+    """A second upstream checkout, not the one the config names: in the project and beside it (``../upstream``)."""
+    shutil.copytree(project / STATE / "LongMemEval", project / "other-upstream")
+    shutil.copytree(project / STATE / "LongMemEval", project.parent / "upstream")
+
+
+def standing_rules(project: Path) -> None:
+    """``setup --allow-unattended`` wrote its rules (every session in the project runs the plugin unattended)."""
+    write(".claude/settings.local.json", json.dumps({"permissions": {"allow": [
+        "Skill(longmemeval-benchmarker:longmemeval-iterate)"]}}))(project)
+
 
 # --------------------------------------------------------------------------- the table
 
@@ -376,6 +423,47 @@ CASES: list[Case] = [
     case(FS_S, "disk-full-resume", f"{RUN} --run-id {RUN_ID}", max_file_bytes=0),
     case(FS_S, "disk-full-scorecard", f"scorecard.py --run-id {RUN_ID}", max_file_bytes=0),
     case(FS_S, "disk-full-setup", SETUP, remove(CONFIG), max_file_bytes=0),
+
+    # a loop session: the rules let the agent run these scripts with any argument; the scripts refuse the rest
+    case(LOOP_S, "loop-target-command-from-the-command-line",
+         f"""{RUN} --target command --target-option 'command=["sh","-c","id > {PWNED}"]'""", started_the_loop,
+         env=IN_LOOP),
+    case(LOOP_S, "loop-target-command-standing-rules",
+         f"""{RUN} --target command --target-option 'command=["sh","-c","id > {PWNED}"]'""", standing_rules,
+         env=IN_LOOP),
+    case(LOOP_S, "loop-target-option-command-only", f"""{RUN} --target-option 'command=["sh","-c","id"]'""",
+         started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-target-py-file", f"{RUN} --target evil.py", write("evil.py", EVIL_PY), started_the_loop,
+         env=IN_LOOP),
+    case(LOOP_S, "loop-target-py-file-dry-run", "run_benchmark.py --dry-run --target evil.py",
+         write("evil.py", EVIL_PY), started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-target-py-file-with-loop-flag", f"{RUN} --loop --target evil.py", write("evil.py", EVIL_PY),
+         env=IN_LOOP),
+    case(LOOP_S, "loop-longmemeval-root-from-the-command-line", f"{RUN} --longmemeval-root other-upstream",
+         other_upstream, started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-run-project-outside", f"{RUN} --project ../other", outside_project, started_the_loop,
+         env=IN_LOOP),
+    case(LOOP_S, "loop-yes-above-confirm-cost-without-a-budget", PAID_RUN, PAID, cfg(confirmCostUsd=0.000001),
+         started_the_loop, env=IN_LOOP, server="ok"),
+    case(LOOP_S, "loop-yes-above-the-budget", PAID_RUN, PAID, cfg(confirmCostUsd=0.000001),
+         cfg(loop={"budgetUsd": 0.000002}), started_the_loop, env=IN_LOOP, server="ok"),
+    case(LOOP_S, "worker-flag-by-hand", f"{RUN} --worker --run-id r9"),
+    case(LOOP_S, "loop-setup-project-outside", "setup_project.py --project ../other --skip-venv --sample",
+         outside_project, started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-setup-index-url", "setup_project.py --project . --skip-venv --index-url "
+         "https://packages.example.invalid/simple", started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-setup-upstream-url", "setup_project.py --project . --skip-venv --clone-upstream "
+         "--upstream-url https://git.example.invalid/LongMemEval.git", standing_rules, env=IN_LOOP),
+    case(LOOP_S, "loop-setup-base-url", "setup_project.py --project . --skip-venv --download _s --base-url "
+         "https://mirror.example.invalid", started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-setup-longmemeval-root-outside", "setup_project.py --project . --skip-venv "
+         "--longmemeval-root ../upstream", other_upstream, started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-command-project-outside", "rounds.py --project ../other status", outside_project,
+         env=IN_LOOP),
+    case(LOOP_S, "loop-scorecard-run-dir-outside", f"scorecard.py ../other/{R1} 24 _s {RUN_ID}", outside_project,
+         started_the_loop, env=IN_LOOP),
+    case(LOOP_S, "loop-command-trigger-set-outside-the-state-folder",
+         f"cluster_failures.py --run-id {RUN_ID} --ids 1 --out README.md", r1_answers_wrong, env=IN_LOOP),
 ]
 
 CONTROLS: list[Case] = [
@@ -388,6 +476,14 @@ CONTROLS: list[Case] = [
     case("control", "preflight-paid", "preflight.py", PAID, server="ok"),
     case("control", "setup-after-removing-the-config", SETUP, remove(CONFIG)),
     case("control", "setup-in-the-background", f"{SETUP} --background", remove(CONFIG)),
+    case("control", "loop-session-offline-run", RUN, started_the_loop, env=IN_LOOP),
+    case("control", "loop-session-yes-within-the-budget", PAID_RUN, PAID, cfg(confirmCostUsd=0.000001),
+         cfg(loop={"budgetUsd": 1000}), started_the_loop, env=IN_LOOP, server="ok"),
+    case("control", "loop-session-paid-run-below-confirm-cost", PAID_RUN, PAID, started_the_loop, env=IN_LOOP,
+         server="ok"),
+    case("control", "outside-a-loop-session-yes-and-a-py-target", f"{PAID_RUN} --target evil.py", PAID,
+         cfg(confirmCostUsd=0.000001), write("evil.py", EVIL_PY), env={"CLAUDE_CODE_SESSION_ID": None},
+         server="ok"),
 ]
 
 
@@ -726,7 +822,7 @@ def test_the_table_is_large_and_its_ids_unique():
     assert len(CASES) >= 60
     ids = [c.id for c in CASES + CONTROLS]
     assert len(ids) == len(set(ids))
-    assert {c.section for c in CASES} == {CONFIG_S, DATASET_S, ARGS_S, ENV_S, SERVER_S, FS_S}
+    assert {c.section for c in CASES} == {CONFIG_S, DATASET_S, ARGS_S, ENV_S, SERVER_S, FS_S, LOOP_S}
     for c in CASES + CONTROLS:
         assert (SCRIPTS / shlex.split(c.command)[0]).is_file(), c.id
 

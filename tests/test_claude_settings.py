@@ -33,16 +33,29 @@ def settings_of(project: Path) -> dict:
     return json.loads((project / ".claude" / "settings.local.json").read_text(encoding="utf-8"))
 
 
-def test_the_rules_are_every_bash_rule_with_the_plugins_path_and_every_skill():
+def test_the_rules_are_the_loop_skills_own_and_nothing_more():
     rules = claude_settings.permission_rules()
     assert len(rules) == len(set(rules)) and not [r for r in rules if "${CLAUDE_PLUGIN_ROOT}" in r]
-    docs = [*REPO.glob("commands/*.md"), *REPO.glob("skills/*/SKILL.md")]
-    for doc in docs:
-        for rule in bash_rules(str(frontmatter(doc).get("allowed-tools", "")), str(REPO)):
-            assert f"Bash({rule})" in rules, (doc, rule)
-    skills = sorted(p.parent.name for p in REPO.glob("skills/*/SKILL.md"))
-    assert [r for r in rules if r.startswith("Skill(")] == [f"Skill(longmemeval-benchmarker:{s})" for s in skills]
+    [loop] = claude_settings.loop_skills()  # the one skill that arms the Stop hook
+    allowed = str(frontmatter(loop).get("allowed-tools", ""))
+    assert rules == [*(f"Bash({rule})" for rule in bash_rules(allowed, str(REPO))),
+                     "Edit(/memory_system/**)", "Edit(/.longmemeval-benchmarks/proposal.md)",
+                     "Edit(/.longmemeval-benchmarks/trigger_set.txt)",
+                     f"Skill(longmemeval-benchmarker:{frontmatter(loop)['name']})"]
     assert f'Bash(bash "{REPO}/scripts/venv_run.sh" rounds.py:*)' in rules
+    # No standing rule runs what the loop does not: a run or a setup with any argument, or another skill's rules.
+    for script in ("run_benchmark.py", "setup_project.py", "preflight.py", "compare_runs.py", "interop.py"):
+        assert not [r for r in rules if script in r], script
+    assert [r for r in rules if r.startswith("Skill(")] == [f"Skill(longmemeval-benchmarker:{frontmatter(loop)['name']})"]
+
+
+def test_the_loop_may_edit_only_the_memory_system_and_its_own_proposal_and_trigger_set():
+    for doc in [*claude_settings.loop_skills(), REPO / "commands" / "longmemeval-iterate.md"]:
+        entries = claude_settings.split_entries(str(frontmatter(doc).get("allowed-tools", "")))
+        assert not {"Edit", "Write", "MultiEdit", "NotebookEdit"} & set(entries), doc  # never unscoped
+        assert [e for e in entries if e.startswith(("Edit", "Write"))] == [
+            f"Edit(/{loop_target.DEFAULT_DEST}/**)", "Edit(/.longmemeval-benchmarks/proposal.md)",
+            "Edit(/.longmemeval-benchmarks/trigger_set.txt)"], doc
 
 
 def test_allow_unattended_merges_into_the_users_settings_once(tmp_path, capsys):

@@ -36,6 +36,7 @@ LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
                                       "sibling that fails to import lets the session stop instead of failing it",
     ("loop_stop_hook", "loop_session"): "as above",
     ("loop_stop_hook", "command_names"): "as above",
+    ("loop_stop_hook", "state_reader"): "as above",
     ("entry_guard", "command_names"): "only on the refusal path; the guard runs before any other import of ours",
     ("setup_project", "item_hash"): "setup runs on the system python that makes the venv; only --dataset needs these",
     ("setup_project", "fingerprints"): "as above",

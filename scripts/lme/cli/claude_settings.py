@@ -6,6 +6,9 @@ Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs
   session, or a chat message that makes the model call the Skill tool) every Bash line and the Skill call itself
   need approval in the default permission mode. Rules in settings lift that; they must name the plugin's
   expanded path (a rule with a literal ``${CLAUDE_PLUGIN_ROOT}`` never matches).
+- A ``Bash(<prefix>:*)`` rule matches any arguments, so the rules written are the loop's only, and the scripts
+  refuse in a loop session what the loop never needs (``lme.core.unattended``). ``Edit(/folder/**)`` (a path
+  relative to the project) is the one file rule Edit and Write both follow; ``Write(...)`` rules are not read.
 - The project's ``.claude/settings.local.json`` is read even before the workspace is trusted; its
   ``.claude/settings.json`` is ignored until then. So the rules go to ``settings.local.json`` (personal, not
   meant to be committed).
@@ -77,16 +80,30 @@ def plugin_docs(plugin_root: Path = PLUGIN_ROOT) -> list[Path]:
     return [*sorted((plugin_root / "commands").glob("*.md")), *sorted((plugin_root / "skills").glob("*/SKILL.md"))]
 
 
+ARMS_THE_STOP_HOOK = "/scripts/loop_session.py"
+"""A skill whose ``allowed-tools`` run this script is the loop's (it arms the Stop hook): its rules are the ones
+``--allow-unattended`` writes. Chosen by what the skill does, so its name can change."""
+RULE_KINDS = ("Bash(", "Edit(")
+
+
+def loop_skills(plugin_root: Path = PLUGIN_ROOT) -> list[Path]:
+    """The skills that run the iteration loop (see ``ARMS_THE_STOP_HOOK``)."""
+    return [skill for skill in sorted((plugin_root / "skills").glob("*/SKILL.md"))
+            if ARMS_THE_STOP_HOOK in frontmatter(skill).get("allowed-tools", "")]
+
+
 def permission_rules(plugin_root: Path = PLUGIN_ROOT) -> list[str]:
-    """Every Bash rule of the plugin's commands and skills with the plugin's path written in, and a Skill rule per
-    skill: what a session needs to run the plugin's steps outside the command or skill that allows them."""
+    """The loop's rules and nothing more: the loop skill's Bash rules (the plugin's path written in) and its Edit
+    rules (the memory system's folder, the proposal, the trigger set), and a Skill rule for it. Not the other
+    commands' and skills' rules: a standing rule for ``run_benchmark.py`` or ``setup_project.py``, or for a skill
+    that allows them, would let a session run them with any argument, unasked."""
     rules: list[str] = []
-    for doc in plugin_docs(plugin_root):
-        for entry in split_entries(frontmatter(doc).get("allowed-tools", "")):
-            if entry.startswith("Bash("):
+    for skill in loop_skills(plugin_root):
+        meta = frontmatter(skill)
+        for entry in split_entries(meta.get("allowed-tools", "")):
+            if entry.startswith(RULE_KINDS):
                 rules.append(entry.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_root)))
-    for skill in sorted((plugin_root / "skills").glob("*/SKILL.md")):
-        rules.append(f"Skill({PLUGIN}:{frontmatter(skill).get('name', skill.parent.name)})")
+        rules.append(f"Skill({PLUGIN}:{meta.get('name', skill.parent.name)})")
     return list(dict.fromkeys(rules))
 
 

@@ -28,6 +28,7 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 entry_guard.start(__name__)
 
 import argparse
+import os
 import shlex
 import sys
 from contextlib import redirect_stdout
@@ -45,6 +46,8 @@ from lme.models import provider_probe
 from lme.run import run_driver
 from lme.run import run_settings
 from lme.run import run_status
+from lme.run import unattended_gate
+from lme.core import unattended
 from lme.report import report_outputs
 from lme.core.clock import utc_now
 from lme.core.errors import UserError, run_main
@@ -85,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json and not args.dry_run:
         raise UserError("--json is the dry run's machine-readable form; a run prints its scorecard",
                         fix="add --dry-run, or use --progress json for a run's records")
+    unattended_gate.check_worker(args)
+    loop_session = unattended.loop_session(loop_flag=args.loop)
+    if loop_session is not None:  # an agent with standing permissions: code only from the config
+        unattended_gate.check_code(settings, cfg, project, loop_session)
     if args.dry_run:
         return dry_run.run(settings, run_id=args.run_id, as_json=args.json)
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
@@ -102,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if block is not None:
             print(block, flush=True)
             return run_driver.EXIT_NEEDS_CONFIRMATION
+    elif args.yes and not args.worker and loop_session is not None:  # the agent's own --yes: the user's budget
+        unattended_gate.check_yes(settings, cfg, args.run_id, cost_gate.confirm_threshold(cfg), loop_session)
     if args.background:
         return _start_in_background(settings, args, argv)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
@@ -136,6 +145,7 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
     """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
     run_id, work = run_driver.prepare_background(settings, args.run_id)
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
+    os.environ.update(unattended_gate.worker_env(run_id))  # the worker's proof that --background started it
     info = background.start(work, _worker_argv(argv, run_id, bool(args.run_id)), run_id=run_id, cwd=Path.cwd(),
                             log_header=f"=== {utc_now()} started in the background: {shown}")
     log = Path(info["log"])

@@ -40,6 +40,7 @@ if str(SCRIPTS) not in sys.path:
 from lme.core import cli_parser  # noqa: E402  (stdlib-only sibling)
 from lme.core import command_names  # noqa: E402  (stdlib-only sibling)
 from lme.core import project_ignore  # noqa: E402  (stdlib-only sibling)
+from lme.core import unattended  # noqa: E402  (stdlib-only sibling)
 from lme.core.errors import UserError, run_main  # noqa: E402  (stdlib-only sibling)
 from lme.core.facts import (  # noqa: E402  (stdlib-only sibling)
     CONFIG_FILE,
@@ -639,6 +640,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def refuse_in_a_loop_session(args: argparse.Namespace) -> None:
+    """In a loop session (``unattended``: an agent holding standing permissions) setup installs from nowhere but
+    its defaults and points the judge at no code outside the project; ``--project`` elsewhere is refused by the
+    parser. The user runs such a setup themselves."""
+    why = unattended.loop_session()
+    if why is None:
+        return
+    chosen = [flag for flag, given, default in (("--index-url", args.index_url, None),
+                                                 ("--upstream-url", args.upstream_url, UPSTREAM_URL),
+                                                 ("--base-url", args.base_url, DEFAULT_BASE_URL)) if given != default]
+    if chosen:
+        raise UserError(f"{chosen[0]} {getattr(args, chosen[0][2:].replace('-', '_'))}: in a loop session ({why}) "
+                        "setup downloads and installs only from its defaults",
+                        fix="run this setup yourself in a terminal")
+    if args.longmemeval_root is not None:
+        unattended.refuse_outside(args.longmemeval_root, "--longmemeval-root", why)
+
+
 def check_claude_settings(project: Path) -> None:
     """``.claude/settings.local.json``, when present, must be a JSON object (checked before anything is written)."""
     path = project / claude_settings.SETTINGS_FILE
@@ -752,6 +771,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError(f"python {sys.version.split()[0]} is too old", fix="run this with python3 >= 3.10")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    refuse_in_a_loop_session(args)  # before anything else: an agent's standing rules never reach another index or project
     project = args.project.expanduser().resolve()
     if args.wait is not None:
         if len([a for a in argv if a.startswith("--") and not a.startswith(("--wait", "--project"))]) > 0:

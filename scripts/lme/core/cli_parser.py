@@ -2,7 +2,11 @@
 
 argparse's own ``error`` prints the whole usage block before its message; an agent (or a user) reading the output
 then has to find the one line that matters. This parser prints only that line, plus what to do: a bare word where
-a run id was meant suggests ``--run-id WORD``; anything else points at ``--help``. Standard library only.
+a run id was meant suggests ``--run-id WORD``; anything else points at ``--help``.
+
+After parsing, a ``--project`` outside the working folder is refused in a loop session (``unattended``): one check
+for every entry script. ``loop_command=True`` marks the loop's own commands, which are in a loop session whenever
+Claude Code runs them. Standard library only.
 """
 
 from __future__ import annotations
@@ -11,11 +15,22 @@ import argparse
 import sys
 from typing import Any, NoReturn, Sequence
 
+from lme.core import unattended
+
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser with a one-line ``error`` (subparsers made by ``add_subparsers`` are this class too)."""
 
     _given: list[str] | None = None
+
+    def __init__(self, *args: Any, loop_command: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.loop_command = loop_command
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        parsed = super().parse_args(args, namespace)
+        unattended.refuse_project_elsewhere(parsed, loop_command=self.loop_command)
+        return parsed
 
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
         self._given = list(sys.argv[1:] if args is None else args)

@@ -150,7 +150,8 @@ def adopt(project: Path, loop_run_id: str, confirm_run_id: str) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     p_check = sub.add_parser("check", help="has the run reached ceil(0.95 * n_total) strict correct?")

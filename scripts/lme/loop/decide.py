@@ -265,7 +265,8 @@ def describe(record: Mapping[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     parser.add_argument("--snapshot", required=True, help="the pre-fix snapshot, v<ROUND> (rounds.py snapshot)")
     parser.add_argument("--run-id", required=True, help="the post-fix run (the loop's run id)")

@@ -178,7 +178,8 @@ def revert(sha: str, *, project: Path | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root, a git work tree (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     p_commit = sub.add_parser("commit", help="commit the named paths on the loop branch")

@@ -27,7 +27,8 @@ from lme.run.loop_rules import check_loop_run, loop_config, split_model, target_
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p_cfg = sub.add_parser("config", help="print the loop configuration (config loop object + defaults) as JSON")
     p_cfg.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")

@@ -26,12 +26,11 @@ Usage (from the project root):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
 
@@ -42,6 +41,7 @@ from lme.core.clock import utc_now_iso
 from lme.core import command_names  # noqa: E402  (stdlib-only siblings)
 from lme.core import fileio  # noqa: E402
 from lme.core.errors import UserError, run_main  # noqa: E402
+from lme.core import state_reader  # noqa: E402
 from lme.core.facts import (  # noqa: E402
     CONFIRMATION_FILE,
     DECISIONS_FILE,
@@ -59,6 +59,12 @@ SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 """Set by Claude Code (2.1.332) in the environment of every Bash command and hook it runs."""
 STALL_LIMIT = 3
 """Stops in a row with no change to the loop's files after which the hook lets the session end."""
+GIT_TIMEOUT_S = 5.0
+"""Seconds a git call of ``fingerprint`` may take (the Stop hook's whole budget is ``HOOK_TIME_LIMIT_S``)."""
+MAX_RUNS_WATCHED = 1000
+"""Run folders whose result files ``fingerprint`` looks at, at most."""
+HISTORY_ROWS_MAX = 1_000_000
+"""Upper bound of the history row count the session file records (a larger value is clamped)."""
 _WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, TRIGGER_SET_FILE, PROPOSAL_FILE)
 _RUN_FILES = WATCHED_FILES
 
@@ -78,14 +84,24 @@ def read_state(project: Path) -> dict[str, Any] | None:
     """The session file's content; None when there is none. A broken file is a user error naming the fix."""
     path = session_path(project)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        data = state_reader.read_json(path)
+    except state_reader.StateFileError as err:
+        raise UserError(f"{path} is unreadable: {err.problem}",
+                        fix="run loop_session.py start again (or delete the file)") from None
+    if data is None:
         return None
-    except (OSError, ValueError) as err:
-        raise UserError(f"{path} is unreadable: {err}", fix="run loop_session.py start again (or delete the file)")
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a JSON object", fix="run loop_session.py start again (or delete the file)")
     return data
+
+
+def counter(state: Mapping[str, Any], key: str, high: int) -> int:
+    """A count kept in the session file, as a whole number in [0, high]: the file is data, and a value such as
+    ``"stalls": -1000000000`` must not switch a guard off (anything that is not a number counts as 0)."""
+    value = state.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0
+    return int(max(0, min(high, value)))
 
 
 def _write_state(project: Path, state: dict[str, Any]) -> None:
@@ -95,18 +111,15 @@ def _write_state(project: Path, state: dict[str, Any]) -> None:
 
 
 def _history_rows(project: Path) -> list[str]:
-    try:
-        text = (Path(project) / HISTORY_FILE).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
+    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
     return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")
             and not line.startswith("|---")]
 
 
 def confirmed(project: Path) -> bool:
     try:
-        data = json.loads((Path(project) / CONFIRMATION_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = state_reader.read_json(Path(project) / CONFIRMATION_FILE)
+    except state_reader.StateFileError:
         return False
     return isinstance(data, dict) and data.get("status") == "confirmed"
 
@@ -154,7 +167,7 @@ def verdict(project: Path, session_id: str | None) -> Verdict:
         return Verdict(False, f"the loop session was {state.get('status')}")
     if confirmed(project):
         return Verdict(False, "CONFIRMED: the loop is over")
-    if blocked_since(project, int(state.get("history_rows") or 0)):
+    if blocked_since(project, counter(state, "history_rows", HISTORY_ROWS_MAX)):
         return Verdict(False, "BLOCKED: the loop is halted until a human fixes it")
     return Verdict(True, "no CONFIRMED, no BLOCKED, not cancelled")
 
@@ -162,18 +175,20 @@ def verdict(project: Path, session_id: str | None) -> Verdict:
 def fingerprint(project: Path) -> str:
     """A digest of the loop's files: it changes whenever a step of the loop did something."""
     import hashlib
+    import itertools
     import subprocess
 
     project = Path(project)
     parts: list[str] = []
     for args in (["rev-parse", "HEAD"], ["status", "--porcelain"]):
         try:
-            done = subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, timeout=20)
+            done = subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, timeout=GIT_TIMEOUT_S)
             parts.append(done.stdout)
         except (OSError, subprocess.SubprocessError):
             parts.append("")
     files = [project / name for name in _WATCHED]
-    files += [run / name for run in sorted((project / RUNS_DIR).glob("*")) for name in _RUN_FILES]
+    runs = sorted(itertools.islice((project / RUNS_DIR).glob("*"), MAX_RUNS_WATCHED))
+    files += [run / name for run in runs for name in _RUN_FILES]
     for path in files:
         try:
             stat = path.stat()
@@ -187,7 +202,7 @@ def note_stop(project: Path) -> int:
     """Record a stop the hook is about to block; returns how many stops in a row saw no progress (0: progress)."""
     state = read_state(project) or {}
     now = fingerprint(project)
-    stalls = int(state.get("stalls") or 0) + 1 if state.get("fingerprint") == now else 0
+    stalls = counter(state, "stalls", STALL_LIMIT) + 1 if state.get("fingerprint") == now else 0
     state.update(fingerprint=now, stalls=stalls)
     _write_state(project, state)
     return stalls
@@ -202,7 +217,7 @@ def current_session(explicit: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, text in (("start", "this Claude Code session drives the loop"),

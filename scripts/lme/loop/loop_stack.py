@@ -81,7 +81,8 @@ def set_stack(project: Path, writer: str | None = None) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("show", help="print the loop's stack")

@@ -10,6 +10,7 @@ so nothing here needs the venv. The steps that change the state are ``loop_steps
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -17,6 +18,7 @@ from lme.core.clock import utc_today
 from lme.core import fileio
 from lme.loop import loop_git
 from lme.core.errors import UserError
+from lme.core import state_reader
 from lme.core.facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR
 
 HISTORY_HEADER = (
@@ -55,17 +57,14 @@ def init(project: Path) -> list[str]:
 def current(project: Path) -> int:
     """The round number in ``.max_effort_round`` (missing file: a user error naming the fix)."""
     counter = Path(project) / ROUND_FILE
-    try:
-        text = counter.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
+    text = state_reader.read_text(counter, state_reader.SMALL_LIMIT)
+    if text is None:
         raise UserError(f"{counter} is missing", fix="run scripts/check_setup.sh (or rounds.py init)")
-    try:
-        value = int(text)
-    except ValueError:
-        raise UserError(f"{counter} holds {text!r}, not a round number", fix="restore it from git history")
-    if value < 0:
-        raise UserError(f"{counter} holds a negative round {value}", fix="restore it from git history")
-    return value
+    text = text.strip()
+    if not text.isdigit() or not text.isascii() or len(text) > 9:
+        raise state_reader.StateFileError(counter, "is not a round number", text,
+                                          fix="restore it from git history")
+    return int(text)
 
 
 def bump(project: Path) -> int:
@@ -157,11 +156,9 @@ def log_step(project: Path, round_no: int, step: str, metrics: Mapping[str, Any]
 
 def step_logged(project: Path, round_no: int, marker: str) -> bool:
     """Whether ``history_max_effort.md`` has a row of round ``round_no`` whose note holds ``marker``."""
-    history = Path(project) / HISTORY_FILE
-    if not history.exists():
-        return False
     prefix = f"| v{round_no} |"
-    return any(line.startswith(prefix) and marker in line for line in history.read_text(encoding="utf-8").splitlines())
+    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
+    return any(line.startswith(prefix) and marker in line for line in text.splitlines())
 
 
 def blocked_row(round_no: int, reason: str, date: str | None = None) -> str:
@@ -186,11 +183,11 @@ def blocked(project: Path, reason: str) -> str:
 
 def decision_for(project: Path, round_no: int) -> dict[str, Any] | None:
     """The last decision recorded for ``round_no`` in ``decisions.jsonl`` (None: the round is not decided)."""
-    path = Path(project) / DECISIONS_FILE
-    if not path.exists():
+    text = state_reader.read_text(Path(project) / DECISIONS_FILE)
+    if text is None:
         return None
     found = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         try:
             record = json.loads(line)
         except json.JSONDecodeError:
@@ -215,35 +212,45 @@ def baseline_logged(project: Path, round_no: int) -> bool:
     return step_logged(project, round_no, baseline_note(round_no))
 
 
-def status(project: Path) -> list[str]:
-    """Where the loop stands, as lines for people; the last line says which skill step to run next."""
+CONFIRMATION_STATES = ("pending", "confirmed", "not_confirmed")
+"""What ``confirm.py`` writes as ``confirmation.json``'s status."""
+DECISIONS = ("keep", "revert")
+"""What ``decide`` records as a round's decision."""
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the loop stands, read from its files: what ``status`` prints and the Stop hook relays."""
+
+    round_no: int
+    has_snapshot: bool
+    fix_sha: str | None
+    """The round's ``fix(v<round>)`` commit (from git), None when there is none."""
+    decision: Any
+    """The round's recorded decision as the file has it (``DECISIONS`` when well formed), None when none."""
+    confirmation: Mapping[str, Any] | None
+    """``confirmation.json`` as the file has it (None: none, or not an object)."""
+    history: tuple[str, ...]
+    """The last three rows of ``history_max_effort.md``, as the file has them."""
+    step: str
+    """The skill step to run next (our words, chosen from the validated facts above)."""
+
+
+def position(project: Path) -> Position:
+    """Read the loop's files and name the next step. A state file that is not data raises StateFileError."""
     project = Path(project)
     round_no = current(project)
-    lines = [f"round: v{round_no}"]
-    confirmation = None
-    path = project / CONFIRMATION_FILE
-    if path.exists():
-        try:
-            confirmation = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            raise UserError(f"{path} is not valid JSON", fix="restore it from git history") from None
+    confirmation = state_reader.read_json(project / CONFIRMATION_FILE)
+    confirmation = confirmation if isinstance(confirmation, Mapping) else None
     fix = fix_commit(project, round_no) if round_no else None
     record = decision_for(project, round_no) if round_no else None
     has_snapshot = round_no > 0 and snapshot_dir(project, round_no).is_dir()
-    if round_no:
-        lines.append(f"snapshot v{round_no}: {'present' if has_snapshot else 'missing'}")
-        lines.append(f"fix commit of v{round_no}: {fix[:12] if fix else 'none'}")
-        lines.append(f"decision for v{round_no}: {record['decision'] if record else 'none'}")
-    if confirmation:
-        lines.append(f"confirmation: {confirmation.get('status')} (run {confirmation.get('confirm_run_id')})")
-    history = project / HISTORY_FILE
-    if history.exists():
-        rows = [line for line in history.read_text(encoding="utf-8").splitlines()
-                if line.startswith("| ") and not line.startswith("| round |")]
-        lines += [f"history: {row}" for row in rows[-3:]]
-    if confirmation and confirmation.get("status") == "confirmed":
+    text = state_reader.read_text(project / HISTORY_FILE) or ""
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")]
+    status = confirmation.get("status") if confirmation else None
+    if status == "confirmed":
         step = "the loop is over (confirmed): report both run ids and both counts"
-    elif confirmation and confirmation.get("status") == "pending":
+    elif status == "pending":
         step = "steps 2-3 (the confirmation rerun resumes, then it is judged)"
     elif round_no == 0 or record is not None:
         step = "step 1 (the full run resumes), then steps 2-3 and 3b (the noise floor, measured once per stack)"
@@ -253,5 +260,21 @@ def status(project: Path) -> list[str]:
         step = "step 5 (cluster, diagnose, propose), then step 6"
     else:
         step = "step 7 (re-test the trigger set; the run resumes), then steps 8-10"
-    lines.append(f"next: {step}")
+    return Position(round_no, has_snapshot, fix, record.get("decision") if record else None, confirmation,
+                    tuple(rows[-3:]), step)
+
+
+def status(project: Path) -> list[str]:
+    """Where the loop stands, as lines for people; the last line says which skill step to run next."""
+    where = position(project)
+    lines = [f"round: v{where.round_no}"]
+    if where.round_no:
+        lines.append(f"snapshot v{where.round_no}: {'present' if where.has_snapshot else 'missing'}")
+        lines.append(f"fix commit of v{where.round_no}: {where.fix_sha[:12] if where.fix_sha else 'none'}")
+        lines.append(f"decision for v{where.round_no}: {where.decision if where.decision is not None else 'none'}")
+    if where.confirmation:
+        lines.append(f"confirmation: {where.confirmation.get('status')} "
+                     f"(run {where.confirmation.get('confirm_run_id')})")
+    lines += [f"history: {row}" for row in where.history]
+    lines.append(f"next: {where.step}")
     return lines

@@ -2,16 +2,25 @@
 
 Claude Code (2.1.332) runs it whenever a session is about to end its turn, in every project where the plugin is
 enabled, with a JSON object on stdin (``session_id``, ``cwd``, ``hook_event_name: "Stop"``, ``stop_hook_active``,
-``last_assistant_message``, ``transcript_path``, ...). Printing ``{"decision": "block", "reason": ...}`` makes
-the model go on with ``reason`` as its next instruction; printing nothing lets the session stop.
+``last_assistant_message``, ``transcript_path``, ...). To send the model on it prints
+``{"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": ...}}`` and exits 0: 2.1.332's own schema
+calls that "non-error feedback delivered to the model; the conversation continues", and it reaches the model as a
+system reminder. (``{"decision": "block", "reason": ...}`` continues the session too, but the CLI reports every
+such stop as a hook error: a ``stop-hook-error`` notification, "stop hook problem" on the screen.) Printing
+nothing lets the session stop; ``{"systemMessage": ...}`` lets it stop and tells the user why.
 
-It blocks only when ``loop_session.verdict`` says so: a loop that THIS session started (``loop_session.py
-start``) in this project, not cancelled, not CONFIRMED, not BLOCKED. Anything else - another project, another
-session, no loop, a broken state file, a bug here - lets the session stop: this hook must never trap a user.
-``stop_hook_active`` is not a reason to stop: it stays true for the rest of a turn once the hook blocked, and a
-loop round takes many stops. Claude Code itself ends a turn after 8 blocks in a row with no tool call between
-them (``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP``); and this hook lets go after ``loop_session.STALL_LIMIT`` stops in a
-row that changed none of the loop's files (a step refused again and again cannot spin for ever either).
+It sends the session on only when ``loop_session.verdict`` says so: a loop that THIS session started
+(``loop_session.py start``) in this project, not cancelled, not CONFIRMED, not BLOCKED. Anything else - another
+project, another session, no loop, a broken state file, a bug here, ``HOOK_TIME_LIMIT_S`` passed - lets the session
+stop: this hook must never trap a user. ``stop_hook_active`` is not a reason to stop: it stays true for the rest of a
+turn once the hook sent it on, and a loop round takes many stops. Claude Code itself ends a turn after 8
+continuations in a row with no tool call between them (``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP``); and this hook lets go
+after ``loop_session.STALL_LIMIT`` stops in a row that changed none of the loop's files.
+
+What it relays is ours: fixed sentences, and from the loop's files only what was checked to be a number, a commit
+id or one of the known states. Any other text from a file is shown short, quoted and marked as file content
+(``state_reader.quoted``), never as something to do. The files are read with ``state_reader`` (regular files only,
+no symlink, never blocking, bounded).
 
 Standard library only: it runs with ``python3`` before any venv is found, and exits 0 in every case.
 """
@@ -21,6 +30,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import signal
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -37,42 +48,101 @@ from lme.core.facts import LOOP_SESSION_FILE  # noqa: E402  (stdlib only)
 # import (a broken checkout, an edit in progress) is caught by main's guard and lets the session stop.
 
 STATE_FILE = Path(LOOP_SESSION_FILE)
+HOOK_TIME_LIMIT_S = 10.0
+"""The hook's whole budget (Claude Code's timeout for it is 30 s, hooks/hooks.json): past it the session may stop."""
+STDIN_LIMIT = 8 * 1024 * 1024
+"""Bytes of the hook's input read at most (the event JSON: a few KB, plus the last assistant message)."""
+MESSAGE_CHARS = 300
+"""Characters of an error shown at most in the message that lets the session stop."""
+_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_CELL_FIGURES = (re.compile(r"^(v\d{1,9}|BLOCKED)$"), re.compile(r"^\d{4}-\d{2}-\d{2}$"),
+                 re.compile(r"^(\d{1,9}/\d{1,9}|n/a)$"), re.compile(r"^(\d\.\d{4}|n/a)$"))
+
+
+class HookTimeout(BaseException):
+    """``HOOK_TIME_LIMIT_S`` passed (a BaseException: no ``except Exception`` on the way may swallow it)."""
 
 
 def projects(hook_input: Mapping[str, Any]) -> list[Path]:
     """Where to look for a loop: Claude Code's project dir, then the hook's cwd (deduplicated, existing only)."""
     found: list[Path] = []
     for candidate in (os.environ.get("CLAUDE_PROJECT_DIR"), hook_input.get("cwd")):
-        if candidate and Path(candidate).is_dir() and Path(candidate) not in found:
+        if isinstance(candidate, str) and candidate and Path(candidate).is_dir() and Path(candidate) not in found:
             found.append(Path(candidate))
     return found
 
 
-def loop_status_lines(project: Path) -> list[str]:
-    """What ``rounds.py status`` says (its last line names the step to continue at)."""
+def _checked(value: Any, allowed: Any) -> str:
+    """``value`` as it is when it is one of ``allowed`` (a tuple) or matches it (a pattern), else quoted as data."""
+    text = value if isinstance(value, str) else json.dumps(value)
+    ok = text in allowed if isinstance(allowed, tuple) else bool(allowed.match(text))
+    if ok:
+        return text
+    from lme.core import state_reader
+
+    return f"({state_reader.quoted(text)})"
+
+
+def history_figures(row: str) -> str:
+    """A history row's round, date, correct/n and overall, each checked; its note (free text) is left out."""
+    cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
+    shown = [_checked(cell, pattern) for cell, pattern in zip(cells[:4], _CELL_FIGURES)]
+    return " ".join(shown)
+
+
+def where_it_stands(project: Path) -> list[str]:
+    """The loop's position for the model: checked facts and the next step, never a state file's text as such."""
     from lme.loop import loop_state
+    from lme.core import state_reader
 
     try:
-        return loop_state.status(project)
-    except Exception as err:  # noqa: BLE001 - a status we cannot read is reported, the loop still goes on
-        return [f"(rounds.py status failed: {err})"]
+        where = loop_state.position(project)
+    except state_reader.StateFileError as err:
+        name = err.path.name
+        content = f" ({state_reader.quoted(err.content)})" if err.content is not None else ""
+        return [f"the loop's state could not be read: {name} {err.problem}{content}; run rounds.py status "
+                "(the skill's Setup) and fix what it names"]
+    except Exception as err:  # noqa: BLE001 - a status we cannot read is reported by kind; the loop still goes on
+        return [f"the loop's state could not be read ({type(err).__name__}); run rounds.py status (the skill's "
+                "Setup) and fix what it names"]
+    facts = [f"round v{where.round_no}"]
+    if where.round_no:
+        facts.append(f"snapshot {'present' if where.has_snapshot else 'missing'}")
+        facts.append(f"fix commit {_checked(where.fix_sha[:12], _SHA) if where.fix_sha else 'none'}")
+        facts.append(f"decision {_checked(where.decision, loop_state.DECISIONS) if where.decision else 'none'}")
+    if where.confirmation:
+        facts.append(f"confirmation {_checked(where.confirmation.get('status'), loop_state.CONFIRMATION_STATES)}")
+        run = where.confirmation.get("confirm_run_id")
+        if run:
+            facts.append(f"(rerun {_checked(run, _RUN_ID)})")
+    lines = ["; ".join(facts)]
+    lines += [f"history: {history_figures(row)}" for row in where.history]
+    lines.append(f"next: {where.step}")
+    return lines
 
 
 def reason(project: Path, why: str) -> str:
+    """What the model is told to do next (the continuation's text): short, our words, checked facts."""
     from lme.core import command_names
 
-    plugin = SCRIPTS.parent
-    venv_run = f'bash "{plugin / "scripts" / "venv_run.sh"}"'
-    lines = [f"The LongMemEval loop this session started in {project} is not over ({why}). Do not stop: "
-             "continue it now.",
-             "Where it stands (rounds.py status):", *[f"  {line}" for line in loop_status_lines(project)],
-             f"Continue at the step that `next:` names, following the {command_names.LOOP_SKILL} skill, running "
-             "its blocks as written from the project root.",
-             f"If a run is going on in the background, wait for it: {venv_run} run_status.py --latest --wait 100",
-             "It ends only on CONFIRMED (the clean confirmation rerun at the target), on BLOCKED (billing: "
-             f"{venv_run} rounds.py blocked --reason billing), or when the user cancels with "
-             f"{command_names.CANCEL}."]
+    venv_run = f'bash "{SCRIPTS / "venv_run.sh"}"'
+    lines = [f"The LongMemEval loop this session started in {json.dumps(str(project))} is not over ({why}): "
+             "continue it now, do not stop.",
+             "Where it stands (checked figures from the loop's files):",
+             *[f"  {line}" for line in where_it_stands(project)],
+             f"Continue at the step `next:` names, as the loop's skill ({command_names.ITERATE}) says, its blocks as "
+             f"written from the project root; wait for a background run with {venv_run} run_status.py --latest "
+             "--wait 100.",
+             f"It ends only on CONFIRMED, on BLOCKED ({venv_run} rounds.py blocked --reason billing on a billing "
+             f"error) or when the user cancels ({command_names.CANCEL})."]
     return "\n".join(lines)
+
+
+def continuation(text: str) -> dict[str, Any]:
+    """The output that sends the model on with ``text``, as Claude Code 2.1.332 takes it without calling it an
+    error: Stop's ``hookSpecificOutput.additionalContext``."""
+    return {"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": text}}
 
 
 def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -94,23 +164,41 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
             return {"systemMessage": f"LongMemEval loop: no change to the loop's files across {stalls + 1} stops in a "
                                      "row; letting the session end so a human can look (resume with "
                                      f"{command_names.ITERATE})"}
-        return {"decision": "block", "reason": reason(project, found.why)}
+        return continuation(reason(project, found.why))
     return None
 
 
+def _short(text: str) -> str:
+    flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return flat if len(flat) <= MESSAGE_CHARS else flat[: MESSAGE_CHARS - 1] + "\u2026"
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise HookTimeout(f"the hook took longer than {HOOK_TIME_LIMIT_S:g} s")
+
+
+def _arm_time_limit() -> None:
+    if hasattr(signal, "setitimer"):  # POSIX; elsewhere the CLI's own timeout is the limit
+        signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, HOOK_TIME_LIMIT_S)
+
+
 def main() -> int:
+    _arm_time_limit()
     try:
-        hook_input = json.loads(sys.stdin.read() or "{}")
-    except ValueError:  # not a hook event of ours to judge
-        return 0
-    if not isinstance(hook_input, dict):
-        return 0
-    try:
+        try:
+            hook_input = json.loads(sys.stdin.read(STDIN_LIMIT) or "{}")
+        except (ValueError, RecursionError):  # not a hook event of ours to judge
+            return 0
+        if not isinstance(hook_input, dict):
+            return 0
         with redirect_stdout(io.StringIO()):  # nothing but our one JSON object may reach stdout
             output = decide(hook_input)
-    except Exception as err:  # noqa: BLE001 - never trap a session on a bug: say it and let it stop
-        print(json.dumps({"systemMessage": f"longmemeval loop stop hook: {type(err).__name__}: {err}"}))
-        return 0
+    except (Exception, HookTimeout) as err:  # noqa: BLE001 - never trap a session on a bug or a timeout: let it stop
+        output = {"systemMessage": _short(f"longmemeval loop stop hook: {type(err).__name__}: {err}")}
+    finally:
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
     if output is not None:
         print(json.dumps(output))
     return 0

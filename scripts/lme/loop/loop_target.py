@@ -71,7 +71,7 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__.split("\n\n")[0])
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")

@@ -39,7 +39,8 @@ STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("init", help="create .max_effort_round (0) and history_max_effort.md when missing")

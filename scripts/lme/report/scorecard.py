@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
+from lme.core import unattended
 from lme.report import report_outputs
 from lme.store import run_store
 from lme.core.errors import UserError, run_main
@@ -101,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError:
             raise UserError(f"N_TOTAL must be a whole number, got {raw_n!r}", fix="e.g. 500") from None
         run_dir = Path(raw_dir)
+        why = unattended.loop_session()
+        if why is not None:  # the scorecard's files are written into RUN_DIR
+            unattended.refuse_outside(run_dir, "RUN_DIR", why)
         refuse_contradictions(run_dir, variant, run_id)
     elif args.run_id:
         run_dir = report_outputs.project_run_dir(args.project, args.run_id)

@@ -51,6 +51,7 @@ LOOP_DEFAULTS: dict[str, Any] = {
     "targetOptions": {flag: True for flag in SYMBOLIC_FLAGS},
     "n_parallel": 8,
     "required_keys": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
+    "budgetUsd": None,
 }
 
 

@@ -47,13 +47,14 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import cli_parser
+from lme.core import unattended
 from lme.data import gold_registry
 from lme.judge import offline_judge
 from lme.score import pipeline_health
 from lme.store import run_store
 from lme.score import trigger_set
 from lme.core.errors import UserError, run_main
-from lme.core.facts import QUESTION_TYPES, SYMBOLIC_FLAGS, is_abstention
+from lme.core.facts import QUESTION_TYPES, STATE_DIR, SYMBOLIC_FLAGS, is_abstention
 from lme.core.run_records import ResultRow
 
 KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
@@ -330,7 +331,8 @@ def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, r
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     parser.add_argument("--run-id", help="the run to analyse (the loop's run id)")
     parser.add_argument("--run-dir", type=Path, help="analyse this run or snapshot directory instead of --run-id")
@@ -350,6 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError(f"--top-k {args.top_k} must be >= 1")
     if args.out is not None and args.ids is None:
         raise UserError("--out writes a cluster's ids: it needs --ids N", fix="e.g. --ids 1 --out trigger_set.txt")
+    why = unattended.loop_session(loop_command=True)
+    if args.out is not None and why is not None:  # the agent writes the trigger set, nothing else
+        unattended.refuse_outside(args.out, "--out", why, cwd=Path.cwd() / STATE_DIR, where="the loop's state folder",
+                                  fix=f"e.g. --out {STATE_DIR}/trigger_set.txt")
     run_dir = args.run_dir if args.run_dir else run_store.existing_run_dir(args.project, args.run_id)
     if not Path(run_dir).is_dir():
         raise UserError(f"no run directory at {run_dir}")

@@ -80,7 +80,8 @@ def drop_qids(run_dir: Path, ids: Sequence[str]) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     parser.add_argument("--run-id", required=True, help="the run to edit (the loop's run id)")
     parser.add_argument("--from-file", type=Path, help="read ids from this file, one per line (# comments allowed)")
