@@ -16,12 +16,15 @@ entry_guard.start(__name__)
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from lme.core import bounded_json
 from lme.core import cli_parser
 from lme.core import command_names
+from lme.core import fileio
 from lme.core.fileio import write_atomic_json
 from lme.core.config_defaults import default_config
 from lme.core.errors import UserError, run_main
@@ -36,22 +39,27 @@ def config_path(project: Path) -> Path:
     return Path(project) / STATE_DIR / CONFIG_FILE
 
 
+CONFIG_LIMITS = bounded_json.Limits(document_bytes=4 << 20, string_chars=1 << 16)
+"""A config is a few hundred bytes; no value in it needs more than a path's or a URL's length."""
+
+
 def load_config(project: Path) -> dict[str, Any]:
-    """The validated config with defaults filled in for fields the file leaves out."""
+    """The validated config with defaults filled in for fields the file leaves out.
+
+    Declares ``project`` to ``fileio.own``: from here no file of its state is opened through a symbolic link."""
+    fileio.own(project)
     path = config_path(project)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise UserError(f"no config at {path}", fix=f"run {SETUP_COMMAND} in this project first")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {path} ({e})", fix=f"fix the file or re-run {SETUP_COMMAND}") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(
-            f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
-            fix=f"fix that line or re-run {SETUP_COMMAND} --force",
-        ) from None
+        data = fileio.read_bytes(path, max_bytes=CONFIG_LIMITS.document_bytes)
+    except IsADirectoryError:
+        raise UserError(f"no config at {path}: it is a directory", fix=f"move it away, then run {SETUP_COMMAND}") \
+            from None
+    except OSError as e:
+        raise UserError(f"cannot read {path} ({e.strerror or e})", fix=f"fix the file or re-run {SETUP_COMMAND}") \
+            from None
+    raw = bounded_json.loads(data, str(path), limits=CONFIG_LIMITS, fix=f"fix that line or re-run {SETUP_COMMAND} --force")
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected a JSON object, got {type(raw).__name__}", fix=f"re-run {SETUP_COMMAND}")
     check_version(raw, where=str(path))
@@ -69,7 +77,7 @@ def write_config(project: Path, cfg: Mapping[str, Any], *, force: bool = False) 
     data.setdefault("schemaVersion", SCHEMA_VERSION)
     validate("config", data, where=str(path))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        fileio.make_dirs(path.parent)
     except OSError as e:
         raise UserError(f"cannot create {path.parent} ({e.strerror})", fix="check the project directory's permissions") from None
     write_atomic_json(path, data)

@@ -7,7 +7,15 @@ The guarantees (``references/SPEC.md`` states them for users):
 * a crash mid-append leaves at most one partial last line; the first append in a process repairs it
   (``repair_tail``), and readers skip it (``iter_jsonl``), so no complete line is lost and no torn line is read;
 * a lock is an OS lock on a file (flock on POSIX, msvcrt on Windows) that dies with its process, so a crash never
-  leaves a lock behind.
+  leaves a lock behind;
+* no file is opened through a symbolic link (``O_NOFOLLOW``), and below a project (``own``, or the folder that holds
+  a ``.longmemeval-benchmarks``) no parent folder may be one either: a run folder, the state folder or the cache
+  that a dataset, a project or an archive planted links in is refused in one line (``SymlinkRefused``), and nothing
+  outside the project is ever written, truncated or locked. An atomic replace over a link replaces the link.
+
+Every file the product opens in a run folder, the state folder or the cache goes through here (``open_fd``,
+``open_file``, ``make_dirs``, ``read_bytes``, ``read_json``, ``iter_jsonl``, the writers), and every JSON read
+through ``bounded_json``.
 
 Which records a file holds (and so which torn tail is a complete record) is the caller's business: ``run_store``
 passes its schemas in.
@@ -15,16 +23,20 @@ passes its schemas in.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import IO, Any, Callable, Iterator, Mapping
 
+from lme.core import bounded_json
 from lme.core.errors import UserError
+from lme.core.facts import STATE_DIR
 
 IsComplete = Callable[[dict], bool]
 """Whether a parsed last line is a whole record (a schema check); None: any JSON object is."""
@@ -33,6 +45,150 @@ CheckRecord = Callable[[dict, str, bytes], None]
 the fault."""
 
 _TAIL_CHUNK = 1 << 16
+
+
+# --------------------------------------------------------------------------- paths: never through a symbolic link
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_OWNED: set[str] = set()
+
+
+class SymlinkRefused(UserError):
+    """A file or folder of the project's state is a symbolic link: the benchmark does not go through it."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(f"{path} is a symbolic link (or a loop of them); the benchmark never reads or writes its "
+                         "state through one: it could point anywhere outside the project",
+                         fix="replace the link with the real file or folder, or remove it")
+        self.path = str(path)
+
+
+def own(project: str | os.PathLike[str]) -> None:
+    """Declare ``project`` a project this process works in: below it, no parent folder of a file opened here may
+    be a symbolic link. (Below a folder that holds a ``.longmemeval-benchmarks``, that holds without a call.)"""
+    for form in (os.path.abspath(project), os.path.realpath(project)):
+        _OWNED.add(form)
+
+
+def _root_of(full: str) -> str | None:
+    """The nearest project above ``full`` (an absolute path): an owned folder, or the folder that holds the last
+    ``.longmemeval-benchmarks`` of the path."""
+    best = None
+    for root in _OWNED:
+        if full.startswith(root.rstrip(os.sep) + os.sep) and (best is None or len(root) > len(best)):
+            best = root
+    parts = full.split(os.sep)
+    if STATE_DIR in parts[:-1]:
+        anchor = os.sep.join(parts[:len(parts) - 2 - parts[-2::-1].index(STATE_DIR)]) or os.sep
+        if best is None or len(anchor) > len(best):
+            best = anchor
+    return best
+
+
+def check_no_symlinks(path: str | os.PathLike[str], *, include_self: bool = False) -> None:
+    """Refuse (``SymlinkRefused``) when a folder between ``path``'s project and ``path`` is a symbolic link (and
+    ``path`` itself, with ``include_self``). Folders that do not exist yet end the check: they will be made here."""
+    full = os.path.abspath(path)
+    root = _root_of(full)
+    if root is None:
+        if include_self and os.path.islink(full):
+            raise SymlinkRefused(full)
+        return
+    parts = full[len(root):].strip(os.sep).split(os.sep)
+    current = root
+    for part in parts if include_self else parts[:-1]:
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return  # missing (made next), or not a folder: the open that follows names it
+        if stat.S_ISLNK(mode):
+            raise SymlinkRefused(current)
+
+
+class NotRegularFile(UserError):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(f"{path} is not a regular file (a pipe, socket or device)", fix="replace it or remove it")
+
+
+def open_fd(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that never follows a symbolic link at ``path`` nor through a linked folder of its project, and
+    never opens a pipe, socket or device (a FIFO would block the open)."""
+    check_no_symlinks(path)
+    try:
+        kind = os.lstat(path).st_mode
+    except OSError:
+        kind = None  # missing (O_CREAT makes it), or a parent that is not a folder: the open says which
+    if kind is not None and not (stat.S_ISREG(kind) or stat.S_ISDIR(kind) or stat.S_ISLNK(kind)):
+        raise NotRegularFile(path)
+    try:
+        return os.open(path, flags | _NOFOLLOW | _CLOEXEC, mode)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise SymlinkRefused(path) from None
+        raise
+
+
+def open_file(path: str | os.PathLike[str], mode: str = "rb") -> IO[Any]:
+    """``open(path, mode)`` through ``open_fd``: never through a symbolic link."""
+    return open(path, mode, opener=lambda name, flags: open_fd(name, flags, 0o666))  # noqa: SIM115 - the caller closes
+
+
+def make_dirs(path: str | os.PathLike[str]) -> Path:
+    """``mkdir -p`` that refuses a symbolic link among the folders it would go through (``check_no_symlinks``)."""
+    check_no_symlinks(path, include_self=True)
+    os.makedirs(path, exist_ok=True)
+    if os.path.islink(path):
+        raise SymlinkRefused(path)
+    return Path(path)
+
+
+def read_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:
+    """A whole file, never through a symbolic link; more than ``max_bytes`` is a UserError naming it."""
+    with open_file(path, "rb") as fh:
+        if max_bytes is None:
+            return fh.read()
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UserError(f"{path}: more than {max_bytes:,} bytes, larger than a file of this kind can be",
+                        fix="restore the file or remove it")
+    return data
+
+
+def read_text(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> str:
+    """``read_bytes`` as UTF-8 text (a UserError naming the file when it is not)."""
+    data = read_bytes(path, max_bytes=max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte {e.start})", fix="restore the file or remove it") from None
+
+
+def copy_file(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """Copy a regular file (neither end through a symbolic link); the copy is written atomically, mode kept."""
+    with open_file(source, "rb") as fh:
+        data = fh.read()
+        mode = os.fstat(fh.fileno()).st_mode
+    write_atomic_bytes(Path(dest), data)
+    os.chmod(dest, stat.S_IMODE(mode))
+
+
+def copy_tree(source: str | os.PathLike[str], dest: str | os.PathLike[str], *, skip: tuple[str, ...] = ()) -> None:
+    """Copy a folder of regular files and folders (``skip``: names left out); a symbolic link in it is refused."""
+    source, dest = Path(source), Path(dest)
+    if os.path.islink(source):
+        raise SymlinkRefused(source)
+    make_dirs(dest)
+    for entry in sorted(os.scandir(source), key=lambda e: e.name):
+        if entry.name in skip:
+            continue
+        if entry.is_symlink():
+            raise SymlinkRefused(entry.path)
+        if entry.is_dir():
+            copy_tree(entry.path, dest / entry.name, skip=skip)
+        else:
+            copy_file(entry.path, dest / entry.name)
 
 
 # --------------------------------------------------------------------------- whole files
@@ -60,6 +216,7 @@ _UMASK = _read_umask()
 def write_atomic_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never a mix."""
     path = Path(path)
+    check_no_symlinks(path)  # mkstemp makes its file with O_EXCL: never through a link; os.replace replaces one
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:  # name the file the caller wrote, not a temporary name
@@ -92,24 +249,20 @@ def write_atomic_text(path: Path, text: str) -> None:
     write_atomic_bytes(Path(path), text.encode("utf-8"))
 
 
-def read_json(path: Path, *, check: Callable[[Any, str], None] | None = None) -> Any:
-    """Read one JSON file (``check(obj, where)`` validates it); every failure is one UserError line."""
+def read_json(path: Path, *, check: Callable[[Any, str], None] | None = None,
+              limits: bounded_json.Limits = bounded_json.DEFAULT) -> Any:
+    """Read one JSON file within ``limits`` (``check(obj, where)`` validates it), never through a symbolic link;
+    every failure is one UserError line."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bytes(path, max_bytes=limits.document_bytes)
     except FileNotFoundError:
         raise UserError(f"{path}: file not found") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (byte {e.start})", fix="restore the file or start a new run") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a file", fix="move it away") from None
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(
-            f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
-            fix="fix or delete the file",
-        ) from None
+    obj = bounded_json.loads(data, str(path), limits=limits, fix="fix or delete the file")
     if check is not None:
         check(obj, str(path))
     return obj
@@ -119,7 +272,9 @@ def ensure_writable_dir(path: Path) -> Path:
     """Create ``path`` if needed and prove it writable; otherwise a UserError naming it."""
     path = Path(path)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_dirs(path)
+    except FileExistsError:
+        pass  # a file there: named below
     except OSError as e:
         raise UserError(f"cannot create directory {path} ({e.strerror})", fix="choose a writable runs_dir") from None
     if not path.is_dir():
@@ -189,12 +344,13 @@ def repair_tail(path: Path, is_complete: IsComplete | None = None) -> str | None
     """
     path = Path(path)
     try:
-        size = path.stat().st_size
+        fh = os.fdopen(open_fd(path, os.O_RDWR | getattr(os, "O_BINARY", 0)), "r+b")
     except FileNotFoundError:
         return None
-    if size == 0:
-        return None
-    with open(path, "r+b") as fh:
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return None
         fh.seek(size - 1)
         if fh.read(1) == b"\n":
             # Whole last line: keep it unless it is unreadable (e.g. NUL bytes after a power loss), which
@@ -225,15 +381,15 @@ def repair_tail(path: Path, is_complete: IsComplete | None = None) -> str | None
 
 def _parses_as_object(blob: bytes) -> bool:
     try:
-        return isinstance(json.loads(blob.decode("utf-8")), dict)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        return isinstance(bounded_json.loads(blob, "a last line"), dict)
+    except ValueError:
         return False
 
 
 def _is_complete_record(blob: bytes, is_complete: IsComplete | None) -> bool:
     try:
-        obj = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        obj = bounded_json.loads(blob, "a last line")
+    except ValueError:
         return False
     return isinstance(obj, dict) and (is_complete is None or is_complete(obj))
 
@@ -246,8 +402,8 @@ def append_bytes(path: Path, data: bytes, *, repair: Callable[[Path], Any] | Non
         if repair is not None and APPENDS.needs_repair(path):
             repair(path)
             APPENDS.mark_repaired(path)
-        created = not path.exists()
-        fd = os.open(path, os.O_APPEND | os.O_CREAT | os.O_WRONLY | getattr(os, "O_BINARY", 0), 0o644)
+        created = not os.path.lexists(path)
+        fd = open_fd(path, os.O_APPEND | os.O_CREAT | os.O_WRONLY | getattr(os, "O_BINARY", 0), 0o644)
         try:
             written = os.write(fd, data)
             while written < len(data):  # a short write (disk full, signal) must not leave a torn line behind
@@ -282,7 +438,7 @@ def iter_jsonl(path: Path, *, check: CheckRecord | None = None) -> Iterator[tupl
     without its ``\\n`` that fails it is a torn append too."""
     path = Path(path)
     try:
-        fh = open(path, "rb")
+        fh = open_file(path, "rb")
     except FileNotFoundError:
         return
     with fh:
@@ -300,10 +456,10 @@ def iter_jsonl(path: Path, *, check: CheckRecord | None = None) -> Iterator[tupl
 def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | None, final: bool):
     where = f"{path}:{number}"
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        obj = bounded_json.loads(raw, where)
         if not isinstance(obj, dict):
             raise ValueError("not a JSON object")
-    except (UnicodeDecodeError, ValueError) as e:
+    except ValueError as e:
         if final:
             return None
         raise UserError(
@@ -358,7 +514,7 @@ class FileLock:
 
     def acquire(self) -> "FileLock":
         ensure_writable_dir(self.directory)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_fd(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # a linked .lock never gets a pid written through it
         try:
             self._lock_fd(fd)
         except OSError:
@@ -401,9 +557,9 @@ class FileLock:
 
     def holder_pid(self) -> int | None:
         try:
-            with open(self.path, "rb") as fh:
+            with open_file(self.path, "rb") as fh:
                 text = fh.read(32).decode("ascii", "replace").strip()
-        except OSError:
+        except (OSError, UserError):
             return None
         return int(text) if text.isdigit() else None
 

@@ -1,7 +1,9 @@
 """Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass.
 
-The ``_m`` file is about 2.75 GB, so nothing here reads a whole file: ``ijson`` pulls one item at a time from a
-reader that feeds sha256 as it goes. Each item is checked against ``references/schemas/item.schema.json``.
+The ``_m`` file is about 2.75 GB, so nothing here reads a whole file: ``ijson`` parses a reader that feeds sha256
+as it goes, and ``bounded_json.items`` builds one item at a time from its events, within bounds (nesting depth,
+string sizes, Unicode text: a nesting bomb is refused in one line naming the item, at a few lists' cost). Each item
+is checked against ``references/schemas/item.schema.json``.
 
 Usage:
     python scripts/dataset.py data/longmemeval_s_cleaned.json          # prints the DatasetInfo as JSON
@@ -27,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 
+from lme.core import bounded_json
 from lme.core import cli_parser
 import ijson
 
@@ -47,6 +50,11 @@ _REDOWNLOAD = (
     "re-download it from https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned "
     "and point datasetPath at the complete file"
 )
+ITEM_LIMITS = bounded_json.Limits(depth=16, string_chars=8 << 20)
+"""An item nests 4 levels inside the file's array (item, sessions, session, turn); the longest turn of ``_s`` holds
+about 77,000 characters."""
+QUESTION_ID_MAX = 200
+"""Characters of a question id (upstream's are at most 17); longer, or holding a control character, is refused."""
 _ITEM_KEYS = (
     "question_id",
     "question_type",
@@ -172,7 +180,8 @@ def _fast_item_ok(item: Any) -> bool:
     """A quick structural check equal to item.schema.json on valid items; any doubt defers to the schema."""
     if not isinstance(item, dict) or any(k not in item for k in _ITEM_KEYS):
         return False
-    if not isinstance(item["question_id"], str) or not item["question_id"]:
+    qid = item["question_id"]
+    if not isinstance(qid, str) or not qid or len(qid) > QUESTION_ID_MAX or not qid.isprintable():
         return False
     if item["question_type"] not in QUESTION_TYPES:
         return False
@@ -240,7 +249,8 @@ class _ItemStream:
         with _open_binary(path) as raw:
             reader = self.reader = _HashingReader(raw)
             try:
-                for index, item in enumerate(ijson.items(reader, "item", use_float=True)):
+                events = ijson.basic_parse(reader, use_float=True)
+                for index, item in enumerate(bounded_json.items(events, str(path), limits=ITEM_LIMITS)):
                     _check_item(item, index, path)
                     qid = item["question_id"]
                     if qid in seen:

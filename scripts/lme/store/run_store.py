@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-import shutil
 import uuid
 import zlib
 from contextlib import ExitStack
@@ -31,6 +31,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
 from lme.core.clock import utc_now, utc_stamp
 from lme.core import command_names
 from lme.core import config
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.facts import RUNS_DIR, resolve_judge_model
@@ -255,8 +256,8 @@ def peek_json(path: Path) -> dict[str, Any] | None:
     """A JSON object without checks, or None when it is missing or unreadable: for status polls that must never
     fail on a file a writer is replacing."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = bounded_json.loads(fileio.read_bytes(path, max_bytes=bounded_json.DEFAULT.document_bytes), str(path))
+    except (OSError, ValueError, UserError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -490,12 +491,12 @@ def _filtered_lines(path: Path, drop: set[str]) -> tuple[bytes, int]:
         return b"", 0
     kept: list[bytes] = []
     removed = 0
-    for raw in path.read_bytes().splitlines(keepends=True):
+    for raw in fileio.read_bytes(path).splitlines(keepends=True):
         if not raw.endswith(b"\n") or not raw.strip():
             continue  # a torn tail (no newline) is never a complete row
         try:
-            qid = json.loads(raw).get("question_id")
-        except (json.JSONDecodeError, AttributeError):
+            qid = bounded_json.loads(raw, str(path)).get("question_id")
+        except (ValueError, AttributeError):
             kept.append(raw)  # not ours to judge: the readers report it
             continue
         if qid in drop:
@@ -536,11 +537,11 @@ def rewrite_run(
             locks.enter_context(RunLock(d))
         for d in dirs:
             for name in (RESULTS_FILE, COMPLETED_FILE):
-                if (d / name).exists():
+                if os.path.lexists(d / name):
                     repair(d / name)
                     target = backup / d.relative_to(run_dir) / name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(d / name, target)
+                    fileio.make_dirs(target.parent)
+                    fileio.copy_file(d / name, target)
         for d in dirs:
             for name in (RESULTS_FILE, COMPLETED_FILE):
                 blob, removed = _filtered_lines(d / name, drop)
@@ -562,10 +563,10 @@ def copy_run(source: Path, dest: Path) -> None:
     manifest and metrics, and each shard directory whole (its lock left out)."""
     source, dest = Path(source), Path(dest)
     for name in SNAPSHOT_FILES:
-        if (source / name).exists():
-            shutil.copy2(source / name, dest / name)
+        if os.path.lexists(source / name):
+            fileio.copy_file(source / name, dest / name)
     for shard in shard_dirs(source):
-        shutil.copytree(shard, dest / shard.name, ignore=shutil.ignore_patterns(LOCK_FILE))
+        fileio.copy_tree(shard, dest / shard.name, skip=(LOCK_FILE,))
 
 
 def has_rows(directory: Path) -> bool:
@@ -586,12 +587,11 @@ def write_scorecard_files(run_dir: Path, card: Mapping[str, Any], markdown: str)
 def read_metrics(directory: Path) -> dict[str, Any]:
     """A run's (or snapshot's) ``metrics.json`` with integer ``correct`` and ``n_total``; UserError otherwise."""
     path = Path(directory) / METRICS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise UserError(f"{path} is missing", fix="run the scorecard for this run first")
-    except json.JSONDecodeError as err:
-        raise UserError(f"{path} is not valid JSON: {err}", fix="re-run the scorecard for this run")
+    data = fileio.read_json(path)
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a JSON object", fix="re-run the scorecard for this run")
     for key in ("correct", "n_total"):
         if not isinstance(data.get(key), int):
             raise UserError(f"{path} has no integer {key!r}", fix="re-run the scorecard for this run")
