@@ -38,6 +38,8 @@ class Limits:
 
 
 DEFAULT = Limits()
+STATE = Limits(document_bytes=16 << 20, string_chars=1 << 20)
+"""The product's own small files (the config, the loop's state, a run's meta): a few KiB each when genuine."""
 
 _FIX = "the file is not what the benchmark expects; restore it or write it again"
 

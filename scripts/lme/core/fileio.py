@@ -250,22 +250,35 @@ def write_atomic_text(path: Path, text: str) -> None:
 
 
 def read_json(path: Path, *, check: Callable[[Any, str], None] | None = None,
-              limits: bounded_json.Limits = bounded_json.DEFAULT) -> Any:
+              limits: bounded_json.Limits = bounded_json.DEFAULT, missing_ok: bool = False,
+              fix: str = "fix or delete the file") -> Any:
     """Read one JSON file within ``limits`` (``check(obj, where)`` validates it), never through a symbolic link;
-    every failure is one UserError line."""
+    every failure is one UserError line (``fix`` says what to do about a file that is not JSON). ``missing_ok``:
+    None for a file that does not exist."""
     path = Path(path)
     try:
         data = read_bytes(path, max_bytes=limits.document_bytes)
     except FileNotFoundError:
+        if missing_ok:
+            return None
         raise UserError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise UserError(f"{path} is a directory, not a file", fix="move it away") from None
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    obj = bounded_json.loads(data, str(path), limits=limits, fix="fix or delete the file")
+    obj = bounded_json.loads(data, str(path), limits=limits, fix=fix)
     if check is not None:
         check(obj, str(path))
     return obj
+
+
+def peek_json(path: Path, *, limits: bounded_json.Limits = bounded_json.DEFAULT) -> Any:
+    """``read_json`` for readers that must never fail (status polls, caches): None when the file is missing,
+    unreadable, a link, or not JSON within bounds."""
+    try:
+        return read_json(path, limits=limits, missing_ok=True)
+    except (OSError, UserError):
+        return None
 
 
 def ensure_writable_dir(path: Path) -> Path:
@@ -432,35 +445,55 @@ def append_text_line(path: Path, text: str) -> None:
     append_bytes(Path(path), (text.rstrip("\n") + "\n").encode("utf-8"))
 
 
-def iter_jsonl(path: Path, *, check: CheckRecord | None = None) -> Iterator[tuple[int, dict]]:
+def iter_jsonl(path: Path, *, check: CheckRecord | None = None, skip_bad: bool = False) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, record)``. An unparseable final line (a torn append) is skipped; a bad line
-    anywhere else is a ``UserError`` naming ``file:line``. ``check`` validates each record; a final line
-    without its ``\\n`` that fails it is a torn append too."""
+    anywhere else is a ``UserError`` naming ``file:line`` (``skip_bad``: skipped too, for readers that look for
+    one record). ``check`` validates each record; a final line without its ``\\n`` that fails it is a torn append
+    too. A line longer than ``bounded_json.DEFAULT.document_bytes`` is a bad line, read no further."""
     path = Path(path)
     try:
         fh = open_file(path, "rb")
     except FileNotFoundError:
         return
+    limit = bounded_json.DEFAULT.document_bytes
     with fh:
         pending: tuple[int, bytes] | None = None
-        for number, raw in enumerate(fh, 1):
+        number = 0
+        while True:
+            raw = fh.readline(limit + 1)
+            if not raw:
+                break
+            number += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the overlong line
+                    raw = fh.readline(limit)
+                raw = _OVERLONG  # reported (or skipped) as a bad line
             if pending is not None:
-                yield _parse_line(path, *pending, check=check, final=False)
+                parsed = _parse_line(path, *pending, check=check, final=False, skip_bad=skip_bad)
+                if parsed is not None:
+                    yield parsed
             pending = (number, raw) if raw.strip() else None
         if pending is not None:
-            parsed = _parse_line(path, *pending, check=check, final=True)
+            parsed = _parse_line(path, *pending, check=check, final=True, skip_bad=skip_bad)
             if parsed is not None:
                 yield parsed
 
 
-def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | None, final: bool):
+_OVERLONG = b"<a line too long to read>\n"
+"""Stands for a line too long to read (compared by identity)."""
+
+
+def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | None, final: bool,
+                skip_bad: bool = False):
     where = f"{path}:{number}"
     try:
+        if raw is _OVERLONG:
+            raise ValueError(f"longer than {bounded_json.DEFAULT.document_bytes:,} bytes")
         obj = bounded_json.loads(raw, where)
         if not isinstance(obj, dict):
             raise ValueError("not a JSON object")
     except ValueError as e:
-        if final:
+        if final or skip_bad:
             return None
         raise UserError(
             f"{where}: corrupt line in the middle of an append-only file ({e})",

@@ -114,7 +114,7 @@ def readiness_problems(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping
 def append_decision(project: Path, record: Mapping[str, Any]) -> Path:
     """Append one JSON line to decisions.jsonl, fsynced (the file only grows; a torn last line is cut first)."""
     path = Path(project) / DECISIONS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(path.parent)
     line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     fileio.append_jsonl(path, record, line=line)
     return path

@@ -26,7 +26,6 @@ Usage (from the project root):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
 
 from lme.core.clock import utc_now_iso
 from lme.core import command_names  # noqa: E402  (stdlib-only siblings)
+from lme.core import bounded_json  # noqa: E402
 from lme.core import fileio  # noqa: E402
 from lme.core.errors import UserError, run_main  # noqa: E402
 from lme.core.facts import (  # noqa: E402
@@ -77,12 +77,10 @@ def session_path(project: Path) -> Path:
 def read_state(project: Path) -> dict[str, Any] | None:
     """The session file's content; None when there is none. A broken file is a user error naming the fix."""
     path = session_path(project)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    data = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True,
+                            fix="run loop_session.py start again (or delete the file)")
+    if data is None:
         return None
-    except (OSError, ValueError) as err:
-        raise UserError(f"{path} is unreadable: {err}", fix="run loop_session.py start again (or delete the file)")
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a JSON object", fix="run loop_session.py start again (or delete the file)")
     return data
@@ -90,13 +88,13 @@ def read_state(project: Path) -> dict[str, Any] | None:
 
 def _write_state(project: Path, state: dict[str, Any]) -> None:
     path = session_path(project)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(path.parent)
     fileio.write_atomic_json(path, state)
 
 
 def _history_rows(project: Path) -> list[str]:
     try:
-        text = (Path(project) / HISTORY_FILE).read_text(encoding="utf-8")
+        text = fileio.read_text(Path(project) / HISTORY_FILE, max_bytes=bounded_json.STATE.document_bytes)
     except FileNotFoundError:
         return []
     return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")
@@ -104,10 +102,7 @@ def _history_rows(project: Path) -> list[str]:
 
 
 def confirmed(project: Path) -> bool:
-    try:
-        data = json.loads((Path(project) / CONFIRMATION_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    data = fileio.peek_json(Path(project) / CONFIRMATION_FILE, limits=bounded_json.STATE)
     return isinstance(data, dict) and data.get("status") == "confirmed"
 
 

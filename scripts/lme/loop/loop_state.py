@@ -9,11 +9,11 @@ so nothing here needs the venv. The steps that change the state are ``loop_steps
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 from lme.core.clock import utc_today
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.loop import loop_git
 from lme.core.errors import UserError
@@ -56,9 +56,11 @@ def current(project: Path) -> int:
     """The round number in ``.max_effort_round`` (missing file: a user error naming the fix)."""
     counter = Path(project) / ROUND_FILE
     try:
-        text = counter.read_text(encoding="utf-8").strip()
+        text = fileio.read_text(counter, max_bytes=64).strip()
     except FileNotFoundError:
         raise UserError(f"{counter} is missing", fix="run scripts/check_setup.sh (or rounds.py init)")
+    except UserError:
+        raise UserError(f"{counter} is not a round number file", fix="restore it from git history") from None
     try:
         value = int(text)
     except ValueError:
@@ -161,7 +163,11 @@ def step_logged(project: Path, round_no: int, marker: str) -> bool:
     if not history.exists():
         return False
     prefix = f"| v{round_no} |"
-    return any(line.startswith(prefix) and marker in line for line in history.read_text(encoding="utf-8").splitlines())
+    return any(line.startswith(prefix) and marker in line for line in _history_text(history).splitlines())
+
+
+def _history_text(history: Path) -> str:
+    return fileio.read_text(history, max_bytes=bounded_json.STATE.document_bytes)
 
 
 def blocked_row(round_no: int, reason: str, date: str | None = None) -> str:
@@ -186,16 +192,9 @@ def blocked(project: Path, reason: str) -> str:
 
 def decision_for(project: Path, round_no: int) -> dict[str, Any] | None:
     """The last decision recorded for ``round_no`` in ``decisions.jsonl`` (None: the round is not decided)."""
-    path = Path(project) / DECISIONS_FILE
-    if not path.exists():
-        return None
     found = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and record.get("round") == round_no:
+    for _, record in fileio.iter_jsonl(Path(project) / DECISIONS_FILE, skip_bad=True):
+        if record.get("round") == round_no:
             found = record
     return found
 
@@ -222,11 +221,9 @@ def status(project: Path) -> list[str]:
     lines = [f"round: v{round_no}"]
     confirmation = None
     path = project / CONFIRMATION_FILE
-    if path.exists():
-        try:
-            confirmation = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            raise UserError(f"{path} is not valid JSON", fix="restore it from git history") from None
+    confirmation = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True, fix="restore it from git history")
+    if confirmation is not None and not isinstance(confirmation, dict):
+        raise UserError(f"{path} is not a JSON object", fix="restore it from git history")
     fix = fix_commit(project, round_no) if round_no else None
     record = decision_for(project, round_no) if round_no else None
     has_snapshot = round_no > 0 and snapshot_dir(project, round_no).is_dir()
@@ -238,7 +235,7 @@ def status(project: Path) -> list[str]:
         lines.append(f"confirmation: {confirmation.get('status')} (run {confirmation.get('confirm_run_id')})")
     history = project / HISTORY_FILE
     if history.exists():
-        rows = [line for line in history.read_text(encoding="utf-8").splitlines()
+        rows = [line for line in _history_text(history).splitlines()
                 if line.startswith("| ") and not line.startswith("| round |")]
         lines += [f"history: {row}" for row in rows[-3:]]
     if confirmation and confirmation.get("status") == "confirmed":

@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lme.core import fileio
 from lme.core.clock import utc_now_iso
 from lme.loop import decide
 from lme.loop import loop_git
@@ -44,19 +45,17 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
     source = run_store.existing_run_dir(project, run_id)
     round_no = current(project) if round_no is None else round_no
     dest = snapshot_dir(project, round_no)
-    if dest.exists():
+    if os.path.lexists(dest):
         raise UserError(f"snapshot v{round_no} already exists at {dest}", fix="snapshots are never overwritten; bump the round")
     if not run_store.has_rows(source):
         raise UserError(f"run {run_id} has no {run_store.RESULTS_FILE} yet", fix="finish the baseline run first")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(dest.parent)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".v{round_no}."))
     try:
         run_store.copy_run(source, tmp)
         write_labels(tmp, run_store.load_results(source))
-        (tmp / run_store.SNAPSHOT_RECORD).write_text(
-            json.dumps({"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n",
-            encoding="utf-8",
-        )
+        fileio.write_atomic_text(tmp / run_store.SNAPSHOT_RECORD, json.dumps(
+            {"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n")
         os.rename(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -75,7 +74,7 @@ def write_labels(dest: Path, rows: dict) -> Path:
                          "judge_prompt_sha256": None if r.judgment is None else r.judgment.prompt_sha256},
                         sort_keys=True) for q, r in rows.items()]
     path = Path(dest) / "labels.jsonl"
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    fileio.write_atomic_text(path, "".join(line + "\n" for line in lines))
     return path
 
 
@@ -193,7 +192,7 @@ def commit_fix(project: Path, proposal: Path | None = None) -> str:
                         fix="re-test it (step 7), then rounds.py finish (steps 8-10)")
     path = project / (PROPOSAL_FILE if proposal is None else proposal)
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = fileio.read_text(path, max_bytes=1 << 20).strip()
     except FileNotFoundError:
         raise UserError(f"{path} is missing", fix="write the proposal first: the fix in one sentence on line 1")
     if not text:

@@ -33,6 +33,7 @@ from lme.run import run_state
 from lme.run import run_status
 from lme.store import run_store
 from lme.models.call_cache import CallCache
+from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
@@ -237,7 +238,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
     run_id, root, work, scanned = _locate(settings, run_id)
     run_state.check_run(settings, run_id, root, work, scanned)  # its refusals before any directory, lock or cache
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
-    work.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(work)
     t_start = time.monotonic()
 
     # Shards hold the root shared (they coexist); a whole-run writer holds it alone. Then the own directory.
@@ -430,7 +431,7 @@ def prepare_background(settings: RunSettings, run_id: str | None) -> tuple[str, 
         raise UserError(f"run {root} is being written by pid {writer}; wait for it or stop it")
     if settings.cache_enabled:  # the worker opens it; a broken cache is the caller's one-line error
         CallCache(Path(settings.cache_dir), read=settings.cache_read)
-    work.mkdir(parents=True, exist_ok=True)  # a shard's worker, log and worker.json live in its own directory
+    fileio.make_dirs(work)  # a shard's worker, log and worker.json live in its own directory
     return run_id, work
 
 

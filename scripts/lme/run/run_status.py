@@ -36,6 +36,7 @@ from typing import Any, Sequence
 from lme.core import cli_parser
 from lme.run import background
 from lme.core import command_names
+from lme.core import fileio
 from lme.models import prices
 from lme.store import run_store
 from lme.core.clock import parse_utc
@@ -272,10 +273,10 @@ def _pacing(root: Path, state: str) -> list[dict[str, Any]]:
 
 def _last_line(path: Path) -> str | None:
     try:
-        with open(path, "rb") as fh:
+        with fileio.open_file(path, "rb") as fh:
             fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
             lines = [x.strip() for x in fh.read().decode("utf-8", "replace").splitlines() if x.strip()]
-    except OSError:
+    except (OSError, UserError):
         return None
     return lines[-1][:300] if lines else None
 

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import cli_parser
+from lme.core import fileio
 from lme.data import gold_registry
 from lme.judge import offline_judge
 from lme.score import pipeline_health
@@ -308,10 +309,8 @@ def cluster_ids(result: Mapping[str, Any], number: int) -> list[str]:
 def write_ids(path: Path, ids: Sequence[str]) -> None:
     """``ids`` one per line into ``path``, atomically (a trigger set is whole or unchanged)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(f"{qid}\n" for qid in ids), encoding="utf-8")
-    tmp.replace(path)
+    fileio.make_dirs(path.parent)
+    fileio.write_atomic_text(path, "".join(f"{qid}\n" for qid in ids))
 
 
 def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, ratio: float = 1.0,

@@ -255,10 +255,7 @@ def read_meta(directory: Path) -> RunMeta:
 def peek_json(path: Path) -> dict[str, Any] | None:
     """A JSON object without checks, or None when it is missing or unreadable: for status polls that must never
     fail on a file a writer is replacing."""
-    try:
-        data = bounded_json.loads(fileio.read_bytes(path, max_bytes=bounded_json.DEFAULT.document_bytes), str(path))
-    except (OSError, ValueError, UserError):
-        return None
+    data = fileio.peek_json(path)
     return data if isinstance(data, dict) else None
 
 
