@@ -150,6 +150,9 @@ def check_state_paths(project: Path) -> None:
         if file.is_dir():
             raise UserError(f"{file} is a folder, but setup needs a file there",
                             fix="move or delete that folder and re-run")
+    for path in (project / STATE_DIR, project / STATE_DIR / "data", project / STATE_DIR / CONFIG_FILE,
+                 project / STATE_DIR / ".gitignore", project / ".gitignore", project / VENV_DIR):
+        fileio.check_no_symlinks(path, include_self=True)  # setup writes there: never through a link
 
 
 def check_http_url(url: str, flag: str) -> str:

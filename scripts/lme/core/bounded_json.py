@@ -90,7 +90,7 @@ def loads(data: str | bytes, where: str, *, limits: Limits = DEFAULT, fix: str |
     except ValueError:  # an integer of more than 4300 digits: Python's own bound on reading one
         raise JsonRefused(f"{where}: holds an integer of more than 4,300 digits", fix=fix or _FIX) from None
     if non_finite or _may_exceed(text, limits):
-        check(value, where, limits=limits)
+        check(value, where, limits=limits, fix=fix)
     return value
 
 
@@ -101,15 +101,16 @@ def _may_exceed(text: str, limits: Limits) -> bool:
             or _SURROGATE_ESCAPE.search(text) is not None)
 
 
-def check(value: Any, where: str, *, limits: Limits = DEFAULT) -> None:
+def check(value: Any, where: str, *, limits: Limits = DEFAULT, fix: str | None = None) -> None:
     """Refuse a built value that is nested too deep, holds a string that is too long or not Unicode, or a number
-    that is not finite (an iterative walk: any depth is safe to check)."""
+    that is not finite (an iterative walk: any depth is safe to check). ``fix``: what to do about the first two."""
     stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
     while stack:
         node, path = stack.pop()
         if isinstance(node, (dict, list)):
             if len(path) >= limits.depth:
-                raise _too_deep(where, limits, path)
+                raise JsonRefused(f"{where}: nested deeper than {limits.depth} levels (at {_at(path)})",
+                                  fix=fix or _FIX)
             pairs = node.items() if isinstance(node, dict) else enumerate(node)
             for key, child in pairs:
                 if isinstance(key, str):
@@ -151,10 +152,6 @@ def _at(path: tuple[Any, ...]) -> str:
         return "the top level"
     text = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path[:8]).lstrip(".")
     return text + ("..." if len(path) > 8 else "")
-
-
-def _too_deep(where: str, limits: Limits, path: tuple[Any, ...]) -> JsonRefused:
-    return JsonRefused(f"{where}: nested deeper than {limits.depth} levels (at {_at(path)})", fix=_FIX)
 
 
 # --------------------------------------------------------------------------- streaming a top-level array

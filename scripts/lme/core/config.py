@@ -92,9 +92,44 @@ def rate_limits(cfg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
 
 
 def resolve_path(project: Path, value: str | Path) -> Path:
-    """A config path as an absolute path: relative values are taken from the project root; ``~`` expands."""
+    """A config path as an absolute path: relative values are taken from the project root; ``~`` expands. A loop of
+    symbolic links is a UserError naming it."""
     p = Path(value).expanduser()
-    return p if p.is_absolute() else (Path(project) / p).resolve()
+    if p.is_absolute():
+        return p
+    try:
+        return (Path(project) / p).resolve()
+    except (RuntimeError, OSError):  # RuntimeError: pathlib's "Symlink loop from ..."
+        raise UserError(f"{Path(project) / p} is a loop of symbolic links", fix="point the path at a real file "
+                        "or folder") from None
+
+
+_SYSTEM_FOLDERS = frozenset(("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/root",
+                             "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/home", "/Users", "/System",
+                             "/Library", "/private", "/Applications"))
+
+
+def owned_folder(project: Path, value: str, key: str) -> Path:
+    """The absolute folder that config ``key`` (``runs_dir``, ``cache_dir``) names for the benchmark to write in:
+    a folder the project owns, i.e. strictly inside the project, reached without a symbolic link, and never a
+    system folder or the home folder. Anything else is one UserError line: a config is other people's data too,
+    and ``runs_dir: "/"`` would have runs written into the root."""
+    project = Path(os.path.abspath(project))
+    given = Path(str(value)).expanduser()
+    lexical = Path(os.path.normpath(given if given.is_absolute() else project / given))
+    where = f"{config_path(project)}: {key} {str(value)!r}"
+    fix = f"set {key} to a folder inside the project, e.g. {'.longmemeval-benchmarks/' + key.split('_')[0]}"
+    if str(lexical) in _SYSTEM_FOLDERS or lexical == Path.home():
+        raise UserError(f"{where} is a system folder ({lexical})", fix=fix)
+    if lexical == project or project not in lexical.parents:
+        raise UserError(f"{where} is {'the project itself' if lexical == project else 'outside the project'} "
+                        f"({lexical})", fix=fix)
+    try:
+        fileio.check_no_symlinks(lexical, include_self=True)
+    except fileio.SymlinkRefused as err:
+        raise UserError(f"{where}: {err.path} is a symbolic link (or a loop of them); the benchmark writes only in "
+                        "folders the project owns", fix=fix) from None
+    return lexical
 
 
 def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[str] = ()) -> tuple[str, str]:

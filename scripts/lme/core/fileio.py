@@ -144,13 +144,15 @@ def make_dirs(path: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
-def read_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:
-    """A whole file, never through a symbolic link; more than ``max_bytes`` is a UserError naming it."""
-    with open_file(path, "rb") as fh:
-        if max_bytes is None:
-            return fh.read()
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
+def read_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = None, follow_symlinks: bool = False) -> bytes:
+    """A whole file, never through a symbolic link (``follow_symlinks``: a file the user named, which may be one);
+    more than ``max_bytes`` is a UserError naming it."""
+    with (open(path, "rb") if follow_symlinks else open_file(path, "rb")) as fh:
+        if max_bytes is not None and os.fstat(fh.fileno()).st_size > max_bytes:
+            data = None  # never read(max_bytes): that allocates max_bytes
+        else:
+            data = fh.read()
+    if data is None or (max_bytes is not None and len(data) > max_bytes):
         raise UserError(f"{path}: more than {max_bytes:,} bytes, larger than a file of this kind can be",
                         fix="restore the file or remove it")
     return data

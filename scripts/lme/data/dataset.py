@@ -35,7 +35,7 @@ import ijson
 
 from lme.core.errors import UserError, run_main
 from lme.data.item_hash import item_sha256  # noqa: F401 - also this module's name for it
-from lme.core.facts import KNOWN_SHA256, QUESTION_TYPES, VARIANT_ALIASES
+from lme.core.facts import KNOWN_SHA256, QUESTION_ID_MAX, QUESTION_TYPES, VARIANT_ALIASES, id_problem
 from lme.core.records import Question
 from lme.core.schemas import validate
 
@@ -53,8 +53,6 @@ _REDOWNLOAD = (
 ITEM_LIMITS = bounded_json.Limits(depth=16, string_chars=8 << 20)
 """An item nests 4 levels inside the file's array (item, sessions, session, turn); the longest turn of ``_s`` holds
 about 77,000 characters."""
-QUESTION_ID_MAX = 200
-"""Characters of a question id (upstream's are at most 17); longer, or holding a control character, is refused."""
 _ITEM_KEYS = (
     "question_id",
     "question_type",
@@ -214,8 +212,11 @@ def _fast_item_ok(item: Any) -> bool:
 
 def _check_item(item: Any, index: int, path: Path) -> None:
     qid = item.get("question_id") if isinstance(item, dict) else None
-    where = f"{path}: item {index}" + (f" (question_id {qid})" if qid is not None else "")
+    where = f"{path}: item {index}" + (f" (question_id {ascii(qid)[1:-1]})" if qid is not None else "")
     if not _fast_item_ok(item):
+        problem = id_problem(qid) if isinstance(qid, str) else None
+        if problem:
+            raise UserError(f"{where}: its question_id {problem}", fix=_REDOWNLOAD)
         validate("item", item, where=where)
     ids, dates, sessions = item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]
     if not (len(ids) == len(dates) == len(sessions)):

@@ -361,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", help="the run to look at")
     which.add_argument("--latest", action="store_true", help="the most recently active run")
-    parser.add_argument("--wait", type=float, metavar="SECONDS", default=0.0,
+    parser.add_argument("--wait", type=cli_parser.finite_float, metavar="SECONDS", default=0.0,
                         help="block at most this long while the run is running (polled every second); 0 = now")
     parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
     parser.add_argument("--json", action="store_true", help="print the status as one JSON object")

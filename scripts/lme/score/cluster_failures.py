@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="print only the question ids of cluster N (numbered as in the Markdown), one per line")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="with --ids: write the ids to FILE (one per line, replacing it) instead of stdout")
-    parser.add_argument("--control-ratio", type=float, default=1.0, metavar="R",
+    parser.add_argument("--control-ratio", type=cli_parser.finite_float, default=1.0, metavar="R",
                         help="with --ids: control items per failing item, per type (default 1.0; at least 1)")
     parser.add_argument("--seed", help="with --ids: the control sample's seed (default: the round, v<N>)")
     args = parser.parse_args(argv)

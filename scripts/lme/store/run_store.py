@@ -68,7 +68,7 @@ from lme.core.run_records import Manifest, ResultRow, RunMeta, item_set
 from lme.core.schemas import check_version, is_valid, validate
 
 _SCHEMA_OF_FILE = {RESULTS_FILE: "item-result", COMPLETED_FILE: "completed"}
-_RUN_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,80}")
+_RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 T = TypeVar("T")
 
@@ -385,18 +385,27 @@ def new_run_id() -> str:
 
 
 def validate_run_id(run_id: str) -> str:
-    """A run id is a plain directory name: ``[A-Za-z0-9._-]{1,80}``, no leading dot, no ``..``."""
-    if (
-        not isinstance(run_id, str)
-        or not _RUN_ID_RE.fullmatch(run_id)
-        or run_id.startswith(".")
-        or ".." in run_id
-    ):
+    """A run id is a plain directory name a shell command can name: ``[A-Za-z0-9][A-Za-z0-9._-]{0,79}`` (a letter
+    or digit first, so ``-rf`` is no option), no ``..``."""
+    if not isinstance(run_id, str) or not _RUN_ID_RE.fullmatch(run_id) or ".." in run_id:
         raise UserError(
-            f"invalid run id {run_id!r}",
-            fix="use 1-80 letters, digits, '.', '_' or '-', not starting with '.', without '..' or slashes",
+            f"invalid run id {ascii(run_id)}",
+            fix="use 1-80 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..' or slashes",
         )
     return run_id
+
+
+def refuse_links(run_dir: Path) -> None:
+    """Refuse a run folder that holds a symbolic link anywhere (a file, a shard, charts, backups): before its lock
+    is taken or anything is read, so a planted link is one line and nothing changes (``fileio`` refuses each write
+    through one as well)."""
+    run_dir = Path(run_dir)
+    if os.path.islink(run_dir):
+        raise fileio.SymlinkRefused(run_dir)
+    for folder, dirs, files in os.walk(run_dir):
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(folder, name)):
+                raise fileio.SymlinkRefused(os.path.join(folder, name))
 
 
 def run_dir_for(runs_dir: Path, run_id: str) -> Path:
@@ -418,8 +427,9 @@ def runs_dir(project: Path, *, require_config: bool = False) -> Path:
 
 
 def configured_runs_dir(cfg: Mapping[str, Any], project: Path) -> Path:
-    """The runs directory a loaded config names (``runs_dir``, relative to the project), else the default."""
-    return config.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
+    """The runs directory a loaded config names (``runs_dir``, relative to the project), else the default: a folder
+    the project owns (``config.owned_folder``)."""
+    return config.owned_folder(project, cfg.get("runs_dir") or RUNS_DIR, "runs_dir")
 
 
 def project_run_dir(project: Path, run_id: str) -> Path:
