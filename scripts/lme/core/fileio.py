@@ -511,6 +511,40 @@ def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | Non
     return number, obj
 
 
+# --------------------------------------------------------------------------- space for the last word
+
+
+class SpaceReserve:
+    """A file of ``size`` bytes held while a process writes (``hold``), removed on a full disk (``release``): the
+    space it gives back lets the writer still record that it stopped and why (a run's last run-meta), where a full
+    disk would otherwise leave the record saying ``running``. Removed again when the writer ends."""
+
+    def __init__(self, path: Path, size: int = 256 << 10) -> None:
+        self.path = Path(path)
+        self.size = size
+
+    def hold(self) -> "SpaceReserve":
+        fd = open_fd(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, self.size)  # real blocks: a sparse file would free nothing
+            else:  # pragma: no cover - platforms without fallocate
+                os.ftruncate(fd, 0)
+                os.write(fd, b"\0" * self.size)
+        except BaseException:
+            os.close(fd)
+            self.release()
+            raise
+        os.close(fd)
+        return self
+
+    def release(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
 # --------------------------------------------------------------------------- the lock
 
 

@@ -35,7 +35,7 @@ from lme.store import run_store
 from lme.models.call_cache import CallCache
 from lme.core import fileio
 from lme.core.clock import utc_now
-from lme.core.errors import UserError
+from lme.core.errors import FULL, UserError
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
 from lme.judge.judge_stability import StabilityRegistry
@@ -245,6 +245,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
     with run_store.RunLock(root, shared=settings.shard is not None), contextlib.ExitStack() as own:
         if settings.shard is not None:
             own.enter_context(run_store.RunLock(work))
+        reserve = fileio.SpaceReserve(work / run_store.RESERVE_FILE).hold()  # room for the last word on a full disk
+        own.callback(reserve.release)
         run_store.reconcile(work)
         stored_meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
@@ -272,7 +274,10 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             elapsed = time.monotonic() - t_start
             finished_at = utc_now()
             pacing = limiter.pacing()
-            pacing_file.write()
+            try:
+                pacing_file.write()
+            except OSError:
+                pass  # a hint for run_status (a full disk, say): never a reason to leave run-meta saying running
             invocation.update(
                 finished_at=finished_at,
                 status=status,
@@ -330,8 +335,13 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
             interrupted = isinstance(err, KeyboardInterrupt)
             ended = "interrupted" if interrupted else "failed"
-            finish(ended, None if interrupted else f"{type(err).__name__}: {err}",
+            full = disk_full_line(err, settings, run_id)
+            if full is not None:
+                reserve.release()  # the space the run-meta below needs
+            finish(ended, None if interrupted else full or f"{type(err).__name__}: {err}",
                    EXIT_INTERRUPTED if interrupted else EXIT_FAILED)
+            if full is not None:
+                raise UserError(f"run {run_id} stopped: {full}") from None
             raise
         finally:
             for sig, handler in previous_handlers.items():
@@ -365,6 +375,15 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         if settings.shard is not None:
             run_state.update_root_meta(root, manifest)
     return code, root
+
+
+def disk_full_line(err: BaseException, settings: RunSettings, run_id: str) -> str | None:
+    """The reason a run stopped on a full disk (what failed, how to go on: the resume command), or None."""
+    if not isinstance(err, OSError) or err.errno not in FULL:
+        return None
+    command = run_status.resume_lines(settings.project, run_id, _shard_text(settings))[0].split(": ", 1)[1]
+    return (f"the disk is full: cannot write {err.filename or 'to the disk'} ({err.strerror}); free some space, "
+            f"then resume: {command}")
 
 
 def _run_figures(work: Path) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-export
     PER_TYPE_CHART,
     PROMPTS_FILE,
     REPORT_FILE,
+    RESERVE_FILE,
     RESULTS_FILE,
     SCORECARD_FILE,
     SHARD_GLOB,
@@ -573,7 +574,7 @@ def copy_run(source: Path, dest: Path) -> None:
         if os.path.lexists(source / name):
             fileio.copy_file(source / name, dest / name)
     for shard in shard_dirs(source):
-        fileio.copy_tree(shard, dest / shard.name, skip=(LOCK_FILE,))
+        fileio.copy_tree(shard, dest / shard.name, skip=(LOCK_FILE, RESERVE_FILE))
 
 
 def has_rows(directory: Path) -> bool:
