@@ -31,8 +31,8 @@ from lme.loop.loop_state import (
     fix_commit,
     init,
     log_step,
+    log_step_once,
     snapshot_dir,
-    step_logged,
 )
 
 
@@ -101,18 +101,17 @@ def retest_note(record: dict) -> str:
 def log_decision(project: Path, run_id: str, record: dict) -> None:
     """The round's re-test, decision and (when reverted) revert rows of the history; never twice."""
     round_no = int(record["round"])
-    if step_logged(project, round_no, "decision: "):
-        return
     metrics = record.get("retest_figures") or run_store.read_metrics(run_store.existing_run_dir(project, run_id))
     keys = ("fixes", "regressions", "net", "p_value", "retest_set", "noise", "per_type")
-    log_step(project, round_no, "re-test", metrics, retest_note(record), {k: record.get(k) for k in keys})
-    log_step(project, round_no, "decision", metrics, f"decision: {record.get('label', record['decision'])}",
-             {"decision": record["decision"], "label": record.get("label"), "fix_commit": record.get("fix_commit")})
+    log_step_once(project, round_no, "re-test", metrics, retest_note(record), {k: record.get(k) for k in keys})
+    log_step_once(project, round_no, "decision", metrics, f"decision: {record.get('label', record['decision'])}",
+                  {"decision": record["decision"], "label": record.get("label"),
+                   "fix_commit": record.get("fix_commit")})
     if record["decision"] == "revert" and record.get("applied"):
         after = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
-        log_step(project, round_no, "revert", after,
-                 f"revert of {str(record.get('fix_commit'))[:12]}: snapshot verdicts of {record['retested']} "
-                 f"item(s) restored", {"revert_commit": record.get("revert_commit")})
+        log_step_once(project, round_no, "revert", after,
+                      f"revert of {str(record.get('fix_commit'))[:12]}: snapshot verdicts of {record['retested']} "
+                      f"item(s) restored", {"revert_commit": record.get("revert_commit")})
 
 
 def _commit_state_and_push(project: Path, message: str) -> str | None:
@@ -210,13 +209,17 @@ def commit_fix(project: Path, proposal: Path | None = None) -> str:
 def finish(project: Path, run_id: str, *, reusable: bool = False, allow_errors: bool = False) -> str:
     """Steps 8-10: decide on the round's fix (a revert is applied), commit the state, push. Returns the summary.
 
-    Run again after an interruption it does not decide twice: the round's recorded decision is committed and
-    pushed (a revert recorded without being applied is decided again, applied).
+    Run again after an interruption (a kill at any point between two writes) it does not decide twice and writes
+    each history row once: the round's recorded decision is logged, committed and pushed; a revert interrupted
+    while it was applied is applied to the end; a revert decided without being applied (decide.py without
+    --apply) is decided again, applied.
     """
     project = Path(project)
     round_no = current(project)
     record = decision_for(project, round_no)
-    if record is None or (record.get("decision") == "revert" and not record.get("applied")):
+    if record is not None and record.get("applying") and not record.get("applied"):
+        record = decide.apply_revert(project, record)  # a crash while the revert was applied: finish applying it
+    elif record is None or (record.get("decision") == "revert" and not record.get("applied")):
         sha = fix_commit(project, round_no)
         if not sha:
             raise UserError(f"no 'fix(v{round_no}):' commit on this branch",
