@@ -92,9 +92,7 @@ def check_no_symlinks(path: str | os.PathLike[str], *, include_self: bool = Fals
     full = os.path.abspath(path)
     root = _root_of(full)
     if root is None:
-        if include_self and os.path.islink(full):
-            raise SymlinkRefused(full)
-        return
+        return  # not below a project: a folder the user named, links and all
     parts = full[len(root):].strip(os.sep).split(os.sep)
     current = root
     for part in parts if include_self else parts[:-1]:
@@ -139,8 +137,7 @@ def make_dirs(path: str | os.PathLike[str]) -> Path:
     """``mkdir -p`` that refuses a symbolic link among the folders it would go through (``check_no_symlinks``)."""
     check_no_symlinks(path, include_self=True)
     os.makedirs(path, exist_ok=True)
-    if os.path.islink(path):
-        raise SymlinkRefused(path)
+    check_no_symlinks(path, include_self=True)  # nothing swapped a link in meanwhile
     return Path(path)
 
 
