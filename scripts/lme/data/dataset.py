@@ -167,6 +167,9 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 def _check_path(path: Path) -> Path:
     path = Path(path)
+    if not path.exists() and path.is_symlink():
+        raise UserError(f"dataset file {path} is a symbolic link that leads nowhere (a loop, or a missing target)",
+                        fix="point datasetPath at the real file")
     if not path.exists():
         raise UserError(f"dataset file {path} not found", fix=f"check datasetPath, or {_REDOWNLOAD}")
     if not path.is_file():
