@@ -35,7 +35,7 @@ Faults: ``fail_next(kind, count=1, **opts)`` queues faults for the next requests
 ``Retry-After`` and ``retry-after-ms``), ``insufficient_quota`` (OpenAI-shaped 429), ``credit_balance``
 (Anthropic-shaped 400), ``500``, ``503``, ``529`` (Anthropic ``overloaded_error``), ``400``, ``401``, ``404``,
 ``reset`` (socket closed, no response), ``timeout`` (sleep ``seconds``, default 5, before answering),
-``malformed`` (200 with an invalid JSON body), ``truncated`` (Content-Length larger than the body, then close),
+``malformed`` (200 with an invalid JSON body), ``empty_body`` (200 with the body ``{}``: valid JSON, no reply in it), ``truncated`` (Content-Length larger than the body, then close),
 ``empty`` (no choices / empty content list; ``variant="blank"`` gives one choice / block with ``""``),
 ``refusal`` (OpenAI ``message.refusal`` with ``content: null``; Anthropic ``stop_reason: "refusal"``).
 ``rate_limit_rps = R`` adds a token bucket (burst R): requests beyond it get a 429 with Retry-After (no rate headers).
@@ -100,6 +100,7 @@ FAULT_KINDS = (
     "reset",
     "timeout",
     "malformed",
+    "empty_body",
     "truncated",
     "empty",
     "refusal",
@@ -728,6 +729,8 @@ class _Handler(BaseHTTPRequestHandler):
             return False
         elif kind == "malformed":
             self._send(200, b'{"id": "broken", "choices": [', {"x-request-id": self.fake._next_id("req_")})
+        elif kind == "empty_body":
+            self._send(200, b"{}", {"x-request-id": self.fake._next_id("req_")})
         elif kind == "truncated":
             data = b'{"id": "cut-short", "object": "chat.completion", "choices": [{"index": 0'
             try:

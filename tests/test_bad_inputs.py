@@ -9,7 +9,9 @@ of a project made like a user's: ``setup_project.py --sample --skip-venv`` (test
 - exactly one non-empty line on stderr, the ``error: ...`` line (what, where, how to fix);
 - no ``Traceback`` on stdout or stderr;
 - the project tree byte-identical before and after (paths, sizes, sha256; only ``__pycache__`` is ignored): no run
-  directory, no cache file, no lock.
+  directory, no cache file, no lock;
+- nothing outside the project touched: every case has a folder ``outside`` beside its project (files a planted
+  symlink points at: ``link_out``), snapshotted the same way and unchanged after the case.
 
 A case is one line of ``CASES``: section, id, the command (script and arguments, shell-quoted; ``{placeholders}``
 are filled per case), what to change first (setup functions), environment changes, the fake model server's answer.
@@ -86,6 +88,8 @@ class Case:
     """RLIMIT_FSIZE for the process: writes beyond it fail (EFBIG), the nearest we get to a full disk here."""
     unprivileged: bool = False
     """Run without root's right to write anywhere (a user namespace), so a chmod'ed directory is really read-only."""
+    max_memory_bytes: int | None = None
+    """RLIMIT_AS for the process: a case that would grow without bound dies of MemoryError instead of the machine."""
     today: str | None = None
     """What happens today instead (issue 14): the case is a strict xfail with this reason."""
 
@@ -102,6 +106,16 @@ def cfg(**changes: Any) -> Setup:
         path = project / CONFIG
         data = {**json.loads(path.read_text(encoding="utf-8")), **changes}
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    return apply
+
+
+def config_text(old: str, new: str) -> Setup:
+    """Replace text in config.json (after the other setups): how a NaN or a nesting bomb gets into a JSON file."""
+    def apply(project: Path) -> None:
+        path = project / CONFIG
+        text = path.read_text(encoding="utf-8")
+        assert old in text, f"{old!r} is not in the config"
+        path.write_text(text.replace(old, new), encoding="utf-8")
     return apply
 
 
@@ -148,6 +162,50 @@ def items(change: Callable[[list[Any]], Any]) -> Setup:
     return apply
 
 
+OUTSIDE = "outside"
+"""The folder beside each case's project that planted links point into (``outside_of``)."""
+VICTIM = b'{"keep": "this line"}\n{"a torn-looking tail": '
+"""What a linked file outside the project holds: a resume that followed the link would cut or extend it."""
+
+
+def outside_of(project: Path) -> Path:
+    return project.parent / OUTSIDE
+
+
+def link_out(relative: str, name: str | None = None, *, folder: bool = False) -> Setup:
+    """Replace ``relative`` in the project by a symbolic link to ``outside/<name>`` (a file holding ``VICTIM``, or
+    with ``folder`` a folder holding one): what a project or archive from someone else can carry."""
+    def apply(project: Path) -> None:
+        target = outside_of(project) / (name or Path(relative).name)
+        if folder:
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "victim.jsonl").write_bytes(VICTIM)
+        else:
+            target.write_bytes(VICTIM)
+        path = project / relative
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(target, target_is_directory=folder)
+    return apply
+
+
+def link_loop(relative: str) -> Setup:
+    """Replace ``relative`` by one of two symbolic links that point at each other."""
+    def apply(project: Path) -> None:
+        path = project / relative
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+        other = path.with_name(path.name + ".other")
+        path.symlink_to(other.name)
+        other.symlink_to(path.name)
+    return apply
+
+
 def copy(source: str, dest: str) -> Setup:
     def apply(project: Path) -> None:
         shutil.copyfile(project / source, project / dest)
@@ -159,6 +217,23 @@ def _set_field(key: str, value: Any) -> Callable[[list[Any]], list[Any]]:
         data[0][key] = value
         return data
     return change
+
+
+def _bomb(depth: int) -> Callable[[list[Any]], str]:
+    """The sample with one item holding a ``depth``-deep nested array (written as text: json.dumps would recurse)."""
+    def change(data: list[Any]) -> str:
+        head = json.dumps(data[:3])[:-1]
+        item = json.dumps(data[3])[:-1] + ', "extra": ' + "[" * depth + "]" * depth + "}"
+        return f"{head}, {item}, {json.dumps(data[4:])[1:]}"
+    return change
+
+
+def text_items(change: Callable[[list[Any]], str]) -> Setup:
+    """Rewrite the configured dataset with the text ``change`` makes of the sample's items."""
+    def apply(project: Path) -> None:
+        path = project / DATASET
+        path.write_text(change(json.loads(path.read_text(encoding="utf-8"))), encoding="utf-8")
+    return apply
 
 
 def _drop_field(key: str) -> Callable[[list[Any]], list[Any]]:
@@ -464,6 +539,59 @@ CASES: list[Case] = [
          started_the_loop, env=IN_LOOP),
     case(LOOP_S, "loop-command-trigger-set-outside-the-state-folder",
          f"cluster_failures.py --run-id {RUN_ID} --ids 1 --out README.md", r1_answers_wrong, env=IN_LOOP),
+    # other people's projects: links out of the project, loops, folders the project does not own (issue 25)
+    case(FS_S, "resume-results-linked-outside", f"{RUN} --run-id {RUN_ID}", link_out(f"{R1}/item-results.jsonl")),
+    case(FS_S, "resume-completed-linked-outside", f"{RUN} --run-id {RUN_ID}",
+         link_out(f"{R1}/questions_completed.jsonl")),
+    case(FS_S, "resume-lock-linked-outside", f"{RUN} --run-id {RUN_ID}", link_out(f"{R1}/.lock", "lockfile")),
+    case(FS_S, "resume-run-meta-linked-outside", f"{RUN} --run-id {RUN_ID}", link_out(f"{R1}/run-meta.json")),
+    case(FS_S, "shard-folder-linked-outside", f"{RUN} --run-id r3 --shard 1/2",
+         link_out(f"{RUNS}/r3/shard-1of2", "shard", folder=True)),
+    case(FS_S, "cache-folder-linked-outside", RUN, link_out(f"{STATE}/cache", "cache", folder=True)),
+    case(FS_S, "state-folder-linked-outside-setup", SETUP, remove(CONFIG), link_out(f"{STATE}/data", "data",
+                                                                                     folder=True)),
+    case(FS_S, "gitignore-linked-outside-setup", SETUP, remove(CONFIG), link_out(".gitignore", "dotfile")),
+    case(FS_S, "scorecard-charts-linked-outside", f"scorecard.py --run-id {RUN_ID}",
+         link_out(f"{R1}/charts", "charts", folder=True), remove(f"{R1}/metrics.json")),
+    case(FS_S, "history-linked-outside", "rounds.py status", write(".max_effort_round", "0\n"),
+         link_out("history_max_effort.md")),
+    case(FS_S, "runs-dir-a-symlink-loop", RUN, link_loop(RUNS)),
+    case(FS_S, "dataset-a-symlink-loop", RUN, link_loop(DATASET)),
+    case(FS_S, "runs-dir-root", RUN, cfg(runs_dir="/")),
+    case(FS_S, "runs-dir-outside-the-project", RUN, cfg(runs_dir="../outside/runs")),
+    case(FS_S, "runs-dir-the-project-itself", RUN, cfg(runs_dir=".")),
+    case(FS_S, "cache-dir-a-system-folder", RUN, cfg(cache_dir="/tmp")),
+
+    # hostile data: nesting bombs, text that is not Unicode, numbers that are not finite (issue 25)
+    case(DATASET_S, "dataset-nesting-bomb", RUN, text_items(_bomb(200_000)), max_memory_bytes=3 << 30),
+    case(DATASET_S, "dataset-question-lone-surrogate", RUN, text_items(
+        lambda d: json.dumps(d).replace('"question": "', '"question": "\\udfff', 1))),
+    case(DATASET_S, "dataset-question-id-with-a-newline", RUN, items(_set_field("question_id", "q1\nerror: fake"))),
+    case(DATASET_S, "dataset-question-id-too-long", RUN, items(_set_field("question_id", "q" * 500))),
+    case(DATASET_S, "hypotheses-empty-file", "run_benchmark.py --hypotheses hyps.jsonl --yes", write("hyps.jsonl", "")),
+    case(DATASET_S, "hypotheses-lone-surrogate", "run_benchmark.py --hypotheses hyps.jsonl --yes",
+         write("hyps.jsonl", '{"question_id": "d20b14a8", "hypothesis": "a beagle\\udfff"}\n')),
+    case(DATASET_S, "hypotheses-nesting-bomb", "run_benchmark.py --hypotheses hyps.jsonl --yes",
+         write("hyps.jsonl", '{"question_id": "d20b14a8", "hypothesis": ' + "[" * 100_000 + "]" * 100_000 + "}\n")),
+    case(DATASET_S, "hypotheses-question-id-with-a-newline", "run_benchmark.py --hypotheses hyps.jsonl --yes",
+         write("hyps.jsonl", '{"question_id": "q1\\nerror: fake", "hypothesis": "x"}\n')),
+    case(CONFIG_S, "config-timeout-nan", PAID_RUN, PAID, config_text('"requestTimeoutSeconds": 5', '"requestTimeoutSeconds": NaN'),
+         server="ok"),
+    case(CONFIG_S, "config-error-threshold-nan", RUN, config_text('"errorThreshold": 0', '"errorThreshold": NaN')),
+    case(CONFIG_S, "config-error-threshold-overflow", RUN, config_text('"errorThreshold": 0', '"errorThreshold": 1e999')),
+    case(CONFIG_S, "config-loop-nesting-bomb", RUN,
+         config_text('"loop": {}', '"loop": {"x": ' + "[" * 100_000 + "]" * 100_000 + "}")),
+    case(CONFIG_S, "config-key-lone-surrogate", RUN, config_text('"loop": {}', '"loop": {"\\ud800": 1}')),
+    case(ARGS_S, "max-cost-nan", f"{PAID_RUN} --max-cost nan", PAID, server="ok"),
+    case(ARGS_S, "max-cost-infinite", f"{PAID_RUN} --max-cost inf", PAID, server="ok"),
+    case(ARGS_S, "run-id-starting-with-a-dash", f"{RUN} --run-id=-rf"),
+    case(ARGS_S, "run-id-with-a-newline", f"{RUN} --run-id 'r2\nerror: fake'"),
+    case(FS_S, "run-meta-nan", f"{RUN} --run-id {RUN_ID}", lambda p: (p / R1 / "run-meta.json").write_text(
+        (p / R1 / "run-meta.json").read_text().replace('"duration_seconds": ', '"duration_seconds": NaN, "x": ', 1))),
+    case(FS_S, "results-line-nesting-bomb", f"{RUN} --run-id {RUN_ID}", lambda p: (p / R1 / "item-results.jsonl")
+         .write_bytes(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n" + (p / R1 / "item-results.jsonl").read_bytes())),
+    case(FS_S, "confirmation-nesting-bomb", "rounds.py status", write(".max_effort_round", "0\n"),
+         write(f"{STATE}/confirmation.json", "[" * 100_000 + "]" * 100_000)),
 ]
 
 CONTROLS: list[Case] = [
@@ -484,6 +612,9 @@ CONTROLS: list[Case] = [
     case("control", "outside-a-loop-session-yes-and-a-py-target", f"{PAID_RUN} --target evil.py", PAID,
          cfg(confirmCostUsd=0.000001), write("evil.py", EVIL_PY), env={"CLAUDE_CODE_SESSION_ID": None},
          server="ok"),
+    case("control", "offline-run-into-a-runs-dir-of-the-project", RUN, cfg(runs_dir="my-runs")),
+    case("control", "dataset-linked-from-outside-the-project", RUN, lambda p: (
+        shutil.move(str(p / DATASET), str(outside_of(p) / "data.json")), (p / DATASET).symlink_to(outside_of(p) / "data.json"))),
 ]
 
 
@@ -497,6 +628,8 @@ class Outcome:
     stdout: str = ""
     stderr: str = ""
     changed: list[str] = field(default_factory=list)
+    outside_changed: list[str] = field(default_factory=list)
+    """What changed in the case's ``outside`` folder (links in the project point there): must stay empty."""
     seconds: float = 0.0
     skipped: str | None = None
     harness_error: str | None = None
@@ -506,7 +639,9 @@ class Outcome:
         code = (f"timed out after {CASE_TIMEOUT_S:.0f} s" if self.code is None
                 else f"exit {self.code} after {self.seconds:.1f} s")
         changed = ", ".join(self.changed[:8]) + (f" (+{len(self.changed) - 8} more)" if len(self.changed) > 8 else "")
-        return (f"{code}; changed: {changed or 'nothing'}\n--- stderr ---\n{self.stderr[-3000:]}"
+        outside = ", ".join(self.outside_changed[:8])
+        return (f"{code}; changed: {changed or 'nothing'}; outside the project: {outside or 'nothing'}"
+                f"\n--- stderr ---\n{self.stderr[-3000:]}"
                 f"--- stdout ---\n{self.stdout[-1500:]}")
 
 
@@ -556,6 +691,9 @@ def _preexec(case_: Case) -> Callable[[], None] | None:
     if case_.max_file_bytes is not None:
         limit = case_.max_file_bytes
         steps.append(lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+    if case_.max_memory_bytes is not None:
+        memory = case_.max_memory_bytes
+        steps.append(lambda: resource.setrlimit(resource.RLIMIT_AS, (memory, memory)))
     if case_.unprivileged and os.geteuid() == 0:
         steps.append(_unshare_user)
     if not steps:
@@ -669,6 +807,8 @@ def _run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
         return Outcome(code=None, skipped=bench.unprivileged_problem)
     project = workdir / "project"
     shutil.copytree(bench.base, project, symlinks=True)
+    outside_of(project).mkdir()
+    (outside_of(project) / "unrelated.txt").write_bytes(VICTIM)
     _relocate_runs(project, bench.base)
     server = None
     if case_.server is not None:
@@ -688,7 +828,7 @@ def _run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
                 env[key] = value.format(**values)
         for step in case_.setup:
             step(project)
-        before = tree(project)
+        before, before_outside = tree(project), tree(outside_of(project))
         script, *args = [part.format(**values) for part in shlex.split(case_.command)]
         python = bench.bare_python if case_.bare_python else str(project / ".longmemeval-venv" / "bin" / "python")
         started = time.monotonic()
@@ -705,7 +845,7 @@ def _run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
         seconds = time.monotonic() - started
         _stop_background_workers(project)
         return Outcome(code=code, stdout=stdout, stderr=stderr, changed=tree_changes(before, tree(project)),
-                       seconds=seconds)
+                       outside_changed=tree_changes(before_outside, tree(outside_of(project))), seconds=seconds)
     finally:
         if server is not None:
             server.stop()
@@ -836,6 +976,7 @@ def test_a_bad_input_gets_one_line_exit_2_and_writes_nothing(case_: Case, outcom
     lines = [line for line in outcome.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), report
     assert outcome.changed == [], report
+    assert outcome.outside_changed == [], report
 
 
 @pytest.mark.parametrize("case_", _params(CONTROLS))
@@ -844,3 +985,4 @@ def test_the_same_projects_work_when_nothing_is_wrong(case_: Case, outcomes):
     report = f"{case_.id}: {outcome.describe()}"
     assert outcome.code == 0, report
     assert "Traceback" not in outcome.stdout + outcome.stderr, report
+    assert outcome.outside_changed == [], report

@@ -432,3 +432,31 @@ def test_a_refused_batch_api_call_stops_in_one_line_and_runs_no_item_synchronous
     assert not (run_dir(project, "k") / "item-results.jsonl").exists() or not rows(project, "k")
     fake_llm.batches.openai_max_file_bytes = 200 * 1024 * 1024
     assert run(project, "--run-id", "k") == 0 and len(labels(project, "k")) == 4
+
+
+def test_two_shards_with_batch_judge_run_at_once_and_give_the_sync_labels(tmp_path, fake_llm):
+    """``--shard`` with ``--batch``: each shard plans, submits and collects its own batches (ledger in its shard
+    folder, metadata naming it); run at once, the two give the synchronous run's labels and each item once."""
+    sync = project_with(tmp_path, fake_llm, 30, "sync")
+    assert run(sync, "--run-id", "s") == 0
+    expected = labels(sync, "s")
+    fake_llm.reset()
+    sharded = project_with(tmp_path, fake_llm, 30, "sharded")
+    procs = [start(sharded, fake_llm, "b", "--shard", f"{i}/2", "--batch", "judge") for i in (1, 2)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err
+    root = run_dir(sharded, "b")
+    merged = {}
+    for i in (1, 2):
+        shard = root / f"shard-{i}of2"
+        events = [json.loads(x) for x in (shard / "batches.jsonl").read_text().splitlines()]
+        assert {e["event"] for e in events} >= {"planned", "submitted", "collected"}
+        shard_rows = [json.loads(x) for x in (shard / "item-results.jsonl").read_text().splitlines()]
+        assert shard_rows and all(r["judgment"]["billing"] == "batch" for r in shard_rows)
+        assert not set(merged) & {r["question_id"] for r in shard_rows}  # no item in both shards
+        merged.update({r["question_id"]: r["judgment"]["label"] for r in shard_rows})
+    assert merged == expected
+    assert fake_llm.batches.submissions()["openai_batches"] == 2 and fake_llm.batches.submissions()["requests"] == 30
+    meta = json.loads((root / "run-meta.json").read_text())
+    assert meta["status"] == "completed" and meta["shards"] == {"1/2": "completed", "2/2": "completed"}

@@ -53,7 +53,8 @@ def _a_round_was_played(project: Path, env, output: str) -> None:
     """Below the target, one round: baseline, fix, re-test, revert (the fix changes no answer: net 0), pushed."""
     assert "below the target: no confirmation yet" in output
     state = project / ".longmemeval-benchmarks"
-    (decision,) = [json.loads(line) for line in (state / "decisions.jsonl").read_text().splitlines()]
+    intent, decision = [json.loads(line) for line in (state / "decisions.jsonl").read_text().splitlines()]
+    assert intent["applying"] and not intent["applied"]  # a revert is recorded, then applied, then recorded again
     assert (decision["round"], decision["decision"], decision["net"], decision["applied"]) == (1, "revert", 0, True)
     chosen = trigger_set.parse((state / "trigger_set.txt").read_text())
     assert decision["retested"] == len(chosen.ids) > 0 and len(chosen.control) >= len(chosen.failing)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
+import re
+import shutil
+import signal
+import subprocess
 import threading
 import time
 
@@ -284,8 +291,10 @@ def test_finish_reverts_a_harmful_fix_commits_pushes_and_never_decides_twice(loo
     assert _subjects(project, "origin/longmemeval-iter") == subjects
     assert not (project / "memory_system" / "policy.py").exists()
     assert loop_steps.finish(project, "loop") == summary  # run again: committed and pushed, not decided again
-    decisions = (project / ".longmemeval-benchmarks" / "decisions.jsonl").read_text().splitlines()
-    assert len(decisions) == 1 and json.loads(decisions[0])["fix_commit"] == fix
+    decisions = [json.loads(line) for line in
+                 (project / ".longmemeval-benchmarks" / "decisions.jsonl").read_text().splitlines()]
+    assert [d["applied"] for d in decisions] == [False, True]  # the decision, then the same one applied
+    assert {d["fix_commit"] for d in decisions} == {fix} and decisions[1]["revert_commit"]
 
 
 def test_status_names_the_step_to_continue_at(loop_project, capsys):
@@ -316,3 +325,106 @@ def test_status_names_the_step_to_continue_at(loop_project, capsys):
 def test_status_fails_with_the_fix_when_the_loop_was_never_set_up(tmp_path, capsys):
     assert run_main(rounds.main, ["--project", str(tmp_path), "status"]) == 2
     assert "check_setup.sh" in capsys.readouterr().err
+
+
+def _ready_to_finish(root):
+    """A loop project whose round v1 has its fix committed and its re-test run written (two regressions: the fix is
+    reverted), i.e. just before ``rounds.py finish``."""
+    project = make_loop_project(root)
+    types = item_ids(12)
+    labels = {q: i % 3 != 0 for i, q in enumerate(types)}
+    write_run(project, "loop", types, labels)
+    measure_noise_floor(project, "loop")
+    loop_steps.begin(project, "loop")
+    _write_fix(project)
+    loop_steps.commit_fix(project)
+    write_run(project, "loop", types, {q: False for q in [q for q, ok in labels.items() if ok][:2]})
+    return project
+
+
+def _copy_of(root, dest):
+    shutil.copytree(root, dest, symlinks=True)
+    git(["remote", "set-url", "origin", str(dest / "remote.git")], dest / "project")
+    return dest / "project"
+
+
+def _finish_killed_after(project, writes: int) -> bool:
+    """Run ``finish`` in a forked child that kill -9s itself right after its ``writes``-th durable write (an fsync,
+    or a git command: revert, commit, push). True when it was killed, False when it ended before that many."""
+    pid = os.fork()
+    if pid == 0:  # the child: count, and die where told
+        done = 0
+        real_fsync, real_run = os.fsync, subprocess.run
+
+        def after_a_write():
+            nonlocal done
+            done += 1
+            if done == writes:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        def fsync(fd):
+            real_fsync(fd)
+            after_a_write()
+
+        def run(args, *a, **k):
+            result = real_run(args, *a, **k)
+            if list(args)[:1] == ["git"] and len(args) > 1 and args[1] in ("revert", "commit", "push"):
+                after_a_write()
+            return result
+
+        os.fsync, subprocess.run = fsync, run
+        try:
+            with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+                loop_steps.finish(project, "loop")
+        except BaseException:  # noqa: BLE001 - the parent checks the state; the child must never return
+            os._exit(3)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        assert os.WTERMSIG(status) == signal.SIGKILL
+        return True
+    assert os.WEXITSTATUS(status) == 0, "finish failed in the child before the kill"
+    return False
+
+
+def _no_shas(text):
+    return re.sub(r"\b[0-9a-f]{40}\b", "<sha>", text)  # a revert made at another second has another sha
+
+
+def _outcome(project):
+    history = (project / "history_max_effort.md").read_text().splitlines()
+    records = [json.loads(line) for line in (project / ".longmemeval-benchmarks/history.jsonl").read_text().splitlines()]
+    decisions = [json.loads(line) for line in
+                 (project / ".longmemeval-benchmarks/decisions.jsonl").read_text().splitlines()]
+    return {
+        "rows": sorted(" | ".join(line.split(" | ")[::6]) for line in history if line.startswith("| v1 |")),
+        "records": sorted(r["step"] for r in records if r["round"] == 1),
+        "applied": [d["applied"] for d in decisions if d.get("applied")],
+        "subjects": [_no_shas(s) for s in _subjects(project)],
+        "pushed": [_no_shas(s) for s in _subjects(project, "origin/longmemeval-iter")],
+        "labels": {q: r.label for q, r in run_store.load_results(project / ".longmemeval-benchmarks/runs/loop").items()},
+    }
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_finish_killed_at_any_point_between_its_writes_then_run_again_ends_as_if_never_killed(tmp_path):
+    """Issue 25: a crash inside ``rounds.py finish`` between two history rows wrote the re-test row twice on the
+    re-run. Here it is killed (-9) after each of its durable writes in turn, then run again."""
+    prepared = _ready_to_finish(tmp_path / "prepared").parent
+    clean = _copy_of(prepared, tmp_path / "clean")
+    summary = loop_steps.finish(clean, "loop")
+    expected = _outcome(clean)
+    assert expected["rows"] == sorted(["| v1 | baseline of round v1 |", "| v1 | " + next(
+        line for line in (clean / "history_max_effort.md").read_text().splitlines() if "| re-test" in line
+    ).split(" | ")[-1], "| v1 | decision: revert |", "| v1 | " + next(
+        line for line in (clean / "history_max_effort.md").read_text().splitlines() if "| revert of" in line
+    ).split(" | ")[-1]])
+    points = 0
+    for writes in range(1, 200):
+        project = _copy_of(prepared, tmp_path / f"killed-{writes}")
+        if not _finish_killed_after(project, writes):
+            break
+        points += 1
+        assert _no_shas(loop_steps.finish(project, "loop")) == _no_shas(summary), f"killed after write {writes}"
+        assert _outcome(project) == expected, f"killed after write {writes}"
+    assert points >= 10  # the pre-record, the revert, the restore, the rescore, the applied record, six rows, commit

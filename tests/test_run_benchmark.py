@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lme.core import command_names
+from lme.core.errors import UserError
 from lme.cli import run_benchmark
 from lme.run import cost_gate
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
@@ -297,10 +298,10 @@ def test_an_unexpected_failure_mid_run_leaves_run_meta_failed_not_running(tmp_pa
         real_append(run_dir, rows)
 
     monkeypatch.setattr(run_store, "append_rows", flaky_append)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="run disk stopped: the disk is full"):  # one line, the resume command
         run(project, "--offline", "--run-id", "disk")
     m = meta(project, "disk")
-    assert m["status"] == "failed" and "No space left" in m["error"]
+    assert m["status"] == "failed" and "No space left" in m["error"] and "--run-id disk" in m["error"]
     assert len(completed(project, "disk")) == calls["n"] == 2
     monkeypatch.setattr(run_store, "append_rows", real_append)
     assert run(project, "--offline", "--run-id", "disk") == 0

@@ -63,6 +63,8 @@ from lme.core.facts import (  # noqa: E402  (stdlib-only sibling)
 from lme.core.config_defaults import default_config as defaults  # noqa: E402  (stdlib-only sibling)
 from lme.cli import claude_settings  # noqa: E402  (stdlib-only sibling)
 from lme.cli import setup_job  # noqa: E402  (stdlib-only sibling)
+from lme.core import bounded_json  # noqa: E402  (stdlib-only sibling)
+from lme.core import fileio  # noqa: E402  (stdlib-only sibling)
 from lme.core.fileio import write_atomic_json  # noqa: E402  (stdlib-only sibling)
 
 REQUIREMENTS = SCRIPTS / "requirements.txt"
@@ -115,7 +117,7 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """``fileio.write_atomic_json``, its folder made first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(path.parent)
     try:
         write_atomic_json(path, obj)
     except OSError as err:  # name the file being written, not a temporary name
@@ -153,6 +155,9 @@ def check_state_paths(project: Path) -> None:
         if file.is_dir():
             raise UserError(f"{file} is a folder, but setup needs a file there",
                             fix="move or delete that folder and re-run")
+    for path in (project / STATE_DIR, project / STATE_DIR / "data", project / STATE_DIR / CONFIG_FILE,
+                 project / STATE_DIR / ".gitignore", project / ".gitignore", project / VENV_DIR):
+        fileio.check_no_symlinks(path, include_self=True)  # setup writes there: never through a link
 
 
 def check_http_url(url: str, flag: str) -> str:
@@ -220,7 +225,7 @@ def ensure_venv(project: Path, report: Report, *, requirements: Path = REQUIREME
     if done.returncode != 0:
         raise UserError(f"pip could not install {requirements} into {venv}: {_tail(done.stderr)}",
                         fix=f"check the network or pass --index-url; by hand: {manual}")
-    marker.write_text(digest + "\n", encoding="utf-8")
+    fileio.write_atomic_text(marker, digest + "\n")
     report.add("venv", f"ready: {created} {venv} and installed {requirements.name}; scripts run with {python}")
 
 
@@ -264,13 +269,10 @@ def plan_config(existing: dict[str, Any] | None, defaults: dict[str, Any], wante
 
 
 def load_existing_config(path: Path) -> dict[str, Any] | None:
-    if not path.exists():
+    loaded = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True,
+                              fix="fix it by hand, or re-run with --force-config to rewrite it from the defaults")
+    if loaded is None:
         return None
-    try:
-        loaded = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise UserError(f"{path} is not valid JSON (line {err.lineno}, column {err.colno})",
-                        fix="fix it by hand, or re-run with --force-config to rewrite it from the defaults") from err
     if not isinstance(loaded, dict):
         raise UserError(f"{path} must hold a JSON object", fix="re-run with --force-config to rewrite it")
     return loaded
@@ -290,7 +292,7 @@ def apply_config(project: Path, wanted: dict[str, Any], report: Report, *, force
         report.add("config", f"wrote {path}")
     elif force:
         if plan.changed:
-            shutil.copy2(path, path.with_name("config.json.bak"))
+            fileio.copy_file(path, path.with_name("config.json.bak"))
             write_json_atomic(path, plan.config)
             report.add("config", f"rewrote {path} (--force-config; previous copy in config.json.bak)")
         else:
@@ -308,9 +310,9 @@ def apply_config(project: Path, wanted: dict[str, Any], report: Report, *, force
 
 def write_state_gitignore(project: Path) -> None:
     path = project / STATE_DIR / ".gitignore"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("# large or machine-specific: never commit\ndata/\ncache/\nLongMemEval/\n", encoding="utf-8")
+    if not os.path.lexists(path):
+        fileio.make_dirs(path.parent)
+        fileio.write_atomic_text(path, "# large or machine-specific: never commit\ndata/\ncache/\nLongMemEval/\n")
 
 
 # --------------------------------------------------------------------------- sample data
@@ -326,10 +328,8 @@ def install_sample(project: Path, report: Report) -> tuple[Path, int]:
     if target.exists() and sha256_file(target) == sha256_file(SAMPLE_DATASET):
         report.add("dataset", f"sample already at {target}; nothing to do")
         return target, items
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".part")
-    shutil.copyfile(SAMPLE_DATASET, tmp)
-    os.replace(tmp, target)
+    fileio.make_dirs(target.parent)
+    fileio.write_atomic_bytes(target, SAMPLE_DATASET.read_bytes())
     report.add("dataset", f"copied the {items}-item sample to {target}")
     return target, items
 
@@ -358,7 +358,7 @@ def download(url: str, target: Path, *, expected_sha256: str | None, attempts: i
     resumes from the ``.part`` left behind. A sha256 mismatch deletes the ``.part`` (its bytes cannot be trusted).
     """
     part = target.with_name(target.name + ".part")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(target.parent)
     last_error: Exception | None = None
     for attempt in range(1, attempts + 1):
         try:
@@ -417,7 +417,8 @@ def _fetch_into(url: str, part: Path, *, timeout: float) -> bool:
             length = response.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
         written = have
-        with part.open(mode) as fh:
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "ab" else os.O_TRUNC)
+        with os.fdopen(fileio.open_fd(part, flags), mode) as fh:  # a planted .part link is refused
             while block := response.read(1 << 20):
                 fh.write(block)
                 written += len(block)
@@ -525,7 +526,7 @@ def adopt_dataset(project: Path, path: Path, record: dict[str, Any], report: Rep
             raise UserError(f"{target} exists and is not a link to {path}",
                             fix="move it away, or pass --dataset that file")
         else:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            fileio.make_dirs(target.parent)
             target.symlink_to(path)
     variant = record.get("variant")
     report.add("dataset", f"{'using' if inside else 'linked'} {path}{'' if inside else f' as {target}'}: "
@@ -569,7 +570,7 @@ def clone_upstream(root: Path, report: Report, *, url: str = UPSTREAM_URL, commi
     if shutil.which("git") is None and runner is subprocess.run:
         raise UserError("git is not installed, so the upstream checkout cannot be cloned",
                         fix=f"install git, then run: {manual}")
-    root.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(root.parent)
     staging = Path(tempfile.mkdtemp(prefix=".LongMemEval-clone-", dir=root.parent))
     try:
         print(f"cloning {url} into {root} ...", file=sys.stderr)
@@ -773,6 +774,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     refuse_in_a_loop_session(args)  # before anything else: an agent's standing rules never reach another index or project
     project = args.project.expanduser().resolve()
+    fileio.own(project)  # from here no file of the project's state is written through a symbolic link
     if args.wait is not None:
         if len([a for a in argv if a.startswith("--") and not a.startswith(("--wait", "--project"))]) > 0:
             raise UserError("--wait follows a background setup and takes no other option but --project",

@@ -12,10 +12,22 @@ Claude Code runs them. Standard library only.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any, NoReturn, Sequence
 
 from lme.core import unattended
+
+
+def finite_float(text: str) -> float:
+    """An argument ``type`` for a number: ``nan``, ``inf`` and ``1e999`` are refused (float() takes them)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
 
 
 class ArgumentParser(argparse.ArgumentParser):

@@ -16,12 +16,15 @@ entry_guard.start(__name__)
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from lme.core import bounded_json
 from lme.core import cli_parser
 from lme.core import command_names
+from lme.core import fileio
 from lme.core.fileio import write_atomic_json
 from lme.core.config_defaults import default_config
 from lme.core.errors import UserError, run_main
@@ -36,23 +39,27 @@ def config_path(project: Path) -> Path:
     return Path(project) / STATE_DIR / CONFIG_FILE
 
 
+CONFIG_LIMITS = bounded_json.Limits(document_bytes=4 << 20, string_chars=1 << 16)
+"""A config is a few hundred bytes; no value in it needs more than a path's or a URL's length."""
+
+
 def load_config(project: Path) -> dict[str, Any]:
-    """The validated config with defaults filled in for fields the file leaves out."""
+    """The validated config with defaults filled in for fields the file leaves out.
+
+    Declares ``project`` to ``fileio.own``: from here no file of its state is opened through a symbolic link."""
+    fileio.own(project)
     path = config_path(project)
-    if not path.is_file():
-        raise UserError(f"no config at {path}",
-                        fix=f"set this project up first: {command_names.step(command_names.SETUP)}")
+    if not os.path.lexists(path):
+        raise UserError(f"no config at {path}", fix=f"set this project up first: {command_names.step(command_names.SETUP)}")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {path} ({e})", fix=f"fix the file or re-run {SETUP_COMMAND}") from None
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(
-            f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
-            fix=f"fix that line or re-run {SETUP_COMMAND} --force-config",
-        ) from None
+        data = fileio.read_bytes(path, max_bytes=CONFIG_LIMITS.document_bytes)
+    except IsADirectoryError:
+        raise UserError(f"no config at {path}: it is a directory", fix=f"move it away, then run {SETUP_COMMAND}") \
+            from None
+    except OSError as e:
+        raise UserError(f"cannot read {path} ({e.strerror or e})", fix=f"fix the file or re-run {SETUP_COMMAND}") \
+            from None
+    raw = bounded_json.loads(data, str(path), limits=CONFIG_LIMITS, fix=f"fix that line or re-run {SETUP_COMMAND} --force-config")
     if not isinstance(raw, dict):
         raise UserError(f"{path}: expected a JSON object, got {type(raw).__name__}", fix=f"re-run {SETUP_COMMAND}")
     check_version(raw, where=str(path))
@@ -70,7 +77,7 @@ def write_config(project: Path, cfg: Mapping[str, Any], *, force: bool = False) 
     data.setdefault("schemaVersion", SCHEMA_VERSION)
     validate("config", data, where=str(path))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        fileio.make_dirs(path.parent)
     except OSError as e:
         raise UserError(f"cannot create {path.parent} ({e.strerror})", fix="check the project directory's permissions") from None
     write_atomic_json(path, data)
@@ -85,9 +92,44 @@ def rate_limits(cfg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
 
 
 def resolve_path(project: Path, value: str | Path) -> Path:
-    """A config path as an absolute path: relative values are taken from the project root; ``~`` expands."""
+    """A config path as an absolute path: relative values are taken from the project root; ``~`` expands. A loop of
+    symbolic links is a UserError naming it."""
     p = Path(value).expanduser()
-    return p if p.is_absolute() else (Path(project) / p).resolve()
+    if p.is_absolute():
+        return p
+    try:
+        return (Path(project) / p).resolve()
+    except (RuntimeError, OSError):  # RuntimeError: pathlib's "Symlink loop from ..."
+        raise UserError(f"{Path(project) / p} is a loop of symbolic links", fix="point the path at a real file "
+                        "or folder") from None
+
+
+_SYSTEM_FOLDERS = frozenset(("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/proc", "/root",
+                             "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/home", "/Users", "/System",
+                             "/Library", "/private", "/Applications"))
+
+
+def owned_folder(project: Path, value: str, key: str) -> Path:
+    """The absolute folder that config ``key`` (``runs_dir``, ``cache_dir``) names for the benchmark to write in:
+    a folder the project owns, i.e. strictly inside the project, reached without a symbolic link, and never a
+    system folder or the home folder. Anything else is one UserError line: a config is other people's data too,
+    and ``runs_dir: "/"`` would have runs written into the root."""
+    project = Path(os.path.abspath(project))
+    given = Path(str(value)).expanduser()
+    lexical = Path(os.path.normpath(given if given.is_absolute() else project / given))
+    where = f"{config_path(project)}: {key} {str(value)!r}"
+    fix = f"set {key} to a folder inside the project, e.g. {'.longmemeval-benchmarks/' + key.split('_')[0]}"
+    if str(lexical) in _SYSTEM_FOLDERS or lexical == Path.home():
+        raise UserError(f"{where} is a system folder ({lexical})", fix=fix)
+    if lexical == project or project not in lexical.parents:
+        raise UserError(f"{where} is {'the project itself' if lexical == project else 'outside the project'} "
+                        f"({lexical})", fix=fix)
+    try:
+        fileio.check_no_symlinks(lexical, include_self=True)
+    except fileio.SymlinkRefused as err:
+        raise UserError(f"{where}: {err.path} is a symbolic link (or a loop of them); the benchmark writes only in "
+                        "folders the project owns", fix=fix) from None
+    return lexical
 
 
 def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[str] = ()) -> tuple[str, str]:

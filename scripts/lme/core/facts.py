@@ -8,6 +8,7 @@ target names, and the names of the state directories and files.
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePosixPath
 
 SCHEMA_VERSION = "1.0.0"
@@ -30,6 +31,24 @@ OFFICIAL_SET_SIZE = 500
 def is_abstention(question_id: str) -> bool:
     """Upstream's rule, and the only one: an item is an abstention item iff its id contains ``_abs``."""
     return "_abs" in question_id
+
+
+QUESTION_ID_MAX = 200
+"""Characters of a question id (upstream's are at most 17)."""
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters and line separators: an id holding one could print as two lines (the schemas' pattern)."""
+
+
+def id_problem(text: str, max_chars: int = QUESTION_ID_MAX) -> str | None:
+    """Why ``text`` cannot be an id we print (empty, too long, a control character), or None."""
+    if not text:
+        return "is empty"
+    if len(text) > max_chars:
+        return f"is {len(text)} characters long (at most {max_chars})"
+    found = _LINE_BREAKING.search(text)
+    if found is not None:
+        return f"holds the control character {ascii(found.group())} (ids are printed: one must stay one line)"
+    return None
 
 
 OFFICIAL_JUDGE_PROVIDER = "openai"

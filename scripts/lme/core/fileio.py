@@ -7,7 +7,15 @@ The guarantees (``references/SPEC.md`` states them for users):
 * a crash mid-append leaves at most one partial last line; the first append in a process repairs it
   (``repair_tail``), and readers skip it (``iter_jsonl``), so no complete line is lost and no torn line is read;
 * a lock is an OS lock on a file (flock on POSIX, msvcrt on Windows) that dies with its process, so a crash never
-  leaves a lock behind.
+  leaves a lock behind;
+* no file is opened through a symbolic link (``O_NOFOLLOW``), and below a project (``own``, or the folder that holds
+  a ``.longmemeval-benchmarks``) no parent folder may be one either: a run folder, the state folder or the cache
+  that a dataset, a project or an archive planted links in is refused in one line (``SymlinkRefused``), and nothing
+  outside the project is ever written, truncated or locked. An atomic replace over a link replaces the link.
+
+Every file the product opens in a run folder, the state folder or the cache goes through here (``open_fd``,
+``open_file``, ``make_dirs``, ``read_bytes``, ``read_json``, ``iter_jsonl``, the writers), and every JSON read
+through ``bounded_json``.
 
 Which records a file holds (and so which torn tail is a complete record) is the caller's business: ``run_store``
 passes its schemas in.
@@ -15,16 +23,20 @@ passes its schemas in.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import IO, Any, Callable, Iterator, Mapping
 
+from lme.core import bounded_json
 from lme.core.errors import UserError
+from lme.core.facts import STATE_DIR
 
 IsComplete = Callable[[dict], bool]
 """Whether a parsed last line is a whole record (a schema check); None: any JSON object is."""
@@ -33,6 +45,157 @@ CheckRecord = Callable[[dict, str, bytes], None]
 the fault."""
 
 _TAIL_CHUNK = 1 << 16
+
+
+# --------------------------------------------------------------------------- paths: never through a symbolic link
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_OWNED: set[str] = set()
+
+
+class SymlinkRefused(UserError):
+    """A file or folder of the project's state is a symbolic link: the benchmark does not go through it."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(f"{path} is a symbolic link (or a loop of them); the benchmark never reads or writes its "
+                         "state through one: it could point anywhere outside the project",
+                         fix="replace the link with the real file or folder, or remove it")
+        self.path = str(path)
+
+
+def own(project: str | os.PathLike[str]) -> None:
+    """Declare ``project`` a project this process works in: below it, no parent folder of a file opened here may
+    be a symbolic link. (Below a folder that holds a ``.longmemeval-benchmarks``, that holds without a call.)"""
+    for form in (os.path.abspath(project), os.path.realpath(project)):
+        _OWNED.add(form)
+
+
+def _root_of(full: str) -> str | None:
+    """The nearest project above ``full`` (an absolute path): an owned folder, or the folder that holds the last
+    ``.longmemeval-benchmarks`` of the path."""
+    best = None
+    for root in _OWNED:
+        if full.startswith(root.rstrip(os.sep) + os.sep) and (best is None or len(root) > len(best)):
+            best = root
+    parts = full.split(os.sep)
+    if STATE_DIR in parts[:-1]:
+        anchor = os.sep.join(parts[:len(parts) - 2 - parts[-2::-1].index(STATE_DIR)]) or os.sep
+        if best is None or len(anchor) > len(best):
+            best = anchor
+    return best
+
+
+def check_no_symlinks(path: str | os.PathLike[str], *, include_self: bool = False) -> None:
+    """Refuse (``SymlinkRefused``) when a folder between ``path``'s project and ``path`` is a symbolic link (and
+    ``path`` itself, with ``include_self``). Folders that do not exist yet end the check: they will be made here."""
+    full = os.path.abspath(path)
+    root = _root_of(full)
+    if root is None:
+        return  # not below a project: a folder the user named, links and all
+    parts = full[len(root):].strip(os.sep).split(os.sep)
+    current = root
+    for part in parts if include_self else parts[:-1]:
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except OSError:
+            return  # missing (made next), or not a folder: the open that follows names it
+        if stat.S_ISLNK(mode):
+            raise SymlinkRefused(current)
+
+
+class NotRegularFile(UserError):
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(f"{path} is not a regular file (a pipe, socket or device)", fix="replace it or remove it")
+
+
+def open_fd(path: str | os.PathLike[str], flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that never follows a symbolic link at ``path`` nor through a linked folder of its project, and
+    never opens a pipe, socket or device (a FIFO would block the open)."""
+    check_no_symlinks(path)
+    try:
+        kind = os.lstat(path).st_mode
+    except OSError:
+        kind = None  # missing (O_CREAT makes it), or a parent that is not a folder: the open says which
+    if kind is not None and not (stat.S_ISREG(kind) or stat.S_ISDIR(kind) or stat.S_ISLNK(kind)):
+        raise NotRegularFile(path)
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, mode)  # O_NONBLOCK: a FIFO swapped in never blocks
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise SymlinkRefused(path) from None
+        raise
+    kind = os.fstat(fd).st_mode
+    if not (stat.S_ISREG(kind) or stat.S_ISDIR(kind)):
+        os.close(fd)
+        raise NotRegularFile(path)
+    if _NONBLOCK:
+        os.set_blocking(fd, True)  # a regular file: back to ordinary reads and writes
+    return fd
+
+
+def open_file(path: str | os.PathLike[str], mode: str = "rb") -> IO[Any]:
+    """``open(path, mode)`` through ``open_fd``: never through a symbolic link."""
+    return open(path, mode, opener=lambda name, flags: open_fd(name, flags, 0o666))  # noqa: SIM115 - the caller closes
+
+
+def make_dirs(path: str | os.PathLike[str]) -> Path:
+    """``mkdir -p`` that refuses a symbolic link among the folders it would go through (``check_no_symlinks``)."""
+    check_no_symlinks(path, include_self=True)
+    os.makedirs(path, exist_ok=True)
+    check_no_symlinks(path, include_self=True)  # nothing swapped a link in meanwhile
+    return Path(path)
+
+
+def read_bytes(path: str | os.PathLike[str], *, max_bytes: int | None = None, follow_symlinks: bool = False) -> bytes:
+    """A whole file, never through a symbolic link (``follow_symlinks``: a file the user named, which may be one);
+    more than ``max_bytes`` is a UserError naming it."""
+    with (open(path, "rb") if follow_symlinks else open_file(path, "rb")) as fh:
+        if max_bytes is not None and os.fstat(fh.fileno()).st_size > max_bytes:
+            data = None  # never read(max_bytes): that allocates max_bytes
+        else:
+            data = fh.read()
+    if data is None or (max_bytes is not None and len(data) > max_bytes):
+        raise UserError(f"{path}: more than {max_bytes:,} bytes, larger than a file of this kind can be",
+                        fix="restore the file or remove it")
+    return data
+
+
+def read_text(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> str:
+    """``read_bytes`` as UTF-8 text (a UserError naming the file when it is not)."""
+    data = read_bytes(path, max_bytes=max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte {e.start})", fix="restore the file or remove it") from None
+
+
+def copy_file(source: str | os.PathLike[str], dest: str | os.PathLike[str]) -> None:
+    """Copy a regular file (neither end through a symbolic link); the copy is written atomically, mode kept."""
+    with open_file(source, "rb") as fh:
+        data = fh.read()
+        mode = os.fstat(fh.fileno()).st_mode
+    write_atomic_bytes(Path(dest), data)
+    os.chmod(dest, stat.S_IMODE(mode))
+
+
+def copy_tree(source: str | os.PathLike[str], dest: str | os.PathLike[str], *, skip: tuple[str, ...] = ()) -> None:
+    """Copy a folder of regular files and folders (``skip``: names left out); a symbolic link in it is refused."""
+    source, dest = Path(source), Path(dest)
+    if os.path.islink(source):
+        raise SymlinkRefused(source)
+    make_dirs(dest)
+    for entry in sorted(os.scandir(source), key=lambda e: e.name):
+        if entry.name in skip:
+            continue
+        if entry.is_symlink():
+            raise SymlinkRefused(entry.path)
+        if entry.is_dir():
+            copy_tree(entry.path, dest / entry.name, skip=skip)
+        else:
+            copy_file(entry.path, dest / entry.name)
 
 
 # --------------------------------------------------------------------------- whole files
@@ -60,6 +223,7 @@ _UMASK = _read_umask()
 def write_atomic_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never a mix."""
     path = Path(path)
+    check_no_symlinks(path)  # mkstemp makes its file with O_EXCL: never through a link; os.replace replaces one
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:  # name the file the caller wrote, not a temporary name
@@ -92,34 +256,45 @@ def write_atomic_text(path: Path, text: str) -> None:
     write_atomic_bytes(Path(path), text.encode("utf-8"))
 
 
-def read_json(path: Path, *, check: Callable[[Any, str], None] | None = None) -> Any:
-    """Read one JSON file (``check(obj, where)`` validates it); every failure is one UserError line."""
+def read_json(path: Path, *, check: Callable[[Any, str], None] | None = None,
+              limits: bounded_json.Limits = bounded_json.DEFAULT, missing_ok: bool = False,
+              fix: str = "fix or delete the file") -> Any:
+    """Read one JSON file within ``limits`` (``check(obj, where)`` validates it), never through a symbolic link;
+    every failure is one UserError line (``fix`` says what to do about a file that is not JSON). ``missing_ok``:
+    None for a file that does not exist."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bytes(path, max_bytes=limits.document_bytes)
     except FileNotFoundError:
+        if missing_ok:
+            return None
         raise UserError(f"{path}: file not found") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (byte {e.start})", fix="restore the file or start a new run") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a file", fix="move it away") from None
     except OSError as e:
         raise UserError(f"{path}: cannot read ({e.strerror})") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UserError(
-            f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})",
-            fix="fix or delete the file",
-        ) from None
+    obj = bounded_json.loads(data, str(path), limits=limits, fix=fix)
     if check is not None:
         check(obj, str(path))
     return obj
+
+
+def peek_json(path: Path, *, limits: bounded_json.Limits = bounded_json.DEFAULT) -> Any:
+    """``read_json`` for readers that must never fail (status polls, caches): None when the file is missing,
+    unreadable, a link, or not JSON within bounds."""
+    try:
+        return read_json(path, limits=limits, missing_ok=True)
+    except (OSError, UserError):
+        return None
 
 
 def ensure_writable_dir(path: Path) -> Path:
     """Create ``path`` if needed and prove it writable; otherwise a UserError naming it."""
     path = Path(path)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_dirs(path)
+    except FileExistsError:
+        pass  # a file there: named below
     except OSError as e:
         raise UserError(f"cannot create directory {path} ({e.strerror})", fix="choose a writable runs_dir") from None
     if not path.is_dir():
@@ -189,12 +364,13 @@ def repair_tail(path: Path, is_complete: IsComplete | None = None) -> str | None
     """
     path = Path(path)
     try:
-        size = path.stat().st_size
+        fh = os.fdopen(open_fd(path, os.O_RDWR | getattr(os, "O_BINARY", 0)), "r+b")
     except FileNotFoundError:
         return None
-    if size == 0:
-        return None
-    with open(path, "r+b") as fh:
+    with fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            return None
         fh.seek(size - 1)
         if fh.read(1) == b"\n":
             # Whole last line: keep it unless it is unreadable (e.g. NUL bytes after a power loss), which
@@ -225,15 +401,15 @@ def repair_tail(path: Path, is_complete: IsComplete | None = None) -> str | None
 
 def _parses_as_object(blob: bytes) -> bool:
     try:
-        return isinstance(json.loads(blob.decode("utf-8")), dict)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        return isinstance(bounded_json.loads(blob, "a last line"), dict)
+    except ValueError:
         return False
 
 
 def _is_complete_record(blob: bytes, is_complete: IsComplete | None) -> bool:
     try:
-        obj = json.loads(blob.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        obj = bounded_json.loads(blob, "a last line")
+    except ValueError:
         return False
     return isinstance(obj, dict) and (is_complete is None or is_complete(obj))
 
@@ -246,8 +422,8 @@ def append_bytes(path: Path, data: bytes, *, repair: Callable[[Path], Any] | Non
         if repair is not None and APPENDS.needs_repair(path):
             repair(path)
             APPENDS.mark_repaired(path)
-        created = not path.exists()
-        fd = os.open(path, os.O_APPEND | os.O_CREAT | os.O_WRONLY | getattr(os, "O_BINARY", 0), 0o644)
+        created = not os.path.lexists(path)
+        fd = open_fd(path, os.O_APPEND | os.O_CREAT | os.O_WRONLY | getattr(os, "O_BINARY", 0), 0o644)
         try:
             written = os.write(fd, data)
             while written < len(data):  # a short write (disk full, signal) must not leave a torn line behind
@@ -276,35 +452,55 @@ def append_text_line(path: Path, text: str) -> None:
     append_bytes(Path(path), (text.rstrip("\n") + "\n").encode("utf-8"))
 
 
-def iter_jsonl(path: Path, *, check: CheckRecord | None = None) -> Iterator[tuple[int, dict]]:
+def iter_jsonl(path: Path, *, check: CheckRecord | None = None, skip_bad: bool = False) -> Iterator[tuple[int, dict]]:
     """Yield ``(line_number, record)``. An unparseable final line (a torn append) is skipped; a bad line
-    anywhere else is a ``UserError`` naming ``file:line``. ``check`` validates each record; a final line
-    without its ``\\n`` that fails it is a torn append too."""
+    anywhere else is a ``UserError`` naming ``file:line`` (``skip_bad``: skipped too, for readers that look for
+    one record). ``check`` validates each record; a final line without its ``\\n`` that fails it is a torn append
+    too. A line longer than ``bounded_json.DEFAULT.document_bytes`` is a bad line, read no further."""
     path = Path(path)
     try:
-        fh = open(path, "rb")
+        fh = open_file(path, "rb")
     except FileNotFoundError:
         return
+    limit = bounded_json.DEFAULT.document_bytes
     with fh:
         pending: tuple[int, bytes] | None = None
-        for number, raw in enumerate(fh, 1):
+        number = 0
+        while True:
+            raw = fh.readline(limit + 1)
+            if not raw:
+                break
+            number += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the overlong line
+                    raw = fh.readline(limit)
+                raw = _OVERLONG  # reported (or skipped) as a bad line
             if pending is not None:
-                yield _parse_line(path, *pending, check=check, final=False)
+                parsed = _parse_line(path, *pending, check=check, final=False, skip_bad=skip_bad)
+                if parsed is not None:
+                    yield parsed
             pending = (number, raw) if raw.strip() else None
         if pending is not None:
-            parsed = _parse_line(path, *pending, check=check, final=True)
+            parsed = _parse_line(path, *pending, check=check, final=True, skip_bad=skip_bad)
             if parsed is not None:
                 yield parsed
 
 
-def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | None, final: bool):
+_OVERLONG = b"<a line too long to read>\n"
+"""Stands for a line too long to read (compared by identity)."""
+
+
+def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | None, final: bool,
+                skip_bad: bool = False):
     where = f"{path}:{number}"
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        if raw is _OVERLONG:
+            raise ValueError(f"longer than {bounded_json.DEFAULT.document_bytes:,} bytes")
+        obj = bounded_json.loads(raw, where)
         if not isinstance(obj, dict):
             raise ValueError("not a JSON object")
-    except (UnicodeDecodeError, ValueError) as e:
-        if final:
+    except ValueError as e:
+        if final or skip_bad:
             return None
         raise UserError(
             f"{where}: corrupt line in the middle of an append-only file ({e})",
@@ -318,6 +514,40 @@ def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | Non
                 return None
             raise
     return number, obj
+
+
+# --------------------------------------------------------------------------- space for the last word
+
+
+class SpaceReserve:
+    """A file of ``size`` bytes held while a process writes (``hold``), removed on a full disk (``release``): the
+    space it gives back lets the writer still record that it stopped and why (a run's last run-meta), where a full
+    disk would otherwise leave the record saying ``running``. Removed again when the writer ends."""
+
+    def __init__(self, path: Path, size: int = 256 << 10) -> None:
+        self.path = Path(path)
+        self.size = size
+
+    def hold(self) -> "SpaceReserve":
+        fd = open_fd(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            if hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fd, 0, self.size)  # real blocks: a sparse file would free nothing
+            else:  # pragma: no cover - platforms without fallocate
+                os.ftruncate(fd, 0)
+                os.write(fd, b"\0" * self.size)
+        except BaseException:
+            os.close(fd)
+            self.release()
+            raise
+        os.close(fd)
+        return self
+
+    def release(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
 
 # --------------------------------------------------------------------------- the lock
@@ -358,7 +588,7 @@ class FileLock:
 
     def acquire(self) -> "FileLock":
         ensure_writable_dir(self.directory)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_fd(self.path, os.O_RDWR | os.O_CREAT, 0o644)  # a linked .lock never gets a pid written through it
         try:
             self._lock_fd(fd)
         except OSError:
@@ -401,9 +631,9 @@ class FileLock:
 
     def holder_pid(self) -> int | None:
         try:
-            with open(self.path, "rb") as fh:
+            with open_file(self.path, "rb") as fh:
                 text = fh.read(32).decode("ascii", "replace").strip()
-        except OSError:
+        except (OSError, UserError):
             return None
         return int(text) if text.isdigit() else None
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lme.core import fileio
+
 HEADER = "# longmemeval-benchmarker: large or machine-specific, never committed (the config is)"
 ENTRIES = (
     ".longmemeval-venv/",
@@ -25,7 +27,7 @@ def _present(lines: list[str]) -> set[str]:
 def missing_entries(project: Path) -> list[str]:
     """The entries ``ensure_gitignore`` would add to ``project/.gitignore``."""
     path = Path(project) / ".gitignore"
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    lines = _read(path).splitlines()
     have = _present(lines)
     return [entry for entry in ENTRIES if entry.rstrip("/") not in have]
 
@@ -36,8 +38,15 @@ def ensure_gitignore(project: Path) -> list[str]:
     added = missing_entries(project)
     if not added:
         return []
-    old = path.read_text(encoding="utf-8") if path.is_file() else ""
+    old = _read(path)
     block = ([""] if old.strip() else []) + ([HEADER] if HEADER not in old else []) + added
     text = old + ("" if not old or old.endswith("\n") else "\n") + "\n".join(block) + "\n"
-    path.write_text(text, encoding="utf-8")
+    fileio.write_atomic_text(path, text)
     return added
+
+
+def _read(path: Path) -> str:
+    try:
+        return fileio.read_text(path, max_bytes=1 << 20)
+    except FileNotFoundError:
+        return ""

@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from lme.core import bounded_json, fileio
 from lme.core.errors import UserError
 
 TEXT_LIMIT = 4 * 1024 * 1024
@@ -56,6 +57,10 @@ def read_bytes(path: Path, limit: int = TEXT_LIMIT) -> bytes | None:
     """The file's bytes; None when it does not exist. StateFileError when it is a symlink, not a regular file
     (a FIFO, a device, a folder) or larger than ``limit``."""
     path = Path(path)
+    try:
+        fileio.check_no_symlinks(path)  # no linked folder between the project and the file either
+    except fileio.SymlinkRefused:
+        raise StateFileError(path, "is reached through a symlinked folder, not the loop's own file") from None
     try:
         fd = os.open(path, _flags())
     except FileNotFoundError:
@@ -101,6 +106,6 @@ def read_json(path: Path, limit: int = SMALL_LIMIT) -> Any:
     if text is None:
         return None
     try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        raise StateFileError(Path(path), "is not valid JSON") from None
+        return bounded_json.loads(text, str(path), limits=bounded_json.STATE)
+    except bounded_json.JsonRefused:  # not JSON, too deep, a lone surrogate, NaN: our words, never the file's
+        raise StateFileError(Path(path), "is not valid JSON within the bounds of a state file") from None

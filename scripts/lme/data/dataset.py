@@ -1,7 +1,9 @@
 """Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass.
 
-The ``_m`` file is about 2.75 GB, so nothing here reads a whole file: ``ijson`` pulls one item at a time from a
-reader that feeds sha256 as it goes. Each item is checked against ``references/schemas/item.schema.json``.
+The ``_m`` file is about 2.75 GB, so nothing here reads a whole file: ``ijson`` parses a reader that feeds sha256
+as it goes, and ``bounded_json.items`` builds one item at a time from its events, within bounds (nesting depth,
+string sizes, Unicode text: a nesting bomb is refused in one line naming the item, at a few lists' cost). Each item
+is checked against ``references/schemas/item.schema.json``.
 
 Usage:
     python scripts/dataset.py data/longmemeval_s_cleaned.json          # prints the DatasetInfo as JSON
@@ -27,12 +29,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
 
+from lme.core import bounded_json
 from lme.core import cli_parser
 import ijson
 
 from lme.core.errors import UserError, run_main
 from lme.data.item_hash import item_sha256  # noqa: F401 - also this module's name for it
-from lme.core.facts import KNOWN_SHA256, QUESTION_TYPES, VARIANT_ALIASES
+from lme.core.facts import KNOWN_SHA256, QUESTION_ID_MAX, QUESTION_TYPES, VARIANT_ALIASES, id_problem
 from lme.core.records import Question
 from lme.core.schemas import validate
 
@@ -47,6 +50,9 @@ _REDOWNLOAD = (
     "re-download it from https://huggingface.co/datasets/xiaowu0162/longmemeval-cleaned "
     "and point datasetPath at the complete file"
 )
+ITEM_LIMITS = bounded_json.Limits(depth=16, string_chars=8 << 20)
+"""An item nests 4 levels inside the file's array (item, sessions, session, turn); the longest turn of ``_s`` holds
+about 77,000 characters."""
 _ITEM_KEYS = (
     "question_id",
     "question_type",
@@ -161,6 +167,9 @@ def _open_binary(path: Path) -> IO[bytes]:
 
 def _check_path(path: Path) -> Path:
     path = Path(path)
+    if not path.exists() and path.is_symlink():
+        raise UserError(f"dataset file {path} is a symbolic link that leads nowhere (a loop, or a missing target)",
+                        fix="point datasetPath at the real file")
     if not path.exists():
         raise UserError(f"dataset file {path} not found", fix=f"check datasetPath, or {_REDOWNLOAD}")
     if not path.is_file():
@@ -172,7 +181,8 @@ def _fast_item_ok(item: Any) -> bool:
     """A quick structural check equal to item.schema.json on valid items; any doubt defers to the schema."""
     if not isinstance(item, dict) or any(k not in item for k in _ITEM_KEYS):
         return False
-    if not isinstance(item["question_id"], str) or not item["question_id"]:
+    qid = item["question_id"]
+    if not isinstance(qid, str) or not qid or len(qid) > QUESTION_ID_MAX or not qid.isprintable():
         return False
     if item["question_type"] not in QUESTION_TYPES:
         return False
@@ -205,8 +215,11 @@ def _fast_item_ok(item: Any) -> bool:
 
 def _check_item(item: Any, index: int, path: Path) -> None:
     qid = item.get("question_id") if isinstance(item, dict) else None
-    where = f"{path}: item {index}" + (f" (question_id {qid})" if qid is not None else "")
+    where = f"{path}: item {index}" + (f" (question_id {ascii(qid)[1:-1]})" if qid is not None else "")
     if not _fast_item_ok(item):
+        problem = id_problem(qid) if isinstance(qid, str) else None
+        if problem:
+            raise UserError(f"{where}: its question_id {problem}", fix=_REDOWNLOAD)
         validate("item", item, where=where)
     ids, dates, sessions = item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"]
     if not (len(ids) == len(dates) == len(sessions)):
@@ -240,7 +253,8 @@ class _ItemStream:
         with _open_binary(path) as raw:
             reader = self.reader = _HashingReader(raw)
             try:
-                for index, item in enumerate(ijson.items(reader, "item", use_float=True)):
+                events = ijson.basic_parse(reader, use_float=True)
+                for index, item in enumerate(bounded_json.items(events, str(path), limits=ITEM_LIMITS)):
                     _check_item(item, index, path)
                     qid = item["question_id"]
                     if qid in seen:

@@ -12,7 +12,6 @@ unreadable entry is a miss.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -53,10 +52,7 @@ def load(cache_dir: str, dataset_path: str) -> tuple[dict[str, Any], dict[str, A
     key = _key(dataset_path)
     if key is None:
         return None
-    try:
-        stored = json.loads(_entry(cache_dir, key).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    stored = fileio.peek_json(_entry(cache_dir, key))
     if not isinstance(stored, dict) or stored.get("key") != key:
         return None
     manifest, described = stored.get("manifest"), stored.get("dataset")
@@ -74,7 +70,7 @@ def store(cache_dir: str, dataset_path: str, scanned: tuple[dict[str, Any], dict
     manifest, described = scanned
     try:
         path = _entry(cache_dir, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        fileio.make_dirs(path.parent)
         fileio.write_atomic_json(path, {"key": key, "manifest": manifest, "dataset": described})
-    except OSError:
+    except (OSError, fileio.SymlinkRefused):
         pass

@@ -30,6 +30,7 @@ from typing import Any, Sequence
 
 from lme.core import cli_parser
 from lme.loop import decide
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.loop import loop_git
 from lme.loop import loop_state
@@ -51,8 +52,11 @@ def check(project: Path, run_id: str) -> dict[str, Any]:
 
 
 def _read_state(project: Path) -> dict[str, Any] | None:
-    path = Path(project) / CONFIRMATION_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    state = fileio.read_json(Path(project) / CONFIRMATION_FILE, limits=bounded_json.STATE, missing_ok=True,
+                             fix="restore it from git history")
+    if state is not None and not isinstance(state, dict):
+        raise UserError(f"{Path(project) / CONFIRMATION_FILE} is not a JSON object", fix="restore it from git history")
+    return state
 
 
 def start(project: Path, run_id: str, confirm_run_id: str | None = None, *, resume: bool = False) -> dict[str, Any]:

@@ -114,7 +114,7 @@ def readiness_problems(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping
 def append_decision(project: Path, record: Mapping[str, Any]) -> Path:
     """Append one JSON line to decisions.jsonl, fsynced (the file only grows; a torn last line is cut first)."""
     path = Path(project) / DECISIONS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(path.parent)
     line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     fileio.append_jsonl(path, record, line=line)
     return path
@@ -215,12 +215,28 @@ def run_decision(
         if not fix_commit:
             raise UserError("a revert needs the fix commit", fix="pass --fix-commit <sha> (git log --oneline)")
         assert_on_loop_branch(project=project)
-        record["revert_commit"] = loop_git.revert(fix_commit, project=project)
-        restored = restore_from_snapshot(snap_dir, run_dir, changed_ids)
         record["restored_ids"] = changed_ids
-        record["backup"] = restored["backup"]
-        rescore(project, run_id)
+        record["applying"] = True  # the decision first: a crash while applying it resumes it (apply_revert)
+        append_decision(project, record)
+        return apply_revert(project, record)
     record["applied"] = bool(apply)
+    append_decision(project, record)
+    return record
+
+
+def apply_revert(project: Path, record: Mapping[str, Any]) -> dict[str, Any]:
+    """Carry out a recorded revert: ``git revert`` of the fix (once), the snapshot's rows back for the re-tested
+    ids, the run rescored, then the record again with ``applied``. Each step can simply run again: after a crash
+    anywhere in it, the same call finishes it, and the decision is never taken twice."""
+    project = Path(project)
+    record = dict(record)
+    round_no = int(record["round"])
+    run_dir = run_store.existing_run_dir(project, record["run_id"])
+    record["revert_commit"] = loop_git.revert(str(record["fix_commit"]), project=project)
+    restored = restore_from_snapshot(loop_state.snapshot_dir(project, round_no), run_dir, record["restored_ids"])
+    record["backup"] = restored["backup"]
+    rescore(project, record["run_id"])
+    record.update(applied=True, applying=False)
     append_decision(project, record)
     return record
 

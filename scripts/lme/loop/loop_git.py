@@ -164,9 +164,15 @@ def push(*, project: Path | None = None) -> str:
 
 
 def revert(sha: str, *, project: Path | None = None) -> str:
-    """``git revert --no-edit <sha>`` on the loop branch; returns the revert commit's sha."""
+    """``git revert --no-edit <sha>`` on the loop branch; returns the revert commit's sha. A revert of ``sha``
+    already on the branch (a crash after it, before it was recorded) is returned, never made twice."""
     project = Path.cwd() if project is None else Path(project)
     assert_on_loop_branch(project=project)
+    full = run_git(["rev-parse", "--verify", f"{sha}^{{commit}}"], project).stdout.strip()
+    done = run_git(["log", "-1", "--format=%H", "--fixed-strings", f"--grep=This reverts commit {full}"], project,
+                   check=False).stdout.strip()
+    if done:
+        return done
     proc = run_git(["revert", "--no-edit", sha], project, check=False)
     if proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().replace("\n", " | ")

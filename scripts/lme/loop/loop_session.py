@@ -106,7 +106,7 @@ def counter(state: Mapping[str, Any], key: str, high: int) -> int:
 
 def _write_state(project: Path, state: dict[str, Any]) -> None:
     path = session_path(project)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(path.parent)
     fileio.write_atomic_json(path, state)
 
 

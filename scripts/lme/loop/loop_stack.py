@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lme.core import cli_parser
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.core import command_names
 from lme.core.errors import UserError, run_main
@@ -38,12 +39,10 @@ def config_path(project: Path) -> Path:
 
 def read_config(project: Path) -> dict[str, Any]:
     path = config_path(project)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"no {path}", fix=f"run {command_names.SETUP} first") from None
-    except ValueError as err:
-        raise UserError(f"{path} is not valid JSON: {err}", fix="fix the file (or run setup again)") from None
+    cfg = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True, fix="fix the file (or run setup again)")
+    if cfg is None:
+        raise UserError(f"no {path}", fix=f"run {command_names.SETUP} first")
+    return cfg
 
 
 def reader_of(cfg: dict[str, Any]) -> str:

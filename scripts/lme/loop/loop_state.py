@@ -145,13 +145,36 @@ def log_step(project: Path, round_no: int, step: str, metrics: Mapping[str, Any]
     ``history.jsonl`` (what the report's per-type chart reads). Returns the row."""
     row = history_row(round_no, metrics, note)
     append_history_row(project, row)
-    correct, n_total = strict_correct(metrics)
-    record = {"label": f"v{round_no} {step}", "round": round_no, "step": step, "date": utc_today(),
-              "correct": correct, "n_total": n_total, "overall": figure(metrics.get("overall")),
-              "task_averaged": figure(metrics.get("task_averaged")), "abstention": figure(metrics.get("abstention")),
-              "per_type": per_type_figures(metrics), "note": note, **dict(extra or {})}
-    fileio.append_jsonl(Path(project) / HISTORY_RECORDS, record)
+    fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, metrics, note, extra))
     return row
+
+
+def _step_record(round_no: int, step: str, metrics: Mapping[str, Any], note: str,
+                 extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    correct, n_total = strict_correct(metrics)
+    return {"label": f"v{round_no} {step}", "round": round_no, "step": step, "date": utc_today(),
+            "correct": correct, "n_total": n_total, "overall": figure(metrics.get("overall")),
+            "task_averaged": figure(metrics.get("task_averaged")), "abstention": figure(metrics.get("abstention")),
+            "per_type": per_type_figures(metrics), "note": note, **dict(extra or {})}
+
+
+def log_step_once(project: Path, round_no: int, step: str, metrics: Mapping[str, Any], note: str,
+                  extra: Mapping[str, Any] | None = None) -> None:
+    """``log_step`` that writes each of its two lines only when that file lacks it: run again after a crash between
+    (or before) them, one row of ``history_max_effort.md`` and one record of ``history.jsonl`` per step."""
+    row = history_row(round_no, metrics, note)
+    if not _row_logged(project, row):
+        append_history_row(project, row)
+    if not any(r.get("round") == round_no and r.get("step") == step
+               for _, r in fileio.iter_jsonl(Path(project) / HISTORY_RECORDS, skip_bad=True)):
+        fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, metrics, note, extra))
+
+
+def _row_logged(project: Path, row: str) -> bool:
+    """A row of the same round and note (the date may differ: a re-run on the next day)."""
+    cells = row.split(" | ")
+    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
+    return any(line.startswith(cells[0] + " | ") and line.endswith(" | " + cells[-1]) for line in text.splitlines())
 
 
 def step_logged(project: Path, round_no: int, marker: str) -> bool:

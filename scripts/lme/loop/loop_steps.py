@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from lme.core import fileio
 from lme.core.clock import utc_now_iso
 from lme.loop import decide
 from lme.loop import loop_git
@@ -31,8 +32,8 @@ from lme.loop.loop_state import (
     fix_commit,
     init,
     log_step,
+    log_step_once,
     snapshot_dir,
-    step_logged,
 )
 
 
@@ -45,19 +46,17 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
     source = run_store.existing_run_dir(project, run_id)
     round_no = current(project) if round_no is None else round_no
     dest = snapshot_dir(project, round_no)
-    if dest.exists():
+    if os.path.lexists(dest):
         raise UserError(f"snapshot v{round_no} already exists at {dest}", fix="snapshots are never overwritten; bump the round")
     if not run_store.has_rows(source):
         raise UserError(f"run {run_id} has no {run_store.RESULTS_FILE} yet", fix="finish the baseline run first")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(dest.parent)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".v{round_no}."))
     try:
         run_store.copy_run(source, tmp)
         write_labels(tmp, run_store.load_results(source))
-        (tmp / run_store.SNAPSHOT_RECORD).write_text(
-            json.dumps({"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n",
-            encoding="utf-8",
-        )
+        fileio.write_atomic_text(tmp / run_store.SNAPSHOT_RECORD, json.dumps(
+            {"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n")
         os.rename(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -76,7 +75,7 @@ def write_labels(dest: Path, rows: dict) -> Path:
                          "judge_prompt_sha256": None if r.judgment is None else r.judgment.prompt_sha256},
                         sort_keys=True) for q, r in rows.items()]
     path = Path(dest) / "labels.jsonl"
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    fileio.write_atomic_text(path, "".join(line + "\n" for line in lines))
     return path
 
 
@@ -103,18 +102,17 @@ def retest_note(record: dict) -> str:
 def log_decision(project: Path, run_id: str, record: dict) -> None:
     """The round's re-test, decision and (when reverted) revert rows of the history; never twice."""
     round_no = int(record["round"])
-    if step_logged(project, round_no, "decision: "):
-        return
     metrics = record.get("retest_figures") or run_store.read_metrics(run_store.existing_run_dir(project, run_id))
     keys = ("fixes", "regressions", "net", "p_value", "retest_set", "noise", "per_type")
-    log_step(project, round_no, "re-test", metrics, retest_note(record), {k: record.get(k) for k in keys})
-    log_step(project, round_no, "decision", metrics, f"decision: {record.get('label', record['decision'])}",
-             {"decision": record["decision"], "label": record.get("label"), "fix_commit": record.get("fix_commit")})
+    log_step_once(project, round_no, "re-test", metrics, retest_note(record), {k: record.get(k) for k in keys})
+    log_step_once(project, round_no, "decision", metrics, f"decision: {record.get('label', record['decision'])}",
+                  {"decision": record["decision"], "label": record.get("label"),
+                   "fix_commit": record.get("fix_commit")})
     if record["decision"] == "revert" and record.get("applied"):
         after = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
-        log_step(project, round_no, "revert", after,
-                 f"revert of {str(record.get('fix_commit'))[:12]}: snapshot verdicts of {record['retested']} "
-                 f"item(s) restored", {"revert_commit": record.get("revert_commit")})
+        log_step_once(project, round_no, "revert", after,
+                      f"revert of {str(record.get('fix_commit'))[:12]}: snapshot verdicts of {record['retested']} "
+                      f"item(s) restored", {"revert_commit": record.get("revert_commit")})
 
 
 def _commit_state_and_push(project: Path, message: str) -> str | None:
@@ -219,7 +217,7 @@ def commit_fix(project: Path, proposal: Path | None = None) -> str:
                         fix="re-test it (step 7), then rounds.py finish (steps 8-10)")
     path = project / (PROPOSAL_FILE if proposal is None else proposal)
     try:
-        text = path.read_text(encoding="utf-8").strip()
+        text = fileio.read_text(path, max_bytes=1 << 20).strip()
     except FileNotFoundError:
         raise UserError(f"{path} is missing", fix="write the proposal first: the fix in one sentence on line 1")
     if not text:
@@ -234,13 +232,17 @@ def commit_fix(project: Path, proposal: Path | None = None) -> str:
 def finish(project: Path, run_id: str, *, reusable: bool = False, allow_errors: bool = False) -> str:
     """Steps 8-10: decide on the round's fix (a revert is applied), commit the state, push. Returns the summary.
 
-    Run again after an interruption it does not decide twice: the round's recorded decision is committed and
-    pushed (a revert recorded without being applied is decided again, applied).
+    Run again after an interruption (a kill at any point between two writes) it does not decide twice and writes
+    each history row once: the round's recorded decision is logged, committed and pushed; a revert interrupted
+    while it was applied is applied to the end; a revert decided without being applied (decide.py without
+    --apply) is decided again, applied.
     """
     project = Path(project)
     round_no = current(project)
     record = decision_for(project, round_no)
-    if record is None or (record.get("decision") == "revert" and not record.get("applied")):
+    if record is not None and record.get("applying") and not record.get("applied"):
+        record = decide.apply_revert(project, record)  # a crash while the revert was applied: finish applying it
+    elif record is None or (record.get("decision") == "revert" and not record.get("applied")):
         sha = fix_commit(project, round_no)
         if not sha:
             raise UserError(f"no 'fix(v{round_no}):' commit on this branch",

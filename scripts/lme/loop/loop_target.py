@@ -22,15 +22,16 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 entry_guard.start(__name__)
 
 import argparse
-import json
-import shutil
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
 
+from lme.core import bounded_json
 from lme.core import cli_parser
 from lme.core import command_names
 from lme.core import config
+from lme.core import fileio
 from lme.loop import loop_git
 from lme.core.errors import UserError, run_main
 
@@ -51,12 +52,15 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
     loop_git.assert_on_loop_branch(project=project)
     done: list[str] = []
     target = project / dest
-    if target.exists():
+    if os.path.lexists(target):
+        fileio.check_no_symlinks(target, include_self=True)  # the loop edits and commits it: never a link out
         done.append(f"{dest}/ exists: kept as it is (your code)")
     else:
-        shutil.copytree(SOURCE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        fileio.copy_tree(SOURCE, target, skip=("__pycache__",))
         done.append(f"copied memory-ref ({SOURCE}) to {dest}/")
-    cfg = json.loads(path.read_text(encoding="utf-8"))
+    cfg = fileio.read_json(path, limits=bounded_json.STATE)
+    if not isinstance(cfg, dict):
+        raise UserError(f"{path} is not a JSON object", fix=f"re-run {command_names.SETUP}")
     loop = cfg.get("loop") if isinstance(cfg.get("loop"), dict) else {}
     if cfg.get("target") == dest and loop.get("target") == dest:
         done.append(f"config: target and loop.target are {dest} already")

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import cli_parser
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.store import run_store
 from lme.core.clock import utc_now
@@ -79,13 +80,8 @@ def path_of(project: Path) -> Path:
 
 
 def load(project: Path) -> dict[str, Any] | None:
-    path = path_of(project)
-    if not path.exists():
-        return None
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise UserError(f"{path} is not valid JSON", fix="restore it from git history, or delete it and measure again")
+    record = fileio.read_json(path_of(project), limits=bounded_json.STATE, missing_ok=True,
+                              fix="restore it from git history, or delete it and measure again")
     return record if isinstance(record, dict) else None
 
 

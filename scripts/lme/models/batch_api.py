@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from lme.core import fileio
 from lme.models import retries
 from lme.models.provider_errors import ProviderError
 from lme.models.provider_routes import ProviderSettings, _POOL, _route
@@ -71,7 +72,7 @@ class OpenAIBatches(_Batches):
 
     def upload(self, path: Path) -> str:
         def go() -> str:
-            with open(path, "rb") as fh:
+            with fileio.open_file(path, "rb") as fh:
                 return self.client.files.create(file=(Path(path).name, fh), purpose="batch").id
         return self._call("upload", go)
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lme.core import fileio
 from lme.models import sqlite_store
 from lme.core.errors import UserError
 from lme.core.records import ChatRequest, Completion
@@ -52,7 +53,7 @@ class CallCache:
         sidecars = [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
         existed = {path for path in sidecars if path.exists()}
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            fileio.make_dirs(directory)
             self._migrate()
         except (OSError, sqlite3.DatabaseError) as err:
             self._forget_failed_open(set(sidecars) - existed)

@@ -18,7 +18,8 @@
 - ``offline``: no chat model; the offline target and offline judge never call this module.
 
 Base URLs: ``settings.base_urls[provider]`` when given, else the SDKs' own ``OPENAI_BASE_URL`` /
-``ANTHROPIC_BASE_URL``. An empty reply (no choices, no text) is ``malformed`` and a refusal ``refusal``; a request
+``ANTHROPIC_BASE_URL``. A 200 whose body holds no reply at all (``{}``) is ``malformed`` and retried like an
+unparseable body; an empty reply (no choices, no text) is ``malformed`` (not retried) and a refusal ``refusal``; a request
 with ``allow_empty`` (the judge's: upstream labels an empty reply False) gets an empty or blank text back. Each
 attempt goes through the limiter (a pacer reserves its model and input tokens: ``rate_pacer``) and reports the
 reply's headers, read through the SDKs' ``with_raw_response``.
@@ -96,6 +97,9 @@ def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply
         kwargs.pop("extra_body")
         message, headers = _answered(client.messages.with_raw_response.create(**kwargs))
     where = f"anthropic {request.model}"
+    if getattr(message, "content", None) is None:  # a 200 whose body holds no message (``{}``): retried
+        raise _failed_reply(ProviderError("malformed", f"{where}: the reply holds no message (no content field)",
+                                          retryable=True), headers)
     if message.stop_reason == "refusal":
         raise _failed_reply(ProviderError("refusal", f"{where}: the model refused to answer (stop_reason refusal)"),
                             headers)
@@ -110,7 +114,10 @@ def _send_openai(client: Any, request: ChatRequest, timeout: float) -> _Reply:
     kwargs: dict[str, Any] = {**openai_body(request), "timeout": timeout}
     response, headers = _answered(client.chat.completions.with_raw_response.create(**kwargs))
     where = f"{request.provider} {request.model}"
-    if isinstance(response, (str, bytes)) or not getattr(response, "choices", None):
+    if isinstance(response, (str, bytes)) or getattr(response, "choices", None) is None:  # ``{}``: retried
+        raise _failed_reply(ProviderError("malformed", f"{where}: the reply holds no completion (no choices field)",
+                                          retryable=True), headers)
+    if not response.choices:
         raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (no choices)"), headers)
     choice = response.choices[0]
     message = getattr(choice, "message", None)

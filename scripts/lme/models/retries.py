@@ -2,8 +2,9 @@
 when to give up, and the limiter slot held for one attempt only.
 
 Waits are exponential with full jitter (``uniform(0, min(backoff_max, backoff_base * 2**retry))``) and never
-shorter than the server's ``retry-after-ms`` / ``Retry-After``. Attempts are bounded by ``max_attempts``
-(``MALFORMED_MAX_ATTEMPTS`` for an unparseable body); a call answered 429 keeps being retried until
+shorter than the server's ``retry-after-ms`` / ``Retry-After``. Attempts are bounded by ``max_attempts``, for a
+malformed reply (an unparseable body, or ``{}``) as for any other: at a 10% malformed rate a fixed 3 made about one
+call in 1,000 an error row; a call answered 429 keeps being retried until
 ``RATE_LIMIT_PATIENCE_S`` after its first 429. A call larger than the whole tokens-per-minute budget fails at once
 (``too_large_for_tpm``). The backoff sleep happens outside the limiter's slot.
 """
@@ -21,7 +22,6 @@ from lme.models.provider_routes import ProviderSettings, key_env_for
 from lme.models.rate_pacer import OversizeCall
 from lme.core.records import Limiter
 
-MALFORMED_MAX_ATTEMPTS = 3
 OnRetry = Callable[[dict[str, Any]], None]
 
 
@@ -115,8 +115,6 @@ def call_with_retries(
     def give_up(err: ProviderError) -> bool:
         if not err.retryable:
             return True
-        if err.kind == "malformed":
-            return err.attempts >= MALFORMED_MAX_ATTEMPTS
         if err.attempts < max(1, int(settings.max_attempts)):
             return False
         return not (err.kind == "rate_limit" and first_rate_limit is not None

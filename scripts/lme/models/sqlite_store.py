@@ -13,10 +13,23 @@ import time
 from pathlib import Path
 from typing import Sequence
 
+from lme.core import fileio
+
 BUSY_TIMEOUT_S = 60.0
 
 
+SIDECARS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database."""
+
+
+def refuse_links(path: str | Path) -> None:
+    """SQLite follows symbolic links: refuse a linked database, sidecar or parent folder first (``fileio``)."""
+    for name in (str(path), *(f"{path}{suffix}" for suffix in SIDECARS)):
+        fileio.check_no_symlinks(name, include_self=True)
+
+
 def connect(path: str | Path, *, autocommit: bool = True) -> sqlite3.Connection:
+    refuse_links(path)
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else "")
     try:
         conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")

@@ -14,13 +14,14 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 entry_guard.start(__name__)
 
 import argparse
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from lme.core import bounded_json
 from lme.core import cli_parser
+from lme.core import fileio
 
 from lme.core.errors import UserError, run_main
 from lme.store.run_layout import HISTORY_CHART, PER_TYPE_CHART
@@ -49,7 +50,7 @@ def _save_atomic(fig: Any, out_png: Path) -> Path:
     import io
 
     out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(out_png.parent)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
     write_atomic_bytes(out_png, buffer.getvalue())
@@ -161,8 +162,8 @@ def load_history(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise UserError(f"history file {path} does not exist", fix="pass the loop's history_max_effort.md")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text = fileio.read_text(path, max_bytes=bounded_json.STATE.document_bytes)
+    except (OSError, UserError) as err:
         raise UserError(f"cannot read history file {path}: {err}", fix="pass the loop's history_max_effort.md") from None
     rounds: list[dict[str, Any]] = []
     if path.suffix == ".md":
@@ -175,12 +176,10 @@ def load_history(path: Path) -> list[dict[str, Any]]:
             rounds.append({"label": cells[0], "overall": _number(cells[3]),
                            "task_averaged": _number(cells[4]), "abstention": _number(cells[5])})
         return rounds
-    try:
-        records = json.loads(text) if text.lstrip().startswith("[") else [
-            json.loads(line) for line in text.splitlines() if line.strip()]
-    except json.JSONDecodeError as err:
-        raise UserError(f"history file {path} is not JSON/JSONL (line {err.lineno}): {err.msg}",
-                        fix="pass a .md history table or JSON lines") from err
+    fix = "pass a .md history table or JSON lines"
+    records = bounded_json.loads(text, f"history file {path}", fix=fix) if text.lstrip().startswith("[") else [
+        bounded_json.loads(line, f"history file {path}:{n}", fix=fix)
+        for n, line in enumerate(text.splitlines(), 1) if line.strip()]
     if not isinstance(records, list) or not all(isinstance(rec, dict) for rec in records):
         raise UserError(f"history file {path} must hold JSON objects (one per round)",
                         fix="pass a .md history table or JSON lines of objects")
@@ -217,15 +216,7 @@ def history_chart(rounds: Sequence[Mapping[str, Any]], out_png: Path) -> Path:
 
 def load_card(path: Path) -> dict[str, Any]:
     """A metrics.json checked to be a scorecard; anything else is a one-line UserError naming the file."""
-    try:
-        card = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UserError(f"cannot read {path}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise UserError(f"{path} is not UTF-8 text (byte {err.start})", fix="re-run scorecard.py for the run") from None
-    except json.JSONDecodeError as err:
-        raise UserError(f"{path} is not valid JSON (line {err.lineno}): {err.msg}",
-                        fix="re-run scorecard.py for the run") from None
+    card = fileio.read_json(Path(path), fix="re-run scorecard.py for the run")
     check_card(card, str(path))
     return card
 

@@ -337,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("run_dir", type=Path, help="a run directory (.longmemeval-benchmarks/runs/<id>)")
     parser.add_argument("--project", type=Path, help="project root (for the judge-stability registry)")
     parser.add_argument("--prompt", metavar="QUESTION_ID", help="print the exact prompt(s) of one question and exit")
-    parser.add_argument("--max-text-mb", type=float, default=DEFAULT_MAX_TEXT_MB,
+    parser.add_argument("--max-text-mb", type=cli_parser.finite_float, default=DEFAULT_MAX_TEXT_MB,
                         help=f"text beyond the evidence sessions embedded in the page (default {DEFAULT_MAX_TEXT_MB:g})")
     parser.add_argument("--history", type=Path, help="loop history (history_max_effort.md): adds accuracy over rounds")
     args = parser.parse_args(argv)

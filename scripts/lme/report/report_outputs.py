@@ -46,6 +46,7 @@ def score_run(run_dir: Path, project: Path, *, n_total: int | None = None, varia
               rescore: bool = False) -> int:
     """Score ``run_dir`` (``n_total``, ``variant``, ``run_id``: the four-argument form's overrides) and write its
     outputs; ``compare``: also the diff page against that run (id or directory). Returns 0."""
+    run_store.refuse_links(run_dir)  # a planted link in the run folder: one line before anything is read or written
     reuse = None if compare or history or rescore else score_fingerprint.fingerprint(
         run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts})
     if reuse is not None and score_fingerprint.current(run_dir, reuse, html=html, charts=charts):

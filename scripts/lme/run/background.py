@@ -9,11 +9,13 @@ boot id and the process start time, so a pid reused after a restart is not mista
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from lme.core import fileio
 from lme.core.errors import UserError
 from lme.store import run_store
 from lme.core.clock import utc_now
@@ -57,7 +59,7 @@ def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header
             raise UserError(f"run {run_id} is already running (pid {running['pid']})",
                             fix=f"wait for it with run_status.py --run-id {run_id} --wait 100")
         started_at = utc_now()  # before the start: a run's end is never earlier than this
-        with open(log, "ab") as fh:
+        with os.fdopen(fileio.open_fd(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as fh:
             fh.write(f"{log_header}\n".encode("utf-8"))
             fh.flush()
             kwargs: dict[str, Any] = {}

@@ -374,8 +374,7 @@ class BatchPhase:
     def _write_plan(self, provider: str, model: str, stage: str, entries: list[dict[str, Any]],
                     lines: list[bytes]) -> batch_ledger.Chunk:
         name = self.ledger.next_name(stage)
-        folder = batch_ledger.batches_dir(self.work)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = fileio.make_dirs(batch_ledger.batches_dir(self.work))
         path = folder / f"{name}.input.jsonl"
         fileio.write_atomic_bytes(path, b"".join(lines))
         self.ledger.append("planned", name, provider=provider, model=model, stage=stage, requests=entries,
@@ -398,7 +397,7 @@ class BatchPhase:
                 return
         path = self.work / str(chunk.input_path)
         if chunk.provider == "anthropic":
-            requests = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+            requests = [rec for _, rec in fileio.iter_jsonl(path)]
             batch_id = api.create(requests)
         else:
             if chunk.file_id is None:

@@ -18,13 +18,14 @@ enforces them) and the loop (which follows them); ``loop_guard.py`` prints them.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
+from lme.core import bounded_json
 from lme.core import command_names
+from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.facts import (
     BUILTIN_TARGETS,
@@ -66,12 +67,10 @@ def target_correct(n_total: int) -> int:
 def read_project_config(project: Path) -> dict[str, Any]:
     """The raw project config (``{}`` when there is none yet). Malformed JSON is a user error."""
     path = Path(project) / STATE_DIR / CONFIG_FILE
-    if not path.exists():
+    data = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True,
+                            fix=f"fix the JSON or re-run {command_names.SETUP}")
+    if data is None:
         return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise UserError(f"cannot read {path}: {err}", fix=f"fix the JSON or re-run {command_names.SETUP}")
     if not isinstance(data, dict):
         raise UserError(f"{path} is not a JSON object", fix=f"re-run {command_names.SETUP}")
     return data

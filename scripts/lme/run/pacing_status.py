@@ -7,11 +7,11 @@ achieved and recent requests and tokens per minute, 429s and the time lost waiti
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from lme.core import fileio
 from lme.store.run_layout import PACING_FILE
 
 
@@ -42,7 +42,7 @@ def status_text(pacing: list[Mapping[str, Any]]) -> str:
 
 class PacingFile:
     """``pacing.json`` in the run's directory: the pacer's figures while the run runs, for ``run_status.py`` in
-    another process. A hint for people, so written without fsync, and only once model calls were made."""
+    another process. A hint for people, written only once model calls were made (every ``every_s``)."""
 
     NAME = PACING_FILE
 
@@ -63,16 +63,13 @@ class PacingFile:
         entries = self._source()
         if not any(e.get("requests") for e in entries):
             return
-        tmp = self.path.with_name(f".{self.NAME}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"at": time.time(), "pacing": entries}, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        # atomic, and a failed write (a full disk) leaves no temporary file behind
+        fileio.write_atomic_bytes(self.path, (json.dumps({"at": time.time(), "pacing": entries}, indent=1)
+                                              + "\n").encode("utf-8"))
 
 
 def read_pacing_file(directory: Path) -> list[dict[str, Any]]:
     """The figures ``PacingFile`` last wrote in ``directory``, or [] (none, or unreadable)."""
-    try:
-        data = json.loads((Path(directory) / PacingFile.NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
+    data = fileio.peek_json(Path(directory) / PacingFile.NAME)
     entries = data.get("pacing") if isinstance(data, dict) else None
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []

@@ -33,8 +33,9 @@ from lme.run import run_state
 from lme.run import run_status
 from lme.store import run_store
 from lme.models.call_cache import CallCache
+from lme.core import fileio
 from lme.core.clock import utc_now
-from lme.core.errors import UserError
+from lme.core.errors import FULL, UserError
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
 from lme.judge.judge_stability import StabilityRegistry
@@ -238,13 +239,15 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
     run_id, root, work, scanned = _locate(settings, run_id)
     run_state.check_run(settings, run_id, root, work, scanned)  # its refusals before any directory, lock or cache
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
-    work.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(work)
     t_start = time.monotonic()
 
     # Shards hold the root shared (they coexist); a whole-run writer holds it alone. Then the own directory.
     with run_store.RunLock(root, shared=settings.shard is not None), contextlib.ExitStack() as own:
         if settings.shard is not None:
             own.enter_context(run_store.RunLock(work))
+        reserve = fileio.SpaceReserve(work / run_store.RESERVE_FILE).hold()  # room for the last word on a full disk
+        own.callback(reserve.release)
         run_store.reconcile(work)
         stored_meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
@@ -274,7 +277,10 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             elapsed = time.monotonic() - t_start
             finished_at = utc_now()
             pacing = limiter.pacing()
-            pacing_file.write()
+            try:
+                pacing_file.write()
+            except OSError:
+                pass  # a hint for run_status (a full disk, say): never a reason to leave run-meta saying running
             invocation.update(
                 finished_at=finished_at,
                 status=status,
@@ -332,8 +338,13 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
             interrupted = isinstance(err, KeyboardInterrupt)
             ended = "interrupted" if interrupted else "failed"
-            finish(ended, None if interrupted else f"{type(err).__name__}: {err}",
+            full = disk_full_line(err, settings, run_id)
+            if full is not None:
+                reserve.release()  # the space the run-meta below needs
+            finish(ended, None if interrupted else full or f"{type(err).__name__}: {err}",
                    EXIT_INTERRUPTED if interrupted else EXIT_FAILED)
+            if full is not None:
+                raise UserError(f"run {run_id} stopped: {full}") from None
             raise
         finally:
             for sig, handler in previous_handlers.items():
@@ -367,6 +378,15 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         if settings.shard is not None:
             run_state.update_root_meta(root, manifest)
     return code, root
+
+
+def disk_full_line(err: BaseException, settings: RunSettings, run_id: str) -> str | None:
+    """The reason a run stopped on a full disk (what failed, how to go on: the resume command), or None."""
+    if not isinstance(err, OSError) or err.errno not in FULL:
+        return None
+    command = run_status.resume_lines(settings.project, run_id, _shard_text(settings))[0].split(": ", 1)[1]
+    return (f"the disk is full: cannot write {err.filename or 'to the disk'} ({err.strerror}); free some space, "
+            f"then resume: {command}")
 
 
 def _run_figures(work: Path) -> dict[str, Any]:
@@ -433,7 +453,7 @@ def prepare_background(settings: RunSettings, run_id: str | None) -> tuple[str, 
         raise UserError(f"run {root} is being written by pid {writer}; wait for it or stop it")
     if settings.cache_enabled:  # the worker opens it; a broken cache is the caller's one-line error
         CallCache(Path(settings.cache_dir), read=settings.cache_read)
-    work.mkdir(parents=True, exist_ok=True)  # a shard's worker, log and worker.json live in its own directory
+    fileio.make_dirs(work)  # a shard's worker, log and worker.json live in its own directory
     return run_id, work
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lme.run import batch_settings
+from lme.core import cli_parser
 from lme.core import command_names
 from lme.core.errors import UserError
 from lme.core.facts import (
@@ -214,7 +215,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         concurrency=concurrency,
         cache_enabled=cache_enabled,
         cache_read=cache_enabled and not args.no_cache and bool((stored or {}).get("cache_read", True)),
-        cache_dir=str(path(cfg.get("cache_dir") or CACHE_DIR)),
+        cache_dir=str(config_mod.owned_folder(project, cfg.get("cache_dir") or CACHE_DIR, "cache_dir")),
         error_threshold=error_threshold,
         timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
         max_attempts=int(cfg.get("maxAttempts", 8)),
@@ -319,7 +320,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "worker.json) and return at once; follow it with run_status.py --run-id ID --wait 100")
     parser.add_argument("--yes", "--confirm-cost", dest="yes", action="store_true",
                         help="start even when the estimate is above confirmCostUsd (otherwise: exit 5 with the estimate)")
-    parser.add_argument("--max-cost", type=float, metavar="USD",
+    parser.add_argument("--max-cost", type=cli_parser.finite_float, metavar="USD",
                         help="stop taking new items once the run's spending plus the items in flight would pass USD: "
                              "status paused, exit 6; resume with a higher --max-cost")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # the --background child

@@ -156,6 +156,9 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
               scanned: tuple[Manifest, dict[str, Any]] | None) -> tuple[RunMeta, Manifest]:
     """``open_run``'s refusals and the (meta, manifest) it would use, writing nothing: a caller that starts the
     run in another process (``--background``) runs them first, so a mistake is refused where the user sees it."""
+    run_store.refuse_links(root)  # a planted link: one line, before any lock or read
+    for _ in run_store.iter_rows(root):  # a corrupt log too (validated lines are remembered: the next read is cheap)
+        pass
     layout = _shard_layout_conflicts(root, settings.shard)
     if layout:
         raise UserError(f"cannot write run {run_id} this way: " + "; ".join(layout))

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 from lme.core import cli_parser
 from lme.run import background
 from lme.core import command_names
+from lme.core import fileio
 from lme.models import prices
 from lme.store import run_store
 from lme.core.clock import parse_utc
@@ -215,7 +216,8 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
         pid = writer_pid(root)
         if pid is not None:
             return "running", meta, {**(worker or {}), "pid": pid}, None
-        why = "run-meta says running but no process writes the run (killed, or the machine restarted)"
+        why = disk_full_note(root) or ("run-meta says running but no process writes the run (killed, or the "
+                                       "machine restarted)")
         return "dead", meta, worker, why
     worker_start, meta_end = _parse_time((worker or {}).get("started_at")), _parse_time(meta.get("finished_at"))
     if worker_start and meta_end and meta_end < worker_start:
@@ -223,6 +225,31 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
     if status == "failed" and meta.get("exit_status") == 3:
         return "blocked", meta, worker, None
     return status, meta, worker, None
+
+
+FULL_BELOW_BYTES = 1 << 20
+"""Less free space than this on the run's disk: a run that stopped without a word stopped because it was full."""
+
+
+def disk_full_note(root: Path) -> str | None:
+    """Why a run that says ``running`` has no writer, when the disk holding it is full: the disk, named."""
+    try:
+        st = os.statvfs(root)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= FULL_BELOW_BYTES:
+        return None
+    return (f"run-meta says running but no process writes the run: the disk holding it ({_mount_point(root)}) is "
+            f"full ({free:,} bytes free), so the run stopped when it could not write; free some space, then resume it")
+
+
+def _mount_point(path: Path) -> str:
+    path = Path(os.path.abspath(path))
+    device = os.stat(path).st_dev
+    while path.parent != path and os.stat(path.parent).st_dev == device:
+        path = path.parent
+    return str(path)
 
 
 def collect(root: Path, project: Path) -> Status:
@@ -272,10 +299,10 @@ def _pacing(root: Path, state: str) -> list[dict[str, Any]]:
 
 def _last_line(path: Path) -> str | None:
     try:
-        with open(path, "rb") as fh:
+        with fileio.open_file(path, "rb") as fh:
             fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
             lines = [x.strip() for x in fh.read().decode("utf-8", "replace").splitlines() if x.strip()]
-    except OSError:
+    except (OSError, UserError):
         return None
     return lines[-1][:300] if lines else None
 
@@ -360,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", help="the run to look at")
     which.add_argument("--latest", action="store_true", help="the most recently active run")
-    parser.add_argument("--wait", type=float, metavar="SECONDS", default=0.0,
+    parser.add_argument("--wait", type=cli_parser.finite_float, metavar="SECONDS", default=0.0,
                         help="block at most this long while the run is running (polled every second); 0 = now")
     parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
     parser.add_argument("--json", action="store_true", help="print the status as one JSON object")

@@ -48,6 +48,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.core import unattended
+from lme.core import fileio
 from lme.data import gold_registry
 from lme.judge import offline_judge
 from lme.score import pipeline_health
@@ -309,10 +310,8 @@ def cluster_ids(result: Mapping[str, Any], number: int) -> list[str]:
 def write_ids(path: Path, ids: Sequence[str]) -> None:
     """``ids`` one per line into ``path``, atomically (a trigger set is whole or unchanged)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("".join(f"{qid}\n" for qid in ids), encoding="utf-8")
-    tmp.replace(path)
+    fileio.make_dirs(path.parent)
+    fileio.write_atomic_text(path, "".join(f"{qid}\n" for qid in ids))
 
 
 def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, ratio: float = 1.0,
@@ -342,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="print only the question ids of cluster N (numbered as in the Markdown), one per line")
     parser.add_argument("--out", type=Path, metavar="FILE",
                         help="with --ids: write the ids to FILE (one per line, replacing it) instead of stdout")
-    parser.add_argument("--control-ratio", type=float, default=1.0, metavar="R",
+    parser.add_argument("--control-ratio", type=cli_parser.finite_float, default=1.0, metavar="R",
                         help="with --ids: control items per failing item, per type (default 1.0; at least 1)")
     parser.add_argument("--seed", help="with --ids: the control sample's seed (default: the round, v<N>)")
     args = parser.parse_args(argv)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
+from lme.core import fileio
 from lme.store import run_store
 from lme.score import trigger_set
 from lme.core.errors import UserError, run_main
@@ -48,6 +49,15 @@ def known_ids(run_dir: Path) -> set[str]:
 def failed_ids(run_dir: Path) -> list[str]:
     """Ids whose last row is wrong or an error (strict: anything not judged correct), in results order."""
     return [qid for qid, row in run_store.load_results(run_dir).items() if not row.correct]
+
+
+def loop_round(project: Path) -> int:
+    """The loop's round counter (``rounds.py``'s ``.max_effort_round``): read small, never through a link."""
+    text = fileio.read_text(Path(project) / ROUND_FILE, max_bytes=64).strip() or "0"
+    if not text.isdigit():
+        raise UserError(f"{Path(project) / ROUND_FILE} holds {text[:20]!r}, not a round number",
+                        fix="restore it from git history")
+    return int(text)
 
 
 def read_id_file(path: Path) -> list[str]:
@@ -100,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = drop_qids(run_dir, ids)
     round_file = Path(args.project) / ROUND_FILE
     if parts is not None and round_file.exists():
-        round_no = int(round_file.read_text(encoding="utf-8").strip() or 0)
+        round_no = loop_round(args.project)
         extra = tuple(q for q in result["dropped"] if q not in parts.ids)
         recorded = trigger_set.TriggerSet(parts.failing + extra, parts.control)
         result["retest"] = str(trigger_set.record_retest(args.project, recorded, run_id=args.run_id,

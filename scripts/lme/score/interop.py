@@ -29,6 +29,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.data import dataset
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.score import metrics
 from lme.core.errors import UserError, run_main
@@ -49,7 +50,7 @@ def _rows_in_order(run: RunData) -> Iterator[ResultRow]:
 
 def _write_lines(out: Path, records: Sequence[Mapping[str, Any]]) -> Path:
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(out.parent)
     blob = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     fileio.write_atomic_bytes(out, blob.encode("utf-8"))
     return out
@@ -85,7 +86,7 @@ def export_reference(run_dir: Path, out: Path) -> Path:
     run = load_run(Path(run_dir))
     types, _ = run.item_types()
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(out.parent)
     fileio.write_atomic_json(out, [{"question_id": q, "question_type": t} for q, t in types.items()])
     return out
 
@@ -98,11 +99,8 @@ def _reference_types(ref: Path | Mapping[str, Any] | Sequence[Mapping[str, Any]]
             raise UserError(f"reference file {path} does not exist", fix="pass a dataset file or a run's manifest.json")
         if path.suffix in (".xz", ".gz"):
             return {i["question_id"]: i["question_type"] for i in dataset.iter_items(path)}
-        try:
-            ref = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as err:
-            raise UserError(f"reference file {path} is not JSON (line {err.lineno}): {err.msg}",
-                            fix="pass a dataset file or a run's manifest.json") from None
+        ref = bounded_json.loads(fileio.read_bytes(path), f"reference file {path}",
+                                 fix="pass a dataset file or a run's manifest.json")
     items = ref.get("items", []) if isinstance(ref, Mapping) else ref
     return {str(i["question_id"]): str(i["question_type"]) for i in items}
 
@@ -120,14 +118,14 @@ def import_eval_results(path: Path, dataset_or_manifest: Path | Mapping[str, Any
         raise UserError(f"eval-results file {path} does not exist", fix=f"pass a *{EVAL_SUFFIX} file")
     types = _reference_types(dataset_or_manifest)
     labels: dict[str, bool] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(fileio.read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = bounded_json.loads(line, f"{path}:{number}")
             qid, auto = str(entry["question_id"]), entry["autoeval_label"]
             model, label = auto["model"], auto["label"]
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
+        except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"{path}:{number}: not an eval-results line ({err})",
                             fix="each line needs question_id and autoeval_label {model, label}") from None
         if model != OFFICIAL_JUDGE_MODEL and not allow_unofficial:

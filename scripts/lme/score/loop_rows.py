@@ -8,10 +8,10 @@ Read from ``.longmemeval-benchmarks/decisions.jsonl`` (kept decisions of this ru
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from lme.core import fileio
 from lme.core.facts import DECISIONS_FILE
 
 
@@ -23,12 +23,8 @@ def summary(project: Path | None, run_id: str, n_total: int) -> dict[str, Any] |
     if not path.exists():
         return None
     kept: dict[int, set[str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(record, dict) or record.get("run_id") != run_id or not isinstance(record.get("round"), int):
+    for _, record in fileio.iter_jsonl(path, skip_bad=True):
+        if record.get("run_id") != run_id or not isinstance(record.get("round"), int):
             continue
         if record.get("decision") == "keep":
             kept[record["round"]] = set(record.get("retest_ids") or ())

@@ -21,6 +21,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from lme.core import fileio
 from lme.core.facts import HISTORY_FILE, STATE_DIR
 from lme.store.run_layout import (
     CHARTS_DIR,
@@ -54,9 +55,8 @@ def _stat(path: Path) -> list[Any]:
 
 
 def _meta(path: Path) -> Any:
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    meta = fileio.peek_json(path)
+    if meta is None:
         return _stat(path)
     if not isinstance(meta, dict):
         return _stat(path)
@@ -104,10 +104,7 @@ def fingerprint(run_dir: Path, project: Path | None, options: Mapping[str, Any])
 def current(run_dir: Path, fp: str, *, html: bool, charts: bool) -> bool:
     """The outputs in ``run_dir`` were made from inputs with fingerprint ``fp`` and are all still there."""
     run_dir = Path(run_dir)
-    try:
-        card = json.loads((run_dir / METRICS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    card = fileio.peek_json(run_dir / METRICS_FILE)
     if not isinstance(card, dict) or card.get("fingerprint") != fp or not (run_dir / SCORECARD_FILE).is_file():
         return False
     if html and not (run_dir / REPORT_FILE).is_file():

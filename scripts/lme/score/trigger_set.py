@@ -16,12 +16,12 @@ regressions among control items.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.facts import RETEST_FILE, ROUND_FILE
@@ -54,8 +54,8 @@ class TriggerSet:
 def round_seed(project: Path) -> str:
     """``v<round>`` from the project's round counter (``v0`` before the loop's first round)."""
     try:
-        return f"v{int((Path(project) / ROUND_FILE).read_text(encoding='utf-8').strip())}"
-    except (OSError, ValueError):
+        return f"v{int(fileio.read_text(Path(project) / ROUND_FILE, max_bytes=64).strip())}"
+    except (OSError, ValueError, UserError):
         return "v0"
 
 
@@ -106,7 +106,7 @@ def render(trigger: TriggerSet) -> str:
 def write(path: Path, trigger: TriggerSet) -> None:
     """The trigger-set file, atomically (whole or unchanged)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    fileio.make_dirs(path.parent)
     fileio.write_atomic_text(path, render(trigger))
 
 
@@ -139,9 +139,5 @@ def record_retest(project: Path, trigger: TriggerSet, *, run_id: str, round_no: 
 
 def read_retest(project: Path, round_no: int) -> dict[str, Any] | None:
     """The re-test record of ``round_no`` (None: none recorded, or it belongs to another round)."""
-    path = Path(project) / RETEST_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    record = fileio.peek_json(Path(project) / RETEST_FILE, limits=bounded_json.STATE)
     return record if isinstance(record, dict) and record.get("round") == round_no else None

@@ -67,7 +67,7 @@ def custom_id(run_id: str, stage: str, question_id: str, sub: int = 0, attempt: 
 
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with fileio.open_file(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-import shutil
 import uuid
 import zlib
 from contextlib import ExitStack
@@ -31,6 +31,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
 from lme.core.clock import utc_now, utc_stamp
 from lme.core import command_names
 from lme.core import config
+from lme.core import bounded_json
 from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.facts import RUNS_DIR, resolve_judge_model
@@ -50,6 +51,7 @@ from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-export
     PER_TYPE_CHART,
     PROMPTS_FILE,
     REPORT_FILE,
+    RESERVE_FILE,
     RESULTS_FILE,
     SCORECARD_FILE,
     SHARD_GLOB,
@@ -67,7 +69,7 @@ from lme.core.run_records import Manifest, ResultRow, RunMeta, item_set
 from lme.core.schemas import check_version, is_valid, validate
 
 _SCHEMA_OF_FILE = {RESULTS_FILE: "item-result", COMPLETED_FILE: "completed"}
-_RUN_ID_RE = re.compile(r"[A-Za-z0-9._-]{1,80}")
+_RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 
 T = TypeVar("T")
 
@@ -254,10 +256,7 @@ def read_meta(directory: Path) -> RunMeta:
 def peek_json(path: Path) -> dict[str, Any] | None:
     """A JSON object without checks, or None when it is missing or unreadable: for status polls that must never
     fail on a file a writer is replacing."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = fileio.peek_json(path)
     return data if isinstance(data, dict) else None
 
 
@@ -387,18 +386,27 @@ def new_run_id() -> str:
 
 
 def validate_run_id(run_id: str) -> str:
-    """A run id is a plain directory name: ``[A-Za-z0-9._-]{1,80}``, no leading dot, no ``..``."""
-    if (
-        not isinstance(run_id, str)
-        or not _RUN_ID_RE.fullmatch(run_id)
-        or run_id.startswith(".")
-        or ".." in run_id
-    ):
+    """A run id is a plain directory name a shell command can name: ``[A-Za-z0-9][A-Za-z0-9._-]{0,79}`` (a letter
+    or digit first, so ``-rf`` is no option), no ``..``."""
+    if not isinstance(run_id, str) or not _RUN_ID_RE.fullmatch(run_id) or ".." in run_id:
         raise UserError(
-            f"invalid run id {run_id!r}",
-            fix="use 1-80 letters, digits, '.', '_' or '-', not starting with '.', without '..' or slashes",
+            f"invalid run id {ascii(run_id)}",
+            fix="use 1-80 letters, digits, '.', '_' or '-', starting with a letter or digit, without '..' or slashes",
         )
     return run_id
+
+
+def refuse_links(run_dir: Path) -> None:
+    """Refuse a run folder that holds a symbolic link anywhere (a file, a shard, charts, backups): before its lock
+    is taken or anything is read, so a planted link is one line and nothing changes (``fileio`` refuses each write
+    through one as well)."""
+    run_dir = Path(run_dir)
+    if os.path.islink(run_dir):
+        raise fileio.SymlinkRefused(run_dir)
+    for folder, dirs, files in os.walk(run_dir):
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(folder, name)):
+                raise fileio.SymlinkRefused(os.path.join(folder, name))
 
 
 def run_dir_for(runs_dir: Path, run_id: str) -> Path:
@@ -420,8 +428,9 @@ def runs_dir(project: Path, *, require_config: bool = False) -> Path:
 
 
 def configured_runs_dir(cfg: Mapping[str, Any], project: Path) -> Path:
-    """The runs directory a loaded config names (``runs_dir``, relative to the project), else the default."""
-    return config.resolve_path(project, cfg.get("runs_dir") or RUNS_DIR)
+    """The runs directory a loaded config names (``runs_dir``, relative to the project), else the default: a folder
+    the project owns (``config.owned_folder``)."""
+    return config.owned_folder(project, cfg.get("runs_dir") or RUNS_DIR, "runs_dir")
 
 
 def project_run_dir(project: Path, run_id: str) -> Path:
@@ -490,12 +499,12 @@ def _filtered_lines(path: Path, drop: set[str]) -> tuple[bytes, int]:
         return b"", 0
     kept: list[bytes] = []
     removed = 0
-    for raw in path.read_bytes().splitlines(keepends=True):
+    for raw in fileio.read_bytes(path).splitlines(keepends=True):
         if not raw.endswith(b"\n") or not raw.strip():
             continue  # a torn tail (no newline) is never a complete row
         try:
-            qid = json.loads(raw).get("question_id")
-        except (json.JSONDecodeError, AttributeError):
+            qid = bounded_json.loads(raw, str(path)).get("question_id")
+        except (ValueError, AttributeError):
             kept.append(raw)  # not ours to judge: the readers report it
             continue
         if qid in drop:
@@ -536,11 +545,11 @@ def rewrite_run(
             locks.enter_context(RunLock(d))
         for d in dirs:
             for name in (RESULTS_FILE, COMPLETED_FILE):
-                if (d / name).exists():
+                if os.path.lexists(d / name):
                     repair(d / name)
                     target = backup / d.relative_to(run_dir) / name
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(d / name, target)
+                    fileio.make_dirs(target.parent)
+                    fileio.copy_file(d / name, target)
         for d in dirs:
             for name in (RESULTS_FILE, COMPLETED_FILE):
                 blob, removed = _filtered_lines(d / name, drop)
@@ -562,10 +571,10 @@ def copy_run(source: Path, dest: Path) -> None:
     manifest and metrics, and each shard directory whole (its lock left out)."""
     source, dest = Path(source), Path(dest)
     for name in SNAPSHOT_FILES:
-        if (source / name).exists():
-            shutil.copy2(source / name, dest / name)
+        if os.path.lexists(source / name):
+            fileio.copy_file(source / name, dest / name)
     for shard in shard_dirs(source):
-        shutil.copytree(shard, dest / shard.name, ignore=shutil.ignore_patterns(LOCK_FILE))
+        fileio.copy_tree(shard, dest / shard.name, skip=(LOCK_FILE, RESERVE_FILE))
 
 
 def has_rows(directory: Path) -> bool:
@@ -586,12 +595,11 @@ def write_scorecard_files(run_dir: Path, card: Mapping[str, Any], markdown: str)
 def read_metrics(directory: Path) -> dict[str, Any]:
     """A run's (or snapshot's) ``metrics.json`` with integer ``correct`` and ``n_total``; UserError otherwise."""
     path = Path(directory) / METRICS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise UserError(f"{path} is missing", fix="run the scorecard for this run first")
-    except json.JSONDecodeError as err:
-        raise UserError(f"{path} is not valid JSON: {err}", fix="re-run the scorecard for this run")
+    data = fileio.read_json(path)
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a JSON object", fix="re-run the scorecard for this run")
     for key in ("correct", "n_total"):
         if not isinstance(data.get(key), int):
             raise UserError(f"{path} has no integer {key!r}", fix="re-run the scorecard for this run")
