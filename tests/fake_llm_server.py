@@ -42,6 +42,7 @@ Faults: ``fail_next(kind, count=1, **opts)`` queues faults for the next requests
 {kind: p}`` draws faults at random (seeded). Kinds: ``429`` (opts ``retry_after`` seconds, default 0.1: sent as
 ``Retry-After`` and ``retry-after-ms``), ``insufficient_quota`` (OpenAI-shaped 429), ``credit_balance``
 (Anthropic-shaped 400), ``500``, ``503``, ``529`` (Anthropic ``overloaded_error``), ``400``, ``401``, ``404``,
+``410`` (Gone: a retired deployment),
 ``reset`` (socket closed, no response), ``timeout`` (sleep ``seconds``, default 5, before answering),
 ``malformed`` (200 with an invalid JSON body), ``truncated`` (Content-Length larger than the body, then close),
 ``empty`` (no choices / empty content list; ``variant="blank"`` gives one choice / block with ``""``),
@@ -108,6 +109,7 @@ FAULT_KINDS = (
     "400",
     "401",
     "404",
+    "410",
     "reset",
     "timeout",
     "malformed",
@@ -812,6 +814,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "404":
             self._error(404, "not_found_error", "The model does not exist or you do not have access to it.",
                         anthropic, code="model_not_found")
+        elif kind == "410":
+            self._gone(str((self._entry.get("body") or {}).get("model") or "the model"), 410)
         elif kind == "reset":
             self.close_connection = True
             try:

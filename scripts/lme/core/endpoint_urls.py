@@ -3,8 +3,8 @@ whether a host is the official judge's. Standard library only.
 
 - ``host_of(url)``: ``host`` or ``host:port`` (the port only when it is not the scheme's default), lower-cased,
   without user, password, path or query: what a verdict records as ``endpoint_host``.
-- ``redact(url)``: the URL with any ``user:password@`` replaced by ``[redacted]@`` and the values of query
-  parameters that carry secrets (``key``, ``token``, ``sig``...) replaced by ``[redacted]``: what run-meta, the
+- ``redact(url)``: the URL with any ``user:password@`` replaced by ``***@`` and the values of query parameters
+  that carry secrets (``key``, ``token``, ``sig``...) replaced by ``***``: what run-meta, the
   scorecard, the report and every printed line show. ``redact_text`` does it to every URL inside a message.
 - ``is_official_endpoint(provider, url)`` / ``is_official_host(provider, host)``: OpenAI's API host exactly
   (``https://api.openai.com``, default port), or an Azure OpenAI resource host (``<resource>.openai.azure.com``)
@@ -21,7 +21,9 @@ OPENAI_API_HOST = "api.openai.com"
 AZURE_RESOURCE_HOST = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\.openai\.azure\.com$")
 """One DNS label, then ``.openai.azure.com``: the host of an Azure OpenAI resource."""
 DEFAULT_PORTS = {"http": 80, "https": 443}
-REDACTED = "[redacted]"
+REDACTED = "***"
+"""What credentials become (a user name and password together; a secret query value). Not ``[redacted]``: brackets
+in a URL's host part mean IPv6 to a URL parser."""
 _SECRET_PARAM = re.compile(r"(key|token|secret|password|passwd|pwd|sig|signature|auth|credential)", re.I)
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{},]+")
 
@@ -54,7 +56,7 @@ def host_of(url: str | None) -> str | None:
 
 
 def redact(url: str | None) -> str | None:
-    """``url`` without credentials: user info and secret query values become ``[redacted]``; the rest is kept
+    """``url`` without credentials: user info and secret query values become ``***``; the rest is kept
     as written. A string that is not a URL has anything before an ``@`` in its first segment redacted."""
     if url is None:
         return None
@@ -72,7 +74,7 @@ def redact(url: str | None) -> str | None:
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         if any(_SECRET_PARAM.search(k) for k, _ in pairs):
-            query = urlencode([(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="[]")
+            query = urlencode([(k, REDACTED if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="*")
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
