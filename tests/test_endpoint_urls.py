@@ -89,6 +89,12 @@ def test_the_users_environment_records_the_sdks_default_host_without_a_call(monk
     assert provider_routes.endpoint_host("openai", settings) == "api.openai.com"
     assert provider_routes.shown_base_url("openai", settings) == "https://api.openai.com/v1/"
     assert is_official_endpoint("openai", provider_routes.resolved_base_url("openai", settings))
+    from lme.run import run_state
+    from types import SimpleNamespace
+
+    run = SimpleNamespace(base_urls={}, azure={}, target_provider="anthropic", judge_provider="openai",
+                          successor=None)
+    assert run_state.endpoints(run) == {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1/"}
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://u:{PASSWORD}@127.0.0.1:9/api.openai.com/v1")
     assert provider_routes.endpoint_host("openai", settings) == "127.0.0.1:9"
     assert PASSWORD not in provider_routes.shown_base_url("openai", settings)

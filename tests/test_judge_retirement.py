@@ -118,6 +118,10 @@ def test_edited_hypotheses_with_the_judge_gone_score_the_archived_rest_and_stay_
     assert all(r["judgment"]["official"] is False and r["judgment"]["model"] == "o3-mini-2025-01-31"
                for r in successor)
     assert len(judge_calls(fake_llm, "o3-mini")) == 3 and judge_calls(fake_llm, OFFICIAL) == []
+    card = scoring.build_scorecard(load_run(run_dir(project, "after")))
+    assert (card["verdicts"]["official_archived"], card["verdicts"]["successor"]) == (len(ITEMS) - 3, 3)
+    assert card["verdicts"]["successors"][0]["calibration"] is None  # never measured: says so
+    assert any("successor openai:o3-mini's (uncalibrated:" in n for n in card["comparability_notes"])
 
 
 # --------------------------------------------------------------------------- finding 3: reasoning models

@@ -60,8 +60,8 @@ def via(server, how: str) -> str:
     host the upstream_prompt fixture makes official), ``userinfo`` and ``path`` (a URL naming api.openai.com)."""
     return {"official": server.openai_base_url,
             "proxy": f"http://localhost:{server.port}/v1",
-            "userinfo": f"http://api.openai.com@localhost:{server.port}/v1",
-            "path": f"http://localhost:{server.port}/api.openai.com/v1"}[how]
+            "userinfo": f"http://api.openai.com@127.0.0.1:{server.port}/v1",
+            "path": f"http://127.0.0.1:{server.port}/api.openai.com/v1"}[how]
 
 
 def set_base_url(project: Path, url: str) -> None:
@@ -75,15 +75,17 @@ def set_base_url(project: Path, url: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["userinfo", "path"])
-def test_a_url_naming_api_openai_com_is_not_the_official_host(fake_llm, tmp_path, capsys, how, upstream_prompt):
+def test_a_url_naming_api_openai_com_is_not_the_official_host(fake_llm, tmp_path, capsys, how, monkeypatch,
+                                                              upstream_prompt):
+    monkeypatch.setattr(endpoint_urls, "TEST_OFFICIAL_HOSTS", frozenset())  # 127.0.0.1 is what it is: not OpenAI
     project = make_project(tmp_path / "p", providers={"openai": {"base_url": via(fake_llm, how)}})
     register_answers(fake_llm)
     hyps = tmp_path / "hyps.jsonl"
     write_hyps(hyps)
     assert run(project, "--hypotheses", str(hyps), "--run-id", "r") == 0
-    assert judge_calls(fake_llm)  # the calls reached the fake, on localhost
+    assert judge_calls(fake_llm)  # the calls reached the fake, on 127.0.0.1
     rows = rows_of(project, "r")
-    assert {r["judgment"]["endpoint_host"] for r in rows} == {f"localhost:{fake_llm.port}"}
+    assert {r["judgment"]["endpoint_host"] for r in rows} == {f"127.0.0.1:{fake_llm.port}"}
     assert not any(r["judgment"]["official"] for r in rows)
     card = scoring.build_scorecard(load_run(run_dir(project, "r")))
     assert card["verdicts"]["official_live"] == 0 and card["verdicts"]["other"] == len(ITEMS)

@@ -87,7 +87,9 @@ class RunGateway:
 
     def cached(self, request: ChatRequest) -> Completion | None:
         """The call cache's reply for ``request`` at this gateway's host (None: not cached, or no cache)."""
-        return None if self.cache is None else self.cache.get(request, self.host(request))
+        if self.cache is None:
+            return None
+        return self.cache.get(request, self.host(request)) if request.judge else self.cache.get(request)
 
     def complete(self, request: ChatRequest) -> Completion:
         hit = self.cached(request)
