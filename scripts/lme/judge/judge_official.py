@@ -229,7 +229,7 @@ def model_mismatch(err: Any) -> bool:
     return kind == MODEL_MISMATCH
 
 
-def _checked(completion: Any, request: ChatRequest) -> Any:
+def checked_reply(completion: Any, request: ChatRequest) -> Any:
     """``completion``, unless its response named another model than ``request`` asked for."""
     returned = str(getattr(completion, "model", "") or "")
     if not returned_model_matches(request.model, returned):
@@ -292,7 +292,7 @@ def judge_verdict(
                              host=archived.get("endpoint_host"), host_provider=str(archived.get("provider")),
                              shape=archived.get("request_shape"))
     else:
-        completion = _checked(llm.complete(request), request)
+        completion = checked_reply(llm.complete(request), request)
         first = made.verdict(completion.text, completion.model, completion=completion,
                              source="cache" if completion.cached else "call")
     if repeat > 1:
@@ -300,7 +300,7 @@ def judge_verdict(
         verdicts = [_verdict_summary(first)]
         for _ in range(repeat - 1):
             try:
-                again = _checked(fresh(request), request)
+                again = checked_reply(fresh(request), request)
             except Exception as err:  # noqa: BLE001 - a failed repeat never costs the item its official label
                 verdicts.append({"label": None, "error": f"{getattr(err, 'kind', type(err).__name__)}: {err}"})
                 continue

@@ -86,10 +86,11 @@ def prepare(settings: RunSettings, run_id: str | None) -> RunSettings:
     if is_offline(settings.judge_provider) or not is_official_judge(settings.judge_provider, settings.judge_model):
         provider_probe.probe(settings)
         return settings
+    judge_use = (settings.judge_provider, settings.judge_model)
+    others = [u for u in provider_probe.uses(settings) if u.role != "judge" and (u.provider, u.model) != judge_use]
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe") as pool:  # at once: one round trip
-        target = pool.submit(provider_probe.probe, settings,
-                             only=[u for u in provider_probe.uses(settings) if u.role != "judge"])
-        judge = pool.submit(judge_entry.status, settings)
+        target = pool.submit(provider_probe.probe, settings, only=others)  # a reader on the judge's model: the
+        judge = pool.submit(judge_entry.status, settings)  # judge's probe covers it (one probe per model)
     target.result()  # the target's refusal first, as the plain probe orders them
     entry = judge.result()
     if not entry.gone:
