@@ -282,6 +282,9 @@ def test_an_archive_from_an_older_version_is_read_but_its_verdicts_are_not_offic
     assert run(other, "--hypotheses", str(hyps), "--run-id", "b") == 0
     rows = rows_of(other, "b")
     assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] is False for r in rows)
+    notes = scoring.build_scorecard(load_run(run_dir(other, "b")))["comparability_notes"]
+    assert any("come from archive lines that record no endpoint" in n for n in notes)
+    assert not any("prompt is not upstream's" in n for n in notes)
 
 
 # --------------------------------------------------------------------------- finding 10: flips name the prompt

@@ -56,11 +56,15 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
         verdict = row.judgment
         if not row.judged or verdict is None or verdict.provider == "offline":
             continue
-        host = verdict.endpoint_host or _legacy_host(meta, verdict.provider)
+        archived = verdict.source == "archive"
+        host = verdict.endpoint_host or (None if archived else _legacy_host(meta, verdict.provider))
         if verdict.endpoint_host is None:
             unrecorded += 1
         hosts[host or "unrecorded"] += 1
-        why = _why_not(verdict, host, verdict.endpoint_host is None and host is None)
+        if archived and host is None and not verdict.successor:
+            why: str | None = "archive_without_endpoint"  # an older archive line: where it was made is unknown
+        else:
+            why = _why_not(verdict, host, verdict.endpoint_host is None and host is None)
         if why == "endpoint" and verdict.endpoint_host is None:
             why = "endpoint_unrecorded"  # the run's recorded endpoint decides (the note says which)
         if why == "successor":
@@ -127,6 +131,10 @@ def notes(meta: RunMeta, verdicts: Mapping[str, Any], judged: int) -> list[str]:
     if reasons.get("prompt"):
         out.append(f"judge prompt is not upstream's get_anscheck_prompt on {reasons['prompt']} of {judged} judged "
                    f"row(s) (evaluate_qa.py sha256 {', '.join(verdicts.get('prompt_templates') or ['?'])})")
+    if reasons.get("archive_without_endpoint"):
+        out.append(f"{reasons['archive_without_endpoint']} verdict(s) of {judged} come from archive lines that record "
+                   "no endpoint (exported by an older version): not official; export them again from the project "
+                   "that judged them (judge_shim.py export-verdicts), whose runs recorded where")
     if reasons.get("shape"):
         out.append(f"{reasons['shape']} verdict(s) of {judged} were not made with upstream's request shape "
                    "(max_tokens 10, temperature 0, n 1)")
