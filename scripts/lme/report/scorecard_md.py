@@ -64,7 +64,7 @@ def verdict_lines(card: Mapping[str, Any]) -> list[str]:
     report.html show the same strings."""
     v = card.get("verdicts")
     lines = []
-    if v:
+    if v and any(v.get(k) for k in verdict_sources.SOURCES):  # an offline-judged run has none of these
         successors = v.get("successors") or []
         successor = ", ".join(e["judge"] for e in successors) or None
         cited = "; ".join(judge_provenance.calibration_text(e) for e in successors) or None
