@@ -72,6 +72,22 @@ def fake_llm(monkeypatch):
         server.stop()
 
 
+@pytest.fixture
+def upstream_prompt(request, monkeypatch, tmp_path):
+    """Verdicts judged in this test can be official: the stand-in prompt function (tests/upstream_standin.py)
+    counts as upstream's, and, when the test runs the fake server, its host counts as the official judge's
+    (``endpoint_urls.TEST_OFFICIAL_HOSTS``: in this process only; nothing a user writes reaches it)."""
+    from lme.core import endpoint_urls
+    from lme.judge import judge_official
+    from upstream_standin import make_upstream_tree
+
+    standin = judge_official.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256
+    monkeypatch.setattr(judge_official, "UPSTREAM_FUNCTION_SHA256", frozenset({standin}))
+    if "fake_llm" in request.fixturenames:
+        server = request.getfixturevalue("fake_llm")
+        monkeypatch.setattr(endpoint_urls, "TEST_OFFICIAL_HOSTS", frozenset({f"127.0.0.1:{server.port}"}))
+
+
 # --------------------------------------------------------------------------- Claude Code (tests/test_claude_code.py)
 
 LONG_CLAUDE_CODE_TEST = "test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks"

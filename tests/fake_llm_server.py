@@ -17,8 +17,8 @@ Policies (all deterministic):
 - Token counts: ``len(text) // 4 + 1`` for the prompt (system + every message) and for the reply.
 - Returned model: ``gpt-4o`` -> ``gpt-4o-2024-08-06``, ``gpt-4o-mini`` -> ``gpt-4o-mini-2024-07-18``
   (what the real API does for these aliases); any other model is echoed.
-- A request is a *judge call* iff its ``max_tokens`` (or ``max_completion_tokens``) is 10, the setting upstream's
-  judge uses. Everything else is a *reader call*.
+- A request is a *judge call* iff its ``max_tokens`` is 10, the setting upstream's judge uses, or it sets
+  ``max_completion_tokens`` (a reasoning-model judge). Everything else is a *reader call*.
 - Reader calls: ``answer_fn(body)`` decides when set and returns a string. Otherwise, if the prompt contains a
   question registered in ``answers`` (``{question_text: gold}``), the reply is the gold answer for a stable
   ``correct_share`` of questions (``sha256(question) % 1000 < correct_share * 1000``) and ``"I don't know."`` for
@@ -30,10 +30,19 @@ Policies (all deterministic):
   (``... A=<gold> R=<response>``), the text after the last ``" R="`` must contain the text between the last
   ``"A="`` before it and that marker.
 
+Models as the real API treats them: ``gone_models = {model or deployment: 404 | 410}`` answers every chat call to
+it (probes too) with 404 ``model_not_found`` or 410 Gone, and ``GET /v1/models/{id}`` the same; ``model_swap =
+{requested: returned}`` names another model in the response (an alias moved on, an Azure auto-upgrade);
+``model_entries = {id: {"shutdown_date": ...}}`` adds fields to ``GET /v1/models/{id}`` (logged in
+``model_lookups``, not ``requests``). Reasoning models (``o1``, ``o3-mini``, ``gpt-5*``: ``REASONING_MODEL``) answer
+400 to ``max_tokens`` and to a ``temperature`` other than 1, with OpenAI's wording; ``o3-mini`` comes back as
+``o3-mini-2025-01-31``. A proxy path (``/api.openai.com/v1/chat/completions``) is served as ``/v1/...``.
+
 Faults: ``fail_next(kind, count=1, **opts)`` queues faults for the next requests, in order; ``fault_rate =
 {kind: p}`` draws faults at random (seeded). Kinds: ``429`` (opts ``retry_after`` seconds, default 0.1: sent as
 ``Retry-After`` and ``retry-after-ms``), ``insufficient_quota`` (OpenAI-shaped 429), ``credit_balance``
 (Anthropic-shaped 400), ``500``, ``503``, ``529`` (Anthropic ``overloaded_error``), ``400``, ``401``, ``404``,
+``410`` (Gone: a retired deployment),
 ``reset`` (socket closed, no response), ``timeout`` (sleep ``seconds``, default 5, before answering),
 ``malformed`` (200 with an invalid JSON body), ``empty_body`` (200 with the body ``{}``: valid JSON, no reply in it), ``truncated`` (Content-Length larger than the body, then close),
 ``empty`` (no choices / empty content list; ``variant="blank"`` gives one choice / block with ``""``),
@@ -85,7 +94,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-MODEL_ALIASES = {"gpt-4o": "gpt-4o-2024-08-06", "gpt-4o-mini": "gpt-4o-mini-2024-07-18"}
+MODEL_ALIASES = {"gpt-4o": "gpt-4o-2024-08-06", "gpt-4o-mini": "gpt-4o-mini-2024-07-18",
+                 "o3-mini": "o3-mini-2025-01-31"}
+REASONING_MODEL = re.compile(r"^(o\d+(-|$)|gpt-5)")
+"""Models answered as OpenAI's reasoning models: 400 to ``max_tokens`` and to any ``temperature`` but 1."""
 WRONG_ANSWER = "I don't know."
 FAULT_KINDS = (
     "429",
@@ -97,6 +109,7 @@ FAULT_KINDS = (
     "400",
     "401",
     "404",
+    "410",
     "reset",
     "timeout",
     "malformed",
@@ -161,7 +174,17 @@ def prompt_text(body: Mapping[str, Any]) -> str:
 
 
 def is_judge_request(body: Mapping[str, Any]) -> bool:
-    return body.get("max_tokens") == 10 or body.get("max_completion_tokens") == 10
+    """upstream's judge (``max_tokens`` 10), or any call with ``max_completion_tokens`` (a reasoning-model judge:
+    the readers send ``max_tokens``)."""
+    return body.get("max_tokens") == 10 or body.get("max_completion_tokens") is not None
+
+
+def proxy_path(path: str) -> str:
+    """A proxy's path (``/api.openai.com/v1/chat/completions``, ``/x/v1/models/m``) served as the API's own
+    (``/v1/...``); the API's and Azure's own paths are kept."""
+    if path.startswith("/v1/") or path.startswith("/openai/") or "/v1/" not in path:
+        return path
+    return path[path.index("/v1/"):]
 
 
 class _Bucket:
@@ -249,6 +272,13 @@ class FakeLLMServer:
         self.burst_s: float = 60.0
         self.rate_headers: bool | None = None
         self.rate_limit_per_model = True
+        self.gone_models: dict[str, int] = {}
+        """Model ids (or Azure deployment names) that are retired: 404 ``model_not_found`` or 410 Gone for every
+        chat call (probes included) and for ``GET /v1/models/{id}``."""
+        self.model_swap: dict[str, str] = {}
+        """Returned model for a requested one (after aliases): an alias that moved on, an Azure auto-upgrade."""
+        self.model_entries: dict[str, dict[str, Any]] = {}
+        """Extra fields of ``GET /v1/models/{id}`` per model (e.g. ``{"shutdown_date": "2027-01-14"}``)."""
         self._allowances: dict[tuple[str, str], tuple[_Allowance | None, _Allowance | None]] = {}
         self.log_bodies = log_bodies
         """False keeps only path, headers and time per request (long benchmark runs would hold GBs)."""
@@ -256,6 +286,7 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         self._requests: list[dict[str, Any]] = []
         self._probes: list[dict[str, Any]] = []
+        self._model_lookups: list[dict[str, Any]] = []
         self._faults: list[tuple[str, dict[str, Any]]] = []
         self._bucket: _Bucket | None = None
         self._counter = 0
@@ -327,11 +358,18 @@ class FakeLLMServer:
         with self._lock:
             return list(self._probes)
 
+    @property
+    def model_lookups(self) -> list[dict[str, Any]]:
+        """The ``GET /v1/models[/{id}]`` requests received so far (same shape as ``requests``)."""
+        with self._lock:
+            return list(self._model_lookups)
+
     def reset(self) -> None:
         """Forget logged requests, queued faults and the rate buckets (settings such as ``answers`` stay)."""
         with self._lock:
             self._requests.clear()
             self._probes.clear()
+            self._model_lookups.clear()
             self._faults.clear()
             self._bucket = None
             self._allowances.clear()
@@ -392,7 +430,10 @@ class FakeLLMServer:
             entry["body"] = body
             entry["raw"] = raw
         with self._lock:
-            (self._probes if is_probe(entry["headers"]) else self._requests).append(entry)
+            if path.startswith("/v1/models"):
+                self._model_lookups.append(entry)
+            else:
+                (self._probes if is_probe(entry["headers"]) else self._requests).append(entry)
         return entry
 
     def _probe_fault(self) -> tuple[str, dict[str, Any]] | None:
@@ -613,7 +654,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _log_and_dispatch(self, raw: bytes) -> None:
         fake = self.fake
         path, _, query = self.path.partition("?")
+        path = proxy_path(path)
         if self._batch_route(path, query, raw):
+            return
+        if self.command == "GET" and path.startswith("/v1/models"):
+            self._entry = fake._log(path, dict(self.headers.items()), None, raw, query)
+            self._rate_headers = {}
+            self._models(path)
             return
         try:
             body = json.loads(raw) if raw else {}
@@ -640,7 +687,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "POST":
             self._error(404, "not_found_error", f"no route for {self.command} {path}", anthropic)
         elif path == "/v1/chat/completions" or _AZURE_CHAT.fullmatch(path):
-            self._send(200, self._openai_chat(body, fault), {"x-request-id": fake._next_id("req_")})
+            if not self._model_refuses(path, body):
+                self._send(200, self._openai_chat(body, fault), {"x-request-id": fake._next_id("req_")})
         elif path == "/v1/messages":
             self._send(200, self._anthropic_message(body, fault), {"request-id": fake._next_id("req_")})
         elif path == "/v1/messages/count_tokens":
@@ -649,6 +697,55 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, self._embeddings(body), {"x-request-id": fake._next_id("req_")})
         else:
             self._error(404, "not_found_error", f"no route for POST {path}", anthropic)
+
+    # ------------------------------------------------------------------ models: retired, reasoning, the list
+
+    def _models(self, path: str) -> None:
+        """``GET /v1/models`` (a list) and ``GET /v1/models/{id}`` (404 / 410 for a retired model)."""
+        fake = self.fake
+        if path.rstrip("/") == "/v1/models":
+            data = [{"id": m, "object": "model", "created": 1700000000, "owned_by": "system", **extra}
+                    for m, extra in fake.model_entries.items() if m not in fake.gone_models]
+            self._send(200, {"object": "list", "data": data})
+            return
+        model = path[len("/v1/models/"):]
+        status = fake.gone_models.get(model)
+        if status is not None:
+            self._gone(model, status)
+            return
+        self._send(200, {"id": model, "object": "model", "created": 1700000000, "owned_by": "system",
+                         **fake.model_entries.get(model, {})})
+
+    def _gone(self, model: str, status: int) -> None:
+        if status == 410:
+            self._error(410, "invalid_request_error", f"The model `{model}` has been retired and is no longer "
+                        "available (the deployment was retired).", False, code="model_retired")
+        else:
+            self._error(404, "invalid_request_error", f"The model `{model}` does not exist or you do not have "
+                        "access to it.", False, code="model_not_found")
+
+    def _model_refuses(self, path: str, body: Mapping[str, Any]) -> bool:
+        """Answer the refusals of the model itself: retired (404 / 410), or a reasoning model given ``max_tokens``
+        or a ``temperature`` other than 1 (HTTP 400, OpenAI's wording). True when a refusal was sent."""
+        fake = self.fake
+        model = str(body.get("model", ""))
+        deployment = path.split("/")[3] if path.startswith("/openai/deployments/") else None
+        for name in (model, MODEL_ALIASES.get(model, model), deployment):
+            if name and name in fake.gone_models:
+                self._gone(name, fake.gone_models[name])
+                return True
+        if REASONING_MODEL.match(model):
+            if "max_tokens" in body:
+                self._error(400, "invalid_request_error", "Unsupported parameter: 'max_tokens' is not supported "
+                            "with this model. Use 'max_completion_tokens' instead.", False,
+                            code="unsupported_parameter")
+                return True
+            if "temperature" in body and body["temperature"] != 1:
+                self._error(400, "invalid_request_error", f"Unsupported value: 'temperature' does not support "
+                            f"{body['temperature']} with this model. Only the default (1) value is supported.", False,
+                            code="unsupported_value")
+                return True
+        return False
 
     # ------------------------------------------------------------------ faults
 
@@ -718,6 +815,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "404":
             self._error(404, "not_found_error", "The model does not exist or you do not have access to it.",
                         anthropic, code="model_not_found")
+        elif kind == "410":
+            self._gone(str((self._entry.get("body") or {}).get("model") or "the model"), 410)
         elif kind == "reset":
             self.close_connection = True
             try:
@@ -779,7 +878,8 @@ class _Handler(BaseHTTPRequestHandler):
             "id": fake._next_id("chatcmpl-"),
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": MODEL_ALIASES.get(requested, requested),
+            "model": fake.model_swap.get(MODEL_ALIASES.get(requested, requested), MODEL_ALIASES.get(requested,
+                                                                                                   requested)),
             "choices": choices,
             "usage": {
                 "prompt_tokens": prompt_tokens,

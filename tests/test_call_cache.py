@@ -56,5 +56,5 @@ def test_cache_survives_reopen_and_records_schema_version(tmp_path):
     CallCache(tmp_path).put(request(), completion())
     CallCache(tmp_path)  # migrations are idempotent
     conn = sqlite3.connect(tmp_path / CallCache.FILE_NAME)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2  # 2: calls.endpoint_host
     assert conn.execute("SELECT count(*) FROM calls").fetchone()[0] == 1

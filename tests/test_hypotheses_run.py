@@ -17,7 +17,6 @@ import pytest
 from lme.score import run_comparison
 from lme.score import interop
 from lme.judge import judge_agreement
-from lme.judge import judge_official
 from lme.report import report_html
 from lme.cli import run_benchmark
 from lme.report import scorecard
@@ -25,7 +24,6 @@ from lme.score import scoring
 from lme.store.run_store import load_run
 from lme.core.errors import UserError, run_main
 from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
-from upstream_standin import make_upstream_tree
 
 ITEMS = json.loads(SAMPLE.read_text())
 LEFT_OUT = sorted(it["question_id"] for it in ITEMS)[:2]
@@ -237,13 +235,6 @@ def test_kill_9_mid_run_then_resume_ends_with_one_row_per_question(tmp_path, fak
 
 
 # --------------------------------------------------------------------------- the same file, another judge
-
-
-@pytest.fixture
-def upstream_prompt(monkeypatch, tmp_path):
-    """Treat the stand-in prompt function as upstream's, so verdicts can be official in these tests."""
-    standin = judge_official.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256
-    monkeypatch.setattr(judge_official, "UPSTREAM_FUNCTION_SHA256", frozenset({standin}))
 
 
 def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tmp_path, capsys, upstream_prompt):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lme.core import endpoint_urls
 from lme.judge import judge_agreement
 from lme.judge import judge_official
 from lme.judge import judge_shim
@@ -22,13 +23,6 @@ from upstream_standin import make_upstream_tree
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 AZURE_KEY = "azure-test-DUMMY-key-0000"
-
-
-@pytest.fixture
-def upstream_prompt(monkeypatch, tmp_path):
-    """Treat the stand-in prompt function as upstream's, so verdicts can be official in these tests."""
-    standin = judge_official.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256
-    monkeypatch.setattr(judge_official, "UPSTREAM_FUNCTION_SHA256", frozenset({standin}))
 
 
 def run(project: Path, *args: str) -> int:
@@ -87,9 +81,12 @@ def test_a_run_judged_through_azure_is_recorded_as_the_official_snapshot(fake_ll
     assert meta["judge"] == {"provider": "azure", "model": "gpt-4o-2024-08-06", "official": True}
     assert meta["endpoints"]["azure"] == f"{fake_llm.root_url}/openai/deployments/judge-4o/"
     assert all(q["path"].startswith("/openai/deployments/judge-4o/") for q in judge_requests(fake_llm))
+    card = scoring.build_scorecard(load_run(run_dir(project, "az")))
+    assert not any(n.startswith("judge is") for n in card["comparability_notes"])  # the official judge, via Azure
+    assert card["verdicts"]["official_live"] == 3 and card["verdicts"]["endpoints"] == {f"127.0.0.1:{fake_llm.port}": 3}
+    monkeypatch.setattr(endpoint_urls, "TEST_OFFICIAL_HOSTS", frozenset())  # as a user's process sees a fake host
     notes = scoring.build_scorecard(load_run(run_dir(project, "az")))["comparability_notes"]
-    assert not any(n.startswith("judge is") for n in notes)  # the official judge, through Azure
-    assert any("not an Azure OpenAI resource" in n for n in notes)  # ... but this one is a fake on 127.0.0.1
+    assert any("not the official judge's (api.openai.com or <resource>.openai.azure.com)" in n for n in notes)
 
 
 def test_an_azure_judge_without_a_deployment_is_one_line_and_nothing_written(tmp_path, capsys):
@@ -146,7 +143,8 @@ def test_import_keeps_the_first_verdict_of_a_key(tmp_path):
     second.write_text(json.dumps({**line, "label": False, "raw": "no"}) + "\n")
     verdict_archive.import_file(tmp_path, first)
     assert verdict_archive.import_file(tmp_path, second) == {
-        "added": 0, "already_present": 1, "conflicting_labels_kept_first": 1, "archive_verdicts": 1}
+        "added": 0, "already_present": 1, "conflicting_labels_kept_first": 1, "archive_verdicts": 1,
+        "verified_header": False, "without_endpoint": 0}
     assert verdict_archive.VerdictArchive(verdict_archive.archive_path(tmp_path)).lookup("b" * 64,
                                                                                         "gpt-4o-2024-08-06")["label"]
 

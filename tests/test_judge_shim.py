@@ -38,13 +38,13 @@ def root(tmp_path):
 class ScriptedLLM:
     """An in-process LLM that returns one fixed reply and remembers the requests."""
 
-    def __init__(self, reply: str, model: str = "gpt-4o-2024-08-06") -> None:
-        self.reply, self.model, self.requests = reply, model, []
+    def __init__(self, reply: str, model: str = "gpt-4o-2024-08-06", host: str | None = "api.openai.com") -> None:
+        self.reply, self.model, self.host, self.requests = reply, model, host, []
 
     def complete(self, request):
         self.requests.append(request)
         return Completion(text=self.reply, tokensIn=5, tokensOut=1, latencyMs=1.0, provider=request.provider,
-                          model=self.model)
+                          model=self.model, endpoint_host=self.host)
 
     def embed(self, provider, model, texts):
         raise AssertionError("the judge never embeds")
@@ -160,8 +160,10 @@ def test_official_only_for_openai_pinned_gpt4o_and_upstreams_prompt(root, monkey
     assert mini["official"] is False and mini["model"] == "gpt-4o-mini-2024-07-18"
     other = judge(*args, provider="anthropic", model="claude-x", question_id="q", llm=ScriptedLLM("yes", "claude-x"))
     assert other["official"] is False and other["provider"] == "anthropic"
-    drifted = judge(*args, question_id="q", llm=ScriptedLLM("yes", "gpt-4o-2024-11-20"))
-    assert drifted["official"] is False
+    with pytest.raises(judge_official.JudgeModelMismatch, match="answered as 'gpt-4o-2024-11-20'"):
+        judge(*args, question_id="q", llm=ScriptedLLM("yes", "gpt-4o-2024-11-20"))  # a moved alias is refused
+    elsewhere = judge(*args, question_id="q", llm=ScriptedLLM("yes", host="127.0.0.1:8080"))
+    assert elsewhere["official"] is False and elsewhere["endpoint_host"] == "127.0.0.1:8080"
 
 
 def test_real_upstream_function_hash_is_recognised_when_the_mirror_is_present(tmp_path):

@@ -245,11 +245,17 @@ def test_billing_failures_are_never_retried(fake_llm, provider, fault):
     ],
 )
 def test_empty_and_refused_replies_are_readable_errors_not_empty_text(fake_llm, provider, fault, opts, kind, needle):
-    fake_llm.fail_next(fault, **opts)
+    fake_llm.fail_next(fault, count=20, **opts)
     with pytest.raises(ProviderError) as info:
         complete(ask(provider, "m"), settings=FAST)
     assert info.value.kind == kind and needle in str(info.value)
-    assert len(fake_llm.requests) == 1
+    if fault == "empty" and (provider == "anthropic" or opts):  # a reply with no text: retried as a malformed
+        assert info.value.empty is True and info.value.attempts > 1  # reply, then marked empty (a reader: "")
+        assert len(fake_llm.requests) == info.value.attempts
+    elif fault == "empty":  # OpenAI with no choices at all: a broken body, not an empty answer
+        assert info.value.empty is False
+    else:
+        assert info.value.empty is False and len(fake_llm.requests) == 1
 
 
 # ---------------------------------------------------------------------- keys

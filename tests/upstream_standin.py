@@ -89,3 +89,22 @@ def make_upstream_tree(tmp_path: Path, *, with_function: bool = True) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(standin_source(with_function=with_function), encoding="utf-8")
     return root
+
+
+def standin_print_qa_metrics(in_file: Path, ref_file: Path) -> dict[str, float]:
+    """What upstream's ``print_qa_metrics.py`` does with an eval-results file, in our own code: every line must name
+    the official snapshot as its judge (upstream asserts it: any other model fails the script), then means per
+    type, overall and over abstention ids. Returns ``{type: mean, "overall": mean}``; raises AssertionError where
+    upstream's script fails."""
+    import json
+
+    types = {x["question_id"]: x["question_type"] for x in json.loads(Path(ref_file).read_text())}
+    by_type: dict[str, list[int]] = {}
+    for raw in Path(in_file).read_text().splitlines():
+        entry = json.loads(raw)
+        assert entry["autoeval_label"]["model"] == "gpt-4o-2024-08-06"
+        by_type.setdefault(types[entry["question_id"]], []).append(1 if entry["autoeval_label"]["label"] else 0)
+    every = [v for vs in by_type.values() for v in vs]
+    out = {t: sum(v) / len(v) for t, v in by_type.items()}
+    out["overall"] = sum(every) / len(every) if every else float("nan")
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from lme.targets.reader import complete_reader
 from lme.targets.targets import Hypothesis, PublicItem, TargetContext
 
 from . import bypass, embed_cache, health, index, reader, rerank, resolver, temporal, writer
@@ -160,7 +161,7 @@ def _read(item: PublicItem, ctx: TargetContext, settings: Settings, ranked: list
     sessions_text, truncated = reader.render_sessions(top, annotations, settings.max_evidence_chars)
     request = reader.build_request(settings.reader, item.question, item.question_date, notes=notes[:MAX_NOTES],
                                    facts_text=facts_text, sessions_text=sessions_text)
-    completion = ctx.llm.complete(request)
+    completion = complete_reader(ctx.llm, request)  # an empty reply after the retries is the answer ""
     calls.append(completion.to_dict() | {"role": "reader"})
     debug["reader"] = {"model": settings.reader.spec, "sessions": len(top) - truncated, "sessions_dropped": truncated,
                        "facts": len(evidence_facts), "notes": len(notes[:MAX_NOTES]),

@@ -9,10 +9,13 @@ Usage:
     python scripts/run_benchmark.py --background --yes            # detached; then run_status.py --run-id <id> --wait 100
     python scripts/run_benchmark.py --max-cost 20                 # pause (exit 6) before passing $20
     python scripts/run_benchmark.py --hypotheses hyps.jsonl       # judge a file of {question_id, hypothesis} lines
+    python scripts/run_benchmark.py --hypotheses hyps.jsonl --successor openai:o3-mini   # after the official
+                                   # judge is gone: archived verdicts stay official, the successor judges the rest
     python scripts/run_benchmark.py --batch judge                 # the judge through the Batch API: half price
 
 Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error (or the official judge answered
-not_found: the line names the verdict archive, the Azure route and judge_agreement.py), 3 blocked on billing,
+404 / 410 and the archive and no successor could judge every item, or a judge response named another model: the
+line names the verdict archive, the Azure route and --successor; those items stay pending), 3 blocked on billing,
 5 the estimate is above confirmCostUsd (nothing was started: ask, then add --yes), 6 paused at the --max-cost cap
 (resumable with a higher cap), 7 stopped at a cancelled batch (``--batch``: what ran is recorded, a resume submits
 the rest), 130 interrupted. ``--background`` exits 0 once the worker started (its own exit
@@ -43,12 +46,14 @@ from lme.run import dry_run
 from lme.judge import judge_official
 from lme.run import preflight
 from lme.models import provider_probe
+from lme.run import judge_route
 from lme.run import run_driver
 from lme.run import run_settings
 from lme.run import run_status
 from lme.run import unattended_gate
 from lme.core import unattended
 from lme.report import report_outputs
+from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core.errors import UserError, run_main
 from lme.run.run_settings import RunSettings
@@ -103,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.worker:
         provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
     if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
-        provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line here
+        settings = judge_route.prepare(settings, args.run_id)  # the probe: a bad key or model is one line here;
+        # the official judge gone (404 / 410): the verdict archive, then the successor, if one is named
     if not (args.yes or args.worker):
         block = cost_gate.refusal(settings, args.run_id, cost_gate.confirm_threshold(cfg))
         if block is not None:
@@ -118,11 +124,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost,
                                     approved_usd=approved)
     run_id = root.name
-    if code == run_driver.EXIT_JUDGE_GONE:
-        raise UserError(f"run {run_id} stopped: {judge_official.CONTINUITY_HINT}; the items it could not judge stay "
-                        f"pending (resume with --run-id {run_id})")
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
+    if code == run_driver.EXIT_JUDGE_GONE:  # the official judge gone, or a judge answering as another model
+        meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
+        raise UserError(f"run {run_id} stopped: {meta.error or judge_official.CONTINUITY_HINT}; the items it could "
+                        f"not judge stay pending (resume with --run-id {run_id})")
     print(f"run {run_id}: {run_driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)
     if code == run_driver.EXIT_COST_CAP:
         print(run_driver.resume_hint(settings, run_id, note=" --max-cost <a higher USD>"), file=sys.stderr)

@@ -32,6 +32,8 @@ def default_config() -> dict[str, Any]:
         "targetModel": "claude-sonnet-4-6",
         "judgeProvider": OFFICIAL_JUDGE_PROVIDER,
         "judgeModel": OFFICIAL_JUDGE_MODEL,
+        "successorJudge": None,
+        "judgeReasoningEffort": None,
         "maxEvals": 500,
         "target": "full-context",
         "targetOptions": {},

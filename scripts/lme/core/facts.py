@@ -69,6 +69,25 @@ def is_official_judge(provider: str | None, model: str | None) -> bool:
     return provider in OFFICIAL_JUDGE_ROUTES and model == OFFICIAL_JUDGE_MODEL
 
 
+OFFICIAL_JUDGE_SHUTDOWN = "2027-01-14"
+"""The day OpenAI shuts the official snapshot down on its API (its deprecations page); the model list's
+``shutdown_date`` says so where it carries one."""
+_DATED = re.compile(r"^-(\d{4}-\d{2}-\d{2}|\d{8})$")
+
+
+def returned_model_matches(requested: str | None, returned: str | None) -> bool:
+    """A judge reply names the model that was asked for: the same id, or a dated snapshot of it
+    (``o3-mini`` -> ``o3-mini-2025-01-31``). The official snapshot must come back exactly as itself: a reply
+    naming ``gpt-4o-2024-11-20`` or ``gpt-5.1`` (an alias moved, an Azure auto-upgrade) is another judge."""
+    if not requested or not returned:
+        return False
+    if returned == requested:
+        return True
+    if requested == OFFICIAL_JUDGE_MODEL:
+        return False
+    return returned.startswith(requested) and bool(_DATED.match(returned[len(requested):]))
+
+
 UPSTREAM_URL = "https://github.com/xiaowu0162/LongMemEval"
 UPSTREAM_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 """The upstream commit setup pins its checkout to."""

@@ -187,15 +187,24 @@ class ChatRequest:
     messages: tuple[Mapping[str, str], ...]
     system: str | None = None
     max_tokens: int = 500
-    temperature: float = 0.0
+    temperature: float | None = 0.0
+    """None: not sent (a reasoning model takes only its default temperature)."""
     n: int | None = None
     """Sent only when set (the official judge sends ``n=1``)."""
     allow_empty: bool = False
     """An empty or blank reply text is a reply, not an error (the judge: upstream labels it False). Not part of the
     call's key: it changes what we accept, not what the model is asked."""
+    max_tokens_field: str = "max_tokens"
+    """The body field ``max_tokens`` goes in: ``max_completion_tokens`` for OpenAI's reasoning models, which reject
+    ``max_tokens``."""
+    reasoning_effort: str | None = None
+    """A reasoning model's ``reasoning_effort`` (``low``, ``medium``, ``high``); None: not sent (its default)."""
+    judge: bool = False
+    """A judge call: its call-cache entry is bound to the endpoint host (a verdict is only as official as the
+    server that gave it), and a reply naming another model than asked is never cached. Not part of the key."""
 
     def canonical(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
             "messages": [dict(m) for m in self.messages],
@@ -204,6 +213,11 @@ class ChatRequest:
             "temperature": self.temperature,
             "n": self.n,
         }
+        if self.max_tokens_field != "max_tokens":  # only when set: the keys of every older call stay as they were
+            out["max_tokens_field"] = self.max_tokens_field
+        if self.reasoning_effort is not None:
+            out["reasoning_effort"] = self.reasoning_effort
+        return out
 
     def key(self) -> str:
         """Content address of the call: every field that changes what the model is asked."""
@@ -228,11 +242,15 @@ class Completion:
     billing: str = "sync"
     """``batch`` for a reply that came through a provider's Batch API (billed at ``prices.BATCH_DISCOUNT``)."""
     batch_id: str | None = None
+    endpoint_host: str | None = None
+    """The host (``host[:port]``) the call went to, parsed from the route's resolved base URL (no credentials)."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         if self.billing == "sync":  # a synchronous call's record stays as it always was
             del d["billing"], d["batch_id"]
+        if self.endpoint_host is None:
+            del d["endpoint_host"]
         return d
 
     @classmethod
@@ -336,14 +354,26 @@ class Verdict:
     billing: str = "sync"
     """``batch``: the judge call went through a provider's Batch API (``batch_id``), at batch prices."""
     batch_id: str | None = None
+    endpoint_host: str | None = None
+    """Where the verdict was made: the judge endpoint's host (``host[:port]``, parsed; for an archived verdict the
+    host its line records). None: not recorded (the offline judge; rows of older versions)."""
+    request_shape: Mapping[str, Any] | None = None
+    """The call's settings (``judge_shapes``): ``{family: upstream, max_tokens: 10, temperature: 0, n: 1}``, or a
+    reasoning model's ``{family: reasoning, max_completion_tokens, reasoning_effort}``."""
+    successor: bool = False
+    """Judged by the run's named successor (``--successor``) because the official judge is gone: never official."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for extra in ("verdicts", "stability", "batch_id"):
+        for extra in ("verdicts", "stability", "batch_id", "endpoint_host", "request_shape"):
             if d[extra] is None:
                 del d[extra]
+        if not self.successor:
+            del d["successor"]
         if self.billing == "sync":
             del d["billing"]
+        if self.request_shape is not None:
+            d["request_shape"] = dict(self.request_shape)
         if self.verdicts is not None:
             d["verdicts"] = [dict(v) for v in self.verdicts]
         if self.stability is not None:

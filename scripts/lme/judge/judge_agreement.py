@@ -1,9 +1,12 @@
-"""Measure a candidate judge against the official verdicts: agreement, Cohen's kappa, confusion matrix, flips.
+"""Measure a candidate judge against the official verdicts: the calibration record a successor-judged run cites.
 
 For the day ``gpt-4o-2024-08-06`` leaves the API: take hypotheses that already have official verdicts (a run's
-rows, or a verdict archive from ``judge_shim.py export-verdicts``), judge each again with the candidate (any
-provider:model, upstream's prompt and call settings), and report how often the candidate agrees. A run judged by
-that candidate is then labelled with this measured agreement in its scorecard, and never called official.
+rows, a verdict archive from ``judge_shim.py export-verdicts``, or ``--all``: every official verdict the project
+holds, its archive and all its runs), judge each again with the candidate (any provider:model, upstream's prompt,
+the candidate family's request shape: ``judge_shapes``), and record: the candidate, its request shape, the sha256 of
+the verdict set compared, N, agreement, Cohen's kappa with its 95% interval, the confusion matrix, agreement and
+kappa per type, and the flipped prompts (question id and hypothesis sha256). A run judged by that candidate (with
+that shape) cites the record on its scorecard, and is never called official; without one it says "uncalibrated".
 
 The prompt is rebuilt from your LongMemEval checkout; a record whose rebuilt prompt does not hash to the official
 verdict's ``prompt_sha256`` is skipped and counted (the official judge saw another prompt). Each measurement is
@@ -14,6 +17,7 @@ judged twice as runs, once by the official judge and once with ``--judge-model``
 --hypotheses FILE``). Its verdicts are paired with the official ones on the same prompt (``prompt_sha256``).
 
 Usage:
+    python scripts/judge_agreement.py --all --candidate openai:o3-mini            # every archived verdict
     python scripts/judge_agreement.py --run-id baseline --candidate openai:gpt-4.1-2025-04-14
     python scripts/judge_agreement.py --archive verdicts.jsonl --candidate anthropic:claude-sonnet-4-6 --json
     python scripts/judge_agreement.py --run-id official-judged --candidate-run gpt41-judged
@@ -33,13 +37,22 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.core import config as config_mod
 from lme.core import fileio
 from lme.judge import judge_files
 from lme.judge import judge_official
+from lme.judge import judge_shapes
+from lme.judge.agreement_figures import (  # noqa: F401  (re-exported: the figures' earlier home)
+    FLIP_FIELDS,
+    agreement_report,
+    cohens_kappa,
+    kappa_interval,
+    verdict_set_sha256,
+)
+from lme.judge.successor_judge import reasoning_effort
 from lme.models import providers
 from lme.core.records import Verdict
 from lme.store import run_store
@@ -49,7 +62,6 @@ from lme.core.errors import UserError, run_main
 from lme.core.facts import (
     AGREEMENT_REGISTRY,
     OFFICIAL_JUDGE_MODEL,
-    QUESTION_TYPES,
     SCHEMA_VERSION,
     STATE_DIR,
     is_abstention,
@@ -65,63 +77,44 @@ def registry_path(project: str | Path) -> Path:
     return Path(project) / STATE_DIR / REGISTRY_NAME
 
 
-def cohens_kappa(a: int, b: int, c: int, d: int) -> float | None:
-    """Kappa of a 2x2 table (a: both true, b: official true / candidate false, c: official false / candidate true,
-    d: both false); None when chance agreement is 1 (every label the same on both sides)."""
-    n = a + b + c + d
-    if n == 0:
-        return None
-    observed = (a + d) / n
-    chance = ((a + b) / n) * ((a + c) / n) + ((c + d) / n) * ((b + d) / n)
-    return None if chance >= 1.0 else (observed - chance) / (1.0 - chance)
+def _text_sha(text: Any) -> str:
+    return hashlib.sha256(str(text).encode("utf-8")).hexdigest()
 
 
-def agreement_report(pairs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Figures over ``{question_id, question_type, official (bool), candidate (bool), ...}`` pairs."""
-    pairs = list(pairs)
-    table = {"official_true_candidate_true": 0, "official_true_candidate_false": 0,
-             "official_false_candidate_true": 0, "official_false_candidate_false": 0}
-    per_type: dict[str, dict[str, Any]] = {}
-    flips = []
-    for p in pairs:
-        off, cand = bool(p["official"]), bool(p["candidate"])
-        table[f"official_{str(off).lower()}_candidate_{str(cand).lower()}"] += 1
-        t = per_type.setdefault(str(p.get("question_type")), {"n": 0, "agree": 0, "to_true": 0, "to_false": 0})
-        t["n"] += 1
-        if off == cand:
-            t["agree"] += 1
-        else:
-            t["to_true" if cand else "to_false"] += 1
-            flips.append({k: p.get(k) for k in ("question_id", "question_type", "official", "candidate",
-                                                  "candidate_raw")})
-    for t in per_type.values():
-        t["agreement"] = t["agree"] / t["n"] if t["n"] else None
-    n = len(pairs)
-    agree = table["official_true_candidate_true"] + table["official_false_candidate_false"]
-    ordered = {t: per_type[t] for t in [*QUESTION_TYPES, *sorted(per_type)] if t in per_type}
-    return {
-        "n": n, "agree": agree, "agreement": agree / n if n else None,
-        "kappa": cohens_kappa(*table.values()), "confusion": table, "per_type": ordered,
-        "flips": sorted(flips, key=lambda f: str(f["question_id"])),
-    }
+def official_records(project: Path, run_id: str | None, archive: Path | None, *, every: bool = False
+                     ) -> tuple[list[dict[str, Any]], str]:
+    """The official verdicts to re-judge, as archive lines (which carry question, answer and hypothesis).
 
-
-def official_records(project: Path, run_id: str | None, archive: Path | None) -> tuple[list[dict[str, Any]], str]:
-    """The official verdicts to re-judge, as archive lines (which carry question, answer and hypothesis)."""
+    ``every``: every official verdict the project holds, once per prompt: its archive (``verdicts.jsonl``) and the
+    official verdicts of all its runs (several runs, several hypothesis sources: the largest calibration set)."""
+    if every:
+        seen: dict[tuple[str, str], dict[str, Any]] = {}
+        own = verdict_archive.archive_path(project)
+        for line in (verdict_archive.read_archive_file(own) if own.is_file() else []):
+            seen.setdefault((line["prompt_sha256"], line["model"]), line)
+        for line in verdict_archive.run_verdicts(run_store.runs_dir(project)):
+            seen.setdefault((line["prompt_sha256"], line["model"]), line)
+        return list(seen.values()), "every official verdict of the project (its archive and runs)"
     if archive is not None:
         return verdict_archive.read_archive_file(archive), f"archive {archive}"
     run_dir = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run_id or ""))
     if not run_store.has_meta(run_dir):
         raise UserError(f"no run {run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
-    lines = [line for row in run_store.iter_rows(run_dir)
-             if (line := verdict_archive.verdict_line(row, f"run {run_dir.name}")) is not None]
+    lines = []
+    for row in run_store.iter_rows(run_dir):
+        host = None if row.judgment is None else verdict_archive.run_host(run_dir, row.judgment.provider)
+        line = verdict_archive.verdict_line(row, f"run {run_dir.name}", fallback_host=host)
+        if line is not None:
+            lines.append(line)
     last = {line["question_id"]: line for line in lines}  # the last row per question is its result
     return list(last.values()), f"run {run_dir.name}"
 
 
 def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candidate_model: str,
-            longmemeval_root: str | Path, llm: Any, *, concurrency: int = 4) -> dict[str, Any]:
-    """Judge every record with the candidate; the report plus ``skipped`` (prompt mismatch) and ``errors``."""
+            longmemeval_root: str | Path, llm: Any, *, concurrency: int = 4, shape: Any = None) -> dict[str, Any]:
+    """Judge every record with the candidate (``shape``: its request shape, default its family's); the report plus
+    ``skipped`` (prompt mismatch) and ``errors`` (a failed call, or a response naming another model)."""
+    shape = shape or judge_shapes.shape_for(candidate_provider, candidate_model)
     builder = judge_official.load_prompt_builder(longmemeval_root)
     jobs, skipped = [], []
     for rec in records:
@@ -138,13 +131,12 @@ def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candi
         if hashlib.sha256(prompt.encode("utf-8")).hexdigest() != rec["prompt_sha256"]:
             skipped.append({"question_id": rec.get("question_id"), "why": "prompt differs from the officially judged one"})
             continue
-        jobs.append((rec, judge_official.judge_request(prompt, candidate_provider, candidate_model)))
+        jobs.append((rec, judge_official.judge_request(prompt, candidate_provider, candidate_model, shape)))
 
     def one(job: tuple[Mapping[str, Any], Any]) -> dict[str, Any]:
         rec, request = job
-        completion = llm.complete(request)
-        return {"question_id": rec["question_id"], "question_type": rec["question_type"],
-                "official": bool(rec["label"]), "candidate": judge_official.label_from_reply(completion.text or ""),
+        completion = judge_official.checked_reply(llm.complete(request), request)
+        return {**_pair_base(rec), "candidate": judge_official.label_from_reply(completion.text or ""),
                 "candidate_raw": completion.text, "returned_model": completion.model}
 
     pairs, errors = [], []
@@ -158,6 +150,13 @@ def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candi
                 errors.append({"question_id": rec["question_id"], "kind": getattr(err, "kind", type(err).__name__),
                                "message": str(err)[:300]})
     return _full_report(pairs, skipped, errors)
+
+
+def _pair_base(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The official side of a pair: which prompt (question, hypothesis sha256, prompt sha256) and its label."""
+    return {"question_id": rec["question_id"], "question_type": rec.get("question_type"),
+            "hypothesis_sha256": _text_sha(rec.get("hypothesis")), "prompt_sha256": rec.get("prompt_sha256"),
+            "official": bool(rec["label"])}
 
 
 def _full_report(pairs: list[dict[str, Any]], skipped: list[dict[str, Any]], errors: list[dict[str, Any]]
@@ -206,10 +205,17 @@ def measure_against_run(records: Sequence[Mapping[str, Any]],
             skipped.append({"question_id": rec.get("question_id"),
                             "why": "the candidate run has no verdict on this prompt (another hypothesis, or not judged)"})
             continue
-        pairs.append({"question_id": rec["question_id"], "question_type": rec.get("question_type"),
-                      "official": bool(rec["label"]), "candidate": bool(verdict.label),
-                      "candidate_raw": verdict.raw, "returned_model": verdict.model})
+        pairs.append({**_pair_base(rec), "candidate": bool(verdict.label), "candidate_raw": verdict.raw,
+                      "returned_model": verdict.model})
     return _full_report(pairs, skipped, [])
+
+
+def run_shape(verdicts: Mapping[tuple[str, str], Verdict]) -> dict[str, Any]:
+    """The request shape a candidate run's verdicts record (upstream's for rows written before shapes were)."""
+    for verdict in verdicts.values():
+        if verdict.request_shape:
+            return dict(verdict.request_shape)
+    return judge_shapes.UPSTREAM.to_dict()
 
 
 def append_record(project: Path, record: Mapping[str, Any]) -> Path:
@@ -219,8 +225,11 @@ def append_record(project: Path, record: Mapping[str, Any]) -> Path:
     return path
 
 
-def latest(project: str | Path, provider: str | None, model: str | None) -> dict[str, Any] | None:
-    """The last measured agreement of ``provider:model`` with the official verdicts in this project, or None."""
+def latest(project: str | Path, provider: str | None, model: str | None, *,
+           shape: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """The last measured agreement of ``provider:model`` with the official verdicts in this project, or None.
+    ``shape``: only a measurement made with this request shape counts (one recorded before shapes were made with
+    upstream's)."""
     path = registry_path(project)
     if not path.is_file() or not provider or not model:
         return None
@@ -230,10 +239,19 @@ def latest(project: str | Path, provider: str | None, model: str | None) -> dict
             rec = json.loads(raw)
         except ValueError:
             continue
-        if rec.get("candidate_provider") == provider and model in (rec.get("candidate_model"),
-                                                                    *rec.get("returned_models", [])):
+        if not isinstance(rec, dict):
+            continue
+        if rec.get("candidate_provider") != provider or model not in (rec.get("candidate_model"),
+                                                                      *rec.get("returned_models", [])):
+            continue
+        recorded = rec.get("request_shape") or judge_shapes.UPSTREAM.to_dict()
+        if shape is None or dict(recorded) == dict(shape):
             found = rec
     return found
+
+
+COMPACT_FIELDS = ("candidate", "candidate_provider", "candidate_model", "request_shape", "verdict_set_sha256", "n",
+                  "agreement", "kappa", "kappa_ci95", "measured_at", "source")
 
 
 def compact(rec: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -241,8 +259,7 @@ def compact(rec: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if rec is None:
         return None
     flips = rec.get("flips")
-    return {**{k: rec.get(k) for k in ("candidate", "candidate_provider", "candidate_model", "n", "agreement",
-                                        "kappa", "measured_at", "source")},
+    return {**{k: rec.get(k) for k in COMPACT_FIELDS},
             "flips": flips if isinstance(flips, int) else len(flips or [])}
 
 
@@ -250,9 +267,13 @@ def describe(rec: Mapping[str, Any]) -> str:
     flips = rec.get("flips")
     flips = flips if isinstance(flips, int) else len(flips or [])
     kappa = "undefined" if rec.get("kappa") is None else f"{rec['kappa']:.3f}"
+    interval = rec.get("kappa_ci95")
+    if isinstance(interval, (list, tuple)) and len(interval) == 2:
+        kappa += f", 95% CI {interval[0]:.3f}-{interval[1]:.3f}"
     agreement = "—" if rec.get("agreement") is None else f"{rec['agreement']:.4f}"
+    shape = f", request shape {judge_shapes.describe(rec.get('request_shape'))}" if rec.get("request_shape") else ""
     return (f"agreement with the official {OFFICIAL_JUDGE_MODEL} verdicts {agreement} (Cohen's kappa {kappa}) on "
-            f"{rec.get('n')} items, {flips} flip(s) (judge_agreement.py, "
+            f"{rec.get('n')} items, {flips} flip(s){shape} (judge_agreement.py, "
             f"{rec.get('measured_at')}, {rec.get('source')})")
 
 
@@ -267,8 +288,9 @@ def render_markdown(rec: Mapping[str, Any]) -> str:
     for qtype, t in rec["per_type"].items():
         lines.append(f"| {qtype} | {t['n']} | {t['agreement']:.4f} | {t['to_true']} | {t['to_false']} |")
     if rec["flips"]:
-        lines += ["", "Flipping ids: " + ", ".join(
-            f"{f['question_id']} ({'no -> yes' if f['candidate'] else 'yes -> no'})" for f in rec["flips"])]
+        lines += ["", "Flipped prompts (question id, hypothesis sha256): " + ", ".join(
+            f"{f['question_id']} {str(f.get('hypothesis_sha256') or '?')[:12]} "
+            f"({'no -> yes' if f['candidate'] else 'yes -> no'})" for f in rec["flips"])]
     if rec["skipped"] or rec["errors"]:
         lines += ["", f"Not compared: {len(rec['skipped'])} skipped (prompt or record mismatch), "
                       f"{len(rec['errors'])} candidate call error(s): "
@@ -282,6 +304,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="a run whose rows carry official verdicts")
     source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
+    source.add_argument("--all", action="store_true",
+                        help="every official verdict of the project: its archive and every run (several runs and "
+                             "hypothesis sources, once per prompt): the largest calibration set")
     candidate = parser.add_mutually_exclusive_group(required=True)
     candidate.add_argument("--candidate", help="the candidate judge as provider:model (judges the hypotheses again)")
     candidate.add_argument("--candidate-run", metavar="RUN",
@@ -293,6 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
     parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")
     parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
+    parser.add_argument("--reasoning-effort", choices=judge_shapes.REASONING_EFFORTS, default=None,
+                        help="reasoning_effort of a reasoning-model candidate (default: config judgeReasoningEffort, "
+                             "else the model's own); part of the request shape the calibration records")
     args = parser.parse_args(argv)
 
 
@@ -307,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = resolve_judge_model(model)
     root = args.longmemeval_root or cfg.get("longmemeval_root")
     root = None if root is None else str(config_mod.resolve_path(project, root))
-    records, source = official_records(project, args.run_id, args.archive)
+    records, source = official_records(project, args.run_id, args.archive, every=args.all)
     if not records:
         raise UserError(f"{source} holds no official verdicts to compare with",
                         fix="use a run judged by openai gpt-4o-2024-08-06 with upstream's prompt, or an archive")
@@ -316,9 +344,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.candidate_run:
         report = measure_against_run(records, verdicts)
         source = f"{source} vs candidate {candidate_source}"
+        shape = run_shape(verdicts)
     else:
+        effort = args.reasoning_effort or reasoning_effort(cfg.get("judgeReasoningEffort"))
+        judge_shape = judge_shapes.shape_for(provider, model, effort)
         report = measure(records, provider, model, root, providers.Gateway(judge_files.provider_settings(cfg)),
-                         concurrency=args.concurrency)
+                         concurrency=args.concurrency, shape=judge_shape)
+        shape = judge_shape.to_dict()
     if report["n"] == 0:
         first = (report["errors"] or report["skipped"] or [{}])[0]
         raise UserError(f"no verdict of {source} could be compared: {len(report['skipped'])} skipped, "
@@ -326,8 +358,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         fix="check the candidate's key and name, and that longmemeval_root is the checkout the "
                             "official verdicts were judged with")
     record = {"schemaVersion": SCHEMA_VERSION, "candidate": f"{provider}:{model}", "candidate_provider": provider,
-              "candidate_model": model, "official_judge": OFFICIAL_JUDGE_MODEL, "measured_at": utc_now(),
-              "source": source, **report}
+              "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
+              "measured_at": utc_now(), "source": source, **report}
     append_record(project, record)
     print(json.dumps(record, indent=2, ensure_ascii=False) if args.json else render_markdown(record), end="")
     if args.json:

@@ -21,7 +21,9 @@ from lme.models import providers
 from lme.models.call_cache import CallCache
 from lme.core.errors import UserError
 from lme.core.facts import CACHE_DIR
-from lme.judge.judge_official import judge_verdict
+from lme.judge import verdict_sources
+from lme.judge.judge_official import judge_verdict, official_judge_gone
+from lme.models.provider_errors import ProviderError
 from lme.core.fileio import write_atomic_bytes
 from lme.models.rate_pacer import Pacer
 from lme.core.records import LLM, Verdict
@@ -43,10 +45,17 @@ def check_out_path(out: Path) -> None:
         raise UserError(f"--out {out}: cannot write in {out.parent} ({err.strerror or err})") from None
 
 
+def successor_path(out: Path) -> Path:
+    """Where the successor's verdicts of a file go: ``<out>.successor.jsonl`` (never upstream's output file)."""
+    return Path(f"{out}.successor.jsonl")
+
+
 def judge_file(
     hyp_file: Path, ref_file: Path, longmemeval_root: Path, provider: str, model: str, out: Path,
     llm: LLM | None = None, *, archive: Any = None, repeat: int = 1, registry: Any = None, concurrency: int = 1,
-    make_llm: Callable[[], LLM] | None = None,
+    make_llm: Callable[[], LLM] | None = None, successor: tuple[str, str] | None = None,
+    reasoning_effort: str | None = None, calibration: Mapping[str, Any] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> tuple[int, int]:
     """Upstream's file flow: judge each hypothesis line, write it back with ``autoeval_label``. -> (correct, n).
 
@@ -56,6 +65,13 @@ def judge_file(
     With ``repeat`` K > 1 each line also gets ``autoeval_verdicts`` (all K verdicts; the first is the label) and
     ``registry`` (a ``judge_stability.StabilityRegistry``) gets the counts. ``make_llm`` builds the LLM once the
     inputs are checked (a mistake in them creates no call cache).
+
+    ``successor`` ``(provider, model)``: once the official judge answers 404 / 410, the lines the archive lacks are
+    judged by it. Their verdicts never enter ``out`` (upstream's ``print_qa_metrics.py`` accepts only the official
+    snapshot there): they go to ``successor_path(out)`` as ``{question_id, hypothesis, successor_label: {model,
+    label, provider, request_shape, calibration}}`` (still a hypotheses file upstream's judge can read). A response
+    naming another model than the pinned one stops the file with nothing written (``JudgeModelMismatch``).
+    ``counts`` (a dict) receives the verdicts by source: ``verdict_sources.count``.
     """
     out = Path(out)
     if out.resolve() in (Path(hyp_file).resolve(), Path(ref_file).resolve()):
@@ -75,14 +91,32 @@ def judge_file(
 
     def one(job: tuple[str, dict[str, Any], dict[str, Any]]) -> Verdict:
         qid, entry, ref = job
-        return judge_verdict(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
-                     longmemeval_root, provider=provider, model=model, question_id=qid, llm=llm,
-                     archive=archive, repeat=repeat)
+
+        def by(p: str, m: str, **extra: Any) -> Verdict:
+            return judge_verdict(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
+                                 longmemeval_root, provider=p, model=m, question_id=qid, llm=llm, repeat=repeat,
+                                 reasoning_effort=reasoning_effort, **extra)
+
+        try:
+            return by(provider, model, archive=archive)
+        except ProviderError as err:
+            if successor is None or not official_judge_gone(err, provider, model):
+                raise
+        return by(*successor, successor=True)
 
     verdicts = _in_order(one, jobs, concurrency)
+    if counts is not None:
+        counts.update(verdict_sources.count(verdicts))
     lines: list[str] = []
+    successor_lines: list[str] = []
     for (qid, entry, _ref), verdict in zip(jobs, verdicts):
         line = dict(entry)
+        if verdict.successor:
+            line["successor_label"] = {"model": verdict.model, "label": verdict.label, "provider": verdict.provider,
+                                       "request_shape": dict(verdict.request_shape or {}),
+                                       "calibration": None if calibration is None else dict(calibration)}
+            successor_lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+            continue
         line["autoeval_label"] = {"model": verdict.model, "label": verdict.label}
         if verdict.verdicts is not None:
             line["autoeval_verdicts"] = [dict(v) for v in verdict.verdicts]
@@ -91,6 +125,8 @@ def judge_file(
         lines.append(json.dumps(line, ensure_ascii=False) + "\n")
     try:
         write_atomic_bytes(out, "".join(lines).encode("utf-8"))
+        if successor_lines:
+            write_atomic_bytes(successor_path(out), "".join(successor_lines).encode("utf-8"))
     except OSError as err:
         raise UserError(f"cannot write --out {out}: {err.strerror or err}") from None
     return sum(bool(v.label) for v in verdicts), len(verdicts)

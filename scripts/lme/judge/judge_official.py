@@ -6,10 +6,15 @@ imports and ``__main__`` block never run, and the checkout is never modified). T
 one user message holding the prompt, no system message, ``temperature 0``, ``max_tokens 10``, ``n 1``, with the
 judge alias ``gpt-4o`` pinned to ``gpt-4o-2024-08-06``. The label is ``'yes' in reply.strip().lower()``.
 
-A verdict is ``official`` only for provider ``openai`` (or ``azure``: the same snapshot through Azure OpenAI), the
-model ``gpt-4o-2024-08-06`` (requested and returned), and a prompt function whose source is upstream's (its sha256
-is pinned in ``facts``). Any other judge is allowed and recorded as non-official. An empty reply is labelled False,
-as upstream does. An archived official verdict (``verdict_archive``) is used instead of a call.
+A verdict is ``official`` only when all of these hold: provider ``openai`` (or ``azure``: the same snapshot through
+Azure OpenAI) and the model ``gpt-4o-2024-08-06`` requested and named by the response; upstream's request shape
+(``judge_shapes.UPSTREAM``); a prompt function whose source is upstream's (its sha256 is pinned in ``facts``); and
+an endpoint host that is exactly ``api.openai.com`` (or a ``<resource>.openai.azure.com`` host), parsed from the
+route's URL (``endpoint_urls``). Every verdict records that host, the model the response named, its source (call,
+cache, archive) and its request shape. Any other judge is allowed and recorded as non-official; a response that
+names another model than the one asked for is refused (``JudgeModelMismatch``: the run stops, the item stays
+pending). An empty reply is labelled False, as upstream does. An archived official verdict (``verdict_archive``)
+is used instead of a call.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ from __future__ import annotations
 import ast
 import dataclasses
 import hashlib
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from lme.core import command_names
 from lme.models import providers
+from lme.core.endpoint_urls import is_official_host
 from lme.core.errors import UserError
 from lme.core.facts import (
     JUDGE_PROMPT_FUNCTION,
@@ -35,14 +42,16 @@ from lme.core.facts import (
     is_official_judge,
     is_offline,
     resolve_judge_model,
+    returned_model_matches,
 )
+from lme.judge.judge_shapes import UPSTREAM_MAX_TOKENS, JudgeShape, is_upstream_shape, shape_for
 from lme.judge.judge_stability import stability
 from lme.judge.offline_judge import offline_verdict
 from lme.core.records import LLM, ChatRequest, Verdict
 
 TEMPLATE_RELPATH = Path(JUDGE_TEMPLATE_RELPATH)
 PROMPT_FUNCTION = JUDGE_PROMPT_FUNCTION
-JUDGE_MAX_TOKENS = 10
+JUDGE_MAX_TOKENS = UPSTREAM_MAX_TOKENS
 SETUP_HINT = f"run {command_names.SETUP} (it clones xiaowu0162/LongMemEval) or set longmemeval_root in the config"
 
 
@@ -123,6 +132,33 @@ def load_prompt_builder(longmemeval_root: str | Path | None) -> PromptBuilder:
     return _CACHE.get(path.resolve())
 
 
+def checkout_commit(longmemeval_root: str | Path | None) -> str | None:
+    """The commit the upstream checkout is at (its prompts' commit), read from ``<root>/.git`` without running git:
+    a detached HEAD (setup pins one) or a branch ref, loose or packed. None when it cannot be read."""
+    if not longmemeval_root:
+        return None
+    git = Path(longmemeval_root).expanduser() / ".git"
+    try:
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+        if not head.startswith("ref: "):
+            return head if _COMMIT.match(head) else None
+        ref = head[5:].strip()
+        loose = git / ref
+        if loose.is_file():
+            value = loose.read_text(encoding="utf-8").strip()
+            return value if _COMMIT.match(value) else None
+        for line in (git / "packed-refs").read_text(encoding="utf-8").splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1] == ref and _COMMIT.match(parts[0]):
+                return parts[0]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
 def label_from_reply(reply: str) -> bool:
     """Upstream's label rule, the only one: correct iff ``yes`` occurs in the stripped, lower-cased reply."""
     return "yes" in reply.strip().lower()
@@ -144,36 +180,61 @@ def build_prompt(
                               f"({type(err).__name__}: {err})") from None
 
 
-def judge_request(prompt: str, provider: str, model: str) -> ChatRequest:
-    """Upstream's call: one user message, no system message, temperature 0, max_tokens 10, n 1.
-
-    An empty reply is a reply (``allow_empty``): upstream labels it False (``'yes' in ''``) and goes on."""
-    return ChatRequest(
-        provider=provider,
-        model=resolve_judge_model(model),
-        messages=({"role": "user", "content": prompt},),
-        system=None,
-        max_tokens=JUDGE_MAX_TOKENS,
-        temperature=0,  # an int, as upstream sends it: the JSON body says 0, not 0.0
-        n=1,
-        allow_empty=True,
-    )
+def judge_request(prompt: str, provider: str, model: str, shape: JudgeShape | None = None) -> ChatRequest:
+    """The judge call for ``prompt``: one user message, no system message, and ``shape``'s settings (default: the
+    family's, ``judge_shapes.shape_for``; for every non-reasoning judge that is upstream's: temperature 0,
+    max_tokens 10, n 1). An empty reply is a reply (``allow_empty``): upstream labels it False and goes on."""
+    model = resolve_judge_model(model)
+    return (shape or shape_for(provider, model)).request(prompt, provider, model)
 
 
 CONTINUITY_HINT = (
-    "the official judge gpt-4o-2024-08-06 is not served here (retired?): reuse official verdicts from an archive "
-    "(judge_shim.py import-verdicts FILE), route the same snapshot through Azure OpenAI (judgeProvider azure with "
-    "providers.azure endpoint, deployment, api_version; key AZURE_OPENAI_API_KEY), or measure a successor judge "
-    "with scripts/judge_agreement.py (its runs are labelled with that agreement, never official)"
+    "the official judge gpt-4o-2024-08-06 is not served here (retired: HTTP 404 model_not_found or 410 Gone): "
+    "archived official verdicts still score (judge_shim.py import-verdicts FILE adds an exported archive), route "
+    "the same snapshot through Azure OpenAI (judgeProvider azure with providers.azure endpoint, deployment, "
+    "api_version; key AZURE_OPENAI_API_KEY), or name a successor for the hypotheses the archive lacks (--successor "
+    "provider:model, or successorJudge in the config; calibrate it first with scripts/judge_agreement.py --all "
+    "--candidate provider:model: its verdicts are labelled, never official)"
 )
-"""What to do when the official judge answers not_found: named in the one-line stop of a run and of --hyp-file."""
+"""What to do when the official judge answers not_found / gone: named in the one-line stop of a run and of
+--hyp-file."""
+
+
+class JudgeModelMismatch(providers.ProviderError):
+    """The judge's response named another model than the one asked for (an alias moved on, an Azure deployment
+    auto-upgraded): the verdict is not that judge's, so it is refused, not recorded."""
+
+    def __init__(self, requested: str, returned: str, provider: str, host: str | None) -> None:
+        self.requested, self.returned = requested, returned
+        super().__init__(MODEL_MISMATCH, (
+            f"the judge {provider}:{requested} at {host or 'an unrecorded host'} answered as {returned!r}: not the "
+            f"pinned model (an alias moved on, or an Azure deployment auto-upgraded); pin the deployment to "
+            f"{requested}, or name a successor judge (--successor provider:model), which is labelled, never official"))
+
+
+MODEL_MISMATCH = "judge_model_mismatch"
+"""The error kind of ``JudgeModelMismatch``."""
 
 
 def official_judge_gone(err: Any, provider: str, model: str) -> bool:
-    """True when ``err`` (a ProviderError, or a row's ``error`` dict) is the official judge answering 'not found'
-    (the snapshot retired from the API)."""
+    """True when ``err`` (a ProviderError, or a row's ``error`` dict) is the official judge answering 404
+    ``model_not_found`` or 410 Gone (the snapshot retired from the API, a deployment retired)."""
     kind = err.get("kind") if isinstance(err, dict) else getattr(err, "kind", None)
     return kind == "not_found" and is_official_judge(provider, resolve_judge_model(model))
+
+
+def model_mismatch(err: Any) -> bool:
+    """``err`` (a ProviderError, or a row's ``error`` dict) is a judge reply that named another model."""
+    kind = err.get("kind") if isinstance(err, dict) else getattr(err, "kind", None)
+    return kind == MODEL_MISMATCH
+
+
+def checked_reply(completion: Any, request: ChatRequest) -> Any:
+    """``completion``, unless its response named another model than ``request`` asked for."""
+    returned = str(getattr(completion, "model", "") or "")
+    if not returned_model_matches(request.model, returned):
+        raise JudgeModelMismatch(request.model, returned, request.provider, getattr(completion, "endpoint_host", None))
+    return completion
 
 
 def _verdict_summary(verdict: Verdict) -> dict[str, Any]:
@@ -199,12 +260,16 @@ def judge_verdict(
     *,
     archive: Any = None,
     repeat: int = 1,
+    reasoning_effort: str | None = None,
+    successor: bool = False,
 ) -> Verdict:
-    """Judge one hypothesis. Raises JudgeInputError or providers.ProviderError.
+    """Judge one hypothesis. Raises JudgeInputError or providers.ProviderError (``JudgeModelMismatch`` when the
+    response names another model).
 
     ``archive`` (a ``verdict_archive.VerdictArchive``): an official verdict for this exact prompt and model is used
     instead of a call. ``repeat`` K > 1 judges K times (the K-1 repeats bypass cache and archive) and sets
-    ``verdicts`` (all K, the first is the label) and ``stability``.
+    ``verdicts`` (all K, the first is the label) and ``stability``. ``reasoning_effort``: for a reasoning-model
+    judge (``judge_shapes``). ``successor``: this judge stands in for the official one (the verdict says so).
     """
     if question_id is None:
         raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
@@ -215,32 +280,41 @@ def judge_verdict(
     builder = load_prompt_builder(longmemeval_root)
     prompt = build_prompt(builder, question_type, question, answer, hypothesis, abstention=abstention,
                           question_id=question_id)
-    request = judge_request(prompt, provider, model)
+    shape = shape_for(provider, resolve_judge_model(model), reasoning_effort)
+    request = judge_request(prompt, provider, model, shape)
     prompt_sha256 = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     if llm is None:
         llm = providers.Gateway()
-    official_route = is_official_judge(provider, request.model)
-    archived = archive.lookup(prompt_sha256, request.model) if archive is not None and official_route else None
+    made = _Made(builder, provider, model, request, prompt_sha256, shape, successor)
+    archived = lookup_archived(archive, prompt_sha256, provider, request.model)
     if archived is not None:
-        first = _verdict(builder, provider, model, request, prompt_sha256, archived["raw"], archived["model"],
-                         source="archive")
+        first = made.verdict(archived["raw"], archived["model"], source="archive",
+                             host=archived.get("endpoint_host"), host_provider=str(archived.get("provider")),
+                             shape=archived.get("request_shape"))
     else:
-        completion = llm.complete(request)
-        first = _verdict(builder, provider, model, request, prompt_sha256, completion.text, completion.model,
-                         completion=completion, source="cache" if completion.cached else "call")
+        completion = checked_reply(llm.complete(request), request)
+        first = made.verdict(completion.text, completion.model, completion=completion,
+                             source="cache" if completion.cached else "call")
     if repeat > 1:
         fresh = _fresh_complete(llm)
         verdicts = [_verdict_summary(first)]
         for _ in range(repeat - 1):
             try:
-                again = fresh(request)
+                again = checked_reply(fresh(request), request)
             except Exception as err:  # noqa: BLE001 - a failed repeat never costs the item its official label
                 verdicts.append({"label": None, "error": f"{getattr(err, 'kind', type(err).__name__)}: {err}"})
                 continue
-            verdicts.append(_verdict_summary(_verdict(builder, provider, model, request, prompt_sha256, again.text,
-                                                      again.model, completion=again, source="call")))
+            verdicts.append(_verdict_summary(made.verdict(again.text, again.model, completion=again, source="call")))
         first = dataclasses.replace(first, verdicts=tuple(verdicts), stability=stability(verdicts))
     return first
+
+
+def lookup_archived(archive: Any, prompt_sha256: str, provider: str, model: str) -> dict[str, Any] | None:
+    """The archived official verdict of this prompt, when the judge asked for is the official one (a successor or
+    another judge never takes an official verdict as its own)."""
+    if archive is None or not is_official_judge(provider, resolve_judge_model(model)):
+        return None
+    return archive.lookup(prompt_sha256, resolve_judge_model(model))
 
 
 def judge(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -249,26 +323,49 @@ def judge(*args: Any, **kwargs: Any) -> dict[str, Any]:
     return judge_verdict(*args, **kwargs).to_dict()
 
 
-def _verdict(builder: PromptBuilder, provider: str, model: str, request: ChatRequest, prompt_sha256: str,
-             reply: Any, returned_model: str, *, completion: Any = None, source: str) -> Verdict:
-    reply = reply if isinstance(reply, str) else ""
-    official = is_official_judge(provider, request.model) and returned_model == OFFICIAL_JUDGE_MODEL \
-        and builder.is_upstream
-    return Verdict(
-        label=label_from_reply(reply),
-        raw=reply,
-        provider=provider,
-        model=returned_model,
-        requested_model=model,
-        official=official,
-        prompt_sha256=prompt_sha256,
-        template_sha256=builder.template_sha256,
-        tokensIn=0 if completion is None else completion.tokensIn,
-        tokensOut=0 if completion is None else completion.tokensOut,
-        latencyMs=0.0 if completion is None else completion.latencyMs,
-        attempts=0 if completion is None else completion.attempts,
-        cached=source != "call",
-        source=source,
-        billing=str(getattr(completion, "billing", None) or "sync") if source == "call" else "sync",
-        batch_id=getattr(completion, "batch_id", None) if source == "call" else None,
-    )
+@dataclass(frozen=True)
+class _Made:
+    """What every verdict of one judged hypothesis shares: the prompt, the request and who was asked."""
+
+    builder: PromptBuilder
+    provider: str
+    model: str
+    request: ChatRequest
+    prompt_sha256: str
+    shape: JudgeShape
+    successor: bool
+
+    def verdict(self, reply: Any, returned_model: str, *, completion: Any = None, source: str,
+                host: str | None = None, host_provider: str | None = None,
+                shape: Mapping[str, Any] | None = None) -> Verdict:
+        """The verdict of ``reply``; an archived one carries the ``host`` and ``shape`` its line recorded (the
+        ``host_provider`` route it was made through), a call's come from the completion and this request."""
+        reply = reply if isinstance(reply, str) else ""
+        if completion is not None:
+            host = getattr(completion, "endpoint_host", None)
+        recorded_shape = dict(shape) if shape is not None else (None if source == "archive" else self.shape.to_dict())
+        official = (is_official_judge(self.provider, self.request.model) and returned_model == OFFICIAL_JUDGE_MODEL
+                    and self.builder.is_upstream and is_upstream_shape(recorded_shape) and not self.successor
+                    and is_official_host(host_provider or self.provider, host))
+        called = source == "call"
+        return Verdict(
+            label=label_from_reply(reply),
+            raw=reply,
+            provider=self.provider,
+            model=returned_model,
+            requested_model=self.model,
+            official=official,
+            prompt_sha256=self.prompt_sha256,
+            template_sha256=self.builder.template_sha256,
+            tokensIn=0 if completion is None else completion.tokensIn,
+            tokensOut=0 if completion is None else completion.tokensOut,
+            latencyMs=0.0 if completion is None else completion.latencyMs,
+            attempts=0 if completion is None else completion.attempts,
+            cached=not called,
+            source=source,
+            billing=str(getattr(completion, "billing", None) or "sync") if called else "sync",
+            batch_id=getattr(completion, "batch_id", None) if called else None,
+            endpoint_host=host,
+            request_shape=recorded_shape,
+            successor=self.successor,
+        )

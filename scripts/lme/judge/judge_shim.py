@@ -14,6 +14,7 @@ Usage:
         --ref-file longmemeval_oracle.json --concurrency 8   # writes hyps.jsonl.eval-results-gpt-4o
     python scripts/judge_shim.py export-verdicts --project . --out verdicts.jsonl
     python scripts/judge_shim.py import-verdicts verdicts.jsonl --project .
+    python scripts/judge_shim.py archive-status --project .      # what has no official verdict yet, and its cost
 """
 
 from __future__ import annotations
@@ -29,55 +30,94 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
+from lme.core import config as config_mod
 from lme.store import run_store
+from lme.judge import archive_status
+from lme.judge import judge_agreement
 from lme.judge import verdict_archive
+from lme.judge import verdict_sources
 from lme.core.errors import UserError, run_main
-from lme.core.facts import OFFICIAL_JUDGE_PROVIDER, is_abstention
-from lme.judge.judge_files import file_gateway, judge_file, project_config
+from lme.core.facts import OFFICIAL_JUDGE_PROVIDER, is_abstention, resolve_judge_model
+from lme.judge.judge_files import file_gateway, judge_file, project_config, successor_path
 from lme.judge.judge_official import (
     CONTINUITY_HINT,
     build_prompt,
+    checkout_commit,
     judge_request,
     load_prompt_builder,
+    model_mismatch,
     official_judge_gone,
 )
+from lme.judge.judge_shapes import shape_for
+from lme.judge.successor_judge import reasoning_effort, successor_spec
 from lme.judge.judge_stability import StabilityRegistry
 from lme.models.providers import ProviderError
 
 
+ARCHIVE_HELP = {
+    "export-verdicts": "Write every official verdict of this project (its archive and its runs) to one JSONL file: a "
+                       "header (count, sha256 of the lines, the upstream commit of the prompts, conflicts, how many "
+                       "verdicts were skipped as not official), then one line per prompt. Verdicts that are not "
+                       "official (another host, model, prompt or request shape; a successor's) are skipped.",
+    "import-verdicts": "Add the official verdicts of an exported file to this project's archive (the header's count "
+                       "and sha256 are verified first); the judge then uses them instead of a call, and they stay "
+                       "official.",
+    "archive-status": "Count the hypotheses of this project's runs that have no archived official verdict, and what "
+                      "judging them with the official judge costs now (synchronously and through the Batch API).",
+}
+
+
 def _archive_main(command: str, argv: Sequence[str]) -> int:
-    """``export-verdicts`` / ``import-verdicts``: the portable archive of official verdicts."""
-    parser = cli_parser.ArgumentParser(prog=f"judge_shim.py {command}", description=(
-        "Write every official verdict of this project (its archive and its runs) to one JSONL file."
-        if command == "export-verdicts" else
-        "Add the official verdicts of an exported file to this project's archive; the judge then uses them "
-        "instead of a call, and they stay official."))
+    """``export-verdicts`` / ``import-verdicts`` / ``archive-status``: the portable archive of official verdicts."""
+    parser = cli_parser.ArgumentParser(prog=f"judge_shim.py {command}", description=ARCHIVE_HELP[command])
     parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
     if command == "export-verdicts":
         parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
-    else:
+    elif command == "import-verdicts":
         parser.add_argument("file", type=Path, help="a file written by judge_shim.py export-verdicts")
+    else:
+        parser.add_argument("--longmemeval-root", type=Path, default=None,
+                            help="upstream checkout for the prompts (default: from the config)")
+        parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     args = parser.parse_args(argv)
     project = args.project.resolve()
+    cfg = project_config(project)
+    root = getattr(args, "longmemeval_root", None) or cfg.get("longmemeval_root")
+    root = None if root is None else config_mod.resolve_path(project, str(root))
     if command == "export-verdicts":
-        result = verdict_archive.export(project, run_store.runs_dir(project), args.out)
+        result = verdict_archive.export(project, run_store.runs_dir(project), args.out,
+                                        upstream_commit=checkout_commit(root))
         result["out"] = str(args.out)
-    else:
+        if result["conflicts"]:
+            print(f"warning: {result['conflicts']} prompt(s) have two official verdicts with different labels; the "
+                  "first is kept and the header lists them", file=sys.stderr)
+    elif command == "import-verdicts":
         result = verdict_archive.import_file(project, args.file)
         result["archive"] = str(verdict_archive.archive_path(project))
+        if result["without_endpoint"]:
+            print(f"warning: {result['without_endpoint']} imported verdict(s) carry no endpoint host (exported by an "
+                  "older version): they are not official; export them again from the project that judged them",
+                  file=sys.stderr)
+    else:
+        result = archive_status.status(project, root)
+        if not args.json:
+            print(archive_status.describe(result), end="")
+            return 0
     print(json.dumps(result))
     return 0
 
 
-ARCHIVE_COMMANDS = ("export-verdicts", "import-verdicts")
+ARCHIVE_COMMANDS = tuple(ARCHIVE_HELP)
 FILE_MODE_EPILOG = (
     "File mode (--hyp-file): the lines are judged --concurrency at a time through the same rate limiter and call "
     "cache as runs (the project's .longmemeval-benchmarks/cache, unless cacheEnabled is false); the output file "
     "keeps the input's order and is written once every line is judged. An interrupted or failed judge loses no "
     "paid verdict: they are in the cache, so a re-run pays only for the rest. For checkpoints, resume by run id "
     "and a scorecard, judge the file as a run: run_benchmark.py --hypotheses FILE. "
-    "Verdict archive: judge_shim.py export-verdicts --out FILE | judge_shim.py import-verdicts FILE (see --help of "
-    "each).")
+    "Verdict archive: judge_shim.py export-verdicts --out FILE | judge_shim.py import-verdicts FILE | "
+    "judge_shim.py archive-status (see --help of each). With --successor, once the official judge answers 404 / "
+    "410 the lines the archive lacks are judged by the successor and written to <out>.successor.jsonl, never to "
+    "<out> (upstream's print_qa_metrics.py accepts only gpt-4o-2024-08-06 there).")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "the input's order")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not read the call cache (replies are still stored in it)")
+    parser.add_argument("--successor", metavar="PROVIDER:MODEL",
+                        help="when the official judge answers 404 / 410, judge the lines the verdict archive lacks "
+                             "with this model (e.g. openai:o3-mini): written to <out>.successor.jsonl, labelled, "
+                             "never official (default: config successorJudge)")
     args = parser.parse_args(argv)
 
     if args.print_prompt:
@@ -126,8 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                               abstention=is_abstention(args.question_id), question_id=args.question_id)
         request = judge_request(prompt, args.provider, args.model)
         print(prompt)
-        print(f"model {request.model}, max_tokens {request.max_tokens}, temperature {request.temperature}, "
-              f"n {request.n}; prompt function is upstream's: {builder.is_upstream}", file=sys.stderr)
+        print(f"model {request.model}, {request.max_tokens_field} {request.max_tokens}, temperature "
+              f"{request.temperature}, n {request.n}; prompt function is upstream's: {builder.is_upstream}",
+              file=sys.stderr)
         return 0
     if args.hyp_file is None or args.ref_file is None:
         raise UserError("give --hyp-file and --ref-file to judge a file, or --print-prompt for one case")
@@ -143,19 +188,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     concurrency = args.concurrency or max(1, int(cfg.get("concurrency", 8)))
     kept = ("; the verdicts already received are in the call cache: a re-run does not pay for them again"
             if cfg.get("cacheEnabled", True) else "")
+    named = tuple(cfg.get("providers") or {})
+    successor_judge = successor_spec(args.successor or cfg.get("successorJudge"), named, args.provider,
+                                     resolve_judge_model(args.model), explicit=bool(args.successor))
+    successor = None if successor_judge is None else tuple(successor_judge.split(":", 1))
+    effort = reasoning_effort(cfg.get("judgeReasoningEffort"))
+    calibration = None if successor is None else judge_agreement.compact(judge_agreement.latest(
+        project, successor[0], successor[1], shape=shape_for(successor[0], successor[1], effort).to_dict()))
+    counts: dict[str, int] = {}
     try:
         correct, judged = judge_file(args.hyp_file, args.ref_file, args.longmemeval_root, args.provider,
                                      args.model, out, archive=verdict_archive.for_project(project),
                                      repeat=args.repeat, registry=registry, concurrency=concurrency,
                                      make_llm=lambda: file_gateway(project, cfg, concurrency,
-                                                                   read_cache=not args.no_cache))
+                                                                   read_cache=not args.no_cache),
+                                     successor=successor, reasoning_effort=effort, calibration=calibration,
+                                     counts=counts)
     except ProviderError as err:
+        if model_mismatch(err):
+            raise UserError(f"judging stopped at the first judge response naming another model: {err}; nothing was "
+                            f"written, {out} is as it was (that reply was not cached)") from None
         if official_judge_gone(err, args.provider, args.model):
             raise UserError(f"judging stopped: {CONTINUITY_HINT}; nothing was written, {out} is as it was") from None
         raise UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was{kept}") \
             from None
-    print(json.dumps({"judged": judged, "correct": correct, "accuracy": round(correct / judged, 4) if judged else None,
-                      "out": str(out)}))
+    result = {"judged": judged, "correct": correct, "accuracy": round(correct / judged, 4) if judged else None,
+              "out": str(out), "verdicts": counts}
+    if counts.get("successor"):
+        result["successor_out"] = str(successor_path(out))
+        result["successor"] = successor_judge
+        result["calibration"] = calibration or "uncalibrated"
+        print(verdict_sources.describe(counts, successor=successor_judge, calibration=(
+            judge_agreement.describe(calibration) if calibration else None)), file=sys.stderr)
+    print(json.dumps(result))
     return 0
 
 

@@ -1,12 +1,18 @@
 """A content-addressed cache of model calls in SQLite, so no identical call is paid for twice.
 
-The key is ``ChatRequest.key()``: provider, model id, every request parameter and the full messages. A resumed or
-repeated run, or a re-judge, is served from here. ``read=False`` (``--no-cache``) still writes, so a confirmation
-rerun refreshes the cache without reading it. Schema changes are numbered migrations on ``PRAGMA user_version``.
+The key is ``ChatRequest.key()``: provider, model id, every request parameter and the full messages. A judge call
+(``request.judge``) is also keyed on the endpoint host it went to (``cache_key``), and its row records that host:
+a verdict a proxy or another server gave is never served to a run against another host (so never as the official
+host's). Judge entries written before hosts were recorded have the bare key, which a judge lookup never asks for:
+they are not served (the call is made again, once), so an old entry can never pass for an official one. A
+resumed or repeated run, or a re-judge, is served from here. ``read=False`` (``--no-cache``) still writes, so a
+confirmation rerun refreshes the cache without reading it. Schema changes are numbered migrations on
+``PRAGMA user_version``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -35,7 +41,17 @@ _MIGRATIONS: tuple[str, ...] = (
         created_at REAL NOT NULL
     );
     """,
+    """
+    ALTER TABLE calls ADD COLUMN endpoint_host TEXT;
+    """,
 )
+
+
+def cache_key(request: ChatRequest, host: str | None) -> str:
+    """The cache key of ``request`` sent to ``host``: ``request.key()``, bound to the host for a judge call."""
+    if not request.judge:
+        return request.key()
+    return hashlib.sha256(f"{request.key()}@{host or ''}".encode("utf-8")).hexdigest()
 
 
 class CallCache:
@@ -106,10 +122,11 @@ class CallCache:
             else:
                 self.misses += 1
 
-    def get(self, request: ChatRequest) -> Completion | None:
+    def get(self, request: ChatRequest, host: str | None = None) -> Completion | None:
+        """The stored reply of ``request``; ``host``: where the call would go (a judge call's key includes it)."""
         if not self.read:
             return None
-        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (request.key(),)).fetchone()
+        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (cache_key(request, host),)).fetchone()
         self._count(row is not None)
         if row is None:
             return None
@@ -118,18 +135,21 @@ class CallCache:
         return Completion.from_dict(data)
 
     def put(self, request: ChatRequest, completion: Completion) -> None:
+        """Store ``completion``; a judge call under the host it came from (``completion.endpoint_host``)."""
         response = completion.to_dict()
         for field in ("cached", "billing", "batch_id"):  # a hit is free, however the call was first billed
             response.pop(field, None)
         self._conn().execute(
-            "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at) VALUES (?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at, endpoint_host) "
+            "VALUES (?,?,?,?,?,?,?)",
             (
-                request.key(),
+                cache_key(request, completion.endpoint_host),
                 request.provider,
                 request.model,
                 json.dumps(request.canonical(), ensure_ascii=False),
                 json.dumps(response, ensure_ascii=False),
                 time.time(),
+                completion.endpoint_host,
             ),
         )
 

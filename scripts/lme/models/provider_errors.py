@@ -2,7 +2,8 @@
 and ``classify``, the one place an SDK exception becomes one of the policy's kinds.
 
 Retried kinds (``retryable``): rate_limit (429), timeout (408, the SDK's own), server (409, 5xx, Anthropic 529),
-connection, malformed (an unparseable body). Not retried: auth (401/403), not_found (404), bad_request (other 4xx),
+connection, malformed (an unparseable body, an empty reply). Not retried: auth (401/403), not_found (404, and 410
+Gone: a retired model or deployment), bad_request (other 4xx),
 billing (OpenAI 429 insufficient_quota, Anthropic 400 "credit balance"), refusal, too_large_for_tpm (larger than
 the whole tokens-per-minute budget). Keys never appear in an error message (``scrub``).
 """
@@ -15,6 +16,7 @@ import sys
 from typing import Any, Mapping
 
 from lme.core import command_names
+from lme.core import endpoint_urls
 
 KINDS = (
     "rate_limit",
@@ -39,6 +41,11 @@ class ProviderError(Exception):
 
     headers: Any = None
     """The reply's headers when the call was answered but its reply refused (empty, refusal): for the pacer."""
+    empty: bool = False
+    """The model answered with no text (``empty_reply``): retried as a malformed reply; a reader that still gets
+    none after the retries answers ``""`` (upstream judges an empty answer)."""
+    finish_reason: str | None = None
+    """The provider's finish reason (stop reason) of an empty reply."""
 
     def __init__(
         self,
@@ -66,22 +73,33 @@ class ProviderError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, subprocess targets)
         return (_rebuild_error, (self.kind, self.message, self.attempts, self.status, self.retry_after,
-                                 self.retryable))
+                                 self.retryable, self.empty, self.finish_reason))
 
 
 def _rebuild_error(kind: str, message: str, attempts: int, status: int | None, retry_after: float | None,
-                   retryable: bool) -> ProviderError:
-    return ProviderError(kind, message, attempts, status, retry_after, retryable=retryable)
+                   retryable: bool, empty: bool = False, finish_reason: str | None = None) -> ProviderError:
+    err = ProviderError(kind, message, attempts, status, retry_after, retryable=retryable)
+    err.empty, err.finish_reason = empty, finish_reason
+    return err
 
 
 def scrub(text: str) -> str:
-    """Remove every known key value, and anything shaped like a key, from ``text``."""
+    """Remove every known key value, anything shaped like a key, and the credentials of any URL from ``text``."""
     for name, value in os.environ.items():
         if name.endswith("_API_KEY") and len(value) >= 6 and value in text:
             text = text.replace(value, "[redacted]")
-    return _KEY_PATTERN.sub("[redacted]", text)
+    return _KEY_PATTERN.sub("[redacted]", endpoint_urls.redact_text(text))
 
 
+
+
+def empty_reply(where: str, finish_reason: Any, detail: str) -> ProviderError:
+    """A reply with no text (``detail`` says what was missing): malformed, retried like one, marked ``empty``."""
+    err = ProviderError("malformed", f"{where}: empty reply ({detail}, finish_reason {finish_reason})",
+                        retryable=True)
+    err.empty = True
+    err.finish_reason = None if finish_reason is None else str(finish_reason)
+    return err
 
 
 TOO_LARGE = "too_large_for_tpm"
@@ -180,6 +198,9 @@ def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float,
         if status == 404:
             return ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "
                                  "base URL", status=status)
+        if status == 410:  # a retired model or deployment (Azure OpenAI): gone for good, like a 404
+            return ProviderError("not_found", f"{where}: gone (HTTP 410: {text}); the model or deployment was "
+                                 "retired", status=status)
         return ProviderError("bad_request", f"{where}: request rejected (HTTP {status}: {text})", status=status)
     if isinstance(exc, ValueError):  # json.JSONDecodeError and the SDKs' response validation errors
         return ProviderError("malformed", f"{where}: the reply body is not valid JSON ({exc})", retryable=True)

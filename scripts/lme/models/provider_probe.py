@@ -22,15 +22,17 @@ import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from lme.core import command_names
+from lme.core.endpoint_urls import redact
 from lme.core.errors import UserError
 from lme.core.facts import is_offline
 from lme.models import provider_routes
 from lme.models.provider_errors import ProviderError
 from lme.models.provider_routes import BASE_URL_ENV
 from lme.models import provider_errors
+from lme.models.request_bodies import is_reasoning_model
 
 PROBE_HEADER = "x-longmemeval-probe"
 PROBE_TIMEOUT_S = 30.0
@@ -38,6 +40,8 @@ PROBE_TIMEOUT_S = 30.0
 _NO_READER_TARGETS = ("command", "python", "hypotheses", "offline")
 """Targets whose reader is not called through ``targetProvider``/``targetModel``: their own code, a file, or none."""
 _SCHEMES = ("http://", "https://")
+REASONING_PROBE_TOKENS = 16
+"""A reasoning model's probe: ``max_completion_tokens`` (its reasoning may use them all: the reply can be empty)."""
 
 _SEEN: dict[tuple[str, str, str | None, str], None] = {}
 _SEEN_LOCK = threading.Lock()
@@ -119,8 +123,9 @@ def _check_locally(use: Use, routes: Any) -> None:
     base = route.base_url
     if base is not None and not str(base).lower().startswith(_SCHEMES):
         source = _base_url_source(use.provider, routes)
-        raise UserError(f"{_where(use)}: the base URL {base!r} ({source}) has no scheme",
-                        fix=f"write it with http:// or https://, e.g. http://{base}")
+        shown = redact(str(base))
+        raise UserError(f"{_where(use)}: the base URL {shown!r} ({source}) has no scheme",
+                        fix=f"write it with http:// or https://, e.g. http://{shown}")
 
 
 def _base_url_source(provider: str, routes: Any) -> str:
@@ -132,13 +137,14 @@ def _base_url_source(provider: str, routes: Any) -> str:
     return BASE_URL_ENV.get(provider, "base URL")
 
 
-def probe(settings: Any) -> None:
-    """One smallest request per distinct model the run calls; raises UserError (one line) on a failure that no
-    retry would fix. Call ``refuse_locally`` first."""
+def probe(settings: Any, *, only: Sequence[Use] | None = None) -> None:
+    """One smallest request per distinct model the run calls (``only``: these uses instead, e.g. the target alone or
+    a successor judge); raises UserError (one line) on a failure that no retry would fix. Call ``refuse_locally``
+    first."""
 
     routes = _provider_settings(settings)
     todo: dict[tuple[str, str, str | None, str], tuple[Use, Any]] = {}
-    for use in uses(settings):
+    for use in (uses(settings) if only is None else only):
         route = provider_routes._route(use.provider, routes)
         key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
         with _SEEN_LOCK:
@@ -154,6 +160,26 @@ def probe(settings: Any) -> None:
             _SEEN[key] = None
 
 
+def probe_error(use: Use, settings: Any) -> ProviderError | None:
+    """One probe of ``use`` (remembered like ``probe``'s: a model probed already is not probed again), returning
+    the classified error instead of a line (``judge_entry`` tells a retired judge from a refusal); None: it
+    answered."""
+    routes = _provider_settings(settings)
+    route = provider_routes._route(use.provider, routes)
+    key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
+    with _SEEN_LOCK:
+        if key in _SEEN:
+            return None
+    try:
+        _send(route, use.model, routes.timeout_s)
+    except Exception as exc:  # noqa: BLE001 - classified; what is not an SDK error is re-raised by classify
+        return provider_errors.classify(exc, use.provider, use.model, timeout_s=routes.timeout_s,
+                                        key_env=provider_routes.key_env_for(use.provider, routes))
+    with _SEEN_LOCK:
+        _SEEN[key] = None
+    return None
+
+
 def forget() -> None:
     """Forget the probes made so far (a long-lived process whose keys or servers changed; tests)."""
     with _SEEN_LOCK:
@@ -166,6 +192,9 @@ def _send(route: Any, model: str, timeout: float) -> None:
     messages = [{"role": "user", "content": "ping"}]
     if route.kind == "anthropic":
         client.messages.create(model=model, max_tokens=1, messages=messages, timeout=timeout, extra_headers=headers)
+    elif is_reasoning_model(model):  # they reject max_tokens (and answer 400 to it, which the probe would let by)
+        client.chat.completions.create(model=model, max_completion_tokens=REASONING_PROBE_TOKENS, messages=messages,
+                                       timeout=timeout, extra_headers=headers)
     else:
         client.chat.completions.create(model=model, max_tokens=1, messages=messages, timeout=timeout,
                                        extra_headers=headers)
@@ -179,7 +208,7 @@ def _probe_one(use: Use, route: Any, routes: Any) -> None:
         return
     except Exception as exc:  # noqa: BLE001 - classified below; what is not an SDK error is re-raised there
         err = provider_errors.classify(exc, use.provider, use.model, timeout_s=routes.timeout_s, key_env=key_env)
-    url = provider_routes.resolved_base_url(use.provider, routes) or route.base_url or "the default host"
+    url = provider_routes.shown_base_url(use.provider, routes) or redact(route.base_url) or "the default host"
     line = refusal_line(use, err.kind, err.status, err.message, key_env=key_env, url=url)
     if line is not None:
         raise UserError(line)

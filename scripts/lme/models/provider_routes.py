@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from lme.core import endpoint_urls
 from lme.core.facts import is_offline
 from lme.models.provider_errors import SETUP_COMMAND, ProviderError, _status_message
 
@@ -185,6 +186,17 @@ def resolved_base_url(provider: str, settings: ProviderSettings | None = None) -
         return base_url or os.environ.get(BASE_URL_ENV[provider]) or SDK_DEFAULT_BASE_URLS[provider]
     return base_url
 
+
+
+def endpoint_host(provider: str, settings: ProviderSettings | None = None) -> str | None:
+    """The host (``host[:port]``) ``provider``'s calls go to, parsed from ``resolved_base_url`` (never a substring
+    test: ``http://api.openai.com@127.0.0.1:8/v1`` goes to ``127.0.0.1:8``); None for offline."""
+    return endpoint_urls.host_of(resolved_base_url(provider, settings))
+
+
+def shown_base_url(provider: str, settings: ProviderSettings | None = None) -> str | None:
+    """``resolved_base_url`` with its credentials redacted: what is recorded and printed."""
+    return endpoint_urls.redact(resolved_base_url(provider, settings))
 
 
 def key_env_for(provider: str, settings: ProviderSettings) -> str:

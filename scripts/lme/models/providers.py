@@ -35,14 +35,16 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from lme.models.provider_errors import KINDS, ProviderError, classify, scrub  # noqa: F401  (the provider layer's interface)
+from lme.models.provider_errors import KINDS, ProviderError, classify, empty_reply, scrub  # noqa: F401  (the provider layer's interface)
 from lme.models.provider_routes import (  # noqa: F401
     ProviderSettings,
     _POOL,
     _rejects_temperature,
     _route,
     azure_target,
+    endpoint_host,
     resolved_base_url,
+    shown_base_url,
 )
 from lme.core.records import ChatRequest, Completion, Limiter
 from lme.models.request_bodies import anthropic_body, openai_body, request_body  # noqa: F401  (request_body: batches)
@@ -82,7 +84,7 @@ def _failed_reply(err: ProviderError, headers: Any) -> ProviderError:
 def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply:
     if request.n not in (None, 1):
         raise ProviderError("bad_request", f"anthropic {request.model}: n={request.n} is not supported (only 1)")
-    send_temperature = not _POOL.rejects_temperature(request.model)
+    send_temperature = request.temperature is not None and not _POOL.rejects_temperature(request.model)
     body = anthropic_body(request, temperature=send_temperature)
     kwargs: dict[str, Any] = {k: v for k, v in body.items() if k != "temperature"}
     kwargs["timeout"] = timeout
@@ -105,8 +107,7 @@ def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply
                             headers)
     text = "".join(getattr(b, "text", "") for b in (message.content or ()) if getattr(b, "type", "") == "text")
     if not text.strip() and not request.allow_empty:
-        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (no text content, stop_reason "
-                                          f"{message.stop_reason})"), headers)
+        raise _failed_reply(empty_reply(where, message.stop_reason, "no text content"), headers)
     return _Reply(text, message, message.stop_reason, headers)
 
 
@@ -129,8 +130,7 @@ def _send_openai(client: Any, request: ChatRequest, timeout: float) -> _Reply:
                             headers)
     text = message.content
     if not isinstance(text, str) or (not text.strip() and not request.allow_empty):
-        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (no message content, finish_reason "
-                                          f"{choice.finish_reason})"), headers)
+        raise _failed_reply(empty_reply(where, choice.finish_reason, "no message content"), headers)
     return _Reply(text, response, choice.finish_reason, headers)
 
 
@@ -182,6 +182,7 @@ def complete(
         request_id=getattr(response, "_request_id", None) or getattr(response, "id", None),
         attempts=attempts,
         stop_reason=stop_reason,
+        endpoint_host=endpoint_host(request.provider, settings),
     )
 
 

@@ -13,8 +13,15 @@ import threading
 from typing import Any, Sequence
 
 from lme.models.call_cache import CallCache
+from lme.core.facts import returned_model_matches
 from lme.core.records import ChatRequest, Completion, Limiter
 from lme.models import providers
+
+
+def cacheable(request: ChatRequest, completion: Completion) -> bool:
+    """A judge reply that names another model than asked (a silent swap) is not kept: the judge refuses it, and a
+    cached copy would refuse every later run too."""
+    return not request.judge or returned_model_matches(request.model, completion.model)
 
 
 class RunStats:
@@ -74,16 +81,30 @@ class RunGateway:
         self.cache_write_error: str | None = None
         """Why the cache could not be written (disk full...); the run goes on without caching."""
 
+    def host(self, request: ChatRequest) -> str | None:
+        """The endpoint host ``request`` goes to (a judge call's cache entry is bound to it)."""
+        return providers.endpoint_host(request.provider, self.settings)
+
+    def cached(self, request: ChatRequest) -> Completion | None:
+        """The call cache's reply for ``request`` at this gateway's host (None: not cached, or no cache)."""
+        if self.cache is None:
+            return None
+        return self.cache.get(request, self.host(request)) if request.judge else self.cache.get(request)
+
     def complete(self, request: ChatRequest) -> Completion:
-        if self.cache is not None:
-            hit = self.cache.get(request)
-            if hit is not None:
-                self.stats.on_call(cached=True)
-                return hit
+        hit = self.cached(request)
+        if hit is not None:
+            self.stats.on_call(cached=True)
+            return hit
         completion = self._call(request)
-        if self.cache is not None:
+        if self.cache is not None and cacheable(request, completion):
             self._store(self.cache.put, request, completion)
         return completion
+
+    def mark_gone(self, provider: str, model: str, err: providers.ProviderError) -> None:
+        """``provider``'s ``model`` is known gone (the probe got 404/410): its calls fail at once, without a request."""
+        with self._gone_lock:
+            self._gone[(provider, model)] = err
 
     def _store(self, put: Any, *args: Any) -> None:
         """Write to the cache; a cache that can no longer be written (disk full) costs the cache, never the paid
@@ -97,11 +118,18 @@ class RunGateway:
                 print(f"warning: the call cache cannot be written ({err}: disk full?); replies are kept in the "
                       "run's rows but no longer cached", file=sys.stderr, flush=True)
 
-    def _call(self, request: ChatRequest) -> Completion:
+    def gone(self, request: ChatRequest) -> providers.ProviderError | None:
+        """A fresh not_found error when ``request``'s model is known gone (one exception object must not cross
+        threads), else None."""
         with self._gone_lock:
             gone = self._gone.get((request.provider, request.model))
-        if gone is not None:  # a fresh error per caller: one exception object must not cross threads
-            raise providers.ProviderError(gone.kind, gone.message, attempts=0, status=gone.status)
+        return None if gone is None else providers.ProviderError(gone.kind, gone.message, attempts=0,
+                                                                  status=gone.status)
+
+    def _call(self, request: ChatRequest) -> Completion:
+        gone = self.gone(request)
+        if gone is not None:
+            raise gone
         try:
             completion = providers.complete(
                 request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry

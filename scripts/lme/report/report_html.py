@@ -165,7 +165,12 @@ def _figures_html(card: Mapping[str, Any]) -> str:
              f'judge {escape(scorecard_md.usd(cost["known_judge_usd"]))}) · latency generation p50 '
              f'{escape(scorecard_md.ms(lat["generation"]["p50"]))}, p95 {escape(scorecard_md.ms(lat["generation"]["p95"]))}'
              f' · cache hits {usage["cache"]["generation_calls_cached"]}/{usage["cache"]["generation_calls"]} '
-             f'generation calls, {usage["cache"]["judge_cached"]}/{card["judged"]} judge calls</p>')
+             f'generation calls, {usage["cache"]["judge_cached"]}/{card["judged"]} judge calls'
+             f'{escape(scorecard_md.archive_hits(card))}</p>')
+    sources = scorecard_md.verdict_lines(card)
+    if sources:
+        money += ('<section class="note" id="verdict-sources">' + "".join(f"<p>{escape(line)}</p>" for line in sources)
+                  + "</section>")
     return (f'<p class="status">{status}</p>' + "".join(parts) + '<section class="cols"><div>' + table + extra
             + money + "</div><div>" + per_type + "</div></section>")
 

@@ -9,6 +9,8 @@ from collections import Counter
 from typing import Any, Mapping
 
 from lme.data import dataset_label
+from lme.judge import verdict_sources
+from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
@@ -50,6 +52,32 @@ def dataset_name(card: Mapping[str, Any]) -> str:
     return dataset_label.display_name(card["variant"], (card.get("dataset") or {}).get("path"))
 
 
+def verdict_lines(card: Mapping[str, Any]) -> list[str]:
+    """Where the verdicts came from (the three counts, each successor with its calibration or "uncalibrated",
+    the endpoints when more than one), and the empty answers with their finish reasons: scorecard.md and
+    report.html show the same strings."""
+    v = card.get("verdicts")
+    lines = []
+    if v and any(v.get(k) for k in verdict_sources.SOURCES):  # an offline-judged run has none of these
+        successors = v.get("successors") or []
+        successor = ", ".join(e["judge"] for e in successors) or None
+        cited = "; ".join(judge_provenance.calibration_text(e) for e in successors) or None
+        lines.append(verdict_sources.describe(v, successor=successor, calibration=cited))
+        if len(v.get("endpoints") or {}) > 1:
+            lines.append("Verdicts come from more than one endpoint: " + ", ".join(
+                f"{h} ({n})" for h, n in v["endpoints"].items()) + "; the run is comparable only when every verdict "
+                "is official.")
+        if len(v.get("invocation_endpoints") or []) > 1:
+            lines.append("The run's invocations used these judge endpoints: " + ", ".join(v["invocation_endpoints"])
+                         + ".")
+    empty = card.get("empty_hypotheses") or {}
+    if empty.get("n"):
+        reasons = ", ".join(f"{k} {n}" for k, n in empty["finish_reasons"].items())
+        lines.append(f"Empty answers: {empty['n']} (judged as written, as upstream does: {empty['judged']}); finish "
+                     f"reasons: {reasons}.")
+    return lines
+
+
 def render_markdown(card: Mapping[str, Any]) -> str:
     """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
     ta = card["task_averaged"]
@@ -71,6 +99,7 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         f"not run {card['not_run']} · judge {judge.get('provider')} {judge.get('model')} "
         f"(official={judge.get('official')}) · dataset {dataset_label.recognition_line(card['dataset'])}",
         "",
+        *[line for text in verdict_lines(card) for line in (text, "")],
         *hypotheses_lines(card),
         f"| figure | strict (all {card['n_total']} items; errors/not run = wrong) | "
         f"judged only ({card['judged']} items) |",
@@ -133,8 +162,9 @@ def render_markdown(card: Mapping[str, Any]) -> str:
         f"max {ms(lat['generation']['max'])}; judging: p50 {ms(lat['judge']['p50'])}, "
         f"p95 {ms(lat['judge']['p95'])}, max {ms(lat['judge']['max'])}",
         f"- Cache hits: {usage['cache']['generation_calls_cached']}/{usage['cache']['generation_calls']} "
-        f"generation calls, {usage['cache']['judge_cached']}/{card['judged']} judge calls; retries: generation "
-        f"{usage['retries']['generation']}, judge {usage['retries']['judge']}",
+        f"generation calls, {usage['cache']['judge_cached']}/{card['judged']} judge calls"
+        f"{archive_hits(card)}; retries: generation {usage['retries']['generation']}, judge "
+        f"{usage['retries']['judge']}",
         f"- Error rows: {card['errors']}" + (
             " (" + ", ".join(f"{k} {v}" for k, v in usage["errors_by_kind"].items()) + ")" if card["errors"] else ""),
     ]
@@ -168,6 +198,12 @@ def render_markdown(card: Mapping[str, Any]) -> str:
                                f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in shown)
             lines.append(f"| {name} | {n} | {cells} |")
     return "\n".join(lines) + "\n"
+
+
+def archive_hits(card: Mapping[str, Any]) -> str:
+    """`` (N of them from the verdict archive)`` when any verdict came from it: cached and archived are not one."""
+    archived = (card.get("usage") or {}).get("cache", {}).get("judge_archived")
+    return f" ({archived} of them from the verdict archive, no call)" if archived else ""
 
 
 def batch_lines(batches: dict | None) -> list[str]:

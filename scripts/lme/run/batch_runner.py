@@ -18,6 +18,7 @@ our input file) stops the run with one line and leaves the items pending.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
 import itertools
 import json
 import threading
@@ -34,7 +35,8 @@ from lme.run import item_runner
 from lme.run.batch_settings import BATCHABLE_TARGETS, MODES, check_settings  # noqa: F401 - re-exported
 from lme.core.errors import UserError
 from lme.models.provider_errors import ProviderError
-from lme.models.provider_routes import _POOL
+from lme.models.provider_routes import _POOL, endpoint_host
+from lme.models.run_gateway import cacheable
 from lme.core.records import ChatRequest, Completion, Question
 from lme.models.request_bodies import request_body
 from lme.run.run_settings import RunSettings
@@ -112,8 +114,12 @@ class BatchLLM:
         if isinstance(got, ProviderError):
             raise _fresh_error(got)
         if defer:
-            cache = getattr(self.gateway, "cache", None)
-            hit = cache.get(request) if cache is not None else None
+            gone = getattr(self.gateway, "gone", None)
+            known_gone = gone(request) if gone is not None else None
+            if known_gone is not None:  # the official judge is gone: never batched (a successor may stand in)
+                raise known_gone
+            cached = getattr(self.gateway, "cached", None)
+            hit = cached(request) if cached is not None else None
             if hit is not None:  # a cached call is never batched
                 return hit
             raise Deferred(request)
@@ -478,7 +484,7 @@ class BatchPhase:
             if isinstance(got, Completion) and cid in keys:
                 self.llm.answers[keys[cid]] = got
                 request = self._requests.get(keys[cid])
-                if self.cache is not None and request is not None:
+                if self.cache is not None and request is not None and cacheable(request, got):
                     self.cache.put(request, got)  # a later run reads it as a (free) cache hit
         self.ledger.append("closed", chunk.name)
         self.collected_ok += sum(1 for o in outcomes.values() if o == "ok")
@@ -490,13 +496,15 @@ class BatchPhase:
             return self._results[chunk.name]
         entries = {e["custom_id"]: e for e in chunk.requests}
         kind = "anthropic" if chunk.provider == "anthropic" else "openai"
+        host = endpoint_host(chunk.provider, self.provider_settings)  # the batches went through the same route
         parsed: dict[str, Any] = {}
         for _, line in fileio.iter_jsonl(path):
             cid = str(line.get("custom_id"))
             if cid in entries:
-                parsed[cid] = batch_api.parse_line(kind, line, provider=chunk.provider, model=chunk.model,
-                                                   allow_empty=bool(entries[cid].get("allow_empty")),
-                                                   batch_id=str(chunk.batch_id))
+                got = batch_api.parse_line(kind, line, provider=chunk.provider, model=chunk.model,
+                                           allow_empty=bool(entries[cid].get("allow_empty")),
+                                           batch_id=str(chunk.batch_id))
+                parsed[cid] = dataclasses.replace(got, endpoint_host=host) if isinstance(got, Completion) else got
         self._results[chunk.name] = parsed
         return parsed
 

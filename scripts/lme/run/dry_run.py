@@ -163,6 +163,11 @@ def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bo
                if isinstance(it, dict) and run_store.in_shard(str(it.get("question_id")), settings.shard))
 
 
+def pending_questions(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
+    """The items this invocation would run: pending, in the shard, up to ``--max``, in dataset order."""
+    return _pending(settings, run_id)
+
+
 def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     done: set[str] = set()
     if run_id:

@@ -94,21 +94,26 @@ def judged_text(hyp: Hypothesis, settings: RunSettings) -> str | None:
 
 
 def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> Verdict:
+    """The run's judge on ``hypothesis``: an archived official verdict, else a call. When the official judge is
+    gone (404 / 410) and the run names a successor, the successor judges it (``Verdict.successor``)."""
     if is_offline(settings.judge_provider):
         return offline_judge.offline_verdict(q.question_id, q.question_type, q.question, q.answer, hypothesis)
-    return judge_official.judge_verdict(
-        q.question_type,
-        q.question,
-        q.answer,
-        hypothesis,
-        settings.longmemeval_root,
-        provider=settings.judge_provider,
-        model=settings.judge_model,
-        question_id=q.question_id,
-        llm=llm,
-        archive=verdict_archive.for_project(settings.project),
-        repeat=settings.judge_repeat,
-    )
+
+    def by(provider: str, model: str, **extra: Any) -> Verdict:
+        return judge_official.judge_verdict(
+            q.question_type, q.question, q.answer, hypothesis, settings.longmemeval_root, provider=provider,
+            model=model, question_id=q.question_id, llm=llm, repeat=settings.judge_repeat,
+            reasoning_effort=settings.judge_reasoning_effort, **extra)
+
+    try:
+        return by(settings.judge_provider, settings.judge_model,
+                  archive=verdict_archive.for_project(settings.project))
+    except providers.ProviderError as err:
+        successor = settings.successor
+        if successor is None or not judge_official.official_judge_gone(err, settings.judge_provider,
+                                                                          settings.judge_model):
+            raise
+    return by(*successor, successor=True)
 
 
 def run_item(q: Question, settings: RunSettings, llm: LLM,

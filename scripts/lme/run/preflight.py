@@ -1,4 +1,5 @@
-"""Check that a run can start: config, dataset, upstream judge checkout, API keys, runs dir. Calls no model.
+"""Check that a run can start: config, dataset, upstream judge checkout, API keys, runs dir, the official judge's
+countdown (its entry in the model list: the one read made, free). Calls no model.
 
 Usage:
     python scripts/preflight.py [--project .] [run_benchmark arguments...]
@@ -27,6 +28,8 @@ from lme.data import hypotheses_file
 from lme.core.errors import UserError, run_main
 from lme.judge import judge_official
 from lme.core import config as config_mod
+from lme.core.endpoint_urls import redact
+from lme.models import judge_entry
 from lme.targets import generation_driver
 from lme.models import providers
 from lme.run import run_settings
@@ -101,10 +104,12 @@ def checks(settings) -> list[tuple[bool | None, str]]:
         if var is None:
             continue
         if settings.base_urls.get(provider) or os.environ.get(var):
-            results.append((True, f"{var} is set" if os.environ.get(var) else f"{provider} uses base_url {settings.base_urls[provider]}"))
+            results.append((True, f"{var} is set" if os.environ.get(var) else
+                            f"{provider} uses base_url {redact(settings.base_urls[provider])}"))
         else:
             results.append((False, f"{var} is not set: export it in the shell that runs the benchmark"))
 
+    results += official_judge_checks(settings)
     runs_dir = Path(settings.runs_dir)
     probe = runs_dir if runs_dir.exists() else runs_dir.parent
     while not probe.exists() and probe != probe.parent:
@@ -114,6 +119,20 @@ def checks(settings) -> list[tuple[bool | None, str]]:
     else:
         results.append((False, f"runs dir {runs_dir} is not writable: fix permissions or set runs_dir"))
     return results
+
+
+def official_judge_checks(settings) -> list[tuple[bool | None, str]]:
+    """The official judge's countdown (its model-list entry's ``shutdown_date``) or its absence (404 / 410), as
+    warnings: the one model-list read pre-flight makes (free; no model call). Nothing when the judge is not the
+    official one or its key is not set."""
+    entry = judge_entry.read_entry(settings) if os.environ.get(KEY_VARS["openai"]) else None
+    if entry is None:
+        return []
+    if entry.gone:
+        return [(None, f"the official judge {settings.judge_model} is gone here (HTTP {entry.status}): "
+                       f"{judge_official.CONTINUITY_HINT}")]
+    line = judge_entry.countdown_line(entry)
+    return [] if line is None else [(None, line)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

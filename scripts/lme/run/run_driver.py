@@ -49,7 +49,8 @@ from lme.run.run_settings import RunSettings
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
 EXIT_JUDGE_GONE = 2
-"""The official judge answered not_found (retired): one line naming the ways on, as for a user mistake."""
+"""The official judge answered not_found / gone (retired), or a judge response named another model than the pinned
+one: one line naming the ways on, as for a user mistake; the items not judged stay pending."""
 EXIT_NEEDS_CONFIRMATION, EXIT_COST_CAP = cost_gate.EXIT_NEEDS_CONFIRMATION, cost_gate.EXIT_COST_CAP
 EXIT_BATCH_STOPPED = 7
 """A batch was cancelled: what ran is recorded, the rest stays pending (resumable: it is submitted fresh)."""
@@ -68,6 +69,10 @@ class _Stop:
         self.reason: str | None = None
         self.signals = 0
         self.abandon = threading.Event()
+        self.judge_gone = 0
+        """Items left pending because the official judge is gone (404 / 410) and no successor was named."""
+        self.judge_message: str | None = None
+        """The first judge response that named another model (the run stops there)."""
 
     def request(self, reason: str) -> None:
         if self.reason is None:
@@ -186,11 +191,8 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
             for fut in finished:
                 row: ResultRow = fut.result()
                 item_prompts = requests_of.pop(fut)
-                if row.status == ERROR and row.error is not None and row.error.stage == "judge" and \
-                        judge_official.official_judge_gone(row.error.to_dict(), settings.judge_provider,
-                                                           settings.judge_model):
-                    stop.request("judge_gone")  # no row: the item stays pending for a resume with another route
-                    continue
+                if _judge_stop(row, settings, stop):
+                    continue  # no row: the item stays pending for a resume with another route
                 rows.append((row, item_prompts))
             # Items that finished together are written together: prompts, then the rows that name them, then the
             # completed marks of the judged ones, one fsync per file (not three per item: the writer kept up less).
@@ -215,6 +217,30 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 in_flight = {fut for fut in in_flight if not fut.cancel()}
             if stop.abandon.is_set():
                 on_abandon()
+
+
+def _judge_stop(row: ResultRow, settings: RunSettings, stop: _Stop) -> bool:
+    """A judge error that is not this item's own but the judge's: True when the row must not be written.
+
+    - The response named another model than the pinned one: the run stops at the first such response (the rule of
+      ``judge_official.JudgeModelMismatch``), the item stays pending, the run ends with one loud line.
+    - The official judge is gone (404 / 410) with no successor: the item stays pending. A ``--hypotheses`` run goes
+      on (its other items may have archived verdicts, which need no call); a run that generates stops its intake
+      (each further item would pay for an answer no judge can score).
+    """
+    error = row.error
+    if row.status != ERROR or error is None or error.stage != "judge":
+        return False
+    if judge_official.model_mismatch(error.to_dict()):
+        stop.judge_message = stop.judge_message or error.message
+        stop.request("judge_mismatch")
+        return True
+    if judge_official.official_judge_gone(error.to_dict(), settings.judge_provider, settings.judge_model):
+        stop.judge_gone += 1
+        if settings.target != hypotheses_file.TARGET:
+            stop.request("judge_gone")
+        return True
+    return False
 
 
 def _locate(settings: RunSettings, run_id: str | None) -> tuple[str, Path, Path, Any]:
@@ -260,10 +286,17 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         tally = _Tally()
         limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
         gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
+        if settings.official_judge_gone:  # the start-up check saw 404 / 410: no official call is made
+            gateway.mark_gone(settings.judge_provider, settings.judge_model, providers.ProviderError(
+                "not_found", f"{settings.judge_provider} {settings.judge_model}: gone (the start-up check)"))
         cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         before = _run_figures(work)
         invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
-                                      "planned_now": len(pending)}
+                                      "planned_now": len(pending), "endpoints": run_state.endpoints(settings)}
+        if settings.successor is not None:
+            invocation["successor"] = settings.successor_judge
+        if settings.official_judge_gone:
+            invocation["official_judge_gone"] = True
         if max_cost is not None:
             invocation["max_cost_usd"] = max_cost
         if approved_usd is not None:
@@ -352,7 +385,10 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             if ended is not None:
                 progress.close(ended)
 
-        if stop.reason == "judge_gone":
+        if stop.reason == "judge_mismatch":
+            code, status, error = EXIT_JUDGE_GONE, "failed", f"stopped at the first judge response naming another "\
+                f"model: {stop.judge_message}; the items not judged stay pending"
+        elif stop.reason == "judge_gone" or stop.judge_gone:
             code, status, error = EXIT_JUDGE_GONE, "failed", judge_official.CONTINUITY_HINT
         elif batched is not None and batched.stop in ("batch_failed", "billing"):
             code = EXIT_BILLING if batched.stop == "billing" else EXIT_FAILED

@@ -31,6 +31,7 @@ from lme.core.facts import (
 from lme.core import config as config_mod
 from lme.data import dataset
 from lme.data import hypotheses_file
+from lme.judge.successor_judge import reasoning_effort, successor_spec
 from lme.store import run_store
 from lme.targets.targets import parse_option
 
@@ -77,6 +78,22 @@ class RunSettings:
     batch_poll_s: float = 10.0
     """Config ``batchPollSeconds``: the first wait before a batch is polled (the waits then double, up to 6x it
     for the first 10 minutes and 30x it after)."""
+    successor_judge: str | None = None
+    """``--successor`` / config ``successorJudge`` (``provider:model``): judges the hypotheses the verdict archive
+    lacks once the official judge is gone (404 / 410); its verdicts are labelled, never official."""
+    judge_reasoning_effort: str | None = None
+    """Config ``judgeReasoningEffort``: ``reasoning_effort`` of a reasoning-model judge (``judge_shapes``)."""
+    official_judge_gone: bool = False
+    """Set by the start-up check (``judge_route``), not by the user: the official judge answered 404 / 410, so
+    its calls are not made (archived verdicts still score; the successor, if named, judges the rest)."""
+
+    @property
+    def successor(self) -> tuple[str, str] | None:
+        """``(provider, model)`` of the successor judge, or None."""
+        if not self.successor_judge:
+            return None
+        provider, _, model = self.successor_judge.partition(":")
+        return provider, model
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -114,6 +131,7 @@ _RESUMED_FROM_META = {  # config key <- the run's stored setting: what makes its
     "longmemeval_root": "longmemeval_root",
     "judgeRepeat": "judge_repeat",  # not a config.json key: kept only so a resume keeps the run's --judge-repeat
     "batch": "batch",  # a resume keeps polling the run's batches
+    "successorJudge": "successor_judge",  # a resume keeps the run's successor (--successor still wins)
 }
 
 
@@ -154,6 +172,9 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     if args.offline:
         target_provider, target_model = OFFLINE, OFFLINE_TARGET_MODEL
         judge_provider, judge_model = OFFLINE, OFFLINE_JUDGE_MODEL
+    given = getattr(args, "successor", None)
+    successor = successor_spec(given or cfg.get("successorJudge"), named, judge_provider, judge_model,
+                               explicit=bool(given))
     target = args.target or cfg.get("target") or "full-context"
     if args.offline and not args.target:
         target = "offline"
@@ -228,13 +249,15 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         batch=str(getattr(args, "batch", None) or cfg.get("batch") or "off"),
         batch_fallback=str(getattr(args, "batch_fallback", None) or cfg.get("batchFallback") or "resubmit"),
         batch_poll_s=float(cfg.get("batchPollSeconds", 10.0)),
+        successor_judge=successor,
+        judge_reasoning_effort=reasoning_effort(cfg.get("judgeReasoningEffort")),
     )
     batch_settings.check_settings(settings)
     return settings
 
 
 _NON_EMPTY = ("run_id", "variant", "dataset", "target", "target_model", "judge_model", "longmemeval_root",
-              "hypotheses", "shard", "project")
+              "hypotheses", "shard", "project", "successor")
 """Flags whose empty value would silently fall back to a default (an unset shell variable: ``--run-id "$RUN"``)."""
 
 
@@ -301,6 +324,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target-model", help="reader model as provider:model or a bare model (provider from config)")
     parser.add_argument("--target-option", action="append", metavar="KEY=VALUE", help="target option (repeatable), e.g. top_k=10")
     parser.add_argument("--judge-model", help="judge as provider:model; official: openai:gpt-4o (= gpt-4o-2024-08-06)")
+    parser.add_argument("--successor", metavar="PROVIDER:MODEL",
+                        help="when the official judge is gone (404 / 410), judge the hypotheses the verdict archive "
+                             "lacks with this model (e.g. openai:o3-mini); archived verdicts stay official, the "
+                             "successor's are labelled and cite its calibration (judge_agreement.py) (default: "
+                             "config successorJudge)")
     parser.add_argument("--longmemeval-root", help="upstream LongMemEval checkout holding the judge prompts")
     parser.add_argument("--judge-repeat", type=int, metavar="K", help="judge each hypothesis K times (repeats bypass the cache; the first verdict is the label): measures judge stability (default 1; a resume keeps the run's)")
     parser.add_argument("--run-id", help="resume this run (default: a new UUID)")

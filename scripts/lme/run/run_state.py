@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from lme.core.clock import utc_now
+from lme.core.endpoint_urls import redact
 from lme.data import dataset
 from lme.data import dataset_scans
 from lme.data import fingerprints
@@ -121,7 +122,7 @@ def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> RunMeta:
         error=None,
         provenance=prov,
         endpoints=endpoints(settings),
-        settings=settings.to_dict(),
+        settings=recorded_settings(settings),
         shard=None if settings.shard is None else f"{settings.shard[0]}/{settings.shard[1]}",
         invocations=(),
     )
@@ -129,15 +130,29 @@ def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> RunMeta:
 
 def endpoints(settings: RunSettings) -> dict[str, str]:
     """Where each provider's calls go, as the SDK client resolves it: the config's base_url, else the SDK's
-    environment variable, else the SDK's default host (``https://api.openai.com/v1/``). No call is made.
+    environment variable, else the SDK's default host (``https://api.openai.com/v1/``), credentials redacted. No
+    call is made. Every invocation records its own (a resume through a proxy says so); a successor's provider too.
 
     Recorded because a judge behind a proxy or another host is not the official judge, whatever it is called.
     """
     settings_for_sdk = providers.ProviderSettings(base_urls=dict(settings.base_urls), azure=dict(settings.azure))
     out = {}
-    for provider in sorted({settings.target_provider, settings.judge_provider} - {OFFLINE}):
-        out[provider] = providers.resolved_base_url(provider, settings_for_sdk) or "unknown"
+    successor = settings.successor
+    named = {settings.target_provider, settings.judge_provider, *([successor[0]] if successor else [])}
+    for provider in sorted(named - {OFFLINE}):
+        out[provider] = providers.shown_base_url(provider, settings_for_sdk) or "unknown"
     return out
+
+
+def recorded_settings(settings: RunSettings) -> dict[str, Any]:
+    """``settings.to_dict()`` as run-meta keeps it: base URLs and the Azure endpoint without credentials (a resume
+    takes them from the config, never from here)."""
+    d = settings.to_dict()
+    d["base_urls"] = {name: redact(url) for name, url in d["base_urls"].items()}
+    if d["azure"].get("endpoint"):
+        d["azure"] = {**d["azure"], "endpoint": redact(d["azure"]["endpoint"])}
+    d.pop("official_judge_gone", None)  # this invocation's finding, in its invocations entry
+    return d
 
 
 def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,

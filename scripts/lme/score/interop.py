@@ -70,11 +70,13 @@ def eval_results_path(hyp_file: Path) -> Path:
 
 
 def export_eval_results(run_dir: Path, out: Path) -> Path:
-    """Upstream output JSONL (judged rows only, labels from our judge) at ``<out>.eval-results-gpt-4o``."""
+    """Upstream output JSONL (judged rows only, labels from our judge) at ``<out>.eval-results-gpt-4o``. A
+    successor's verdicts are left out (upstream's print_qa_metrics.py accepts only gpt-4o-2024-08-06 there, and
+    they are not the official judge's)."""
     run = load_run(Path(run_dir))
     lines = []
     for r in _rows_in_order(run):
-        if r.label is None or r.judgment is None:
+        if r.label is None or r.judgment is None or r.judgment.successor:
             continue
         lines.append({"question_id": r.question_id, "hypothesis": r.hypothesis,
                       "autoeval_label": {"model": r.judgment.model, "label": r.label}})

@@ -21,7 +21,7 @@ from lme.store.run_store import RunData, load_run
 from lme.core import schemas
 from lme.core.errors import UserError
 from lme.core.facts import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
-from lme.judge.judge_agreement import cohens_kappa
+from lme.judge.agreement_figures import cohens_kappa
 from lme.core.run_records import ResultRow, label_of
 
 

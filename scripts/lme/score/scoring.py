@@ -20,6 +20,7 @@ from lme.data import gold_registry
 from lme.data import hypotheses_file
 from lme.judge import judge_agreement
 from lme.judge import judge_stability
+from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
@@ -127,7 +128,7 @@ def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
     """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
     gen_lat, judge_lat = [], []
     tokens = {"generation": {"in": 0, "out": 0}, "judge": {"in": 0, "out": 0}}
-    cache = {"generation_calls": 0, "generation_calls_cached": 0, "judge_cached": 0}
+    cache = {"generation_calls": 0, "generation_calls_cached": 0, "judge_cached": 0, "judge_archived": 0}
     retries = {"generation": 0, "judge": 0}
     errors: Counter[str] = Counter()
     errors_by_stage: Counter[str] = Counter()
@@ -147,6 +148,7 @@ def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
             if _num(verdict.latencyMs) is not None:
                 judge_lat.append(verdict.latencyMs)
             cache["judge_cached"] += bool(verdict.cached)
+            cache["judge_archived"] += verdict.source == "archive"
             retries["judge"] += max(0, int(_num(verdict.attempts) or 1) - 1)
         if row.status == "error":
             errors[row.error.kind if row.error else "unknown"] += 1
@@ -258,21 +260,12 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: M
                     if not is_offline(judge.get("provider")) else "")
         notes.append(f"judge is {judge.get('provider')} {judge.get('model')}, not the official "
                      f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}{measured}")
-    other_model = Counter(f"{j.provider} {j.model}" for j in judged if not is_official_judge(j.provider, j.model))
+    other_model = Counter(f"{j.provider} {j.model}" for j in judged
+                          if not is_official_judge(j.provider, j.model) and not j.successor)
     for what, count in sorted(other_model.items()):
         if what != f"{judge.get('provider')} {judge.get('model')}":
             notes.append(f"{count} judged row(s) were judged by {what}")
-    prompt_off = [j for j in judged if j.official is not True and is_official_judge(j.provider, j.model)]
-    if prompt_off:
-        templates = sorted({str(j.template_sha256 or "?")[:12] for j in prompt_off})
-        notes.append(f"judge prompt is not upstream's get_anscheck_prompt on {len(prompt_off)} of {len(judged)} "
-                     f"judged row(s) (evaluate_qa.py sha256 {', '.join(templates)})")
-    endpoint = run.meta.endpoints.get(judge.get("provider"))
-    if endpoint and endpoint != "default":  # "default": runs recorded before the SDK's resolved host was
-        if judge.get("provider") == OFFICIAL_JUDGE_PROVIDER and "api.openai.com" not in endpoint:
-            notes.append(f"judge endpoint is {endpoint}, not api.openai.com")
-        if judge.get("provider") == "azure" and ".openai.azure.com" not in endpoint:
-            notes.append(f"judge endpoint is {endpoint}, not an Azure OpenAI resource (*.openai.azure.com)")
+    notes += judge_provenance.notes(run.meta, card["verdicts"], len(judged))
     sha = run.dataset_sha256
     recognition = run.meta.dataset.get("recognition")
     if recognition:  # by item fingerprints (runs made before they were recorded: by file sha256 only)
@@ -379,13 +372,21 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
         "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
         "judge_agreement": None if is_official_judge(run.judge.get("provider"), run.judge.get("model"))
-        else judge_agreement.compact(judge_agreement.latest(project, run.judge.get("provider"), run.judge.get("model"))),
+        else judge_agreement.compact(judge_agreement.latest(project, run.judge.get("provider"), run.judge.get("model"),
+                                                            shape=_run_shape(covered))),
+        "verdicts": judge_provenance.summary(run.meta, covered, project),
+        "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
     }
     notes = comparability_notes(run, covered, card, variant=variant, run_id=run_id)
     card["comparable"] = not notes
     card["comparability_notes"] = notes
     schemas.validate("metrics", card, where=f"metrics for run {run.run_id}")
     return card
+
+
+def _run_shape(rows: Sequence[ResultRow]) -> Mapping[str, Any] | None:
+    """The request shape the run's judge verdicts record (None: upstream's, recorded before shapes were)."""
+    return next((r.judgment.request_shape for r in rows if r.judgment is not None and r.judgment.request_shape), None)
 
 
 def _target(meta: RunMeta) -> dict[str, Any]:

@@ -35,7 +35,8 @@ import json
 from datetime import datetime
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from lme.core.records import ChatRequest, Hypothesis, PublicItem
+from lme.core.records import ChatRequest, Completion, Hypothesis, PublicItem
+from lme.models.provider_errors import ProviderError
 from lme.models.token_counts import count_tokens_how, estimate_tokens
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
@@ -316,6 +317,19 @@ def rejected_as_too_long(err: BaseException) -> bool:
     return getattr(err, "kind", None) == "bad_request" and any(m in text for m in _TOO_LONG_MARKERS)
 
 
+def complete_reader(llm: Any, request: ChatRequest) -> Completion:
+    """The reader's call. A reply with no text that stays empty after the retries a malformed reply gets is the
+    answer ``""`` (upstream judges whatever the system produced, an empty answer included), with the provider's
+    finish reason as its ``stop_reason``; any other failure is raised."""
+    try:
+        return llm.complete(request)
+    except ProviderError as err:
+        if not err.empty:
+            raise
+        return Completion(text="", tokensIn=0, tokensOut=0, latencyMs=0.0, provider=request.provider,
+                          model=request.model, attempts=err.attempts, stop_reason=err.finish_reason or "none")
+
+
 def answer_with_reader(
     item: PublicItem,
     sessions: Sequence[Any],
@@ -332,7 +346,7 @@ def answer_with_reader(
     fit = dict(provider=ctx.provider, model=ctx.model, options=ctx.options)
     request, info = build_fitted_request(item, sessions, **fit)
     try:
-        completion = ctx.llm.complete(request)
+        completion = complete_reader(ctx.llm, request)
     except Exception as err:
         if not rejected_as_too_long(err) or not info["kept_sessions"]:
             raise
@@ -341,7 +355,7 @@ def answer_with_reader(
                                              budget_tokens=int(first["tokens"] * RETRY_BUDGET_SHARE))
         info["retried_after_too_long"] = {"tokens": first["tokens"], "counted_with": first["counted_with"],
                                           "dropped_sessions": first["dropped_sessions"]}
-        completion = ctx.llm.complete(request)
+        completion = complete_reader(ctx.llm, request)
     cfg = reader_settings(ctx.options)
     return Hypothesis(
         hypothesis=completion.text,

@@ -1,0 +1,120 @@
+"""The official judge's status before a run: its entry in the provider's model list (``shutdown_date``, the
+countdown line) and whether it is gone (404 ``model_not_found`` / 410 Gone), so the run can use the verdict archive
+and a successor instead of stopping.
+
+- ``read_entry(settings)``: ``GET /v1/models/gpt-4o-2024-08-06`` through the run's route (OpenAI; Azure deployments
+  have no such entry): the entry's ``shutdown_date`` where present, or ``gone`` when the list answers 404/410.
+- ``countdown_line(entry)``: "the official judge gpt-4o-2024-08-06 is retired on 2027-01-14 (in N days): archive
+  your verdicts now (...)". Pre-flight prints it, and so does the run's probe.
+- ``status(settings)``: the entry, then (unless the list already said gone) the probe's one smallest call; a 404 or
+  410 there is ``gone`` too. Any other refusal is the probe's one line (``UserError``).
+
+The model-list read carries the probe header, like the probe; it is free (no tokens).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from lme.core.errors import UserError
+from lme.core.facts import OFFICIAL_JUDGE_MODEL, is_official_judge
+from lme.models import provider_errors, provider_probe, provider_routes
+from lme.models.provider_errors import ProviderError
+
+ARCHIVE_NOW = ("archive your verdicts now (python scripts/judge_shim.py export-verdicts --out verdicts.jsonl; "
+               "judge_shim.py archive-status counts the hypotheses that have no official verdict yet and what "
+               "judging them costs)")
+
+
+@dataclass(frozen=True)
+class JudgeEntry:
+    """What the provider says of the official judge before a run."""
+
+    gone: bool = False
+    """The model list or the probe call answered 404 / 410: the snapshot is not served there any more."""
+    status: int | None = None
+    shutdown_date: str | None = None
+    """``YYYY-MM-DD`` from the model list's entry, where it carries one."""
+    message: str = ""
+
+
+def _use(settings: Any) -> provider_probe.Use:
+    return provider_probe.Use("judge", settings.judge_provider, settings.judge_model)
+
+
+def read_entry(settings: Any) -> JudgeEntry | None:
+    """The official judge's model-list entry through the run's route; None when the run's judge is not the official
+    one, the route is Azure (no model list per deployment) or not callable, or the list could not be read."""
+    if settings.judge_provider != "openai" or not is_official_judge(settings.judge_provider, settings.judge_model):
+        return None
+    routes = provider_probe._provider_settings(settings)
+    try:
+        route = provider_routes._route(settings.judge_provider, routes)
+        model = route.client(routes.timeout_s).models.retrieve(
+            settings.judge_model, timeout=routes.timeout_s, extra_headers={provider_probe.PROBE_HEADER: "1"})
+    except ProviderError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - an SDK error is classified; anything else means "could not read"
+        try:
+            err = provider_errors.classify(exc, settings.judge_provider, settings.judge_model,
+                                           timeout_s=routes.timeout_s,
+                                           key_env=provider_routes.key_env_for(settings.judge_provider, routes))
+        except Exception:  # noqa: BLE001
+            return None
+        if err.kind == "not_found":
+            return JudgeEntry(gone=True, status=err.status, message=err.message)
+        return None
+    return JudgeEntry(shutdown_date=_date(getattr(model, "shutdown_date", None)))
+
+
+def _date(value: Any) -> str | None:
+    """``YYYY-MM-DD`` from a date string or a Unix time; None for anything else."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return dt.datetime.fromtimestamp(value, dt.timezone.utc).date().isoformat()
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value[:10]).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def countdown_line(entry: JudgeEntry | None, today: dt.date | None = None) -> str | None:
+    """The countdown for an entry with a ``shutdown_date`` (None without one)."""
+    if entry is None or entry.shutdown_date is None:
+        return None
+    today = today or dt.datetime.now(dt.timezone.utc).date()
+    days = (dt.date.fromisoformat(entry.shutdown_date) - today).days
+    if days < 0:
+        when = f"was retired on {entry.shutdown_date} ({-days} days ago)"
+    else:
+        when = f"is retired on {entry.shutdown_date} (in {days} day{'s' if days != 1 else ''})"
+    return f"the official judge {OFFICIAL_JUDGE_MODEL} {when}: {ARCHIVE_NOW}"
+
+
+def status(settings: Any) -> JudgeEntry:
+    """The official judge before a run: the list's entry (printing the countdown), then the probe call unless the
+    list said gone. Raises UserError for a refusal that is not 'gone' (a bad key, no credit, no host)."""
+    entry = read_entry(settings)
+    line = countdown_line(entry)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
+    if entry is not None and entry.gone:
+        return entry
+    use = _use(settings)
+    routes = provider_probe._provider_settings(settings)
+    key_env = provider_routes.key_env_for(use.provider, routes)
+    err = provider_probe.probe_error(use, settings)
+    if err is None:
+        return entry or JudgeEntry()
+    if err.kind == "not_found":
+        return JudgeEntry(gone=True, status=err.status, message=err.message,
+                          shutdown_date=None if entry is None else entry.shutdown_date)
+    url = provider_routes.shown_base_url(use.provider, routes) or "the default host"
+    refusal = provider_probe.refusal_line(use, err.kind, err.status, err.message, key_env=key_env, url=url)
+    if refusal is not None:
+        raise UserError(refusal)
+    return entry or JudgeEntry()

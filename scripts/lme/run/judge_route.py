@@ -1,0 +1,110 @@
+"""Which judge a run calls, decided before it starts: none (the verdict archive covers every pending hypothesis),
+the official judge, or (the official judge gone) the archive plus a successor.
+
+``prepare(settings, run_id)`` replaces the run's plain probe (``provider_probe.probe``) and returns the settings the
+run uses:
+
+- **The archive covers it.** A ``--hypotheses`` run whose pending hypotheses all have an archived official verdict
+  (their exact prompt, ``verdict_archive``) needs no judge: the judge is neither probed nor called.
+- **The official judge answers.** The target and the judge are probed as before; the model list's
+  ``shutdown_date`` gives the countdown line (``judge_entry``).
+- **The official judge is gone** (404 ``model_not_found`` or 410 Gone, from the model list or the probe): archived
+  verdicts still score, as official. With a successor (``--successor`` / ``successorJudge``) it is probed, and it
+  judges what the archive lacks (``official_judge_gone``: no official call is made). Without one, a ``--hypotheses``
+  run scores what the archive holds and leaves the rest pending (the run ends with the one line naming the ways
+  on, exit 2); a run that generates its answers stops here, before anything is written (it would pay for answers
+  no judge can score).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from lme.core.errors import UserError
+from lme.core.facts import HYPOTHESES_TARGET, is_official_judge, is_offline
+from lme.judge import judge_agreement, judge_official, judge_shapes, verdict_archive
+from lme.models import judge_entry, provider_probe
+from lme.run import dry_run
+from lme.targets import generation_driver
+from lme.run.run_settings import RunSettings
+
+
+def archive_covers(settings: RunSettings, run_id: str | None) -> tuple[int, int] | None:
+    """``(pending items, items needing a judge call)`` of a ``--hypotheses`` run with the official judge and a
+    verdict archive; None for any other run (its hypotheses are not known before it runs). An item the file has
+    no line for needs no judge (it is an error row)."""
+    if settings.target != HYPOTHESES_TARGET or not is_official_judge(settings.judge_provider, settings.judge_model):
+        return None
+    archive = verdict_archive.for_project(settings.project)
+    if archive is None or not len(archive):
+        return None
+    module = generation_driver.load_target(settings.target)
+    builder = judge_official.load_prompt_builder(settings.longmemeval_root)
+    pending = needed = 0
+    for q in dry_run.pending_questions(settings, run_id):
+        pending += 1
+        text = module.preview(q.question_id, settings.target_options)
+        if text is None:
+            continue
+        try:
+            prompt = judge_official.build_prompt(builder, q.question_type, q.question, q.answer, text,
+                                                 abstention=q.abstention, question_id=q.question_id)
+        except judge_official.JudgeInputError:
+            continue  # a judge_input error row: no call either
+        sha = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
+        needed += archive.lookup(sha, settings.judge_model) is None
+    return pending, needed
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def successor_line(settings: RunSettings) -> str:
+    """``the successor openai:o3-mini (calibrated: ...)`` or ``(uncalibrated: ...)``."""
+    provider, model = settings.successor or ("", "")
+    shape = judge_shapes.shape_for(provider, model, settings.judge_reasoning_effort).to_dict()
+    record = judge_agreement.latest(settings.project, provider, model, shape=shape)
+    cited = (f"calibrated: {judge_agreement.describe(record)}" if record else
+             f"uncalibrated: no judge_agreement.py measurement of it with this request shape in this project")
+    return f"the successor {provider}:{model} ({cited})"
+
+
+def prepare(settings: RunSettings, run_id: str | None) -> RunSettings:
+    """Probe what the run will call and decide its judge route (see the module docstring). Raises UserError with
+    one line on a refusal; returns ``settings``, with ``official_judge_gone`` set when the run must not call the
+    official judge."""
+    covered = archive_covers(settings, run_id)
+    if covered is not None and covered[0] and covered[1] == 0:
+        _say(f"all {covered[0]} pending hypotheses have an archived official verdict: no judge call, no judge probe")
+        provider_probe.probe(settings, only=[u for u in provider_probe.uses(settings) if u.role != "judge"])
+        return settings
+    if is_offline(settings.judge_provider) or not is_official_judge(settings.judge_provider, settings.judge_model):
+        provider_probe.probe(settings)
+        return settings
+    judge_use = (settings.judge_provider, settings.judge_model)
+    others = [u for u in provider_probe.uses(settings) if u.role != "judge" and (u.provider, u.model) != judge_use]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe") as pool:  # at once: one round trip
+        target = pool.submit(provider_probe.probe, settings, only=others)  # a reader on the judge's model: the
+        judge = pool.submit(judge_entry.status, settings)  # judge's probe covers it (one probe per model)
+    target.result()  # the target's refusal first, as the plain probe orders them
+    entry = judge.result()
+    if not entry.gone:
+        return settings
+    gone = (f"the official judge {settings.judge_provider}:{settings.judge_model} is gone (HTTP "
+            f"{entry.status or 404})")
+    if settings.successor is not None:
+        provider, model = settings.successor
+        provider_probe.probe(settings, only=[provider_probe.Use("judge", provider, model)])
+        _say(f"{gone}: archived official verdicts score as official; the hypotheses the archive lacks are judged "
+             f"by {successor_line(settings)}; the figure that mixes them is not official")
+        return dataclasses.replace(settings, official_judge_gone=True)
+    if settings.target == HYPOTHESES_TARGET:
+        _say(f"{gone}: archived official verdicts score as official; the hypotheses the archive lacks stay pending")
+        return dataclasses.replace(settings, official_judge_gone=True)
+    raise UserError(f"{gone}; nothing was started: {judge_official.CONTINUITY_HINT}")
+

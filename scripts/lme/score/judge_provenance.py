@@ -1,0 +1,186 @@
+"""Where a run's verdicts came from, for ``metrics.json`` (``verdicts``, ``empty_hypotheses``) and the judge's
+comparability notes: the three counts (official judged live, official from the verdict archive, successor), the
+endpoint hosts verdicts were made at, each invocation's judge endpoint, a successor's calibration (or
+"uncalibrated"), and why a verdict of the official judge is not official (endpoint, request shape, prompt).
+
+A verdict is official by ``judge_official``'s rule; a row written before verdicts recorded their host is judged by
+the host its run recorded (run-meta ``endpoints``), as before. The run is comparable only if every verdict is
+official: a run whose verdicts come from more than one endpoint says so, and a successor's verdict makes the mixed
+figure not official whatever its calibration.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+from lme.core.endpoint_urls import host_of, is_official_endpoint, is_official_host, redact
+from lme.core.facts import is_official_judge, resolve_judge_model
+from lme.core.run_records import ResultRow, RunMeta
+from lme.judge import judge_agreement, verdict_sources
+from lme.judge.judge_shapes import describe as describe_shape, is_upstream_shape
+
+
+def _legacy_host(meta: RunMeta, provider: str | None) -> str | None:
+    url = meta.endpoints.get(provider) if provider else None
+    return host_of(url) if isinstance(url, str) and url not in ("default", "unknown") else None
+
+
+def _why_not(verdict: Any, host: str | None, unrecorded: bool) -> str | None:
+    """Why a verdict of the official judge's model is not official: ``endpoint``, ``shape``, ``prompt``; None
+    when it is official (a row with no host anywhere is trusted as before hosts were recorded)."""
+    if getattr(verdict, "successor", False):
+        return "successor"
+    if not is_official_judge(verdict.provider, verdict.model):
+        return "judge"
+    if not unrecorded and not is_official_host(verdict.provider, host):
+        return "endpoint"
+    if not is_upstream_shape(verdict.request_shape):
+        return "shape"
+    if verdict.official is not True:
+        return "prompt"
+    return None
+
+
+def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str, Any]:
+    """``metrics.json`` ``verdicts``: counts by source, hosts, invocation endpoints, the successor and its
+    calibration, and the reasons verdicts of the official model are not official."""
+    counts: Counter[str] = Counter()
+    hosts: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    successors: Counter[tuple[str, str]] = Counter()
+    shapes: dict[tuple[str, str], Any] = {}
+    templates: set[str] = set()
+    unrecorded = 0
+    for row in rows:
+        verdict = row.judgment
+        if not row.judged or verdict is None or verdict.provider == "offline":
+            continue
+        archived = verdict.source == "archive"
+        host = verdict.endpoint_host or (None if archived else _legacy_host(meta, verdict.provider))
+        if verdict.endpoint_host is None:
+            unrecorded += 1
+        hosts[host or "unrecorded"] += 1
+        if archived and host is None and not verdict.successor:
+            why: str | None = "archive_without_endpoint"  # an older archive line: where it was made is unknown
+        else:
+            why = _why_not(verdict, host, verdict.endpoint_host is None and host is None)
+        if why == "endpoint" and verdict.endpoint_host is None:
+            why = "endpoint_unrecorded"  # the run's recorded endpoint decides (the note says which)
+        if why == "successor":
+            key = (verdict.provider, resolve_judge_model(verdict.requested_model))
+            successors[key] += 1
+            shapes.setdefault(key, verdict.request_shape)
+        if why is None:
+            counts["official_archived" if verdict.source == "archive" else "official_live"] += 1
+        elif why == "successor":
+            counts["successor"] += 1
+        else:
+            counts["other"] += 1
+            reasons[why] += 1
+            if why == "prompt":
+                templates.add(str(verdict.template_sha256 or "?")[:12])
+    out: dict[str, Any] = {name: counts.get(name, 0) for name in verdict_sources.SOURCES}
+    out["endpoints"] = dict(sorted(hosts.items()))
+    out["without_recorded_endpoint"] = unrecorded
+    out["not_official_reasons"] = dict(sorted(reasons.items()))
+    out["prompt_templates"] = sorted(templates)
+    out["invocation_endpoints"] = invocation_endpoints(meta)
+    out["successors"] = []
+    for (provider, model), n in sorted(successors.items()):
+        record = judge_agreement.latest(project, provider, model, shape=shapes.get((provider, model)))
+        out["successors"].append({"judge": f"{provider}:{model}", "verdicts": n,
+                                  "request_shape": shapes.get((provider, model)),
+                                  "calibration": judge_agreement.compact(record)})
+    return out
+
+
+def invocation_endpoints(meta: RunMeta) -> list[str]:
+    """The distinct judge endpoints the run's invocations recorded (credentials redacted), first one first."""
+    provider = meta.judge.get("provider")
+    seen = [meta.endpoints.get(provider)] if meta.endpoints.get(provider) else []
+    for inv in meta.invocations:
+        endpoints = inv.get("endpoints") if isinstance(inv, Mapping) else None
+        if isinstance(endpoints, Mapping) and endpoints.get(provider):
+            seen.append(endpoints[provider])
+    return list(dict.fromkeys(str(redact(str(e))) for e in seen))
+
+
+def calibration_text(entry: Mapping[str, Any]) -> str:
+    """``calibrated: agreement ...`` or ``uncalibrated: ...`` for one successor of ``summary``."""
+    record = entry.get("calibration")
+    if record:
+        return "calibrated: " + judge_agreement.describe(record)
+    return (f"uncalibrated: no judge_agreement.py measurement with its request shape "
+            f"{describe_shape(entry.get('request_shape'))} in this project")
+
+
+def notes(meta: RunMeta, verdicts: Mapping[str, Any], judged: int) -> list[str]:
+    """The comparability notes about where verdicts came from (empty when every verdict is official)."""
+    out = []
+    for entry in verdicts.get("successors") or []:
+        out.append(f"{entry['verdicts']} of {judged} verdict(s) are the successor {entry['judge']}'s "
+                   f"({calibration_text(entry)}): a figure that mixes official and successor verdicts is not "
+                   "official")
+    reasons = verdicts.get("not_official_reasons") or {}
+    hosts = verdicts.get("endpoints") or {}
+    if reasons.get("endpoint"):
+        bad = ", ".join(f"{h} ({n})" for h, n in hosts.items() if not _official_somewhere(h))
+        out.append(f"{reasons['endpoint']} verdict(s) of {judged} were made at an endpoint that is not the official "
+                   f"judge's (api.openai.com or <resource>.openai.azure.com): {bad}")
+    if reasons.get("prompt"):
+        out.append(f"judge prompt is not upstream's get_anscheck_prompt on {reasons['prompt']} of {judged} judged "
+                   f"row(s) (evaluate_qa.py sha256 {', '.join(verdicts.get('prompt_templates') or ['?'])})")
+    if reasons.get("archive_without_endpoint"):
+        out.append(f"{reasons['archive_without_endpoint']} verdict(s) of {judged} come from archive lines that record "
+                   "no endpoint (exported by an older version): not official; export them again from the project "
+                   "that judged them (judge_shim.py export-verdicts), whose runs recorded where")
+    if reasons.get("shape"):
+        out.append(f"{reasons['shape']} verdict(s) of {judged} were not made with upstream's request shape "
+                   "(max_tokens 10, temperature 0, n 1)")
+    if len(hosts) > 1 and any(verdicts.get(k) for k in ("successor", "other")):
+        out.append(f"verdicts come from {len(hosts)} endpoints ({', '.join(f'{h} {n}' for h, n in hosts.items())}): "
+                   "a run is comparable only when every verdict is official")
+    out += _legacy_endpoint_notes(meta, verdicts)
+    return out
+
+
+def _official_somewhere(host: str) -> bool:
+    return is_official_host("openai", host) or is_official_host("azure", host)
+
+
+def _legacy_endpoint_notes(meta: RunMeta, verdicts: Mapping[str, Any]) -> list[str]:
+    """Rows written before verdicts recorded their host: the run's recorded endpoint decides, parsed (never a
+    substring test)."""
+    if not (verdicts.get("not_official_reasons") or {}).get("endpoint_unrecorded"):
+        return []
+    provider = meta.judge.get("provider")
+    endpoint = meta.endpoints.get(provider)
+    if not endpoint or endpoint in ("default", "unknown") or is_official_endpoint(provider, endpoint):
+        return []
+    shown = redact(endpoint)
+    if provider == "azure":
+        return [f"judge endpoint is {shown}, not an Azure OpenAI resource (*.openai.azure.com)"]
+    if provider == "openai":
+        return [f"judge endpoint is {shown}, not api.openai.com"]
+    return []
+
+
+def empty_hypotheses(rows: Sequence[ResultRow]) -> dict[str, Any]:
+    """``metrics.json`` ``empty_hypotheses``: rows whose judged text is empty (upstream judges them; ``'yes' in
+    ''`` is false only for the judge's reply, not the answer), with the providers' finish reasons of the reader
+    call that gave them (``file`` for a hypotheses file, ``unrecorded`` without a call)."""
+    reasons: Counter[str] = Counter()
+    judged = 0
+    for row in rows:
+        if row.hypothesis is None or row.hypothesis.strip():
+            continue
+        judged += row.judged
+        reader = [c for c in row.calls if c.get("role") == "reader"] or list(row.calls)
+        if reader:
+            reasons[str(reader[-1].get("stop_reason") or "unrecorded")] += 1
+        elif (row.target and row.target.name) == "hypotheses":
+            reasons["file"] += 1
+        else:
+            reasons["unrecorded"] += 1
+    return {"n": sum(reasons.values()), "judged": judged, "finish_reasons": dict(sorted(reasons.items()))}
