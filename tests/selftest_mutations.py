@@ -51,6 +51,7 @@ class Mutation:
 
 M, RR, RS = "scripts/lme/score/metrics.py", "scripts/lme/core/run_records.py", "scripts/lme/store/run_store.py"
 JO, IR = "scripts/lme/judge/judge_official.py", "scripts/lme/run/item_runner.py"
+JS = "scripts/lme/judge/judge_shapes.py"
 RM, GR, RC, RECORDS = ("scripts/lme/score/retrieval_metrics.py", "scripts/lme/data/gold_registry.py",
                        "scripts/lme/score/run_comparison.py", "scripts/lme/core/records.py")
 HF = "scripts/lme/data/hypotheses_file.py"
@@ -169,10 +170,10 @@ MUTATIONS: tuple[Mutation, ...] = (
              "return builder.build(question_type, question, answer, hypothesis, abstention=abstention)",
              "return builder.build(question_type, question, hypothesis, answer, abstention=abstention)",
              "the judge reads the gold answer as the response"),
-    Mutation("judge max_tokens not upstream's", JO, "JUDGE_MAX_TOKENS = 10", "JUDGE_MAX_TOKENS = 100",
+    Mutation("judge max_tokens not upstream's", JS, "UPSTREAM_MAX_TOKENS = 10", "UPSTREAM_MAX_TOKENS = 100",
              "the judge call is not upstream's (max_tokens 10)"),
-    Mutation("a system message added to the judge call", JO,
-             "        system=None,\n", '        system="You are a careful grader.",\n',
+    Mutation("a system message added to the judge call", JS,
+             "system=None, max_tokens=self.max_tokens", 'system="You are a careful grader.", max_tokens=self.max_tokens',
              "the judge call is not upstream's (one user message, no system message)"),
     Mutation("reader output judged unstripped", IR,
              "return hyp.hypothesis if settings.target == HYPOTHESES_TARGET else hyp.hypothesis.strip()",

@@ -240,7 +240,7 @@ def test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_s
     assert f'wait: python3 "{slow.cc.plugin_dir}/scripts/setup_project.py" --wait 100' in first[1], first[1]
     assert waits and all("--wait 100" in line for line, _, _ in waits), transcript
     summary = waits[-1][1]
-    assert not waits[-1][2] and "venv      updated" in summary and "next: /longmemeval-run --max 3" in summary, summary
+    assert not waits[-1][2] and "venv      ready: updated" in summary and "next: /longmemeval-run --max 3" in summary, summary
     assert (slow.project / ".longmemeval-venv" / ".longmemeval-requirements.sha256").is_file()
     assert json.loads((slow.project / ".longmemeval-benchmarks" / "config.json").read_text())["judgeProvider"] == "offline"
 

@@ -50,7 +50,7 @@ def test_the_rules_are_the_loop_skills_own_and_nothing_more():
 
 
 def test_the_loop_may_edit_only_the_memory_system_and_its_own_proposal_and_trigger_set():
-    for doc in [*claude_settings.loop_skills(), REPO / "commands" / "longmemeval-iterate.md"]:
+    for doc in claude_settings.loop_skills():
         entries = claude_settings.split_entries(str(frontmatter(doc).get("allowed-tools", "")))
         assert not {"Edit", "Write", "MultiEdit", "NotebookEdit"} & set(entries), doc  # never unscoped
         assert [e for e in entries if e.startswith(("Edit", "Write"))] == [

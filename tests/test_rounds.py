@@ -330,7 +330,12 @@ def test_status_fails_with_the_fix_when_the_loop_was_never_set_up(tmp_path, caps
 def _ready_to_finish(root):
     """A loop project whose round v1 has its fix committed and its re-test run written (two regressions: the fix is
     reverted), i.e. just before ``rounds.py finish``."""
+    from lme.core.config_defaults import default_config
+
     project = make_loop_project(root)
+    config = project / ".longmemeval-benchmarks" / "config.json"  # the loop improves the project's memory_system/
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({**default_config(), "loop": {"target": "memory_system"}}))
     types = item_ids(12)
     labels = {q: i % 3 != 0 for i, q in enumerate(types)}
     write_run(project, "loop", types, labels)
