@@ -113,7 +113,7 @@ def simulate(*, concurrency: int = 32, items: int = 100, provider: Provider | No
     """Run ``items`` items (a reader call, then a judge call) through the pacer; see the module docstring."""
     rng = random.Random(seed)
     provider = replace(provider or Provider(), levels={}, stamp=0.0)  # a fresh provider: full buckets
-    clock = _Clock()
+    clock = SimClock()
     pacer = pacer or Pacer(concurrency, clock=clock, wall=lambda: 1_800_000_000.0 + clock.t)
     if pacer._clock is not clock:  # a pacer made by the caller brings its own clock
         clock = pacer._clock
@@ -196,7 +196,7 @@ def simulate(*, concurrency: int = 32, items: int = 100, provider: Provider | No
     return Outcome(log, pacer, longest[0], last_reply, limit, measure)
 
 
-class _Clock:
+class SimClock:
     def __init__(self) -> None:
         self.t = 0.0
 

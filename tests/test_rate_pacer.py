@@ -10,6 +10,7 @@ import pytest
 
 from lme.models import rate_headers
 from lme.run.pacing_status import status_text
+from lme.models.rate_guess import REQUESTS_SLACK
 from lme.models.rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key
 
 
@@ -209,14 +210,14 @@ def test_without_headers_or_config_429s_set_both_budgets_and_cut_once_per_conges
     refused, in_flight = p.acquire("vllm", tokens=100), p.acquire("vllm", tokens=100)
     p.release("vllm", "rate_limit", 0.5, ticket=refused, headers={})
     info = entry(p, "vllm")  # 11 calls sent in the second before the refused one and not refused (yet)
-    assert info["limits_from"] == "429s" and info["rpm_limit"] == pytest.approx(0.9 * 11 * 60)
-    assert info["tpm_limit"] == pytest.approx(0.9 * 11 * 100 * 60)
+    assert info["limits_from"] == "429s" and info["tpm_limit"] == pytest.approx(0.9 * 11 * 100 * 60)
+    assert info["rpm_limit"] == pytest.approx(0.9 * 11 * 60 * REQUESTS_SLACK)  # tokens pace until told which ran out
     assert p.limit("vllm") == 8  # a paced key keeps its concurrency
     p.release("vllm", "rate_limit", 0.5, ticket=in_flight, headers={})  # sent before the cut: the same event
-    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(0.9 * 11 * 60)
+    assert entry(p, "vllm")["tpm_limit"] == pytest.approx(0.9 * 11 * 100 * 60)
     assert p.delay("vllm", tokens=100) == pytest.approx(0.5)  # paused for the Retry-After
     send("rate_limit")  # sent at the guess and refused: a new event, cut
-    assert entry(p, "vllm")["rpm_limit"] < 0.9 * 11 * 60
+    assert entry(p, "vllm")["tpm_limit"] < 0.9 * 11 * 100 * 60
     clock.t += p.delay("vllm", tokens=10**7)  # a guessed token budget paces a huge call, never refuses it
     assert p.acquire("vllm", tokens=10**7).cost == 10**7
 

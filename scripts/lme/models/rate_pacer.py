@@ -386,8 +386,6 @@ class Pacer(AdaptiveLimiter):
                     key.finder.refused_unpaced(key.in_flight, now)
             elif outcome == "ok" and (key.requests.guessed or key.tokens.guessed):
                 self._set_guesses(key, now, *key.finder.grow(now, key.requests.guessed, key.tokens.guessed))
-            elif outcome == "ok" and not key.paced:
-                key.finder.accepted_unpaced(now)
             self._on_outcome(st, provider, outcome, retry_after, now, cut=not key.paced)
             self._cond.notify_all()
 
