@@ -26,7 +26,8 @@ TPM)), ``config`` (no headers, the limit in the config), ``noheaders`` (R = 20 w
 TPM below one prompt: items fail at once as ``too_large_for_tpm``).
 
 "Share of the limit over the server window" is (accepted - 1) / (time from the first to the last accepted request)
-/ limit; the share over the driver's wall time (start-up and scoring included) is printed beside it. With
+/ limit (the provider's bucket starts full, so a run at the limit shows about 1.04: one second of burst in some 20 s);
+the share over the driver's wall time (start-up and scoring included) is printed beside it. With
 ``--repeat N`` the table shows the median of the N runs and every run's value. Needs the LongMemEval copy in
 ../shared/data/longmemeval (or LONGMEMEVAL_DATA_DIR); skips without it.
 """
@@ -328,7 +329,7 @@ def main() -> int:
     if not ORACLE.exists():
         print(f"skipped: {ORACLE} not found")
         return 0
-    names = [c.name for c in CASES] if args.only == "all" else args.only.split(",")
+    names = [c.name for c in CASES] if args.only == "all" else list(dict.fromkeys(args.only.split(",")))
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         print(f"error: unknown case {unknown[0]!r}; known: {', '.join(BY_NAME)}", file=sys.stderr)
