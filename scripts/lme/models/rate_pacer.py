@@ -24,8 +24,8 @@ time): the first reply says the limits.
 Where neither the config nor the headers state a limit, the key's ``rate_guess.LimitFinder`` finds it from the
 429s (``limits_from`` ``429s``): a slow start on the calls in flight until the first 429, then guessed requests and
 tokens per minute, cut once per congestion event to the rate the provider was measured to accept, and grown back
-quickly while they hold calls back. No guess goes below ``GUESS_MIN_RPM``, and a guessed token budget never refuses
-a call as too large.
+while calls use them. No guess goes below ``GUESS_MIN_RPM``, and a guessed token budget never refuses a call as too
+large. ``try_acquire`` is ``acquire`` without blocking, for a caller with its own clock (tests/pacer_sim.py).
 
 The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
 key the pacer has no budget for. ``pacing()`` is what run-meta and the status lines show (``pacing_status``): the
@@ -81,11 +81,12 @@ class Budget:
     configured: float | None = None
     learned: float | None = None
     guessed: float | None = None
-    """Estimated from 429s where neither the config nor the headers say the limit (``guess_from_429``)."""
+    """Estimated from 429s where neither the config nor the headers say the limit (``rate_guess``)."""
     level: float = 0.0
     stamp: float = 0.0
     spent: float = 0.0
     """Every reservation (and settlement) ever made on it: what was sent after a given call, for ``sync``."""
+
     @property
     def stated(self) -> float | None:
         """The limit the config or the headers state (not a guess)."""
@@ -96,7 +97,6 @@ class Budget:
     def limit(self) -> float | None:
         stated = self.stated
         return stated if stated is not None else self.guessed
-
 
     @property
     def source(self) -> str | None:
@@ -321,7 +321,7 @@ class Pacer(AdaptiveLimiter):
         if not key.paced:
             opens_in = key.finder.slow_start_wait(key.in_flight, now)
             if opens_in > 0.0:
-                return opens_in, False  # the slow start: time or a reply widens it
+                return opens_in, False  # the slow start: it widens with time
         key.requests.refill(now)
         key.tokens.refill(now)
         wait = max(key.requests.wait_for(1.0), key.tokens.wait_for(cost))
