@@ -17,6 +17,7 @@ share one model, so one budget. The issue's cases (100 oracle items, a limit of 
 - ``noheaders-c8``, ``noheaders-c32``, ``noheaders-c64``: no headers (``Retry-After`` and ``retry-after-ms`` on a
   429 only). Goal: >= 0.90 of the limit, <= 10% 429, 0 failed;
 - ``noheaders-c32-seconds``: no headers and a bare ``Retry-After`` in whole seconds (what most proxies send);
+- ``noheaders-c32-30items``: a short run (the loop's re-test sets are 20-60 items), where the start is most of it;
 - ``noheaders-tpm``: a tokens-per-minute limit only (``TPM_LIMIT``), no headers, concurrency 32; the share is of
   tokens. Same goal as without headers.
 
@@ -103,6 +104,7 @@ CASES = [
     Case("headers-c64", concurrency=64, **WITH_HEADERS),
     Case("noheaders-c64", concurrency=64, **WITHOUT_HEADERS),
     Case("noheaders-c32-seconds", concurrency=32, retry_after_seconds=True, **WITHOUT_HEADERS),
+    Case("noheaders-c32-30items", n=30, concurrency=32, **WITHOUT_HEADERS),
     Case("noheaders-tpm", rpm=None, tpm=TPM_LIMIT, measure="tokens", **WITHOUT_HEADERS),
     Case("rpm5", rpm=300, goal_share=0.90, goal_429=0.05),
     Case("rpm20", n=250, rpm=1200, goal_share=0.90, goal_429=0.05),
