@@ -87,8 +87,9 @@ REQUESTS_SLACK = 1.5
 measured and above what the token guess lets through at the sizes of the calls sent lately, so the token guess
 paces (``limited_by``)."""
 MIN_RPM = 6.0
-"""No guess paces slower than this (one call per ~10 s): a slower provider says so with 429s and their Retry-After,
-while a guess cut lower would stall every worker on arithmetic alone (1 rpm was 62 s a call)."""
+"""No guess paces slower than this (one call per ~10 s; a token guess, one of the largest recent calls): a slower
+provider says so with 429s and their Retry-After, while a guess cut lower would stall every worker on arithmetic
+alone (1 rpm was 62 s a call)."""
 
 Guesses = tuple[float | None, float | None]
 """``(requests per minute, tokens per minute)``; None: that budget is not paced."""
@@ -233,7 +234,7 @@ class LimitFinder:
         self.grown_at = self.hold_until
         self.growth_s = 0.0
         self.cuts += 1
-        return (None if new_rpm is None else max(MIN_RPM, new_rpm)), new_tpm
+        return (None if new_rpm is None else max(MIN_RPM, new_rpm)), self._token_floor(new_tpm)
 
     def _first_guess(self, sent_at: float) -> Guesses | None:
         start = max(sent_at if self.first_sent is None else self.first_sent, sent_at - LOG_S)
@@ -291,6 +292,12 @@ class LimitFinder:
         if self.limited_by is None and rpm is not None and tpm is not None:
             rpm = self._slack(rpm, tpm)
         return rpm, tpm
+
+    def _token_floor(self, tpm: float | None) -> float | None:
+        """A token guess lets at least ``MIN_RPM`` of the largest recent calls through (a large call leaves the
+        budget in debt: too small a guess would hold the next one for minutes)."""
+        sizes = [cost for _, cost in self.sends][-EVIDENCE_CALLS:]
+        return None if tpm is None else max(tpm, MIN_RPM * max(sizes, default=0.0))
 
     def _slack(self, rpm: float, tpm: float) -> float:
         """A request guess at least ``REQUESTS_SLACK`` above what the token guess lets through at the sizes of the

@@ -49,6 +49,9 @@ HEADROOM = 0.97
 """Share of a limit the pacer spends: the margin absorbs network jitter between our clock and the provider's."""
 BURST_S = 1.0
 """A bucket holds this many seconds of its limit."""
+GUESS_BURST_S = 0.5
+"""A guessed budget holds this many seconds of its guess: a guess may be well above the limit (the request guess while
+tokens pace, or before a cut), and a full second of it sent at once after a pause would mostly be refused."""
 PER_MODEL_PROVIDERS = ("openai", "anthropic")
 """Providers whose budgets are per model; any other provider name is one budget."""
 WINDOW_S = 60.0
@@ -109,7 +112,8 @@ class Budget:
         return (self.limit or 0.0) * HEADROOM / 60.0
 
     def capacity(self) -> float:
-        return max((self.limit or 0.0) * BURST_S / 60.0, 1.0)
+        burst = BURST_S if self.stated is not None else GUESS_BURST_S
+        return max((self.limit or 0.0) * burst / 60.0, 1.0)
 
     def refill(self, now: float) -> None:
         if self.limit is not None and now > self.stamp:
