@@ -64,8 +64,11 @@ OpenAI's "Request too large" 429 (Anthropic shape: a plain rate-limit 429). Ever
 headers (``rate_headers``: None = when ``rpm`` or ``tpm`` is set): OpenAI ``x-ratelimit-limit-requests``,
 ``-remaining-requests``, ``-reset-requests`` (``"1.5s"``, ``"6m0s"``, ``"120ms"``) and ``-tokens``; Anthropic
 ``anthropic-ratelimit-requests-limit`` / ``-remaining`` / ``-reset`` (RFC 3339), ``-input-tokens-*``,
-``-output-tokens-*`` and ``-tokens-*``. Each log entry records the reply's ``status`` (and ``cost``, the tokens
-charged, when a limit took it).
+``-output-tokens-*`` and ``-tokens-*``. Header modes: ``rate_headers = False`` sends none of these (a proxy or an
+OpenAI-compatible server: a 429 says only when to retry); ``retry_after_seconds = True`` makes that a bare RFC 9110
+``Retry-After`` in whole seconds, rounded up, without ``retry-after-ms`` (what most proxies send). A ``tpm`` without
+an ``rpm`` is a tokens-only limit. Each log entry records the reply's ``status`` (and ``cost``, the tokens charged,
+when a limit took it).
 
 CLI (for benchmarks that need a server in a subprocess)::
 
@@ -271,6 +274,8 @@ class FakeLLMServer:
         self.tpm: float | None = None
         self.burst_s: float = 60.0
         self.rate_headers: bool | None = None
+        self.retry_after_seconds = False
+        """A rate-limit 429 carries only ``Retry-After`` in whole seconds (no ``retry-after-ms``)."""
         self.rate_limit_per_model = True
         self.gone_models: dict[str, int] = {}
         """Model ids (or Azure deployment names) that are retired: 404 ``model_not_found`` or 410 Gone for every
@@ -771,8 +776,10 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._error(429, "tokens", text, False, code="rate_limit_exceeded")
             return
-        headers = {"retry-after": str(max(1, math.ceil(wait)))} if anthropic else {
-            "Retry-After": f"{wait:.3f}", "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
+        if anthropic or self.fake.retry_after_seconds:
+            headers = {"retry-after": str(max(1, math.ceil(wait)))}
+        else:
+            headers = {"Retry-After": f"{wait:.3f}", "retry-after-ms": str(max(1, int(math.ceil(wait * 1000))))}
         if anthropic:
             self._error(429, "rate_limit_error", "Number of requests has exceeded your rate limit.", True,
                         headers=headers)
@@ -974,6 +981,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--burst-s", type=float, default=60.0,
                         help="seconds of the limit a bucket holds (default 60: the whole minute)")
     parser.add_argument("--no-rate-headers", action="store_true", help="enforce --rpm/--tpm but send no headers")
+    parser.add_argument("--retry-after-seconds", action="store_true",
+                        help="a rate-limit 429 says only Retry-After in whole seconds (no retry-after-ms)")
     parser.add_argument("--answers", type=Path, default=None,
                         help="JSON {question: answer} or a LongMemEval file (.json/.json.xz) for the answer policy")
     parser.add_argument("--correct-share", type=float, default=1.0,
@@ -988,6 +997,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server.rate_limit_rps = args.rate_limit
     server.rpm, server.tpm, server.burst_s = args.rpm, args.tpm, args.burst_s
     server.rate_headers = False if args.no_rate_headers else None
+    server.retry_after_seconds = args.retry_after_seconds
     server.correct_share = args.correct_share
     if args.answers is not None:
         server.answers = load_answers(args.answers)

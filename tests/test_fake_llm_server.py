@@ -232,6 +232,28 @@ def test_limits_without_headers_for_a_proxy(fake_llm):
     assert not any(k.startswith("x-ratelimit") for k in raw.headers)
 
 
+def test_a_proxy_that_says_only_retry_after_in_whole_seconds(fake_llm):
+    fake_llm.rpm, fake_llm.burst_s, fake_llm.rate_headers, fake_llm.retry_after_seconds = 120, 1.0, False, True
+    client = _openai(fake_llm)
+    for _ in range(2):
+        _ask_openai(client, "x")
+    with pytest.raises(openai.RateLimitError) as err:
+        _ask_openai(client, "x")
+    headers = err.value.response.headers
+    assert headers["retry-after"] == "1" and "retry-after-ms" not in headers
+    assert not any(k.startswith("x-ratelimit") for k in headers)
+
+
+def test_a_tokens_only_limit_refuses_by_tokens_not_by_requests(fake_llm):
+    fake_llm.tpm, fake_llm.burst_s, fake_llm.rate_headers = 6_000, 1.0, False  # a bucket of 100 tokens
+    client = _openai(fake_llm)
+    for _ in range(3):  # 3 x (1 prompt token + 5 max_tokens)
+        _ask_openai(client, "x", max_tokens=5)
+    with pytest.raises(openai.RateLimitError):
+        _ask_openai(client, "x" * 400, max_tokens=5)  # 106 tokens: more than the bucket holds now
+    assert [r.get("cost") for r in fake_llm.requests] == [6, 6, 6, None]
+
+
 def test_fixed_latency_delays_each_reply(fake_llm):
     fake_llm.latency = 0.2
     start = time.monotonic()

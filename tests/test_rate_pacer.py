@@ -3,12 +3,14 @@ Retry-After, the count ratio, oversize calls, per-model keys. No timing asserts:
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from lme.models import rate_headers
 from lme.run.pacing_status import status_text
+from lme.models.rate_guess import REQUESTS_SLACK
 from lme.models.rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key
 
 
@@ -187,7 +189,7 @@ def test_before_the_first_reply_calls_in_flight_hold_a_small_token_budget():
     first = p.acquire("openai", model="m", tokens=FIRST_REPLY_TOKENS - 10_000)
     key.queue.append("next")
     assert p._blocked_for(key, slots, "next", clock.t, 10_000)[0] == 0.0
-    assert p._blocked_for(key, slots, "next", clock.t, 10_001) == (1.0, False)  # waits for the first reply
+    assert p._blocked_for(key, slots, "next", clock.t, 10_001) == (math.inf, False)  # waits for the first reply
     p.release("openai", "ok", ticket=first, headers={})
     assert p._blocked_for(key, slots, "next", clock.t, 10**6)[0] == 0.0  # a reply without headers: no budget
     key.queue.clear()
@@ -195,31 +197,29 @@ def test_before_the_first_reply_calls_in_flight_hold_a_small_token_budget():
     assert p.acquire("openai", model="m", tokens=big).cost == big  # one call always goes
 
 
-def test_without_headers_or_config_429s_set_a_request_budget_then_cut_and_grow_it():
+def test_without_headers_or_config_429s_set_both_budgets_and_cut_once_per_congestion_event():
     p, clock = pacer()
 
     def send(outcome="ok", retry_after=None):
-        clock.t += p.delay("vllm")  # the fake clock moves instead of the pacer waiting
-        p.release("vllm", outcome, retry_after, ticket=p.acquire("vllm"), headers={})
+        clock.t += p.delay("vllm", tokens=100)  # the fake clock moves instead of the pacer waiting
+        p.release("vllm", outcome, retry_after, ticket=p.acquire("vllm", tokens=100), headers={})
 
     for _ in range(10):  # ten accepted in the first second
         send()
         clock.t += 0.1
-    send("rate_limit", 0.5)
-    info = entry(p, "vllm")
-    assert info["limits_from"] == "429s" and info["rpm_limit"] == pytest.approx(0.9 * 10 / 1.0 * 60)
+    refused, in_flight = p.acquire("vllm", tokens=100), p.acquire("vllm", tokens=100)
+    p.release("vllm", "rate_limit", 0.5, ticket=refused, headers={})
+    info = entry(p, "vllm")  # 11 calls sent in the second before the refused one and not refused (yet)
+    assert info["limits_from"] == "429s" and info["tpm_limit"] == pytest.approx(0.9 * 11 * 100 * 60)
+    assert info["rpm_limit"] == pytest.approx(0.9 * 11 * 60 * REQUESTS_SLACK)  # tokens pace until told which ran out
     assert p.limit("vllm") == 8  # a paced key keeps its concurrency
-    send("rate_limit", 0.5)  # the same episode: no second cut
-    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(540)
-    clock.t += 3.0
-    send("rate_limit")  # too few calls since the last cut to measure: cut by 15%
-    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(540 * 0.85)
-    clock.t += 3.0
-    send()
-    before = entry(p, "vllm")["rpm_limit"]
-    clock.t += 1.0
-    send()
-    assert entry(p, "vllm")["rpm_limit"] == pytest.approx(before * 1.02, rel=1e-3)  # grows 2% a second of success
+    p.release("vllm", "rate_limit", 0.5, ticket=in_flight, headers={})  # sent before the cut: the same event
+    assert entry(p, "vllm")["tpm_limit"] == pytest.approx(0.9 * 11 * 100 * 60)
+    assert p.delay("vllm", tokens=100) == pytest.approx(0.5)  # paused for the Retry-After
+    send("rate_limit")  # sent at the guess and refused: a new event, cut
+    assert entry(p, "vllm")["tpm_limit"] < 0.9 * 11 * 100 * 60
+    clock.t += p.delay("vllm", tokens=10**7)  # a guessed token budget paces a huge call, never refuses it
+    assert p.acquire("vllm", tokens=10**7).cost == 10**7
 
 
 def test_a_429_does_not_guess_a_request_budget_where_headers_state_the_limits():

@@ -21,11 +21,11 @@ reservation, pauses the key for its ``Retry-After``, and without headers empties
 of a key with no configured budget, its calls in flight hold at most ``FIRST_REPLY_TOKENS`` (one large call at a
 time): the first reply says the limits.
 
-Where neither the config nor the headers state a request limit, 429s do: the first (once ``GUESS_MIN_SENT`` calls
-were sent) sets it to 90% of the rate the provider accepted in the last ``GUESS_WINDOW_S``; each later one (at most
-one per ``GUESS_COOLDOWN_S``) cuts it by 15%, or to 90% of what the provider accepted since the last cut if that is
-lower (never by more than 30%); and it grows 2% a second while calls succeed (AIMD on the rate, ``limits_from``
-``429s``). No guess goes below ``GUESS_MIN_RPM``.
+Where neither the config nor the headers state a limit, the key's ``rate_guess.LimitFinder`` finds it from the
+429s (``limits_from`` ``429s``): a slow start on the calls in flight until the first 429, then guessed requests and
+tokens per minute, cut once per congestion event to the rate the provider was measured to accept, and grown back
+while calls use them. No guess goes below ``GUESS_MIN_RPM``, and a guessed token budget never refuses a call as too
+large. ``try_acquire`` is ``acquire`` without blocking, for a caller with its own clock (tests/pacer_sim.py).
 
 The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
 key the pacer has no budget for. ``pacing()`` is what run-meta and the status lines show (``pacing_status``): the
@@ -41,12 +41,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from lme.models import rate_headers
+from lme.models.rate_guess import LimitFinder
+from lme.models.rate_guess import MIN_RPM as GUESS_MIN_RPM
 from lme.models.rate_limiter import AdaptiveLimiter
 
 HEADROOM = 0.97
 """Share of a limit the pacer spends: the margin absorbs network jitter between our clock and the provider's."""
 BURST_S = 1.0
 """A bucket holds this many seconds of its limit."""
+GUESS_BURST_S = 0.5
+"""A guessed budget holds this many seconds of its guess: a guess may be well above the limit (the request guess while
+tokens pace, or before a cut), and a full second of it sent at once after a pause would mostly be refused."""
 PER_MODEL_PROVIDERS = ("openai", "anthropic")
 """Providers whose budgets are per model; any other provider name is one budget."""
 WINDOW_S = 60.0
@@ -56,22 +61,6 @@ FIRST_REPLY_TOKENS = 30_000
 least one call): the smallest tokens-per-minute tier OpenAI and Anthropic publish (tier 1: 30k)."""
 RATIO_WEIGHT = 0.2
 """Weight of the newest reply in the running ratio of reported to counted input tokens."""
-GUESS_WINDOW_S = 10.0
-"""Without headers or config, the first 429 sets the request budget from the rate accepted over this many seconds..."""
-GUESS_SHARE = 0.9
-GUESS_CUT = 0.85
-"""...each later 429 (once per ``GUESS_COOLDOWN_S``) cuts it by this factor..."""
-GUESS_FLOOR = 0.7
-GUESS_COOLDOWN_S = 2.0
-GUESS_GROWTH_PER_S = 0.02
-"""...(to what was accepted since the last cut, if lower, but not below ``GUESS_FLOOR`` of it), and while calls succeed
-it grows by this share per second, to find the limit again (AIMD on the rate)."""
-GUESS_MIN_SENT = 5
-"""A rate is measured from at least this many calls: a 429 among a key's first few calls sets no guess (the
-concurrency cut and the Retry-After pause handle it), since two calls measure nothing."""
-GUESS_MIN_RPM = 6.0
-"""No guess paces slower than this (one call per ~10 s): a slower provider says so with 429s and their Retry-After,
-while a guess cut lower would stall every worker on arithmetic alone (1 rpm was 62 s a call, growing 2% a call)."""
 
 
 class OversizeCall(Exception):
@@ -95,16 +84,22 @@ class Budget:
     configured: float | None = None
     learned: float | None = None
     guessed: float | None = None
-    """Estimated from 429s where neither the config nor the headers say the limit (``guess_from_429``)."""
+    """Estimated from 429s where neither the config nor the headers say the limit (``rate_guess``)."""
     level: float = 0.0
     stamp: float = 0.0
     spent: float = 0.0
     """Every reservation (and settlement) ever made on it: what was sent after a given call, for ``sync``."""
 
     @property
-    def limit(self) -> float | None:
+    def stated(self) -> float | None:
+        """The limit the config or the headers state (not a guess)."""
         known = [v for v in (self.configured, self.learned) if v]
-        return min(known) if known else self.guessed
+        return min(known) if known else None
+
+    @property
+    def limit(self) -> float | None:
+        stated = self.stated
+        return stated if stated is not None else self.guessed
 
     @property
     def source(self) -> str | None:
@@ -117,7 +112,8 @@ class Budget:
         return (self.limit or 0.0) * HEADROOM / 60.0
 
     def capacity(self) -> float:
-        return max((self.limit or 0.0) * BURST_S / 60.0, 1.0)
+        burst = BURST_S if self.stated is not None else GUESS_BURST_S
+        return max((self.limit or 0.0) * burst / 60.0, 1.0)
 
     def refill(self, now: float) -> None:
         if self.limit is not None and now > self.stamp:
@@ -175,14 +171,12 @@ class _Key:
     tokens: Budget
     provider: str
     model: str
+    finder: LimitFinder
     informed: bool = False
     in_flight: int = 0
     in_flight_tokens: float = 0.0
     queue: deque = field(default_factory=deque)
     paused_until: float = 0.0
-    guess_cooldown_until: float = 0.0
-    guess_cut_at: float = 0.0
-    guess_grown_at: float = 0.0
     ratio: float | None = None
     output_limit: float | None = None
     headers_seen: bool = False
@@ -228,7 +222,7 @@ class Pacer(AdaptiveLimiter):
             now = self._clock()
             key = self._keys[name] = _Key(Budget(_positive(conf.get("rpm")), stamp=now),
                                           Budget(_positive(conf.get("tpm")), stamp=now), provider,
-                                          model if provider in PER_MODEL_PROVIDERS else "")
+                                          model if provider in PER_MODEL_PROVIDERS else "", LimitFinder(self.maximum))
             for budget in (key.requests, key.tokens):
                 budget.level = budget.capacity() if budget.limit is not None else 0.0
         return key
@@ -251,14 +245,13 @@ class Pacer(AdaptiveLimiter):
                 while True:
                     now = self._clock()
                     cost = self._cost(key, counted, extra_tokens)
-                    if key.tokens.limit is not None and cost > key.tokens.limit:
-                        raise OversizeCall(name, int(cost), key.tokens.limit, key.tokens.source or "")
+                    self._refuse_oversize(key, name, cost)
                     wait, budget_bound = self._blocked_for(key, st, marker, now, cost)
                     if wait == 0.0:
                         break
                     if budget_bound and key.blocked_since is None:
                         key.blocked_since = now
-                    self._cond.wait(timeout=wait)
+                    self._cond.wait(timeout=1.0 if math.isinf(wait) else wait)
                 return self._admit(key, st, name, provider, counted, cost, float(extra_tokens), asked, now)
             finally:
                 if key.queue and key.queue[0] is marker:
@@ -270,6 +263,36 @@ class Pacer(AdaptiveLimiter):
                     key.queue.remove(marker)
                 self._cond.notify_all()
 
+    def try_acquire(self, provider: str, *, model: str = "", tokens: int | Callable[[], int] = 0,
+                    extra_tokens: int = 0, **_call: Any) -> Ticket | float:
+        """``acquire`` without blocking: the call's ticket if it may go now, else the seconds to wait before asking
+        again (``math.inf``: until a call in flight is answered; calls that ``acquire`` holds go first). For callers
+        that keep their own clock, such as a simulation. Raises ``OversizeCall``."""
+        counted = int(tokens() if callable(tokens) else tokens)
+        with self._cond:
+            st = self._state(provider)
+            key = self._key(provider, model)
+            name = pacing_key(provider, model)
+            marker = object()
+            key.queue.append(marker)
+            try:
+                now = self._clock()
+                cost = self._cost(key, counted, extra_tokens)
+                self._refuse_oversize(key, name, cost)
+                wait, _ = self._blocked_for(key, st, marker, now, cost)
+                if wait > 0.0:
+                    return wait
+                return self._admit(key, st, name, provider, counted, cost, float(extra_tokens), now, now)
+            finally:
+                key.queue.remove(marker)
+                self._cond.notify_all()
+
+    @staticmethod
+    def _refuse_oversize(key: _Key, name: str, cost: float) -> None:
+        limit = key.tokens.stated  # a guessed budget may be below one call: it paces it, never refuses it
+        if limit is not None and cost > limit:
+            raise OversizeCall(name, int(cost), limit, key.tokens.source or "")
+
     def delay(self, provider: str, *, model: str = "", tokens: int = 0, extra_tokens: int = 0) -> float:
         """Seconds a call of ``tokens`` would wait for the key's budgets and pauses now (0: it could go); reserves
         nothing. Raises ``OversizeCall`` as ``acquire`` would."""
@@ -277,8 +300,7 @@ class Pacer(AdaptiveLimiter):
             key = self._key(provider, model)
             now = self._clock()
             cost = self._cost(key, int(tokens), extra_tokens)
-            if key.tokens.limit is not None and cost > key.tokens.limit:
-                raise OversizeCall(pacing_key(provider, model), int(cost), key.tokens.limit, key.tokens.source or "")
+            self._refuse_oversize(key, pacing_key(provider, model), cost)
             key.requests.refill(now)
             key.tokens.refill(now)
             return max(key.paused_until - now, self._state(provider).paused_until - now,
@@ -289,16 +311,21 @@ class Pacer(AdaptiveLimiter):
         return math.ceil(counted * (key.ratio or 1.0)) + extra
 
     def _blocked_for(self, key: _Key, st: Any, marker: object, now: float, cost: float) -> tuple[float, bool]:
-        """(seconds to wait, whether a budget or a pause is the reason); (0, False) when the call may go now."""
+        """(seconds to wait, whether a budget or a pause is the reason); (0, False) when the call may go now;
+        ``math.inf`` when only a reply (or an earlier call's admission) can change it."""
         if now < key.paused_until:
             return key.paused_until - now, True
         if now < st.paused_until:
             return st.paused_until - now, True
         if key.queue[0] is not marker or st.in_flight >= int(st.limit):
-            return 1.0, False  # woken by the release or admission that changes this
+            return math.inf, False  # woken by the release or admission that changes this
         if (not key.paced and not key.informed and key.in_flight >= 1
                 and key.in_flight_tokens + cost > FIRST_REPLY_TOKENS):
-            return 1.0, False  # the first reply will say the limits
+            return math.inf, False  # the first reply will say the limits
+        if not key.paced:
+            opens_in = key.finder.slow_start_wait(key.in_flight, now)
+            if opens_in > 0.0:
+                return opens_in, False  # the slow start: it widens with time
         key.requests.refill(now)
         key.tokens.refill(now)
         wait = max(key.requests.wait_for(1.0), key.tokens.wait_for(cost))
@@ -316,6 +343,7 @@ class Pacer(AdaptiveLimiter):
         key.waited_s += now - asked
         key.first_sent = now if key.first_sent is None else key.first_sent
         key.window.append((now, 1, cost))
+        key.finder.sent(now, cost)
         return Ticket(name, provider, counted, cost, extra, now, key.requests.spent, key.tokens.spent)
 
     # ------------------------------------------------------------------ replies
@@ -344,6 +372,8 @@ class Pacer(AdaptiveLimiter):
             refused = outcome in ("rate_limit", "refused")
             if refused:  # the provider did not take this call: give its reservation back
                 key.rate_limited += outcome == "rate_limit"
+                if outcome == "rate_limit":
+                    key.finder.refused(ticket.sent_at, ticket.cost)
                 key.requests.take(-1.0)
                 key.tokens.take(-ticket.cost)
                 key.tokens_sent -= ticket.cost
@@ -355,43 +385,38 @@ class Pacer(AdaptiveLimiter):
                 wait = max(retry_after or 0.0, facts.retry_after or 0.0)
                 if wait:
                     key.paused_until = max(key.paused_until, now + wait)
-                self._guess_from_429(key, facts, now, wait)
-            elif outcome == "ok" and key.requests.guessed and now >= key.guess_cooldown_until:
-                key.requests.refill(now)
-                key.requests.guessed *= 1.0 + GUESS_GROWTH_PER_S * min(now - key.guess_grown_at, 1.0)
-                key.guess_grown_at = now
+                self._guess_from_429(key, facts, ticket, now, wait)
+                if not key.paced:
+                    key.finder.refused_unpaced(key.in_flight, now)
+            elif outcome == "ok" and (key.requests.guessed or key.tokens.guessed):
+                self._set_guesses(key, now, *key.finder.grow(now, key.requests.guessed, key.tokens.guessed))
             self._on_outcome(st, provider, outcome, retry_after, now, cut=not key.paced)
             self._cond.notify_all()
 
-    def _guess_from_429(self, key: _Key, facts: rate_headers.RateHeaders, now: float, wait: float) -> None:
-        """A 429 from a key whose request limit nobody states: estimate it from the accepted rate, then AIMD."""
-        budget = key.requests
-        if budget.configured or budget.learned or facts.requests.limit or facts.input_tokens.limit:
-            return
-        if key.tokens.limit is not None and facts.requests.remaining is None and budget.guessed is None:
-            return  # a configured token budget may be what ran out: do not guess a request limit on top
-        if now < key.guess_cooldown_until:
-            return
-        budget.refill(now)
-        since = max(now - GUESS_WINDOW_S, key.first_sent if key.first_sent is not None else now)
-        if budget.guessed is not None:  # paced at the guess since the last cut: the provider took what it allows
-            since = max(since, key.guess_cut_at)
-        accepted = sum(n for t, n, _ in key.window if t >= since)
-        sent = sum(n for t, n, _ in key.window if t >= since and n > 0)
-        if budget.guessed is None and (accepted <= 0 or sent < GUESS_MIN_SENT):
-            return  # nothing to measure yet: the limiter's concurrency cut and the pause handle this 429
-        measured = GUESS_SHARE * accepted / max(now - since, 1.0) * 60.0 if sent >= GUESS_MIN_SENT else budget.guessed
-        if budget.guessed is None:
-            budget.guessed = max(GUESS_MIN_RPM, measured)  # too high when it counts the initial burst: cut below
-            budget.level = 0.0  # the provider just said it has nothing left
-            budget.stamp = now
-        else:
-            budget.guessed = max(GUESS_MIN_RPM,
-                                 min(budget.guessed * GUESS_CUT, max(measured, budget.guessed * GUESS_FLOOR)))
-            budget.level = min(budget.level, 0.0)
-        key.guess_cut_at = now
-        key.guess_cooldown_until = now + max(GUESS_COOLDOWN_S, wait)
-        key.guess_grown_at = key.guess_cooldown_until
+    def _guess_from_429(self, key: _Key, facts: rate_headers.RateHeaders, ticket: Ticket, now: float,
+                        wait: float) -> None:
+        """A 429 on a key whose limits nobody states: the finder says the new guesses (``rate_guess``)."""
+        if (key.requests.stated is not None or key.tokens.stated is not None or facts.requests.limit
+                or facts.input_tokens.limit):
+            return  # a stated budget (config, headers) may be what ran out: no guess on top of it
+        new = key.finder.after_429(now, ticket.sent_at, key.requests.guessed, key.tokens.guessed, wait)
+        if new is not None:
+            self._set_guesses(key, now, *new, empty=True)
+
+    @staticmethod
+    def _set_guesses(key: _Key, now: float, rpm: float | None, tpm: float | None, *, empty: bool = False) -> None:
+        """``empty``: the provider just said it has nothing left."""
+        for budget, value in ((key.requests, rpm), (key.tokens, tpm)):
+            if value == budget.guessed:
+                continue
+            was = budget.guessed
+            budget.refill(now)  # what the old rate refilled until now
+            budget.guessed = value
+            if value is None:
+                continue
+            if was is None:  # a new budget: what calls took before it was known is not a debt
+                budget.level = 0.0
+            budget.level = min(budget.level, 0.0 if empty else budget.capacity())
 
     def _settle(self, key: _Key, ticket: Ticket, used: int, now: float) -> None:
         """Charge what the provider reported instead of what was reserved, and tune the count ratio."""
