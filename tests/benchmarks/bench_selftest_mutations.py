@@ -1,7 +1,7 @@
 """Benchmark the scoring self-test and its mutation test: the command's time, and the forking mutation runner
 against one fresh interpreter per mutation, side by side on the same mutations. Prints figures.
 
-    .venv/bin/python tests/benchmarks/bench_selftest_mutations.py [--sample 8] [--repeat 3]
+    bash tests/venv_python.sh tests/benchmarks/bench_selftest_mutations.py [--sample 8] [--repeat 3]
 
 1. ``python scripts/selftest_scoring.py`` as a user runs it: median wall time of ``--repeat`` runs.
 2. The mutation test as tests/test_selftest_scoring.py runs it: one runner subprocess, a fork per mutation
