@@ -7,7 +7,7 @@ sessions across items, unique contents (what the cache keys on), unique (date, c
 cache would pay for), and the calls and share saved.
 
 Usage (from the repo root; under a minute):
-    /work/devvenv/bin/python tests/benchmarks/bench_writer_cache_savings.py
+    bash tests/venv_python.sh tests/benchmarks/bench_writer_cache_savings.py
 """
 
 from __future__ import annotations
