@@ -9,7 +9,7 @@ finished run changes none of it. The fingerprint covers:
 - the dataset file the run names, and the project's state files beside ``runs/`` (judge stability, judge
   agreement, the config) and the loop history;
 - the scoring code and its reference data, by their bytes (a new plugin version rescores);
-- the options that shape the outputs (``--n-total``, variant, run id, charts, html).
+- the options that shape the outputs (``--n-total``, variant, run id, charts, PNGs, html).
 
 Same fingerprint and every output still there: ``scorecard.py`` reuses them (``--rescore`` scores anyway).
 """
@@ -30,6 +30,7 @@ from lme.store.run_layout import (
     METRICS_FILE,
     PACING_FILE,
     PER_TYPE_CHART,
+    PER_TYPE_SVG,
     REPORT_FILE,
     SCORECARD_FILE,
     WORKER_FILE,
@@ -101,7 +102,7 @@ def fingerprint(run_dir: Path, project: Path | None, options: Mapping[str, Any])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def current(run_dir: Path, fp: str, *, html: bool, charts: bool) -> bool:
+def current(run_dir: Path, fp: str, *, html: bool, charts: bool, png: bool = False) -> bool:
     """The outputs in ``run_dir`` were made from inputs with fingerprint ``fp`` and are all still there."""
     run_dir = Path(run_dir)
     try:
@@ -112,4 +113,7 @@ def current(run_dir: Path, fp: str, *, html: bool, charts: bool) -> bool:
         return False
     if html and not (run_dir / REPORT_FILE).is_file():
         return False
-    return not charts or (run_dir / CHARTS_DIR / PER_TYPE_CHART).is_file()
+    if not charts:
+        return True
+    wanted = (PER_TYPE_SVG, PER_TYPE_CHART) if png else (PER_TYPE_SVG,)
+    return all((run_dir / CHARTS_DIR / name).is_file() for name in wanted)
