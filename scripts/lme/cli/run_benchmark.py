@@ -31,7 +31,7 @@ import shlex
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from lme.core import cli_parser
 from lme.run import background
@@ -41,6 +41,7 @@ from lme.run import dry_run
 from lme.judge import judge_official
 from lme.run import preflight
 from lme.models import provider_probe
+from lme.models import recent_probes
 from lme.run import run_driver
 from lme.run import run_settings
 from lme.run import run_status
@@ -87,17 +88,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         cost_gate.check_cap_is_enforceable(settings, args.max_cost)
     if not args.worker:
         provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
+    scanned = None  # a new run's dataset scan, made once: by the cost gate when it runs, else by the driver
     if not (args.yes or args.worker):
-        block = cost_gate.refusal(settings, args.run_id, cost_gate.confirm_threshold(cfg))
+        block, scanned = cost_gate.check(settings, args.run_id, cost_gate.confirm_threshold(cfg))
         if block is not None:
             print(block, flush=True)
             return run_driver.EXIT_NEEDS_CONFIRMATION
+    passed: list[recent_probes.Passed] = []
     if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
-        provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line here
+        passed = provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line
     if args.background:
-        return _start_in_background(settings, args, argv)
+        return _start_in_background(settings, args, argv, scanned, passed)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
-    code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost)
+    code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost,
+                                    scanned=scanned, on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
     run_id = root.name
     if code == run_driver.EXIT_JUDGE_GONE:
         raise UserError(f"run {run_id} stopped: {judge_official.CONTINUITY_HINT}; the items it could not judge stay "
@@ -122,9 +126,11 @@ def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[s
     return [sys.executable, str((Path(__file__).resolve().parents[2] / "run_benchmark.py")), *keep, "--worker"]
 
 
-def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str]) -> int:
+def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str], scanned: Any,
+                         passed: list[recent_probes.Passed]) -> int:
     """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
-    run_id, work = run_driver.prepare_background(settings, args.run_id)
+    run_id, work = run_driver.prepare_background(settings, args.run_id, scanned)
+    recent_probes.remember(settings.cache_dir, passed)
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
     info = background.start(work, _worker_argv(argv, run_id, bool(args.run_id)), run_id=run_id, cwd=Path.cwd(),
                             log_header=f"=== {utc_now()} started in the background: {shown}")

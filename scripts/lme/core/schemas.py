@@ -19,14 +19,15 @@ import functools
 import json
 import sys
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from lme.core import cli_parser
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
 from lme.core.errors import UserError, run_main
+
+if TYPE_CHECKING:  # imported where a validator is first built: jsonschema costs ~0.1 s, before a run's first call
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "references" / "schemas"
 SUPPORTED_MAJOR = 1
@@ -50,6 +51,8 @@ def _validator(name: str) -> Draft202012Validator:
             fix=f"known schemas: {', '.join(schema_names())}",
         )
     schema = json.loads(path.read_text(encoding="utf-8"))
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(schema)  # the schema files themselves are checked by tests/test_schemas.py
 
 

@@ -25,7 +25,7 @@ import zlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from lme.core import cli_parser
 import ijson
@@ -314,11 +314,13 @@ def guess_variant(path: Path, max_sessions: int | None = None) -> str | None:
     return "_s" if max_sessions <= 120 else "_m"
 
 
-def scan(path: Path) -> DatasetInfo:
-    """Validate every item and hash the decompressed bytes in one streaming pass."""
+def scan(path: Path, on_item: Callable[[dict], None] | None = None) -> DatasetInfo:
+    """Validate every item and hash the decompressed bytes in one streaming pass; ``on_item`` sees each validated
+    item on the way (the cost gate's estimate rides on a new run's scan)."""
     stream = _ItemStream(Path(path))
-    for _ in stream:
-        pass
+    for item in stream:
+        if on_item is not None:
+            on_item(item)
     return stream.info()
 
 
