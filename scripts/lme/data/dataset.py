@@ -224,8 +224,11 @@ def _where_after(index: int) -> str:
 class _ItemStream:
     """One streaming pass over a file: yields validated items; afterwards holds count, hash and largest haystack."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fingerprints: bool = True) -> None:
         self.path = Path(path)
+        self.fingerprints = fingerprints
+        """Compute each item's ``item_sha256`` (the whole item as canonical JSON, hashed): a scan's job; a pass that
+        only reads the items (a run's stream, an estimate, a report) skips it: on ``_s`` it is seconds a pass."""
         self.count = 0
         self.max_sessions = 0
         self.questions: list[tuple[str, str]] = []
@@ -251,7 +254,8 @@ class _ItemStream:
                     seen[qid] = index
                     self.count += 1
                     self.questions.append((qid, item["question_type"]))
-                    self.item_sha256[qid] = item_sha256(item)
+                    if self.fingerprints:
+                        self.item_sha256[qid] = item_sha256(item)
                     repeated = [sid for sid, n in Counter(item["haystack_session_ids"]).items() if n > 1]
                     if repeated:
                         self.duplicate_sessions[qid] = tuple(repeated)
@@ -293,7 +297,7 @@ class _ItemStream:
 
 def iter_items(path: Path) -> Iterator[dict]:
     """Stream validated items (dicts, as in the file) one at a time."""
-    yield from _ItemStream(Path(path))
+    yield from _ItemStream(Path(path), fingerprints=False)
 
 
 _VARIANT_IN_NAME = re.compile(r"(?:^|[^a-z])(?:longmemeval)?_(s|m)(?:_cleaned)?(?=[._]|$)")
