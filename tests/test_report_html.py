@@ -215,3 +215,14 @@ def test_the_loops_jsonl_history_charts_each_type_at_its_baselines_and_after_its
     chart = page[page.index("per-type accuracy over rounds"):]
     assert chart.count("<polyline") == 2 and chart.count('fill="white"') == 2  # 2 types, 1 hollow post-fix point each
     assert "v1 decision" not in chart  # the decision row repeats the re-test figures: not plotted twice
+
+
+def test_the_texts_blob_packed_piece_by_piece_is_the_plain_json_of_the_texts():
+    turns = [["user", "I named my cat Luna 😀", 1], ["assistant", "Lovely name.", 0]]
+    texts = {"s": [report_data.PackedJson(turns), None, report_data.PackedJson([["user", "x\u2028</script>", 0]])],
+             "l": ["a line", None, "ü" * 3000]}
+    plain = {"s": [turns, None, [["user", "x\u2028</script>", 0]]], "l": texts["l"]}
+    assert report_html.unpack_texts(report_html.pack_texts(texts)) == plain
+    assert b"".join(report_html._json_pieces(texts)) == json.dumps(
+        plain, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert report_html.unpack_texts(report_html.pack_texts({})) == {}

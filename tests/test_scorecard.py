@@ -362,6 +362,7 @@ def test_an_unchanged_run_is_not_scored_again_and_any_change_rescores_it(seven, 
     assert scorecard.main(args) == 0 and not rescored()
 
     assert scorecard.main([*args, "--rescore"]) == 0 and rescored()
+    assert scorecard.main(args) == 0 and not rescored()  # --rescore recorded what it scored: reused again
     assert scorecard.main([str(seven), "8", "_s", "seven", "--no-charts"]) == 0 and rescored()
     assert scorecard.main(args) == 0 and rescored()  # back to 7 items: the options differ from the last scoring
 

@@ -280,21 +280,47 @@ def iter_jsonl(path: Path, *, check: CheckRecord | None = None) -> Iterator[tupl
     """Yield ``(line_number, record)``. An unparseable final line (a torn append) is skipped; a bad line
     anywhere else is a ``UserError`` naming ``file:line``. ``check`` validates each record; a final line
     without its ``\\n`` that fails it is a torn append too."""
-    path = Path(path)
+    for number, _, obj in _jsonl_records(Path(path), check):
+        yield number, obj
+
+
+def iter_jsonl_at(path: Path) -> Iterator[tuple[int, dict]]:
+    """``iter_jsonl``'s records as ``(byte offset of the line, record)``: a reader that keeps offsets rather
+    than large records reads one again with ``read_jsonl_at``."""
+    for _, offset, obj in _jsonl_records(Path(path), None):
+        yield offset, obj
+
+
+def read_jsonl_at(path: Path, offset: int) -> dict:
+    """The record of the line that starts at ``offset`` (an offset ``iter_jsonl_at`` gave)."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        raw = fh.readline()
+    parsed = _parse_line(Path(path), 0, raw, check=None, final=False)
+    return parsed[1]
+
+
+def _jsonl_records(path: Path, check: CheckRecord | None) -> Iterator[tuple[int, int, dict]]:
     try:
         fh = open(path, "rb")
     except FileNotFoundError:
         return
     with fh:
-        pending: tuple[int, bytes] | None = None
+        pending: tuple[int, bytes, int] | None = None
+        offset = 0
         for number, raw in enumerate(fh, 1):
             if pending is not None:
-                yield _parse_line(path, *pending, check=check, final=False)
-            pending = (number, raw) if raw.strip() else None
+                yield _at(_parse_line(path, *pending[:2], check=check, final=False), pending[2])
+            pending = (number, raw, offset) if raw.strip() else None
+            offset += len(raw)
         if pending is not None:
-            parsed = _parse_line(path, *pending, check=check, final=True)
+            parsed = _parse_line(path, *pending[:2], check=check, final=True)
             if parsed is not None:
-                yield parsed
+                yield _at(parsed, pending[2])
+
+
+def _at(parsed: tuple[int, dict], offset: int) -> tuple[int, int, dict]:
+    return parsed[0], offset, parsed[1]
 
 
 def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | None, final: bool):

@@ -10,6 +10,7 @@ prompt line is embedded once, however many questions refer to it; evidence sessi
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -70,16 +71,34 @@ def stability_path(run_dir: Path, project: Path | None = None) -> Path:
 # --------------------------------------------------------------------------- the dataset side
 
 
+class PackedJson:
+    """A piece of the texts blob serialized as its JSON and kept zlib-compressed until the page is packed
+    (``report_html.pack_texts`` writes it as it is): a full-context ``_s`` report holds thousands of sessions'
+    turns while it chooses what to embed, about a third of their size this way."""
+
+    __slots__ = ("_packed",)
+
+    def __init__(self, obj: Any) -> None:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        self._packed = zlib.compress(text.encode("utf-8"), 1)
+
+    def json_bytes(self) -> bytes:
+        return zlib.decompress(self._packed)
+
+
 @dataclass
 class _SessionText:
     session_id: str
     date: str
-    turns: list[list[Any]]
-    """``[role, content, has_answer 0/1]`` per turn."""
+    turns: PackedJson | None = None
+    """``[[role, content, has_answer 0/1], ...]``, packed; None when the page does not need the turns."""
+    chars: int = 0
+    n_turns: int = 0
 
-    @property
-    def chars(self) -> int:
-        return sum(len(t[1]) for t in self.turns)
+    def keep_turns(self, turns: Sequence[Any]) -> None:
+        rows = [[t.role, t.content, 1 if t.has_answer else 0] for t in turns]
+        if rows:
+            self.turns, self.chars, self.n_turns = PackedJson(rows), sum(len(r[1]) for r in rows), len(rows)
 
 
 @dataclass
@@ -130,11 +149,11 @@ def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evi
         view.items[qid] = _ItemFacts(q.question_date, [s.session_id for s in shown], evidence)
         keep = wanted[qid] | set(evidence)
         for s in q.sessions:
-            if s.session_id not in view.sessions:
-                turns = [[t.role, t.content, 1 if t.has_answer else 0] for t in s.turns] if s.session_id in keep else []
-                view.sessions[s.session_id] = _SessionText(s.session_id, s.date, turns)
-            elif s.session_id in keep and not view.sessions[s.session_id].turns and s.turns:
-                view.sessions[s.session_id].turns = [[t.role, t.content, 1 if t.has_answer else 0] for t in s.turns]
+            known = view.sessions.get(s.session_id)
+            if known is None:
+                known = view.sessions[s.session_id] = _SessionText(s.session_id, s.date)
+            if s.session_id in keep and known.turns is None:
+                known.keep_turns(s.turns)
         if not left:
             break
     return view
@@ -241,7 +260,7 @@ class _Texts:
             src = self._sessions_src.get(sid)
             self.session_index[sid] = len(self.sessions)
             self.sessions.append({"id": sid, "date": src.date if src else None,
-                                  "turns": len(src.turns) if src and src.turns else None,
+                                  "turns": src.n_turns if src and src.turns else None,
                                   "chars": src.chars if src and src.turns else None})
             self.session_turns.append(None)
         return self.session_index[sid]
@@ -251,7 +270,7 @@ class _Texts:
         src = self._sessions_src.get(sid)
         if self.session_turns[i] is not None or src is None or not src.turns:
             return
-        cost = src.chars + 16 * len(src.turns)
+        cost = src.chars + 16 * src.n_turns
         if always or self.used + cost <= self.budget:
             self.session_turns[i] = src.turns
             self.used += cost

@@ -66,10 +66,11 @@ def score_run(run_dir: Path, project: Path, *, n_total: int | None = None, varia
     """Score ``run_dir`` (``n_total``, ``variant``, ``run_id``: the four-argument form's overrides) and write its
     outputs; ``compare``: also the diff page against that run (id or directory); ``png``: the charts as PNGs
     too. Returns 0."""
-    reuse = None if compare or history or rescore else score_fingerprint.fingerprint(
+    reuse = None if compare or history else score_fingerprint.fingerprint(  # --rescore too: the next call reuses
         run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts,
                            "png": png})
-    if reuse is not None and score_fingerprint.current(run_dir, reuse, html=html, charts=charts, png=png):
+    if reuse is not None and not rescore and score_fingerprint.current(run_dir, reuse, html=html, charts=charts,
+                                                                       png=png):
         out = run_store.METRICS_FILE if fmt == "json" else run_store.SCORECARD_FILE
         print((run_dir / out).read_text(encoding="utf-8"), end="")
         print(f"unchanged since it was last scored: {run_dir / run_store.METRICS_FILE} (--rescore scores it again)",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -47,6 +48,7 @@ temporary files)."""
 
 
 def _stat(path: Path) -> list[Any]:
+    path = Path(os.path.abspath(path))  # one name for one file: the run's own scoring and ``--project .`` agree
     try:
         st = path.stat()
     except OSError:

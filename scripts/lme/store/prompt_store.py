@@ -161,21 +161,31 @@ class PromptStore:
 class StoredPrompts:
     """Everything a run's ``prompts.jsonl`` files hold (root and shards): prompt records by key, lines by key.
 
-    Long lines stay as their records until asked for (``text``), so a large store costs little until read."""
+    A line is kept as where its record is (file and byte offset) and read when asked for (``text``): a
+    full-context ``_s`` run stores ~95 MB of lines, which a report reads one by one within its text budget."""
 
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    line_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    line_at: dict[str, tuple[Path, int]] = field(default_factory=dict)
+
+    @property
+    def line_records(self) -> Mapping[str, dict[str, Any]]:
+        """The line records by key, each read from its file when looked up."""
+        return _LineRecords(self)
+
+    def line_record(self, key: str) -> dict[str, Any]:
+        path, offset = self.line_at[key]
+        return fileio.read_jsonl_at(path, offset)
 
     def text(self, key: str) -> str:
-        return line_text(self.line_records[key])
+        return line_text(self.line_record(key))
 
     def has_line(self, key: str) -> bool:
-        return key in self.line_records
+        return key in self.line_at
 
     def line_chars(self, key: str) -> int:
-        """Characters of a stored line without decompressing it when it is inline."""
-        record = self.line_records[key]
-        return len(record["text"]) if "text" in record else len(self.text(key))
+        """Characters of a stored line."""
+        record = self.line_record(key)
+        return len(record["text"]) if "text" in record else len(line_text(record))
 
     def request_text(self, key: str) -> dict[str, Any]:
         """The stored request ``key`` with its system and message texts decoded exactly."""
@@ -193,6 +203,23 @@ class StoredPrompts:
         }
 
 
+class _LineRecords(Mapping[str, dict[str, Any]]):
+    def __init__(self, store: StoredPrompts) -> None:
+        self._store = store
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self._store.line_record(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._store.line_at
+
+    def __iter__(self):
+        return iter(self._store.line_at)
+
+    def __len__(self) -> int:
+        return len(self._store.line_at)
+
+
 class _LazyLines(Mapping[str, str]):
     def __init__(self, store: StoredPrompts) -> None:
         self._store = store
@@ -201,19 +228,20 @@ class _LazyLines(Mapping[str, str]):
         return self._store.text(key)
 
     def __iter__(self):  # pragma: no cover - Mapping protocol only
-        return iter(self._store.line_records)
+        return iter(self._store.line_at)
 
     def __len__(self) -> int:  # pragma: no cover
-        return len(self._store.line_records)
+        return len(self._store.line_at)
 
 
 def load(run_dir: Path) -> StoredPrompts:
     """Read ``prompts.jsonl`` of a run directory and of each of its shards (a torn last line is skipped)."""
     store = StoredPrompts()
     for directory in run_dirs(run_dir):
-        for _, record in fileio.iter_jsonl(directory / PROMPTS_FILE):
+        path = directory / PROMPTS_FILE
+        for offset, record in fileio.iter_jsonl_at(path):
             if record.get("kind") == "line" and isinstance(record.get("sha256"), str):
-                store.line_records[record["sha256"]] = record
+                store.line_at[record["sha256"]] = (path, offset)
             elif record.get("kind") == "prompt" and isinstance(record.get("key"), str):
                 store.prompts[record["key"]] = record
     return store
