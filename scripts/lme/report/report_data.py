@@ -10,7 +10,6 @@ prompt line is embedded once, however many questions refer to it; evidence sessi
 from __future__ import annotations
 
 import json
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -72,18 +71,17 @@ def stability_path(run_dir: Path, project: Path | None = None) -> Path:
 
 
 class PackedJson:
-    """A piece of the texts blob serialized as its JSON and kept zlib-compressed until the page is packed
-    (``report_html.pack_texts`` writes it as it is): a full-context ``_s`` report holds thousands of sessions'
-    turns while it chooses what to embed, about a third of their size this way."""
+    """A piece of the texts blob kept as its JSON, UTF-8 (``report_html.pack_texts`` writes it as it is): a
+    full-context ``_s`` report holds thousands of sessions' turns while it chooses what to embed, and as bytes
+    they take a byte a character, where Python strings take four once one emoji is in them."""
 
-    __slots__ = ("_packed",)
+    __slots__ = ("_json",)
 
     def __init__(self, obj: Any) -> None:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        self._packed = zlib.compress(text.encode("utf-8"), 1)
+        self._json = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
     def json_bytes(self) -> bytes:
-        return zlib.decompress(self._packed)
+        return self._json
 
 
 @dataclass

@@ -166,6 +166,8 @@ class StoredPrompts:
 
     prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
     line_at: dict[str, tuple[Path, int]] = field(default_factory=dict)
+    chars_of: dict[str, int] = field(default_factory=dict)
+    """Each line's length in characters (a report sizes every prompt; it embeds only some lines)."""
 
     @property
     def line_records(self) -> Mapping[str, dict[str, Any]]:
@@ -184,8 +186,7 @@ class StoredPrompts:
 
     def line_chars(self, key: str) -> int:
         """Characters of a stored line."""
-        record = self.line_record(key)
-        return len(record["text"]) if "text" in record else len(line_text(record))
+        return self.chars_of[key]
 
     def request_text(self, key: str) -> dict[str, Any]:
         """The stored request ``key`` with its system and message texts decoded exactly."""
@@ -242,6 +243,7 @@ def load(run_dir: Path) -> StoredPrompts:
         for offset, record in fileio.iter_jsonl_at(path):
             if record.get("kind") == "line" and isinstance(record.get("sha256"), str):
                 store.line_at[record["sha256"]] = (path, offset)
+                store.chars_of[record["sha256"]] = len(line_text(record))
             elif record.get("kind") == "prompt" and isinstance(record.get("key"), str):
                 store.prompts[record["key"]] = record
     return store
