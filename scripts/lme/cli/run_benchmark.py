@@ -86,17 +86,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_driver.refuse_a_live_worker(settings, args.run_id)
     if args.max_cost is not None:
         cost_gate.check_cap_is_enforceable(settings, args.max_cost)
+    # validate -> probe -> cost gate: a model that cannot be called is refused before its cost is put to the user
     if not args.worker:
         provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
+    passed: list[recent_probes.Passed] = []  # probes that passed now: remembered once the run has started
+    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
+        passed = provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line
     scanned = None  # a new run's dataset scan, made once: by the cost gate when it runs, else by the driver
     if not (args.yes or args.worker):
         block, scanned = cost_gate.check(settings, args.run_id, cost_gate.confirm_threshold(cfg))
         if block is not None:
             print(block, flush=True)
             return run_driver.EXIT_NEEDS_CONFIRMATION
-    passed: list[recent_probes.Passed] = []
-    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
-        passed = provider_probe.probe(settings)  # one smallest request per model: a bad key or model is one line
     if args.background:
         return _start_in_background(settings, args, argv, scanned, passed)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
