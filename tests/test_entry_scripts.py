@@ -100,3 +100,16 @@ def test_run_main_takes_ctrl_c_back_and_a_test_import_leaves_sigint_alone():
 @pytest.mark.parametrize("script", BARE_PYTHON_SCRIPTS)
 def test_the_bare_python_scripts_do_not_import_the_guard(script):
     assert "entry_guard" not in (SCRIPTS / script).read_text()
+
+
+def test_exit_now_runs_exit_handlers_flushes_output_and_keeps_the_status(tmp_path):
+    """The heavy commands end with errors.exit_now (no interpreter teardown): what they print and what their exit
+    handlers do (the command target stops its workers there) must still happen."""
+    marker = tmp_path / "handler-ran"
+    code = ("import atexit, sys\nfrom lme.core.errors import exit_now\n"
+            f"atexit.register(lambda: open({str(marker)!r}, 'w').write('yes'))\n"
+            "sys.stdout.write('no newline at the end')\nsys.stderr.write('err too')\nexit_now(3)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=SCRIPTS, capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "no newline at the end", "err too")
+    assert marker.read_text() == "yes"

@@ -1,11 +1,20 @@
 """Run a Python script (argv[1:]) in this process, then print this process's peak RSS to stderr.
 
-Benchmarks wrap the driver with it so each subprocess reports its own peak memory.
+Benchmarks wrap the driver with it so each subprocess reports its own peak memory. The figure is printed by an exit
+handler, so it comes also when the command ends its process itself (``errors.exit_now``).
 """
 
+import atexit
 import resource
 import runpy
 import sys
+
+
+@atexit.register
+def _report() -> None:
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"peak_rss_mib={peak_kib / 1024:.1f}", file=sys.stderr)
+
 
 script, sys.argv = sys.argv[1], sys.argv[1:]
 sys.path.insert(0, script.rsplit("/", 1)[0])
@@ -14,7 +23,4 @@ try:
     runpy.run_path(script, run_name="__main__")
 except SystemExit as exc:
     code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-finally:
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"peak_rss_mib={peak_kib / 1024:.1f}", file=sys.stderr)
 sys.exit(code)

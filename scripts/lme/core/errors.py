@@ -6,11 +6,13 @@ where, and how to fix it. ``run_main`` prints that line to stderr and returns 2:
 
 from __future__ import annotations
 
+import atexit
 import errno
+import os
 import signal
 import sys
 import threading
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -43,6 +45,20 @@ def run_main(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def exit_now(code: int) -> NoReturn:
+    """End a command's process with ``code``: its exit handlers run and its streams are flushed, but the
+    interpreter is not torn down. A run has imported an SDK's ~900 modules, and unloading them all cost 0.3 s of
+    CPU after the last line was printed (every file is written and fsynced before). For a command's ``__main__``
+    only: callers in a process (tests) use ``run_main``."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 FULL = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
