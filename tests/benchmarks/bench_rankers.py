@@ -3,7 +3,7 @@ tokenizer memo's hit rate, CPU per item, before (another revision's code, defaul
 checkout) side by side, and the ``bm25s`` library in our index's place. Prints figures with their goals.
 
     .venv/bin/python tests/benchmarks/bench_rankers.py [--items 120] [--m-items 12] [--before main]
-        [--driver rag,memory-ref] [--driver-items 499]
+        [--driver rag,memory-ref] [--driver-items 499] [--driver-m-items 40]
 
 1. Per item, each tree in its own subprocess on the same items: memory-ref's retrieval with the ``best`` preset
    (``rag``'s default ranking is the same code): CPU ms per item, RSS growth per item, and what a per-text memo
@@ -17,9 +17,10 @@ checkout) side by side, and the ``bm25s`` library in our index's place. Prints f
    retrieval with every BM25 index built by bm25s (its sparse score matrix, float64, fed our tokens so the words
    are the same; a weighted query is the sum of its terms' score rows): CPU per item, its import time, and how many
    rankings differ from ours.
-3. ``--driver``: real runs of ``run_benchmark.py --target T`` on ``--driver-items`` ``_s`` items against the fake
-   server (tests/fake_llm_server.py, latency 0, real SDKs), peak RSS of the whole run (scorecard included) per
-   tree; goal < 500 MB. Slow: several minutes per run on 2 cores.
+3. Real runs of ``run_benchmark.py --target T`` (``--driver``, default rag and memory-ref) on ``--driver-items``
+   ``_s`` items, and a rag run on ``--driver-m-items`` ``_m``-size items, against the fake server
+   (tests/fake_llm_server.py, latency 0, real SDKs): peak RSS of the whole run (scorecard included) per tree;
+   goals < 500 MB (``_s``) and < 1 GB (``_m``-size). The slow part: minutes per run on 2 cores.
 
 Needs ../shared/data/longmemeval/longmemeval_s_cleaned.499of500.json.xz (or LONGMEMEVAL_DATA_DIR); says "skipped"
 without it.
@@ -176,29 +177,29 @@ def _bm25s_importable(env: dict[str, str]) -> bool:
     return subprocess.run([sys.executable, "-c", "import bm25s, scipy"], env=env, capture_output=True).returncode == 0
 
 
-def _driver_runs(trees: dict[str, Path], targets: list[str], n: int, tmp: Path, env: dict[str, str]) -> None:
+def _driver_runs(trees: dict[str, Path], runs: list[tuple[str, str, Path, int]], tmp: Path,
+                 env: dict[str, str]) -> None:
+    """``runs``: (target, size label, dataset file, items) per real run, each with every tree."""
     sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests")]
     from fake_llm_server import FakeLLMServer
     from run_project import make_project
 
-    data = tmp / "s_subset.json"
-    if not data.exists():
-        data.write_text(json.dumps(json.loads(lzma.open(S_FILE).read())[:n]))
     with FakeLLMServer(log_bodies=False) as server:
         run_env = dict(env, OPENAI_BASE_URL=server.openai_base_url, ANTHROPIC_BASE_URL=server.anthropic_base_url,
                        OPENAI_API_KEY="sk-bench-dummy", ANTHROPIC_API_KEY="sk-bench-dummy")
-        for target in targets:
+        for target, size, data, n in runs:
+            goal = RSS_GOAL_M_MB if size == "_m-size" else RSS_GOAL_S_MB
             for label, tree in trees.items():
-                project = make_project(tmp / f"driver-{target}-{label}", dataset=data, variant="_s", target=target,
-                                       concurrency=8, cacheEnabled=False, maxAttempts=3)
+                project = make_project(tmp / f"driver-{target}-{size}-{label}", dataset=data, variant="_s",
+                                       target=target, concurrency=8, cacheEnabled=False, maxAttempts=3)
                 t0 = time.monotonic()
                 done = subprocess.run([sys.executable, str(HERE / "_peak_rss.py"), str(tree / "scripts" /
                                        "run_benchmark.py"), "--project", str(project), "--progress", "quiet", "--yes"],
                                       env=run_env, capture_output=True, text=True)
                 peak = max((float(x.split("=")[1]) for x in done.stderr.splitlines()
                             if x.startswith("peak_rss_mib=")), default=0.0)
-                print(f"  driver {target:<11} {label:<6} {n} _s items: peak RSS {peak:6.0f} MiB (goal < "
-                      f"{RSS_GOAL_S_MB} MB), {time.monotonic() - t0:5.0f} s, exit {done.returncode}")
+                print(f"  driver {target:<11} {label:<6} {n} {size} items: peak RSS {peak:6.0f} MiB (goal < {goal} MB), "
+                      f"{time.monotonic() - t0:5.0f} s, exit {done.returncode}")
 
 
 def main() -> int:
@@ -206,8 +207,11 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=120, help="_s items ranked per tree (default 120)")
     parser.add_argument("--m-items", type=int, default=12, help="_m-size items ranked per tree (default 12)")
     parser.add_argument("--before", default="main", help="the revision to compare with (default main; '' for none)")
-    parser.add_argument("--driver", default="", help="targets for real full runs, e.g. rag,memory-ref (slow)")
+    parser.add_argument("--driver", default="rag,memory-ref",
+                        help="targets for real runs on _s items (default rag,memory-ref; '' for none)")
     parser.add_argument("--driver-items", type=int, default=S_ITEMS, help="_s items per driver run (default all)")
+    parser.add_argument("--driver-m-items", type=int, default=40,
+                        help="_m-size items of a real rag run (default 40; 0 for none)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--items-file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--bm25s", action="store_true", help=argparse.SUPPRESS)
@@ -258,8 +262,17 @@ def main() -> int:
                   f"{len(ours['rankings'])}")
         else:
             print("  bm25s: not importable here (pip install bm25s scipy to compare); not one of our requirements")
+        runs = []
         if args.driver:
-            _driver_runs(trees, args.driver.split(","), args.driver_items, tmp, env)
+            s_data = tmp / "s_subset.json"
+            s_data.write_text(json.dumps(json.loads(lzma.open(S_FILE).read())[: args.driver_items]))
+            runs += [(target, "_s", s_data, args.driver_items) for target in args.driver.split(",")]
+        if args.driver_m_items:
+            m_data = tmp / "m_subset.json"
+            m_data.write_text(json.dumps(_m_size_items(json.loads(lzma.open(S_FILE).read()), args.driver_m_items)))
+            runs.append(("rag", "_m-size", m_data, args.driver_m_items))
+        if runs:
+            _driver_runs(trees, runs, tmp, env)
     return 0
 
 

@@ -93,6 +93,11 @@ def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
     """Bar chart of strict per-type accuracy with 95% Wilson error bars, the overall and macro lines and the 95%
     target; a partial run (items not judged) also gets judged-only bars beside the strict ones. The legend sits
     below the axes, so it never covers a bar."""
+    return _save_atomic(per_type_figure(card), out_png)
+
+
+def per_type_figure(card: Mapping[str, Any]) -> Any:
+    """``per_type_chart``'s matplotlib figure (tests measure where its texts land)."""
     check_card(card)
     per_type = card["per_type"]
     names = [t for t, b in per_type.items() if b["n"] > 0]
@@ -119,7 +124,7 @@ def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
     ax.set_ylabel("accuracy")
     ax.set_title(f"LongMemEval per-type accuracy — run {card.get('run_id')} (95% Wilson intervals)", fontsize=9)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
-    return _save_atomic(fig, out_png)
+    return fig
 
 
 def _bars(ax: Any, xs: Sequence[float], blocks: Sequence[Mapping[str, Any]], kind: str, width: float, color: str,
