@@ -34,6 +34,7 @@ from lme.run import run_status
 from lme.store import run_store
 from lme.models.call_cache import CallCache
 from lme.core.clock import utc_now
+from lme.core.memory_trim import Trimmer
 from lme.core.errors import UserError
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
@@ -158,6 +159,7 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
     and the items already admitted finish and are recorded.
     """
     prompts = prompt_store.PromptStore(work)
+    trimmer = Trimmer()  # freed memory back to the system between batches (a long run's RSS otherwise only grows)
     requests_of: dict[cf.Future, list] = {}
     registry = StabilityRegistry(settings.project) if settings.judge_repeat > 1 else None
     with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
@@ -210,6 +212,8 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 elif tally.errors > settings.error_threshold:
                     stop.request("errors")
                 progress.update(row, gateway.stats.snapshot())
+            if rows:
+                trimmer.maybe()
             if stop.reason not in (None, "cost_cap"):  # items queued but not started are not started now
                 in_flight = {fut for fut in in_flight if not fut.cancel()}
             if stop.abandon.is_set():
