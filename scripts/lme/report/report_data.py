@@ -237,12 +237,20 @@ def _session_refs(row: ResultRow | None, facts: _ItemFacts | None) -> list[tuple
 # --------------------------------------------------------------------------- texts under a budget
 
 
+INLINE_SHARE = 0.25
+"""The short lines a prompt record holds inline (instructions, headers, short turns) are embedded up to this share
+of the text budget, wrong and failed items first; a prompt whose short lines no longer fit shows one "not embedded"
+note per message. (A memory-ref ``_s`` run's 19,000 writer prompts hold 176M characters of them: the page was
+212 MB and its scoring peaked at 2.3 GB.)"""
+
+
 class _Texts:
     """Sessions and prompt lines, each embedded once, evidence always, the rest while the budget lasts."""
 
     def __init__(self, budget_bytes: int, sessions: Mapping[str, _SessionText], prompts: prompt_store.StoredPrompts):
         self.budget = budget_bytes
         self.used = 0
+        self.inline_left = int(budget_bytes * INLINE_SHARE)
         self.left_out: set[str] = set()
         self._sessions_src = sessions
         self._prompts = prompts
@@ -282,6 +290,19 @@ class _Texts:
             self.lines.append(None)
         return self.line_index[key]
 
+    def take_inline(self, chars: int) -> bool:
+        """Whether a prompt's ``chars`` characters of inline lines still fit (and charge them if so)."""
+        if chars > self.inline_left:
+            return False
+        self.inline_left -= chars
+        return True
+
+    def placeholder(self, chars: int) -> int:
+        """A line index the page shows as ``chars`` characters not embedded."""
+        self.line_chars.append(chars)
+        self.lines.append(None)
+        return len(self.lines) - 1
+
     def embed_line(self, key: str) -> None:
         i = self.line(key)
         if self.lines[i] is not None or not self._prompts.has_line(key):
@@ -298,18 +319,28 @@ def _prompt_view(key: str, store: prompt_store.StoredPrompts, texts: _Texts) -> 
     record = store.prompts.get(key)
     if record is None:
         return {"key": key, "missing": True}
+    parts = [record.get("system") or [], *(m.get("content") or [] for m in record.get("messages") or [])]
+    inline = sum(len(s) for segments in parts for s in segments if isinstance(s, str))
+    keep = texts.take_inline(inline)
+    if not keep:
+        texts.left_out.add(f"prompt {key}")
 
     def segs(segments: Sequence[Any] | None) -> list[Any] | None:
         if segments is None:
             return None
+        if not keep:  # one note for the whole text: the page never holds this prompt's lines one by one
+            size = sum(len(s) if isinstance(s, str) else max(0, store.line_chars(s["line"]) if
+                       store.has_line(s["line"]) else 0) for s in segments) + max(0, len(segments) - 1)
+            return [texts.placeholder(size)]
         return [s if isinstance(s, str) else texts.line(s["line"]) for s in segments]
 
     messages = [{"role": m.get("role"), "seg": segs(m.get("content") or [])} for m in record.get("messages") or []]
     chars = sum(sum(len(s) if isinstance(s, str) else max(0, texts.line_chars[s]) for s in m["seg"])
                 + max(0, len(m["seg"]) - 1) for m in messages)  # the segments and the newlines joining them
-    return {"key": key, "provider": record.get("provider"), "model": record.get("model"),
+    view = {"key": key, "provider": record.get("provider"), "model": record.get("model"),
             "max_tokens": record.get("max_tokens"), "temperature": record.get("temperature"),
             "system": segs(record.get("system")), "messages": messages, "chars": chars}
+    return view if keep else {**view, "left_out": True}
 
 
 def _line_keys(record: Mapping[str, Any] | None) -> Iterable[str]:
@@ -342,7 +373,7 @@ def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | N
                                          "cached", "attempts")} for c in ((row.calls if row else ()))],
         "finished": None if row is None else row.finished_at,
         "sess": [[texts.session(sid), rank, flags] for sid, rank, flags in refs],
-        "prompts": [_prompt_view(k, store, texts) for k in prompt_keys(row)],
+        "prompts": [],  # filled in by page_data, wrong and failed items first
     }
 
 
@@ -380,9 +411,11 @@ def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = N
             for sid, _, flags in refs_of[q["id"]]:
                 if "k" in flags:
                     texts.embed_session(sid)
-            for key in prompt_keys(run.rows.get(q["id"])):
-                for line in _line_keys(store.prompts.get(key)):
-                    texts.embed_line(line)
+            q["prompts"] = [_prompt_view(k, store, texts) for k in prompt_keys(run.rows.get(q["id"]))]
+            for prompt in q["prompts"]:
+                if not prompt.get("missing") and not prompt.get("left_out"):
+                    for line in _line_keys(store.prompts.get(prompt["key"])):
+                        texts.embed_line(line)
 
     notes = [n for n in [view.note] if n]
     if texts.left_out:

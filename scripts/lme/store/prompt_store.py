@@ -161,18 +161,24 @@ class PromptStore:
 class StoredPrompts:
     """Everything a run's ``prompts.jsonl`` files hold (root and shards): prompt records by key, lines by key.
 
-    A line is kept as where its record is (file and byte offset) and read when asked for (``text``): a
-    full-context ``_s`` run stores ~95 MB of lines, which a report reads one by one within its text budget."""
+    Each record is kept as where it is (file and byte offset) and read when asked for: a full-context ``_s`` run
+    stores ~95 MB of lines, a memory-ref run 19,000 writer prompts of 180 segments each (0.5 GB as Python
+    objects), and a report reads them one at a time."""
 
-    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prompt_at: dict[str, tuple[Path, int]] = field(default_factory=dict)
     line_at: dict[str, tuple[Path, int]] = field(default_factory=dict)
     chars_of: dict[str, int] = field(default_factory=dict)
     """Each line's length in characters (a report sizes every prompt; it embeds only some lines)."""
 
     @property
+    def prompts(self) -> Mapping[str, dict[str, Any]]:
+        """The prompt records by key, each read from its file when looked up."""
+        return _RecordsAt(self.prompt_at)
+
+    @property
     def line_records(self) -> Mapping[str, dict[str, Any]]:
         """The line records by key, each read from its file when looked up."""
-        return _LineRecords(self)
+        return _RecordsAt(self.line_at)
 
     def line_record(self, key: str) -> dict[str, Any]:
         path, offset = self.line_at[key]
@@ -204,21 +210,24 @@ class StoredPrompts:
         }
 
 
-class _LineRecords(Mapping[str, dict[str, Any]]):
-    def __init__(self, store: StoredPrompts) -> None:
-        self._store = store
+class _RecordsAt(Mapping[str, dict[str, Any]]):
+    """Records by key, read from where ``at`` says they are."""
+
+    def __init__(self, at: Mapping[str, tuple[Path, int]]) -> None:
+        self._at = at
 
     def __getitem__(self, key: str) -> dict[str, Any]:
-        return self._store.line_record(key)
+        path, offset = self._at[key]
+        return fileio.read_jsonl_at(path, offset)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._store.line_at
+        return key in self._at
 
     def __iter__(self):
-        return iter(self._store.line_at)
+        return iter(self._at)
 
     def __len__(self) -> int:
-        return len(self._store.line_at)
+        return len(self._at)
 
 
 class _LazyLines(Mapping[str, str]):
@@ -245,5 +254,5 @@ def load(run_dir: Path) -> StoredPrompts:
                 store.line_at[record["sha256"]] = (path, offset)
                 store.chars_of[record["sha256"]] = len(line_text(record))
             elif record.get("kind") == "prompt" and isinstance(record.get("key"), str):
-                store.prompts[record["key"]] = record
+                store.prompt_at[record["key"]] = (path, offset)
     return store
