@@ -256,7 +256,7 @@ class _Texts:
         self._prompts = prompts
         self.session_index: dict[str, int] = {}
         self.sessions: list[dict[str, Any]] = []
-        self.session_turns: list[list[list[Any]] | None] = []
+        self.session_turns: list[PackedJson | None] = []
         self.line_index: dict[str, int] = {}
         self.line_chars: list[int] = []
         self.lines: list[str | None] = []

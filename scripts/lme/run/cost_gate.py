@@ -45,10 +45,9 @@ def makes_paid_calls(settings: RunSettings) -> bool:
 
 
 def check(settings: RunSettings, run_id: str | None, threshold: float) -> tuple[str | None, Any]:
-    """``(the gate's stdout block when this invocation must be confirmed first, else None; the new run's dataset
-    scan or None)``. A new run on a file with no stored scan
-    is estimated on the scan it needs anyway (one pass over the dataset, not two): hand the scan to
-    ``run_driver.execute(scanned=...)``."""
+    """``(block, scan)``: the gate's stdout block when this invocation must be confirmed first (else None), and the
+    new run's dataset scan (else None). A new run on a file with no stored scan is estimated on the scan it needs
+    anyway (one pass over the dataset, not two): hand the scan to ``run_driver.execute(scanned=...)``."""
     if not makes_paid_calls(settings):
         return None, None
     scanned = None
