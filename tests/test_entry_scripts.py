@@ -113,3 +113,18 @@ def test_exit_now_runs_exit_handlers_flushes_output_and_keeps_the_status(tmp_pat
                           env=_env(), timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (3, "no newline at the end", "err too")
     assert marker.read_text() == "yes"
+
+
+def test_a_run_ended_by_exit_now_leaves_no_sqlite_sidecar_files(tmp_path):
+    """The call cache's connections close before the process ends (a connection left open keeps calls.sqlite3-wal
+    and -shm beside the database; a later run in a read-only cache folder then wrote through them)."""
+    sys.path.insert(0, str(SCRIPTS.parent / "tests"))
+    from run_project import make_project
+
+    project = make_project(tmp_path / "p")
+    done = subprocess.run([sys.executable, str(SCRIPTS / "run_benchmark.py"), "--project", str(project), "--offline",
+                           "--max", "2", "--progress", "quiet"], capture_output=True, text=True, env=_env(), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cache = project / ".longmemeval-benchmarks" / "cache"
+    assert (cache / "calls.sqlite3").is_file()
+    assert sorted(p.name for p in cache.glob("calls.sqlite3-*")) == []

@@ -138,8 +138,7 @@ def test_the_dry_run_prices_the_judge_only_sized_with_the_real_hypotheses(projec
     assert not (project / ".longmemeval-benchmarks" / "runs").exists()
 
 
-def test_the_cost_gate_counts_the_judge_only(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DUMMY-openai-key-0000")  # a judge key is checked before the gate
+def test_the_cost_gate_counts_the_judge_only(tmp_path, capsys, fake_llm):  # the judge is probed before the gate
     project = make_project(tmp_path / "p", confirmCostUsd=0.0001)
     hyp_file = tmp_path / "hyps.jsonl"
     write_hypotheses(hyp_file)

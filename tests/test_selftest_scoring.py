@@ -32,7 +32,9 @@ MUTATIONS = {
         "scripts/lme/score/metrics.py", '"abstention": _block(abstention),',
         '"abstention": {**_block(abstention), "accuracy_strict": _block(abstention)["accuracy_judged"]},'),
     "Python round for display": (
-        "scripts/lme/score/metrics.py", "return float(np.round(np.float64(value), decimals))", "return round(value, decimals)"),
+        "scripts/lme/score/metrics.py",
+        "return value if not math.isfinite(scaled) else math.copysign(round(scaled) / scale, value)",
+        "return round(value, decimals)"),
     "3 decimals for display": ("scripts/lme/score/metrics.py", "DISPLAY_DECIMALS = 4", "DISPLAY_DECIMALS = 3"),
 }
 

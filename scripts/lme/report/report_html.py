@@ -65,10 +65,10 @@ ASSETS = Path(__file__).resolve().parents[2] / "report_assets"
 def embed_json(obj: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``</script>``, ``<!--`` or line separators can
     end or confuse the element (``<``, ``>``, ``&`` only ever occur inside JSON strings, so escaping them is
-    lossless)."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                      ("\u2029", "\\u2029")):
+    lossless). ASCII with ``\\u`` escapes: a string of one byte a character (one emoji in tens of MB of data made
+    Python hold all of it at four), and U+2028/U+2029 come out escaped."""
+    text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
         text = text.replace(raw, safe)
     return text
 
