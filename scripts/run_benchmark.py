@@ -7,10 +7,8 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 
 entry_guard.start(__name__)
 
-import sys
-
 from lme.cli.run_benchmark import main
-from lme.core.errors import run_main
+from lme.core.errors import exit_now, run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    exit_now(run_main(main))

@@ -96,7 +96,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the abstention figure looks for a type that does not exist (it is the _abs id marker)"),
     # --- rounding and display (metrics.py)
     Mutation("Python round for display", M,
-             "return float(np.round(np.float64(value), decimals))", "return round(value, decimals)",
+             "return value if not math.isfinite(scaled) else math.copysign(round(scaled) / scale, value)",
+             "return round(value, decimals)",
              "7/160 shows 0.0437, upstream prints 0.0438"),
     Mutation("3 decimals for display", M, "DISPLAY_DECIMALS = 4", "DISPLAY_DECIMALS = 3",
              "figures shown with 3 decimals, upstream prints 4"),

@@ -106,3 +106,21 @@ def test_an_unreadable_history_is_a_user_error(tmp_path, name, content):
     history.write_bytes(content)
     with pytest.raises(UserError, match="history file"):
         charts.load_history(history)
+
+
+def test_the_png_charts_texts_sit_clear_of_the_plot_and_of_each_other():
+    """Measured with matplotlib's own renderer: the legend (below the axes) covers neither the plot nor the type
+    labels under it, and the title stays above the plot."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    card = _card()
+    fig = charts.per_type_figure(card)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    ax = fig.axes[0]
+    plot = ax.get_window_extent(renderer)
+    legend = ax.get_legend().get_window_extent(renderer)
+    ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+    title = ax.title.get_window_extent(renderer)
+    assert not legend.overlaps(plot) and not any(legend.overlaps(t) for t in ticks)
+    assert title.y0 >= plot.y1 - 1

@@ -32,6 +32,7 @@ WRITER = f"""
 import sys
 sys.path[:0] = [{str(SCRIPTS)!r}, {str(TESTS)!r}]
 import factories
+from lme.core import schemas
 from lme.store import run_store
 from helpers_data import judged_row
 run_dir = sys.argv[1]
@@ -39,6 +40,8 @@ qids = [f"q{{i:03d}}" for i in range({N_QUESTIONS})]
 with run_store.RunLock(run_dir):
     run_store.reconcile(run_dir)
     done = run_store.load_completed(run_dir)
+    schemas.validate("item-result", judged_row("q000"), where="warm-up")  # validators are built on first use:
+    schemas.validate("completed", {{"question_id": "q000"}}, where="warm-up")  # before "ready", not in the window
     print("ready", flush=True)
     for qid in run_store.filter_pending([{{"question_id": q}} for q in qids], done):
         row = judged_row(qid["question_id"])

@@ -100,3 +100,31 @@ def test_run_main_takes_ctrl_c_back_and_a_test_import_leaves_sigint_alone():
 @pytest.mark.parametrize("script", BARE_PYTHON_SCRIPTS)
 def test_the_bare_python_scripts_do_not_import_the_guard(script):
     assert "entry_guard" not in (SCRIPTS / script).read_text()
+
+
+def test_exit_now_runs_exit_handlers_flushes_output_and_keeps_the_status(tmp_path):
+    """The heavy commands end with errors.exit_now (no interpreter teardown): what they print and what their exit
+    handlers do (the command target stops its workers there) must still happen."""
+    marker = tmp_path / "handler-ran"
+    code = ("import atexit, sys\nfrom lme.core.errors import exit_now\n"
+            f"atexit.register(lambda: open({str(marker)!r}, 'w').write('yes'))\n"
+            "sys.stdout.write('no newline at the end')\nsys.stderr.write('err too')\nexit_now(3)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=SCRIPTS, capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "no newline at the end", "err too")
+    assert marker.read_text() == "yes"
+
+
+def test_a_run_ended_by_exit_now_leaves_no_sqlite_sidecar_files(tmp_path):
+    """The call cache's connections close before the process ends (a connection left open keeps calls.sqlite3-wal
+    and -shm beside the database; a later run in a read-only cache folder then wrote through them)."""
+    sys.path.insert(0, str(SCRIPTS.parent / "tests"))
+    from run_project import make_project
+
+    project = make_project(tmp_path / "p")
+    done = subprocess.run([sys.executable, str(SCRIPTS / "run_benchmark.py"), "--project", str(project), "--offline",
+                           "--max", "2", "--progress", "quiet"], capture_output=True, text=True, env=_env(), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cache = project / ".longmemeval-benchmarks" / "cache"
+    assert (cache / "calls.sqlite3").is_file()
+    assert sorted(p.name for p in cache.glob("calls.sqlite3-*")) == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from lme.score import metrics
@@ -121,6 +123,20 @@ def test_display_rounding_matches_upstreams_numpy_rounding_on_ties():
     assert metrics.fmt(sum(labels) / len(labels)) == "0.0438"
     assert metrics.display_round(7 / 160) == 0.0438
     assert metrics.fmt(1 / 3) == "0.3333" and metrics.fmt(1.0) == "1.0000"
+
+
+def test_display_rounding_equals_numpys_on_every_fraction_a_scorecard_can_show():
+    np = pytest.importorskip("numpy")
+    values = [k / n for n in range(1, 301) for k in range(n + 1)]
+    values += [k / 10 ** 5 + 5e-5 for k in range(-2000, 2000)] + [0.0, -0.0, 1e-300, 12345.67895]
+    for decimals in (2, 3, 4):
+        expected = np.round(np.array(values, dtype=np.float64), decimals).tolist()
+        ours = [metrics.display_round(v, decimals) for v in values]
+        mismatched = [(v, a, b) for v, a, b in zip(values, ours, expected)
+                      if a != b or math.copysign(1, a) != math.copysign(1, b)]
+        assert mismatched == [], f"{len(mismatched)} differ at {decimals} decimals, e.g. {mismatched[:3]}"
+    assert metrics.display_round(float("nan")) != metrics.display_round(float("nan"))
+    assert metrics.display_round(float("inf")) == float("inf")
 
 
 @pytest.mark.parametrize("n", [10, 13, 25, 27, 28, 30, 34, 108])

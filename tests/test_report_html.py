@@ -239,3 +239,38 @@ def test_every_report_names_the_dataset_and_what_it_is_in_the_same_words(report_
     status = unescape(re.sub(r"<[^>]+>", "", re.search(r'<p class="status">(.*?)</p>', page, re.S).group(1)))
     assert status.endswith(f"· dataset {line}")
     assert unescape(re.search(r"<title>(.*?)</title>", page).group(1)) == f"LongMemEval report — run r1 ({name})"
+
+
+def test_the_texts_blob_packed_piece_by_piece_is_the_plain_json_of_the_texts():
+    turns = [["user", "I named my cat Luna 😀", 1], ["assistant", "Lovely name.", 0]]
+    texts = {"s": [report_data.PackedJson(turns), None, report_data.PackedJson([["user", "x\u2028</script>", 0]])],
+             "l": ["a line", None, "ü" * 3000]}
+    plain = {"s": [turns, None, [["user", "x\u2028</script>", 0]]], "l": texts["l"]}
+    assert report_html.unpack_texts(report_html.pack_texts(texts)) == plain
+    assert b"".join(report_html._json_pieces(texts)) == json.dumps(
+        plain, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    assert report_html.unpack_texts(report_html.pack_texts({})) == {}
+
+
+def test_prompts_whose_short_lines_pass_their_share_of_the_budget_show_one_note_per_message(tmp_path):
+    """Short lines live inside prompt records and were embedded whole, outside the budget: a memory-ref run's
+    writer prompts made a 212 MB page. Now they have a share of the budget; a prompt past it keeps its size and
+    shows "not embedded" once per message."""
+    from lme.core.records import ChatRequest
+
+    def request(n: int) -> ChatRequest:
+        text = "\n".join(f"user: short turn {n}.{i}" for i in range(50))
+        return ChatRequest(provider="openai", model="gpt-4o-mini", messages=({"role": "user", "content": text},))
+
+    store_dir = tmp_path / "run"
+    store_dir.mkdir()
+    keys = prompt_store.PromptStore(store_dir).add([request(1), request(2)])
+    store = prompt_store.load(store_dir)
+    first_inline = len("\n".join(f"user: short turn 1.{i}" for i in range(50))) - 49
+    texts = report_data._Texts(int(first_inline / report_data.INLINE_SHARE) + 1, {}, store)
+    kept, cut = (report_data._prompt_view(k, store, texts) for k in keys)
+    assert all(isinstance(s, str) for s in kept["messages"][0]["seg"]) and "left_out" not in kept
+    assert cut["left_out"] and len(cut["messages"][0]["seg"]) == 1
+    note = cut["messages"][0]["seg"][0]
+    assert texts.lines[note] is None and texts.line_chars[note] == cut["chars"] == len(request(2).messages[0]["content"])
+    assert f"prompt {keys[1]}" in texts.left_out

@@ -616,3 +616,18 @@ def test_resuming_a_finished_run_reuses_its_scorecard(tmp_path, capsys):
     assert run_benchmark.main(argv) == 0  # nothing to do: run-meta is rewritten, the scorecard is not
     assert [p.stat().st_mtime_ns for p in outputs] == stamps
     assert "unchanged since it was last scored" in capsys.readouterr().err
+
+
+def test_a_run_scored_by_its_driver_is_reused_by_the_report_command_from_the_project(tmp_path, capsys, monkeypatch):
+    """The driver scores with the project's absolute path; the report command runs ``scorecard.py --latest`` from
+    the project root (``--project .``): the same files, so the run is shown, not scored again."""
+    from lme.report import scorecard
+
+    project = make_project(tmp_path / "p")
+    assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--offline", "--run-id", "r"]) == 0
+    metrics = run_dir(project, "r") / "metrics.json"
+    stamp = metrics.stat().st_mtime_ns
+    capsys.readouterr()
+    monkeypatch.chdir(project)
+    assert scorecard.main(["--latest"]) == 0
+    assert "unchanged since it was last scored" in capsys.readouterr().err and metrics.stat().st_mtime_ns == stamp

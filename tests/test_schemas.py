@@ -182,3 +182,53 @@ def test_spec_documents_every_schema_and_config_field():
         assert f"`{key}`" in spec, key
     config_schema = json.loads((schemas.SCHEMA_DIR / "config.schema.json").read_text())
     assert set(config_schema["properties"]) == set(default_config())
+
+
+WEIRD = (None, "", "x", "_abs", -1, 0, 1, 2.0, 1.5, -0.5, True, False, [], {}, ["x"], {"k": 1}, "a" * 70, 1e308)
+"""Values a mutated record gets in place of each of its values."""
+
+
+def _mutations(obj):
+    """Records that differ from ``obj`` in one place: a key deleted, a value replaced, a key added."""
+    def paths(node, path=()):
+        yield path
+        if isinstance(node, dict):
+            for key, value in node.items():
+                yield from paths(value, path + (key,))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                yield from paths(value, path + (i,))
+
+    for path in list(paths(obj)):
+        if path:
+            parent = copy.deepcopy(obj)
+            target = parent
+            for key in path[:-1]:
+                target = target[key]
+            del target[path[-1]]
+            yield parent
+            for value in WEIRD:
+                yield _set(copy.deepcopy(obj), path, value)
+        node = obj
+        for key in path:
+            node = node[key]
+        if isinstance(node, dict):
+            extra = copy.deepcopy(obj)
+            _set(extra, path + ("unexpected_field",), 1) if path else extra.update(unexpected_field=1)
+            yield extra
+
+
+@pytest.mark.parametrize("name", sorted(VALID) + ["item-result:error"])
+def test_the_fast_validator_never_accepts_what_jsonschema_refuses(name):
+    """schemas.validate trusts fastjsonschema's yes and asks jsonschema about everything else: on every one-place
+    mutation of a valid record, a yes must be jsonschema's yes too (and both accept the valid record)."""
+    pytest.importorskip("fastjsonschema")
+    schema = name.split(":")[0]
+    record = error_row("q1") if name == "item-result:error" else VALID[schema]
+    assert schemas._fast_yes(schema, record)
+    checked = lenient = 0
+    for mutated in _mutations(record):
+        checked += 1
+        if schemas._fast_yes(schema, mutated) and not schemas._validator(schema).is_valid(mutated):
+            lenient += 1
+    assert checked > 20 and lenient == 0

@@ -227,7 +227,8 @@ def test_run_id_form_finds_run_in_project_and_renders_partial_and_failed_runs(tm
         assert scorecard.main(["--run-id", run_id, "--project", str(tmp_path)]) == 0
         out = capsys.readouterr().out
         assert f"| Overall accuracy (micro) | {expected} |" in out
-        assert (runs / run_id / "charts" / "per-type-accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (runs / run_id / "charts" / "per-type-accuracy.svg").read_text().startswith("<svg ")
+        assert not (runs / run_id / "charts" / "per-type-accuracy.png").exists()  # PNGs only with --png
     assert scorecard.main(["--latest", "--project", str(tmp_path), "--no-charts"]) == 0
 
 
@@ -317,7 +318,10 @@ def test_history_flag_adds_accuracy_over_rounds_chart(seven, tmp_path):
     history.write_text("| v0 | 2026-11-28 | 3/7 | 0.4286 | 0.4000 | 0.5000 | baseline |\n"
                        "| v1 | 2026-11-29 | 4/7 | 0.5714 | 0.5556 | 0.5000 | fix |\n")
     assert scorecard.main([str(seven), "7", "_s", "seven", "--history", str(history)]) == 0
-    assert (seven / "charts" / "accuracy-over-rounds.png").read_bytes()[:4] == b"\x89PNG"
+    assert "accuracy over rounds" in (seven / "charts" / "accuracy-over-rounds.svg").read_text()
+    assert scorecard.main([str(seven), "7", "_s", "seven", "--history", str(history), "--png"]) == 0
+    for name in ("per-type-accuracy.png", "accuracy-over-rounds.png"):
+        assert (seven / "charts" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_run_meta_that_is_not_a_run_meta_is_a_one_line_error(tmp_path, capsys):
@@ -358,6 +362,7 @@ def test_an_unchanged_run_is_not_scored_again_and_any_change_rescores_it(seven, 
     assert scorecard.main(args) == 0 and not rescored()
 
     assert scorecard.main([*args, "--rescore"]) == 0 and rescored()
+    assert scorecard.main(args) == 0 and not rescored()  # --rescore recorded what it scored: reused again
     assert scorecard.main([str(seven), "8", "_s", "seven", "--no-charts"]) == 0 and rescored()
     assert scorecard.main(args) == 0 and rescored()  # back to 7 items: the options differ from the last scoring
 

@@ -11,7 +11,7 @@ Metrics: session level with upstream's semantics (``retrieval_metrics``): gold =
 scored items on the ``_s`` copy). The retrievers see only the public item (aliases, no labels); their rankings are
 mapped back to real ids here. ``dup`` counts rankings that list a real session id twice (the ``_s`` copy repeats a
 filler session in 13 histories; a retriever must not return it twice). ``ms`` is ranking time per item,
-tokenizing included (the tokenizer memo is cleared before each configuration).
+tokenizing included (the tokenizer's word memo is cleared before each configuration).
 
 Configurations: ``upstream flat-bm25`` (the reference line of ``bench_rag_recall.py``), the presets of
 ``plugins/memory_ref/index.py`` (``plain``, ``fused-v1`` = memory-ref before issue 19, ``best``), ``best`` minus
@@ -152,7 +152,7 @@ def configurations(args: argparse.Namespace) -> dict[str, Ranker]:
 
 
 def run_config(ranker: Ranker, items: Sequence[Scored]) -> dict[str, Any]:
-    bm25_index._tokens.cache_clear()
+    bm25_index.forget_words()
     rows: dict[tuple[str, str], list[dict[str, float]]] = defaultdict(list)
     seconds = {h: 0.0 for h in HALVES}
     dups = {h: 0 for h in HALVES}

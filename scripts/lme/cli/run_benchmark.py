@@ -36,7 +36,7 @@ import shlex
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from lme.core import cli_parser
 from lme.run import background
@@ -46,6 +46,7 @@ from lme.run import dry_run
 from lme.judge import judge_official
 from lme.run import preflight
 from lme.models import provider_probe
+from lme.models import recent_probes
 from lme.run import judge_route
 from lme.run import run_driver
 from lme.run import run_settings
@@ -107,22 +108,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     # validate -> probe -> cost gate: a model that cannot be called is refused before its cost is put to the user
     if not args.worker:
         provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
+    passed: list[recent_probes.Passed] = []  # probes that passed now: remembered once the run has started
     if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
-        settings = judge_route.prepare(settings, args.run_id)  # the probe: a bad key or model is one line here;
+        settings, passed = judge_route.prepare(settings, args.run_id)  # the probe: a bad key or model is one line;
         # the official judge gone (404 / 410): the verdict archive, then the successor, if one is named
+    scanned = None  # a new run's dataset scan, made once: by the cost gate when it runs, else by the driver
     if not (args.yes or args.worker):
-        block = cost_gate.refusal(settings, args.run_id, cost_gate.confirm_threshold(cfg))
+        block, scanned = cost_gate.check(settings, args.run_id, cost_gate.confirm_threshold(cfg))
         if block is not None:
             print(block, flush=True)
             return run_driver.EXIT_NEEDS_CONFIRMATION
     elif args.yes and not args.worker and loop_session is not None:  # the agent's own --yes: the user's budget
         unattended_gate.check_yes(settings, cfg, args.run_id, cost_gate.confirm_threshold(cfg), loop_session)
     if args.background:
-        return _start_in_background(settings, args, argv)
+        return _start_in_background(settings, args, argv, scanned, passed)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
     approved = cost_gate.approval_to_record(settings, args.run_id) if args.yes else None  # a resume needs no second yes
     code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost,
-                                    approved_usd=approved)
+                                    approved_usd=approved, scanned=scanned,
+                                    on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
     run_id = root.name
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
@@ -148,9 +152,11 @@ def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[s
     return [sys.executable, str((Path(__file__).resolve().parents[2] / "run_benchmark.py")), *keep, "--worker"]
 
 
-def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str]) -> int:
+def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str], scanned: Any,
+                         passed: list[recent_probes.Passed]) -> int:
     """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
-    run_id, work = run_driver.prepare_background(settings, args.run_id)
+    run_id, work = run_driver.prepare_background(settings, args.run_id, scanned)
+    recent_probes.remember(settings.cache_dir, passed)
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
     os.environ.update(unattended_gate.worker_env(run_id))  # the worker's proof that --background started it
     info = background.start(work, _worker_argv(argv, run_id, bool(args.run_id)), run_id=run_id, cwd=Path.cwd(),

@@ -6,11 +6,14 @@ where, and how to fix it. ``run_main`` prints that line to stderr and returns 2:
 
 from __future__ import annotations
 
+import atexit
 import errno
+import gc
+import os
 import signal
 import sys
 import threading
-from typing import Callable, Sequence
+from typing import Callable, NoReturn, Sequence
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -43,6 +46,22 @@ def run_main(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def exit_now(code: int) -> NoReturn:
+    """End a command's process with ``code``: what is garbage is collected (an SQLite connection in a reference
+    cycle closes, and checkpoints and removes its -wal/-shm files), its exit handlers run and its streams are
+    flushed, but the interpreter is not torn down: a run has imported an SDK's ~900 modules, and unloading them all
+    cost 0.3 s of CPU after the last line was printed (the collection costs ~0.05 s). For a command's ``__main__``
+    only: callers in a process (tests) use ``run_main``."""
+    gc.collect()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 FULL = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}

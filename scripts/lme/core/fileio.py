@@ -457,33 +457,64 @@ def iter_jsonl(path: Path, *, check: CheckRecord | None = None, skip_bad: bool =
     anywhere else is a ``UserError`` naming ``file:line`` (``skip_bad``: skipped too, for readers that look for
     one record). ``check`` validates each record; a final line without its ``\\n`` that fails it is a torn append
     too. A line longer than ``bounded_json.DEFAULT.document_bytes`` is a bad line, read no further."""
-    path = Path(path)
+    for number, _, obj in _jsonl_records(Path(path), check, skip_bad):
+        yield number, obj
+
+
+def iter_jsonl_at(path: Path) -> Iterator[tuple[int, dict]]:
+    """``iter_jsonl``'s records as ``(byte offset of the line, record)``: a reader that keeps offsets rather
+    than large records reads one again with ``read_jsonl_at``."""
+    for _, offset, obj in _jsonl_records(Path(path), None, False):
+        yield offset, obj
+
+
+def read_jsonl_at(path: Path, offset: int) -> dict:
+    """The record of the line that starts at ``offset`` (an offset ``iter_jsonl_at`` gave)."""
+    limit = bounded_json.DEFAULT.document_bytes
+    with open_file(Path(path), "rb") as fh:
+        fh.seek(offset)
+        raw = fh.readline(limit + 1)
+    if len(raw) > limit and not raw.endswith(b"\n"):
+        raw = _OVERLONG
+    parsed = _parse_line(Path(path), 0, raw, check=None, final=False)
+    return parsed[1]
+
+
+def _jsonl_records(path: Path, check: CheckRecord | None, skip_bad: bool) -> Iterator[tuple[int, int, dict]]:
     try:
         fh = open_file(path, "rb")
     except FileNotFoundError:
         return
     limit = bounded_json.DEFAULT.document_bytes
     with fh:
-        pending: tuple[int, bytes] | None = None
+        pending: tuple[int, bytes, int] | None = None
         number = 0
+        offset = 0
         while True:
+            start = offset
             raw = fh.readline(limit + 1)
             if not raw:
                 break
             number += 1
+            offset += len(raw)
             if len(raw) > limit and not raw.endswith(b"\n"):
                 while raw and not raw.endswith(b"\n"):  # skip the rest of the overlong line
                     raw = fh.readline(limit)
+                    offset += len(raw)
                 raw = _OVERLONG  # reported (or skipped) as a bad line
             if pending is not None:
-                parsed = _parse_line(path, *pending, check=check, final=False, skip_bad=skip_bad)
+                parsed = _parse_line(path, *pending[:2], check=check, final=False, skip_bad=skip_bad)
                 if parsed is not None:
-                    yield parsed
-            pending = (number, raw) if raw.strip() else None
+                    yield _at(parsed, pending[2])
+            pending = (number, raw, start) if raw.strip() else None
         if pending is not None:
-            parsed = _parse_line(path, *pending, check=check, final=True, skip_bad=skip_bad)
+            parsed = _parse_line(path, *pending[:2], check=check, final=True, skip_bad=skip_bad)
             if parsed is not None:
-                yield parsed
+                yield _at(parsed, pending[2])
+
+
+def _at(parsed: tuple[int, dict], offset: int) -> tuple[int, int, dict]:
+    return parsed[0], offset, parsed[1]
 
 
 _OVERLONG = b"<a line too long to read>\n"

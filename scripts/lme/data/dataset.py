@@ -27,7 +27,7 @@ import zlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from lme.core import bounded_json
 from lme.core import cli_parser
@@ -237,8 +237,11 @@ def _where_after(index: int) -> str:
 class _ItemStream:
     """One streaming pass over a file: yields validated items; afterwards holds count, hash and largest haystack."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, fingerprints: bool = True) -> None:
         self.path = Path(path)
+        self.fingerprints = fingerprints
+        """Compute each item's ``item_sha256`` (the whole item as canonical JSON, hashed): a scan's job; a pass that
+        only reads the items (a run's stream, an estimate, a report) skips it: on ``_s`` it is seconds a pass."""
         self.count = 0
         self.max_sessions = 0
         self.questions: list[tuple[str, str]] = []
@@ -265,7 +268,8 @@ class _ItemStream:
                     seen[qid] = index
                     self.count += 1
                     self.questions.append((qid, item["question_type"]))
-                    self.item_sha256[qid] = item_sha256(item)
+                    if self.fingerprints:
+                        self.item_sha256[qid] = item_sha256(item)
                     repeated = [sid for sid, n in Counter(item["haystack_session_ids"]).items() if n > 1]
                     if repeated:
                         self.duplicate_sessions[qid] = tuple(repeated)
@@ -307,7 +311,7 @@ class _ItemStream:
 
 def iter_items(path: Path) -> Iterator[dict]:
     """Stream validated items (dicts, as in the file) one at a time."""
-    yield from _ItemStream(Path(path))
+    yield from _ItemStream(Path(path), fingerprints=False)
 
 
 _VARIANT_IN_NAME = re.compile(r"(?:^|[^a-z])(?:longmemeval)?_(s|m)(?:_cleaned)?(?=[._]|$)")
@@ -328,11 +332,13 @@ def guess_variant(path: Path, max_sessions: int | None = None) -> str | None:
     return "_s" if max_sessions <= 120 else "_m"
 
 
-def scan(path: Path) -> DatasetInfo:
-    """Validate every item and hash the decompressed bytes in one streaming pass."""
+def scan(path: Path, on_item: Callable[[dict], None] | None = None) -> DatasetInfo:
+    """Validate every item and hash the decompressed bytes in one streaming pass; ``on_item`` sees each validated
+    item on the way (the cost gate's estimate rides on a new run's scan)."""
     stream = _ItemStream(Path(path))
-    for _ in stream:
-        pass
+    for item in stream:
+        if on_item is not None:
+            on_item(item)
     return stream.info()
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, is_official_judge
-from lme.models import provider_errors, provider_probe, provider_routes
+from lme.models import provider_errors, provider_probe, provider_routes, recent_probes
 from lme.models.provider_errors import ProviderError
 
 ARCHIVE_NOW = ("archive your verdicts now (python scripts/judge_shim.py export-verdicts --out verdicts.jsonl; "
@@ -95,26 +95,27 @@ def countdown_line(entry: JudgeEntry | None, today: dt.date | None = None) -> st
     return f"the official judge {OFFICIAL_JUDGE_MODEL} {when}: {ARCHIVE_NOW}"
 
 
-def status(settings: Any) -> JudgeEntry:
+def status(settings: Any) -> tuple[JudgeEntry, list[recent_probes.Passed]]:
     """The official judge before a run: the list's entry (printing the countdown), then the probe call unless the
-    list said gone. Raises UserError for a refusal that is not 'gone' (a bad key, no credit, no host)."""
+    list said gone (or it passed a moment ago: ``recent_probes``); with the probe that passed now. Raises
+    UserError for a refusal that is not 'gone' (a bad key, no credit, no host)."""
     entry = read_entry(settings)
     line = countdown_line(entry)
     if line is not None:
         print(line, file=sys.stderr, flush=True)
     if entry is not None and entry.gone:
-        return entry
+        return entry, []
     use = _use(settings)
     routes = provider_probe._provider_settings(settings)
     key_env = provider_routes.key_env_for(use.provider, routes)
-    err = provider_probe.probe_error(use, settings)
+    err, passed = provider_probe.probe_error(use, settings)
     if err is None:
-        return entry or JudgeEntry()
+        return entry or JudgeEntry(), passed
     if err.kind == "not_found":
         return JudgeEntry(gone=True, status=err.status, message=err.message,
-                          shutdown_date=None if entry is None else entry.shutdown_date)
+                          shutdown_date=None if entry is None else entry.shutdown_date), []
     url = provider_routes.shown_base_url(use.provider, routes) or "the default host"
     refusal = provider_probe.refusal_line(use, err.kind, err.status, err.message, key_env=key_env, url=url)
     if refusal is not None:
         raise UserError(refusal)
-    return entry or JudgeEntry()
+    return entry or JudgeEntry(), []

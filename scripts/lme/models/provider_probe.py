@@ -10,7 +10,8 @@ Two steps, both before the run directory, the cache or a lock exist:
   does not exist (404), an account out of quota or credit, or a host that cannot be reached becomes one
   ``UserError`` line naming what, where and the fix. Anything a run would retry (429, 5xx, a timeout) is not a
   reason to refuse: the run's own retries handle it. Probes are remembered for the process (``_SEEN``), so a
-  target and judge on one model cost one probe.
+  target and judge on one model cost one probe, and a probe that passed is remembered for a few minutes across
+  runs (``recent_probes``: same route, key and model only).
 
 The probe carries the header ``x-longmemeval-probe: 1`` so a server log (and the tests' fake server) can tell it
 from the run's calls. It is skipped for ``--offline`` and for targets whose calls are the user's own code.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -29,6 +31,7 @@ from lme.core.endpoint_urls import redact
 from lme.core.errors import UserError
 from lme.core.facts import is_offline
 from lme.models import provider_routes
+from lme.models import recent_probes
 from lme.models.provider_errors import ProviderError
 from lme.models.provider_routes import BASE_URL_ENV
 from lme.models import provider_errors
@@ -137,47 +140,66 @@ def _base_url_source(provider: str, routes: Any) -> str:
     return BASE_URL_ENV.get(provider, "base URL")
 
 
-def probe(settings: Any, *, only: Sequence[Use] | None = None) -> None:
+def probe(settings: Any, *, only: Sequence[Use] | None = None) -> list[recent_probes.Passed]:
     """One smallest request per distinct model the run calls (``only``: these uses instead, e.g. the target alone or
     a successor judge); raises UserError (one line) on a failure that no retry would fix. Call ``refuse_locally``
-    first."""
+    first. A model probed with success a moment ago on the same route and key (``recent_probes``, in
+    ``settings.cache_dir``) is not probed again; returns the probes that passed now, for ``recent_probes.remember``
+    once the run has started."""
 
     routes = _provider_settings(settings)
-    todo: dict[tuple[str, str, str | None, str], tuple[Use, Any]] = {}
+    cache_dir = getattr(settings, "cache_dir", None)
+    todo: dict[tuple[str, str, str | None, str], tuple[Use, Any, str]] = {}
     for use in (uses(settings) if only is None else only):
         route = provider_routes._route(use.provider, routes)
         key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
+        memo = recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
         with _SEEN_LOCK:
-            if key not in _SEEN:
-                todo.setdefault(key, (use, route))
+            if key in _SEEN:
+                continue
+        if recent_probes.recent(cache_dir, memo):
+            with _SEEN_LOCK:
+                _SEEN[key] = None
+            continue
+        todo.setdefault(key, (use, route, memo))
     if not todo:
-        return
+        return []
+    at = time.time()
     with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="probe") as pool:  # at once: one round trip
-        futures = {key: pool.submit(_probe_one, use, route, routes) for key, (use, route) in todo.items()}
+        futures = {key: pool.submit(_probe_one, use, route, routes) for key, (use, route, _) in todo.items()}
+    passed = []
     for key, future in futures.items():  # in the run's order (target first): the first refusal is the line
-        future.result()
+        if future.result():
+            passed.append(recent_probes.Passed(todo[key][2], at))
         with _SEEN_LOCK:
             _SEEN[key] = None
+    return passed
 
 
-def probe_error(use: Use, settings: Any) -> ProviderError | None:
-    """One probe of ``use`` (remembered like ``probe``'s: a model probed already is not probed again), returning
-    the classified error instead of a line (``judge_entry`` tells a retired judge from a refusal); None: it
-    answered."""
+def probe_error(use: Use, settings: Any) -> tuple[ProviderError | None, list[recent_probes.Passed]]:
+    """One probe of ``use`` (remembered like ``probe``'s: a model probed already, in this process or a moment ago
+    by a run on the same route and key, is not probed again), returning the classified error instead of a line
+    (``judge_entry`` tells a retired judge from a refusal; None: it answered) and the probe that passed now."""
     routes = _provider_settings(settings)
     route = provider_routes._route(use.provider, routes)
     key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
+    memo = recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
     with _SEEN_LOCK:
         if key in _SEEN:
-            return None
+            return None, []
+    if recent_probes.recent(getattr(settings, "cache_dir", None), memo):
+        with _SEEN_LOCK:
+            _SEEN[key] = None
+        return None, []
+    at = time.time()
     try:
         _send(route, use.model, routes.timeout_s)
     except Exception as exc:  # noqa: BLE001 - classified; what is not an SDK error is re-raised by classify
         return provider_errors.classify(exc, use.provider, use.model, timeout_s=routes.timeout_s,
-                                        key_env=provider_routes.key_env_for(use.provider, routes))
+                                        key_env=provider_routes.key_env_for(use.provider, routes)), []
     with _SEEN_LOCK:
         _SEEN[key] = None
-    return None
+    return None, [recent_probes.Passed(memo, at)]
 
 
 def forget() -> None:
@@ -200,18 +222,20 @@ def _send(route: Any, model: str, timeout: float) -> None:
                                        extra_headers=headers)
 
 
-def _probe_one(use: Use, route: Any, routes: Any) -> None:
+def _probe_one(use: Use, route: Any, routes: Any) -> bool:
+    """True when the probe was answered; False when it failed in a way the run may start anyway; else UserError."""
 
     key_env = provider_routes.key_env_for(use.provider, routes)
     try:
         _send(route, use.model, routes.timeout_s)
-        return
+        return True
     except Exception as exc:  # noqa: BLE001 - classified below; what is not an SDK error is re-raised there
         err = provider_errors.classify(exc, use.provider, use.model, timeout_s=routes.timeout_s, key_env=key_env)
     url = provider_routes.shown_base_url(use.provider, routes) or redact(route.base_url) or "the default host"
     line = refusal_line(use, err.kind, err.status, err.message, key_env=key_env, url=url)
     if line is not None:
         raise UserError(line)
+    return False
 
 
 def refusal_line(use: Use, kind: str, status: int | None, message: str, *, key_env: str, url: str) -> str | None:

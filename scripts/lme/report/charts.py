@@ -3,8 +3,9 @@
 Usage (library): ``per_type_chart(card, out_png)``; ``history_chart(load_history(path), out_png)``.
 CLI: python scripts/charts.py METRICS_JSON OUT_DIR [--history FILE]
 
-matplotlib runs on the Agg backend (no display needed). Files are written to a temp name and renamed, so a reader
-never sees half a PNG.
+Scoring writes SVG charts (``report_svg``) and calls this module only for PNGs asked for (``scorecard.py --png``):
+matplotlib costs about a second to import and draw. It is used through its object API (a ``Figure`` saved by the
+Agg canvas: no pyplot, no display). Files are written to a temp name and renamed, so a reader never sees half a PNG.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 
 entry_guard.start(__name__)
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -37,13 +37,12 @@ SHORT_TYPE_NAMES = {
 }
 
 
-def _pyplot():
-    import matplotlib
+def _figure(width: float, height: float) -> tuple[Any, Any]:
+    """A matplotlib figure and its one axes (the object API: no pyplot state, nothing to close)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(width, height))
+    return fig, fig.subplots()
 
 
 def _save_atomic(fig: Any, out_png: Path) -> Path:
@@ -94,37 +93,38 @@ def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
     """Bar chart of strict per-type accuracy with 95% Wilson error bars, the overall and macro lines and the 95%
     target; a partial run (items not judged) also gets judged-only bars beside the strict ones. The legend sits
     below the axes, so it never covers a bar."""
+    return _save_atomic(per_type_figure(card), out_png)
+
+
+def per_type_figure(card: Mapping[str, Any]) -> Any:
+    """``per_type_chart``'s matplotlib figure (tests measure where its texts land)."""
     check_card(card)
-    plt = _pyplot()
     per_type = card["per_type"]
     names = [t for t, b in per_type.items() if b["n"] > 0]
     partial = any(_is_number(per_type[t].get("judged")) and per_type[t]["judged"] < per_type[t]["n"] for t in names)
     width = 0.4 if partial else 0.8
     strict_x = [i - width / 2 if partial else i for i in range(len(names))]
-    fig, ax = plt.subplots(figsize=(8, 4.6))
-    try:
-        _bars(ax, strict_x, [per_type[t] for t in names], "strict", width, "#4C72B0",
-              "strict (errors/not run = wrong)")
-        if partial:
-            _bars(ax, [i + width / 2 for i in range(len(names))], [per_type[t] for t in names], "judged", width,
-                  "#8DA0CB", "judged-only (judged items)")
-        ax.set_xticks(range(len(names)))
-        ax.set_xticklabels([f"{SHORT_TYPE_NAMES.get(t, t)}\n(n={per_type[t]['n']})" for t in names], fontsize=8)
-        overall = card["overall"]["accuracy_strict"]
-        macro = card["task_averaged"]["accuracy_strict"]
-        if overall is not None:
-            ax.axhline(overall, color="#C44E52", linestyle="--", label=f"overall (micro, strict) {overall:.3f}")
-        if macro is not None:
-            ax.axhline(macro, color="#55A868", linestyle=":", label=f"task-averaged (macro, strict) {macro:.3f}")
-        ax.axhline(TARGET_ACCURACY, color="#555555", linestyle="-.", linewidth=1,
-                   label=f"target {TARGET_ACCURACY:.0%}")
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("accuracy")
-        ax.set_title(f"LongMemEval per-type accuracy — run {card.get('run_id')} (95% Wilson intervals)", fontsize=9)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
-        return _save_atomic(fig, out_png)
-    finally:
-        plt.close(fig)
+    fig, ax = _figure(8, 4.6)
+    _bars(ax, strict_x, [per_type[t] for t in names], "strict", width, "#4C72B0",
+          "strict (errors/not run = wrong)")
+    if partial:
+        _bars(ax, [i + width / 2 for i in range(len(names))], [per_type[t] for t in names], "judged", width,
+              "#8DA0CB", "judged-only (judged items)")
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels([f"{SHORT_TYPE_NAMES.get(t, t)}\n(n={per_type[t]['n']})" for t in names], fontsize=8)
+    overall = card["overall"]["accuracy_strict"]
+    macro = card["task_averaged"]["accuracy_strict"]
+    if overall is not None:
+        ax.axhline(overall, color="#C44E52", linestyle="--", label=f"overall (micro, strict) {overall:.3f}")
+    if macro is not None:
+        ax.axhline(macro, color="#55A868", linestyle=":", label=f"task-averaged (macro, strict) {macro:.3f}")
+    ax.axhline(TARGET_ACCURACY, color="#555555", linestyle="-.", linewidth=1,
+               label=f"target {TARGET_ACCURACY:.0%}")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy")
+    ax.set_title(f"LongMemEval per-type accuracy — run {card.get('run_id')} (95% Wilson intervals)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    return fig
 
 
 def _bars(ax: Any, xs: Sequence[float], blocks: Sequence[Mapping[str, Any]], kind: str, width: float, color: str,
@@ -194,24 +194,20 @@ def history_chart(rounds: Sequence[Mapping[str, Any]], out_png: Path) -> Path:
     """Line chart of overall, task-averaged and abstention accuracy over rounds."""
     if not rounds:
         raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    try:
-        x = list(range(len(rounds)))
-        for key, label in (("overall", "overall (micro)"), ("task_averaged", "task-averaged (macro)"),
-                           ("abstention", "abstention")):
-            points = [(i, r[key]) for i, r in zip(x, rounds) if r.get(key) is not None]
-            if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
-        ax.set_xticks(x)
-        ax.set_xticklabels([str(r["label"]) for r in rounds], fontsize=8, rotation=45)
-        ax.set_ylim(0, 1.05)
-        ax.set_ylabel("accuracy")
-        ax.set_title("LongMemEval accuracy over rounds", fontsize=9)
-        ax.legend(fontsize=8, loc="lower right")
-        return _save_atomic(fig, out_png)
-    finally:
-        plt.close(fig)
+    fig, ax = _figure(8, 4)
+    x = list(range(len(rounds)))
+    for key, label in (("overall", "overall (micro)"), ("task_averaged", "task-averaged (macro)"),
+                       ("abstention", "abstention")):
+        points = [(i, r[key]) for i, r in zip(x, rounds) if r.get(key) is not None]
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    ax.set_xticks(x)
+    ax.set_xticklabels([str(r["label"]) for r in rounds], fontsize=8, rotation=45)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("accuracy")
+    ax.set_title("LongMemEval accuracy over rounds", fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save_atomic(fig, out_png)
 
 
 def load_card(path: Path) -> dict[str, Any]:

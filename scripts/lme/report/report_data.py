@@ -71,16 +71,33 @@ def stability_path(run_dir: Path, project: Path | None = None) -> Path:
 # --------------------------------------------------------------------------- the dataset side
 
 
+class PackedJson:
+    """A piece of the texts blob kept as its JSON, UTF-8 (``report_html.pack_texts`` writes it as it is): a
+    full-context ``_s`` report holds thousands of sessions' turns while it chooses what to embed, and as bytes
+    they take a byte a character, where Python strings take four once one emoji is in them."""
+
+    __slots__ = ("_json",)
+
+    def __init__(self, obj: Any) -> None:
+        self._json = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+    def json_bytes(self) -> bytes:
+        return self._json
+
+
 @dataclass
 class _SessionText:
     session_id: str
     date: str
-    turns: list[list[Any]]
-    """``[role, content, has_answer 0/1]`` per turn."""
+    turns: PackedJson | None = None
+    """``[[role, content, has_answer 0/1], ...]``, packed; None when the page does not need the turns."""
+    chars: int = 0
+    n_turns: int = 0
 
-    @property
-    def chars(self) -> int:
-        return sum(len(t[1]) for t in self.turns)
+    def keep_turns(self, turns: Sequence[Any]) -> None:
+        rows = [[t.role, t.content, 1 if t.has_answer else 0] for t in turns]
+        if rows:
+            self.turns, self.chars, self.n_turns = PackedJson(rows), sum(len(r[1]) for r in rows), len(rows)
 
 
 @dataclass
@@ -133,11 +150,11 @@ def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evi
         view.items[qid] = _ItemFacts(q.question_date, [s.session_id for s in shown], evidence)
         keep = wanted[qid] | set(evidence)
         for s in q.sessions:
-            if s.session_id not in view.sessions:
-                turns = [[t.role, t.content, 1 if t.has_answer else 0] for t in s.turns] if s.session_id in keep else []
-                view.sessions[s.session_id] = _SessionText(s.session_id, s.date, turns)
-            elif s.session_id in keep and not view.sessions[s.session_id].turns and s.turns:
-                view.sessions[s.session_id].turns = [[t.role, t.content, 1 if t.has_answer else 0] for t in s.turns]
+            known = view.sessions.get(s.session_id)
+            if known is None:
+                known = view.sessions[s.session_id] = _SessionText(s.session_id, s.date)
+            if s.session_id in keep and known.turns is None:
+                known.keep_turns(s.turns)
         if not left:
             break
     return view
@@ -223,18 +240,26 @@ def _session_refs(row: ResultRow | None, facts: _ItemFacts | None) -> list[tuple
 # --------------------------------------------------------------------------- texts under a budget
 
 
+INLINE_SHARE = 0.25
+"""The short lines a prompt record holds inline (instructions, headers, short turns) are embedded up to this share
+of the text budget, wrong and failed items first; a prompt whose short lines no longer fit shows one "not embedded"
+note per message. (A memory-ref ``_s`` run's 19,000 writer prompts hold 176M characters of them: the page was
+212 MB and its scoring peaked at 2.3 GB.)"""
+
+
 class _Texts:
     """Sessions and prompt lines, each embedded once, evidence always, the rest while the budget lasts."""
 
     def __init__(self, budget_bytes: int, sessions: Mapping[str, _SessionText], prompts: prompt_store.StoredPrompts):
         self.budget = budget_bytes
         self.used = 0
+        self.inline_left = int(budget_bytes * INLINE_SHARE)
         self.left_out: set[str] = set()
         self._sessions_src = sessions
         self._prompts = prompts
         self.session_index: dict[str, int] = {}
         self.sessions: list[dict[str, Any]] = []
-        self.session_turns: list[list[list[Any]] | None] = []
+        self.session_turns: list[PackedJson | None] = []
         self.line_index: dict[str, int] = {}
         self.line_chars: list[int] = []
         self.lines: list[str | None] = []
@@ -244,7 +269,7 @@ class _Texts:
             src = self._sessions_src.get(sid)
             self.session_index[sid] = len(self.sessions)
             self.sessions.append({"id": sid, "date": src.date if src else None,
-                                  "turns": len(src.turns) if src and src.turns else None,
+                                  "turns": src.n_turns if src and src.turns else None,
                                   "chars": src.chars if src and src.turns else None})
             self.session_turns.append(None)
         return self.session_index[sid]
@@ -254,7 +279,7 @@ class _Texts:
         src = self._sessions_src.get(sid)
         if self.session_turns[i] is not None or src is None or not src.turns:
             return
-        cost = src.chars + 16 * len(src.turns)
+        cost = src.chars + 16 * src.n_turns
         if always or self.used + cost <= self.budget:
             self.session_turns[i] = src.turns
             self.used += cost
@@ -267,6 +292,19 @@ class _Texts:
             self.line_chars.append(self._prompts.line_chars(key) if self._prompts.has_line(key) else -1)
             self.lines.append(None)
         return self.line_index[key]
+
+    def take_inline(self, chars: int) -> bool:
+        """Whether a prompt's ``chars`` characters of inline lines still fit (and charge them if so)."""
+        if chars > self.inline_left:
+            return False
+        self.inline_left -= chars
+        return True
+
+    def placeholder(self, chars: int) -> int:
+        """A line index the page shows as ``chars`` characters not embedded."""
+        self.line_chars.append(chars)
+        self.lines.append(None)
+        return len(self.lines) - 1
 
     def embed_line(self, key: str) -> None:
         i = self.line(key)
@@ -284,18 +322,28 @@ def _prompt_view(key: str, store: prompt_store.StoredPrompts, texts: _Texts) -> 
     record = store.prompts.get(key)
     if record is None:
         return {"key": key, "missing": True}
+    parts = [record.get("system") or [], *(m.get("content") or [] for m in record.get("messages") or [])]
+    inline = sum(len(s) for segments in parts for s in segments if isinstance(s, str))
+    keep = texts.take_inline(inline)
+    if not keep:
+        texts.left_out.add(f"prompt {key}")
 
     def segs(segments: Sequence[Any] | None) -> list[Any] | None:
         if segments is None:
             return None
+        if not keep:  # one note for the whole text: the page never holds this prompt's lines one by one
+            size = sum(len(s) if isinstance(s, str) else max(0, store.line_chars(s["line"]) if
+                       store.has_line(s["line"]) else 0) for s in segments) + max(0, len(segments) - 1)
+            return [texts.placeholder(size)]
         return [s if isinstance(s, str) else texts.line(s["line"]) for s in segments]
 
     messages = [{"role": m.get("role"), "seg": segs(m.get("content") or [])} for m in record.get("messages") or []]
     chars = sum(sum(len(s) if isinstance(s, str) else max(0, texts.line_chars[s]) for s in m["seg"])
                 + max(0, len(m["seg"]) - 1) for m in messages)  # the segments and the newlines joining them
-    return {"key": key, "provider": record.get("provider"), "model": record.get("model"),
+    view = {"key": key, "provider": record.get("provider"), "model": record.get("model"),
             "max_tokens": record.get("max_tokens"), "temperature": record.get("temperature"),
             "system": segs(record.get("system")), "messages": messages, "chars": chars}
+    return view if keep else {**view, "left_out": True}
 
 
 def _line_keys(record: Mapping[str, Any] | None) -> Iterable[str]:
@@ -328,7 +376,7 @@ def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | N
                                          "cached", "attempts")} for c in ((row.calls if row else ()))],
         "finished": None if row is None else row.finished_at,
         "sess": [[texts.session(sid), rank, flags] for sid, rank, flags in refs],
-        "prompts": [_prompt_view(k, store, texts) for k in prompt_keys(row)],
+        "prompts": [],  # filled in by page_data, wrong and failed items first
     }
 
 
@@ -377,9 +425,11 @@ def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = N
             for sid, _, flags in refs_of[q["id"]]:
                 if "k" in flags:
                     texts.embed_session(sid)
-            for key in prompt_keys(run.rows.get(q["id"])):
-                for line in _line_keys(store.prompts.get(key)):
-                    texts.embed_line(line)
+            q["prompts"] = [_prompt_view(k, store, texts) for k in prompt_keys(run.rows.get(q["id"]))]
+            for prompt in q["prompts"]:
+                if not prompt.get("missing") and not prompt.get("left_out"):
+                    for line in _line_keys(store.prompts.get(prompt["key"])):
+                        texts.embed_line(line)
 
     notes = [n for n in [view.note] if n]
     if texts.left_out:

@@ -36,7 +36,7 @@ import sys
 import zlib
 from html import escape
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.data import dataset_label
@@ -68,19 +68,44 @@ ASSETS = Path(__file__).resolve().parents[2] / "report_assets"
 def embed_json(obj: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: no ``</script>``, ``<!--`` or line separators can
     end or confuse the element (``<``, ``>``, ``&`` only ever occur inside JSON strings, so escaping them is
-    lossless)."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
-                      ("\u2029", "\\u2029")):
+    lossless). ASCII with ``\\u`` escapes: a string of one byte a character (one emoji in tens of MB of data made
+    Python hold all of it at four), and U+2028/U+2029 come out escaped."""
+    text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
         text = text.replace(raw, safe)
     return text
 
 
-def pack_texts(texts: Any) -> str:
-    """The texts blob as base64 of zlib-compressed JSON (about 0.4 of the JSON's size): the page's bulk, which the
-    browser decompresses (``DecompressionStream``) only when a drill-down first needs it."""
-    raw = json.dumps(texts, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+PACK_LEVEL = 1
+"""zlib's fastest level: a 200-item oracle page packs in a quarter of level 6's time for a blob about a fifth
+larger (measured in tests/benchmarks/bench_tax.py); packing runs after every run, unpacking on the reader's idle."""
+
+
+def _json(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def _json_pieces(texts: Mapping[str, Sequence[Any]]) -> Iterator[bytes]:
+    """``json.dumps(texts)`` (compact) as UTF-8, one list element at a time (``PackedJson`` elements as they are):
+    no string ever holds the whole blob (24 MB of text, four bytes a character once one emoji is in it)."""
+    yield b"{"
+    for i, (key, values) in enumerate(texts.items()):
+        yield (b"," if i else b"") + _json(key) + b":["
+        for j, value in enumerate(values):
+            piece = value.json_bytes() if isinstance(value, report_data.PackedJson) else _json(value)
+            yield (b"," + piece) if j else piece
+        yield b"]"
+    yield b"}"
+
+
+def pack_texts(texts: Mapping[str, Sequence[Any]]) -> str:
+    """The texts blob (``{name: [element, ...]}``) as base64 of zlib-compressed JSON (about 0.35 of the JSON's
+    size): the page's bulk, which the browser decompresses (``DecompressionStream``) only when a drill-down first
+    needs it. Compressed as it is serialized, piece by piece."""
+    packer = zlib.compressobj(PACK_LEVEL)
+    packed = [packer.compress(piece) for piece in _json_pieces(texts)]
+    packed.append(packer.flush())
+    return base64.b64encode(b"".join(packed)).decode("ascii")
 
 
 def unpack_texts(blob: str) -> Any:

@@ -4,6 +4,9 @@ diff page, each replaced atomically; the Markdown (or metrics.json) on stdout, t
 A run scored before and unchanged since (``score_fingerprint``: its files, dataset, project state, the scoring
 code) is not scored again: its outputs are reused and printed. ``scorecard.py`` is the command; the run's driver and
 the loop's decisions score through here too.
+
+The charts are SVG files drawn by ``report_svg`` (the same drawings as the page's); PNGs (matplotlib, about a second
+of imports and drawing) only when asked for (``png=True``, ``scorecard.py --png``).
 """
 
 from __future__ import annotations
@@ -13,43 +16,63 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
+from lme.core import fileio
 from lme.report import report_html
+from lme.report import report_svg
 from lme.store import run_store
 from lme.score import run_differences
 from lme.score import score_fingerprint
 from lme.core.errors import UserError
+from lme.store.run_layout import HISTORY_SVG, PER_TYPE_SVG
 from lme.store.run_store import load_run
 from lme.report.scorecard_md import render_markdown
 from lme.score.scoring import build_scorecard
 from lme.report import charts as charts_mod
 
 
+def _write_svg(path: Path, svg: str) -> Path:
+    fileio.write_atomic_bytes(path, svg.encode("utf-8"))
+    return path
+
+
 def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, charts: bool = True,
-                  history: Path | None = None) -> list[Path]:
-    """metrics.json, scorecard.md and (unless ``charts`` is False) PNGs under charts/, all written atomically."""
+                  history: Path | None = None, png: bool = False) -> list[Path]:
+    """metrics.json, scorecard.md and (unless ``charts`` is False) the SVG charts under charts/, and with ``png``
+    the same charts as PNGs, all written atomically."""
     run_dir = Path(run_dir)
     chart_dir = run_store.charts_dir(run_dir)
     if charts and chart_dir.exists() and not chart_dir.is_dir():
         raise UserError(f"{chart_dir} is a file, not the charts folder", fix="move it away, or pass --no-charts")
+    rounds = charts_mod.load_history(history) if charts and history is not None else None
+    if rounds is not None and not rounds:
+        raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
     written = run_store.write_scorecard_files(run_dir, card, markdown)
     if charts:
-        written.append(charts_mod.per_type_chart(card, chart_dir / run_store.PER_TYPE_CHART))
-        if history is not None:
-            written.append(charts_mod.history_chart(charts_mod.load_history(history),
-                                                    chart_dir / run_store.HISTORY_CHART))
+        charts_mod.check_card(card)
+        chart_dir.mkdir(parents=True, exist_ok=True)
+        written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card)))
+        if rounds is not None:
+            written.append(_write_svg(chart_dir / HISTORY_SVG, report_svg.history_chart(rounds)))
+        if png:
+            written.append(charts_mod.per_type_chart(card, chart_dir / run_store.PER_TYPE_CHART))
+            if rounds is not None:
+                written.append(charts_mod.history_chart(rounds, chart_dir / run_store.HISTORY_CHART))
     return written
 
 
 def score_run(run_dir: Path, project: Path, *, n_total: int | None = None, variant: str | None = None,
               run_id: str | None = None, fmt: str = "md", charts: bool = True, html: bool = True,
               history: Path | None = None, compare: str | None = None, force: bool = False,
-              rescore: bool = False) -> int:
+              rescore: bool = False, png: bool = False) -> int:
     """Score ``run_dir`` (``n_total``, ``variant``, ``run_id``: the four-argument form's overrides) and write its
-    outputs; ``compare``: also the diff page against that run (id or directory). Returns 0."""
+    outputs; ``compare``: also the diff page against that run (id or directory); ``png``: the charts as PNGs
+    too. Returns 0."""
     run_store.refuse_links(run_dir)  # a planted link in the run folder: one line before anything is read or written
-    reuse = None if compare or history or rescore else score_fingerprint.fingerprint(
-        run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts})
-    if reuse is not None and score_fingerprint.current(run_dir, reuse, html=html, charts=charts):
+    reuse = None if compare or history else score_fingerprint.fingerprint(  # --rescore too: the next call reuses
+        run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts,
+                           "png": png})
+    if reuse is not None and not rescore and score_fingerprint.current(run_dir, reuse, html=html, charts=charts,
+                                                                       png=png):
         out = run_store.METRICS_FILE if fmt == "json" else run_store.SCORECARD_FILE
         print((run_dir / out).read_text(encoding="utf-8"), end="")
         print(f"unchanged since it was last scored: {run_dir / run_store.METRICS_FILE} (--rescore scores it again)",
@@ -67,7 +90,7 @@ def score_run(run_dir: Path, project: Path, *, n_total: int | None = None, varia
     if compare:
         other = Path(compare) if Path(compare).is_dir() else run_store.run_dir_for(run_store.runs_dir(project), compare)
         comparison = report_html.build_compare(other, run_dir, force=force, project=project)
-    written = write_outputs(run_dir, card, markdown, charts=charts, history=history)
+    written = write_outputs(run_dir, card, markdown, charts=charts, history=history, png=png)
     if page is not None:
         written.append(report_html.write_report(run_dir, page))
     if comparison is not None:

@@ -3,6 +3,11 @@ target line, a histogram (cost, latency), and accuracy over the loop's rounds.
 
 Every function returns one ``<svg>`` element as a string; text is escaped; sizes are in CSS pixels and the
 ``viewBox`` lets the chart shrink with its column.
+
+Labels never sit on a bar or a line: the labels of horizontal lines (target, overall) go in a gutter right of the
+plot, spread apart when their lines are close; a bar's value goes above its whisker unless a line or another label
+is there, then above that line, else inside the bar; a histogram's p50/p95 labels go in two rows above the plot.
+``text_box`` is the box a label is given (the tests check the drawings with it).
 """
 
 from __future__ import annotations
@@ -28,6 +33,36 @@ def _svg(width: int, height: int, body: Sequence[str], label: str) -> str:
             f'aria-label="{escape(label)}" xmlns="http://www.w3.org/2000/svg">' + "".join(body) + "</svg>")
 
 
+CHAR_WIDTH = 0.62
+"""A character's width as a share of the font size (a generous bound for the sans-serif digits and letters used)."""
+
+
+def text_box(x: float, y: float, text: str, size: float, anchor: str = "middle") -> tuple[float, float, float, float]:
+    """``(left, top, right, bottom)`` of a label drawn at ``x`` (per ``anchor``) with its baseline at ``y``."""
+    width = len(text) * size * CHAR_WIDTH
+    left = x - width / 2 if anchor == "middle" else x - width if anchor == "end" else x
+    return left, y - size * 0.8, left + width, y + size * 0.25
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float], pad: float = 1.0) -> bool:
+    return a[0] < b[2] + pad and b[0] < a[2] + pad and a[1] < b[3] + pad and b[1] < a[3] + pad
+
+
+def _spread(ys: Sequence[float], gap: float, low: float, high: float) -> list[float]:
+    """``ys`` moved apart to at least ``gap`` (in their order, kept within ``[low, high]``): labels of close lines."""
+    order = sorted(range(len(ys)), key=lambda i: ys[i])
+    placed = [0.0] * len(ys)
+    last = low - gap
+    for i in order:
+        placed[i] = max(ys[i], last + gap)
+        last = placed[i]
+    overflow = last - high
+    if overflow > 0:
+        for i in order:
+            placed[i] = max(low, placed[i] - overflow)
+    return placed
+
+
 def _text(x: float, y: float, text: str, *, size: int = 11, anchor: str = "middle", color: str = "#111827",
           weight: str = "normal") -> str:
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{color}" '
@@ -50,15 +85,26 @@ def _y_axis(left: float, top: float, plot_h: float, right: float) -> list[str]:
 
 
 def per_type_chart(card: Mapping[str, Any]) -> str:
-    """Strict accuracy per question type, 95% Wilson intervals as whiskers, the 95% target and overall lines."""
+    """Strict accuracy per question type, 95% Wilson intervals as whiskers, the 95% target and overall lines (their
+    labels in the right gutter), each bar's value where nothing else is drawn."""
     names = [t for t, b in card["per_type"].items() if b.get("n")]
-    width, height, left, top, bottom, right = 600, 270, 44, 26, 46, 12
+    width, height, left, top, bottom, right = 640, 280, 44, 36, 46, 92
     plot_w, plot_h = width - left - right, height - top - bottom
     body = _y_axis(left, top, plot_h, width - right)
 
     def y_of(v: float) -> float:
         return top + plot_h * (1 - max(0.0, min(1.0, v)))
 
+    lines = [("target 95%", y_of(TARGET_ACCURACY), TARGET, "6 4", 1.5)]
+    overall = (card.get("overall") or {}).get("accuracy_strict")
+    if overall is not None:
+        lines.append((f"overall {overall:.3f}", y_of(overall), OVERALL, "2 3", 1.2))
+    label_ys = _spread([y + 4 for _, y, *_ in lines], 12, top + 4, top + plot_h)
+    for (label, y, color, dash, stroke), label_y in zip(lines, label_ys):
+        body += [_line(left, y, width - right, y, color, width=stroke, dash=dash),
+                 _text(width - right + 4, label_y, label, size=10, anchor="start", color=color)]
+    line_ys = [y for _, y, *_ in lines]
+    taken: list[tuple[float, float, float, float]] = []
     slot = plot_w / max(1, len(names))
     for i, name in enumerate(names):
         block = card["per_type"][name]
@@ -72,21 +118,39 @@ def per_type_chart(card: Mapping[str, Any]) -> str:
         cx = x + w / 2
         body += [_line(cx, y_of(high), cx, y_of(low), "#111827", width=1.4),
                  _line(cx - 6, y_of(high), cx + 6, y_of(high), "#111827", width=1.4),
-                 _line(cx - 6, y_of(low), cx + 6, y_of(low), "#111827", width=1.4),
-                 _text(cx, y_of(high) - 5, f"{value:.3f}", size=10),
+                 _line(cx - 6, y_of(low), cx + 6, y_of(low), "#111827", width=1.4)]
+        label_y, inside = _value_label_y(f"{value:.3f}", cx, (y_of(high), y_of(low)), y_of(value), top + plot_h,
+                                         top, line_ys, taken)
+        taken.append(text_box(cx, label_y, f"{value:.3f}", 10))
+        body += [_text(cx, label_y, f"{value:.3f}", size=10, color="white" if inside else "#111827"),
                  _text(cx, top + plot_h + 16, SHORT_TYPE_NAMES.get(name, name), size=10),
                  _text(cx, top + plot_h + 30, f"n={block.get('n')}", size=10, color=MUTED)]
-    y = y_of(TARGET_ACCURACY)
-    body += [_line(left, y, width - right, y, TARGET, width=1.5, dash="6 4"),
-             _text(width - right - 2, y - 4, "target 95%", size=10, anchor="end", color=TARGET)]
-    overall = (card.get("overall") or {}).get("accuracy_strict")
-    if overall is not None:
-        y = y_of(overall)
-        body += [_line(left, y, width - right, y, OVERALL, width=1.2, dash="2 3"),
-                 _text(left + 4, y - 4, f"overall {overall:.3f}", size=10, anchor="start", color=OVERALL)]
     body.append(_text(left, 14, "Strict accuracy per question type (95% Wilson intervals)", size=12,
                       anchor="start", weight="bold"))
     return _svg(width, height, body, "accuracy per question type")
+
+
+def _value_label_y(text: str, cx: float, whisker: tuple[float, float], bar_top: float, base: float, ceiling: float,
+                   line_ys: Sequence[float], taken: Sequence[tuple[float, float, float, float]]) -> tuple[float, bool]:
+    """Where a bar's value label goes (its baseline, and whether it is inside the bar): above the whisker when no
+    line and no other label is there; else just above the line in the way (while it stays in the plot); else inside
+    the bar, below the whisker's low end."""
+
+    def free(y: float) -> bool:
+        box = text_box(cx, y, text, 10)
+        return (box[1] >= ceiling - 10 and not (box[1] - 2 <= whisker[1] and whisker[0] <= box[3] + 2)
+                and not any(box[1] - 2 <= ly <= box[3] + 2 for ly in line_ys)
+                and not any(_overlaps(box, other) for other in taken))
+
+    above = whisker[0] - 5
+    for y in [above] + sorted((ly - 5 for ly in line_ys if ly - 5 < above), reverse=True):
+        if free(y):
+            return y, False
+    inside = max(bar_top, whisker[1]) + 13
+    for y in [inside] + [ly + 13 for ly in sorted(line_ys) if ly + 13 > inside]:
+        if y + 3 < base and free(y):
+            return y, True
+    return above, False
 
 
 def _quantile(data: Sequence[float], q: float) -> float:
@@ -106,7 +170,7 @@ def histogram(values: Sequence[float], *, title: str, unit: str = "", fmt: Any =
     """Counts of ``values`` in equal-width bins, with p50 and p95 marked; ``empty`` when there is nothing to
     show (no values, or all of them 0). ``fmt`` is a format string or a function of one value."""
     fmt_one = fmt if callable(fmt) else fmt.format
-    width, height, left, top, bottom, right = 380, 200, 40, 26, 38, 12
+    width, height, left, top, bottom, right = 380, 216, 40, 48, 38, 12
     plot_w, plot_h = width - left - right, height - top - bottom
     body = [_text(left - 30, 14, title, size=12, anchor="start", weight="bold")]
     data = sorted(float(v) for v in values if v is not None and math.isfinite(float(v)))
@@ -132,12 +196,14 @@ def histogram(values: Sequence[float], *, title: str, unit: str = "", fmt: Any =
              _text(width - right, top + plot_h + 14, f"{fmt_one(hi)} {unit}".strip(), size=10, anchor="end",
                    color=MUTED),
              _text(left - 4, top + 8, str(peak), size=10, anchor="end", color=MUTED)]
-    for name, q, color in (("p50", 0.5, OVERALL), ("p95", 0.95, TARGET)):
+    for row, (name, q, color) in enumerate((("p50", 0.5, OVERALL), ("p95", 0.95, TARGET))):
         v = _quantile(data, q)
         x = left + plot_w * (v - lo) / span
+        label = f"{name} {fmt_one(v)}"
+        label_w = len(label) * 10 * CHAR_WIDTH
         body += [_line(x, top, x, top + plot_h, color, width=1.3, dash="4 3"),
-                 _text(min(x + 3, width - right - 60), top + 10 + (12 if name == "p95" else 0),
-                       f"{name} {fmt_one(v)}", size=10, anchor="start", color=color)]
+                 _text(max(left, min(x - label_w / 2, width - right - label_w)), top - 18 + 12 * row, label,
+                       size=10, anchor="start", color=color)]  # two rows above the plot: never on a bar or a line
     body.append(_text((left + width - right) / 2, height - 6, f"{len(data)} items", size=10, color=MUTED))
     return _svg(width, height, body, title)
 
@@ -185,7 +251,7 @@ def per_type_history_chart(rounds: Sequence[Mapping[str, Any]]) -> str:
 
 def history_chart(rounds: Sequence[Mapping[str, Any]]) -> str:
     """Overall, task-averaged and abstention accuracy per round of the loop, with the 95% target."""
-    width, height, left, top, bottom, right = 600, 240, 44, 40, 40, 12
+    width, height, left, top, bottom, right = 600, 240, 44, 40, 40, 70
     plot_w, plot_h = width - left - right, height - top - bottom
     body = _y_axis(left, top, plot_h, width - right)
     body.append(_text(left, 14, "Accuracy over the loop's rounds (history_max_effort.md)", size=12, anchor="start",
@@ -200,7 +266,7 @@ def history_chart(rounds: Sequence[Mapping[str, Any]]) -> str:
 
     y = y_of(TARGET_ACCURACY)
     body += [_line(left, y, width - right, y, TARGET, width=1.5, dash="6 4"),
-             _text(width - right - 2, y - 4, "target 95%", size=10, anchor="end", color=TARGET)]
+             _text(width - right + 4, y + 4, "target 95%", size=10, anchor="start", color=TARGET)]  # the gutter
     series = (("overall", "overall (micro)"), ("task_averaged", "task-averaged (macro)"), ("abstention", "abstention"))
     for k, (key, label) in enumerate(series):
         color = SERIES[k]

@@ -1,4 +1,5 @@
-"""Score a run: metrics.json, scorecard.md and charts in the run directory; the Markdown table on stdout.
+"""Score a run: metrics.json, scorecard.md and charts (SVG; PNG with --png) in the run directory; the Markdown
+table on stdout.
 
 Usage:
     python scripts/scorecard.py RUN_DIR N_TOTAL VARIANT RUN_ID
@@ -71,7 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n-total", type=int, help="strict denominator (default: the manifest's n_total)")
     parser.add_argument("--format", choices=("md", "json"), default="md",
                         help="what stdout carries: the Markdown scorecard (default) or metrics.json")
-    parser.add_argument("--no-charts", action="store_true", help="skip the PNG charts")
+    parser.add_argument("--no-charts", action="store_true", help="skip the chart files (charts/*.svg)")
+    parser.add_argument("--png", action="store_true",
+                        help="also draw the charts as PNG files (matplotlib: about a second more)")
     parser.add_argument("--history", type=Path, help="loop history (history_max_effort.md or JSONL): adds a "
                                                      "chart of accuracy over rounds")
     parser.add_argument("--no-html", action="store_true", help="skip report.html")
@@ -119,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return report_outputs.score_run(run_dir, args.project, n_total=n_total, variant=variant, run_id=run_id,
                                     fmt=args.format, charts=not args.no_charts, html=not args.no_html,
                                     history=args.history, compare=args.compare, force=args.force,
-                                    rescore=args.rescore)
+                                    rescore=args.rescore, png=args.png and not args.no_charts)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from lme.core.run_records import ResultRow
 from lme.run.run_settings import RunSettings
 from lme.data import dataset
 from lme.run import dry_run
+from lme.run import run_state
 from lme.models import prices
 from lme.run.dry_run import dollars as dry_run_dollars
 
@@ -51,11 +52,23 @@ def makes_paid_calls(settings: RunSettings) -> bool:
     return not is_offline(settings.target_provider) or not is_offline(settings.judge_provider)
 
 
-def refusal(settings: RunSettings, run_id: str | None, threshold: float) -> str | None:
-    """The gate's stdout block when this invocation must be confirmed first, else None."""
+def check(settings: RunSettings, run_id: str | None, threshold: float) -> tuple[str | None, Any]:
+    """``(block, scan)``: the gate's stdout block when this invocation must be confirmed first (else None), and the
+    new run's dataset scan (else None). A new run on a file with no stored scan is estimated on the scan it needs
+    anyway (one pass over the dataset, not two): hand the scan to ``run_driver.execute(scanned=...)``."""
     if not makes_paid_calls(settings):
-        return None
-    result = dry_run.estimate(settings, run_id)
+        return None, None
+    scanned = None
+    if run_state.needs_scan(settings, run_id):
+        tally = dry_run.EstimateTally(settings)
+        scanned = run_state.scan_new_run(settings, on_item=tally.offer_new)
+        result = tally.result()
+    else:
+        result = dry_run.estimate(settings, run_id)
+    return _block(settings, run_id, result, threshold), scanned
+
+
+def _block(settings: RunSettings, run_id: str | None, result: Mapping[str, Any], threshold: float) -> str | None:
     total = result["total_usd_max"]
     if total is not None and total <= threshold:
         return None

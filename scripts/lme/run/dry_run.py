@@ -20,7 +20,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from lme.core.facts import is_offline, resolve_judge_model
 from lme.data import hypotheses_file
@@ -187,30 +187,59 @@ def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
         yield q
 
 
-def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]:
-    """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
-    est = Estimator(settings)
-    roles: dict[str, StageTotals] = {}
-    judge = StageTotals()
-    seen: set[str] = set()
-    items = unknown = 0
-    for q in _pending(settings, run_id):
-        items += 1
+class EstimateTally:
+    """The running totals of an estimate: ``add`` each pending item (in dataset order), then ``result``. The cost
+    gate feeds it from the new run's dataset scan (``offer_new``), so the gate costs no pass of its own."""
+
+    def __init__(self, settings: RunSettings) -> None:
+        self.settings = settings
+        self.est = Estimator(settings)
+        self.roles: dict[str, StageTotals] = {}
+        self.judge = StageTotals()
+        self.seen: set[str] = set()
+        self.items = 0
+        self.unknown = 0
+
+    def offer_new(self, raw: Mapping[str, Any]) -> None:
+        """One raw dataset item of a new run: counted when the run would run it (in the shard, within ``--max``)."""
+        if self.items >= self.settings.max_evals:
+            return
+        qid = str(raw["question_id"])
+        if run_store.in_shard(qid, self.settings.shard):
+            self.add(Question.from_dict(raw))
+
+    def add(self, q: Question) -> None:
+        settings, est = self.settings, self.est
+        self.items += 1
         calls = est.target_calls(q)
         if calls is None:
-            unknown += 1
+            self.unknown += 1
             calls = []
         in_cache = set()
         if settings.cache_enabled and settings.cache_read and calls:
             in_cache = call_cache.cached_keys(Path(settings.cache_dir), [c.key for c in calls if c.key])
         for call in calls:
-            repeat = call.key in seen and (settings.cache_read or call.stage in est.self_cached_roles)
-            roles.setdefault(call.stage, StageTotals()).add(call, free=repeat or call.key in in_cache)
-            seen.add(call.key)
+            repeat = call.key in self.seen and (settings.cache_read or call.stage in est.self_cached_roles)
+            self.roles.setdefault(call.stage, StageTotals()).add(call, free=repeat or call.key in in_cache)
+            self.seen.add(call.key)
         judge_call = est.judge_call(q)
         for _ in range(max(1, settings.judge_repeat) if judge_call else 0):  # --judge-repeat K: K calls per item
-            judge.add(judge_call, free=False)
+            self.judge.add(judge_call, free=False)
 
+    def result(self) -> dict[str, Any]:
+        return _totals(self.settings, self.est, self.roles, self.judge, self.items, self.unknown)
+
+
+def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]:
+    """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
+    tally = EstimateTally(settings)
+    for q in _pending(settings, run_id):
+        tally.add(q)
+    return tally.result()
+
+
+def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals], judge: StageTotals, items: int,
+            unknown: int) -> dict[str, Any]:
     generation = StageTotals()
     for totals in roles.values():
         generation.calls += totals.calls

@@ -22,12 +22,11 @@ import dataclasses
 import hashlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from lme.core.errors import UserError
 from lme.core.facts import HYPOTHESES_TARGET, is_official_judge, is_offline
 from lme.judge import judge_agreement, judge_official, judge_shapes, verdict_archive
-from lme.models import judge_entry, provider_probe
+from lme.models import judge_entry, provider_probe, recent_probes
 from lme.run import dry_run
 from lme.targets import generation_driver
 from lme.run.run_settings import RunSettings
@@ -70,41 +69,40 @@ def successor_line(settings: RunSettings) -> str:
     shape = judge_shapes.shape_for(provider, model, settings.judge_reasoning_effort).to_dict()
     record = judge_agreement.latest(settings.project, provider, model, shape=shape)
     cited = (f"calibrated: {judge_agreement.describe(record)}" if record else
-             f"uncalibrated: no judge_agreement.py measurement of it with this request shape in this project")
+             "uncalibrated: no judge_agreement.py measurement of it with this request shape in this project")
     return f"the successor {provider}:{model} ({cited})"
 
 
-def prepare(settings: RunSettings, run_id: str | None) -> RunSettings:
+def prepare(settings: RunSettings, run_id: str | None) -> tuple[RunSettings, list[recent_probes.Passed]]:
     """Probe what the run will call and decide its judge route (see the module docstring). Raises UserError with
     one line on a refusal; returns ``settings``, with ``official_judge_gone`` set when the run must not call the
-    official judge."""
+    official judge, and the probes that passed now (``recent_probes.remember`` them once the run has started)."""
     covered = archive_covers(settings, run_id)
     if covered is not None and covered[0] and covered[1] == 0:
         _say(f"all {covered[0]} pending hypotheses have an archived official verdict: no judge call, no judge probe")
-        provider_probe.probe(settings, only=[u for u in provider_probe.uses(settings) if u.role != "judge"])
-        return settings
+        return settings, provider_probe.probe(settings, only=[u for u in provider_probe.uses(settings)
+                                                              if u.role != "judge"])
     if is_offline(settings.judge_provider) or not is_official_judge(settings.judge_provider, settings.judge_model):
-        provider_probe.probe(settings)
-        return settings
+        return settings, provider_probe.probe(settings)
     judge_use = (settings.judge_provider, settings.judge_model)
     others = [u for u in provider_probe.uses(settings) if u.role != "judge" and (u.provider, u.model) != judge_use]
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="probe") as pool:  # at once: one round trip
         target = pool.submit(provider_probe.probe, settings, only=others)  # a reader on the judge's model: the
         judge = pool.submit(judge_entry.status, settings)  # judge's probe covers it (one probe per model)
-    target.result()  # the target's refusal first, as the plain probe orders them
-    entry = judge.result()
+    passed = target.result()  # the target's refusal first, as the plain probe orders them
+    entry, judge_passed = judge.result()
+    passed += judge_passed
     if not entry.gone:
-        return settings
+        return settings, passed
     gone = (f"the official judge {settings.judge_provider}:{settings.judge_model} is gone (HTTP "
             f"{entry.status or 404})")
     if settings.successor is not None:
         provider, model = settings.successor
-        provider_probe.probe(settings, only=[provider_probe.Use("judge", provider, model)])
+        passed += provider_probe.probe(settings, only=[provider_probe.Use("judge", provider, model)])
         _say(f"{gone}: archived official verdicts score as official; the hypotheses the archive lacks are judged "
              f"by {successor_line(settings)}; the figure that mixes them is not official")
-        return dataclasses.replace(settings, official_judge_gone=True)
+        return dataclasses.replace(settings, official_judge_gone=True), passed
     if settings.target == HYPOTHESES_TARGET:
         _say(f"{gone}: archived official verdicts score as official; the hypotheses the archive lacks stay pending")
-        return dataclasses.replace(settings, official_judge_gone=True)
+        return dataclasses.replace(settings, official_judge_gone=True), passed
     raise UserError(f"{gone}; nothing was started: {judge_official.CONTINUITY_HINT}")
-

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from lme.run import background
 from lme.run import batch_runner
@@ -36,6 +36,7 @@ from lme.models.call_cache import CallCache
 from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.errors import FULL, UserError
+from lme.core.memory_trim import Trimmer
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
 from lme.judge.judge_stability import StabilityRegistry
@@ -164,6 +165,7 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
     and the items already admitted finish and are recorded.
     """
     prompts = prompt_store.PromptStore(work)
+    trimmer = Trimmer()  # freed memory back to the system between batches (a long run's RSS otherwise only grows)
     requests_of: dict[cf.Future, list] = {}
     registry = StabilityRegistry(settings.project) if settings.judge_repeat > 1 else None
     with cf.ThreadPoolExecutor(max_workers=settings.concurrency, thread_name_prefix="item") as pool:
@@ -213,6 +215,8 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 elif tally.errors > settings.error_threshold:
                     stop.request("errors")
                 progress.update(row, gateway.stats.snapshot())
+            if rows:
+                trimmer.maybe()
             if stop.reason not in (None, "cost_cap"):  # items queued but not started are not started now
                 in_flight = {fut for fut in in_flight if not fut.cancel()}
             if stop.abandon.is_set():
@@ -243,9 +247,10 @@ def _judge_stop(row: ResultRow, settings: RunSettings, stop: _Stop) -> bool:
     return False
 
 
-def _locate(settings: RunSettings, run_id: str | None) -> tuple[str, Path, Path, Any]:
+def _locate(settings: RunSettings, run_id: str | None, scanned: Any = None) -> tuple[str, Path, Path, Any]:
     """The run's id (a new one when None), root and own (shard) directory, and, for a new run, the dataset scanned
-    before anything is written (a bad file leaves nothing behind)."""
+    before anything is written (a bad file leaves nothing behind; ``scanned``: a scan made already, the cost
+    gate's)."""
     runs_dir = Path(settings.runs_dir)
     run_store.ensure_writable_dir(runs_dir)
     run_id = run_store.validate_run_id(run_id) if run_id else run_store.new_run_id()
@@ -255,14 +260,17 @@ def _locate(settings: RunSettings, run_id: str | None) -> tuple[str, Path, Path,
         if path.exists() and not path.is_dir():
             raise UserError(f"{path} is a file, not a run directory",
                             fix="move that file away, or pick another --run-id")
-    return run_id, root, work, None if root.exists() else run_state.scan_new_run(settings)
+    return run_id, root, work, None if root.exists() else (scanned or run_state.scan_new_run(settings))
 
 
 def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
-            max_cost: float | None = None, approved_usd: float | None = None) -> tuple[int, Path]:
+            max_cost: float | None = None, approved_usd: float | None = None, scanned: Any = None,
+            on_start: Callable[[], None] | None = None) -> tuple[int, Path]:
     """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``;
-    ``approved_usd``: the user's ``--yes`` covers that much (recorded: ``cost_gate.APPROVAL_KEY``)."""
-    run_id, root, work, scanned = _locate(settings, run_id)
+    ``approved_usd``: the user's ``--yes`` covers that much (recorded: ``cost_gate.APPROVAL_KEY``); ``scanned``: the
+    new run's dataset scan when the caller made it (``cost_gate.check``); ``on_start``: called once the run's
+    directory and run-meta exist (what a refused run must not leave behind waits for it)."""
+    run_id, root, work, scanned = _locate(settings, run_id, scanned)
     run_state.check_run(settings, run_id, root, work, scanned)  # its refusals before any directory, lock or cache
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     fileio.make_dirs(work)
@@ -303,6 +311,8 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             invocation[cost_gate.APPROVAL_KEY] = approved_usd
         meta = _MetaWriter(work, stored_meta, invocation)
         meta.write()
+        if on_start is not None:
+            on_start()
         if settings.shard is not None:
             run_state.update_root_meta(root, manifest)
 
@@ -477,10 +487,11 @@ def refuse_a_live_worker(settings: RunSettings, run_id: str | None) -> None:
                         fix=f"wait for it: run_status.py --run-id {run_id} --wait 100")
 
 
-def prepare_background(settings: RunSettings, run_id: str | None) -> tuple[str, Path]:
+def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any = None) -> tuple[str, Path]:
     """Everything a ``--background`` worker would refuse, checked here where the user sees it; then the run's (or
-    shard's) directory, where the worker keeps its log and worker.json. Returns (run id, that directory)."""
-    run_id, root, work, scanned = _locate(settings, run_id)
+    shard's) directory, where the worker keeps its log and worker.json. Returns (run id, that directory).
+    ``scanned``: as for ``execute``."""
+    run_id, root, work, scanned = _locate(settings, run_id, scanned)
     run_state.check_run(settings, run_id, root, work, scanned)
     if scanned is not None:  # the worker reads it back instead of scanning the dataset again
         dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))

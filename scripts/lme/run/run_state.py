@@ -6,7 +6,7 @@ The files themselves are ``run_store``'s; ``run_benchmark`` drives items through
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lme.core.clock import utc_now
 from lme.core.endpoint_urls import redact
@@ -27,13 +27,14 @@ from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported 
 # --------------------------------------------------------------------------- run-meta and manifest
 
 
-def build_manifest(settings: RunSettings) -> tuple[Manifest, dict[str, Any]]:
+def build_manifest(settings: RunSettings, on_item: Callable[[dict], None] | None = None
+                   ) -> tuple[Manifest, dict[str, Any]]:
     """One streaming pass: the ids and types in dataset order, plus the dataset's sha256 and count (or the scan a
-    run already made of this very file: ``dataset_scans``)."""
-    known = dataset_scans.load(settings.cache_dir, settings.dataset_path)
+    run already made of this very file: ``dataset_scans``, unless ``on_item`` must see every item of the pass)."""
+    known = None if on_item is not None else dataset_scans.load(settings.cache_dir, settings.dataset_path)
     if known is not None:
         return Manifest.from_dict(known[0]), known[1]
-    info = dataset.scan(Path(settings.dataset_path))
+    info = dataset.scan(Path(settings.dataset_path), on_item)
     manifest = Manifest.of(info.questions)
     described = {"path": settings.dataset_path, "sha256": info.sha256, "items": info.items, **_file_stamp(settings),
                  **describe_content(settings.dataset_path, info)}
@@ -210,9 +211,19 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     return meta, manifest
 
 
-def scan_new_run(settings: RunSettings) -> tuple[Manifest, dict[str, Any]]:
-    """Validate the whole dataset before a new run's directory exists: a bad file leaves nothing behind."""
-    manifest, ds = build_manifest(settings)
+def needs_scan(settings: RunSettings, run_id: str | None) -> bool:
+    """A run that ``run_driver.execute`` would start by scanning the dataset: a new run on a file with no stored
+    scan (``dataset_scans``)."""
+    if run_id and run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id)).exists():
+        return False
+    return dataset_scans.load(settings.cache_dir, settings.dataset_path) is None
+
+
+def scan_new_run(settings: RunSettings, on_item: Callable[[dict], None] | None = None
+                 ) -> tuple[Manifest, dict[str, Any]]:
+    """Validate the whole dataset before a new run's directory exists: a bad file leaves nothing behind.
+    ``on_item``: see ``build_manifest``."""
+    manifest, ds = build_manifest(settings, on_item)
     if manifest.n_total == 0:
         raise UserError(f"dataset {settings.dataset_path} has no items", fix="point datasetPath at a LongMemEval file")
     return manifest, ds

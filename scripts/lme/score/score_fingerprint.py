@@ -9,7 +9,7 @@ finished run changes none of it. The fingerprint covers:
 - the dataset file the run names, and the project's state files beside ``runs/`` (judge stability, judge
   agreement, the config) and the loop history;
 - the scoring code and its reference data, by their bytes (a new plugin version rescores);
-- the options that shape the outputs (``--n-total``, variant, run id, charts, html).
+- the options that shape the outputs (``--n-total``, variant, run id, charts, PNGs, html).
 
 Same fingerprint and every output still there: ``scorecard.py`` reuses them (``--rescore`` scores anyway).
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,6 +32,7 @@ from lme.store.run_layout import (
     METRICS_FILE,
     PACING_FILE,
     PER_TYPE_CHART,
+    PER_TYPE_SVG,
     REPORT_FILE,
     SCORECARD_FILE,
     WORKER_FILE,
@@ -47,6 +49,7 @@ temporary files)."""
 
 
 def _stat(path: Path) -> list[Any]:
+    path = Path(os.path.abspath(path))  # one name for one file: the run's own scoring and ``--project .`` agree
     try:
         st = path.stat()
     except OSError:
@@ -101,7 +104,7 @@ def fingerprint(run_dir: Path, project: Path | None, options: Mapping[str, Any])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def current(run_dir: Path, fp: str, *, html: bool, charts: bool) -> bool:
+def current(run_dir: Path, fp: str, *, html: bool, charts: bool, png: bool = False) -> bool:
     """The outputs in ``run_dir`` were made from inputs with fingerprint ``fp`` and are all still there."""
     run_dir = Path(run_dir)
     card = fileio.peek_json(run_dir / METRICS_FILE)
@@ -109,4 +112,7 @@ def current(run_dir: Path, fp: str, *, html: bool, charts: bool) -> bool:
         return False
     if html and not (run_dir / REPORT_FILE).is_file():
         return False
-    return not charts or (run_dir / CHARTS_DIR / PER_TYPE_CHART).is_file()
+    if not charts:
+        return True
+    wanted = (PER_TYPE_SVG, PER_TYPE_CHART) if png else (PER_TYPE_SVG,)
+    return all((run_dir / CHARTS_DIR / name).is_file() for name in wanted)

@@ -161,21 +161,42 @@ class PromptStore:
 class StoredPrompts:
     """Everything a run's ``prompts.jsonl`` files hold (root and shards): prompt records by key, lines by key.
 
-    Long lines stay as their records until asked for (``text``), so a large store costs little until read."""
+    Each record is kept as where it is (file and byte offset) and read when asked for: a full-context ``_s`` run
+    stores ~95 MB of lines, a memory-ref run 19,000 writer prompts of 180 segments each (0.5 GB as Python
+    objects), and a report reads them one at a time."""
 
-    prompts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    line_records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
+    prompt_at: dict[str, int] = field(default_factory=dict)
+    """Prompt key -> where its record is (``_place``: file number and byte offset in one int)."""
+    line_at: dict[bytes, int] = field(default_factory=dict)
+    """Line sha256 (32 bytes) -> its place and its length in characters (``_place`` << 40 | chars): a memory-ref
+    run stores 313,000 lines, and a report sizes every prompt it shows."""
+
+    @property
+    def prompts(self) -> Mapping[str, dict[str, Any]]:
+        """The prompt records by key, each read from its file when looked up."""
+        return _RecordsAt(self, self.prompt_at, str, lambda v: v)
+
+    @property
+    def line_records(self) -> Mapping[str, dict[str, Any]]:
+        """The line records by key, each read from its file when looked up."""
+        return _RecordsAt(self, self.line_at, _digest, lambda v: v >> _CHARS_BITS)
+
+    def read_at(self, place: int) -> dict[str, Any]:
+        return fileio.read_jsonl_at(self.files[place >> _OFFSET_BITS], place & _OFFSET_MASK)
+
+    def line_record(self, key: str) -> dict[str, Any]:
+        return self.read_at(self.line_at[_digest(key)] >> _CHARS_BITS)
 
     def text(self, key: str) -> str:
-        return line_text(self.line_records[key])
+        return line_text(self.line_record(key))
 
     def has_line(self, key: str) -> bool:
-        return key in self.line_records
+        return _digest(key) in self.line_at
 
     def line_chars(self, key: str) -> int:
-        """Characters of a stored line without decompressing it when it is inline."""
-        record = self.line_records[key]
-        return len(record["text"]) if "text" in record else len(self.text(key))
+        """Characters of a stored line."""
+        return self.line_at[_digest(key)] & _CHARS_MASK
 
     def request_text(self, key: str) -> dict[str, Any]:
         """The stored request ``key`` with its system and message texts decoded exactly."""
@@ -193,6 +214,38 @@ class StoredPrompts:
         }
 
 
+_OFFSET_BITS = 48
+_OFFSET_MASK = (1 << _OFFSET_BITS) - 1
+_CHARS_BITS = 40
+_CHARS_MASK = (1 << _CHARS_BITS) - 1
+
+
+def _digest(key: str) -> bytes:
+    try:
+        return bytes.fromhex(key)
+    except (TypeError, ValueError):
+        return b""  # not a line key: found nowhere
+
+
+class _RecordsAt(Mapping[str, dict[str, Any]]):
+    """Records by key, read from where the store's index says they are."""
+
+    def __init__(self, store: StoredPrompts, index: Mapping[Any, int], to_key: Any, to_place: Any) -> None:
+        self._store, self._index, self._to_key, self._to_place = store, index, to_key, to_place
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self._store.read_at(self._to_place(self._index[self._to_key(key)]))
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._to_key(key) in self._index
+
+    def __iter__(self):
+        return (k if isinstance(k, str) else k.hex() for k in self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+
 class _LazyLines(Mapping[str, str]):
     def __init__(self, store: StoredPrompts) -> None:
         self._store = store
@@ -201,19 +254,23 @@ class _LazyLines(Mapping[str, str]):
         return self._store.text(key)
 
     def __iter__(self):  # pragma: no cover - Mapping protocol only
-        return iter(self._store.line_records)
+        return iter(self._store.line_at)
 
     def __len__(self) -> int:  # pragma: no cover
-        return len(self._store.line_records)
+        return len(self._store.line_at)
 
 
 def load(run_dir: Path) -> StoredPrompts:
     """Read ``prompts.jsonl`` of a run directory and of each of its shards (a torn last line is skipped)."""
     store = StoredPrompts()
     for directory in run_dirs(run_dir):
-        for _, record in fileio.iter_jsonl(directory / PROMPTS_FILE):
-            if record.get("kind") == "line" and isinstance(record.get("sha256"), str):
-                store.line_records[record["sha256"]] = record
-            elif record.get("kind") == "prompt" and isinstance(record.get("key"), str):
-                store.prompts[record["key"]] = record
+        path = directory / PROMPTS_FILE
+        number = len(store.files) << _OFFSET_BITS
+        store.files.append(path)
+        for offset, record in fileio.iter_jsonl_at(path):
+            key = record.get("sha256") if record.get("kind") == "line" else record.get("key")
+            if record.get("kind") == "line" and isinstance(key, str) and _digest(key):
+                store.line_at[_digest(key)] = ((number | offset) << _CHARS_BITS) | len(line_text(record))
+            elif record.get("kind") == "prompt" and isinstance(key, str):
+                store.prompt_at[key] = number | offset
     return store

@@ -83,18 +83,27 @@ times per invocation (reconcile, status figures, cost gate, scorecard), and vali
 _VALID_LINES_KEPT = 500_000
 
 
+def _line_digest(schema: str, raw: bytes) -> tuple[str, bytes]:
+    return schema, hashlib.blake2b(raw, digest_size=16).digest()
+
+
+def _remember_valid(seen: Iterable[tuple[str, bytes]]) -> None:
+    for key in seen:
+        if len(_VALID_LINES) > _VALID_LINES_KEPT:
+            _VALID_LINES.clear()
+        _VALID_LINES.add(key)
+
+
 def _checker(schema: str):
     def check(obj: Any, where: str, raw: bytes | None = None) -> None:
         if isinstance(obj, dict) and "schemaVersion" in obj:
             check_version(obj, where=where)
-        seen = None if raw is None else (schema, hashlib.blake2b(raw, digest_size=16).digest())
+        seen = None if raw is None else _line_digest(schema, raw)
         if seen is not None and seen in _VALID_LINES:
             return
         validate(schema, obj, where=where)
         if seen is not None:
-            if len(_VALID_LINES) > _VALID_LINES_KEPT:
-                _VALID_LINES.clear()
-            _VALID_LINES.add(seen)
+            _remember_valid([seen])
 
     return check
 
@@ -115,10 +124,15 @@ def repair(path: Path) -> str | None:
     return repair_tail(path, None if schema is None else (lambda obj: is_valid(schema, obj)))
 
 
-def _append(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    """Append ``records`` with one ``os.write`` and one fsync (a crash leaves at most the last line torn)."""
+def _append(path: Path, records: Sequence[Mapping[str, Any]], *, valid_as: str | None = None) -> None:
+    """Append ``records`` with one ``os.write`` and one fsync (a crash leaves at most the last line torn).
+    ``valid_as``: the schema the caller validated them against; reading these very lines back in this process
+    (the scorecard after a run) then skips validating them again."""
     if records:
-        fileio.append_bytes(path, b"".join(json_line(r) for r in records), repair=repair)
+        lines = [json_line(r) for r in records]
+        fileio.append_bytes(path, b"".join(lines), repair=repair)
+        if valid_as is not None:
+            _remember_valid(_line_digest(valid_as, line) for line in lines)
 
 
 def _question_where(path: Path, row: Mapping[str, Any]) -> str:
@@ -143,7 +157,7 @@ def append_rows(run_dir: Path, rows: Sequence[ResultRow]) -> None:
         where = _question_where(path, d)
         check_version(d, where=where)
         validate("item-result", d, where=where)
-    _append(path, data)
+    _append(path, data, valid_as="item-result")
 
 
 def mark_completed(run_dir: Path, question_id: str) -> None:
@@ -157,7 +171,7 @@ def mark_completed_many(run_dir: Path, question_ids: Sequence[str]) -> None:
     records = [{"question_id": qid, "at": utc_now()} for qid in question_ids]
     for record in records:
         validate("completed", record, where=_question_where(path, record))
-    _append(path, records)
+    _append(path, records, valid_as="completed")
 
 
 def _dirs(run_dir: Path, include_shards: bool) -> list[Path]:
