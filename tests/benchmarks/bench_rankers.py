@@ -2,7 +2,7 @@
 tokenizer memo's hit rate, CPU per item, before (another revision's code, default ``main``) and after (this
 checkout) side by side, and the ``bm25s`` library in our index's place. Prints figures with their goals.
 
-    .venv/bin/python tests/benchmarks/bench_rankers.py [--items 120] [--m-items 12] [--before main]
+    bash tests/venv_python.sh tests/benchmarks/bench_rankers.py [--items 120] [--m-items 12] [--before main]
         [--driver rag,memory-ref] [--driver-items 499] [--driver-m-items 40]
 
 1. Per item, each tree in its own subprocess on the same items: memory-ref's retrieval with the ``best`` preset

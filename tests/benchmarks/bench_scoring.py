@@ -2,7 +2,7 @@
 scoring it (``scorecard.py --rescore``: metrics.json, scorecard.md, charts, report.html) and showing it unchanged
 (its outputs reused), wall time and peak RSS side by side. Prints figures with their goals.
 
-    .venv/bin/python tests/benchmarks/bench_scoring.py [--before main] [--repeat 2] [--keep DIR]
+    bash tests/venv_python.sh tests/benchmarks/bench_scoring.py [--before main] [--repeat 2] [--keep DIR]
 
 The run is built once: an offline run of every ``_s`` item (rows with retrieval ids), and the same rows naming the
 prompt a full-context reader sends for each item, stored through prompt_store as a run's writer does (the heavy

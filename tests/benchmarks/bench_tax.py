@@ -1,7 +1,7 @@
 """Benchmark a run's fixed tax, before (another revision's code, default ``main``) and after (this checkout), side by
 side in one run. Prints figures with their goals.
 
-    .venv/bin/python tests/benchmarks/bench_tax.py [--items 200] [--latency 0.1] [--concurrency 8] [--repeat 3]
+    bash tests/venv_python.sh tests/benchmarks/bench_tax.py [--items 200] [--latency 0.1] [--concurrency 8] [--repeat 3]
         [--before main] [--only run,scorecard,status,hypotheses] [--hyp-items 100] [--hyp-latency 0.5]
 
 1. run: a paid run of ``--items`` real oracle items against the fake server (tests/fake_llm_server.py, real SDKs)
