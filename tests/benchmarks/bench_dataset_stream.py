@@ -1,7 +1,7 @@
 """Stream the real `_s` copy once: items, sha256, seconds and peak RSS versus the decompressed size.
 
 Not a test (pytest does not collect tests/benchmarks). Run by hand:
-    python tests/benchmarks/bench_dataset_stream.py [PATH]
+    bash tests/venv_python.sh tests/benchmarks/bench_dataset_stream.py [PATH]
 """
 
 from __future__ import annotations

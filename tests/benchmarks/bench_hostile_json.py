@@ -3,7 +3,7 @@ the way ``dataset`` streams now (``bounded_json.items`` over ``ijson.basic_parse
 ``_s`` copy, side by side, for the price of the bounds.
 
 Not a test (pytest does not collect tests/benchmarks). Run by hand:
-    python tests/benchmarks/bench_hostile_json.py [--cap-gib 3] [--repeats 3]
+    bash tests/venv_python.sh tests/benchmarks/bench_hostile_json.py [--cap-gib 3] [--repeats 3]
 
 Each bomb scan runs in its own process under an address-space cap (RLIMIT_AS, default 3 GiB), so the old way
 dies of MemoryError instead of taking the machine (it grew to 22.9 GB uncapped): seconds, peak RSS and how it ended

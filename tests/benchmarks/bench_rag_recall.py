@@ -3,7 +3,7 @@ upstream's flat-bm25 as the reference line. (Every configuration, on both held-o
 ``bench_retrieval_configs.py``.)
 
 Not a test (pytest does not collect tests/benchmarks). Run by hand:
-    python tests/benchmarks/bench_rag_recall.py [PATH] [--granularity session|turn] [--retriever best|plain]
+    bash tests/venv_python.sh tests/benchmarks/bench_rag_recall.py [PATH] [--granularity session|turn] [--retriever best|plain]
                                                 [--limit N]
 
 Ours is exactly the rag target's retrieval (``plugins/rag.py``, ``rank_sessions`` with the given options; the
