@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from lme.core import fileio
 from lme.core.facts import JUDGE_TEMPLATE_RELPATH
 from lme.targets.targets import target_path
 
@@ -47,7 +48,7 @@ def git_commit(directory: Path) -> str | None:
 
 def file_sha256(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return fileio.sha256_file(path, follow_symlinks=True)
     except OSError:
         return None
 
