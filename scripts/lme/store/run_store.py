@@ -34,7 +34,7 @@ from lme.core import config
 from lme.core import bounded_json
 from lme.core import fileio
 from lme.core.errors import UserError
-from lme.core.facts import RUNS_DIR, resolve_judge_model
+from lme.core.facts import RUNS_DIR
 from lme.core.fileio import APPENDS, FileLock, json_line, repair_tail, write_atomic_bytes
 from lme.core.fileio import ensure_writable_dir, write_atomic_json  # noqa: F401  (re-exported for the run's writers)
 from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-exported: callers import them from here)
@@ -66,6 +66,7 @@ from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-export
     shard_name,
 )
 from lme.core.run_records import Manifest, ResultRow, RunMeta, item_set
+from lme.store import meta_migrations
 from lme.core.schemas import check_version, is_valid, validate
 
 _SCHEMA_OF_FILE = {RESULTS_FILE: "item-result", COMPLETED_FILE: "completed"}
@@ -263,8 +264,13 @@ def has_meta(directory: Path) -> bool:
 
 
 def read_meta(directory: Path) -> RunMeta:
-    """The directory's run-meta, schema-checked (UserError when missing or invalid)."""
-    return RunMeta.from_dict(read_json(meta_path(directory), schema="run-meta"))
+    """The directory's run-meta, schema-checked (UserError when missing or invalid), an old run's brought up to
+    date by ``meta_migrations``."""
+    return _meta_at(meta_path(directory))
+
+
+def _meta_at(path: Path) -> RunMeta:
+    return RunMeta.from_dict(meta_migrations.migrate(read_json(path, schema="run-meta")))
 
 
 def peek_json(path: Path) -> dict[str, Any] | None:
@@ -310,7 +316,7 @@ def stored_settings(root: Path) -> dict[str, Any] | None:
     """The settings the run was started with (the root's run-meta, else the first shard's), or None."""
     for path in [meta_path(root), *shard_meta_paths(root)]:
         if path.is_file():
-            return dict(RunMeta.from_dict(read_json(path, schema="run-meta")).settings)
+            return dict(_meta_at(path).settings)
     return None
 
 
@@ -333,11 +339,10 @@ class RunData:
 
     @property
     def judge(self) -> dict[str, Any]:
-        """The judge as comparable: provider and model (aliases resolved: runs made before the alias was
-        recorded as its snapshot say ``gpt-4o``). Whether verdicts were official is the scorecard's banner."""
+        """The judge as comparable: provider and model (an old run's alias is its snapshot already:
+        ``meta_migrations`` 1). Whether verdicts were official is the scorecard's banner."""
         judge = self.meta.judge
-        return {"provider": judge.get("provider"), "model": resolve_judge_model(str(judge.get("model"))),
-                "official": judge.get("official")}
+        return {"provider": judge.get("provider"), "model": str(judge.get("model")), "official": judge.get("official")}
 
     @property
     def dataset_sha256(self) -> str | None:
