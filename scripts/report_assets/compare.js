@@ -2,21 +2,7 @@
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('lme-data').textContent);
-  function h(tag, attrs) {
-    var node = document.createElement(tag);
-    if (attrs) for (var k in attrs) {
-      if (k === 'text') node.textContent = attrs[k];
-      else if (k === 'cls') node.className = attrs[k];
-      else node.setAttribute(k, attrs[k]);
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined || c === false) continue;
-      node.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
-    }
-    return node;
-  }
-  function pill(cls, text) { return h('span', { cls: 'pill ' + cls, text: text }); }
+  var h = lmeDom.h, pill = lmeDom.pill;  // dom.js
   function side(name, s) {
     var state = s.status === 'judged' ? (s.label ? 'correct' : 'wrong') : s.status;
     var box = h('div', { cls: 'side' }, h('p', null, h('b', { text: name + ' ' }), pill(state, state.replace('_', ' '))));

@@ -20,24 +20,10 @@
   }
   function texts() { return T; }
 
-  function h(tag, attrs) {
-    var node = document.createElement(tag);
-    if (attrs) for (var k in attrs) {
-      if (k === 'text') node.textContent = attrs[k];
-      else if (k === 'cls') node.className = attrs[k];
-      else node.setAttribute(k, attrs[k]);
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined || c === false) continue;
-      node.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
-    }
-    return node;
-  }
+  var h = lmeDom.h, pill = lmeDom.pill;  // dom.js
   function fmtUsd(v) { return v === null || v === undefined ? '—' : '$' + v.toFixed(4); }
   function fmtS(ms) { return ms === null || ms === undefined ? '—' : (ms / 1000).toFixed(2) + ' s'; }
   var STATE_LABEL = { correct: 'correct', wrong: 'wrong', error: 'error', not_run: 'not run' };
-  function pill(cls, text) { return h('span', { cls: 'pill ' + cls, text: text }); }
 
   // ------------------------------------------------------------------ notes
   if (D.notes.length) {
