@@ -85,7 +85,7 @@ def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[s
         "package_versions": package_versions(),
         "prompt_hashes": {
             "judge_template_sha256": judge_template_sha256(longmemeval_root),
-            "reader_template_sha256": file_sha256(PLUGIN_ROOT / "scripts" / "lme" / "targets" / "reader.py"),
+            "reader_template_sha256": file_sha256(PLUGIN_ROOT / "scripts" / "lme" / "target_kit" / "reader.py"),
             "target_source_sha256": target_source_sha256(target),
         },
     }
