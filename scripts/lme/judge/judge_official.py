@@ -284,12 +284,13 @@ class JudgeRoute:
 def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
     """Judge one hypothesis. Raises JudgeInputError or providers.ProviderError (``JudgeModelMismatch`` when the
     response names another model)."""
-    question_id, provider, model = item.question_id, route.provider, route.model
+    question_id, question_type, provider, model = item.question_id, item.question_type, route.provider, route.model
+    abstention = is_abstention(question_id)
     if is_offline(provider):
-        return offline_verdict(question_id, item.question_type, item.question, item.answer, item.hypothesis)
+        return offline_verdict(question_id, question_type, item.question, item.answer, item.hypothesis)
     builder = load_prompt_builder(route.longmemeval_root)
-    prompt = build_prompt(builder, item.question_type, item.question, item.answer, item.hypothesis,
-                          abstention=is_abstention(question_id), question_id=question_id)
+    prompt = build_prompt(builder, question_type, item.question, item.answer, item.hypothesis, abstention=abstention,
+                          question_id=question_id)
     shape = shape_for(provider, resolve_judge_model(model), route.reasoning_effort)
     request = judge_request(prompt, provider, model, shape)
     prompt_sha256 = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
