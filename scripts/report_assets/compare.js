@@ -26,14 +26,7 @@
     return card;
   });
   var filters = document.getElementById('filters');
-  function select(id, label, options) {
-    var s = h('select', { id: id });
-    options.forEach(function (o) { s.appendChild(h('option', { value: o[0], text: o[1] })); });
-    filters.appendChild(h('label', { 'for': id, text: label }));
-    filters.appendChild(s);
-    s.addEventListener('change', apply);
-    return s;
-  }
+  function select(id, label, options) { return lmeDom.select(filters, id, label, options, apply); }  // dom.js
   var fKind = select('f-kind', 'change', [['', 'all'], ['fix', 'fixes'], ['regression', 'regressions']]);
   var fType = select('f-type', 'type', [['', 'all types']].concat(D.types.map(function (t) { return [t, t]; })));
   var count = h('span', { cls: 'count', id: 'shown-count' });

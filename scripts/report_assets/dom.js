@@ -17,5 +17,14 @@ var lmeDom = (function () {
     return node;
   }
   function pill(cls, text) { return h('span', { cls: 'pill ' + cls, text: text }); }
-  return { h: h, pill: pill };
+  // A labelled <select> of [value, text] options appended to ``parent``, calling ``onChange`` on each change.
+  function select(parent, id, label, options, onChange) {
+    var s = h('select', { id: id });
+    options.forEach(function (o) { s.appendChild(h('option', { value: o[0], text: o[1] })); });
+    parent.appendChild(h('label', { 'for': id, text: label }));
+    parent.appendChild(s);
+    s.addEventListener('change', onChange);
+    return s;
+  }
+  return { h: h, pill: pill, select: select };
 })();

@@ -86,14 +86,7 @@
 
   // ------------------------------------------------------------------ filters
   var filters = document.getElementById('filters');
-  function select(id, label, options) {
-    var s = h('select', { id: id });
-    options.forEach(function (o) { s.appendChild(h('option', { value: o[0], text: o[1] })); });
-    filters.appendChild(h('label', { 'for': id, text: label }));
-    filters.appendChild(s);
-    s.addEventListener('change', apply);
-    return s;
-  }
+  function select(id, label, options) { return lmeDom.select(filters, id, label, options, apply); }  // dom.js
   var fType = select('f-type', 'type', [['', 'all types']].concat(D.types.map(function (t) { return [t, t]; })));
   var fState = select('f-state', 'label', [['', 'all'], ['correct', 'correct'], ['wrong', 'wrong'],
     ['error', 'error'], ['not_run', 'not run'], ['wrong|error|not_run', 'not correct (wrong, error, not run)']]);
