@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from lme.targets import reader
+from lme.target_kit import reader
 from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext
 
 NAME = "full-context"

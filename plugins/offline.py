@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from lme.targets.bm25_index import BM25Index, tokenize
+from lme.target_kit.bm25_index import BM25Index, tokenize
 from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext
 
 NAME = "offline"

@@ -38,7 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from lme.targets import reader
+from lme.target_kit import reader
 from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, load_module
 
 _PLUGINS = Path(__file__).resolve().parent

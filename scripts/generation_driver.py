@@ -1,7 +1,8 @@
 """Turn one LongMemEval item into a hypothesis with a target (the memory system under test).
 
 The command; its code is ``lme/targets/generation_driver.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+skills, hooks and users call. The target API has one public path, ``from targets import ...``
+(``scripts/targets.py``), not this file."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
@@ -9,7 +10,6 @@ entry_guard.start(__name__)
 
 import sys
 
-from lme.targets.generation_driver import *  # noqa: F401,F403  (older targets import the target API from the driver)
 from lme.targets.generation_driver import main
 from lme.core.errors import run_main
 

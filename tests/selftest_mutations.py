@@ -50,6 +50,7 @@ class Mutation:
 
 
 M, RR, RS = "scripts/lme/score/metrics.py", "scripts/lme/core/run_records.py", "scripts/lme/store/run_store.py"
+RROWS = "scripts/lme/store/run_rows.py"
 JO, IR = "scripts/lme/judge/judge_official.py", "scripts/lme/run/item_runner.py"
 JS = "scripts/lme/judge/judge_shapes.py"
 RM, GR, RC, RECORDS = ("scripts/lme/score/retrieval_metrics.py", "scripts/lme/data/gold_registry.py",
@@ -118,7 +119,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "def fmt_interval(interval: list[float] | None, decimals: int = 3)",
              "def fmt_interval(interval: list[float] | None, decimals: int = 2)",
              "the interval on scorecard.md and report.html loses a decimal"),
-    # --- which row counts (run_records.py, run_store.py)
+    # --- which row counts (run_records.py, run_rows.py, run_store.py)
     Mutation("manifest items without a row dropped from the item set", RR,
              '        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]\n',
              '        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items\n'
@@ -131,14 +132,14 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("an error row is correct for comparisons", RR,
              "        return self.label is True\n", "        return self.label is not False\n",
              "compare_runs and the loop count error rows as right"),
-    Mutation("first row of a question wins", RS,
+    Mutation("first row of a question wins", RROWS,
              "            this_file[row.question_id] = row\n",
              "            this_file.setdefault(row.question_id, row)\n",
              "a resumed item keeps its first (failed or older) result"),
-    Mutation("first shard directory wins", RS,
+    Mutation("first shard directory wins", RROWS,
              "if old is None or row.finished_at >= old.finished_at:", "if old is None:",
              "a question re-run in a later shard keeps the older shard's result"),
-    Mutation("earlier finish wins across shards", RS,
+    Mutation("earlier finish wins across shards", RROWS,
              "if old is None or row.finished_at >= old.finished_at:",
              "if old is None or row.finished_at <= old.finished_at:",
              "the older of two shard rows wins"),

@@ -1,4 +1,4 @@
-"""The BM25 index (scripts/lme/targets/bm25_index.py): its fast tokenizer says exactly what the plain definition
+"""The BM25 index (scripts/lme/target_kit/bm25_index.py): its fast tokenizer says exactly what the plain definition
 says, its word memo stays bounded, and its scores are Lucene's BM25 added up in the same order as the plain
 postings definition (equal to the last bit, so rankings never move)."""
 
@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from lme.targets import bm25_index
-from lme.targets.bm25_index import BM25Index, query_weights, rank_grouped, tokenize
+from lme.target_kit import bm25_index
+from lme.target_kit.bm25_index import BM25Index, query_weights, rank_grouped, tokenize
 
 WORD = re.compile(r"[a-z0-9]+")
 

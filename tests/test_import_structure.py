@@ -20,15 +20,19 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
 PLUGINS = REPO / "plugins"
 
-STAGE_ORDER = ("core", "data", "store", "models", "targets", "judge", "run", "score", "report", "loop", "cli")
-"""The stages (and, after the package move, the sub-packages of ``scripts/lme/``), lowest first."""
+STAGE_ORDER = ("core", "data", "store", "models", "targets", "target_kit", "judge", "run", "score", "report", "loop",
+               "cli", "devtools")
+"""The stages (and, after the package move, the sub-packages of ``scripts/lme/``), lowest first. ``target_kit``: the
+optional helpers a target may use (no run-time module imports them); ``devtools``: maintainers' tools on no run
+path (the sample generator)."""
 
 # --- FLAT_STAGES begin (emptied by the package move: scripts/lme/<stage>/ is the table now)
 FLAT_STAGES: dict[str, tuple[str, ...]] = {}
 # --- FLAT_STAGES end
 
-PLUGIN_STAGE = "targets"
-"""Plugins are targets: they may import what a target may (core, data, store, models, targets), nothing above."""
+PLUGIN_STAGE = "target_kit"
+"""Plugins are targets: they may import what a target may (core, data, store, models, targets, and the optional
+helpers of target_kit), nothing above."""
 
 LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
     ("rounds", "loop_steps"): "the steps need the venv; rounds.py init/current/bump/status run on system python",

@@ -8,9 +8,10 @@ import pytest
 
 from lme.score import metrics
 from lme.core.records import QUESTION_TYPES
-from lme.core.run_records import item_set
+from lme.core.run_records import ResultRow, item_set, label_of
 
 from factories import result_row, typed
+from helpers_data import error_row, judged_row
 
 SSU, MS, TR = "single-session-user", "multi-session", "temporal-reasoning"
 
@@ -95,11 +96,11 @@ def test_label_for_id_outside_item_set_or_unknown_type_is_refused():
         metrics.score({}, {"a": "abstention"})
 
 
-def test_label_of_row_reads_judged_rows_only():
-    assert metrics.label_of_row({"status": "judged", "judgment": {"label": True}}) is True
-    assert metrics.label_of_row({"status": "judged", "judgment": {"label": False}}) is False
-    assert metrics.label_of_row({"status": "error", "judgment": None, "error": {"kind": "timeout"}}) is None
-    assert metrics.label_of_row(None) is None
+def test_a_rows_label_is_read_from_judged_rows_only():
+    assert label_of(ResultRow.from_dict(judged_row("a", label=True))) is True
+    assert label_of(ResultRow.from_dict(judged_row("b", label=False))) is False
+    assert label_of(ResultRow.from_dict(error_row("c"))) is None
+    assert label_of(None) is None
 
 
 def test_item_set_follows_manifest_order_and_reports_unattributed():

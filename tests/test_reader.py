@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from lme.targets.reader import (
+from lme.target_kit.reader import (
     build_reader_request,
     context_window,
     count_request_tokens,
@@ -10,9 +10,9 @@ from lme.targets.reader import (
     sort_by_date,
     truncate_to_fit,
 )
-from lme.targets import reader
+from lme.target_kit import reader
 from lme.core.records import Completion, PublicItem, PublicSession, PublicTurn, TargetContext
-from lme.targets.reader import estimate_tokens
+from lme.target_kit.reader import estimate_tokens
 from test_providers import WordEncoding, use_encodings
 
 

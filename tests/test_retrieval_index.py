@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lme.targets.bm25_index import BM25Index, query_weights, tokenize
+from lme.target_kit.bm25_index import BM25Index, query_weights, tokenize
 from lme.data.holdout import half_of, is_development
 from lme.core.records import PublicSession, PublicTurn
 

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pytest
 
-from lme.data import sample_data
+from lme.devtools import sample_data
 from lme.core.records import QUESTION_TYPES, Question
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"

@@ -184,7 +184,7 @@ def real_s():
 
 
 def test_5_gpt4_4929293b_on_the_real_s_data_matches_upstreams_eval_utils(real_s):
-    from lme.targets.bm25_index import BM25Index
+    from lme.target_kit.bm25_index import BM25Index
     from lme.core.records import Question
 
     q = Question.from_dict(real_s[2])

@@ -1,12 +1,12 @@
 """memory-ref's reader prompt: evidence (notes from the symbolic layers, facts, sessions with dates), then the
-current date and the question. Session text is rendered by ``scripts/lme/targets/reader.py``'s ``render_history``.
+current date and the question. Session text is rendered by ``scripts/lme/target_kit/reader.py``'s ``render_history``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from lme.targets.reader import render_history, sort_by_date
+from lme.target_kit.reader import render_history, sort_by_date
 from lme.targets.targets import ChatRequest
 
 from .facts import Fact

@@ -2,21 +2,7 @@
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('lme-data').textContent);
-  function h(tag, attrs) {
-    var node = document.createElement(tag);
-    if (attrs) for (var k in attrs) {
-      if (k === 'text') node.textContent = attrs[k];
-      else if (k === 'cls') node.className = attrs[k];
-      else node.setAttribute(k, attrs[k]);
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined || c === false) continue;
-      node.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
-    }
-    return node;
-  }
-  function pill(cls, text) { return h('span', { cls: 'pill ' + cls, text: text }); }
+  var h = lmeDom.h, pill = lmeDom.pill;  // dom.js
   function side(name, s) {
     var state = s.status === 'judged' ? (s.label ? 'correct' : 'wrong') : s.status;
     var box = h('div', { cls: 'side' }, h('p', null, h('b', { text: name + ' ' }), pill(state, state.replace('_', ' '))));
@@ -40,14 +26,7 @@
     return card;
   });
   var filters = document.getElementById('filters');
-  function select(id, label, options) {
-    var s = h('select', { id: id });
-    options.forEach(function (o) { s.appendChild(h('option', { value: o[0], text: o[1] })); });
-    filters.appendChild(h('label', { 'for': id, text: label }));
-    filters.appendChild(s);
-    s.addEventListener('change', apply);
-    return s;
-  }
+  function select(id, label, options) { return lmeDom.select(filters, id, label, options, apply); }  // dom.js
   var fKind = select('f-kind', 'change', [['', 'all'], ['fix', 'fixes'], ['regression', 'regressions']]);
   var fType = select('f-type', 'type', [['', 'all types']].concat(D.types.map(function (t) { return [t, t]; })));
   var count = h('span', { cls: 'count', id: 'shown-count' });

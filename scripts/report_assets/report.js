@@ -20,24 +20,10 @@
   }
   function texts() { return T; }
 
-  function h(tag, attrs) {
-    var node = document.createElement(tag);
-    if (attrs) for (var k in attrs) {
-      if (k === 'text') node.textContent = attrs[k];
-      else if (k === 'cls') node.className = attrs[k];
-      else node.setAttribute(k, attrs[k]);
-    }
-    for (var i = 2; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined || c === false) continue;
-      node.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
-    }
-    return node;
-  }
+  var h = lmeDom.h, pill = lmeDom.pill;  // dom.js
   function fmtUsd(v) { return v === null || v === undefined ? '—' : '$' + v.toFixed(4); }
   function fmtS(ms) { return ms === null || ms === undefined ? '—' : (ms / 1000).toFixed(2) + ' s'; }
   var STATE_LABEL = { correct: 'correct', wrong: 'wrong', error: 'error', not_run: 'not run' };
-  function pill(cls, text) { return h('span', { cls: 'pill ' + cls, text: text }); }
 
   // ------------------------------------------------------------------ notes
   if (D.notes.length) {
@@ -100,14 +86,7 @@
 
   // ------------------------------------------------------------------ filters
   var filters = document.getElementById('filters');
-  function select(id, label, options) {
-    var s = h('select', { id: id });
-    options.forEach(function (o) { s.appendChild(h('option', { value: o[0], text: o[1] })); });
-    filters.appendChild(h('label', { 'for': id, text: label }));
-    filters.appendChild(s);
-    s.addEventListener('change', apply);
-    return s;
-  }
+  function select(id, label, options) { return lmeDom.select(filters, id, label, options, apply); }  // dom.js
   var fType = select('f-type', 'type', [['', 'all types']].concat(D.types.map(function (t) { return [t, t]; })));
   var fState = select('f-state', 'label', [['', 'all'], ['correct', 'correct'], ['wrong', 'wrong'],
     ['error', 'error'], ['not_run', 'not run'], ['wrong|error|not_run', 'not correct (wrong, error, not run)']]);

@@ -64,7 +64,7 @@ class Bm25sIndex:
 
     def __init__(self, texts: Any, ids: Any = None, *, k1: float = 1.5, b: float = 0.75) -> None:
         import bm25s
-        from lme.targets import bm25_index
+        from lme.target_kit import bm25_index
 
         self.ids = list(ids) if ids is not None else list(range(len(texts)))
         self.docs = [bm25_index._tokens(t) if isinstance(t, str) else tuple(t) for t in texts]
@@ -85,7 +85,7 @@ class Bm25sIndex:
 
     def scores(self, query: Any) -> list[float]:
         import numpy as np
-        from lme.targets import bm25_index
+        from lme.target_kit import bm25_index
 
         weights = bm25_index.query_weights(bm25_index._tokens(query)) if isinstance(query, str) else query
         out = np.zeros(len(self.docs))
@@ -103,7 +103,7 @@ def worker(tree: Path, items_path: Path, use_bm25s: bool) -> dict[str, Any]:
         import bm25s  # noqa: F401
     import_s = time.process_time() - t0
     from lme.core.records import Question
-    from lme.targets import bm25_index
+    from lme.target_kit import bm25_index
     from memory_ref import index
 
     if use_bm25s:

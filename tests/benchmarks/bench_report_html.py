@@ -5,7 +5,7 @@ in headless Chromium. Prints figures.
 
 1. An offline run of every `_s` item (the offline target ranks all sessions, so rows carry retrieval ids; no model
    call, so no prompt is stored): run time, report build time and size.
-2. The same rows with the prompts a full-context reader sends for each item (built with scripts/lme/targets/reader.py, as the
+2. The same rows with the prompts a full-context reader sends for each item (built with scripts/lme/target_kit/reader.py, as the
    full-context target builds them, and stored through prompt_store as a run's writer does): the store's size on
    disk against the prompts' raw size (each long line once, zlib), then the report's size and times. This is the
    heavy case: ~200 MB of distinct session text that the report must not carry whole.
@@ -63,7 +63,7 @@ def with_full_context_prompts(src: Path, dst: Path) -> Path:
     from lme.store import run_store
     from lme.data import dataset
     from lme.store import prompt_store
-    from lme.targets import reader
+    from lme.target_kit import reader
     from lme.core.records import Question
 
     shutil.copytree(src, dst)

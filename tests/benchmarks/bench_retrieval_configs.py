@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 for p in (REPO / "scripts", REPO / "plugins", REPO / "tests" / "benchmarks"):
     sys.path.insert(0, str(p))
 
-from lme.targets import bm25_index  # noqa: E402
+from lme.target_kit import bm25_index  # noqa: E402
 from lme.data import dataset  # noqa: E402
 from lme.data.holdout import HALVES, half_of  # noqa: E402
 from memory_ref import index  # noqa: E402

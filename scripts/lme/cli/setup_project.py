@@ -15,7 +15,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import hashlib
 import http.client
 import json
 import os
@@ -56,14 +55,14 @@ from lme.core.facts import (  # noqa: E402  (stdlib-only sibling)
     STATE_DIR,
     UPSTREAM_COMMIT,
     UPSTREAM_URL,
-    VARIANT_ALIASES,
     VENV_DIR,
     is_offline,
+    resolve_variant,
 )
 from lme.core.config_defaults import default_config as defaults  # noqa: E402  (stdlib-only sibling)
 from lme.cli import claude_settings  # noqa: E402  (stdlib-only sibling)
 from lme.cli import setup_job  # noqa: E402  (stdlib-only sibling)
-from lme.core import bounded_json  # noqa: E402  (stdlib-only sibling)
+from lme.core import config_file  # noqa: E402  (stdlib-only sibling)
 from lme.core import fileio  # noqa: E402  (stdlib-only sibling)
 from lme.core.fileio import write_atomic_json  # noqa: E402  (stdlib-only sibling)
 
@@ -99,20 +98,8 @@ class Report:
 
 # --------------------------------------------------------------------------- small helpers
 
-
-def resolve_variant(name: str) -> str:
-    key = name.strip().lower()
-    if key not in VARIANT_ALIASES:
-        raise UserError(f"unknown dataset variant {name!r}", fix="use one of _s, _m, _oracle")
-    return VARIANT_ALIASES[key]
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
+VARIANT_WORDS = {"unknown": "unknown dataset variant", "fix": "use one of _s, _m, _oracle"}
+"""``facts.resolve_variant``'s refusal in setup's words."""
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:
@@ -190,7 +177,7 @@ def venv_python(venv: Path) -> Path | None:
 
 
 def requirements_digest(requirements: Path) -> str:
-    return hashlib.sha256(requirements.read_bytes()).hexdigest()
+    return fileio.sha256_file(requirements, follow_symlinks=True)
 
 
 def ensure_venv(project: Path, report: Report, *, requirements: Path = REQUIREMENTS, index_url: str | None = None,
@@ -269,13 +256,9 @@ def plan_config(existing: dict[str, Any] | None, defaults: dict[str, Any], wante
 
 
 def load_existing_config(path: Path) -> dict[str, Any] | None:
-    loaded = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True,
-                              fix="fix it by hand, or re-run with --force-config to rewrite it from the defaults")
-    if loaded is None:
-        return None
-    if not isinstance(loaded, dict):
-        raise UserError(f"{path} must hold a JSON object", fix="re-run with --force-config to rewrite it")
-    return loaded
+    return config_file.read_object(path, fix="fix it by hand, or re-run with --force-config to rewrite it from the defaults",
+                                   not_object="{path} must hold a JSON object",
+                                   not_object_fix="re-run with --force-config to rewrite it")
 
 
 def apply_config(project: Path, wanted: dict[str, Any], report: Report, *, force: bool) -> dict[str, Any]:
@@ -325,7 +308,7 @@ def install_sample(project: Path, report: Report) -> tuple[Path, int]:
                         fix="reinstall the plugin or run python3 scripts/sample_data.py")
     target = project / STATE_DIR / "data" / SAMPLE_DATASET.name
     items = len(json.loads(SAMPLE_DATASET.read_text(encoding="utf-8")))
-    if target.exists() and sha256_file(target) == sha256_file(SAMPLE_DATASET):
+    if target.exists() and fileio.sha256_file(target, follow_symlinks=True) == fileio.sha256_file(SAMPLE_DATASET, follow_symlinks=True):
         report.add("dataset", f"sample already at {target}; nothing to do")
         return target, items
     fileio.make_dirs(target.parent)
@@ -382,7 +365,7 @@ def download(url: str, target: Path, *, expected_sha256: str | None, attempts: i
     else:
         raise UserError(f"download of {url} kept failing ({last_error}); the partial file {part} is kept",
                         fix=f"re-run the same command to resume; {HAVE_THE_FILE}")
-    digest = sha256_file(part)
+    digest = fileio.sha256_file(part, follow_symlinks=True)
     if expected_sha256 and digest != expected_sha256:
         part.unlink()
         raise UserError(f"{url} downloaded with sha256 {digest}, expected {expected_sha256}; deleted {part}",
@@ -445,7 +428,7 @@ def fetch_dataset(project: Path, variant: str, release: str, base_url: str, repo
     url = dataset_url(base_url, release, file_name)
     expected = (KNOWN_SHA256 if known_sha256 is None else known_sha256).get((release, file_name))
     if target.exists():
-        if expected and sha256_file(target) != expected:
+        if expected and fileio.sha256_file(target, follow_symlinks=True) != expected:
             raise UserError(f"{target} exists but its sha256 is not the official {expected}",
                             fix=f"delete it and re-run to download {url} again")
         checked = "sha256 verified" if expected else verify_by_fingerprints(target, variant, release)
@@ -494,7 +477,7 @@ def check_local_dataset(path: Path, what: str = "--dataset", fix: str | None = N
     if len(hashes) != len(data):
         raise UserError(f"{what} {path} repeats question ids ({len(data) - len(hashes)} duplicates)",
                         fix=fix or "pass an unmodified LongMemEval file")
-    return fingerprints.recognize_file(path, hashes, sha256_file(path))
+    return fingerprints.recognize_file(path, hashes, fileio.sha256_file(path, follow_symlinks=True))
 
 
 def verify_by_fingerprints(path: Path, variant: str, release: str, *, digest: str | None = None) -> str:
@@ -504,7 +487,7 @@ def verify_by_fingerprints(path: Path, variant: str, release: str, *, digest: st
 
     if not any(ref.get("variant") == variant and ref.get("release") == release
                for ref in fingerprints.reference_sets()):
-        return f"sha256 {digest or sha256_file(path)}; no official checksum or fingerprints known"
+        return f"sha256 {digest or fileio.sha256_file(path, follow_symlinks=True)}; no official checksum or fingerprints known"
     record = check_local_dataset(path, "the dataset", "delete it and re-run to download it again")
     if record.get("variant") != variant or record.get("release") != release:
         raise UserError(f"{path} is not the {release} {variant} file: {record.get('summary')}",
@@ -702,7 +685,7 @@ def validate(args: argparse.Namespace, project: Path) -> Checked:
     """Every check that needs no writing, before anything is written (bad input: one line, exit 2, nothing made)."""
     check_project_writable(project)
     check_state_paths(project)
-    variant = resolve_variant(args.download) if args.download else None
+    variant = resolve_variant(args.download, **VARIANT_WORDS) if args.download else None
     base_url = check_http_url(args.base_url, "--base-url")
     if args.index_url:
         check_http_url(args.index_url, "--index-url")
@@ -806,7 +789,7 @@ def next_command(config: dict[str, Any], *, downloaded: str | None = None) -> st
     shell); a real dataset in a config still set up for the offline sample needs --force-config."""
     uses_sample = str(config.get("datasetPath", "")).endswith(SAMPLE_DATASET.name)
     if is_offline(config.get("judgeProvider")) and (downloaded or not uses_sample):
-        variant = resolve_variant(downloaded) if downloaded else config.get("variant", "_s")
+        variant = resolve_variant(downloaded, **VARIANT_WORDS) if downloaded else config.get("variant", "_s")
         return (f"{command_names.step(command_names.SETUP, f'--download {variant} --force-config')}   (your config "
                 "still uses the offline sample's dataset, target and judge; this writes the real defaults, keeping a .bak)")
     if is_offline(config.get("judgeProvider")):

@@ -24,19 +24,19 @@ from typing import Any, Mapping, Sequence
 from lme.core import bounded_json
 from lme.core import cli_parser
 from lme.core import command_names
+from lme.core import config_file
 from lme.core import fileio
 from lme.core.fileio import write_atomic_json
 from lme.core.config_defaults import default_config
 from lme.core.errors import UserError, run_main
-from lme.core.facts import CONFIG_FILE, SCHEMA_VERSION, STATE_DIR
+from lme.core.facts import SCHEMA_VERSION
 from lme.core.schemas import check_version, validate
 
 SETUP_COMMAND = command_names.SETUP
 KNOWN_PROVIDERS = ("anthropic", "openai", "azure", "offline")
 
 
-def config_path(project: Path) -> Path:
-    return Path(project) / STATE_DIR / CONFIG_FILE
+config_path = config_file.config_path
 
 
 CONFIG_LIMITS = bounded_json.Limits(document_bytes=4 << 20, string_chars=1 << 16)
@@ -49,19 +49,11 @@ def load_config(project: Path) -> dict[str, Any]:
     Declares ``project`` to ``fileio.own``: from here no file of its state is opened through a symbolic link."""
     fileio.own(project)
     path = config_path(project)
-    if not os.path.lexists(path):
+    raw = config_file.read_object(path, limits=CONFIG_LIMITS, fix=f"fix that line or re-run {SETUP_COMMAND} --force-config",
+                                  not_object="{path}: expected a JSON object, got {kind}",
+                                  not_object_fix=f"re-run {SETUP_COMMAND}")
+    if raw is None:
         raise UserError(f"no config at {path}", fix=f"set this project up first: {command_names.step(command_names.SETUP)}")
-    try:
-        data = fileio.read_bytes(path, max_bytes=CONFIG_LIMITS.document_bytes)
-    except IsADirectoryError:
-        raise UserError(f"no config at {path}: it is a directory", fix=f"move it away, then run {SETUP_COMMAND}") \
-            from None
-    except OSError as e:
-        raise UserError(f"cannot read {path} ({e.strerror or e})", fix=f"fix the file or re-run {SETUP_COMMAND}") \
-            from None
-    raw = bounded_json.loads(data, str(path), limits=CONFIG_LIMITS, fix=f"fix that line or re-run {SETUP_COMMAND} --force-config")
-    if not isinstance(raw, dict):
-        raise UserError(f"{path}: expected a JSON object, got {type(raw).__name__}", fix=f"re-run {SETUP_COMMAND}")
     check_version(raw, where=str(path))
     cfg = {**default_config(), **raw}
     validate("config", cfg, where=str(path))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from lme.core.errors import UserError
+
 SCHEMA_VERSION = "1.0.0"
 """Written in every record; ``schemas.check_version`` reads majors up to this one."""
 
@@ -122,6 +124,19 @@ VARIANT_ALIASES: dict[str, str] = {
 }
 """Every spelling of a variant -> ``_s``, ``_m`` or ``_oracle``."""
 VARIANTS: tuple[str, ...] = ("_s", "_m", "_oracle")
+_VARIANT_FIX = "use one of: _s (s, longmemeval_s), _m (m, longmemeval_m), _oracle (oracle, longmemeval_oracle)"
+
+
+def resolve_variant(name: str, *, unknown: str = "unknown LongMemEval variant", fix: str = _VARIANT_FIX) -> str:
+    """``s`` / ``_s`` / ``longmemeval_s`` / ``longmemeval_s_cleaned.json`` ... -> ``_s``; likewise ``_m`` and
+    ``_oracle``. Any other name is one UserError line (``unknown`` and ``fix``: each command keeps its words)."""
+    key = str(name).strip().lower()
+    for suffix in (".json.xz", ".json.gz", ".json"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    if key in VARIANT_ALIASES:
+        return VARIANT_ALIASES[key]
+    raise UserError(f"{unknown} {name!r}", fix=fix)
 
 RELEASES = {"cleaned": "xiaowu0162/longmemeval-cleaned", "original": "xiaowu0162/longmemeval"}
 """Hugging Face dataset repositories of the two releases."""

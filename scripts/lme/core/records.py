@@ -391,19 +391,3 @@ class Verdict:
         if fields.get("verdicts") is not None:
             fields["verdicts"] = tuple(fields["verdicts"])
         return cls(**fields)
-
-
-def row_base(q: Question) -> dict[str, Any]:
-    """The identifying part every result row starts from."""
-    return {
-        "schemaVersion": SCHEMA_VERSION,
-        "question_id": q.question_id,
-        "question_type": q.question_type,
-        "question": q.question,
-        "answer": q.answer,
-        "abstention": q.abstention,
-    }
-
-
-def as_questions(items: Sequence[Mapping[str, Any] | Question]) -> list[Question]:
-    return [i if isinstance(i, Question) else Question.from_dict(i) for i in items]

@@ -36,6 +36,7 @@ import ijson
 from lme.core.errors import UserError, run_main
 from lme.data.item_hash import item_sha256  # noqa: F401 - also this module's name for it
 from lme.core.facts import KNOWN_SHA256, QUESTION_ID_MAX, QUESTION_TYPES, VARIANT_ALIASES, id_problem
+from lme.core.facts import resolve_variant  # noqa: F401 - also this module's name for it
 from lme.core.records import Question
 from lme.core.schemas import validate
 
@@ -64,20 +65,6 @@ _ITEM_KEYS = (
     "haystack_sessions",
     "answer_session_ids",
 )
-
-
-def resolve_variant(name: str) -> str:
-    """``s`` / ``_s`` / ``longmemeval_s`` ... -> ``_s``; likewise ``_m`` and ``_oracle``."""
-    key = str(name).strip().lower()
-    for suffix in (".json.xz", ".json.gz", ".json"):
-        if key.endswith(suffix):
-            key = key[: -len(suffix)]
-    if key in VARIANTS:
-        return VARIANTS[key]
-    raise UserError(
-        f"unknown LongMemEval variant {name!r}",
-        fix="use one of: _s (s, longmemeval_s), _m (m, longmemeval_m), _oracle (oracle, longmemeval_oracle)",
-    )
 
 
 def is_known_official(sha256: str) -> str | None:

@@ -17,12 +17,12 @@ resume against a changed file is refused before it starts.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
 
+from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.facts import HYPOTHESES_TARGET
 from lme.data.upstream_files import load_hypotheses
@@ -47,17 +47,13 @@ class HypothesesFile:
 
 
 def file_sha256(path: str | Path, *, flag: str = FLAG) -> str:
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
+        return fileio.sha256_file(path, follow_symlinks=True)
     except FileNotFoundError:
         raise UserError(f"{flag} {path}: no such file",
                         fix='give the JSONL file your system wrote, one {"question_id", "hypothesis"} per line') from None
     except OSError as err:
         raise UserError(f"{flag} {path}: cannot read it ({err.strerror or err})") from None
-    return digest.hexdigest()
 
 
 _CACHE: dict[tuple[str, int, int], HypothesesFile] = {}

@@ -22,7 +22,7 @@ from lme.models.call_cache import CallCache
 from lme.core.errors import UserError
 from lme.core.facts import CACHE_DIR
 from lme.judge import verdict_sources
-from lme.judge.judge_official import judge_verdict, official_judge_gone
+from lme.judge.judge_official import Judged, JudgeRoute, judge_verdict, official_judge_gone
 from lme.models.provider_errors import ProviderError
 from lme.core.fileio import write_atomic_bytes
 from lme.models.rate_pacer import Pacer
@@ -92,17 +92,14 @@ def judge_file(
     def one(job: tuple[str, dict[str, Any], dict[str, Any]]) -> Verdict:
         qid, entry, ref = job
 
-        def by(p: str, m: str, **extra: Any) -> Verdict:
-            return judge_verdict(ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]),
-                                 longmemeval_root, provider=p, model=m, question_id=qid, llm=llm, repeat=repeat,
-                                 reasoning_effort=reasoning_effort, **extra)
-
+        judged = Judged(qid, ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]))
+        route = JudgeRoute(longmemeval_root, provider, model, llm, repeat=repeat, reasoning_effort=reasoning_effort)
         try:
-            return by(provider, model, archive=archive)
+            return judge_verdict(judged, route.to(provider, model, archive=archive))
         except ProviderError as err:
             if successor is None or not official_judge_gone(err, provider, model):
                 raise
-        return by(*successor, successor=True)
+        return judge_verdict(judged, route.to(*successor, successor=True))
 
     verdicts = _in_order(one, jobs, concurrency)
     if counts is not None:

@@ -247,44 +247,55 @@ def _fresh_complete(llm: LLM) -> Callable[[ChatRequest], Any]:
     return getattr(llm, "complete_fresh", None) or llm.complete
 
 
-def judge_verdict(
-    question_type: str,
-    question: str,
-    answer: Any,
-    hypothesis: str,
-    longmemeval_root: str | Path | None,
-    provider: str = "openai",
-    model: str = "gpt-4o",
-    question_id: str | None = None,
-    llm: LLM | None = None,
-    *,
-    archive: Any = None,
-    repeat: int = 1,
-    reasoning_effort: str | None = None,
-    successor: bool = False,
-) -> Verdict:
-    """Judge one hypothesis. Raises JudgeInputError or providers.ProviderError (``JudgeModelMismatch`` when the
-    response names another model).
+@dataclass(frozen=True)
+class Judged:
+    """What one verdict is about: the question (gold answer included: the judge sees it) and the hypothesis."""
 
-    ``archive`` (a ``verdict_archive.VerdictArchive``): an official verdict for this exact prompt and model is used
-    instead of a call. ``repeat`` K > 1 judges K times (the K-1 repeats bypass cache and archive) and sets
+    question_id: str
+    """Abstention is decided by ``'_abs' in question_id``, as upstream does."""
+    question_type: str
+    question: str
+    answer: Any
+    hypothesis: str
+
+
+@dataclass(frozen=True)
+class JudgeRoute:
+    """Who judges and how: the judge model, upstream's checkout (the prompt), the LLM that calls it, and the
+    options. ``archive`` (a ``verdict_archive.VerdictArchive``): an official verdict for this exact prompt and model
+    is used instead of a call. ``repeat`` K > 1 judges K times (the K-1 repeats bypass cache and archive) and sets
     ``verdicts`` (all K, the first is the label) and ``stability``. ``reasoning_effort``: for a reasoning-model
-    judge (``judge_shapes``). ``successor``: this judge stands in for the official one (the verdict says so).
-    """
-    if question_id is None:
-        raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
-                        fix="pass question_id=...")
+    judge (``judge_shapes``). ``successor``: this judge stands in for the official one (the verdict says so)."""
+
+    longmemeval_root: str | Path | None
+    provider: str = "openai"
+    model: str = "gpt-4o"
+    llm: LLM | None = None
+    archive: Any = None
+    repeat: int = 1
+    reasoning_effort: str | None = None
+    successor: bool = False
+
+    def to(self, provider: str, model: str, **changes: Any) -> "JudgeRoute":
+        """The same route to another judge model (a successor, say)."""
+        return dataclasses.replace(self, provider=provider, model=model, **changes)
+
+
+def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
+    """Judge one hypothesis. Raises JudgeInputError or providers.ProviderError (``JudgeModelMismatch`` when the
+    response names another model)."""
+    question_id, question_type, provider, model = item.question_id, item.question_type, route.provider, route.model
     abstention = is_abstention(question_id)
     if is_offline(provider):
-        return offline_verdict(question_id, question_type, question, answer, hypothesis)
-    builder = load_prompt_builder(longmemeval_root)
-    prompt = build_prompt(builder, question_type, question, answer, hypothesis, abstention=abstention,
+        return offline_verdict(question_id, question_type, item.question, item.answer, item.hypothesis)
+    builder = load_prompt_builder(route.longmemeval_root)
+    prompt = build_prompt(builder, question_type, item.question, item.answer, item.hypothesis, abstention=abstention,
                           question_id=question_id)
-    shape = shape_for(provider, resolve_judge_model(model), reasoning_effort)
+    shape = shape_for(provider, resolve_judge_model(model), route.reasoning_effort)
     request = judge_request(prompt, provider, model, shape)
     prompt_sha256 = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
-    if llm is None:
-        llm = providers.Gateway()
+    llm = route.llm if route.llm is not None else providers.Gateway()
+    successor, archive, repeat = route.successor, route.archive, route.repeat
     made = _Made(builder, provider, model, request, prompt_sha256, shape, successor)
     archived = lookup_archived(archive, prompt_sha256, provider, request.model)
     if archived is not None:
@@ -317,10 +328,16 @@ def lookup_archived(archive: Any, prompt_sha256: str, provider: str, model: str)
     return archive.lookup(prompt_sha256, resolve_judge_model(model))
 
 
-def judge(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """``judge_verdict`` (same arguments) as JSON: ``Verdict.to_dict()``, with ``verdicts`` and ``stability`` when
-    ``repeat`` K > 1."""
-    return judge_verdict(*args, **kwargs).to_dict()
+def judge(question_type: str, question: str, answer: Any, hypothesis: str, longmemeval_root: str | Path | None, *,
+          question_id: str | None = None, **route: Any) -> dict[str, Any]:
+    """``judge_verdict`` from plain arguments, as JSON: ``Verdict.to_dict()``, with ``verdicts`` and ``stability``
+    when ``repeat`` K > 1 (``route``: ``JudgeRoute``'s fields by name: ``provider``, ``model``, ``llm``,
+    ``archive``, ``repeat``, ``reasoning_effort``, ``successor``)."""
+    if question_id is None:
+        raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
+                        fix="pass question_id=...")
+    return judge_verdict(Judged(question_id, question_type, question, answer, hypothesis),
+                         JudgeRoute(longmemeval_root, **route)).to_dict()
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
+from lme.core import config
 
 from lme.core.errors import UserError, run_main
 from lme.core.facts import SYMBOLIC_FLAGS
-from lme.run.loop_rules import check_loop_run, loop_config, split_model, target_correct
+from lme.run.loop_rules import check_loop_run, loop_config, target_correct
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "config":
         print(json.dumps(cfg, indent=2, sort_keys=True))
         return 0
-    provider, model = split_model(str(cfg["judge"]))
+    provider, model = config.parse_model_arg(str(cfg["judge"]), "")  # a bare name: no provider, not the loop's judge
     settings = {
         "n_total": args.n_total,
         "max": args.max,

@@ -24,22 +24,19 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lme.core import cli_parser
-from lme.core import bounded_json
+from lme.core import config_file
 from lme.core import fileio
 from lme.core import command_names
 from lme.core.errors import UserError, run_main
-from lme.core.facts import CONFIG_FILE, STATE_DIR
+from lme.core.config_file import config_path
 
 CHEAP_WRITER = "openai:gpt-4o-mini"
 
 
-def config_path(project: Path) -> Path:
-    return Path(project) / STATE_DIR / CONFIG_FILE
-
-
 def read_config(project: Path) -> dict[str, Any]:
     path = config_path(project)
-    cfg = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True, fix="fix the file (or run setup again)")
+    cfg = config_file.read_object(path, fix="fix the file (or run setup again)", not_object="{path} is not a JSON object",
+                                  not_object_fix=f"re-run {command_names.SETUP}")
     if cfg is None:
         raise UserError(f"no {path}", fix=f"run {command_names.SETUP} first")
     return cfg

@@ -27,10 +27,10 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from lme.core import bounded_json
 from lme.core import cli_parser
 from lme.core import command_names
 from lme.core import config
+from lme.core import config_file
 from lme.core import fileio
 from lme.loop import loop_git
 from lme.core.errors import UserError, run_main
@@ -58,9 +58,10 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
     else:
         fileio.copy_tree(SOURCE, target, skip=("__pycache__",))
         done.append(f"copied memory-ref ({SOURCE}) to {dest}/")
-    cfg = fileio.read_json(path, limits=bounded_json.STATE)
-    if not isinstance(cfg, dict):
-        raise UserError(f"{path} is not a JSON object", fix=f"re-run {command_names.SETUP}")
+    cfg = config_file.read_object(path, fix="fix or delete the file", not_object="{path} is not a JSON object",
+                                  not_object_fix=f"re-run {command_names.SETUP}")
+    if cfg is None:  # removed since the check above
+        raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
     loop = cfg.get("loop") if isinstance(cfg.get("loop"), dict) else {}
     if cfg.get("target") == dest and loop.get("target") == dest:
         done.append(f"config: target and loop.target are {dest} already")

@@ -257,11 +257,3 @@ def refusal_line(use: Use, kind: str, status: int | None, message: str, *, key_e
         return (f"{what}: cannot be reached ({detail}); check the URL (config providers.{use.provider}.base_url "
                 f"or the *_BASE_URL variable) and the network")
     return None
-
-
-def probe_all(settings: Any, *, offline: bool) -> None:
-    """Both steps, unless ``offline``: the one call the run command makes before anything is written."""
-    if offline:
-        return
-    refuse_locally(settings)
-    probe(settings)

@@ -123,7 +123,7 @@ def _page(title: str, body: str, data: Any, texts: Any, script: str) -> str:
             "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
             f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head><body>{body}"
             f"<script type=\"application/json\" id=\"lme-data\">{embed_json(data)}</script>"
-            f"<script>{_asset(script)}</script>"  # before the bulk: the table works while the parser reads on
+            f"<script>{_asset('dom.js')}\n{_asset(script)}</script>"  # before the bulk: the table works while the parser reads on
             f"<script type=\"application/octet-stream\" id=\"lme-texts\" data-encoding=\"deflate-base64\">"
             f"{pack_texts(texts)}</script></body></html>\n")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -60,13 +61,30 @@ def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, char
     return written
 
 
-def score_run(run_dir: Path, project: Path, *, n_total: int | None = None, variant: str | None = None,
-              run_id: str | None = None, fmt: str = "md", charts: bool = True, html: bool = True,
-              history: Path | None = None, compare: str | None = None, force: bool = False,
-              rescore: bool = False, png: bool = False) -> int:
-    """Score ``run_dir`` (``n_total``, ``variant``, ``run_id``: the four-argument form's overrides) and write its
-    outputs; ``compare``: also the diff page against that run (id or directory); ``png``: the charts as PNGs
-    too. Returns 0."""
+@dataclass(frozen=True)
+class ScoreOptions:
+    """What ``scorecard.py`` asks of one scoring: ``n_total``, ``variant``, ``run_id`` (the four-argument form's
+    overrides), the output format, which files to write (``charts``, ``html``, ``png``: the charts as PNGs too),
+    ``history`` (the loop's history file), ``compare`` (also the diff page against that run: id or directory),
+    ``force`` (compare unlike runs) and ``rescore`` (score again though nothing changed)."""
+
+    n_total: int | None = None
+    variant: str | None = None
+    run_id: str | None = None
+    fmt: str = "md"
+    charts: bool = True
+    html: bool = True
+    history: Path | None = None
+    compare: str | None = None
+    force: bool = False
+    rescore: bool = False
+    png: bool = False
+
+
+def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions()) -> int:
+    """Score ``run_dir`` as ``options`` say and write its outputs. Returns 0."""
+    n_total, variant, run_id, fmt, charts, html, history, compare, force, rescore, png = (
+        getattr(options, f.name) for f in fields(options))
     run_store.refuse_links(run_dir)  # a planted link in the run folder: one line before anything is read or written
     reuse = None if compare or history else score_fingerprint.fingerprint(  # --rescore too: the next call reuses
         run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts,
@@ -112,5 +130,6 @@ def project_run_dir(project: Path, run_id: str) -> Path:
 
 
 def score_project_run(project: Path, run_id: str, **options: Any) -> int:
-    """``score_run`` of the project's run ``run_id`` (what ``scorecard.py --run-id RUN_ID --project P`` does)."""
-    return score_run(project_run_dir(project, run_id), project, **options)
+    """``score_run`` of the project's run ``run_id`` (what ``scorecard.py --run-id RUN_ID --project P`` does);
+    ``options``: ``ScoreOptions``' fields by name."""
+    return score_run(project_run_dir(project, run_id), project, ScoreOptions(**options))

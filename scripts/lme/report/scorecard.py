@@ -119,10 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if n_total is not None and n_total <= 0:
         raise UserError(f"N_TOTAL must be positive, got {n_total}", fix="pass the number of items, e.g. 500")
 
-    return report_outputs.score_run(run_dir, args.project, n_total=n_total, variant=variant, run_id=run_id,
-                                    fmt=args.format, charts=not args.no_charts, html=not args.no_html,
-                                    history=args.history, compare=args.compare, force=args.force,
-                                    rescore=args.rescore, png=args.png and not args.no_charts)
+    return report_outputs.score_run(run_dir, args.project, report_outputs.ScoreOptions(
+        n_total=n_total, variant=variant, run_id=run_id, fmt=args.format, charts=not args.no_charts,
+        html=not args.no_html, history=args.history, compare=args.compare, force=args.force, rescore=args.rescore,
+        png=args.png and not args.no_charts))
 
 
 if __name__ == "__main__":

@@ -384,7 +384,7 @@ class BatchPhase:
         path = folder / f"{name}.input.jsonl"
         fileio.write_atomic_bytes(path, b"".join(lines))
         self.ledger.append("planned", name, provider=provider, model=model, stage=stage, requests=entries,
-                           input=str(path.relative_to(self.work)), input_sha256=batch_ledger.file_sha256(path))
+                           input=str(path.relative_to(self.work)), input_sha256=fileio.sha256_file(path))
         self._planned_now.add(name)
         return self.ledger.chunks[name]
 
@@ -477,7 +477,7 @@ class BatchPhase:
         if any(o == "batch_cancelled" for o in outcomes.values()):
             self.cancelled_now.add(chunk.name)
         self.ledger.append("collected", chunk.name, batch_id=chunk.batch_id, status=remote.status,
-                           results=str(path.relative_to(self.work)), results_sha256=batch_ledger.file_sha256(path),
+                           results=str(path.relative_to(self.work)), results_sha256=fileio.sha256_file(path),
                            outcomes=outcomes)
         keys = chunk.keys()
         for cid, got in parsed.items():

@@ -99,21 +99,18 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> Verd
     if is_offline(settings.judge_provider):
         return offline_judge.offline_verdict(q.question_id, q.question_type, q.question, q.answer, hypothesis)
 
-    def by(provider: str, model: str, **extra: Any) -> Verdict:
-        return judge_official.judge_verdict(
-            q.question_type, q.question, q.answer, hypothesis, settings.longmemeval_root, provider=provider,
-            model=model, question_id=q.question_id, llm=llm, repeat=settings.judge_repeat,
-            reasoning_effort=settings.judge_reasoning_effort, **extra)
-
+    judged = judge_official.Judged(q.question_id, q.question_type, q.question, q.answer, hypothesis)
+    route = judge_official.JudgeRoute(settings.longmemeval_root, settings.judge_provider, settings.judge_model, llm,
+                                      repeat=settings.judge_repeat, reasoning_effort=settings.judge_reasoning_effort)
     try:
-        return by(settings.judge_provider, settings.judge_model,
-                  archive=verdict_archive.for_project(settings.project))
+        return judge_official.judge_verdict(judged, route.to(route.provider, route.model,
+                                                             archive=verdict_archive.for_project(settings.project)))
     except providers.ProviderError as err:
         successor = settings.successor
         if successor is None or not judge_official.official_judge_gone(err, settings.judge_provider,
                                                                           settings.judge_model):
             raise
-    return by(*successor, successor=True)
+    return judge_official.judge_verdict(judged, route.to(*successor, successor=True))
 
 
 def run_item(q: Question, settings: RunSettings, llm: LLM,

@@ -23,16 +23,13 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping
 
-from lme.core import bounded_json
 from lme.core import command_names
-from lme.core import fileio
+from lme.core import config_file
 from lme.core.errors import UserError
 from lme.core.facts import (
     BUILTIN_TARGETS,
-    CONFIG_FILE,
     OFFICIAL_JUDGE_MODEL,
     OFFICIAL_JUDGE_PROVIDER,
-    STATE_DIR,
     SYMBOLIC_FLAGS,
     resolve_judge_model,
 )
@@ -66,14 +63,9 @@ def target_correct(n_total: int) -> int:
 
 def read_project_config(project: Path) -> dict[str, Any]:
     """The raw project config (``{}`` when there is none yet). Malformed JSON is a user error."""
-    path = Path(project) / STATE_DIR / CONFIG_FILE
-    data = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True,
-                            fix=f"fix the JSON or re-run {command_names.SETUP}")
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise UserError(f"{path} is not a JSON object", fix=f"re-run {command_names.SETUP}")
-    return data
+    data = config_file.read_object(config_file.config_path(project), fix=f"fix the JSON or re-run {command_names.SETUP}",
+                                   not_object="{path} is not a JSON object", not_object_fix=f"re-run {command_names.SETUP}")
+    return {} if data is None else data
 
 
 def loop_config(project: Path) -> dict[str, Any]:
@@ -88,12 +80,6 @@ def loop_config(project: Path) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
-
-
-def split_model(spec: str) -> tuple[str, str]:
-    """``provider:model`` -> (provider, model); a bare model name has provider ``""``."""
-    provider, sep, model = spec.partition(":")
-    return (provider, model) if sep else ("", spec)
 
 
 def current_branch(project: Path) -> str | None:

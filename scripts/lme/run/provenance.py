@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from lme.core import fileio
 from lme.core.facts import JUDGE_TEMPLATE_RELPATH
 from lme.targets.targets import target_path
 
@@ -47,7 +48,7 @@ def git_commit(directory: Path) -> str | None:
 
 def file_sha256(path: Path) -> str | None:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return fileio.sha256_file(path, follow_symlinks=True)
     except OSError:
         return None
 
@@ -84,7 +85,7 @@ def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[s
         "package_versions": package_versions(),
         "prompt_hashes": {
             "judge_template_sha256": judge_template_sha256(longmemeval_root),
-            "reader_template_sha256": file_sha256(PLUGIN_ROOT / "scripts" / "lme" / "targets" / "reader.py"),
+            "reader_template_sha256": file_sha256(PLUGIN_ROOT / "scripts" / "lme" / "target_kit" / "reader.py"),
             "target_source_sha256": target_source_sha256(target),
         },
     }

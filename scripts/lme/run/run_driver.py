@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -47,17 +48,20 @@ from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
 from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
 from lme.run.run_settings import RunSettings
+from lme.run.outcome import (  # noqa: F401  (the exit statuses, re-exported: callers name them from here)
+    EXIT_BATCH_STOPPED,
+    EXIT_BILLING,
+    EXIT_COMPLETED,
+    EXIT_COST_CAP,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_JUDGE_GONE,
+    STATUS_BY_EXIT,
+    Ending,
+    outcome_of,
+)
 
-EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
-EXIT_JUDGE_GONE = 2
-"""The official judge answered not_found / gone (retired), or a judge response named another model than the pinned
-one: one line naming the ways on, as for a user mistake; the items not judged stay pending."""
-EXIT_NEEDS_CONFIRMATION, EXIT_COST_CAP = cost_gate.EXIT_NEEDS_CONFIRMATION, cost_gate.EXIT_COST_CAP
-EXIT_BATCH_STOPPED = 7
-"""A batch was cancelled: what ran is recorded, the rest stays pending (resumable: it is submitted fresh)."""
-STATUS_BY_EXIT = {EXIT_COMPLETED: "completed", EXIT_FAILED: "failed", EXIT_BILLING: "blocked on billing",
-                  EXIT_COST_CAP: "paused at the cost cap", EXIT_INTERRUPTED: "interrupted",
-                  EXIT_BATCH_STOPPED: "stopped at a cancelled batch"}
+EXIT_NEEDS_CONFIRMATION = cost_gate.EXIT_NEEDS_CONFIRMATION
 
 
 # --------------------------------------------------------------------------- the run
@@ -157,13 +161,13 @@ class _MetaWriter:
         run_store.write_meta(self.work, self.meta)
 
 
-def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, work: Path, meta: _MetaWriter,
-           tally: _Tally, stop: _Stop, progress: Any, on_abandon: Any, cap: Any = None, tick: Any = None) -> None:
+def _drive(run: "_Session", questions: Iterator[Question], gateway: Any) -> None:
     """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged.
 
-    ``cap`` (a ``cost_gate.CostCap``) admits each item before it is started; the first refusal stops the intake
-    and the items already admitted finish and are recorded.
+    ``run.cap`` (a ``cost_gate.CostCap``) admits each item before it is started; the first refusal stops the intake
+    and the items already admitted finish and are recorded. ``gateway``: the run's LLM (the batch phase's, after one).
     """
+    settings, work, stop, cap = run.settings, run.work, run.stop, run.cap
     prompts = prompt_store.PromptStore(work)
     trimmer = Trimmer()  # freed memory back to the system between batches (a long run's RSS otherwise only grows)
     requests_of: dict[cf.Future, list] = {}
@@ -186,8 +190,7 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
                 in_flight.add(fut)
             if not in_flight:
                 return
-            if tick is not None:
-                tick()  # the live pacing figures for run_status.py
+            run.pacing_file.tick()  # the live pacing figures for run_status.py
             finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
             rows: list[tuple[ResultRow, list]] = []
             for fut in finished:
@@ -202,25 +205,13 @@ def _drive(questions: Iterator[Question], settings: RunSettings, gateway: Any, w
             run_store.append_rows(work, [row for row, _ in rows])
             run_store.mark_completed_many(work, [row.question_id for row, _ in rows if row.judged])
             for row, _ in rows:
-                tally.record(row)
-                if cap is not None:
-                    cap.settle(row)
-                if row.judged and row.judgment is not None:
-                    if not row.judgment.official:
-                        meta.mark_unofficial()
-                    if registry is not None:
-                        registry.record(row.question_id, row.judgment, f"run {meta.run_id}")
-                elif tally.billing_message is not None:
-                    stop.request("billing")
-                elif tally.errors > settings.error_threshold:
-                    stop.request("errors")
-                progress.update(row, gateway.stats.snapshot())
+                run.account(row, registry, gateway)
             if rows:
                 trimmer.maybe()
             if stop.reason not in (None, "cost_cap"):  # items queued but not started are not started now
                 in_flight = {fut for fut in in_flight if not fut.cancel()}
             if stop.abandon.is_set():
-                on_abandon()
+                run.abandon()
 
 
 def _judge_stop(row: ResultRow, settings: RunSettings, stop: _Stop) -> bool:
@@ -282,148 +273,203 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
             own.enter_context(run_store.RunLock(work))
         reserve = fileio.SpaceReserve(work / run_store.RESERVE_FILE).hold()  # room for the last word on a full disk
         own.callback(reserve.release)
-        run_store.reconcile(work)
-        stored_meta, manifest = run_state.open_run(settings, run_id, root, work, scanned)
-        if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
-            dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
-        done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
-        planned = [qid for qid in manifest.question_ids if run_store.in_shard(qid, settings.shard)]
-        pending_all = [qid for qid in planned if qid not in done]
-        pending = pending_all[: settings.max_evals]
-
-        tally = _Tally()
-        limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
-        gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=limiter, stats=RunStats())
-        if settings.official_judge_gone:  # the start-up check saw 404 / 410: no official call is made
-            gateway.mark_gone(settings.judge_provider, settings.judge_model, providers.ProviderError(
-                "not_found", f"{settings.judge_provider} {settings.judge_model}: gone (the start-up check)"))
-        cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
-        before = _run_figures(work)
-        invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
-                                      "planned_now": len(pending), "endpoints": run_state.endpoints(settings)}
-        if settings.successor is not None:
-            invocation["successor"] = settings.successor_judge
-        if settings.official_judge_gone:
-            invocation["official_judge_gone"] = True
-        if max_cost is not None:
-            invocation["max_cost_usd"] = max_cost
-        if approved_usd is not None:
-            invocation[cost_gate.APPROVAL_KEY] = approved_usd
-        meta = _MetaWriter(work, stored_meta, invocation)
-        meta.write()
+        run = _Session(settings, _Located(run_id, root, work, scanned), cache=cache, reserve=reserve,
+                       t_start=t_start, options=_Options(progress_mode, max_cost, approved_usd))
         if on_start is not None:
             on_start()
+        run.start()
+        run.drive()
+        code = run.finish()
+    return code, root
+
+
+@dataclass(frozen=True)
+class _Located:
+    """Where the run is (``_locate``): its id, root and own (shard) directory, and a new run's dataset scan."""
+
+    run_id: str
+    root: Path
+    work: Path
+    scanned: Any
+
+
+@dataclass(frozen=True)
+class _Options:
+    """What the command asked of this invocation beyond the run's settings."""
+
+    progress_mode: str = "auto"
+    max_cost: float | None = None
+    approved_usd: float | None = None
+
+
+class _Session:
+    """One invocation of a run inside its locks: opened here (directory reconciled, run-meta written), then
+    ``start`` (progress, signals), ``drive`` (the batch phase, then the items), ``finish`` (the outcome recorded)."""
+
+    def __init__(self, settings: RunSettings, where: _Located, *, cache: Any, reserve: Any, t_start: float,
+                 options: _Options) -> None:
+        run_id, root, work, scanned = where.run_id, where.root, where.work, where.scanned
+        self.settings, self.run_id, self.root, self.work = settings, run_id, root, work
+        self.cache, self.reserve, self.t_start, self.options = cache, reserve, t_start, options
+        run_store.reconcile(work)
+        stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned)
+        if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
+            dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
+        self.done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
+        self.planned = [qid for qid in self.manifest.question_ids if run_store.in_shard(qid, settings.shard)]
+        pending_all = [qid for qid in self.planned if qid not in self.done]
+        self.pending = pending_all[: settings.max_evals]
+
+        self.tally = _Tally()
+        self.limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
+        self.gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=self.limiter,
+                                  stats=RunStats())
+        if settings.official_judge_gone:  # the start-up check saw 404 / 410: no official call is made
+            self.gateway.mark_gone(settings.judge_provider, settings.judge_model, providers.ProviderError(
+                "not_found", f"{settings.judge_provider} {settings.judge_model}: gone (the start-up check)"))
+        max_cost = options.max_cost
+        self.cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
+        self.before = _run_figures(work)
+        self.invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
+                                           "planned_now": len(self.pending), "endpoints": run_state.endpoints(settings)}
+        if settings.successor is not None:
+            self.invocation["successor"] = settings.successor_judge
+        if settings.official_judge_gone:
+            self.invocation["official_judge_gone"] = True
+        if max_cost is not None:
+            self.invocation["max_cost_usd"] = max_cost
+        if options.approved_usd is not None:
+            self.invocation[cost_gate.APPROVAL_KEY] = options.approved_usd
+        self.meta = _MetaWriter(work, stored_meta, self.invocation)
+        self.meta.write()
+        self.batched: Any = None
+
+    def start(self) -> None:
+        """After the caller's ``on_start``: the shard's root meta, the progress line, the pacing file, the signals."""
+        settings = self.settings
         if settings.shard is not None:
-            run_state.update_root_meta(root, manifest)
+            run_state.update_root_meta(self.root, self.manifest)
+        self.progress = Progress(self.options.progress_mode, len(self.pending), already_done=len(self.done),
+                                 run_id=self.run_id, run_total=len(self.planned), before=self.before,
+                                 pacing=self.limiter.pacing)
+        self.pacing_file = PacingFile(self.work, self.limiter.pacing)
+        self.stop = _Stop()
 
-        def finish(status: str, error: str | None, exit_status: int) -> None:
-            elapsed = time.monotonic() - t_start
-            finished_at = utc_now()
-            pacing = limiter.pacing()
-            try:
-                pacing_file.write()
-            except OSError:
-                pass  # a hint for run_status (a full disk, say): never a reason to leave run-meta saying running
-            invocation.update(
-                finished_at=finished_at,
-                status=status,
-                exit_status=exit_status,
-                duration_seconds=round(elapsed, 3),
-                evaluated=tally.evaluated,
-                errors=tally.errors,
-                errors_by_kind=dict(tally.errors_by_kind),
-                **gateway.stats.snapshot(),
-                cache=None if cache is None else {"read": cache.read, **cache.stats()},
-                pacing=pacing,
-            )
-            if cap is not None:
-                invocation["spent_usd"] = round(cap.spent, 6)
-            meta.write(
-                status=status,
-                error=error,
-                finished_at=finished_at,
-                duration_seconds=round(float(meta.meta.duration_seconds or 0.0) + elapsed, 3),
-                counts=counts_of(manifest, planned, run_store.load_completed(work)),
-                limiter=limiter.summary(),
-                pacing=pacing,
-                exit_status=exit_status,
-                retries=sum(int(inv.get("retries", 0)) for inv in (*meta.previous, invocation)),
-            )
+    def record(self, status: str, error: str | None, exit_status: int) -> None:
+        """This invocation's entry and the run-meta, as the run ends (however it ends)."""
+        meta, invocation, cap, cache = self.meta, self.invocation, self.cap, self.cache
+        elapsed = time.monotonic() - self.t_start
+        finished_at = utc_now()
+        pacing = self.limiter.pacing()
+        try:
+            self.pacing_file.write()
+        except OSError:
+            pass  # a hint for run_status (a full disk, say): never a reason to leave run-meta saying running
+        invocation.update(
+            finished_at=finished_at,
+            status=status,
+            exit_status=exit_status,
+            duration_seconds=round(elapsed, 3),
+            evaluated=self.tally.evaluated,
+            errors=self.tally.errors,
+            errors_by_kind=dict(self.tally.errors_by_kind),
+            **self.gateway.stats.snapshot(),
+            cache=None if cache is None else {"read": cache.read, **cache.stats()},
+            pacing=pacing,
+        )
+        if cap is not None:
+            invocation["spent_usd"] = round(cap.spent, 6)
+        meta.write(
+            status=status,
+            error=error,
+            finished_at=finished_at,
+            duration_seconds=round(float(meta.meta.duration_seconds or 0.0) + elapsed, 3),
+            counts=counts_of(self.manifest, self.planned, run_store.load_completed(self.work)),
+            limiter=self.limiter.summary(),
+            pacing=pacing,
+            exit_status=exit_status,
+            retries=sum(int(inv.get("retries", 0)) for inv in (*meta.previous, invocation)),
+        )
 
-        def abandon() -> None:
-            finish("interrupted", "interrupted; items in flight were abandoned and will re-run", EXIT_INTERRUPTED)
-            progress.close("interrupted")
-            print(resume_hint(settings, run_id), file=sys.stderr, flush=True)
-            os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
+    def account(self, row: ResultRow, registry: StabilityRegistry | None, gateway: Any) -> None:
+        """One written row in the tally, the cost cap, the judge's flags and the failure policy; then the progress."""
+        tally, meta, stop = self.tally, self.meta, self.stop
+        tally.record(row)
+        if self.cap is not None:
+            self.cap.settle(row)
+        if row.judged and row.judgment is not None:
+            if not row.judgment.official:
+                meta.mark_unofficial()
+            if registry is not None:
+                registry.record(row.question_id, row.judgment, f"run {meta.run_id}")
+        elif tally.billing_message is not None:
+            stop.request("billing")
+        elif tally.errors > self.settings.error_threshold:
+            stop.request("errors")
+        self.progress.update(row, gateway.stats.snapshot())
 
-        progress = Progress(progress_mode, len(pending), already_done=len(done), run_id=run_id,
-                            run_total=len(planned), before=before, pacing=limiter.pacing)
-        pacing_file = PacingFile(work, limiter.pacing)
-        stop = _Stop()
+    def abandon(self) -> None:
+        self.record("interrupted", "interrupted; items in flight were abandoned and will re-run", EXIT_INTERRUPTED)
+        self.progress.close("interrupted")
+        print(resume_hint(self.settings, self.run_id), file=sys.stderr, flush=True)
+        os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
+
+    def drive(self) -> None:
+        """The batch phase (``--batch``), then the items; whatever ends it, run-meta says how before it re-raises."""
+        settings, stop, progress_mode = self.settings, self.stop, self.options.progress_mode
         previous_handlers = _install_signal_handlers(stop)
         ended = None
-        batched = None
         try:
-            questions = _pending_questions(settings, pending)
-            llm: Any = gateway
+            questions = _pending_questions(settings, self.pending)
+            llm: Any = self.gateway
             if settings.batch != "off":
-                batched = batch_runner.run_phase(
-                    settings, lambda: _pending_questions(settings, pending), gateway, work, run_id,
-                    provider_settings=gateway.settings, should_stop=lambda: stop.reason is not None,
+                self.batched = batched = batch_runner.run_phase(
+                    settings, lambda: _pending_questions(settings, self.pending), self.gateway, self.work,
+                    self.run_id, provider_settings=self.gateway.settings, should_stop=lambda: stop.reason is not None,
                     say=(lambda line: None) if progress_mode in ("quiet", "json") else
                     (lambda line: print(line, file=sys.stderr, flush=True)))
                 llm = batched.llm
-                invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
-                                       "stop": batched.stop, **batched.figures}
+                self.invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
+                                            "stop": batched.stop, **batched.figures}
                 questions = (q for q in questions if batched.replay and q.question_id not in batched.pending)
-            _drive(questions, settings, llm, work, meta, tally, stop, progress, abandon,
-                   cap, pacing_file.tick)
+            _drive(self, questions, llm)
         except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
             interrupted = isinstance(err, KeyboardInterrupt)
             ended = "interrupted" if interrupted else "failed"
-            full = disk_full_line(err, settings, run_id)
+            full = disk_full_line(err, settings, self.run_id)
             if full is not None:
-                reserve.release()  # the space the run-meta below needs
-            finish(ended, None if interrupted else full or f"{type(err).__name__}: {err}",
-                   EXIT_INTERRUPTED if interrupted else EXIT_FAILED)
+                self.reserve.release()  # the space the run-meta below needs
+            self.record(ended, None if interrupted else full or f"{type(err).__name__}: {err}",
+                        EXIT_INTERRUPTED if interrupted else EXIT_FAILED)
             if full is not None:
-                raise UserError(f"run {run_id} stopped: {full}") from None
+                raise UserError(f"run {self.run_id} stopped: {full}") from None
             raise
         finally:
             for sig, handler in previous_handlers.items():
                 signal.signal(sig, handler)
             if ended is not None:
-                progress.close(ended)
+                self.progress.close(ended)
 
-        if stop.reason == "judge_mismatch":
-            code, status, error = EXIT_JUDGE_GONE, "failed", f"stopped at the first judge response naming another "\
-                f"model: {stop.judge_message}; the items not judged stay pending"
-        elif stop.reason == "judge_gone" or stop.judge_gone:
-            code, status, error = EXIT_JUDGE_GONE, "failed", judge_official.CONTINUITY_HINT
-        elif batched is not None and batched.stop in ("batch_failed", "billing"):
-            code = EXIT_BILLING if batched.stop == "billing" else EXIT_FAILED
-            status, error = "failed", batched.message
-        elif batched is not None and batched.stop == "cancelled" and stop.reason is None:
-            code, status, error = EXIT_BATCH_STOPPED, "paused", batched.message
-        elif stop.reason == "billing":
-            code, status, error = EXIT_BILLING, "failed", f"blocked on API billing: {tally.billing_message}"
-        elif stop.reason == "interrupted":
-            code, status, error = EXIT_INTERRUPTED, "interrupted", None
-        elif tally.errors > settings.error_threshold:
-            summary = ", ".join(f"{k}: {v}" for k, v in sorted(tally.errors_by_kind.items()))
-            code, status = EXIT_FAILED, "failed"
-            error = f"{tally.errors} item error(s) after retries ({summary}); resume to retry them"
-        elif stop.reason == "cost_cap":
-            code, status, error = EXIT_COST_CAP, "paused", cap.message()
-        else:
-            code, status, error = EXIT_COMPLETED, "completed", None
-        finish(status, error, code)
-        progress.close("blocked" if code == EXIT_BILLING else status)
-        if batched is not None and batched.message and code != EXIT_COMPLETED:
-            print(f"batch: {batched.message}", file=sys.stderr, flush=True)
-        if settings.shard is not None:
-            run_state.update_root_meta(root, manifest)
-    return code, root
+    def ending(self) -> Ending:
+        stop, tally, batched, cap = self.stop, self.tally, self.batched, self.cap
+        return Ending(stop_reason=stop.reason, judge_gone=stop.judge_gone, judge_message=stop.judge_message,
+                      batch_stop=None if batched is None else batched.stop,
+                      batch_message=None if batched is None else batched.message,
+                      errors=tally.errors, error_threshold=self.settings.error_threshold,
+                      errors_by_kind=dict(tally.errors_by_kind), billing_message=tally.billing_message,
+                      cap_message=None if cap is None or stop.reason != "cost_cap" else cap.message())
+
+    def finish(self) -> int:
+        """The outcome (``outcome.outcome_of``) recorded and said; returns the exit status."""
+        outcome = outcome_of(self.ending())
+        code = outcome.exit_code
+        self.record(outcome.status, outcome.error, code)
+        self.progress.close("blocked" if code == EXIT_BILLING else outcome.status)
+        if self.batched is not None and self.batched.message and code != EXIT_COMPLETED:
+            print(f"batch: {self.batched.message}", file=sys.stderr, flush=True)
+        if self.settings.shard is not None:
+            run_state.update_root_meta(self.root, self.manifest)
+        return code
 
 
 def disk_full_line(err: BaseException, settings: RunSettings, run_id: str) -> str | None:

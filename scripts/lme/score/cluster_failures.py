@@ -48,7 +48,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.core import unattended
-from lme.core import fileio
 from lme.data import gold_registry
 from lme.judge import offline_judge
 from lme.score import pipeline_health
@@ -305,13 +304,6 @@ def cluster_ids(result: Mapping[str, Any], number: int) -> list[str]:
     if chosen["mode"] == "gold_reported_bad":
         raise UserError(f"{label} has gold answers reported wrong upstream", fix="never chase it; pick another cluster")
     return list(chosen["question_ids"])
-
-
-def write_ids(path: Path, ids: Sequence[str]) -> None:
-    """``ids`` one per line into ``path``, atomically (a trigger set is whole or unchanged)."""
-    path = Path(path)
-    fileio.make_dirs(path.parent)
-    fileio.write_atomic_text(path, "".join(f"{qid}\n" for qid in ids))
 
 
 def fair_trigger_set(run_dir: Path, result: Mapping[str, Any], number: int, *, ratio: float = 1.0,

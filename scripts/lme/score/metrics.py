@@ -19,7 +19,7 @@ import math
 from typing import Any, Iterable, Mapping
 
 from lme.core.facts import QUESTION_TYPES, is_abstention
-from lme.core.run_records import ResultRow
+from lme.core.run_records import ResultRow, label_of
 
 Z_95 = 1.959963984540054
 """The two-sided 95% normal quantile used for the Wilson interval."""
@@ -42,18 +42,6 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> list[float] | No
     low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the ends: no 1e-16 rounding residue
     high = 1.0 if successes == n else min(1.0, centre + half)
     return [low, high]
-
-
-def label_of_row(row: ResultRow | Mapping[str, Any] | None) -> bool | None:
-    """The judge label a result row (a ``ResultRow``, or its JSON form) carries: True/False when judged, None for
-    an error row or no row."""
-    if isinstance(row, ResultRow):
-        return row.label
-    if not row or row.get("status") != "judged":
-        return None
-    judgment = row.get("judgment") or {}
-    label = judgment.get("label")
-    return bool(label) if isinstance(label, bool) else None
 
 
 def _block(labels: Iterable[bool | None]) -> dict[str, Any]:
@@ -156,4 +144,4 @@ def strict_labels(
     rows: Mapping[str, ResultRow], types: Mapping[str, str]
 ) -> dict[str, bool | None]:
     """Labels for ``score``: each covered id's last row label (None for an error row); ids with no row are absent."""
-    return {qid: label_of_row(rows[qid]) for qid in types if qid in rows}
+    return {qid: label_of(rows[qid]) for qid in types if qid in rows}

@@ -65,14 +65,6 @@ def custom_id(run_id: str, stage: str, question_id: str, sub: int = 0, attempt: 
     return made
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with fileio.open_file(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @dataclass
 class Chunk:
     """One batch as the ledger knows it (replayed from its events)."""

@@ -1,0 +1,79 @@
+"""A run directory's ``run-meta.json`` and ``manifest.json``: read (schema-checked; an old run's run-meta brought
+up to date by ``meta_migrations``), peeked at by status polls, replaced atomically. Part of ``run_store`` (which
+re-exports these names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lme.core import fileio
+from lme.core.run_records import Manifest, RunMeta
+from lme.store import meta_migrations
+from lme.store.run_layout import MANIFEST_FILE, META_FILE, shard_dirs
+from lme.store.run_rows import read_json
+
+
+def meta_path(directory: Path) -> Path:
+    return Path(directory) / META_FILE
+
+
+def has_meta(directory: Path) -> bool:
+    return meta_path(directory).is_file()
+
+
+def read_meta(directory: Path) -> RunMeta:
+    """The directory's run-meta, schema-checked (UserError when missing or invalid), an old run's brought up to
+    date by ``meta_migrations``."""
+    return _meta_at(meta_path(directory))
+
+
+def _meta_at(path: Path) -> RunMeta:
+    return RunMeta.from_dict(meta_migrations.migrate(read_json(path, schema="run-meta")))
+
+
+def peek_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object without checks, or None when it is missing or unreadable: for status polls that must never
+    fail on a file a writer is replacing."""
+    data = fileio.peek_json(path)
+    return data if isinstance(data, dict) else None
+
+
+def peek_meta(directory: Path) -> dict[str, Any] | None:
+    """The run-meta as plain JSON without checks (``peek_json``)."""
+    return peek_json(meta_path(directory))
+
+
+def write_meta(directory: Path, meta: RunMeta) -> None:
+    fileio.write_atomic_json(meta_path(directory), meta.to_dict())
+
+
+def shard_metas(root: Path) -> list[RunMeta]:
+    """Each shard's run-meta (schema-checked), in shard order."""
+    return [read_meta(d) for d in shard_dirs(root) if has_meta(d)]
+
+
+def shard_meta_paths(root: Path) -> list[Path]:
+    return [meta_path(d) for d in shard_dirs(root) if has_meta(d)]
+
+
+def manifest_path(root: Path) -> Path:
+    return Path(root) / MANIFEST_FILE
+
+
+def read_manifest(root: Path) -> Manifest | None:
+    """The run's manifest (schema-checked), or None when the directory has none (a snapshot of an old run)."""
+    path = manifest_path(root)
+    return Manifest.from_dict(read_json(path, schema="manifest")) if path.exists() else None
+
+
+def write_manifest(root: Path, manifest: Manifest) -> None:
+    fileio.write_atomic_json(manifest_path(root), manifest.to_dict())
+
+
+def stored_settings(root: Path) -> dict[str, Any] | None:
+    """The settings the run was started with (the root's run-meta, else the first shard's), or None."""
+    for path in [meta_path(root), *shard_meta_paths(root)]:
+        if path.is_file():
+            return dict(_meta_at(path).settings)
+    return None
