@@ -268,7 +268,8 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
     assert (rec["n"], rec["agree"]) == (n, n - 3) and sorted(f["question_id"] for f in rec["flips"]) == flipped
     assert rec["candidate"] == "openai:gpt-4o-mini-2024-07-18" and rec["returned_models"] == ["gpt-4o-mini-2024-07-18"]
     assert len(fake_llm.requests) == 2 * n  # the agreement of two runs makes no call
-    card = scoring.build_scorecard(load_run(b))  # the candidate's run now carries its measured agreement
+    record = scoring.build_scorecard(load_run(b))  # the candidate's run now carries its measured agreement
+    card = record.to_dict()
     assert card["judge_agreement"]["n"] == n and card["judge_agreement"]["flips"] == 3
 
 

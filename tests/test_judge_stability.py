@@ -80,10 +80,11 @@ def test_repeats_record_every_verdict_keep_the_first_and_fill_the_registry(tmp_p
     assert flaky[0]["prompt_sha256"] == victim["prompt_sha256"] and flaky[0]["judge_model"] == "gpt-4o-2024-08-06"
     assert json.loads((run_dir(project, "s") / "run-meta.json").read_text())["settings"]["judge_repeat"] == 3
 
-    card = scoring.build_scorecard(load_run(run_dir(project, "s")))
+    record = scoring.build_scorecard(load_run(run_dir(project, "s")))
+    card = record.to_dict()
     assert card["judge_stability"]["unstable_ids"] == [VICTIM["question_id"]]
     assert card["judge_stability"]["repeated_items"] == 3
-    assert "1 of 3 judged labels are unstable" in scorecard_md.render_markdown(card)
+    assert "1 of 3 judged labels are unstable" in scorecard_md.render_markdown(record)
 
 
 def test_repeats_bypass_the_cache_and_counts_accumulate_per_prompt(tmp_path, fake_llm):

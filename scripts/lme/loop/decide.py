@@ -204,11 +204,7 @@ def run_decision(
         "readiness_problems": problems,
     }
     try:
-        figures = run_store.read_metrics(run_dir)
-        record["retest_figures"] = {
-            "correct": figures["correct"], "n_total": figures["n_total"],
-            **{k: loop_state.figure(figures.get(k)) for k in ("overall", "task_averaged", "abstention")},
-            "per_type": loop_state.per_type_figures(figures)}
+        record["retest_figures"] = loop_state.RoundFigures.of_metrics(run_store.read_metrics(run_dir)).to_record()
     except UserError:
         record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
     if apply and decision == "revert":

@@ -22,6 +22,7 @@ from lme.core.facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abs
 from lme.core.records import Question
 from lme.core.run_records import ResultRow, RunMeta
 from lme.store.run_store import RunData
+from lme.score.scorecard_record import Scorecard
 
 STABILITY_FILE = STABILITY_REGISTRY
 """The judge-stability registry, in ``.longmemeval-benchmarks/``."""
@@ -391,11 +392,11 @@ def _shown_target(target: Mapping[str, Any] | None, project: Path) -> dict[str, 
     return out
 
 
-def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
+def page_data(run: RunData, card: Scorecard, *, project: Path | None = None,
               max_text_mb: float = DEFAULT_MAX_TEXT_MB) -> tuple[dict[str, Any], dict[str, Any]]:
     """The report page's data for ``run`` and its ``card``: the table and drill-down records (JSON, parsed at
     load) and the texts blob (sessions and prompt lines, evidence always, the rest within ``max_text_mb``)."""
-    types, _ = run.item_types(card["n_total"])
+    types, _ = run.item_types(card.n_total)
     registry = stability_registry(stability_path(run.path, project))
     store = prompt_store.load(run.path)
     target_name = run.meta.target.get("name")
@@ -440,9 +441,9 @@ def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = N
         notes.append("this run stored no prompts (an offline target makes no model calls, or the run predates "
                      "prompts.jsonl)")
     data = {
-        "run": {"id": run.run_id, "path": shown_paths.shown(run.path, root), "variant": card.get("variant"),
-                "target": _shown_target(card.get("target"), root),
-                "judge": card.get("judge"), "status": card.get("status")},
+        "run": {"id": run.run_id, "path": shown_paths.shown(run.path, root), "variant": card.variant,
+                "target": _shown_target(card.target.to_dict(), root),
+                "judge": card.judge.to_dict(), "status": card.status},
         "types": [t for t in QUESTION_TYPES if t in set(types.values())],
         "questions": questions,
         "sessions": texts.sessions,

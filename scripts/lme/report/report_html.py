@@ -51,6 +51,7 @@ from lme.report import shown_paths
 from lme.score import run_differences
 from lme.store import run_store
 from lme.report import scorecard_md
+from lme.score.scorecard_record import Scorecard, require
 from lme.score import scoring
 from lme.core.errors import UserError, run_main
 from lme.core.facts import HISTORY_FILE, HISTORY_RECORDS, QUESTION_TYPES
@@ -131,66 +132,62 @@ def _page(title: str, body: str, data: Any, texts: Any, script: str) -> str:
 # --------------------------------------------------------------------------- the page
 
 
-def _figures_html(card: Mapping[str, Any]) -> str:
+def _figures_html(card: Scorecard) -> str:
     """The scorecard's headline, formatted by the scorecard's own helpers (the same strings as scorecard.md)."""
-    ta = card["task_averaged"]
-    n_types, n_judged_types = len(ta["types_strict"]), len(ta["types_judged"])
-    judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
-        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
-    judge = card["judge"]
+    ta = card.task_averaged
+    n_types = len(ta.types_strict)
+    judged_ta = scorecard_md.task_averaged_judged(card)
     parts = []
-    if card["comparability_notes"]:
+    if card.comparability_notes:
         parts.append('<section class="banner" id="banner"><strong>NOT COMPARABLE with published LongMemEval '
-                     'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card["comparability_notes"])
+                     'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card.comparability_notes)
                      + "</ul></section>")
     else:
         parts.append('<section class="banner ok" id="banner"><strong>Comparable with published LongMemEval '
                      'results</strong> (official judge and prompt, known dataset file, complete run, no errors).'
                      '</section>')
-    big = [("Overall (micro)", card["overall"]["accuracy_strict"], scorecard_md.acc(card["overall"], "judged")),
-           (f"Task-averaged (macro, {n_types} types)", ta["accuracy_strict"], judged_ta),
-           ("Abstention (_abs ids)", card["abstention"]["accuracy_strict"], scorecard_md.acc(card["abstention"], "judged"))]
+    big = [("Overall (micro)", card.overall.accuracy_strict, scorecard_md.acc(card.overall, "judged")),
+           (f"Task-averaged (macro, {n_types} types)", ta.accuracy_strict, judged_ta),
+           ("Abstention (_abs ids)", card.abstention.accuracy_strict, scorecard_md.acc(card.abstention, "judged"))]
     parts.append('<section class="tiles">' + "".join(
         f'<div class="tile"><div class="tile-label">{escape(label)}</div><div class="tile-value">'
         f'{escape(metrics.fmt(value))}</div><div class="tile-sub">strict · judged only {escape(judged)}</div></div>'
         for label, value, judged in big) + "</section>")
-    status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card['judged']}/{card['n_total']} · "
-              f"errors {card['errors']} · not run {card['not_run']} · judge {escape(str(judge.get('provider')))} "
-              f"{escape(str(judge.get('model')))} (official={escape(str(judge.get('official')))}) · dataset "
-              f"{escape(dataset_label.recognition_line(card['dataset']))}")
+    status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card.judged}/{card.n_total} · "
+              f"errors {card.errors} · not run {card.not_run} · judge {escape(scorecard_md.judge_text(card))} · "
+              f"dataset {escape(dataset_label.recognition_line(card.dataset.to_dict()))}")
     rows = [
-        ("Overall accuracy (micro)", scorecard_md.acc(card["overall"], "strict"), scorecard_md.acc(card["overall"], "judged")),
-        (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta["accuracy_strict"]), judged_ta),
-        ("Abstention accuracy (_abs ids)", scorecard_md.acc(card["abstention"], "strict"),
-         scorecard_md.acc(card["abstention"], "judged")),
+        ("Overall accuracy (micro)", scorecard_md.acc(card.overall, "strict"), scorecard_md.acc(card.overall, "judged")),
+        (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta.accuracy_strict), judged_ta),
+        ("Abstention accuracy (_abs ids)", scorecard_md.acc(card.abstention, "strict"),
+         scorecard_md.acc(card.abstention, "judged")),
     ]
-    table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card["n_total"]} items; '
-             f'errors/not run = wrong)</th><th>judged only ({card["judged"]} items)</th></tr></thead><tbody>'
+    table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card.n_total} items; '
+             f'errors/not run = wrong)</th><th>judged only ({card.judged} items)</th></tr></thead><tbody>'
              + "".join(f"<tr><td>{escape(a)}</td><td>{escape(b)}</td><td>{escape(c)}</td></tr>" for a, b, c in rows)
              + "</tbody></table>")
     per_type = ('<table class="figures" id="per-type"><thead><tr><th>question type</th><th>n</th><th>judged</th>'
                 '<th>correct</th><th>strict</th><th>judged only</th><th>95% Wilson (strict)</th></tr></thead><tbody>'
-                + "".join(f"<tr><td>{escape(t)}</td><td>{b['n']}</td><td>{b['judged']}</td><td>{b['correct']}</td>"
-                          f"<td>{escape(metrics.fmt(b['accuracy_strict']))}</td>"
-                          f"<td>{escape(metrics.fmt(b['accuracy_judged']))}</td>"
-                          f"<td>{escape(metrics.fmt_interval(b['wilson_strict']))}</td></tr>"
-                          for t, b in card["per_type"].items() if b["n"]) + "</tbody></table>")
-    ex = card["excluding_gold_errors"]
+                + "".join(f"<tr><td>{escape(t)}</td><td>{b.n}</td><td>{b.judged}</td><td>{b.correct}</td>"
+                          f"<td>{escape(metrics.fmt(b.accuracy_strict))}</td>"
+                          f"<td>{escape(metrics.fmt(b.accuracy_judged))}</td>"
+                          f"<td>{escape(metrics.fmt_interval(b.wilson_strict))}</td></tr>"
+                          for t, b in card.types_present()) + "</tbody></table>")
+    ex = card.excluding_gold_errors
     extra = ""
-    if ex["excluded"]:
-        extra = (f'<p class="note">Excluding {len(ex["excluded"])} reported gold error(s) (a second figure; the '
-                 f'official one is above): strict overall {escape(scorecard_md.acc(ex["overall"], "strict"))}, '
-                 f'task-averaged {escape(metrics.fmt(ex["task_averaged"]["accuracy_strict"]))}, abstention '
-                 f'{escape(scorecard_md.acc(ex["abstention"], "strict"))}.</p>')
-    cost, usage = card["cost"], card["usage"]
-    total = scorecard_md.usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
-        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {scorecard_md.usd(cost['known_total_usd'])})")
-    lat = usage["latency_ms"]
-    money = (f'<p class="note">Cost {escape(total)} (generation {escape(scorecard_md.usd(cost["known_generation_usd"]))}, '
-             f'judge {escape(scorecard_md.usd(cost["known_judge_usd"]))}) · latency generation p50 '
-             f'{escape(scorecard_md.ms(lat["generation"]["p50"]))}, p95 {escape(scorecard_md.ms(lat["generation"]["p95"]))}'
-             f' · cache hits {usage["cache"]["generation_calls_cached"]}/{usage["cache"]["generation_calls"]} '
-             f'generation calls, {usage["cache"]["judge_cached"]}/{card["judged"]} judge calls'
+    if ex.excluded:
+        extra = (f'<p class="note">Excluding {len(ex.excluded)} reported gold error(s) (a second figure; the '
+                 f'official one is above): strict overall {escape(scorecard_md.acc(ex.overall, "strict"))}, '
+                 f'task-averaged {escape(metrics.fmt(ex.task_averaged.accuracy_strict))}, abstention '
+                 f'{escape(scorecard_md.acc(ex.abstention, "strict"))}.</p>')
+    cost, usage = card.cost, card.usage
+    lat, cache = usage.latency_ms, usage.cache
+    money = (f'<p class="note">Cost {escape(scorecard_md.cost_text(card))} (generation '
+             f'{escape(scorecard_md.usd(cost.known_generation_usd))}, '
+             f'judge {escape(scorecard_md.usd(cost.known_judge_usd))}) · latency generation p50 '
+             f'{escape(scorecard_md.ms(lat.generation.p50))}, p95 {escape(scorecard_md.ms(lat.generation.p95))}'
+             f' · cache hits {cache.generation_calls_cached}/{cache.generation_calls} '
+             f'generation calls, {cache.judge_cached}/{card.judged} judge calls'
              f'{escape(scorecard_md.archive_hits(card))}</p>')
     sources = scorecard_md.verdict_lines(card)
     if sources:
@@ -200,7 +197,7 @@ def _figures_html(card: Mapping[str, Any]) -> str:
             + money + "</div><div>" + per_type + "</div></section>")
 
 
-def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]],
+def _charts_html(card: Scorecard, questions: Sequence[Mapping[str, Any]],
                  history: Sequence[Mapping[str, Any]] | None) -> str:
     costs = [q["cost"] for q in questions if q.get("cost") is not None]
     lat = [q["lat"] / 1000 for q in questions if q.get("lat") is not None]
@@ -215,15 +212,16 @@ def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]]
     return '<section class="charts" id="charts">' + "".join(f'<div class="chart-box">{c}</div>' for c in charts) + "</section>"
 
 
-def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
+def build_report(run: RunData, card: Scorecard, *, project: Path | None = None,
                  history: Sequence[Mapping[str, Any]] | None = None, max_text_mb: float = DEFAULT_MAX_TEXT_MB
                  ) -> str:
     """The report page of ``run`` for ``card`` (``scoring.build_scorecard`` of the same run)."""
+    card = require(card)
     data, texts = report_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
     title = f"LongMemEval report — run {run.run_id} ({scorecard_md.dataset_name(card)})"
-    target = card.get("target") or {}
-    body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.get("name")))} '
-            f'{escape(str(target.get("provider")))}:{escape(str(target.get("model")))} · {card["n_total"]} questions · '
+    target = card.target
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.name))} '
+            f'{escape(str(target.provider))}:{escape(str(target.model))} · {card.n_total} questions · '
             f'<a href="#questions-section">questions ↓</a></p></header><main>' + _figures_html(card) + _charts_html(card, data["questions"], history)
             + '<section id="notes"></section>'
             + '<section class="questions" id="questions-section"><h2>Questions</h2><div class="filters" id="filters"></div>'
