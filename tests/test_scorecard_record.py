@@ -118,3 +118,24 @@ def test_the_renderers_read_the_scorecards_attributes_not_its_keys():
     report = sorted((SCRIPTS / "lme" / "report").glob("*.py"))
     found = [hit for path in report for hit in _string_key_reads(path, {"card", "scorecard"})]
     assert found == [], f"read the Scorecard's attributes, not metrics.json keys: {found}"
+
+
+# --------------------------------------------------------------------------- model calls
+
+
+def test_a_model_call_is_a_record_and_its_row_on_disk_is_unchanged():
+    from lme.core.records import CallRecord, Hypothesis
+    from lme.core.run_records import ResultRow
+
+    call = {"text": "Paris", "tokensIn": 12, "tokensOut": 2, "latencyMs": 40.5, "provider": "openai",
+            "model": "gpt-4o-2024-08-06", "request_id": None, "attempts": 3, "cached": False, "stop_reason": "stop",
+            "role": "reader", "a_targets_own_key": {"k": 1}}
+    hyp = Hypothesis("Paris", calls=(call,))  # a target may still hand back the dict form
+    (record,) = hyp.calls
+    assert isinstance(record, CallRecord) and (record.role, record.retries, record.latencyMs) == ("reader", 2, 40.5)
+    assert record.to_dict() == call and list(record.to_dict()) == list(call)
+    row = official_row("k1", SSU, True, calls=[call, {"model": "m", "cached": True}])
+    back = ResultRow.from_dict(row)
+    assert all(isinstance(c, CallRecord) for c in back.calls)
+    assert json.dumps(back.to_dict()) == json.dumps(ResultRow.from_dict(back.to_dict()).to_dict())
+    assert back.to_dict()["calls"] == row["calls"]

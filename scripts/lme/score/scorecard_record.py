@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from lme.core.facts import SCHEMA_VERSION
+from lme.core.run_records import JudgeIdentity
 
 Json = Mapping[str, Any]
 
@@ -138,26 +139,6 @@ class GoldExclusion:
 
 
 # --------------------------------------------------------------------------- identity of what was scored
-
-
-@dataclass(frozen=True)
-class JudgeIdentity:
-    """The run's configured judge as the scorecard names it (aliases resolved)."""
-
-    provider: str | None
-    model: str | None
-    official_judge: bool | None
-    """run-meta's ``judge.official``: the configured judge is the official model (not: the run is comparable)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "model": self.model, "official": self.official_judge}
-
-    @classmethod
-    def from_dict(cls, d: Any) -> "JudgeIdentity":
-        d = _mapping(d)
-        official = d.get("official")
-        return cls(provider=d.get("provider"), model=d.get("model"),
-                   official_judge=official if isinstance(official, bool) else None)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,8 @@ from lme.score import pipeline_health
 from lme.score import retrieval_metrics
 from lme.score.scorecard_record import Scorecard
 from lme.core import schemas
-from lme.core.run_records import ResultRow, RunMeta
+from lme.core.records import CallRecord
+from lme.core.run_records import JudgeIdentity, ResultRow, RunMeta
 from lme.store.run_store import RunData
 from lme.core.errors import UserError
 from lme.core.facts import (
@@ -42,7 +43,7 @@ from lme.core.facts import (
     is_official_judge,
     is_offline,
 )
-from lme.models.prices import call_cost
+from lme.models.prices import call_cost, judge_call
 
 KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 
@@ -101,13 +102,13 @@ def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
     stages = {name: {"batch_calls": 0, "sync_calls": 0, "batch_ids": set(), "batch_usd": 0.0}
               for name in ("generation", "judge")}
 
-    def count(stage: str, call: Mapping[str, Any]) -> None:
-        if call.get("cached"):
+    def count(stage: str, call: CallRecord) -> None:
+        if call.cached:
             return
         entry = stages[stage]
-        if call.get("billing") == "batch":
+        if call.billing == "batch":
             entry["batch_calls"] += 1
-            entry["batch_ids"].add(call.get("batch_id"))
+            entry["batch_ids"].add(call.batch_id)
             usd = call_cost([call])
             entry["batch_usd"] = None if usd is None or entry["batch_usd"] is None else entry["batch_usd"] + usd
         else:
@@ -118,8 +119,7 @@ def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
             count("generation", call)
         verdict = row.judgment
         if verdict is not None and verdict.source == "call":
-            count("judge", {"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
-                            "billing": verdict.billing, "batch_id": verdict.batch_id})
+            count("judge", replace(judge_call(verdict), cached=False))
     if not any(entry["batch_calls"] for entry in stages.values()):
         return None
     return {name: {"batch_calls": e["batch_calls"], "batches": len(e["batch_ids"]), "batch_usd": e["batch_usd"],
@@ -141,8 +141,8 @@ def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
             gen_lat.append(row.latencyMs)
         for call in row.calls:
             cache["generation_calls"] += 1
-            cache["generation_calls_cached"] += bool(call.get("cached"))
-            retries["generation"] += max(0, int(_num(call.get("attempts")) or 1) - 1)
+            cache["generation_calls_cached"] += call.cached
+            retries["generation"] += call.retries
         verdict = row.judgment
         if verdict is not None:
             tokens["judge"]["in"] += int(_num(verdict.tokensIn) or 0)
@@ -270,7 +270,7 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: S
             notes.append(f"{count} judged row(s) were judged by {what}")
     notes += judge_provenance.notes(run.meta, card.verdicts, len(judged))
     sha = run.dataset_sha256
-    recognition = run.meta.dataset.get("recognition")
+    recognition = run.meta.dataset.recognition
     if recognition:  # by item fingerprints (runs made before they were recorded: by file sha256 only)
         if recognition.get("release") is None:
             notes.append(f"dataset not recognised as an official release: {recognition.get('summary')}")
@@ -331,7 +331,8 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
 
     entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
     run_variant = variant or run.meta.variant
-    release = run.meta.dataset.get("release")
+    release = run.meta.dataset.release
+    judge = JudgeIdentity.from_dict(run.judge)  # aliases resolved
     bad = gold_registry.excluded(entries, run_variant, release)
     present = [q for q in types if q in bad]
     also_listed = gold_registry.listed(entries, run_variant, release)
@@ -344,12 +345,12 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "run_id": run.run_id,
         "variant": variant or run.meta.variant,
         "status": run.meta.status,
-        "judge": run.judge,
-        "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.get("path"),
+        "judge": judge.to_dict(),
+        "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.path,
                     "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
-                    "release": release, "recognition": run.meta.dataset.get("recognition"),
-                    "duplicate_sessions": len(run.meta.dataset.get("duplicate_sessions") or {}),
-                    "name": dataset_label.display_name(variant or run.meta.variant, run.meta.dataset.get("path")),
+                    "release": release, "recognition": run.meta.dataset.recognition,
+                    "duplicate_sessions": len(run.meta.dataset.duplicate_sessions or {}),
+                    "name": dataset_label.display_name(variant or run.meta.variant, run.meta.dataset.path),
                     "line": dataset_label.recognition_line(run.meta.dataset)},
         "target": _target(run.meta),
         **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
@@ -375,8 +376,8 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "pipeline_health": pipeline_health.summarise(covered),
         "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
         "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
-        "judge_agreement": None if is_official_judge(run.judge.get("provider"), run.judge.get("model"))
-        else judge_agreement.compact(judge_agreement.latest(project, run.judge.get("provider"), run.judge.get("model"),
+        "judge_agreement": None if is_official_judge(judge.provider, judge.model)
+        else judge_agreement.compact(judge_agreement.latest(project, judge.provider, judge.model,
                                                             shape=_run_shape(covered))),
         "verdicts": judge_provenance.summary(run.meta, covered, project),
         "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
@@ -396,9 +397,9 @@ def _run_shape(rows: Sequence[ResultRow]) -> Mapping[str, Any] | None:
 def _target(meta: RunMeta) -> dict[str, Any]:
     """The run's target as the scorecard names it; a hypotheses run also names its file and the file's sha256."""
     target = meta.target
-    out = {k: target.get(k) for k in ("name", "provider", "model")}
-    if target.get("name") == hypotheses_file.TARGET:
-        out["hypotheses"] = {k: (target.get("options") or {}).get(k) for k in ("file", "sha256")}
+    out: dict[str, Any] = {"name": target.name, "provider": target.provider, "model": target.model}
+    if target.name == hypotheses_file.TARGET:
+        out["hypotheses"] = {k: (target.options or {}).get(k) for k in ("file", "sha256")}
     return out
 
 
