@@ -252,5 +252,6 @@ def test_runs_judged_by_the_snapshot_through_openai_and_through_azure_compare_li
     b = write_run(tmp_path / "b", items, [official_row("k1", SSU, True, judge_provider="azure"),
                                           official_row("k2", SSU, True, judge_provider="azure")],
                   judge={"provider": "azure", "model": "gpt-4o-2024-08-06", "official": True})
-    res = run_comparison.compare(a, b)
+    res_record = run_comparison.compare(a, b)
+    res = res_record.to_dict()
     assert res["forced"] is False and res["fixes"] == 1

@@ -184,12 +184,13 @@ def _stable_pair(tmp_path: Path, flaky_ids: set[str]) -> tuple[Path, Path]:
 
 def test_compare_reports_flips_on_flaky_items_apart_and_never_hides_them(tmp_path):
     before, after = _stable_pair(tmp_path, {"a2"})
-    res = run_comparison.compare(before, after)
+    res_record = run_comparison.compare(before, after)
+    res = res_record.to_dict()
     assert (res["fixes"], res["net"]) == (2, 2)  # the official counts are untouched
     assert res["flaky_flips"] == {"fixes": 1, "regressions": 0, "net": 1, "ids": ["a2"]}
     assert res["net_excluding_flaky"] == 1
     assert [c["flaky"] for c in sorted(res["changed"], key=lambda c: c["question_id"])] == [False, True]
-    md = run_comparison.render_markdown(res)
+    md = run_comparison.render_markdown(res_record)
     assert "Flips on unstable judge labels" in md and "fix (unstable label)" in md
 
 
@@ -223,4 +224,4 @@ def test_a_dry_run_counts_k_judge_calls_per_item(tmp_path):
     args = run_benchmark.build_parser().parse_args(["--project", str(project), "--max", "3"])
     once = run_settings.resolve(config.load_config(project), args, project)
     thrice = dataclasses.replace(once, judge_repeat=3)
-    assert dry_run.estimate(thrice)["judge"]["tokens_in"] == 3 * dry_run.estimate(once)["judge"]["tokens_in"]
+    assert dry_run.estimate(thrice).judge.tokens_in == 3 * dry_run.estimate(once).judge.tokens_in

@@ -51,6 +51,7 @@ from lme.report import shown_paths
 from lme.score import run_differences
 from lme.store import run_store
 from lme.report import scorecard_md
+from lme.score.comparison_record import Comparison
 from lme.score.scorecard_record import Scorecard, require
 from lme.score import scoring
 from lme.core.errors import UserError, run_main
@@ -237,61 +238,61 @@ def write_report(run_dir: Path, html_text: str) -> Path:
 # --------------------------------------------------------------------------- the diff page
 
 
-def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
+def compare_page(result: Comparison, before: RunData, after: RunData,
                  registry: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
                  project: Path | None = None) -> str:
     """The diff page of ``run_comparison.compare(before, after)``: its figures (McNemar included) as computed there,
     what differs between the runs, and every flipped question side by side. Paths relative to ``project`` (default:
     the after run's)."""
-    a, b = result["run_a"], result["run_b"]
+    a, b = result.run_a, result.run_b
     root = shown_paths.project_of(after, project)
     registry = registry or {}
-    title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
+    title = f"LongMemEval comparison — {a.run_id} (before) → {b.run_id} (after)"
     banner = ""
-    if result.get("kind") == "judge":
+    if result.is_judge_comparison:
         line = escape(run_comparison.judge_comparison_line(result))
         banner = f'<section class="banner"><strong>{line}</strong></section>'
-    if result["forced"]:
+    if result.forced:
         banner += ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
-                   'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result["mismatches"])
+                   'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result.mismatches)
                    + "</ul></section>")
-    tiles = [("Strict accuracy", f"{metrics.fmt(result['accuracy_a'])} → {metrics.fmt(result['accuracy_b'])}",
-              f"{result['n_compared']} items compared"),
-             ("Fixes (wrong → right)", str(result["fixes"]), f"regressions {result['regressions']}"),
-             ("Net change", f"{result['net']:+d}", f"{result['both_right']} both right, {result['both_wrong']} both wrong"),
-             ("Exact McNemar p (two-sided)", f"{result['p_value']:.4g}",
-              "significant at 0.05" if result["p_value"] < 0.05 else "not significant at 0.05")]
+    tiles = [("Strict accuracy", f"{metrics.fmt(result.accuracy_a)} → {metrics.fmt(result.accuracy_b)}",
+              f"{result.n_compared} items compared"),
+             ("Fixes (wrong → right)", str(result.fixes), f"regressions {result.regressions}"),
+             ("Net change", f"{result.net:+d}", f"{result.both_right} both right, {result.both_wrong} both wrong"),
+             ("Exact McNemar p (two-sided)", f"{result.p_value:.4g}",
+              "significant at 0.05" if result.p_value < 0.05 else "not significant at 0.05")]
     tiles_html = '<section class="tiles">' + "".join(
         f'<div class="tile"><div class="tile-label">{escape(l)}</div><div class="tile-value">{escape(v)}</div>'
         f'<div class="tile-sub">{escape(s)}</div></div>' for l, v, s in tiles) + "</section>"
     per_type = ('<table class="figures" id="per-type"><thead><tr><th>type</th><th>n</th><th>fixes</th>'
                 '<th>regressions</th><th>net</th></tr></thead><tbody>'
-                + "".join(f"<tr><td>{escape(t)}</td><td>{v['n']}</td><td>{v['fixes']}</td><td>{v['regressions']}"
-                          f"</td><td>{v['net']:+d}</td></tr>" for t, v in result["per_type"].items() if v["n"])
+                + "".join(f"<tr><td>{escape(t)}</td><td>{v.n}</td><td>{v.fixes}</td><td>{v.regressions}"
+                          f"</td><td>{v.net:+d}</td></tr>" for t, v in result.per_type.items() if v.n)
                 + "</tbody></table>")
     flips = []
-    for c in result["changed"]:
-        qid = c["question_id"]
+    for c in result.changed:
+        qid = c.question_id
         ra, rb = before.rows.get(qid), after.rows.get(qid)
-        flaky = c.get("flaky")
-        if flaky is None:
+        flaky = c.flaky
+        if flaky is None:  # a comparison made before flips were marked
             flaky = bool(flaky_mark(ra, registry) or flaky_mark(rb, registry))
         question = (rb.question if rb else None) or (ra.question if ra else None)
         gold = rb.answer if rb else (ra.answer if ra else None)
-        flips.append({"id": qid, "type": c["question_type"], "fix": bool(c["after"]), "flaky": bool(flaky),
+        flips.append({"id": qid, "type": c.question_type, "fix": bool(c.after), "flaky": bool(flaky),
                       "q": question, "gold": gold,
-                      "sides": [_side(ra, c["before_status"]), _side(rb, c["after_status"])]})
-    data = {"a": a["run_id"], "b": b["run_id"], "flips": flips,
+                      "sides": [_side(ra, c.before_status), _side(rb, c.after_status)]})
+    data = {"a": a.run_id, "b": b.run_id, "flips": flips,
             "types": [t for t in QUESTION_TYPES if any(f["type"] == t for f in flips)]}
-    datasets = (f"dataset {a.get('dataset')}" if a.get("dataset") == b.get("dataset")
-                else f"datasets: before {a.get('dataset')}; after {b.get('dataset')}")
-    runs = (f'<p class="note" id="differences">{escape(run_differences.describe(list(result.get("differences") or [])))}'
+    datasets = (f"dataset {a.dataset}" if a.dataset == b.dataset
+                else f"datasets: before {a.dataset}; after {b.dataset}")
+    runs = (f'<p class="note" id="differences">{escape(run_differences.describe(list(result.differences)))}'
             f' · {escape(datasets)}</p>')
-    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(shown_paths.shown(a["path"], root))} → '
-            f'{escape(shown_paths.shown(b["path"], root))}</p></header>'
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(shown_paths.shown(a.path, root))} → '
+            f'{escape(shown_paths.shown(b.path, root))}</p></header>'
             f'<main>{banner}{runs}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note">Labels are '
             'strict: an error row or an item never run counts as wrong. Only in before: '
-            f'{len(result["only_in_a"])}; only in after: {len(result["only_in_b"])}.</p></div></section>'
+            f'{len(result.only_in_a)}; only in after: {len(result.only_in_b)}.</p></div></section>'
             '<section class="questions"><h2>Flipped questions</h2><div class="filters" id="filters"></div>'
             '<div id="flips"></div></section></main>')
     return _page(title, body, data, {}, "compare.js")
@@ -308,7 +309,7 @@ def _side(row: ResultRow | None, status: str) -> dict[str, Any]:
 
 
 def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None,
-                  judge_comparison: bool = False) -> tuple[str, Path, dict[str, Any]]:
+                  judge_comparison: bool = False) -> tuple[str, Path, Comparison]:
     """The diff page of two runs (``run_comparison.compare``, which refuses unlike runs unless ``force``), where it
     goes by default (``AFTER/compare-<before run id>.html``) and the comparison it shows. Nothing is written."""
     result = run_comparison.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)

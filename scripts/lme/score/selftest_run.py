@@ -488,7 +488,7 @@ def _run_b(tmp: Path) -> tuple[list[dict[str, Any]], Path]:
 
 
 def _comparison(run_a: Path, run_b: Path) -> list[dict[str, Any]]:
-    result = run_comparison.compare(run_a, run_b)
+    result = run_comparison.compare(run_a, run_b).to_dict()  # the figures as compare_runs.py --json prints them
     return [check("compare A -> B (strict labels, exact McNemar)", name, want, result[name])
             for name, want in B_COMPARED.items()]
 
