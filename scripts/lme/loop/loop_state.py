@@ -12,15 +12,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from lme.core.clock import utc_today
 from lme.core import fileio
 from lme.loop import loop_git
 from lme.core.errors import UserError
 from lme.core import state_reader
-from lme.score.scorecard_record import Scorecard
 from lme.core.facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR
+
+if TYPE_CHECKING:
+    from lme.score.scorecard_record import Scorecard
 
 HISTORY_HEADER = (
     "# LongMemEval iteration history (max-effort loop)\n"
@@ -128,6 +130,8 @@ class RoundFigures:
     @classmethod
     def of_metrics(cls, metrics: Mapping[str, Any]) -> "RoundFigures":
         """From a metrics.json (``run_store.read_metrics``)."""
+        from lme.score.scorecard_record import Scorecard  # here: rounds.py status and the Stop hook import this module
+
         return cls.of_scorecard(Scorecard.from_dict(metrics))
 
     def to_record(self) -> dict[str, Any]:
