@@ -100,7 +100,8 @@ def write_scorecard_metrics(run_dir: Path) -> dict:
     """metrics.json for the run, built by the real scorecard."""
     from lme.score import scoring
 
-    card = scoring.build_scorecard(run_store.load_run(run_dir))
+    record = scoring.build_scorecard(run_store.load_run(run_dir))
+    card = record.to_dict()
     fileio.write_atomic_json(run_dir / run_store.METRICS_FILE, card)
     return card
 

@@ -8,6 +8,7 @@ import pytest
 
 from lme.report import charts
 from lme.score import metrics
+from lme.score.scorecard_record import Scorecard
 from lme.core.errors import UserError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -19,7 +20,7 @@ def _card() -> dict:
 
 
 def test_per_type_chart_writes_a_png_and_leaves_no_temp_file(tmp_path):
-    out = charts.per_type_chart(_card(), tmp_path / "charts" / "per-type.png")
+    out = charts.per_type_chart(Scorecard.from_dict(_card()), tmp_path / "charts" / "per-type.png")
     assert out.read_bytes()[:8] == PNG_MAGIC
     assert [p.name for p in out.parent.iterdir()] == ["per-type.png"]
 
@@ -72,7 +73,7 @@ def test_a_perfect_or_zero_score_with_an_inexact_wilson_bound_still_charts(tmp_p
     card = _card()
     card["per_type"]["single-session-preference"] = {
         **card["per_type"]["single-session-user"], "n": 30, "accuracy_strict": value, "wilson_strict": bounds}
-    out = charts.per_type_chart(card, tmp_path / "per-type.png")
+    out = charts.per_type_chart(Scorecard.from_dict(card), tmp_path / "per-type.png")
     assert out.read_bytes()[:8] == PNG_MAGIC
 
 
@@ -114,7 +115,7 @@ def test_the_png_charts_texts_sit_clear_of_the_plot_and_of_each_other():
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     card = _card()
-    fig = charts.per_type_figure(card)
+    fig = charts.per_type_figure(Scorecard.from_dict(card))
     renderer = FigureCanvasAgg(fig).get_renderer()
     fig.draw(renderer)
     ax = fig.axes[0]

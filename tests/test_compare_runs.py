@@ -35,7 +35,8 @@ def test_five_fixes_no_regressions_gives_p_0_0625(tmp_path):
     before = {f"q{i}": False for i in range(5)} | {"r1": True, "r2": False}
     after = {f"q{i}": True for i in range(5)} | {"r1": True, "r2": False}
     a, b = pair(tmp_path, before, after)
-    res = run_comparison.compare(a, b)
+    res_record = run_comparison.compare(a, b)
+    res = res_record.to_dict()
     assert (res["fixes"], res["regressions"], res["net"]) == (5, 0, 5)
     assert (res["both_right"], res["both_wrong"]) == (1, 1)
     assert res["p_value"] == pytest.approx(0.0625)
@@ -53,7 +54,8 @@ def test_errors_and_not_run_count_as_wrong_and_net_is_per_type(tmp_path):
     before = {"s1": True, "s2": None, "m1": True, "m2": True, "t1": True}   # s2 error
     after = {"s1": None, "s2": True, "m1": False, "m2": True}                # s1 error, t1 not run
     a, b = pair(tmp_path, before, after, types)
-    res = run_comparison.compare(a, b)
+    res_record = run_comparison.compare(a, b)
+    res = res_record.to_dict()
     assert (res["fixes"], res["regressions"], res["net"]) == (1, 3, -2)
     assert res["per_type"][SSU] == {"n": 2, "fixes": 1, "regressions": 1, "net": 0, "both_right": 0,
                                         "both_wrong": 0}
@@ -87,7 +89,8 @@ def test_unlike_runs_are_refused_unless_forced(tmp_path, kw, needle, capsys):
     captured = capsys.readouterr()
     assert captured.out == "" and needle in captured.err and "--force" in captured.err
 
-    res = run_comparison.compare(a, b, force=True)
+    res_record = run_comparison.compare(a, b, force=True)
+    res = res_record.to_dict()
     assert res["forced"] is True and any(needle in m for m in res["mismatches"])
     assert res["fixes"] == 1
     assert compare_runs.main([str(a), str(b), "--force"]) == 0
@@ -109,7 +112,7 @@ def test_cli_json_is_valid_and_markdown_lists_changed_questions(tmp_path, capsys
 def test_snapshot_dir_without_questions_completed_compares(tmp_path):
     a, b = pair(tmp_path, {"q1": False}, {"q1": True})
     (a / "questions_completed.jsonl").unlink()
-    assert run_comparison.compare(a, b)["fixes"] == 1
+    assert run_comparison.compare(a, b).to_dict()["fixes"] == 1
 
 
 def test_missing_run_dir_is_a_user_error(tmp_path):
@@ -123,7 +126,7 @@ def test_missing_run_dir_is_a_user_error(tmp_path):
 ])
 def test_runs_with_the_same_judge_model_compare_whatever_alias_or_official_flag(tmp_path, judge):
     a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": True}, judge=judge)
-    assert run_comparison.compare(a, b)["fixes"] == 1
+    assert run_comparison.compare(a, b).to_dict()["fixes"] == 1
 
 
 def _started(run_dir: Path, started_at: str) -> Path:
@@ -188,8 +191,26 @@ def test_scorecard_compare_prints_one_line_with_the_figures_and_what_differs_bet
                     "top_k: (default) -> 5; judge repeats: 1 -> 3")
     page = (b / "compare-before.html").read_text(encoding="utf-8")
     assert "what differs: target: t -&gt; rag; target model: p:m -&gt; openai:gpt-4o-mini" in page
-    res = run_comparison.compare(a, b)
+    res_record = run_comparison.compare(a, b)
+    res = res_record.to_dict()
     assert res["differences"][-1] == "judge repeats: 1 -> 3"
-    assert "Runs: what differs: target: t -> rag;" in run_comparison.render_markdown(res)
-    same = run_comparison.compare(*pair(tmp_path / "same", before, after))
-    assert same["differences"] == [] and "same target, models, options and code" in run_comparison.render_markdown(same)
+    assert "Runs: what differs: target: t -> rag;" in run_comparison.render_markdown(res_record)
+    same_record = run_comparison.compare(*pair(tmp_path / "same", before, after))
+    same = same_record.to_dict()
+    assert same["differences"] == [] and "same target, models, options and code" in run_comparison.render_markdown(same_record)
+
+
+def test_the_comparison_is_a_record_whose_json_is_compare_runs_json(tmp_path, capsys):
+    """``compare_runs.py --json`` prints ``Comparison.to_dict`` (schema-checked); the record reads it back whole, and
+    the Markdown and the terminal line read its attributes."""
+    from lme.core import schemas
+    from lme.score import run_differences
+    from lme.score.comparison_record import Comparison
+
+    a, b = pair(tmp_path, {"q1": False, "q2": True, "q3": None}, {"q1": True, "q2": False, "q3": True})
+    record = run_comparison.compare(a, b)
+    printed = record.to_dict()
+    schemas.validate("comparison", printed, where="the comparison")
+    assert Comparison.from_dict(json.loads(json.dumps(printed))) == record
+    assert record.changed[0].question_id == printed["changed"][0]["question_id"]
+    assert run_differences.summary_line(record).startswith(f"compare {record.run_a.run_id} (before)")

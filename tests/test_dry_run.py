@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lme.run import dry_run
+from lme.run.estimate_record import Estimate
 from lme.cli import run_benchmark
 from lme.run import run_state
 from run_project import SAMPLE, make_project, register_answers
@@ -84,7 +85,8 @@ def test_a_users_own_system_counts_only_the_judge_and_a_target_without_a_preview
     result = estimate(project, capsys, "--target", str(tmp_path / "bare.py"))
     assert result["items_without_prompt_preview"] == N_SAMPLE
     assert result["generation"]["usd_max"] is None and result["total_usd_max"] is None
-    assert "dollars unknown" not in dry_run.format_block(result) and "unknown for 24 items" in dry_run.format_block(result)
+    block = dry_run.format_block(Estimate.from_dict(result))
+    assert "dollars unknown" not in block and "unknown for 24 items" in block
 
 
 def test_the_estimate_covers_the_shard_and_max_of_this_invocation(tmp_path, capsys):
@@ -96,7 +98,7 @@ def test_the_estimate_covers_the_shard_and_max_of_this_invocation(tmp_path, caps
 
 def test_the_block_shows_every_stage_the_total_and_the_time(tmp_path, capsys):
     project = make_project(tmp_path / "p", target="memory-ref")
-    block = dry_run.format_block(estimate(project, capsys))
+    block = dry_run.format_block(Estimate.from_dict(estimate(project, capsys)))
     lines = block.splitlines()
     assert lines[0] == f"estimate: {N_SAMPLE} items; target memory-ref openai:gpt-4o-mini, judge openai:gpt-4o-2024-08-06"
     assert [line.split()[0] for line in lines[1:4]] == ["writer", "reader", "judge"]
@@ -127,3 +129,13 @@ def test_the_dry_run_names_each_model_it_could_not_call_and_its_summary_ends_the
     check = json.loads(record.stdout)["calls_check"]
     assert check["keys"] == {"OPENAI_API_KEY": False} and len(check["problems"]) == 2 and record.stderr == ""
     assert not (project / ".longmemeval-benchmarks" / "runs").exists()
+
+
+def test_the_estimate_is_a_record_whose_json_is_the_dry_runs(tmp_path, capsys):
+    """``--dry-run --json`` prints ``Estimate.to_dict`` (calls check included); the record reads it back whole."""
+    project = make_project(tmp_path / "p", target="memory-ref")
+    printed = estimate(project, capsys)
+    record = Estimate.from_dict(printed)
+    assert json.dumps(record.to_dict()) == json.dumps(printed)
+    assert record.generation.by_role["writer"].calls == printed["generation"]["by_role"]["writer"]["calls"]
+    assert record.total_usd_max == printed["total_usd_max"] and record.calls_check == printed["calls_check"]

@@ -55,13 +55,14 @@ def test_scorecard_reports_with_and_without_the_wrong_ones_and_lists_the_rest(tm
     items = [("370a8ff4", TR), ("gpt4_88806d6e", MS), ("001be529", SSU), ("ok1", SSU)]
     rows = [official_row("370a8ff4", TR, False), official_row("gpt4_88806d6e", MS, False), official_row("001be529", SSU, True),
             official_row("ok1", SSU, True)]
-    card = scoring.build_scorecard(load_run(write_run(tmp_path / "r", items, rows)))
+    record = scoring.build_scorecard(load_run(write_run(tmp_path / "r", items, rows)))
+    card = record.to_dict()
     ex = card["excluding_gold_errors"]
     assert [e["question_id"] for e in ex["excluded"]] == ["370a8ff4"]  # disputed and structural stay counted
     assert (card["correct"], card["n_total"], ex["correct"], ex["n_total"]) == (2, 4, 2, 3)
     assert {e["question_id"]: e["status"] for e in ex["listed_not_excluded"]} == {
         "gpt4_88806d6e": "disputed", "001be529": "structural"}
-    md = scorecard_md.render_markdown(card)
+    md = scorecard_md.render_markdown(record)
     assert "Left out (status wrong): 370a8ff4 (#19, #26, #41)" in md
     assert "1 disputed, 1 structural" in md
 
@@ -72,7 +73,7 @@ def test_an_original_release_run_also_leaves_out_what_the_cleaning_fixed(tmp_pat
     meta = json.loads((done / "run-meta.json").read_text())
     meta["dataset"]["release"] = "original"
     (done / "run-meta.json").write_text(json.dumps(meta))
-    ex = scoring.build_scorecard(load_run(done))["excluding_gold_errors"]
+    ex = scoring.build_scorecard(load_run(done)).to_dict()["excluding_gold_errors"]
     assert [(e["question_id"], e["status"]) for e in ex["excluded"]] == [("ad7109d1", "fixed-in-cleaned")]
 
 

@@ -252,13 +252,14 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
 
     with pytest.raises(UserError, match="the hypotheses are the same: pass --judge-comparison"):
         run_comparison.compare(a, b)
-    result = run_comparison.compare(a, b, judge_comparison=True)
+    result_record = run_comparison.compare(a, b, judge_comparison=True)
+    result = result_record.to_dict()
     n = len(ITEMS) - len(LEFT_OUT)
     assert result["kind"] == "judge" and result["forced"] is False and result["mismatches"] == []
     agr = result["judge_agreement"]
     assert (agr["n"], agr["agree"]) == (n, n - 3) and agr["a_yes_b_no"] + agr["a_no_b_yes"] == 3
-    assert run_comparison.compare(a, b, force=True)["kind"] == "judge"  # --force says what it is, too
-    assert "Judge comparison: the same hypotheses" in run_comparison.render_markdown(result)
+    assert run_comparison.compare(a, b, force=True).to_dict()["kind"] == "judge"  # --force says what it is, too
+    assert "Judge comparison: the same hypotheses" in run_comparison.render_markdown(result_record)
     page, _, _ = report_html.build_compare(a, b, judge_comparison=True)
     assert "Judge comparison: the same hypotheses" in page and "FORCED" not in page
 
@@ -268,7 +269,8 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
     assert (rec["n"], rec["agree"]) == (n, n - 3) and sorted(f["question_id"] for f in rec["flips"]) == flipped
     assert rec["candidate"] == "openai:gpt-4o-mini-2024-07-18" and rec["returned_models"] == ["gpt-4o-mini-2024-07-18"]
     assert len(fake_llm.requests) == 2 * n  # the agreement of two runs makes no call
-    card = scoring.build_scorecard(load_run(b))  # the candidate's run now carries its measured agreement
+    record = scoring.build_scorecard(load_run(b))  # the candidate's run now carries its measured agreement
+    card = record.to_dict()
     assert card["judge_agreement"]["n"] == n and card["judge_agreement"]["flips"] == 3
 
 
@@ -282,7 +284,7 @@ def test_a_judge_comparison_of_runs_with_other_hypotheses_is_refused(project, fa
     differ = sum(1 for it in ITEMS[:6] if it["question_id"] not in LEFT_OUT)
     with pytest.raises(UserError, match=f"not a judge comparison: {differ} of 24 common questions have different"):
         run_comparison.compare(run_dir(project, "one"), run_dir(project, "two"), judge_comparison=True)
-    assert run_comparison.compare(run_dir(project, "one"), run_dir(project, "two"))["kind"] == "runs"
+    assert run_comparison.compare(run_dir(project, "one"), run_dir(project, "two")).to_dict()["kind"] == "runs"
 
 
 def test_the_target_option_form_records_the_file_and_its_sha256_too(project, fake_llm, tmp_path):

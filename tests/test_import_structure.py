@@ -46,6 +46,10 @@ LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
     ("setup_project", "fingerprints"): "as above",
     ("fingerprints", "dataset"): "the command's scan needs the venv; the library part (recognising a file) runs on the "
                                  "system python for setup --dataset",
+    ("run_benchmark", "report_outputs"): "scoring, the report pages and their records are needed once, after the run: "
+                                         "not on the way to its first call (start-up measured side by side)",
+    ("loop_state", "scorecard_record"): "the Stop hook and rounds.py status import loop_state on every stop: the "
+                                        "scorecard's record classes (~60 ms) only when a step is logged",
 }
 """Function-level sibling imports kept on purpose, and why."""
 

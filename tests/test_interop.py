@@ -88,7 +88,8 @@ def test_exported_eval_results_rescored_independently_equal_our_figures(run, tmp
     from lme.score import scoring
     from lme.store.run_store import load_run
 
-    card = scoring.build_scorecard(load_run(run))
+    record = scoring.build_scorecard(load_run(run))
+    card = record.to_dict()
     assert card["overall"]["accuracy_judged"] == pytest.approx(ours["overall"]["accuracy_judged"])
     assert card["overall"]["accuracy_strict"] == pytest.approx(ours["overall"]["accuracy_strict"]) == 9 / 16
 

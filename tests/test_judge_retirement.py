@@ -91,7 +91,8 @@ def test_every_hypothesis_archived_scores_with_the_judge_gone_no_judge_call_no_j
     rows = rows_of(project, "after")
     assert len(rows) == len(ITEMS)
     assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] for r in rows)
-    card = scoring.build_scorecard(load_run(run_dir(project, "after")))
+    record = scoring.build_scorecard(load_run(run_dir(project, "after")))
+    card = record.to_dict()
     assert (card["verdicts"]["official_archived"], card["verdicts"]["official_live"]) == (len(ITEMS), 0)
 
 
@@ -118,7 +119,8 @@ def test_edited_hypotheses_with_the_judge_gone_score_the_archived_rest_and_stay_
     assert all(r["judgment"]["official"] is False and r["judgment"]["model"] == "o3-mini-2025-01-31"
                for r in successor)
     assert len(judge_calls(fake_llm, "o3-mini")) == 3 and judge_calls(fake_llm, OFFICIAL) == []
-    card = scoring.build_scorecard(load_run(run_dir(project, "after")))
+    record = scoring.build_scorecard(load_run(run_dir(project, "after")))
+    card = record.to_dict()
     assert (card["verdicts"]["official_archived"], card["verdicts"]["successor"]) == (len(ITEMS) - 3, 3)
     assert card["verdicts"]["successors"][0]["calibration"] is None  # never measured: says so
     assert any("successor openai:o3-mini's (uncalibrated:" in n for n in card["comparability_notes"])
@@ -377,4 +379,4 @@ def test_the_day_after_one_command_scores_490_archived_and_10_by_a_calibrated_re
     for text in (scorecard_text, report):
         assert line in text and "calibrated: agreement with the official gpt-4o-2024-08-06 verdicts" in text
         assert "not official" in text
-    assert "(official=False)" in scorecard_text
+    assert "(not the official judge)" in scorecard_text and "official=" not in scorecard_text

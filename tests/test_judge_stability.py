@@ -80,10 +80,11 @@ def test_repeats_record_every_verdict_keep_the_first_and_fill_the_registry(tmp_p
     assert flaky[0]["prompt_sha256"] == victim["prompt_sha256"] and flaky[0]["judge_model"] == "gpt-4o-2024-08-06"
     assert json.loads((run_dir(project, "s") / "run-meta.json").read_text())["settings"]["judge_repeat"] == 3
 
-    card = scoring.build_scorecard(load_run(run_dir(project, "s")))
+    record = scoring.build_scorecard(load_run(run_dir(project, "s")))
+    card = record.to_dict()
     assert card["judge_stability"]["unstable_ids"] == [VICTIM["question_id"]]
     assert card["judge_stability"]["repeated_items"] == 3
-    assert "1 of 3 judged labels are unstable" in scorecard_md.render_markdown(card)
+    assert "1 of 3 judged labels are unstable" in scorecard_md.render_markdown(record)
 
 
 def test_repeats_bypass_the_cache_and_counts_accumulate_per_prompt(tmp_path, fake_llm):
@@ -183,12 +184,13 @@ def _stable_pair(tmp_path: Path, flaky_ids: set[str]) -> tuple[Path, Path]:
 
 def test_compare_reports_flips_on_flaky_items_apart_and_never_hides_them(tmp_path):
     before, after = _stable_pair(tmp_path, {"a2"})
-    res = run_comparison.compare(before, after)
+    res_record = run_comparison.compare(before, after)
+    res = res_record.to_dict()
     assert (res["fixes"], res["net"]) == (2, 2)  # the official counts are untouched
     assert res["flaky_flips"] == {"fixes": 1, "regressions": 0, "net": 1, "ids": ["a2"]}
     assert res["net_excluding_flaky"] == 1
     assert [c["flaky"] for c in sorted(res["changed"], key=lambda c: c["question_id"])] == [False, True]
-    md = run_comparison.render_markdown(res)
+    md = run_comparison.render_markdown(res_record)
     assert "Flips on unstable judge labels" in md and "fix (unstable label)" in md
 
 
@@ -222,4 +224,4 @@ def test_a_dry_run_counts_k_judge_calls_per_item(tmp_path):
     args = run_benchmark.build_parser().parse_args(["--project", str(project), "--max", "3"])
     once = run_settings.resolve(config.load_config(project), args, project)
     thrice = dataclasses.replace(once, judge_repeat=3)
-    assert dry_run.estimate(thrice)["judge"]["tokens_in"] == 3 * dry_run.estimate(once)["judge"]["tokens_in"]
+    assert dry_run.estimate(thrice).judge.tokens_in == 3 * dry_run.estimate(once).judge.tokens_in

@@ -141,7 +141,8 @@ def test_compare_writes_a_diff_page_with_compare_runs_figures(tmp_path, fake_llm
     second = make_report_run(tmp_path, fake_llm, run_id="r2", correct_share=0.9, project=first.project)
     assert scorecard.main(["--run-id", "r2", "--project", str(first.project), "--no-charts", "--compare", "r1"]) == 0
     page = (second.run_dir / "compare-r1.html").read_text(encoding="utf-8")
-    result = run_comparison.compare(first.run_dir, second.run_dir)
+    result_record = run_comparison.compare(first.run_dir, second.run_dir)
+    result = result_record.to_dict()
     data, _ = blobs(page)
     assert [f["id"] for f in data["flips"]] == [c["question_id"] for c in result["changed"]] and data["flips"]
     assert f"{result['p_value']:.4g}" in page and f"{result['net']:+d}" in page

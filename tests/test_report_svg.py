@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from lme.report import report_svg
+from lme.score.scorecard_record import Scorecard
 
 NS = "{http://www.w3.org/2000/svg}"
 Box = tuple[float, float, float, float]
@@ -96,11 +97,11 @@ PER_TYPE_CASES = {
 
 @pytest.mark.parametrize("name", sorted(PER_TYPE_CASES))
 def test_per_type_chart_labels_sit_on_no_bar_line_or_label(name):
-    assert collisions(report_svg.per_type_chart(PER_TYPE_CASES[name])) == []
+    assert collisions(report_svg.per_type_chart(Scorecard.from_dict(PER_TYPE_CASES[name]))) == []
 
 
 def test_per_type_chart_still_shows_every_value_and_both_line_labels():
-    svg = report_svg.per_type_chart(PER_TYPE_CASES["values-at-the-lines"])
+    svg = report_svg.per_type_chart(Scorecard.from_dict(PER_TYPE_CASES["values-at-the-lines"]))
     texts = [t for t, _, _ in _shapes(svg)["labels"]]
     for value in ("0.890", "1.000", "0.950", "0.955", "0.900", "0.000", "target 95%", "overall 0.930"):
         assert value in texts

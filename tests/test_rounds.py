@@ -144,10 +144,20 @@ def test_a_blocked_reason_cannot_break_the_row(tmp_path):
     assert row.count("|") == 8 and "\n" not in row
 
 
-def test_figure_reads_numbers_and_metric_blocks():
-    assert loop_state.figure(0.5) == 0.5
-    assert loop_state.figure({"accuracy_strict": 0.9, "accuracy_judged": 0.95}) == 0.9
-    assert loop_state.figure(None) is None and loop_state.figure(True) is None
+def test_round_figures_read_a_metrics_json_and_a_decisions_kept_figures_alike():
+    """The strict figures from metrics.json's blocks, or from the ``retest_figures`` a decision kept: one record,
+    no guessing among keys."""
+    block = {"n": 2, "judged": 2, "correct": 1, "accuracy_strict": 0.5, "accuracy_judged": 0.5,
+             "wilson_strict": [0.1, 0.9], "wilson_judged": [0.1, 0.9]}
+    metrics = {"correct": 1, "n_total": 2, "overall": {**block}, "abstention": {**block, "n": 0},
+               "task_averaged": {"accuracy_strict": 0.5, "accuracy_judged": 0.5},
+               "per_type": {"multi-session": block, "temporal-reasoning": {**block, "n": 0}}}
+    figures = loop_state.RoundFigures.of_metrics(metrics)
+    assert (figures.correct, figures.n_total, figures.overall, figures.task_averaged) == (1, 2, 0.5, 0.5)
+    assert list(figures.per_type) == ["multi-session"] and figures.per_type["multi-session"].accuracy == 0.5
+    assert loop_state.RoundFigures.from_record(figures.to_record()) == figures
+    assert loop_state.history_row(3, figures, "note", date="2026-12-01") == (
+        "| v3 | 2026-12-01 | 1/2 | 0.5000 | 0.5000 | 0.5000 | note |")
 
 
 # --------------------------------------------------------------------------- the round's steps, one command each

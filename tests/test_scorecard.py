@@ -41,7 +41,8 @@ def seven(tmp_path) -> Path:
 
 
 def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
-    card = scoring.build_scorecard(load_run(seven))
+    record = scoring.build_scorecard(load_run(seven))
+    card = record.to_dict()
     assert (card["n_total"], card["judged"], card["correct"], card["errors"], card["not_run"]) == (7, 5, 4, 1, 1)
     assert card["coverage"] == pytest.approx(5 / 7)
     assert card["overall"]["accuracy_strict"] == pytest.approx(4 / 7)
@@ -73,14 +74,15 @@ def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
 
 
 def test_second_figure_excludes_reported_gold_errors_without_replacing_official(seven):
-    card = scoring.build_scorecard(load_run(seven))
+    record = scoring.build_scorecard(load_run(seven))
+    card = record.to_dict()
     ex = card["excluding_gold_errors"]
     assert ex["excluded"] == [{"question_id": "370a8ff4", "issues": [19, 26, 41], "status": "wrong"}]
     assert (ex["n_total"], ex["correct"]) == (6, 3)
     assert ex["overall"]["accuracy_strict"] == pytest.approx(0.5)
     assert ex["task_averaged"]["accuracy_strict"] == pytest.approx(7 / 18)  # (2/3 + 1/2 + 0/1) / 3
     assert card["overall"]["accuracy_strict"] == pytest.approx(4 / 7)  # official figure untouched
-    md = scorecard_md.render_markdown(card)
+    md = scorecard_md.render_markdown(record)
     assert "Excluding reported gold errors" in md and "370a8ff4 (#19, #26, #41)" in md
 
 
@@ -89,7 +91,7 @@ def test_retrieval_skips_abstention_and_no_gold_items_and_says_how_many(tmp_path
             official_row("x2_abs", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": []}),
             official_row("x3", SSU, False, retrieval={"retrieved_session_ids": ["h"], "gold_session_ids": []})]
     run = write_run(tmp_path / "r", [("x1", SSU), ("x2_abs", SSU), ("x3", SSU)], rows)
-    ret = scoring.build_scorecard(load_run(run))["retrieval"]
+    ret = scoring.build_scorecard(load_run(run)).to_dict()["retrieval"]
     assert (ret["scored"], ret["skipped_abstention"], ret["skipped_no_gold"]) == (1, 1, 1)
     assert ret["overall"]["recall_all@1"] == 1.0
 
@@ -102,9 +104,10 @@ def _clean(tmp_path, **kw) -> Path:
 
 def test_complete_official_run_is_comparable(tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)  # stands in for the 500 items of the official set
-    card = scoring.build_scorecard(load_run(_clean(tmp_path)))
+    record = scoring.build_scorecard(load_run(_clean(tmp_path)))
+    card = record.to_dict()
     assert card["comparable"] is True and card["comparability_notes"] == []
-    assert "NOT COMPARABLE" not in scorecard_md.render_markdown(card)
+    assert "NOT COMPARABLE" not in scorecard_md.render_markdown(record)
 
 
 def test_a_judge_behind_another_endpoint_is_not_comparable(tmp_path, monkeypatch):
@@ -113,12 +116,14 @@ def test_a_judge_behind_another_endpoint_is_not_comparable(tmp_path, monkeypatch
     meta = json.loads((run / "run-meta.json").read_text())
     meta["endpoints"] = {"openai": "http://127.0.0.1:9/v1"}
     (run / "run-meta.json").write_text(json.dumps(meta))
-    card = scoring.build_scorecard(load_run(run))
+    record = scoring.build_scorecard(load_run(run))
+    card = record.to_dict()
     assert card["comparability_notes"] == ["judge endpoint is http://127.0.0.1:9/v1, not api.openai.com"]
 
 
 def test_a_run_smaller_than_the_official_set_is_not_comparable(tmp_path):
-    card = scoring.build_scorecard(load_run(_clean(tmp_path)))
+    record = scoring.build_scorecard(load_run(_clean(tmp_path)))
+    card = record.to_dict()
     assert card["comparability_notes"] == ["N = 2 items (the official set has 500)"]
 
 
@@ -128,7 +133,8 @@ def test_narrowing_the_strict_denominator_below_the_manifest_is_named(seven, cap
     notes = json.loads(capsys.readouterr().out)["comparability_notes"]
     assert "strict denominator narrowed to the first 5 of the run's 7 items (N_TOTAL / --n-total)" in notes
     assert "N = 5 items (the official set has 7)" in notes
-    card = scoring.build_scorecard(load_run(seven), 7)
+    record = scoring.build_scorecard(load_run(seven), 7)
+    card = record.to_dict()
     assert not any("narrowed" in n or "official set" in n for n in card["comparability_notes"])
 
 
@@ -142,23 +148,26 @@ def truncation(truncated, dropped_evidence=None, **extra):
 def test_truncation_is_counted_and_lost_evidence_makes_the_run_not_comparable(tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
     rows = [official_row("k1", SSU, True, target=truncation(True, 0)), official_row("k2", MS, False, target=truncation(True, 1))]
-    card = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    record = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    card = record.to_dict()
     assert card["truncation"] == {"items_reporting": 2, "truncated": 2, "lost_evidence": 1,
                                   "lost_evidence_unknown": 0, "retried_after_too_long": 0}
     assert card["comparability_notes"] == ["history truncated to fit the context window on 2 item(s); 1 of them "
                                            "lost an evidence session the reader never saw"]
-    assert "cut to fit the context window on 2 of 2 items" in scorecard_md.render_markdown(card)
+    assert "cut to fit the context window on 2 of 2 items" in scorecard_md.render_markdown(record)
 
 
 def test_truncation_that_kept_every_evidence_session_stays_comparable(tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
     rows = [official_row("k1", SSU, True, target=truncation(True, 0, retried_after_too_long={"tokens": 9})),
             official_row("k2", MS, False, target=truncation(False, 0))]
-    card = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    record = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    card = record.to_dict()
     assert card["comparable"] is True
     assert (card["truncation"]["truncated"], card["truncation"]["retried_after_too_long"]) == (1, 1)
     old = [official_row("k1", SSU, True, target=truncation(True)), official_row("k2", MS, False)]
-    card = scoring.build_scorecard(load_run(_clean(tmp_path / "old", rows=old)))
+    record = scoring.build_scorecard(load_run(_clean(tmp_path / "old", rows=old)))
+    card = record.to_dict()
     assert card["truncation"]["lost_evidence_unknown"] == 1
     assert any("do not say whether an evidence session was dropped" in n for n in card["comparability_notes"])
 
@@ -167,11 +176,12 @@ def test_retrieval_section_names_its_level_and_granularity_and_metrics_json_has_
     target = {"name": "rag", "provider": "p", "model": "m", "debug": {"retrieval": {"granularity": "turn"}}}
     rows = [official_row("x1", SSU, True, target=target,
                 retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]})]
-    card = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    record = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    card = record.to_dict()
     ret = card["retrieval"]
     assert ret["ks"] == [1, 3, 5, 10, 30, 50] and "recall_all@50" in ret["overall"]
     assert ret["level"] == "session" and ret["granularity"] == {"turn": 1}
-    md = scorecard_md.render_markdown(card)
+    md = scorecard_md.render_markdown(record)
     assert "## Session retrieval (session-level metrics)" in md and "granularity: turn (1)" in md
     assert "R_all@50" in md and "R_all@1 " not in md
 
@@ -194,10 +204,11 @@ def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
     ({"rows": [official_row("k1", SSU, True), official_row("k2", MS, None, error_kind="rate_limit")]}, "errors present: 1"),
 ])
 def test_banner_names_each_reason_a_run_is_not_comparable(tmp_path, kw, needle):
-    card = scoring.build_scorecard(load_run(_clean(tmp_path, **kw)))
+    record = scoring.build_scorecard(load_run(_clean(tmp_path, **kw)))
+    card = record.to_dict()
     assert card["comparable"] is False
     assert any(needle in n for n in card["comparability_notes"]), card["comparability_notes"]
-    md = scorecard_md.render_markdown(card)
+    md = scorecard_md.render_markdown(record)
     assert "NOT COMPARABLE" in md and needle in md
 
 
@@ -256,8 +267,8 @@ def test_metrics_json_keeps_keys_other_scripts_read(seven):
 
     scorecard.main([str(seven), "7", "_s", "seven", "--no-charts"])
     saved = run_store.read_metrics(seven)
-    assert loop_state.strict_correct(saved) == (4, 7)
-    assert loop_state.figure(saved["overall"]) == pytest.approx(4 / 7)
+    figures = loop_state.RoundFigures.of_metrics(saved)
+    assert (figures.correct, figures.n_total) == (4, 7) and figures.overall == pytest.approx(4 / 7)
     assert OFFICIAL_SHA  # the fixture's dataset sha is the known official one
 
 

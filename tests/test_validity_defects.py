@@ -63,8 +63,9 @@ def test_1_no_base_url_records_the_sdks_real_default_hosts_and_no_endpoint_note(
     meta = json.loads((done / "run-meta.json").read_text())
     meta["endpoints"] = endpoints
     (done / "run-meta.json").write_text(json.dumps(meta))
-    card = scoring.build_scorecard(load_run(done))
-    assert card["comparability_notes"] == [] and "NOT COMPARABLE" not in scorecard_md.render_markdown(card)
+    record = scoring.build_scorecard(load_run(done))
+    card = record.to_dict()
+    assert card["comparability_notes"] == [] and "NOT COMPARABLE" not in scorecard_md.render_markdown(record)
 
 
 # --------------------------------------------------------------------------- 2: an empty judge reply
@@ -163,10 +164,11 @@ def test_5_a_ranking_that_lists_a_repeated_session_twice_is_scored_as_upstream_s
 def test_5_the_scorecard_says_rankings_are_scored_as_given(tmp_path):
     rows = [official_row("x1", SSU, True, retrieval={"retrieved_session_ids": ["a", "dup", "dup", "g"],
                                             "gold_session_ids": ["g"]})]
-    card = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    record = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    card = record.to_dict()
     assert card["retrieval"]["rankings_with_repeated_ids"] == 1
     assert card["retrieval"]["overall"]["recall_any@3"] == 0.0
-    assert "scored as given" in scorecard_md.render_markdown(card)
+    assert "scored as given" in scorecard_md.render_markdown(record)
 
 
 @pytest.fixture(scope="module")
@@ -209,10 +211,11 @@ def test_6_top_k_covering_every_session_is_in_the_banner_and_metrics_json(tmp_pa
                            "debug": {"retrieval": {"top_k": 50, "top_k_covers_all": covers}}})
 
     done = write_run(tmp_path / "r", [("x1", SSU), ("x2", SSU)], [rag_row("x1", True), rag_row("x2", False)])
-    card = scoring.build_scorecard(load_run(done))
+    record = scoring.build_scorecard(load_run(done))
+    card = record.to_dict()
     assert card["retrieval"]["top_k_covers_all"] == 1
     assert any("top_k >= the number of sessions on 1 item(s)" in n for n in card["comparability_notes"])
-    report_outputs.write_outputs(done, card, scorecard_md.render_markdown(card), charts=False)
+    report_outputs.write_outputs(done, record, scorecard_md.render_markdown(record), charts=False)
     assert json.loads((done / "metrics.json").read_text())["retrieval"]["top_k_covers_all"] == 1
     assert "top_k >= the number of sessions" in (done / "scorecard.md").read_text().split("\n\n")[1]
 

@@ -87,7 +87,8 @@ def test_a_url_naming_api_openai_com_is_not_the_official_host(fake_llm, tmp_path
     rows = rows_of(project, "r")
     assert {r["judgment"]["endpoint_host"] for r in rows} == {f"127.0.0.1:{fake_llm.port}"}
     assert not any(r["judgment"]["official"] for r in rows)
-    card = scoring.build_scorecard(load_run(run_dir(project, "r")))
+    record = scoring.build_scorecard(load_run(run_dir(project, "r")))
+    card = record.to_dict()
     assert card["verdicts"]["official_live"] == 0 and card["verdicts"]["other"] == len(ITEMS)
     assert any("not the official judge's" in n for n in card["comparability_notes"])
     archive = tmp_path / "v.jsonl"
@@ -104,7 +105,7 @@ def test_an_azure_resource_in_a_path_is_not_an_azure_resource(tmp_path):
     meta = json.loads((done / "run-meta.json").read_text())
     meta["endpoints"] = {"azure": "http://127.0.0.1:9/x.openai.azure.com/openai/deployments/d/"}
     (done / "run-meta.json").write_text(json.dumps(meta))
-    notes = scoring.build_scorecard(load_run(done))["comparability_notes"]
+    notes = scoring.build_scorecard(load_run(done)).to_dict()["comparability_notes"]
     assert any("not an Azure OpenAI resource" in n for n in notes)
 
 
@@ -171,7 +172,8 @@ def test_a_resume_through_another_endpoint_is_recorded_and_makes_the_run_not_com
     meta = json.loads((run_dir(project, "mixed") / "run-meta.json").read_text())
     assert [i["endpoints"]["openai"] for i in meta["invocations"]] == [via(fake_llm, "official"),
                                                                        via(fake_llm, "proxy")]
-    card = scoring.build_scorecard(load_run(run_dir(project, "mixed")))
+    record = scoring.build_scorecard(load_run(run_dir(project, "mixed")))
+    card = record.to_dict()
     assert card["verdicts"]["endpoints"] == {f"127.0.0.1:{fake_llm.port}": 10,
                                              f"localhost:{fake_llm.port}": len(ITEMS) - 10}
     assert card["verdicts"]["invocation_endpoints"] == [via(fake_llm, "official"), via(fake_llm, "proxy")]
@@ -191,12 +193,13 @@ def test_a_run_whose_official_verdicts_come_from_two_official_endpoints_says_so_
     assert run(project, "--hypotheses", str(hyps), "--run-id", "both", "--max", "10") == 0
     set_base_url(project, via(fake_llm, "proxy"))
     assert run(project, "--run-id", "both") == 0
-    card = scoring.build_scorecard(load_run(run_dir(project, "both")))
+    record = scoring.build_scorecard(load_run(run_dir(project, "both")))
+    card = record.to_dict()
     assert card["verdicts"]["official_live"] == len(ITEMS) and len(card["verdicts"]["endpoints"]) == 2
     assert not any("endpoint" in n for n in card["comparability_notes"])
     from lme.report import scorecard_md
 
-    assert "Verdicts come from more than one endpoint" in scorecard_md.render_markdown(card)
+    assert "Verdicts come from more than one endpoint" in scorecard_md.render_markdown(record)
 
 
 # --------------------------------------------------------------------------- finding 9 and build 6: the archive
@@ -282,7 +285,7 @@ def test_an_archive_from_an_older_version_is_read_but_its_verdicts_are_not_offic
     assert run(other, "--hypotheses", str(hyps), "--run-id", "b") == 0
     rows = rows_of(other, "b")
     assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] is False for r in rows)
-    notes = scoring.build_scorecard(load_run(run_dir(other, "b")))["comparability_notes"]
+    notes = scoring.build_scorecard(load_run(run_dir(other, "b"))).to_dict()["comparability_notes"]
     assert any("come from archive lines that record no endpoint" in n for n in notes)
     assert not any("prompt is not upstream's" in n for n in notes)
 

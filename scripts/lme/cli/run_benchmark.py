@@ -53,7 +53,6 @@ from lme.run import run_settings
 from lme.run import run_status
 from lme.run import unattended_gate
 from lme.core import unattended
-from lme.report import report_outputs
 from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core.errors import UserError, run_main
@@ -62,6 +61,8 @@ from lme.run.run_settings import RunSettings
 
 def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:
     """The scorecard's files and its Markdown on stdout (on stderr with ``--progress json``: stdout is records)."""
+    from lme.report import report_outputs  # here: scoring and the pages are needed once, after the run
+
     if progress_mode == "json":
         with redirect_stdout(sys.stderr):
             report_outputs.score_project_run(Path(settings.project), run_id)

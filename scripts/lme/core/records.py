@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import Any, Mapping, Protocol, Sequence
 
 from lme.core.facts import (  # noqa: F401  (re-exported: the protocol's facts beside the records)
@@ -258,6 +259,82 @@ class Completion:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
+_CALL_FIELDS = ("text", "tokensIn", "tokensOut", "latencyMs", "provider", "model", "request_id", "attempts", "cached",
+                "stop_reason", "billing", "batch_id", "endpoint_host", "role")
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+
+_NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
+_KEY_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {}
+"""One shared tuple per key order seen (a long run holds tens of thousands of calls)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One model call a target made, as a result row's ``calls`` keeps it: ``Completion.to_dict()`` and the
+    ``role`` the target gave it (reader, writer, ...). ``to_dict`` writes it back exactly as it was read: the keys
+    present, in their order, with any key this version does not know (``extra``)."""
+
+    provider: str | None = None
+    model: str | None = None
+    role: str | None = None
+    tokensIn: int = 0
+    tokensOut: int = 0
+    latencyMs: float | None = None
+    attempts: int = 1
+    """1 + the number of retries this call took."""
+    cached: bool = False
+    stop_reason: str | None = None
+    billing: str = "sync"
+    """``batch``: billed through a provider's Batch API."""
+    batch_id: str | None = None
+    endpoint_host: str | None = None
+    request_id: str | None = None
+    text: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=lambda: _NO_EXTRA)
+    """Keys beyond the known ones (a target's own), kept and written back."""
+    key_order: tuple[str, ...] = ()
+    """The keys the call's JSON had, in order (what ``to_dict`` writes; empty: every known key)."""
+
+    @property
+    def retries(self) -> int:
+        return max(0, self.attempts - 1)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CallRecord":
+        latency = d.get("latencyMs")
+        return cls(provider=d.get("provider"), model=d.get("model"), role=d.get("role"),
+                   tokensIn=_int(d.get("tokensIn")), tokensOut=_int(d.get("tokensOut")),
+                   latencyMs=float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool)
+                   else None, attempts=_int(d.get("attempts"), 1) or 1, cached=bool(d.get("cached")),
+                   stop_reason=d.get("stop_reason"), billing=str(d.get("billing") or "sync"),
+                   batch_id=d.get("batch_id"), endpoint_host=d.get("endpoint_host"), request_id=d.get("request_id"),
+                   text=d.get("text"), extra={k: v for k, v in d.items() if k not in _CALL_FIELDS} or _NO_EXTRA,
+                   key_order=_KEY_ORDERS.setdefault(tuple(d), tuple(d)))
+
+    @classmethod
+    def of(cls, call: "CallRecord | Mapping[str, Any]") -> "CallRecord":
+        """``call`` as a record (a target may still hand back a ``Completion.to_dict()`` plus ``role``)."""
+        return call if isinstance(call, CallRecord) else cls.from_dict(call)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in self.key_order or _CALL_FIELDS:
+            if key in self.extra:
+                out[key] = self.extra[key]
+            elif key in _CALL_FIELDS:
+                out[key] = getattr(self, key)
+        out.update({k: v for k, v in self.extra.items() if k not in out})
+        return out
+
+
+def call_records(calls: Sequence["CallRecord | Mapping[str, Any]"]) -> tuple[CallRecord, ...]:
+    return tuple(CallRecord.of(c) for c in calls)
+
+
 class LLM(Protocol):
     """Anything that answers a ChatRequest: the provider layer, or the run's cached/limited gateway around it.
 
@@ -307,21 +384,23 @@ class Hypothesis:
     tokensIn: int = 0
     tokensOut: int = 0
     latencyMs: float = 0.0
-    calls: tuple[Mapping[str, Any], ...] = ()
-    """One ``Completion.to_dict()`` (plus a ``role``) per model call the target made."""
+    calls: tuple[CallRecord, ...] = ()
+    """One record per model call the target made (a target may pass ``Completion.to_dict()`` plus a ``role``:
+    it is read into a ``CallRecord``)."""
     retrieved_session_ids: tuple[str, ...] | None = None
     """Ranked, as the target returned them (aliases until the driver maps them to real ids)."""
     debug: Mapping[str, Any] = field(default_factory=dict)
     """Target-specific details: truncation, symbolic layers, subprocess info."""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calls", call_records(self.calls))
+
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["calls"] = [dict(c) for c in self.calls]
-        d["retrieved_session_ids"] = (
-            None if self.retrieved_session_ids is None else list(self.retrieved_session_ids)
-        )
-        d["debug"] = dict(self.debug)
-        return d
+        return {"hypothesis": self.hypothesis, "tokensIn": self.tokensIn, "tokensOut": self.tokensOut,
+                "latencyMs": self.latencyMs, "calls": [c.to_dict() for c in self.calls],
+                "retrieved_session_ids": None if self.retrieved_session_ids is None
+                else list(self.retrieved_session_ids),
+                "debug": dict(self.debug)}
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ completed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from lme.core.facts import SCHEMA_VERSION, is_abstention
-from lme.core.records import Question, Verdict
+from lme.core.records import CallRecord, Question, Verdict, call_records
 
 JUDGED, ERROR = "judged", "error"
 RUN_STATUSES = ("running", "completed", "failed", "interrupted", "paused")
@@ -136,8 +136,8 @@ class ResultRow:
     target: RowTarget | None = None
     retrieval: RowRetrieval | None = None
     cost: RowCost | None = None
-    calls: tuple[Mapping[str, Any], ...] = ()
-    """One ``Completion.to_dict()`` plus its ``role`` per model call the target made."""
+    calls: tuple[CallRecord, ...] = ()
+    """One record per model call the target made (its JSON: ``Completion.to_dict()`` plus its ``role``)."""
     error: RowError | None = None
     finished_at: str = ""
     prompt_keys: tuple[str, ...] | None = None
@@ -145,6 +145,10 @@ class ResultRow:
     schemaVersion: str = SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Fields of a newer minor version this one does not know: kept, and written back."""
+
+    def __post_init__(self) -> None:
+        if any(not isinstance(c, CallRecord) for c in self.calls):
+            object.__setattr__(self, "calls", call_records(self.calls))
 
     @property
     def judged(self) -> bool:
@@ -193,7 +197,7 @@ class ResultRow:
             "target": None if self.target is None else self.target.to_dict(),
             "retrieval": None if self.retrieval is None else self.retrieval.to_dict(),
             "cost": None if self.cost is None else self.cost.to_dict(),
-            "calls": [dict(c) for c in self.calls],
+            "calls": [c.to_dict() for c in self.calls],
             "error": None if self.error is None else self.error.to_dict(),
             "finished_at": self.finished_at,
         }
@@ -223,7 +227,7 @@ class ResultRow:
             target=RowTarget.from_dict(target) if isinstance(target, Mapping) else None,
             retrieval=RowRetrieval.from_dict(retrieval) if isinstance(retrieval, Mapping) else None,
             cost=RowCost.from_dict(cost) if isinstance(cost, Mapping) else None,
-            calls=tuple(c for c in d.get("calls") or () if isinstance(c, Mapping)),
+            calls=tuple(CallRecord.from_dict(c) for c in d.get("calls") or () if isinstance(c, Mapping)),
             error=RowError.from_dict(error) if isinstance(error, Mapping) else None,
             finished_at=str(d.get("finished_at") or ""),
             prompt_keys=None if keys is None else tuple(str(k) for k in keys),
@@ -235,6 +239,125 @@ class ResultRow:
 def label_of(row: ResultRow | None) -> bool | None:
     """The label of an item's last row (None for an error row or no row)."""
     return None if row is None else row.label
+
+
+# --------------------------------------------------------------------------- run-meta's blocks
+
+
+class MetaBlock(Mapping[str, Any]):
+    """A typed block of run-meta.json that still reads as its JSON object (``block.get("model")``, ``{**block}``)
+    for the code written against the dict form. ``to_dict`` writes it back as it was read: the keys present, in
+    their order, and any key this version does not know (``extra``). Subclasses are frozen dataclasses whose
+    fields are named as the JSON keys, followed by ``extra`` and ``key_order``."""
+
+    _FIELDS: tuple[str, ...] = ()
+    """The JSON keys the block knows; each is the attribute of that name, or of ``_ATTRIBUTE[key]`` where the name
+    is a Mapping method's (``items``)."""
+    _ATTRIBUTE: Mapping[str, str] = {}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Any:
+        if isinstance(d, cls):
+            return d
+        d = d if isinstance(d, Mapping) else {}
+        known = {cls._ATTRIBUTE.get(k, k): d[k] for k in cls._FIELDS if k in d}
+        return cls(**known, extra={k: v for k, v in d.items() if k not in cls._FIELDS},
+                   key_order=tuple(d))
+
+    def to_dict(self) -> dict[str, Any]:
+        extra: Mapping[str, Any] = getattr(self, "extra")
+        out: dict[str, Any] = {}
+        for key in getattr(self, "key_order") or self._FIELDS:
+            if key in extra:
+                out[key] = extra[key]
+            elif key in self._FIELDS:
+                out[key] = getattr(self, self._ATTRIBUTE.get(key, key))
+        out.update({k: v for k, v in extra.items() if k not in out})
+        return out
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
+@dataclass(frozen=True, eq=False)
+class JudgeIdentity(MetaBlock):
+    """The run's judge: ``provider``, ``model`` and ``official``, the first sense of "official": the configured
+    judge is the official model (False as soon as one verdict was not official). Not: the run is comparable."""
+
+    provider: str | None = None
+    model: str | None = None
+    official: bool | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    key_order: tuple[str, ...] = ()
+    _FIELDS = ("provider", "model", "official")
+
+    @property
+    def official_judge(self) -> bool | None:
+        return self.official if isinstance(self.official, bool) else None
+
+
+@dataclass(frozen=True, eq=False)
+class DatasetInfo(MetaBlock):
+    """The dataset file a run read: its path, sha256, items, size and mtime, release, item-fingerprint
+    recognition and the sessions it repeats."""
+
+    path: str | None = None
+    sha256: str | None = None
+    n_items: int | None = None
+    """JSON ``items``."""
+    file_bytes: int | None = None
+    file_mtime_ns: int | None = None
+    release: str | None = None
+    recognition: Mapping[str, Any] | None = None
+    duplicate_sessions: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    key_order: tuple[str, ...] = ()
+    _FIELDS = ("path", "sha256", "items", "file_bytes", "file_mtime_ns", "release", "recognition",
+               "duplicate_sessions")
+    _ATTRIBUTE = {"items": "n_items"}
+
+
+@dataclass(frozen=True, eq=False)
+class TargetInfo(MetaBlock):
+    """The target that answered: its name, provider, model and options."""
+
+    name: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    options: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    key_order: tuple[str, ...] = ()
+    _FIELDS = ("name", "provider", "model", "options")
+
+
+@dataclass(frozen=True, eq=False)
+class Invocation(MetaBlock):
+    """One start of the run (``run-meta.json``'s ``invocations``): when, what it planned and did, its calls,
+    retries, cache and pacing figures and how it ended."""
+
+    started_at: str | None = None
+    finished_at: str | None = None
+    status: str | None = None
+    exit_status: int | None = None
+    duration_seconds: float | None = None
+    pending_before: int | None = None
+    planned_now: int | None = None
+    evaluated: int | None = None
+    errors: int | None = None
+    calls: int | None = None
+    cached_calls: int | None = None
+    retries: int | None = None
+    endpoints: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    key_order: tuple[str, ...] = ()
+    _FIELDS = ("started_at", "finished_at", "status", "exit_status", "duration_seconds", "pending_before",
+               "planned_now", "evaluated", "errors", "calls", "cached_calls", "retries", "endpoints")
 
 
 # --------------------------------------------------------------------------- manifest
@@ -301,11 +424,11 @@ class RunMeta:
     """``running``, ``completed``, ``failed``, ``interrupted`` or ``paused``."""
     started_at: str
     variant: str
-    dataset: Mapping[str, Any]
+    dataset: DatasetInfo
     """``path``, ``sha256``, ``items``, the file's size and mtime, ``release`` and ``recognition``."""
-    target: Mapping[str, Any]
+    target: TargetInfo
     """``name``, ``provider``, ``model``, ``options``."""
-    judge: Mapping[str, Any]
+    judge: JudgeIdentity
     """``provider``, ``model``, ``official`` (False as soon as one verdict was not official)."""
     finished_at: str | None = None
     duration_seconds: float | None = 0.0
@@ -319,7 +442,7 @@ class RunMeta:
     settings: Mapping[str, Any] = field(default_factory=dict)
     """``RunSettings.to_dict()``: a resume reads the run's own settings back."""
     shard: str | None = None
-    invocations: tuple[Mapping[str, Any], ...] = ()
+    invocations: tuple[Invocation, ...] = ()
     counts: Mapping[str, Any] | None = None
     limiter: Any = None
     pacing: tuple[Mapping[str, Any], ...] | None = None
@@ -331,17 +454,26 @@ class RunMeta:
     schemaVersion: str = SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """The blocks as records (a caller may pass their JSON form)."""
+        for name, kind in (("dataset", DatasetInfo), ("target", TargetInfo), ("judge", JudgeIdentity)):
+            value = getattr(self, name)
+            if not isinstance(value, kind):
+                object.__setattr__(self, name, kind.from_dict(value))
+        if any(not isinstance(i, Invocation) for i in self.invocations):
+            object.__setattr__(self, "invocations", tuple(Invocation.from_dict(i) for i in self.invocations))
+
     @property
     def judge_provider(self) -> str | None:
-        return self.judge.get("provider")
+        return self.judge.provider
 
     @property
     def judge_model(self) -> str | None:
-        return self.judge.get("model")
+        return self.judge.model
 
     @property
     def dataset_sha256(self) -> str | None:
-        return self.dataset.get("sha256")
+        return self.dataset.sha256
 
     @property
     def project(self) -> str | None:
@@ -360,9 +492,9 @@ class RunMeta:
             "finished_at": self.finished_at,
             "duration_seconds": self.duration_seconds,
             "variant": self.variant,
-            "dataset": dict(self.dataset),
-            "target": dict(self.target),
-            "judge": dict(self.judge),
+            "dataset": self.dataset.to_dict(),
+            "target": self.target.to_dict(),
+            "judge": self.judge.to_dict(),
             "plugin_version": self.plugin_version,
             "project_git_commit": self.project_git_commit,
             "error": self.error,
@@ -370,7 +502,7 @@ class RunMeta:
             "endpoints": dict(self.endpoints),
             "settings": dict(self.settings),
             "shard": self.shard,
-            "invocations": [dict(i) for i in self.invocations],
+            "invocations": [i.to_dict() for i in self.invocations],
         }
         for key in _META_OPTIONAL:
             value = getattr(self, key)

@@ -33,22 +33,21 @@ from lme.loop import decide
 from lme.core import bounded_json
 from lme.core import fileio
 from lme.loop import loop_git
-from lme.loop import loop_state
 from lme.loop import loop_steps
 from lme.store import run_store
 from lme.core.clock import utc_now, utc_stamp
 from lme.core.errors import UserError, run_main
 from lme.core.facts import CONFIRMATION_FILE
+from lme.score.scorecard_record import Scorecard
 from lme.run.loop_rules import loop_config, target_correct
 
 
 def check(project: Path, run_id: str) -> dict[str, Any]:
     """The run's strict correct count against the target."""
-    m = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
-    correct, n_total = loop_state.strict_correct(m)
-    threshold = target_correct(n_total)
-    return {"run_id": run_id, "correct": correct, "n_total": n_total, "threshold": threshold,
-            "reached": correct >= threshold, "status": m.get("status")}
+    card = Scorecard.from_dict(run_store.read_metrics(run_store.existing_run_dir(project, run_id)))
+    threshold = target_correct(card.n_total)
+    return {"run_id": run_id, "correct": card.correct, "n_total": card.n_total, "threshold": threshold,
+            "reached": card.correct >= threshold, "status": card.status}
 
 
 def _read_state(project: Path) -> dict[str, Any] | None:

@@ -42,6 +42,7 @@ from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.score import run_comparison as compare_runs  # the comparison (compare_runs.py is its command)
+from lme.score.comparison_record import Comparison
 from lme.core import fileio
 from lme.loop import loop_git
 from lme.loop import loop_state
@@ -84,15 +85,15 @@ def within_noise(noise: Mapping[str, Any], net: int) -> bool:
     return bool(noise.get("measured")) and noise["low"] <= net <= noise["high"]
 
 
-def parts(comparison: Mapping[str, Any], failing: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
+def parts(comparison: Comparison, failing: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Fixes and regressions per part of the re-test set: ``failing`` (wrong in the snapshot: it can only be
     fixed) and ``control`` (right in the snapshot: it can only be broken)."""
-    flipped = {c["question_id"]: c for c in comparison["changed"]}
+    flipped = {c.question_id: c for c in comparison.changed}
     out = {}
     for name, ids in (("failing", failing), ("control", control)):
         changes = [flipped[q] for q in ids if q in flipped]
-        out[name] = {"n": len(ids), "fixes": sum(1 for c in changes if c["after"]),
-                     "regressions": sum(1 for c in changes if not c["after"])}
+        out[name] = {"n": len(ids), "fixes": sum(1 for c in changes if c.after),
+                     "regressions": sum(1 for c in changes if not c.after)}
     return out
 
 
@@ -161,9 +162,9 @@ def run_decision(
             fix="resume the run (parallel_longmemeval.sh) until every item is judged, or pass --allow-errors",
         )
     comparison = compare_runs.compare(snap_dir, run_dir)
-    net = int(comparison["net"])
-    flaky = comparison["flaky_flips"]
-    decided_net = int(comparison["net_excluding_flaky"])
+    net = comparison.net
+    flaky = comparison.flaky_flips.to_dict()
+    decided_net = comparison.net_excluding_flaky
     decision = decide(decided_net, reusable)  # a flip of an unstable label is noise
     changed_ids = retested_ids(snap_rows, run_rows)
     retest = trigger_set.read_retest(project, round_no) or {}
@@ -181,13 +182,13 @@ def run_decision(
         "run_id": run_id,
         "fix_commit": fix_commit,
         "reusable": reusable,
-        "fixes": comparison["fixes"],
-        "regressions": comparison["regressions"],
+        "fixes": comparison.fixes,
+        "regressions": comparison.regressions,
         "net": net,
         "flaky_flips": flaky,
-        "net_excluding_flaky": comparison["net_excluding_flaky"],
-        "p_value": comparison["p_value"],
-        "per_type_net": {t: b["net"] for t, b in comparison["per_type"].items() if b["n"]},
+        "net_excluding_flaky": comparison.net_excluding_flaky,
+        "p_value": comparison.p_value,
+        "per_type_net": {t: b.net for t, b in comparison.per_type.items() if b.n},
         "retested": len(changed_ids),
         "retest_ids": ids,
         "retest_set": {"size": len(wrong_before) + len(right_before), "failing": len(wrong_before),
@@ -195,8 +196,8 @@ def run_decision(
                        "parts": parts(comparison, wrong_before, right_before)},
         "noise": {**noise, "within": within_noise(noise, decided_net),
                   "measured_at": None if floor is None else floor.get("measured_at")},
-        "per_type": {t: {k: b[k] for k in ("n", "fixes", "regressions", "net")}
-                     for t, b in comparison["per_type"].items() if b["n"]},
+        "per_type": {t: {"n": b.n, "fixes": b.fixes, "regressions": b.regressions, "net": b.net}
+                     for t, b in comparison.per_type.items() if b.n},
         "decision": decision,
         "label": decision_label(decision, noise, decided_net),
         "applied": False,
@@ -204,11 +205,7 @@ def run_decision(
         "readiness_problems": problems,
     }
     try:
-        figures = run_store.read_metrics(run_dir)
-        record["retest_figures"] = {
-            "correct": figures["correct"], "n_total": figures["n_total"],
-            **{k: loop_state.figure(figures.get(k)) for k in ("overall", "task_averaged", "abstention")},
-            "per_type": loop_state.per_type_figures(figures)}
+        record["retest_figures"] = loop_state.RoundFigures.of_metrics(run_store.read_metrics(run_dir)).to_record()
     except UserError:
         record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
     if apply and decision == "revert":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from lme.core.clock import utc_today
 from lme.core import fileio
@@ -20,6 +20,9 @@ from lme.loop import loop_git
 from lme.core.errors import UserError
 from lme.core import state_reader
 from lme.core.facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR
+
+if TYPE_CHECKING:
+    from lme.score.scorecard_record import Scorecard
 
 HISTORY_HEADER = (
     "# LongMemEval iteration history (max-effort loop)\n"
@@ -94,34 +97,70 @@ def parse_snapshot(name: str) -> int:
     return int(text)
 
 
-def figure(value: Any) -> float | None:
-    """A metric as a number: a bare number, or a metrics block (its strict accuracy first)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, Mapping):
-        for key in ("accuracy_strict", "accuracy", "value", "mean"):
-            if isinstance(value.get(key), (int, float)) and not isinstance(value.get(key), bool):
-                return float(value[key])
-    return None
+@dataclass(frozen=True)
+class TypeFigures:
+    """One question type's strict figures in a round's record."""
+
+    n: int
+    correct: int | None
+    accuracy: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "correct": self.correct, "accuracy": self.accuracy}
 
 
-def strict_correct(metrics: Mapping[str, Any]) -> tuple[int, int]:
-    """(strict correct count, n_total) from a metrics.json."""
-    return int(metrics["correct"]), int(metrics["n_total"])
+@dataclass(frozen=True)
+class RoundFigures:
+    """The figures a step of a round logs (a row of the history table, a record of history.jsonl) and a decision
+    keeps as ``retest_figures``: the strict correct count, the three strict accuracies and per type."""
+
+    correct: int
+    n_total: int
+    overall: float | None
+    task_averaged: float | None
+    abstention: float | None
+    per_type: Mapping[str, TypeFigures]
+
+    @classmethod
+    def of_scorecard(cls, card: Scorecard) -> "RoundFigures":
+        return cls(correct=card.correct, n_total=card.n_total, overall=card.overall.accuracy_strict,
+                   task_averaged=card.task_averaged.accuracy_strict, abstention=card.abstention.accuracy_strict,
+                   per_type={t: TypeFigures(b.n, b.correct, b.accuracy_strict) for t, b in card.types_present()})
+
+    @classmethod
+    def of_metrics(cls, metrics: Mapping[str, Any]) -> "RoundFigures":
+        """From a metrics.json (``run_store.read_metrics``)."""
+        from lme.score.scorecard_record import Scorecard  # here: rounds.py status and the Stop hook import this module
+
+        return cls.of_scorecard(Scorecard.from_dict(metrics))
+
+    def to_record(self) -> dict[str, Any]:
+        """The ``retest_figures`` form a decision record keeps (decisions.jsonl)."""
+        return {"correct": self.correct, "n_total": self.n_total, "overall": self.overall,
+                "task_averaged": self.task_averaged, "abstention": self.abstention,
+                "per_type": {t: f.to_dict() for t, f in self.per_type.items()}}
+
+    @classmethod
+    def from_record(cls, d: Mapping[str, Any]) -> "RoundFigures":
+        """``to_record``'s form read back."""
+        def number(value: Any) -> float | None:
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        per_type = d.get("per_type") if isinstance(d.get("per_type"), Mapping) else {}
+        return cls(correct=int(d["correct"]), n_total=int(d["n_total"]), overall=number(d.get("overall")),
+                   task_averaged=number(d.get("task_averaged")), abstention=number(d.get("abstention")),
+                   per_type={t: TypeFigures(int(b.get("n") or 0), b.get("correct"), number(b.get("accuracy")))
+                             for t, b in per_type.items() if isinstance(b, Mapping)})
 
 
-def history_row(round_no: int, metrics: Mapping[str, Any], note: str, date: str | None = None) -> str:
-    def fmt(v: Any) -> str:
-        x = figure(v)
+def history_row(round_no: int, figures: RoundFigures, note: str, date: str | None = None) -> str:
+    def fmt(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.4f}"
 
-    correct, n_total = strict_correct(metrics)
     note = " ".join(note.split()).replace("|", "/")
     return (
-        f"| v{round_no} | {date or utc_today()} | {correct}/{n_total} | {fmt(metrics.get('overall'))} | "
-        f"{fmt(metrics.get('task_averaged'))} | {fmt(metrics.get('abstention'))} | {note} |"
+        f"| v{round_no} | {date or utc_today()} | {figures.correct}/{figures.n_total} | {fmt(figures.overall)} | "
+        f"{fmt(figures.task_averaged)} | {fmt(figures.abstention)} | {note} |"
     )
 
 
@@ -130,44 +169,32 @@ def append_history_row(project: Path, row: str) -> None:
     fileio.append_text_line(Path(project) / HISTORY_FILE, row)
 
 
-def per_type_figures(metrics: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """``{type: {n, correct, accuracy}}`` (strict) from a metrics.json."""
-    out = {}
-    for qtype, block in (metrics.get("per_type") or {}).items():
-        if isinstance(block, Mapping) and block.get("n"):
-            out[qtype] = {"n": block["n"], "correct": block.get("correct"), "accuracy": figure(block)}
-    return out
-
-
-def log_step(project: Path, round_no: int, step: str, metrics: Mapping[str, Any], note: str,
+def log_step(project: Path, round_no: int, step: str, figures: RoundFigures, note: str,
              extra: Mapping[str, Any] | None = None) -> str:
     """One step of a round: a row of ``history_max_effort.md`` and a record (per-type figures included) in
     ``history.jsonl`` (what the report's per-type chart reads). Returns the row."""
-    row = history_row(round_no, metrics, note)
+    row = history_row(round_no, figures, note)
     append_history_row(project, row)
-    fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, metrics, note, extra))
+    fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, figures, note, extra))
     return row
 
 
-def _step_record(round_no: int, step: str, metrics: Mapping[str, Any], note: str,
+def _step_record(round_no: int, step: str, figures: RoundFigures, note: str,
                  extra: Mapping[str, Any] | None) -> dict[str, Any]:
-    correct, n_total = strict_correct(metrics)
     return {"label": f"v{round_no} {step}", "round": round_no, "step": step, "date": utc_today(),
-            "correct": correct, "n_total": n_total, "overall": figure(metrics.get("overall")),
-            "task_averaged": figure(metrics.get("task_averaged")), "abstention": figure(metrics.get("abstention")),
-            "per_type": per_type_figures(metrics), "note": note, **dict(extra or {})}
+            **figures.to_record(), "note": note, **dict(extra or {})}
 
 
-def log_step_once(project: Path, round_no: int, step: str, metrics: Mapping[str, Any], note: str,
+def log_step_once(project: Path, round_no: int, step: str, figures: RoundFigures, note: str,
                   extra: Mapping[str, Any] | None = None) -> None:
     """``log_step`` that writes each of its two lines only when that file lacks it: run again after a crash between
     (or before) them, one row of ``history_max_effort.md`` and one record of ``history.jsonl`` per step."""
-    row = history_row(round_no, metrics, note)
+    row = history_row(round_no, figures, note)
     if not _row_logged(project, row):
         append_history_row(project, row)
     if not any(r.get("round") == round_no and r.get("step") == step
                for _, r in fileio.iter_jsonl(Path(project) / HISTORY_RECORDS, skip_bad=True)):
-        fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, metrics, note, extra))
+        fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, figures, note, extra))
 
 
 def _row_logged(project: Path, row: str) -> bool:

@@ -34,6 +34,7 @@ from lme.loop.loop_state import (
     log_step,
     log_step_once,
     snapshot_dir,
+    RoundFigures,
 )
 
 
@@ -82,10 +83,10 @@ def write_labels(dest: Path, rows: dict) -> Path:
 def log(project: Path, run_id: str, note: str = "", round_no: int | None = None) -> str:
     """Append the round's metrics row to ``history_max_effort.md`` (never ``history.md``); returns the row."""
     project = Path(project)
-    metrics = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+    figures = RoundFigures.of_metrics(run_store.read_metrics(run_store.existing_run_dir(project, run_id)))
     init(project)
     round_no = current(project) if round_no is None else round_no
-    return log_step(project, round_no, "baseline" if note == baseline_note(round_no) else "log", metrics, note)
+    return log_step(project, round_no, "baseline" if note == baseline_note(round_no) else "log", figures, note)
 
 
 def retest_note(record: dict) -> str:
@@ -102,14 +103,16 @@ def retest_note(record: dict) -> str:
 def log_decision(project: Path, run_id: str, record: dict) -> None:
     """The round's re-test, decision and (when reverted) revert rows of the history; never twice."""
     round_no = int(record["round"])
-    metrics = record.get("retest_figures") or run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+    kept = record.get("retest_figures")
+    figures = (RoundFigures.from_record(kept) if kept else
+               RoundFigures.of_metrics(run_store.read_metrics(run_store.existing_run_dir(project, run_id))))
     keys = ("fixes", "regressions", "net", "p_value", "retest_set", "noise", "per_type")
-    log_step_once(project, round_no, "re-test", metrics, retest_note(record), {k: record.get(k) for k in keys})
-    log_step_once(project, round_no, "decision", metrics, f"decision: {record.get('label', record['decision'])}",
+    log_step_once(project, round_no, "re-test", figures, retest_note(record), {k: record.get(k) for k in keys})
+    log_step_once(project, round_no, "decision", figures, f"decision: {record.get('label', record['decision'])}",
                   {"decision": record["decision"], "label": record.get("label"),
                    "fix_commit": record.get("fix_commit")})
     if record["decision"] == "revert" and record.get("applied"):
-        after = run_store.read_metrics(run_store.existing_run_dir(project, run_id))
+        after = RoundFigures.of_metrics(run_store.read_metrics(run_store.existing_run_dir(project, run_id)))
         log_step_once(project, round_no, "revert", after,
                       f"revert of {str(record.get('fix_commit'))[:12]}: snapshot verdicts of {record['retested']} "
                       f"item(s) restored", {"revert_commit": record.get("revert_commit")})

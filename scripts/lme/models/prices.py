@@ -9,10 +9,10 @@ older family's price. Re-read the source pages and update ``PRICES_READ_ON`` whe
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from lme.core.facts import is_offline
-from lme.core.records import Verdict
+from lme.core.records import CallRecord, Verdict, call_records
 from lme.core.run_records import ResultRow
 
 PRICES_READ_ON = "2026-11-29"
@@ -90,14 +90,14 @@ def cost_usd(model: str, tokens_in: int, tokens_out: int, billing: str = "sync")
     return usd * BATCH_DISCOUNT if billing == "batch" else usd
 
 
-def call_cost(calls: Sequence[Mapping[str, Any]]) -> float | None:
-    """Dollars actually spent on these calls (cache hits are free); None when any paid call's price is unknown."""
+def call_cost(calls: Iterable[CallRecord | Mapping[str, Any]]) -> float | None:
+    """Dollars actually spent on these calls (cache hits are free); None when any paid call's price is unknown.
+    A call may be given in its JSON form (a result row's ``calls`` entry)."""
     total = 0.0
-    for call in calls:
-        if call.get("cached"):
+    for call in call_records(list(calls)):
+        if call.cached:
             continue
-        usd = cost_usd(str(call.get("model", "")), int(call.get("tokensIn") or 0), int(call.get("tokensOut") or 0),
-                       str(call.get("billing") or "sync"))
+        usd = cost_usd(str(call.model or ""), call.tokensIn, call.tokensOut, call.billing)
         if usd is None:
             return None
         total += usd
@@ -108,8 +108,14 @@ def verdict_cost(verdict: Verdict) -> float | None:
     """Dollars of the judge call behind ``verdict`` (offline, cached and archived verdicts are free)."""
     if is_offline(verdict.provider):
         return 0.0
-    return call_cost([{"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
-                       "cached": verdict.cached, "billing": verdict.billing}])
+    return call_cost([judge_call(verdict)])
+
+
+def judge_call(verdict: Verdict) -> CallRecord:
+    """The judge call behind ``verdict`` as a call record (what pricing and the batch figures read)."""
+    return CallRecord(provider=verdict.provider, model=verdict.model, tokensIn=int(verdict.tokensIn or 0),
+                      tokensOut=int(verdict.tokensOut or 0), cached=bool(verdict.cached),
+                      billing=str(verdict.billing or "sync"), batch_id=verdict.batch_id)
 
 
 def row_spend(row: ResultRow) -> float | None:

@@ -26,6 +26,7 @@ from lme.core import fileio
 from lme.core.errors import UserError, run_main
 from lme.store.run_layout import HISTORY_CHART, PER_TYPE_CHART
 from lme.core.fileio import write_atomic_bytes
+from lme.score.scorecard_record import Figures, Scorecard, require
 
 SHORT_TYPE_NAMES = {
     "single-session-user": "SS-user",
@@ -60,15 +61,16 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def check_card(card: Any, where: str = "the scorecard") -> None:
-    """Refuse a card the per-type chart cannot draw, naming what is missing (UserError, one line)."""
+def check_card(data: Any, where: str = "the scorecard") -> None:
+    """Refuse a metrics.json (its parsed ``data``) the per-type chart cannot draw, naming what is missing
+    (UserError, one line)."""
     fix = "pass a run's metrics.json as scorecard.py writes it (re-run scorecard.py for the run)"
-    if not isinstance(card, Mapping) or not isinstance(card.get("per_type"), Mapping):
+    if not isinstance(data, Mapping) or not isinstance(data.get("per_type"), Mapping):
         raise UserError(f"{where} has no per_type block: not a scorecard", fix=fix)
     for key in ("overall", "task_averaged"):
-        if not isinstance(card.get(key), Mapping) or "accuracy_strict" not in card[key]:
+        if not isinstance(data.get(key), Mapping) or "accuracy_strict" not in data[key]:
             raise UserError(f"{where} has no {key}.accuracy_strict: not a scorecard", fix=fix)
-    for name, block in card["per_type"].items():
+    for name, block in data["per_type"].items():
         ok = isinstance(block, Mapping) and _is_number(block.get("n"))
         if ok and block["n"] > 0:
             bounds = block.get("wilson_strict")
@@ -89,19 +91,19 @@ TARGET_ACCURACY = 0.95
 """The loop's goal (>= 475/500): drawn on every per-type chart."""
 
 
-def per_type_chart(card: Mapping[str, Any], out_png: Path) -> Path:
+def per_type_chart(card: Scorecard, out_png: Path) -> Path:
     """Bar chart of strict per-type accuracy with 95% Wilson error bars, the overall and macro lines and the 95%
     target; a partial run (items not judged) also gets judged-only bars beside the strict ones. The legend sits
     below the axes, so it never covers a bar."""
     return _save_atomic(per_type_figure(card), out_png)
 
 
-def per_type_figure(card: Mapping[str, Any]) -> Any:
+def per_type_figure(card: Scorecard) -> Any:
     """``per_type_chart``'s matplotlib figure (tests measure where its texts land)."""
-    check_card(card)
-    per_type = card["per_type"]
-    names = [t for t, b in per_type.items() if b["n"] > 0]
-    partial = any(_is_number(per_type[t].get("judged")) and per_type[t]["judged"] < per_type[t]["n"] for t in names)
+    card = require(card)
+    per_type = card.per_type
+    names = [t for t, _ in card.types_present()]
+    partial = any(per_type[t].judged < per_type[t].n for t in names)
     width = 0.4 if partial else 0.8
     strict_x = [i - width / 2 if partial else i for i in range(len(names))]
     fig, ax = _figure(8, 4.6)
@@ -111,9 +113,9 @@ def per_type_figure(card: Mapping[str, Any]) -> Any:
         _bars(ax, [i + width / 2 for i in range(len(names))], [per_type[t] for t in names], "judged", width,
               "#8DA0CB", "judged-only (judged items)")
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels([f"{SHORT_TYPE_NAMES.get(t, t)}\n(n={per_type[t]['n']})" for t in names], fontsize=8)
-    overall = card["overall"]["accuracy_strict"]
-    macro = card["task_averaged"]["accuracy_strict"]
+    ax.set_xticklabels([f"{SHORT_TYPE_NAMES.get(t, t)}\n(n={per_type[t].n})" for t in names], fontsize=8)
+    overall = card.overall.accuracy_strict
+    macro = card.task_averaged.accuracy_strict
     if overall is not None:
         ax.axhline(overall, color="#C44E52", linestyle="--", label=f"overall (micro, strict) {overall:.3f}")
     if macro is not None:
@@ -122,17 +124,17 @@ def per_type_figure(card: Mapping[str, Any]) -> Any:
                label=f"target {TARGET_ACCURACY:.0%}")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("accuracy")
-    ax.set_title(f"LongMemEval per-type accuracy — run {card.get('run_id')} (95% Wilson intervals)", fontsize=9)
+    ax.set_title(f"LongMemEval per-type accuracy — run {card.run_id} (95% Wilson intervals)", fontsize=9)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     return fig
 
 
-def _bars(ax: Any, xs: Sequence[float], blocks: Sequence[Mapping[str, Any]], kind: str, width: float, color: str,
+def _bars(ax: Any, xs: Sequence[float], blocks: Sequence[Figures], kind: str, width: float, color: str,
           label: str) -> None:
     """One bar per type: ``kind`` ``strict`` or ``judged`` accuracy with its Wilson interval (a type with no
     judged item draws no judged bar)."""
-    points = [(x, b[f"accuracy_{kind}"], b.get(f"wilson_{kind}")) for x, b in zip(xs, blocks)
-              if _is_number(b.get(f"accuracy_{kind}"))]
+    points = [(x, b.accuracy(kind), b.wilson_strict if kind == "strict" else b.wilson_judged)
+              for x, b in zip(xs, blocks) if b.accuracy(kind) is not None]
     if not points:
         return
     errors = [error_bar_lengths(v, w) if isinstance(w, Sequence) and len(w) == 2 else (0.0, 0.0)
@@ -210,11 +212,12 @@ def history_chart(rounds: Sequence[Mapping[str, Any]], out_png: Path) -> Path:
     return _save_atomic(fig, out_png)
 
 
-def load_card(path: Path) -> dict[str, Any]:
-    """A metrics.json checked to be a scorecard; anything else is a one-line UserError naming the file."""
-    card = fileio.read_json(Path(path), fix="re-run scorecard.py for the run")
-    check_card(card, str(path))
-    return card
+def load_card(path: Path) -> Scorecard:
+    """A metrics.json checked to be a scorecard the chart can draw; anything else is a one-line UserError naming
+    the file."""
+    data = fileio.read_json(Path(path), fix="re-run scorecard.py for the run")
+    check_card(data, str(path))
+    return Scorecard.from_dict(data)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

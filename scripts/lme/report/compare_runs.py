@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         result = compare(args.before, args.after, force=args.force, judge_comparison=args.judge_comparison)
     if args.json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(render_markdown(result), end="")
     return 0

@@ -19,9 +19,10 @@ from lme.core import fileio
 from lme.store import prompt_store
 from lme.report import shown_paths
 from lme.core.facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abstention
-from lme.core.records import Question
+from lme.core.records import CallRecord, Question
 from lme.core.run_records import ResultRow, RunMeta
 from lme.store.run_store import RunData
+from lme.score.scorecard_record import Scorecard
 
 STABILITY_FILE = STABILITY_REGISTRY
 """The judge-stability registry, in ``.longmemeval-benchmarks/``."""
@@ -171,10 +172,19 @@ def _state(row: ResultRow | None) -> str:
     return "correct" if row.correct else "wrong"
 
 
+_CALL_VIEW_KEYS = ("role", "provider", "model", "tokensIn", "tokensOut", "latencyMs", "cached", "attempts")
+
+
+def _call_view(call: CallRecord) -> dict[str, Any]:
+    """A call as the drill-down lists it: these keys of its JSON form (null where the row did not record one)."""
+    recorded = call.to_dict()
+    return {k: recorded.get(k) for k in _CALL_VIEW_KEYS}
+
+
 def _cached(row: ResultRow | None) -> str | None:
     if row is None:
         return None
-    flags = [bool(c.get("cached")) for c in row.calls]
+    flags = [c.cached for c in row.calls]
     if row.judgment is not None:
         flags.append(bool(row.judgment.cached))
     if not flags:
@@ -372,8 +382,7 @@ def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | N
         "judge": None if row is None or row.judgment is None else row.judgment.to_dict(), "debug": debug,
         "layers": _layers(debug),
         "tokens": [None if row is None else row.tokensIn, None if row is None else row.tokensOut],
-        "calls": [{k: c.get(k) for k in ("role", "provider", "model", "tokensIn", "tokensOut", "latencyMs",
-                                         "cached", "attempts")} for c in ((row.calls if row else ()))],
+        "calls": [_call_view(c) for c in (row.calls if row else ())],
         "finished": None if row is None else row.finished_at,
         "sess": [[texts.session(sid), rank, flags] for sid, rank, flags in refs],
         "prompts": [],  # filled in by page_data, wrong and failed items first
@@ -391,14 +400,14 @@ def _shown_target(target: Mapping[str, Any] | None, project: Path) -> dict[str, 
     return out
 
 
-def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
+def page_data(run: RunData, card: Scorecard, *, project: Path | None = None,
               max_text_mb: float = DEFAULT_MAX_TEXT_MB) -> tuple[dict[str, Any], dict[str, Any]]:
     """The report page's data for ``run`` and its ``card``: the table and drill-down records (JSON, parsed at
     load) and the texts blob (sessions and prompt lines, evidence always, the rest within ``max_text_mb``)."""
-    types, _ = run.item_types(card["n_total"])
+    types, _ = run.item_types(card.n_total)
     registry = stability_registry(stability_path(run.path, project))
     store = prompt_store.load(run.path)
-    target_name = run.meta.target.get("name")
+    target_name = run.meta.target.name
     wanted: dict[str, set[str]] = {}
     for qid in types:
         row = run.rows.get(qid)
@@ -440,9 +449,9 @@ def page_data(run: RunData, card: Mapping[str, Any], *, project: Path | None = N
         notes.append("this run stored no prompts (an offline target makes no model calls, or the run predates "
                      "prompts.jsonl)")
     data = {
-        "run": {"id": run.run_id, "path": shown_paths.shown(run.path, root), "variant": card.get("variant"),
-                "target": _shown_target(card.get("target"), root),
-                "judge": card.get("judge"), "status": card.get("status")},
+        "run": {"id": run.run_id, "path": shown_paths.shown(run.path, root), "variant": card.variant,
+                "target": _shown_target(card.target.to_dict(), root),
+                "judge": card.judge.to_dict(), "status": card.status},
         "types": [t for t in QUESTION_TYPES if t in set(types.values())],
         "questions": questions,
         "sessions": texts.sessions,

@@ -51,6 +51,8 @@ from lme.report import shown_paths
 from lme.score import run_differences
 from lme.store import run_store
 from lme.report import scorecard_md
+from lme.score.comparison_record import Comparison
+from lme.score.scorecard_record import Scorecard, require
 from lme.score import scoring
 from lme.core.errors import UserError, run_main
 from lme.core.facts import HISTORY_FILE, HISTORY_RECORDS, QUESTION_TYPES
@@ -131,66 +133,62 @@ def _page(title: str, body: str, data: Any, texts: Any, script: str) -> str:
 # --------------------------------------------------------------------------- the page
 
 
-def _figures_html(card: Mapping[str, Any]) -> str:
+def _figures_html(card: Scorecard) -> str:
     """The scorecard's headline, formatted by the scorecard's own helpers (the same strings as scorecard.md)."""
-    ta = card["task_averaged"]
-    n_types, n_judged_types = len(ta["types_strict"]), len(ta["types_judged"])
-    judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
-        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
-    judge = card["judge"]
+    ta = card.task_averaged
+    n_types = len(ta.types_strict)
+    judged_ta = scorecard_md.task_averaged_judged(card)
     parts = []
-    if card["comparability_notes"]:
+    if card.comparability_notes:
         parts.append('<section class="banner" id="banner"><strong>NOT COMPARABLE with published LongMemEval '
-                     'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card["comparability_notes"])
+                     'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card.comparability_notes)
                      + "</ul></section>")
     else:
         parts.append('<section class="banner ok" id="banner"><strong>Comparable with published LongMemEval '
                      'results</strong> (official judge and prompt, known dataset file, complete run, no errors).'
                      '</section>')
-    big = [("Overall (micro)", card["overall"]["accuracy_strict"], scorecard_md.acc(card["overall"], "judged")),
-           (f"Task-averaged (macro, {n_types} types)", ta["accuracy_strict"], judged_ta),
-           ("Abstention (_abs ids)", card["abstention"]["accuracy_strict"], scorecard_md.acc(card["abstention"], "judged"))]
+    big = [("Overall (micro)", card.overall.accuracy_strict, scorecard_md.acc(card.overall, "judged")),
+           (f"Task-averaged (macro, {n_types} types)", ta.accuracy_strict, judged_ta),
+           ("Abstention (_abs ids)", card.abstention.accuracy_strict, scorecard_md.acc(card.abstention, "judged"))]
     parts.append('<section class="tiles">' + "".join(
         f'<div class="tile"><div class="tile-label">{escape(label)}</div><div class="tile-value">'
         f'{escape(metrics.fmt(value))}</div><div class="tile-sub">strict · judged only {escape(judged)}</div></div>'
         for label, value, judged in big) + "</section>")
-    status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card['judged']}/{card['n_total']} · "
-              f"errors {card['errors']} · not run {card['not_run']} · judge {escape(str(judge.get('provider')))} "
-              f"{escape(str(judge.get('model')))} (official={escape(str(judge.get('official')))}) · dataset "
-              f"{escape(dataset_label.recognition_line(card['dataset']))}")
+    status = (f"Status: <b>{escape(scorecard_md.status_text(card))}</b> · judged {card.judged}/{card.n_total} · "
+              f"errors {card.errors} · not run {card.not_run} · judge {escape(scorecard_md.judge_text(card))} · "
+              f"dataset {escape(dataset_label.recognition_line(card.dataset.to_dict()))}")
     rows = [
-        ("Overall accuracy (micro)", scorecard_md.acc(card["overall"], "strict"), scorecard_md.acc(card["overall"], "judged")),
-        (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta["accuracy_strict"]), judged_ta),
-        ("Abstention accuracy (_abs ids)", scorecard_md.acc(card["abstention"], "strict"),
-         scorecard_md.acc(card["abstention"], "judged")),
+        ("Overall accuracy (micro)", scorecard_md.acc(card.overall, "strict"), scorecard_md.acc(card.overall, "judged")),
+        (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta.accuracy_strict), judged_ta),
+        ("Abstention accuracy (_abs ids)", scorecard_md.acc(card.abstention, "strict"),
+         scorecard_md.acc(card.abstention, "judged")),
     ]
-    table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card["n_total"]} items; '
-             f'errors/not run = wrong)</th><th>judged only ({card["judged"]} items)</th></tr></thead><tbody>'
+    table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card.n_total} items; '
+             f'errors/not run = wrong)</th><th>judged only ({card.judged} items)</th></tr></thead><tbody>'
              + "".join(f"<tr><td>{escape(a)}</td><td>{escape(b)}</td><td>{escape(c)}</td></tr>" for a, b, c in rows)
              + "</tbody></table>")
     per_type = ('<table class="figures" id="per-type"><thead><tr><th>question type</th><th>n</th><th>judged</th>'
                 '<th>correct</th><th>strict</th><th>judged only</th><th>95% Wilson (strict)</th></tr></thead><tbody>'
-                + "".join(f"<tr><td>{escape(t)}</td><td>{b['n']}</td><td>{b['judged']}</td><td>{b['correct']}</td>"
-                          f"<td>{escape(metrics.fmt(b['accuracy_strict']))}</td>"
-                          f"<td>{escape(metrics.fmt(b['accuracy_judged']))}</td>"
-                          f"<td>{escape(metrics.fmt_interval(b['wilson_strict']))}</td></tr>"
-                          for t, b in card["per_type"].items() if b["n"]) + "</tbody></table>")
-    ex = card["excluding_gold_errors"]
+                + "".join(f"<tr><td>{escape(t)}</td><td>{b.n}</td><td>{b.judged}</td><td>{b.correct}</td>"
+                          f"<td>{escape(metrics.fmt(b.accuracy_strict))}</td>"
+                          f"<td>{escape(metrics.fmt(b.accuracy_judged))}</td>"
+                          f"<td>{escape(metrics.fmt_interval(b.wilson_strict))}</td></tr>"
+                          for t, b in card.types_present()) + "</tbody></table>")
+    ex = card.excluding_gold_errors
     extra = ""
-    if ex["excluded"]:
-        extra = (f'<p class="note">Excluding {len(ex["excluded"])} reported gold error(s) (a second figure; the '
-                 f'official one is above): strict overall {escape(scorecard_md.acc(ex["overall"], "strict"))}, '
-                 f'task-averaged {escape(metrics.fmt(ex["task_averaged"]["accuracy_strict"]))}, abstention '
-                 f'{escape(scorecard_md.acc(ex["abstention"], "strict"))}.</p>')
-    cost, usage = card["cost"], card["usage"]
-    total = scorecard_md.usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
-        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {scorecard_md.usd(cost['known_total_usd'])})")
-    lat = usage["latency_ms"]
-    money = (f'<p class="note">Cost {escape(total)} (generation {escape(scorecard_md.usd(cost["known_generation_usd"]))}, '
-             f'judge {escape(scorecard_md.usd(cost["known_judge_usd"]))}) · latency generation p50 '
-             f'{escape(scorecard_md.ms(lat["generation"]["p50"]))}, p95 {escape(scorecard_md.ms(lat["generation"]["p95"]))}'
-             f' · cache hits {usage["cache"]["generation_calls_cached"]}/{usage["cache"]["generation_calls"]} '
-             f'generation calls, {usage["cache"]["judge_cached"]}/{card["judged"]} judge calls'
+    if ex.excluded:
+        extra = (f'<p class="note">Excluding {len(ex.excluded)} reported gold error(s) (a second figure; the '
+                 f'official one is above): strict overall {escape(scorecard_md.acc(ex.overall, "strict"))}, '
+                 f'task-averaged {escape(metrics.fmt(ex.task_averaged.accuracy_strict))}, abstention '
+                 f'{escape(scorecard_md.acc(ex.abstention, "strict"))}.</p>')
+    cost, usage = card.cost, card.usage
+    lat, cache = usage.latency_ms, usage.cache
+    money = (f'<p class="note">Cost {escape(scorecard_md.cost_text(card))} (generation '
+             f'{escape(scorecard_md.usd(cost.known_generation_usd))}, '
+             f'judge {escape(scorecard_md.usd(cost.known_judge_usd))}) · latency generation p50 '
+             f'{escape(scorecard_md.ms(lat.generation.p50))}, p95 {escape(scorecard_md.ms(lat.generation.p95))}'
+             f' · cache hits {cache.generation_calls_cached}/{cache.generation_calls} '
+             f'generation calls, {cache.judge_cached}/{card.judged} judge calls'
              f'{escape(scorecard_md.archive_hits(card))}</p>')
     sources = scorecard_md.verdict_lines(card)
     if sources:
@@ -200,7 +198,7 @@ def _figures_html(card: Mapping[str, Any]) -> str:
             + money + "</div><div>" + per_type + "</div></section>")
 
 
-def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]],
+def _charts_html(card: Scorecard, questions: Sequence[Mapping[str, Any]],
                  history: Sequence[Mapping[str, Any]] | None) -> str:
     costs = [q["cost"] for q in questions if q.get("cost") is not None]
     lat = [q["lat"] / 1000 for q in questions if q.get("lat") is not None]
@@ -215,15 +213,16 @@ def _charts_html(card: Mapping[str, Any], questions: Sequence[Mapping[str, Any]]
     return '<section class="charts" id="charts">' + "".join(f'<div class="chart-box">{c}</div>' for c in charts) + "</section>"
 
 
-def build_report(run: RunData, card: Mapping[str, Any], *, project: Path | None = None,
+def build_report(run: RunData, card: Scorecard, *, project: Path | None = None,
                  history: Sequence[Mapping[str, Any]] | None = None, max_text_mb: float = DEFAULT_MAX_TEXT_MB
                  ) -> str:
     """The report page of ``run`` for ``card`` (``scoring.build_scorecard`` of the same run)."""
+    card = require(card)
     data, texts = report_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
     title = f"LongMemEval report — run {run.run_id} ({scorecard_md.dataset_name(card)})"
-    target = card.get("target") or {}
-    body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.get("name")))} '
-            f'{escape(str(target.get("provider")))}:{escape(str(target.get("model")))} · {card["n_total"]} questions · '
+    target = card.target
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.name))} '
+            f'{escape(str(target.provider))}:{escape(str(target.model))} · {card.n_total} questions · '
             f'<a href="#questions-section">questions ↓</a></p></header><main>' + _figures_html(card) + _charts_html(card, data["questions"], history)
             + '<section id="notes"></section>'
             + '<section class="questions" id="questions-section"><h2>Questions</h2><div class="filters" id="filters"></div>'
@@ -239,61 +238,61 @@ def write_report(run_dir: Path, html_text: str) -> Path:
 # --------------------------------------------------------------------------- the diff page
 
 
-def compare_page(result: Mapping[str, Any], before: RunData, after: RunData,
+def compare_page(result: Comparison, before: RunData, after: RunData,
                  registry: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
                  project: Path | None = None) -> str:
     """The diff page of ``run_comparison.compare(before, after)``: its figures (McNemar included) as computed there,
     what differs between the runs, and every flipped question side by side. Paths relative to ``project`` (default:
     the after run's)."""
-    a, b = result["run_a"], result["run_b"]
+    a, b = result.run_a, result.run_b
     root = shown_paths.project_of(after, project)
     registry = registry or {}
-    title = f"LongMemEval comparison — {a['run_id']} (before) → {b['run_id']} (after)"
+    title = f"LongMemEval comparison — {a.run_id} (before) → {b.run_id} (after)"
     banner = ""
-    if result.get("kind") == "judge":
+    if result.is_judge_comparison:
         line = escape(run_comparison.judge_comparison_line(result))
         banner = f'<section class="banner"><strong>{line}</strong></section>'
-    if result["forced"]:
+    if result.forced:
         banner += ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
-                   'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result["mismatches"])
+                   'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result.mismatches)
                    + "</ul></section>")
-    tiles = [("Strict accuracy", f"{metrics.fmt(result['accuracy_a'])} → {metrics.fmt(result['accuracy_b'])}",
-              f"{result['n_compared']} items compared"),
-             ("Fixes (wrong → right)", str(result["fixes"]), f"regressions {result['regressions']}"),
-             ("Net change", f"{result['net']:+d}", f"{result['both_right']} both right, {result['both_wrong']} both wrong"),
-             ("Exact McNemar p (two-sided)", f"{result['p_value']:.4g}",
-              "significant at 0.05" if result["p_value"] < 0.05 else "not significant at 0.05")]
+    tiles = [("Strict accuracy", f"{metrics.fmt(result.accuracy_a)} → {metrics.fmt(result.accuracy_b)}",
+              f"{result.n_compared} items compared"),
+             ("Fixes (wrong → right)", str(result.fixes), f"regressions {result.regressions}"),
+             ("Net change", f"{result.net:+d}", f"{result.both_right} both right, {result.both_wrong} both wrong"),
+             ("Exact McNemar p (two-sided)", f"{result.p_value:.4g}",
+              "significant at 0.05" if result.p_value < 0.05 else "not significant at 0.05")]
     tiles_html = '<section class="tiles">' + "".join(
         f'<div class="tile"><div class="tile-label">{escape(l)}</div><div class="tile-value">{escape(v)}</div>'
         f'<div class="tile-sub">{escape(s)}</div></div>' for l, v, s in tiles) + "</section>"
     per_type = ('<table class="figures" id="per-type"><thead><tr><th>type</th><th>n</th><th>fixes</th>'
                 '<th>regressions</th><th>net</th></tr></thead><tbody>'
-                + "".join(f"<tr><td>{escape(t)}</td><td>{v['n']}</td><td>{v['fixes']}</td><td>{v['regressions']}"
-                          f"</td><td>{v['net']:+d}</td></tr>" for t, v in result["per_type"].items() if v["n"])
+                + "".join(f"<tr><td>{escape(t)}</td><td>{v.n}</td><td>{v.fixes}</td><td>{v.regressions}"
+                          f"</td><td>{v.net:+d}</td></tr>" for t, v in result.per_type.items() if v.n)
                 + "</tbody></table>")
     flips = []
-    for c in result["changed"]:
-        qid = c["question_id"]
+    for c in result.changed:
+        qid = c.question_id
         ra, rb = before.rows.get(qid), after.rows.get(qid)
-        flaky = c.get("flaky")
-        if flaky is None:
+        flaky = c.flaky
+        if flaky is None:  # a comparison made before flips were marked
             flaky = bool(flaky_mark(ra, registry) or flaky_mark(rb, registry))
         question = (rb.question if rb else None) or (ra.question if ra else None)
         gold = rb.answer if rb else (ra.answer if ra else None)
-        flips.append({"id": qid, "type": c["question_type"], "fix": bool(c["after"]), "flaky": bool(flaky),
+        flips.append({"id": qid, "type": c.question_type, "fix": bool(c.after), "flaky": bool(flaky),
                       "q": question, "gold": gold,
-                      "sides": [_side(ra, c["before_status"]), _side(rb, c["after_status"])]})
-    data = {"a": a["run_id"], "b": b["run_id"], "flips": flips,
+                      "sides": [_side(ra, c.before_status), _side(rb, c.after_status)]})
+    data = {"a": a.run_id, "b": b.run_id, "flips": flips,
             "types": [t for t in QUESTION_TYPES if any(f["type"] == t for f in flips)]}
-    datasets = (f"dataset {a.get('dataset')}" if a.get("dataset") == b.get("dataset")
-                else f"datasets: before {a.get('dataset')}; after {b.get('dataset')}")
-    runs = (f'<p class="note" id="differences">{escape(run_differences.describe(list(result.get("differences") or [])))}'
+    datasets = (f"dataset {a.dataset}" if a.dataset == b.dataset
+                else f"datasets: before {a.dataset}; after {b.dataset}")
+    runs = (f'<p class="note" id="differences">{escape(run_differences.describe(list(result.differences)))}'
             f' · {escape(datasets)}</p>')
-    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(shown_paths.shown(a["path"], root))} → '
-            f'{escape(shown_paths.shown(b["path"], root))}</p></header>'
+    body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(shown_paths.shown(a.path, root))} → '
+            f'{escape(shown_paths.shown(b.path, root))}</p></header>'
             f'<main>{banner}{runs}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note">Labels are '
             'strict: an error row or an item never run counts as wrong. Only in before: '
-            f'{len(result["only_in_a"])}; only in after: {len(result["only_in_b"])}.</p></div></section>'
+            f'{len(result.only_in_a)}; only in after: {len(result.only_in_b)}.</p></div></section>'
             '<section class="questions"><h2>Flipped questions</h2><div class="filters" id="filters"></div>'
             '<div id="flips"></div></section></main>')
     return _page(title, body, data, {}, "compare.js")
@@ -310,7 +309,7 @@ def _side(row: ResultRow | None, status: str) -> dict[str, Any]:
 
 
 def build_compare(before_dir: Path, after_dir: Path, *, force: bool = False, project: Path | None = None,
-                  judge_comparison: bool = False) -> tuple[str, Path, dict[str, Any]]:
+                  judge_comparison: bool = False) -> tuple[str, Path, Comparison]:
     """The diff page of two runs (``run_comparison.compare``, which refuses unlike runs unless ``force``), where it
     goes by default (``AFTER/compare-<before run id>.html``) and the comparison it shows. Nothing is written."""
     result = run_comparison.compare(Path(before_dir), Path(after_dir), force=force, judge_comparison=judge_comparison)

@@ -15,7 +15,7 @@ import json
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from lme.core import fileio
 from lme.report import report_html
@@ -28,6 +28,7 @@ from lme.store.run_layout import HISTORY_SVG, PER_TYPE_SVG
 from lme.store.run_store import load_run
 from lme.report.scorecard_md import render_markdown
 from lme.score.scoring import build_scorecard
+from lme.score.scorecard_record import Scorecard, require
 from lme.report import charts as charts_mod
 
 
@@ -36,7 +37,7 @@ def _write_svg(path: Path, svg: str) -> Path:
     return path
 
 
-def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, charts: bool = True,
+def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool = True,
                   history: Path | None = None, png: bool = False) -> list[Path]:
     """metrics.json, scorecard.md and (unless ``charts`` is False) the SVG charts under charts/, and with ``png``
     the same charts as PNGs, all written atomically."""
@@ -47,9 +48,8 @@ def write_outputs(run_dir: Path, card: Mapping[str, Any], markdown: str, *, char
     rounds = charts_mod.load_history(history) if charts and history is not None else None
     if rounds is not None and not rounds:
         raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
-    written = run_store.write_scorecard_files(run_dir, card, markdown)
+    written = run_store.write_scorecard_files(run_dir, require(card).to_dict(), markdown)
     if charts:
-        charts_mod.check_card(card)
         chart_dir.mkdir(parents=True, exist_ok=True)
         written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card)))
         if rounds is not None:
@@ -99,7 +99,7 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
     run = load_run(run_dir)
     card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
     if reuse is not None:
-        card["fingerprint"] = reuse
+        card = card.with_fingerprint(reuse)
     markdown = render_markdown(card)
     # The pages are built before anything is written: a bad --history, OTHER_RUN or unlike runs write nothing.
     page = None if not html else report_html.build_report(
@@ -113,7 +113,7 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
         written.append(report_html.write_report(run_dir, page))
     if comparison is not None:
         written.append(report_html.write_page(comparison[1], comparison[0]))
-    print(json.dumps(card, indent=2, ensure_ascii=False) if fmt == "json" else markdown, end="\n"
+    print(json.dumps(card.to_dict(), indent=2, ensure_ascii=False) if fmt == "json" else markdown, end="\n"
           if fmt == "json" else "")
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if comparison is not None:  # for people, after the scorecard: what the diff page holds, in one line

@@ -17,6 +17,7 @@ from html import escape
 from typing import Any, Mapping, Sequence
 
 from lme.report.charts import SHORT_TYPE_NAMES
+from lme.score.scorecard_record import Scorecard, require
 
 TARGET_ACCURACY = 0.95
 """The loop's goal on the full N=500 (judged accuracy)."""
@@ -84,10 +85,11 @@ def _y_axis(left: float, top: float, plot_h: float, right: float) -> list[str]:
     return out
 
 
-def per_type_chart(card: Mapping[str, Any]) -> str:
+def per_type_chart(card: Scorecard) -> str:
     """Strict accuracy per question type, 95% Wilson intervals as whiskers, the 95% target and overall lines (their
     labels in the right gutter), each bar's value where nothing else is drawn."""
-    names = [t for t, b in card["per_type"].items() if b.get("n")]
+    card = require(card)
+    names = [t for t, _ in card.types_present()]
     width, height, left, top, bottom, right = 640, 280, 44, 36, 46, 92
     plot_w, plot_h = width - left - right, height - top - bottom
     body = _y_axis(left, top, plot_h, width - right)
@@ -96,7 +98,7 @@ def per_type_chart(card: Mapping[str, Any]) -> str:
         return top + plot_h * (1 - max(0.0, min(1.0, v)))
 
     lines = [("target 95%", y_of(TARGET_ACCURACY), TARGET, "6 4", 1.5)]
-    overall = (card.get("overall") or {}).get("accuracy_strict")
+    overall = card.overall.accuracy_strict
     if overall is not None:
         lines.append((f"overall {overall:.3f}", y_of(overall), OVERALL, "2 3", 1.2))
     label_ys = _spread([y + 4 for _, y, *_ in lines], 12, top + 4, top + plot_h)
@@ -107,14 +109,14 @@ def per_type_chart(card: Mapping[str, Any]) -> str:
     taken: list[tuple[float, float, float, float]] = []
     slot = plot_w / max(1, len(names))
     for i, name in enumerate(names):
-        block = card["per_type"][name]
-        value = block.get("accuracy_strict") or 0.0
+        block = card.per_type[name]
+        value = block.accuracy_strict or 0.0
         x = left + slot * i + slot * 0.18
         w = slot * 0.64
         body.append(f'<rect x="{x:.1f}" y="{y_of(value):.1f}" width="{w:.1f}" height="{top + plot_h - y_of(value):.1f}"'
                     f' fill="{BAR}" rx="2"><title>{escape(name)}: {value:.4f} strict '
-                    f'({block.get("correct")}/{block.get("n")})</title></rect>')
-        low, high = block.get("wilson_strict") or (value, value)
+                    f'({block.correct}/{block.n})</title></rect>')
+        low, high = block.wilson_strict or (value, value)
         cx = x + w / 2
         body += [_line(cx, y_of(high), cx, y_of(low), "#111827", width=1.4),
                  _line(cx - 6, y_of(high), cx + 6, y_of(high), "#111827", width=1.4),
@@ -124,7 +126,7 @@ def per_type_chart(card: Mapping[str, Any]) -> str:
         taken.append(text_box(cx, label_y, f"{value:.3f}", 10))
         body += [_text(cx, label_y, f"{value:.3f}", size=10, color="white" if inside else "#111827"),
                  _text(cx, top + plot_h + 16, SHORT_TYPE_NAMES.get(name, name), size=10),
-                 _text(cx, top + plot_h + 30, f"n={block.get('n')}", size=10, color=MUTED)]
+                 _text(cx, top + plot_h + 30, f"n={block.n}", size=10, color=MUTED)]
     body.append(_text(left, 14, "Strict accuracy per question type (95% Wilson intervals)", size=12,
                       anchor="start", weight="bold"))
     return _svg(width, height, body, "accuracy per question type")

@@ -6,7 +6,6 @@ formatting helpers are the report page's too, so the page and the file show the 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping
 
 from lme.data import dataset_label
 from lme.judge import verdict_sources
@@ -14,21 +13,41 @@ from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
+from lme.score.scorecard_record import Batches, Figures, Scorecard, require
 
 MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
 """The k shown in scorecard.md (all six make the table too wide to read)."""
 
 
-def status_text(card: Mapping[str, Any]) -> str:
+def status_text(card: Scorecard) -> str:
     """The run's status, saying so when a completed invocation (``--max``) left items not run yet."""
-    if card["status"] == "completed" and card["not_run"]:
-        return f"completed (this invocation; {card['not_run']} items not run yet)"
-    return str(card["status"])
+    if card.status == "completed" and card.not_run:
+        return f"completed (this invocation; {card.not_run} items not run yet)"
+    return str(card.status)
 
 
-def acc(block: Mapping[str, Any], which: str) -> str:
-    count = block["n"] if which == "strict" else block["judged"]
-    return f"{metrics.fmt(block['accuracy_' + which])} ({block['correct']}/{count})"
+def acc(block: Figures, which: str) -> str:
+    """``0.5714 (4/7)``: the ``strict`` or ``judged`` accuracy with its count."""
+    return f"{metrics.fmt(block.accuracy(which))} ({block.correct}/{block.denominator(which)})"
+
+
+def task_averaged_judged(card: Scorecard) -> str:
+    """The judged-only macro figure, saying over how many types when some had no judged item."""
+    ta = card.task_averaged
+    n_types, n_judged_types = len(ta.types_strict), len(ta.types_judged)
+    return metrics.fmt(ta.accuracy_judged) + (
+        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
+
+
+def judge_text(card: Scorecard) -> str:
+    """The judge as the status line names it: whether it is the official model, and (when it is) whether that makes
+    the figures comparable, so the line never reads "official" beside a NOT COMPARABLE banner."""
+    judge = card.judge
+    if card.official_judge is not True:
+        return f"{judge.provider} {judge.model} (not the official judge)"
+    if card.comparable:
+        return f"{judge.provider} {judge.model} (the official judge)"
+    return f"{judge.provider} {judge.model} (the official judge model; the run is not comparable: see the notes above)"
 
 
 def usd(value: float | None) -> str:
@@ -39,24 +58,24 @@ def ms(value: float | None) -> str:
     return "—" if value is None else f"{value / 1000:.2f} s"
 
 
-def hypotheses_lines(card: Mapping[str, Any]) -> list[str]:
-    hyp = (card.get("target") or {}).get("hypotheses")
+def hypotheses_lines(card: Scorecard) -> list[str]:
+    hyp = card.target.hypotheses
     if not hyp:
         return []
     return [f"Hypotheses judged as written from `{hyp.get('file')}` (sha256 `{str(hyp.get('sha256'))[:12]}`): no "
             "generation in this run; a question without a line is a missing_hypothesis error row.", ""]
 
 
-def dataset_name(card: Mapping[str, Any]) -> str:
+def dataset_name(card: Scorecard) -> str:
     """The dataset as the title names it (``dataset_label``: the synthetic sample is never called ``_s``)."""
-    return dataset_label.display_name(card["variant"], (card.get("dataset") or {}).get("path"))
+    return dataset_label.display_name(card.variant, card.dataset.path)
 
 
-def verdict_lines(card: Mapping[str, Any]) -> list[str]:
+def verdict_lines(card: Scorecard) -> list[str]:
     """Where the verdicts came from (the three counts, each successor with its calibration or "uncalibrated",
     the endpoints when more than one), and the empty answers with their finish reasons: scorecard.md and
     report.html show the same strings."""
-    v = card.get("verdicts")
+    v = card.verdicts
     lines = []
     if v and any(v.get(k) for k in verdict_sources.SOURCES):  # an offline-judged run has none of these
         successors = v.get("successors") or []
@@ -70,129 +89,124 @@ def verdict_lines(card: Mapping[str, Any]) -> list[str]:
         if len(v.get("invocation_endpoints") or []) > 1:
             lines.append("The run's invocations used these judge endpoints: " + ", ".join(v["invocation_endpoints"])
                          + ".")
-    empty = card.get("empty_hypotheses") or {}
-    if empty.get("n"):
-        reasons = ", ".join(f"{k} {n}" for k, n in empty["finish_reasons"].items())
-        lines.append(f"Empty answers: {empty['n']} (judged as written, as upstream does: {empty['judged']}); finish "
+    empty = card.empty_hypotheses
+    if empty and empty.n:
+        reasons = ", ".join(f"{k} {n}" for k, n in empty.finish_reasons.items())
+        lines.append(f"Empty answers: {empty.n} (judged as written, as upstream does: {empty.judged}); finish "
                      f"reasons: {reasons}.")
     return lines
 
 
-def render_markdown(card: Mapping[str, Any]) -> str:
+def render_markdown(card: Scorecard) -> str:
     """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
-    ta = card["task_averaged"]
-    n_types = len(ta["types_strict"])
-    n_judged_types = len(ta["types_judged"])
-    judged_ta = metrics.fmt(ta["accuracy_judged"]) + (
-        f" (over {n_judged_types} of {n_types} types, those with a judged item)" if n_judged_types < n_types else "")
-    lines = [f"# LongMemEval scorecard — run `{card['run_id']}` ({dataset_name(card)})", ""]
-    loud = pipeline_health.loud_lines(card.get("pipeline_health")) + loop_rows.scorecard_lines(card)
+    card = require(card)
+    ta = card.task_averaged
+    n_types = len(ta.types_strict)
+    judged_ta = task_averaged_judged(card)
+    lines = [f"# LongMemEval scorecard — run `{card.run_id}` ({dataset_name(card)})", ""]
+    loud = pipeline_health.loud_lines(card.pipeline_health) + loop_rows.scorecard_lines(card.loop_rows)
     if loud:
         lines += [f"> **{line}**" for line in loud] + [""]
-    if card["comparability_notes"]:
+    if card.comparability_notes:
         lines.append("> **NOT COMPARABLE with published LongMemEval results:**")
-        lines += [f"> - {n}" for n in card["comparability_notes"]]
+        lines += [f"> - {n}" for n in card.comparability_notes]
         lines.append("")
-    judge = card["judge"]
     lines += [
-        f"Status: **{status_text(card)}** · judged {card['judged']}/{card['n_total']} · errors {card['errors']} · "
-        f"not run {card['not_run']} · judge {judge.get('provider')} {judge.get('model')} "
-        f"(official={judge.get('official')}) · dataset {dataset_label.recognition_line(card['dataset'])}",
+        f"Status: **{status_text(card)}** · judged {card.judged}/{card.n_total} · errors {card.errors} · "
+        f"not run {card.not_run} · judge {judge_text(card)} · dataset "
+        f"{dataset_label.recognition_line(card.dataset.to_dict())}",
         "",
         *[line for text in verdict_lines(card) for line in (text, "")],
         *hypotheses_lines(card),
-        f"| figure | strict (all {card['n_total']} items; errors/not run = wrong) | "
-        f"judged only ({card['judged']} items) |",
+        f"| figure | strict (all {card.n_total} items; errors/not run = wrong) | "
+        f"judged only ({card.judged} items) |",
         "|---|---|---|",
-        f"| Overall accuracy (micro) | {acc(card['overall'], 'strict')} | {acc(card['overall'], 'judged')} |",
-        f"| Task-averaged accuracy (macro, {n_types} types) | {metrics.fmt(ta['accuracy_strict'])} | "
+        f"| Overall accuracy (micro) | {acc(card.overall, 'strict')} | {acc(card.overall, 'judged')} |",
+        f"| Task-averaged accuracy (macro, {n_types} types) | {metrics.fmt(ta.accuracy_strict)} | "
         f"{judged_ta} |",
-        f"| Abstention accuracy (`_abs` ids) | {acc(card['abstention'], 'strict')} | "
-        f"{acc(card['abstention'], 'judged')} |",
+        f"| Abstention accuracy (`_abs` ids) | {acc(card.abstention, 'strict')} | "
+        f"{acc(card.abstention, 'judged')} |",
         "",
         "| question type | n | judged | correct | strict | judged only | 95% Wilson (strict) |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
-    for qtype, b in card["per_type"].items():
-        if b["n"]:
-            lines.append(f"| {qtype} | {b['n']} | {b['judged']} | {b['correct']} | "
-                         f"{metrics.fmt(b['accuracy_strict'])} | {metrics.fmt(b['accuracy_judged'])} | "
-                         f"{metrics.fmt_interval(b['wilson_strict'])} |")
-    if not ta["all_six_types"]:
-        lines += ["", f"Task-averaged figure covers only {n_types} of 6 types: {', '.join(ta['types_strict'])}."]
-    if card["rows_outside_item_set"]:
-        lines += ["", f"{card['rows_outside_item_set']} result rows lie outside the first {card['n_total']} items "
+    for qtype, b in card.types_present():
+        lines.append(f"| {qtype} | {b.n} | {b.judged} | {b.correct} | "
+                     f"{metrics.fmt(b.accuracy_strict)} | {metrics.fmt(b.accuracy_judged)} | "
+                     f"{metrics.fmt_interval(b.wilson_strict)} |")
+    if not ta.all_six_types:
+        lines += ["", f"Task-averaged figure covers only {n_types} of 6 types: {', '.join(ta.types_strict)}."]
+    if card.rows_outside_item_set:
+        lines += ["", f"{card.rows_outside_item_set} result rows lie outside the first {card.n_total} items "
                       "and are not scored."]
-    if card["unattributed"]:
-        lines += ["", f"{card['unattributed']} items beyond the manifest were never run: wrong in the strict "
+    if card.unattributed:
+        lines += ["", f"{card.unattributed} items beyond the manifest were never run: wrong in the strict "
                       "overall figure, in no per-type figure."]
-    ex = card["excluding_gold_errors"]
-    if ex["excluded"]:
-        ids = ", ".join(f"{e['question_id']} (#{', #'.join(str(i) for i in e['issues'])})" for e in ex["excluded"])
+    ex = card.excluding_gold_errors
+    if ex.excluded:
+        ids = ", ".join(f"{e['question_id']} (#{', #'.join(str(i) for i in e['issues'])})" for e in ex.excluded)
         lines += ["", "## Excluding reported gold errors (a second figure; the official one is above)", "",
-                  f"Left out (status wrong): {ids}. Strict overall {acc(ex['overall'], 'strict')}, task-averaged "
-                  f"{metrics.fmt(ex['task_averaged']['accuracy_strict'])}, abstention "
-                  f"{acc(ex['abstention'], 'strict')}."]
-    listed = Counter(e["status"] for e in ex.get("listed_not_excluded") or [])
+                  f"Left out (status wrong): {ids}. Strict overall {acc(ex.overall, 'strict')}, task-averaged "
+                  f"{metrics.fmt(ex.task_averaged.accuracy_strict)}, abstention "
+                  f"{acc(ex.abstention, 'strict')}."]
+    listed = Counter(e["status"] for e in ex.listed_not_excluded)
     if listed:
         lines += ["", "Also in the known-defect registry, counted in both figures: " + ", ".join(
             f"{n} {status}" for status, n in sorted(listed.items())) + " (references/known-gold-errors.json)."]
-    stab = card.get("judge_stability") or {}
-    if stab.get("repeated_items") or stab.get("unstable_ids"):
-        shown = ", ".join(stab["unstable_ids"][:20]) + (" ..." if len(stab["unstable_ids"]) > 20 else "")
+    stab = card.judge_stability
+    if stab and (stab.repeated_items or stab.unstable_ids):
+        shown = ", ".join(stab.unstable_ids[:20]) + (" ..." if len(stab.unstable_ids) > 20 else "")
         lines += ["", "## Judge stability", "",
-                  f"{len(stab['unstable_ids'])} of {card['judged']} judged labels are unstable (the same judge "
-                  f"prompt got both yes and no): {stab['unstable_in_run']} in this run's repeated verdicts "
-                  f"({stab['repeated_items']} items judged more than once), {stab['flaky_in_registry']} flaky in the "
+                  f"{len(stab.unstable_ids)} of {card.judged} judged labels are unstable (the same judge "
+                  f"prompt got both yes and no): {stab.unstable_in_run} in this run's repeated verdicts "
+                  f"({stab.repeated_items} items judged more than once), {stab.flaky_in_registry} flaky in the "
                   f"project's judge-stability.jsonl. The first verdict is the official label."
                   + (f" Unstable: {shown}." if shown else "")]
-    cost, usage = card["cost"], card["usage"]
-    total = usd(cost["total_usd"]) if cost["rows_unknown_cost"] == 0 else (
-        f"unknown for {cost['rows_unknown_cost']} row(s) (known part {usd(cost['known_total_usd'])})")
-    tok = usage["tokens"]
-    lat = usage["latency_ms"]
+    cost, usage = card.cost, card.usage
+    total = cost_text(card)
+    tok, lat, cache = usage.tokens, usage.latency_ms, usage.cache
     lines += [
         "", "## Cost, tokens, latency", "",
-        f"- Cost: {total}; generation {usd(cost['known_generation_usd'])}, judge {usd(cost['known_judge_usd'])}"
+        f"- Cost: {total}; generation {usd(cost.known_generation_usd)}, judge {usd(cost.known_judge_usd)}"
         f" (known rows)",
-        *batch_lines(card.get("batches")),
-        f"- Tokens: generation {tok['generation']['in']:,} in / {tok['generation']['out']:,} out; "
-        f"judge {tok['judge']['in']:,} in / {tok['judge']['out']:,} out",
-        f"- Latency generation: p50 {ms(lat['generation']['p50'])}, p95 {ms(lat['generation']['p95'])}, "
-        f"max {ms(lat['generation']['max'])}; judging: p50 {ms(lat['judge']['p50'])}, "
-        f"p95 {ms(lat['judge']['p95'])}, max {ms(lat['judge']['max'])}",
-        f"- Cache hits: {usage['cache']['generation_calls_cached']}/{usage['cache']['generation_calls']} "
-        f"generation calls, {usage['cache']['judge_cached']}/{card['judged']} judge calls"
-        f"{archive_hits(card)}; retries: generation {usage['retries']['generation']}, judge "
-        f"{usage['retries']['judge']}",
-        f"- Error rows: {card['errors']}" + (
-            " (" + ", ".join(f"{k} {v}" for k, v in usage["errors_by_kind"].items()) + ")" if card["errors"] else ""),
+        *batch_lines(card.batches),
+        f"- Tokens: generation {tok.generation_in:,} in / {tok.generation_out:,} out; "
+        f"judge {tok.judge_in:,} in / {tok.judge_out:,} out",
+        f"- Latency generation: p50 {ms(lat.generation.p50)}, p95 {ms(lat.generation.p95)}, "
+        f"max {ms(lat.generation.max)}; judging: p50 {ms(lat.judge.p50)}, "
+        f"p95 {ms(lat.judge.p95)}, max {ms(lat.judge.max)}",
+        f"- Cache hits: {cache.generation_calls_cached}/{cache.generation_calls} "
+        f"generation calls, {cache.judge_cached}/{card.judged} judge calls"
+        f"{archive_hits(card)}; retries: generation {usage.retries_generation}, judge "
+        f"{usage.retries_judge}",
+        f"- Error rows: {card.errors}" + (
+            " (" + ", ".join(f"{k} {v}" for k, v in usage.errors_by_kind.items()) + ")" if card.errors else ""),
     ]
-    trunc = card.get("truncation")
-    if trunc and trunc["truncated"]:
+    trunc = card.truncation
+    if trunc and trunc.truncated:
         lines += ["", "## History truncation", "",
-                  f"The reader's history was cut to fit the context window on {trunc['truncated']} of "
-                  f"{trunc['items_reporting']} items (oldest sessions dropped); {trunc['lost_evidence']} of them lost "
-                  f"an evidence session" + (f", unknown for {trunc['lost_evidence_unknown']}"
-                                            if trunc["lost_evidence_unknown"] else "") + "."
-                  + (f" {trunc['retried_after_too_long']} prompt(s) were rejected as too long and retried shorter."
-                     if trunc["retried_after_too_long"] else "")]
-    ret = card["retrieval"]
+                  f"The reader's history was cut to fit the context window on {trunc.truncated} of "
+                  f"{trunc.items_reporting} items (oldest sessions dropped); {trunc.lost_evidence} of them lost "
+                  f"an evidence session" + (f", unknown for {trunc.lost_evidence_unknown}"
+                                            if trunc.lost_evidence_unknown else "") + "."
+                  + (f" {trunc.retried_after_too_long} prompt(s) were rejected as too long and retried shorter."
+                     if trunc.retried_after_too_long else "")]
+    ret = card.retrieval
     if ret:
-        shown = [k for k in ret["ks"] if k in MARKDOWN_RETRIEVAL_KS] or ret["ks"]
-        granularity = ", ".join(f"{g} ({n})" for g, n in ret.get("granularity", {}).items()) or "unreported"
-        repeats = (f" {ret['rankings_with_repeated_ids']} ranking(s) list a session id twice (a haystack that "
+        shown = [k for k in ret.ks if k in MARKDOWN_RETRIEVAL_KS] or list(ret.ks)
+        granularity = ", ".join(f"{g} ({n})" for g, n in ret.granularity.items()) or "unreported"
+        repeats = (f" {ret.rankings_with_repeated_ids} ranking(s) list a session id twice (a haystack that "
                    "repeats a session, upstream #54): scored as given, each copy taking a rank, as upstream's "
-                   "eval_utils does." if ret.get("rankings_with_repeated_ids") else "")
+                   "eval_utils does." if ret.rankings_with_repeated_ids else "")
         lines += ["", "## Session retrieval (session-level metrics)", "",
                   f"Metrics of the ranked sessions; retrieval granularity: {granularity} (a turn hit ranks its "
                   f"session, so turn-granularity figures are not upstream's turn-level ones).{repeats} "
-                  f"{ret['scored']} items scored ({ret['skipped_abstention']} abstention and "
-                  f"{ret['skipped_no_gold']} no-gold items skipped, as upstream does). k = "
-                  f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret['ks']))}.", "",
+                  f"{ret.scored} items scored ({ret.skipped_abstention} abstention and "
+                  f"{ret.skipped_no_gold} no-gold items skipped, as upstream does). k = "
+                  f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret.ks))}.", "",
                   "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in shown) + " |",
                   "|---|---:|" + "---:|" * (3 * len(shown))]
-        scopes = [("overall", ret["scored"], ret["overall"])] + [(t, m["n"], m) for t, m in ret["per_type"].items()]
+        scopes = [("overall", ret.scored, ret.overall)] + [(t, m["n"], m) for t, m in ret.per_type.items()]
         for name, n, m in scopes:
             cells = " | ".join(f"{metrics.fmt(m.get(f'recall_any@{k}'))} | {metrics.fmt(m.get(f'recall_all@{k}'))}"
                                f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in shown)
@@ -200,24 +214,30 @@ def render_markdown(card: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def archive_hits(card: Mapping[str, Any]) -> str:
+def cost_text(card: Scorecard) -> str:
+    """The run's dollar total, or how many rows' cost is unknown and the known part."""
+    cost = card.cost
+    return usd(cost.total_usd) if cost.rows_unknown_cost == 0 else (
+        f"unknown for {cost.rows_unknown_cost} row(s) (known part {usd(cost.known_total_usd)})")
+
+
+def archive_hits(card: Scorecard) -> str:
     """`` (N of them from the verdict archive)`` when any verdict came from it: cached and archived are not one."""
-    archived = (card.get("usage") or {}).get("cache", {}).get("judge_archived")
+    archived = card.usage.cache.judge_archived
     return f" ({archived} of them from the verdict archive, no call)" if archived else ""
 
 
-def batch_lines(batches: dict | None) -> list[str]:
+def batch_lines(batches: Batches | None) -> list[str]:
     """``- Batch API: judge 500 calls in 1 batch at batch prices ($0.61); generation synchronous (500 calls)``."""
     if not batches:
         return []
     parts = []
-    for stage in ("generation", "judge"):
-        b = batches[stage]
-        if b["batch_calls"]:
-            spent = "unknown" if b["batch_usd"] is None else usd(b["batch_usd"])
-            sync = f", {b['sync_calls']} synchronous" if b["sync_calls"] else ""
-            parts.append(f"{stage} {b['batch_calls']} calls in {b['batches']} batch"
-                         f"{'es' if b['batches'] != 1 else ''} at batch prices ({spent}){sync}")
-        elif b["sync_calls"]:
-            parts.append(f"{stage} synchronous ({b['sync_calls']} calls)")
+    for stage, b in batches.stages():
+        if b.batch_calls:
+            spent = "unknown" if b.batch_usd is None else usd(b.batch_usd)
+            sync = f", {b.sync_calls} synchronous" if b.sync_calls else ""
+            parts.append(f"{stage} {b.batch_calls} calls in {b.batches} batch"
+                         f"{'es' if b.batches != 1 else ''} at batch prices ({spent}){sync}")
+        elif b.sync_calls:
+            parts.append(f"{stage} synchronous ({b.sync_calls} calls)")
     return ["- Batch API: " + "; ".join(parts)]

@@ -31,6 +31,7 @@ from lme.core.run_records import ResultRow
 from lme.run.run_settings import RunSettings
 from lme.data import dataset
 from lme.run import dry_run
+from lme.run.estimate_record import Estimate
 from lme.run import run_state
 from lme.models import prices
 from lme.run.dry_run import dollars as dry_run_dollars
@@ -68,8 +69,8 @@ def check(settings: RunSettings, run_id: str | None, threshold: float) -> tuple[
     return _block(settings, run_id, result, threshold), scanned
 
 
-def _block(settings: RunSettings, run_id: str | None, result: Mapping[str, Any], threshold: float) -> str | None:
-    total = result["total_usd_max"]
+def _block(settings: RunSettings, run_id: str | None, result: Estimate, threshold: float) -> str | None:
+    total = result.total_usd_max
     if total is not None and total <= threshold:
         return None
     if total is not None and within_approval(settings, run_id, total):
@@ -102,7 +103,7 @@ def approval_to_record(settings: RunSettings, run_id: str | None) -> float | Non
     when a price is unknown, or nothing is paid: such an approval cannot carry over)."""
     if not makes_paid_calls(settings):
         return None
-    total = dry_run.estimate(settings, run_id)["total_usd_max"]
+    total = dry_run.estimate(settings, run_id).total_usd_max
     done, unknown = _spent_so_far(settings, run_id)
     return None if total is None or unknown else round(done + total, 6)
 

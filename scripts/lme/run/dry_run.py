@@ -35,6 +35,7 @@ from lme.models import provider_probe
 from lme.models import providers
 from lme.models import batch_api
 from lme.run import batch_runner
+from lme.run.estimate_record import Estimate
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
@@ -226,11 +227,11 @@ class EstimateTally:
         for _ in range(max(1, settings.judge_repeat) if judge_call else 0):  # --judge-repeat K: K calls per item
             self.judge.add(judge_call, free=False)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> Estimate:
         return _totals(self.settings, self.est, self.roles, self.judge, self.items, self.unknown)
 
 
-def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]:
+def estimate(settings: RunSettings, run_id: str | None = None) -> Estimate:
     """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
     tally = EstimateTally(settings)
     for q in _pending(settings, run_id):
@@ -239,7 +240,7 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> dict[str, Any]
 
 
 def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals], judge: StageTotals, items: int,
-            unknown: int) -> dict[str, Any]:
+            unknown: int) -> Estimate:
     generation = StageTotals()
     for totals in roles.values():
         generation.calls += totals.calls
@@ -268,7 +269,7 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
     batch = batch_figures(settings, generation, judge, roles, concurrency)
     if settings.batch != "off":  # what this run would pay: its batched stages at batch prices
         total_usd = batch["chosen_usd_max"]
-    return {
+    return Estimate.from_dict({
         "items": items,
         "items_without_prompt_preview": unknown,
         "generation": {
@@ -288,7 +289,7 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
         "target": f"{settings.target} {settings.target_provider}:{settings.target_model}",
         "judge_model": f"{settings.judge_provider}:{est.judge_model}",
         "note": "; ".join(notes),
-    }
+    })
 
 
 BATCH_TIME = "most batches end within 1 h, at most 24 h (the providers' completion window)"
@@ -368,38 +369,37 @@ def duration(seconds: float) -> str:
     return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
 
 
-def format_block(result: dict[str, Any]) -> str:
+def format_block(result: Estimate) -> str:
     """The estimate as people read it: one line per stage, the total, what was assumed."""
-    g, j = result["generation"], result["judge"]
-    lines = [f"estimate: {result['items']} items; target {result['target']}, judge {result['judge_model']}"]
+    g, j = result.generation, result.judge
+    lines = [f"estimate: {result.items} items; target {result.target}, judge {result.judge_model}"]
 
     def stage(name: str, calls: int, cached: int, tin: int, tout: int, usd: float | None, bound: bool) -> str:
         free = f" (+{cached:,} cached or repeated, free)" if cached else ""
         return (f"  {name:<10} {calls:>7,} calls{free}  {tin:>13,} tokens in  {'<= ' if bound else ''}{tout:,} out"
                 f"  {dollars(usd, bound=bound)}")
 
-    roles = g["by_role"]
+    roles = g.by_role
     for role, t in roles.items():
-        lines.append(stage(role, t["calls"], t["cached_calls"], t["tokens_in"], t["tokens_out_max"], t["usd_max"], True))
-    if result["items_without_prompt_preview"]:
-        lines.append(f"  {'target':<10} unknown for {result['items_without_prompt_preview']} items (no preview)")
+        lines.append(stage(role, t.calls, t.cached_calls, t.tokens_in, t.tokens_out_max, t.usd_max, True))
+    if result.items_without_prompt_preview:
+        lines.append(f"  {'target':<10} unknown for {result.items_without_prompt_preview} items (no preview)")
     elif not roles:
         lines.append(f"  {'target':<10}       0 calls")
-    lines.append(stage("judge", j["calls"], 0, j["tokens_in"], j["tokens_out"], j["usd"], False))
-    unpriced = sorted(set(g["unpriced_models"]) | set(j["unpriced_models"]))
-    total = dollars(result["total_usd_max"], bound=True)
+    lines.append(stage("judge", j.calls, 0, j.tokens_in, j.tokens_out, j.usd, False))
+    unpriced = sorted(set(g.unpriced_models) | set(j.unpriced_models))
+    total = dollars(result.total_usd_max, bound=True)
     if unpriced:
         total += f": no price for {', '.join(unpriced)}"
-    lines.append(f"  total      {total}; ~{duration(result['seconds'])} at concurrency {result['concurrency']}")
-    b = result.get("batch")
-    if b:
-        ratio = (f" (x{b['batch_usd_max'] / b['sync_usd_max']:.2f} of sync)"
-                 if b["sync_usd_max"] and b["batch_usd_max"] is not None else "")
-        chosen = "" if b["mode"] == "off" else f"; this run (--batch {b['mode']}): {dollars(b['chosen_usd_max'], bound=True)}"
-        lines.append(f"  sync       {dollars(b['sync_usd_max'], bound=True)} for {b['sync_requests']:,} requests, "
-                     f"~{duration(b['sync_seconds'])} at concurrency {result['concurrency']}")
-        lines.append(f"  batch API  {dollars(b['batch_usd_max'], bound=True)}{ratio}, {BATCH_TIME}{chosen}")
-    lines.append(f"  ({result['note']})")
+    lines.append(f"  total      {total}; ~{duration(result.seconds)} at concurrency {result.concurrency}")
+    b = result.batch
+    ratio = (f" (x{b.batch_usd_max / b.sync_usd_max:.2f} of sync)"
+             if b.sync_usd_max and b.batch_usd_max is not None else "")
+    chosen = "" if b.mode == "off" else f"; this run (--batch {b.mode}): {dollars(b.chosen_usd_max, bound=True)}"
+    lines.append(f"  sync       {dollars(b.sync_usd_max, bound=True)} for {b.sync_requests:,} requests, "
+                 f"~{duration(b.sync_seconds)} at concurrency {result.concurrency}")
+    lines.append(f"  batch API  {dollars(b.batch_usd_max, bound=True)}{ratio}, {BATCH_TIME}{chosen}")
+    lines.append(f"  ({result.note})")
     return "\n".join(lines)
 
 
@@ -425,10 +425,10 @@ def run(settings: RunSettings, run_id: str | None = None, *, as_json: bool = Fal
     (last, so it stays on screen), or with ``as_json`` (``--json``) only the JSON record. Exit 0 either way."""
     if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
         hypotheses_file.check_run_inputs(settings)
-    result = estimate(settings, run_id)
-    result["calls_check"] = calls_check(settings)
+    check = calls_check(settings)
+    result = estimate(settings, run_id).with_calls_check(check)
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     else:
-        print("\n".join(["dry run " + format_block(result), *check_lines(result["calls_check"])]))
+        print("\n".join(["dry run " + format_block(result), *check_lines(check)]))
     return 0

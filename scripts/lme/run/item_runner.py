@@ -153,9 +153,9 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
     except Exception as err:  # an unforeseen reply must fail this item, not the run
         return _error_row(q, settings, "judge", "malformed", f"{type(err).__name__}: {err}", 1, hyp, hypothesis)
 
-    gen_calls = tuple(dict(c) for c in hyp.calls)
+    gen_calls = hyp.calls
     if gen_calls:  # the calls' own time, not the item's wait for its first connection, tokenizer or target import
-        gen_ms = sum(float(c.get("latencyMs") or 0.0) for c in gen_calls)
+        gen_ms = sum(c.latencyMs or 0.0 for c in gen_calls)
     if gen_calls:
         gen_usd = call_cost(gen_calls)
     else:  # no model calls we made: free (offline), or a user's system whose spending we cannot price

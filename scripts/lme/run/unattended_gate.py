@@ -93,7 +93,7 @@ def check_yes(settings: RunSettings, cfg: Mapping[str, Any], run_id: str | None,
     """UserError when ``--yes`` would start, in a loop session, a run estimated above the user's budget."""
     if not cost_gate.makes_paid_calls(settings):
         return
-    total = dry_run.estimate(settings, run_id)["total_usd_max"]
+    total = dry_run.estimate(settings, run_id).total_usd_max
     if total is not None and total <= threshold:
         return  # the gate would not ask: --yes changes nothing
     allowed = budget(cfg)

@@ -97,10 +97,10 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
 
 def invocation_endpoints(meta: RunMeta) -> list[str]:
     """The distinct judge endpoints the run's invocations recorded (credentials redacted), first one first."""
-    provider = meta.judge.get("provider")
+    provider = meta.judge.provider
     seen = [meta.endpoints.get(provider)] if meta.endpoints.get(provider) else []
     for inv in meta.invocations:
-        endpoints = inv.get("endpoints") if isinstance(inv, Mapping) else None
+        endpoints = inv.endpoints
         if isinstance(endpoints, Mapping) and endpoints.get(provider):
             seen.append(endpoints[provider])
     return list(dict.fromkeys(str(redact(str(e))) for e in seen))
@@ -154,7 +154,7 @@ def _legacy_endpoint_notes(meta: RunMeta, verdicts: Mapping[str, Any]) -> list[s
     substring test)."""
     if not (verdicts.get("not_official_reasons") or {}).get("endpoint_unrecorded"):
         return []
-    provider = meta.judge.get("provider")
+    provider = meta.judge.provider
     endpoint = meta.endpoints.get(provider)
     if not endpoint or endpoint in ("default", "unknown") or is_official_endpoint(provider, endpoint):
         return []
@@ -176,9 +176,9 @@ def empty_hypotheses(rows: Sequence[ResultRow]) -> dict[str, Any]:
         if row.hypothesis is None or row.hypothesis.strip():
             continue
         judged += row.judged
-        reader = [c for c in row.calls if c.get("role") == "reader"] or list(row.calls)
+        reader = [c for c in row.calls if c.role == "reader"] or list(row.calls)
         if reader:
-            reasons[str(reader[-1].get("stop_reason") or "unrecorded")] += 1
+            reasons[str(reader[-1].stop_reason or "unrecorded")] += 1
         elif (row.target and row.target.name) == "hypotheses":
             reasons["file"] += 1
         else:

@@ -37,8 +37,8 @@ def summary(project: Path | None, run_id: str, n_total: int) -> dict[str, Any] |
             "n_total": n_total}
 
 
-def scorecard_lines(card: Mapping[str, Any]) -> list[str]:
-    mixed = card.get("loop_rows")
+def scorecard_lines(mixed: Mapping[str, Any] | None) -> list[str]:
+    """The scorecard's loud line for ``summary``'s record (the scorecard's ``loop_rows``), if rows are mixed."""
     if not mixed or not mixed.get("pre_fix"):
         return []
     rounds = ", ".join(f"v{r}" for r in mixed["kept_rounds"])

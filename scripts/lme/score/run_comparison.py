@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from lme.data import dataset_label
 from lme.judge import judge_stability
 from lme.score import metrics
 from lme.score import run_differences
+from lme.score.comparison_record import ChangedItem, Comparison
 from lme.store.run_store import RunData, load_run
 from lme.core import schemas
 from lme.core.errors import UserError
@@ -79,7 +80,7 @@ def _hypothesis(row: ResultRow | None) -> str | None:
     return None if row is None else row.hypothesis
 
 
-def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> dict[str, Any]:
+def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> Comparison:
     """Per-question change from run A (before) to run B (after), over the items both runs cover.
 
     Raises UserError when the judge, dataset sha256 or n_total differ, unless ``force`` (then ``forced`` is true
@@ -178,7 +179,7 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
     if kind == "judge":
         result["judge_agreement"] = _label_agreement(a, b, common)
     schemas.validate("comparison", result, where=f"comparison of {a.path} and {b.path}")
-    return result
+    return Comparison.from_dict(result)
 
 
 def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str, Any]:
@@ -199,10 +200,11 @@ def _flaky_keys(run: RunData) -> set:
     return judge_stability.StabilityRegistry(judge_stability.project_of_run(run.meta, run.path)).flaky()
 
 
-def _cell(change: Mapping[str, Any], side: str) -> str:
-    """A side's hypothesis, or its state when it has none to show (``not_run``, an error)."""
-    text = _short(change.get(f"hypothesis_{side}"))
-    state = change.get(f"{side}_status")
+def _cell(change: ChangedItem, side: str) -> str:
+    """A side's hypothesis (``before`` or ``after``), or its state when it has none to show (``not_run``, an
+    error)."""
+    text = _short(change.hypothesis_before if side == "before" else change.hypothesis_after)
+    state = change.before_status if side == "before" else change.after_status
     return text if text or state in (None, "judged") else f"({state})"
 
 
@@ -212,53 +214,54 @@ def _short(text: Any, width: int = 80) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def render_markdown(result: Mapping[str, Any]) -> str:
+def render_markdown(result: Comparison) -> str:
     """The comparison as a Markdown report."""
-    a, b = result["run_a"], result["run_b"]
-    lines = [f"# Comparison: {a['run_id']} (before) -> {b['run_id']} (after)", ""]
-    if result.get("kind") == "judge":
+    a, b = result.run_a, result.run_b
+    lines = [f"# Comparison: {a.run_id} (before) -> {b.run_id} (after)", ""]
+    if result.is_judge_comparison:
         lines += [f"> **{judge_comparison_line(result)}**", ""]
-    if result["forced"]:
+    if result.forced:
         lines += ["> **FORCED comparison of runs made differently — not a like-for-like result:**"]
-        lines += [f"> - {m}" for m in result["mismatches"]]
+        lines += [f"> - {m}" for m in result.mismatches]
         lines.append("")
     lines += [
-        f"Items compared: {result['n_compared']} (strict labels: error or not run = wrong)",
-        f"Runs: {run_differences.describe(list(result.get('differences') or []))}",
-        f"Strict accuracy: {metrics.fmt(result['accuracy_a'])} -> {metrics.fmt(result['accuracy_b'])}",
-        f"Fixes (wrong -> right): {result['fixes']}; regressions (right -> wrong): {result['regressions']}; "
-        f"net {result['net']:+d}",
-        f"Unchanged: {result['both_right']} both right, {result['both_wrong']} both wrong",
-        f"Exact McNemar p-value (two-sided): {result['p_value']:.4g}",
+        f"Items compared: {result.n_compared} (strict labels: error or not run = wrong)",
+        f"Runs: {run_differences.describe(list(result.differences))}",
+        f"Strict accuracy: {metrics.fmt(result.accuracy_a)} -> {metrics.fmt(result.accuracy_b)}",
+        f"Fixes (wrong -> right): {result.fixes}; regressions (right -> wrong): {result.regressions}; "
+        f"net {result.net:+d}",
+        f"Unchanged: {result.both_right} both right, {result.both_wrong} both wrong",
+        f"Exact McNemar p-value (two-sided): {result.p_value:.4g}",
         "",
     ]
-    flaky = result.get("flaky_flips") or {}
-    if flaky.get("ids"):
-        lines += [f"Flips on unstable judge labels (counted above, and here on their own): {flaky['fixes']} fixes, "
-                  f"{flaky['regressions']} regressions ({', '.join(flaky['ids'])}); net without them "
-                  f"{result['net_excluding_flaky']:+d}", ""]
-    if result["only_in_a"] or result["only_in_b"]:
-        lines += [f"Not compared: {len(result['only_in_a'])} items only in before, "
-                  f"{len(result['only_in_b'])} only in after.", ""]
+    flaky = result.flaky_flips
+    if flaky.ids:
+        lines += [f"Flips on unstable judge labels (counted above, and here on their own): {flaky.fixes} fixes, "
+                  f"{flaky.regressions} regressions ({', '.join(flaky.ids)}); net without them "
+                  f"{result.net_excluding_flaky:+d}", ""]
+    if result.only_in_a or result.only_in_b:
+        lines += [f"Not compared: {len(result.only_in_a)} items only in before, "
+                  f"{len(result.only_in_b)} only in after.", ""]
     lines += ["| type | n | fixes | regressions | net |", "|---|---:|---:|---:|---:|"]
-    for qtype, t in result["per_type"].items():
-        lines.append(f"| {qtype} | {t['n']} | {t['fixes']} | {t['regressions']} | {t['net']:+d} |")
-    if result["changed"]:
+    for qtype, t in result.per_type.items():
+        lines.append(f"| {qtype} | {t.n} | {t.fixes} | {t.regressions} | {t.net:+d} |")
+    if result.changed:
         lines += ["", "## Changed questions", "", "| question_id | type | change | before | after |",
                   "|---|---|---|---|---|"]
-        for c in result["changed"]:
-            change = ("fix" if c["after"] else "regression") + (" (unstable label)" if c.get("flaky") else "")
-            lines.append(f"| {c['question_id']} | {c['question_type']} | {change} | "
+        for c in result.changed:
+            change = ("fix" if c.after else "regression") + (" (unstable label)" if c.flaky else "")
+            lines.append(f"| {c.question_id} | {c.question_type} | {change} | "
                          f"{_cell(c, 'before')} | {_cell(c, 'after')} |")
     return "\n".join(lines) + "\n"
 
 
-def judge_comparison_line(result: Mapping[str, Any]) -> str:
+def judge_comparison_line(result: Comparison) -> str:
     """What a judge comparison is, with its agreement figures (one line of plain text)."""
-    a, b, agr = result["run_a"], result["run_b"], result["judge_agreement"]
-    judge = lambda run: f"{run['judge']['provider']} {run['judge']['model']}"  # noqa: E731
-    kappa = "undefined" if agr["kappa"] is None else f"{agr['kappa']:.3f}"
+    a, b, agr = result.run_a, result.run_b, result.judge_agreement
+    assert agr is not None, "a judge comparison carries its label agreement"
+    judge = lambda run: f"{run.judge.provider} {run.judge.model}"  # noqa: E731
+    kappa = "undefined" if agr.kappa is None else f"{agr.kappa:.3f}"
     return (f"Judge comparison: the same hypotheses judged by {judge(a)} (before) and {judge(b)} (after). "
-            f"Labels agree on {agr['agree']} of {agr['n']} items judged by both ({metrics.fmt(agr['agreement'])}, "
-            f"Cohen's kappa {kappa}); yes -> no {agr['a_yes_b_no']}, no -> yes {agr['a_no_b_yes']}. Fixes and "
+            f"Labels agree on {agr.agree} of {agr.n} items judged by both ({metrics.fmt(agr.agreement)}, "
+            f"Cohen's kappa {kappa}); yes -> no {agr.a_yes_b_no}, no -> yes {agr.a_no_b_yes}. Fixes and "
             "regressions below are the second judge's label changes, not the system's.")

@@ -7,10 +7,11 @@ reader knows what the flips are flips of. Read from each run's ``run-meta.json``
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from lme.core.run_records import RunMeta
 from lme.data import dataset_label
+from lme.score.comparison_record import Comparison
 
 _DEFAULT = "(default)"
 
@@ -72,11 +73,11 @@ def describe(lines: list[str]) -> str:
     return "what differs: " + "; ".join(lines) if lines else "same target, models, options and code"
 
 
-def summary_line(result: Mapping[str, Any]) -> str:
+def summary_line(result: Comparison) -> str:
     """The comparison in one line: fixes, regressions, net, exact McNemar p, and what differs between the runs."""
-    a, b = result["run_a"]["run_id"], result["run_b"]["run_id"]
-    flaky = (result.get("flaky_flips") or {}).get("ids") or []
-    unstable = f" ({len(flaky)} on unstable labels; net without them {result['net_excluding_flaky']:+d})" if flaky else ""
-    return (f"compare {a} (before) -> {b} (after), {result['n_compared']} items: fixes {result['fixes']}, "
-            f"regressions {result['regressions']}, net {result['net']:+d}{unstable}, exact McNemar p "
-            f"{result['p_value']:.4g}; {describe(list(result.get('differences') or []))}")
+    a, b = result.run_a.run_id, result.run_b.run_id
+    flaky = result.flaky_flips.ids
+    unstable = f" ({len(flaky)} on unstable labels; net without them {result.net_excluding_flaky:+d})" if flaky else ""
+    return (f"compare {a} (before) -> {b} (after), {result.n_compared} items: fixes {result.fixes}, "
+            f"regressions {result.regressions}, net {result.net:+d}{unstable}, exact McNemar p "
+            f"{result.p_value:.4g}; {describe(list(result.differences))}")

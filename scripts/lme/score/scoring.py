@@ -11,6 +11,7 @@ never replaces the official one. ``scorecard_md`` renders it; ``report_outputs``
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -25,8 +26,10 @@ from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
 from lme.score import retrieval_metrics
+from lme.score.scorecard_record import Scorecard
 from lme.core import schemas
-from lme.core.run_records import ResultRow, RunMeta
+from lme.core.records import CallRecord
+from lme.core.run_records import JudgeIdentity, ResultRow, RunMeta
 from lme.store.run_store import RunData
 from lme.core.errors import UserError
 from lme.core.facts import (
@@ -40,7 +43,7 @@ from lme.core.facts import (
     is_official_judge,
     is_offline,
 )
-from lme.models.prices import call_cost
+from lme.models.prices import call_cost, judge_call
 
 KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 
@@ -99,13 +102,13 @@ def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
     stages = {name: {"batch_calls": 0, "sync_calls": 0, "batch_ids": set(), "batch_usd": 0.0}
               for name in ("generation", "judge")}
 
-    def count(stage: str, call: Mapping[str, Any]) -> None:
-        if call.get("cached"):
+    def count(stage: str, call: CallRecord) -> None:
+        if call.cached:
             return
         entry = stages[stage]
-        if call.get("billing") == "batch":
+        if call.billing == "batch":
             entry["batch_calls"] += 1
-            entry["batch_ids"].add(call.get("batch_id"))
+            entry["batch_ids"].add(call.batch_id)
             usd = call_cost([call])
             entry["batch_usd"] = None if usd is None or entry["batch_usd"] is None else entry["batch_usd"] + usd
         else:
@@ -116,8 +119,7 @@ def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
             count("generation", call)
         verdict = row.judgment
         if verdict is not None and verdict.source == "call":
-            count("judge", {"model": verdict.model, "tokensIn": verdict.tokensIn, "tokensOut": verdict.tokensOut,
-                            "billing": verdict.billing, "batch_id": verdict.batch_id})
+            count("judge", replace(judge_call(verdict), cached=False))
     if not any(entry["batch_calls"] for entry in stages.values()):
         return None
     return {name: {"batch_calls": e["batch_calls"], "batches": len(e["batch_ids"]), "batch_usd": e["batch_usd"],
@@ -139,8 +141,8 @@ def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
             gen_lat.append(row.latencyMs)
         for call in row.calls:
             cache["generation_calls"] += 1
-            cache["generation_calls_cached"] += bool(call.get("cached"))
-            retries["generation"] += max(0, int(_num(call.get("attempts")) or 1) - 1)
+            cache["generation_calls_cached"] += call.cached
+            retries["generation"] += call.retries
         verdict = row.judgment
         if verdict is not None:
             tokens["judge"]["in"] += int(_num(verdict.tokensIn) or 0)
@@ -247,27 +249,28 @@ def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> list[dict[str, Any
     return gold_registry.load(path)
 
 
-def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: Mapping[str, Any],
+def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: Scorecard,
                         *, variant: str | None = None, run_id: str | None = None) -> list[str]:
-    """Every reason the run's figures cannot stand beside published LongMemEval figures; empty = comparable."""
+    """Every reason the run's figures cannot stand beside published LongMemEval figures; empty = comparable.
+    ``card``: the scorecard without its notes yet."""
     notes = []
-    judge = run.judge
+    judge = card.judge
     judged = [r.judgment for r in covered_rows if r.judged and r.judgment is not None]
-    if not is_official_judge(judge.get("provider"), judge.get("model")):
-        agreement = card.get("judge_agreement")
+    if not is_official_judge(judge.provider, judge.model):
+        agreement = card.judge_agreement
         measured = (f"; a successor judge: {judge_agreement.describe(agreement)}" if agreement else
                     "; its agreement with the official judge was never measured (scripts/judge_agreement.py)"
-                    if not is_offline(judge.get("provider")) else "")
-        notes.append(f"judge is {judge.get('provider')} {judge.get('model')}, not the official "
+                    if not is_offline(judge.provider) else "")
+        notes.append(f"judge is {judge.provider} {judge.model}, not the official "
                      f"{OFFICIAL_JUDGE_PROVIDER} {OFFICIAL_JUDGE_MODEL}{measured}")
     other_model = Counter(f"{j.provider} {j.model}" for j in judged
                           if not is_official_judge(j.provider, j.model) and not j.successor)
     for what, count in sorted(other_model.items()):
-        if what != f"{judge.get('provider')} {judge.get('model')}":
+        if what != f"{judge.provider} {judge.model}":
             notes.append(f"{count} judged row(s) were judged by {what}")
-    notes += judge_provenance.notes(run.meta, card["verdicts"], len(judged))
+    notes += judge_provenance.notes(run.meta, card.verdicts, len(judged))
     sha = run.dataset_sha256
-    recognition = run.meta.dataset.get("recognition")
+    recognition = run.meta.dataset.recognition
     if recognition:  # by item fingerprints (runs made before they were recorded: by file sha256 only)
         if recognition.get("release") is None:
             notes.append(f"dataset not recognised as an official release: {recognition.get('summary')}")
@@ -275,30 +278,30 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: M
             notes.append(f"dataset items not all vouched for: {recognition.get('summary')}")
     elif not sha or dataset.is_known_official(str(sha)) is None:
         notes.append(f"dataset file not a known official release (sha256 {sha or 'missing'})")
-    if card["coverage"] < 1:
-        notes.append(f"run incomplete: {card['judged']} of {card['n_total']} items judged "
-                     f"(coverage {card['coverage']:.4f})")
+    if card.coverage < 1:
+        notes.append(f"run incomplete: {card.judged} of {card.n_total} items judged "
+                     f"(coverage {card.coverage:.4f})")
     if run.meta.status != "completed":
         notes.append(f"run status is {run.meta.status!r}, not 'completed'")
-    if card["errors"]:
-        kinds = ", ".join(f"{k} {v}" for k, v in card["usage"]["errors_by_kind"].items())
-        notes.append(f"errors present: {card['errors']} error row(s) ({kinds})")
+    if card.errors:
+        kinds = ", ".join(f"{k} {v}" for k, v in card.usage.errors_by_kind.items())
+        notes.append(f"errors present: {card.errors} error row(s) ({kinds})")
     manifest_n = run.n_total
-    if card["n_total"] < manifest_n:
-        notes.append(f"strict denominator narrowed to the first {card['n_total']} of the run's {manifest_n} items "
+    if card.n_total < manifest_n:
+        notes.append(f"strict denominator narrowed to the first {card.n_total} of the run's {manifest_n} items "
                      "(N_TOTAL / --n-total)")
-    if card["n_total"] < OFFICIAL_SET_SIZE:
-        notes.append(f"N = {card['n_total']} items (the official set has {OFFICIAL_SET_SIZE})")
-    covers_all = (card.get("retrieval") or {}).get("top_k_covers_all")
+    if card.n_total < OFFICIAL_SET_SIZE:
+        notes.append(f"N = {card.n_total} items (the official set has {OFFICIAL_SET_SIZE})")
+    covers_all = card.retrieval.top_k_covers_all if card.retrieval else 0
     if covers_all:
         notes.append(f"top_k >= the number of sessions on {covers_all} item(s): retrieval returned every session, "
                      "so those items measure full context, not retrieval (their retrieval figures are 1.0)")
-    trunc = card.get("truncation") or {}
-    if trunc.get("lost_evidence"):
-        notes.append(f"history truncated to fit the context window on {trunc['truncated']} item(s); "
-                     f"{trunc['lost_evidence']} of them lost an evidence session the reader never saw")
-    if trunc.get("lost_evidence_unknown"):
-        notes.append(f"history truncated on {trunc['lost_evidence_unknown']} item(s) whose rows do not say whether "
+    trunc = card.truncation
+    if trunc and trunc.lost_evidence:
+        notes.append(f"history truncated to fit the context window on {trunc.truncated} item(s); "
+                     f"{trunc.lost_evidence} of them lost an evidence session the reader never saw")
+    if trunc and trunc.lost_evidence_unknown:
+        notes.append(f"history truncated on {trunc.lost_evidence_unknown} item(s) whose rows do not say whether "
                      "an evidence session was dropped (run made before that was recorded)")
     if variant and run.meta.variant and variant != run.meta.variant:
         notes.append(f"variant given as {variant!r} but the run recorded {run.meta.variant!r}")
@@ -312,8 +315,9 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: M
 
 def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | None = None,
                     run_id: str | None = None, gold_errors: Sequence[Mapping[str, Any]] | None = None
-                    ) -> dict[str, Any]:
-    """The metrics.json record for ``run`` over its first ``n_total`` manifest items (all when None)."""
+                    ) -> Scorecard:
+    """The scorecard of ``run`` over its first ``n_total`` manifest items (all when None); ``to_dict`` is its
+    metrics.json, checked against the schema here."""
     types, unattributed = run.item_types(n_total)
     try:
         scored = metrics.score(metrics.strict_labels(run.rows, types), types, unattributed=unattributed)
@@ -327,7 +331,8 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
 
     entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
     run_variant = variant or run.meta.variant
-    release = run.meta.dataset.get("release")
+    release = run.meta.dataset.release
+    judge = JudgeIdentity.from_dict(run.judge)  # aliases resolved
     bad = gold_registry.excluded(entries, run_variant, release)
     present = [q for q in types if q in bad]
     also_listed = gold_registry.listed(entries, run_variant, release)
@@ -340,12 +345,12 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "run_id": run.run_id,
         "variant": variant or run.meta.variant,
         "status": run.meta.status,
-        "judge": run.judge,
-        "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.get("path"),
+        "judge": judge.to_dict(),
+        "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.path,
                     "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
-                    "release": release, "recognition": run.meta.dataset.get("recognition"),
-                    "duplicate_sessions": len(run.meta.dataset.get("duplicate_sessions") or {}),
-                    "name": dataset_label.display_name(variant or run.meta.variant, run.meta.dataset.get("path")),
+                    "release": release, "recognition": run.meta.dataset.recognition,
+                    "duplicate_sessions": len(run.meta.dataset.duplicate_sessions or {}),
+                    "name": dataset_label.display_name(variant or run.meta.variant, run.meta.dataset.path),
                     "line": dataset_label.recognition_line(run.meta.dataset)},
         "target": _target(run.meta),
         **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
@@ -371,17 +376,17 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "pipeline_health": pipeline_health.summarise(covered),
         "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
         "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
-        "judge_agreement": None if is_official_judge(run.judge.get("provider"), run.judge.get("model"))
-        else judge_agreement.compact(judge_agreement.latest(project, run.judge.get("provider"), run.judge.get("model"),
+        "judge_agreement": None if is_official_judge(judge.provider, judge.model)
+        else judge_agreement.compact(judge_agreement.latest(project, judge.provider, judge.model,
                                                             shape=_run_shape(covered))),
         "verdicts": judge_provenance.summary(run.meta, covered, project),
         "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
     }
-    notes = comparability_notes(run, covered, card, variant=variant, run_id=run_id)
-    card["comparable"] = not notes
-    card["comparability_notes"] = notes
-    schemas.validate("metrics", card, where=f"metrics for run {run.run_id}")
-    return card
+    record = Scorecard.from_dict(card)
+    notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
+    record = replace(record, comparability_notes=tuple(notes))
+    schemas.validate("metrics", record.to_dict(), where=f"metrics for run {run.run_id}")
+    return record
 
 
 def _run_shape(rows: Sequence[ResultRow]) -> Mapping[str, Any] | None:
@@ -392,9 +397,9 @@ def _run_shape(rows: Sequence[ResultRow]) -> Mapping[str, Any] | None:
 def _target(meta: RunMeta) -> dict[str, Any]:
     """The run's target as the scorecard names it; a hypotheses run also names its file and the file's sha256."""
     target = meta.target
-    out = {k: target.get(k) for k in ("name", "provider", "model")}
-    if target.get("name") == hypotheses_file.TARGET:
-        out["hypotheses"] = {k: (target.get("options") or {}).get(k) for k in ("file", "sha256")}
+    out: dict[str, Any] = {"name": target.name, "provider": target.provider, "model": target.model}
+    if target.name == hypotheses_file.TARGET:
+        out["hypotheses"] = {k: (target.options or {}).get(k) for k in ("file", "sha256")}
     return out
 
 

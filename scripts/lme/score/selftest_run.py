@@ -426,7 +426,7 @@ def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
     run = run_store.load_run(run_dir)
     checks += [check(scenario, f"the row that counts for {qid}", want, _row_text(run.rows.get(qid)))
                for qid, want in A_FINAL.items()]
-    card = scoring.build_scorecard(run, variant="_s", gold_errors=GOLD_ERRORS)
+    card = scoring.build_scorecard(run, variant="_s", gold_errors=GOLD_ERRORS).to_dict()
     checks += [check(scenario, name, want, figure(card, name)) for name, want in A_EXPECTED.items()]
     for name, where, kind, low, high in A_INTERVALS:
         got = _interval(card, where, kind) or [None, None]
@@ -454,7 +454,7 @@ def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
                      tol=5e-7 if isinstance(want, float) else 1e-12)
                for name, want in A_RETRIEVAL.items()]
 
-    beyond = scoring.build_scorecard(run, n_total=16, variant="_s", gold_errors=())
+    beyond = scoring.build_scorecard(run, n_total=16, variant="_s", gold_errors=()).to_dict()
     checks += [check("stored run A scored with --n-total 16", name, want, figure(beyond, name))
                for name, want in A_BEYOND_MANIFEST.items()]
     return checks, run_dir
@@ -488,7 +488,7 @@ def _run_b(tmp: Path) -> tuple[list[dict[str, Any]], Path]:
 
 
 def _comparison(run_a: Path, run_b: Path) -> list[dict[str, Any]]:
-    result = run_comparison.compare(run_a, run_b)
+    result = run_comparison.compare(run_a, run_b).to_dict()  # the figures as compare_runs.py --json prints them
     return [check("compare A -> B (strict labels, exact McNemar)", name, want, result[name])
             for name, want in B_COMPARED.items()]
 

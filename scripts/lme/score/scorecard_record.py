@@ -1,0 +1,611 @@
+"""The scorecard as a record: what ``scoring.build_scorecard`` makes and every renderer and the loop read.
+
+``Scorecard.to_dict`` is ``metrics.json`` exactly (the keys in the order they have always been written, so the file
+stays byte-identical); ``Scorecard.from_dict`` reads one back (also a metrics.json written by an older version:
+blocks it lacks take their defaults, keys this version does not know are kept in ``extra`` and written back).
+
+"Official" has three senses, named apart here: ``official_judge`` (the configured judge is the official model, the
+``judge.official`` flag of run-meta), ``official_verdicts`` (every verdict was made by it, live or from the verdict
+archive) and ``comparable`` (no comparability note at all: judge, dataset, coverage, status, errors). Only the last
+says whether the figures stand beside published LongMemEval ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
+
+from lme.core.facts import SCHEMA_VERSION
+from lme.core.run_records import JudgeIdentity
+
+Json = Mapping[str, Any]
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _frac(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    return (float(value[0]), float(value[1])) if isinstance(value, (list, tuple)) and len(value) == 2 else None
+
+
+def _mapping(value: Any) -> Json:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _interval_json(value: tuple[float, float] | None) -> list[float] | None:
+    return None if value is None else [value[0], value[1]]
+
+
+# --------------------------------------------------------------------------- the figures
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One metrics block (overall, abstention, a question type): n, judged, correct, both accuracies (strict: over
+    all n, judged-only: over the judged items) with their 95% Wilson intervals."""
+
+    n: int
+    judged: int
+    correct: int
+    accuracy_strict: float | None
+    accuracy_judged: float | None
+    wilson_strict: tuple[float, float] | None
+    wilson_judged: tuple[float, float] | None
+    errors_or_not_run: int | None = None
+    """None in blocks written before it was recorded."""
+
+    def accuracy(self, which: str) -> float | None:
+        """``strict`` or ``judged``."""
+        return self.accuracy_strict if which == "strict" else self.accuracy_judged
+
+    def denominator(self, which: str) -> int:
+        return self.n if which == "strict" else self.judged
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": self.n, "judged": self.judged, "correct": self.correct}
+        if self.errors_or_not_run is not None:
+            out["errors_or_not_run"] = self.errors_or_not_run
+        out.update({"accuracy_strict": self.accuracy_strict, "accuracy_judged": self.accuracy_judged,
+                    "wilson_strict": _interval_json(self.wilson_strict),
+                    "wilson_judged": _interval_json(self.wilson_judged)})
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Figures":
+        d = _mapping(d)
+        return cls(n=_count(d.get("n")), judged=_count(d.get("judged")), correct=_count(d.get("correct")),
+                   accuracy_strict=_frac(d.get("accuracy_strict")), accuracy_judged=_frac(d.get("accuracy_judged")),
+                   wilson_strict=_interval(d.get("wilson_strict")), wilson_judged=_interval(d.get("wilson_judged")),
+                   errors_or_not_run=d["errors_or_not_run"] if isinstance(d.get("errors_or_not_run"), int) else None)
+
+
+@dataclass(frozen=True)
+class TaskAveraged:
+    """The macro figure: the mean of the per-type accuracies over the types present (strict) or judged."""
+
+    accuracy_strict: float | None
+    accuracy_judged: float | None
+    types_strict: tuple[str, ...]
+    types_judged: tuple[str, ...]
+    all_six_types: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"accuracy_strict": self.accuracy_strict, "accuracy_judged": self.accuracy_judged,
+                "types_strict": list(self.types_strict), "types_judged": list(self.types_judged),
+                "all_six_types": self.all_six_types}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "TaskAveraged":
+        d = _mapping(d)
+        return cls(accuracy_strict=_frac(d.get("accuracy_strict")), accuracy_judged=_frac(d.get("accuracy_judged")),
+                   types_strict=tuple(d.get("types_strict") or ()), types_judged=tuple(d.get("types_judged") or ()),
+                   all_six_types=bool(d.get("all_six_types")))
+
+
+@dataclass(frozen=True)
+class GoldExclusion:
+    """The second figure: the same run without the items whose gold was reported wrong upstream."""
+
+    excluded: tuple[Json, ...]
+    """``{question_id, issues, status}`` of each item left out."""
+    listed_not_excluded: tuple[Json, ...]
+    """Items in the registry with another status (counted in both figures)."""
+    n_total: int
+    correct: int
+    judged: int
+    overall: Figures
+    task_averaged: TaskAveraged
+    abstention: Figures
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"excluded": [dict(e) for e in self.excluded],
+                "listed_not_excluded": [dict(e) for e in self.listed_not_excluded],
+                "n_total": self.n_total, "correct": self.correct, "judged": self.judged,
+                "overall": self.overall.to_dict(), "task_averaged": self.task_averaged.to_dict(),
+                "abstention": self.abstention.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "GoldExclusion":
+        d = _mapping(d)
+        return cls(excluded=tuple(d.get("excluded") or ()), listed_not_excluded=tuple(d.get("listed_not_excluded") or ()),
+                   n_total=_count(d.get("n_total")), correct=_count(d.get("correct")), judged=_count(d.get("judged")),
+                   overall=Figures.from_dict(d.get("overall")), task_averaged=TaskAveraged.from_dict(d.get("task_averaged")),
+                   abstention=Figures.from_dict(d.get("abstention")))
+
+
+# --------------------------------------------------------------------------- identity of what was scored
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """The dataset file as every report names it."""
+
+    sha256: str | None
+    known_official: str | None
+    path: str | None = None
+    release: str | None = None
+    recognition: Json | None = None
+    duplicate_sessions: int = 0
+    name: str = ""
+    line: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "path": self.path, "known_official": self.known_official,
+                "release": self.release, "recognition": self.recognition,
+                "duplicate_sessions": self.duplicate_sessions, "name": self.name, "line": self.line}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "DatasetRef":
+        d = _mapping(d)
+        return cls(sha256=d.get("sha256"), known_official=d.get("known_official"), path=d.get("path"),
+                   release=d.get("release"), recognition=d.get("recognition"),
+                   duplicate_sessions=_count(d.get("duplicate_sessions")), name=str(d.get("name") or ""),
+                   line=str(d.get("line") or ""))
+
+
+@dataclass(frozen=True)
+class TargetRef:
+    """The target that answered; a hypotheses run also names its file and the file's sha256."""
+
+    name: str | None
+    provider: str | None
+    model: str | None
+    hypotheses: Json | None = None
+    """``{file, sha256}`` for a run judged from a hypotheses file, else None."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "provider": self.provider, "model": self.model}
+        if self.hypotheses is not None:
+            out["hypotheses"] = dict(self.hypotheses)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "TargetRef":
+        d = _mapping(d)
+        hyp = d.get("hypotheses")
+        return cls(name=d.get("name"), provider=d.get("provider"), model=d.get("model"),
+                   hypotheses=hyp if isinstance(hyp, Mapping) else None)
+
+
+# --------------------------------------------------------------------------- usage, cost, retrieval
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Dollar sums over the rows; ``total_usd`` is None when any row's cost is unknown (never counted as 0)."""
+
+    rows: int
+    rows_unknown_cost: int
+    total_usd: float | None
+    known_total_usd: float
+    known_generation_usd: float = 0.0
+    known_judge_usd: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "rows_unknown_cost": self.rows_unknown_cost, "total_usd": self.total_usd,
+                "known_total_usd": self.known_total_usd, "known_generation_usd": self.known_generation_usd,
+                "known_judge_usd": self.known_judge_usd}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Cost":
+        d = _mapping(d)
+        return cls(rows=_count(d.get("rows")), rows_unknown_cost=_count(d.get("rows_unknown_cost")),
+                   total_usd=_frac(d.get("total_usd")), known_total_usd=_frac(d.get("known_total_usd")) or 0.0,
+                   known_generation_usd=_frac(d.get("known_generation_usd")) or 0.0,
+                   known_judge_usd=_frac(d.get("known_judge_usd")) or 0.0)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Percentiles of one stage's call latencies (ms); None when no call was timed."""
+
+    n: int
+    p50: float | None
+    p95: float | None
+    max: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "p50": self.p50, "p95": self.p95, "max": self.max}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Latency":
+        d = _mapping(d)
+        return cls(n=_count(d.get("n")), p50=_frac(d.get("p50")), p95=_frac(d.get("p95")), max=_frac(d.get("max")))
+
+
+@dataclass(frozen=True)
+class StageLatency:
+    generation: Latency
+    judge: Latency
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation": self.generation.to_dict(), "judge": self.judge.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "StageLatency":
+        d = _mapping(d)
+        return cls(generation=Latency.from_dict(d.get("generation")), judge=Latency.from_dict(d.get("judge")))
+
+
+@dataclass(frozen=True)
+class Tokens:
+    generation_in: int = 0
+    generation_out: int = 0
+    judge_in: int = 0
+    judge_out: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation": {"in": self.generation_in, "out": self.generation_out},
+                "judge": {"in": self.judge_in, "out": self.judge_out}}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Tokens":
+        gen, judge = _mapping(_mapping(d).get("generation")), _mapping(_mapping(d).get("judge"))
+        return cls(_count(gen.get("in")), _count(gen.get("out")), _count(judge.get("in")), _count(judge.get("out")))
+
+
+@dataclass(frozen=True)
+class CacheHits:
+    generation_calls: int = 0
+    generation_calls_cached: int = 0
+    judge_cached: int = 0
+    judge_archived: int = 0
+    """Verdicts taken from the verdict archive (no call): not the same as cached."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"generation_calls": self.generation_calls, "generation_calls_cached": self.generation_calls_cached,
+                "judge_cached": self.judge_cached, "judge_archived": self.judge_archived}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "CacheHits":
+        d = _mapping(d)
+        return cls(*(_count(d.get(f.name)) for f in fields(cls)))
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens, latency percentiles, cache hits, retries and error rows by kind and by stage."""
+
+    tokens: Tokens
+    latency_ms: StageLatency
+    cache: CacheHits
+    retries_generation: int
+    retries_judge: int
+    errors_by_kind: Json
+    errors_by_stage: Json
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": self.tokens.to_dict(), "latency_ms": self.latency_ms.to_dict(), "cache": self.cache.to_dict(),
+                "retries": {"generation": self.retries_generation, "judge": self.retries_judge},
+                "errors_by_kind": dict(self.errors_by_kind), "errors_by_stage": dict(self.errors_by_stage)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Usage":
+        d = _mapping(d)
+        retries = _mapping(d.get("retries"))
+        return cls(tokens=Tokens.from_dict(d.get("tokens")), latency_ms=StageLatency.from_dict(d.get("latency_ms")),
+                   cache=CacheHits.from_dict(d.get("cache")), retries_generation=_count(retries.get("generation")),
+                   retries_judge=_count(retries.get("judge")), errors_by_kind=_mapping(d.get("errors_by_kind")),
+                   errors_by_stage=_mapping(d.get("errors_by_stage")))
+
+
+@dataclass(frozen=True)
+class BatchStage:
+    batch_calls: int
+    batches: int
+    batch_usd: float | None
+    sync_calls: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batch_calls": self.batch_calls, "batches": self.batches, "batch_usd": self.batch_usd,
+                "sync_calls": self.sync_calls}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "BatchStage":
+        d = _mapping(d)
+        return cls(_count(d.get("batch_calls")), _count(d.get("batches")), _frac(d.get("batch_usd")),
+                   _count(d.get("sync_calls")))
+
+
+@dataclass(frozen=True)
+class Batches:
+    """Which stages ran through Batch APIs (the scorecard holds None when no call was batched)."""
+
+    generation: BatchStage
+    judge: BatchStage
+
+    def stages(self) -> tuple[tuple[str, BatchStage], ...]:
+        return (("generation", self.generation), ("judge", self.judge))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: stage.to_dict() for name, stage in self.stages()}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Batches":
+        d = _mapping(d)
+        return cls(BatchStage.from_dict(d.get("generation")), BatchStage.from_dict(d.get("judge")))
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """Session-level retrieval metrics at ``ks`` (``overall``/``per_type``: metric name -> mean; per type also
+    ``n``)."""
+
+    ks: tuple[int, ...]
+    items_with_retrieval: int
+    scored: int
+    skipped_abstention: int
+    skipped_no_gold: int
+    overall: Json
+    per_type: Mapping[str, Json]
+    level: str | None = "session"
+    granularity: Json = field(default_factory=dict)
+    top_k_covers_all: int = 0
+    rankings_with_repeated_ids: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ks": list(self.ks)}
+        if self.level is not None:
+            out["level"] = self.level
+        out.update({"granularity": dict(self.granularity), "items_with_retrieval": self.items_with_retrieval,
+                    "scored": self.scored, "skipped_abstention": self.skipped_abstention,
+                    "skipped_no_gold": self.skipped_no_gold, "top_k_covers_all": self.top_k_covers_all,
+                    "rankings_with_repeated_ids": self.rankings_with_repeated_ids, "overall": dict(self.overall),
+                    "per_type": {t: dict(m) for t, m in self.per_type.items()}})
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Retrieval":
+        d = _mapping(d)
+        return cls(ks=tuple(d.get("ks") or ()), items_with_retrieval=_count(d.get("items_with_retrieval")),
+                   scored=_count(d.get("scored")), skipped_abstention=_count(d.get("skipped_abstention")),
+                   skipped_no_gold=_count(d.get("skipped_no_gold")), overall=_mapping(d.get("overall")),
+                   per_type={t: _mapping(m) for t, m in _mapping(d.get("per_type")).items()},
+                   level=d.get("level"), granularity=_mapping(d.get("granularity")),
+                   top_k_covers_all=_count(d.get("top_k_covers_all")),
+                   rankings_with_repeated_ids=_count(d.get("rankings_with_repeated_ids")))
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """How often the reader's history was cut to fit the context window, and how often that lost evidence."""
+
+    items_reporting: int
+    truncated: int
+    lost_evidence: int
+    lost_evidence_unknown: int
+    retried_after_too_long: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Truncation":
+        d = _mapping(d)
+        return cls(*(_count(d.get(f.name)) for f in fields(cls)))
+
+
+@dataclass(frozen=True)
+class JudgeStability:
+    """Labels whose judge prompt got both yes and no."""
+
+    repeated_items: int
+    unstable_in_run: int
+    flaky_in_registry: int
+    unstable_ids: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"repeated_items": self.repeated_items, "unstable_in_run": self.unstable_in_run,
+                "flaky_in_registry": self.flaky_in_registry, "unstable_ids": list(self.unstable_ids)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "JudgeStability":
+        d = _mapping(d)
+        return cls(_count(d.get("repeated_items")), _count(d.get("unstable_in_run")),
+                   _count(d.get("flaky_in_registry")), tuple(d.get("unstable_ids") or ()))
+
+
+@dataclass(frozen=True)
+class EmptyHypotheses:
+    """Answers that are the empty string (judged as upstream does) and the reader calls' finish reasons."""
+
+    n: int
+    judged: int
+    finish_reasons: Json
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "judged": self.judged, "finish_reasons": dict(self.finish_reasons)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "EmptyHypotheses":
+        d = _mapping(d)
+        return cls(_count(d.get("n")), _count(d.get("judged")), _mapping(d.get("finish_reasons")))
+
+
+# --------------------------------------------------------------------------- the scorecard
+
+
+_LATER_BLOCKS = ("batches", "usage", "latency", "retrieval", "truncation", "pipeline_health", "loop_rows",
+                 "judge_stability", "judge_agreement", "verdicts", "empty_hypotheses")
+"""The blocks after ``cost``, in metrics.json's order; a metrics.json of an older version may lack some."""
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    """A run's figures (``metrics.json``). Accuracies come twice: strict over all ``n_total`` items (errors and items
+    not run count as wrong) and judged-only; full precision (round only for display)."""
+
+    run_id: str
+    variant: str | None
+    status: str | None
+    judge: JudgeIdentity
+    dataset: DatasetRef
+    target: TargetRef
+    n_total: int
+    judged: int
+    correct: int
+    """The STRICT correct count (the loop's termination rule reads it)."""
+    coverage: float
+    unattributed: int
+    overall: Figures
+    task_averaged: TaskAveraged
+    abstention: Figures
+    per_type: Mapping[str, Figures]
+    errors: int
+    not_run: int
+    rows_outside_item_set: int
+    excluding_gold_errors: GoldExclusion
+    cost: Cost
+    usage: Usage
+    latency: StageLatency
+    comparability_notes: tuple[str, ...]
+    """Every reason the figures cannot stand beside published LongMemEval figures; empty = comparable."""
+    batches: Batches | None = None
+    retrieval: Retrieval | None = None
+    truncation: Truncation | None = None
+    pipeline_health: Json | None = None
+    """``pipeline_health.summarise``'s record (that module reads and prints it)."""
+    loop_rows: Json | None = None
+    """``loop_rows.summary``'s record (that module reads and prints it)."""
+    judge_stability: JudgeStability | None = None
+    judge_agreement: Json | None = None
+    """``judge_agreement.compact``'s record of the latest agreement measured for a non-official judge."""
+    verdicts: Json | None = None
+    """``judge_provenance.summary``'s record: where the verdicts came from (``verdict_sources`` describes it)."""
+    empty_hypotheses: EmptyHypotheses | None = None
+    schema_version: str = SCHEMA_VERSION
+    fingerprint: str | None = None
+    """sha256 of what scoring read (``score_fingerprint``); None when not computed."""
+    extra: Json = field(default_factory=dict)
+    """Keys of a metrics.json this version does not know, written back as they were."""
+    absent: frozenset[str] = frozenset()
+    """Blocks of ``_LATER_BLOCKS`` the metrics.json read lacked (older versions): not written back."""
+
+    # ----------------------------------------------------------------- the three senses of "official"
+
+    @property
+    def comparable(self) -> bool:
+        """The one that matters: the figures stand beside published LongMemEval results (no note at all)."""
+        return not self.comparability_notes
+
+    @property
+    def official_judge(self) -> bool | None:
+        """The configured judge is the official model (says nothing of the verdicts or of comparability)."""
+        return self.judge.official_judge
+
+    @property
+    def official_verdicts(self) -> bool | None:
+        """Every verdict came from the official judge (live or from the verdict archive); None when the card does
+        not record where its verdicts came from or there is none."""
+        v = self.verdicts
+        if not v:
+            return None
+        official = _count(v.get("official_live")) + _count(v.get("official_archived"))
+        others = _count(v.get("successor")) + _count(v.get("other"))
+        return None if official + others == 0 else others == 0
+
+    def types_present(self) -> list[tuple[str, Figures]]:
+        """The per-type blocks of the types with items, in their order."""
+        return [(t, b) for t, b in self.per_type.items() if b.n]
+
+    # ----------------------------------------------------------------- metrics.json
+
+    def to_dict(self) -> dict[str, Any]:
+        """metrics.json as it has always been written (the key order included)."""
+        out: dict[str, Any] = {
+            "schemaVersion": self.schema_version, "run_id": self.run_id, "variant": self.variant,
+            "status": self.status, "judge": self.judge.to_dict(), "dataset": self.dataset.to_dict(),
+            "target": self.target.to_dict(), "n_total": self.n_total, "judged": self.judged,
+            "correct": self.correct, "coverage": self.coverage, "unattributed": self.unattributed,
+            "overall": self.overall.to_dict(), "task_averaged": self.task_averaged.to_dict(),
+            "abstention": self.abstention.to_dict(),
+            "per_type": {t: b.to_dict() for t, b in self.per_type.items()},
+            "errors": self.errors, "not_run": self.not_run, "rows_outside_item_set": self.rows_outside_item_set,
+            "excluding_gold_errors": self.excluding_gold_errors.to_dict(), "cost": self.cost.to_dict(),
+        }
+        for name in _LATER_BLOCKS:
+            if name in self.absent:
+                continue
+            value = getattr(self, name)
+            out[name] = value.to_dict() if hasattr(value, "to_dict") else (
+                None if value is None else _plain(value))
+        out["comparable"] = self.comparable
+        out["comparability_notes"] = list(self.comparability_notes)
+        if self.fingerprint is not None:
+            out["fingerprint"] = self.fingerprint
+        out.update({k: v for k, v in self.extra.items() if k not in out})
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Scorecard":
+        """A scorecard from metrics.json's form (``build_scorecard`` checks ``to_dict`` against the schema)."""
+        def opt(name: str, reader: Any) -> Any:
+            value = d.get(name)
+            return None if not isinstance(value, Mapping) else reader(value)
+
+        known = {f.name for f in fields(cls)} | {"schemaVersion", "comparable"}
+        return cls(
+            run_id=str(d.get("run_id") or ""), variant=d.get("variant"), status=d.get("status"),
+            judge=JudgeIdentity.from_dict(d.get("judge")), dataset=DatasetRef.from_dict(d.get("dataset")),
+            target=TargetRef.from_dict(d.get("target")), n_total=_count(d.get("n_total")),
+            judged=_count(d.get("judged")), correct=_count(d.get("correct")), coverage=_frac(d.get("coverage")) or 0.0,
+            unattributed=_count(d.get("unattributed")), overall=Figures.from_dict(d.get("overall")),
+            task_averaged=TaskAveraged.from_dict(d.get("task_averaged")),
+            abstention=Figures.from_dict(d.get("abstention")),
+            per_type={t: Figures.from_dict(b) for t, b in _mapping(d.get("per_type")).items()},
+            errors=_count(d.get("errors")), not_run=_count(d.get("not_run")),
+            rows_outside_item_set=_count(d.get("rows_outside_item_set")),
+            excluding_gold_errors=GoldExclusion.from_dict(d.get("excluding_gold_errors")),
+            cost=Cost.from_dict(d.get("cost")), usage=Usage.from_dict(d.get("usage")),
+            latency=StageLatency.from_dict(d.get("latency")),
+            comparability_notes=tuple(str(n) for n in d.get("comparability_notes") or ()),
+            batches=opt("batches", Batches.from_dict), retrieval=opt("retrieval", Retrieval.from_dict),
+            truncation=opt("truncation", Truncation.from_dict), pipeline_health=opt("pipeline_health", dict),
+            loop_rows=opt("loop_rows", dict), judge_stability=opt("judge_stability", JudgeStability.from_dict),
+            judge_agreement=opt("judge_agreement", dict), verdicts=opt("verdicts", dict),
+            empty_hypotheses=opt("empty_hypotheses", EmptyHypotheses.from_dict),
+            schema_version=str(d.get("schemaVersion") or SCHEMA_VERSION),
+            fingerprint=d.get("fingerprint") if isinstance(d.get("fingerprint"), str) else None,
+            extra={k: v for k, v in d.items() if k not in known},
+            absent=frozenset(name for name in _LATER_BLOCKS if name not in d))
+
+    def with_fingerprint(self, fingerprint: str | None) -> "Scorecard":
+        return replace(self, fingerprint=fingerprint)
+
+
+def _plain(value: Any) -> Any:
+    return dict(value) if isinstance(value, Mapping) else value
+
+
+def require(card: Any) -> Scorecard:
+    """``card`` itself when it is a ``Scorecard``; a TypeError otherwise (a renderer is handed the record, never
+    metrics.json's dict: ``Scorecard.from_dict`` reads one)."""
+    if not isinstance(card, Scorecard):
+        raise TypeError(f"expected a Scorecard, got {type(card).__name__} (read metrics.json with "
+                        "Scorecard.from_dict)")
+    return card
