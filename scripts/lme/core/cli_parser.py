@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from lme.core import unattended
@@ -28,6 +29,16 @@ def finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     return value
+
+
+def loop_command_parser(description: str, *, project_help: str = "project root (default: cwd)",
+                        raw_description: bool = True) -> tuple[ArgumentParser, Any]:
+    """The loop's command shape, shared by its commands: a loop command's parser with ``--project`` (default: the
+    working folder) and required subcommands (``dest="command"``). Returns (parser, subparsers)."""
+    kwargs: dict[str, Any] = {"formatter_class": argparse.RawDescriptionHelpFormatter} if raw_description else {}
+    parser = ArgumentParser(loop_command=True, description=description, **kwargs)
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help=project_help)
+    return parser, parser.add_subparsers(dest="command", required=True)
 
 
 class ArgumentParser(argparse.ArgumentParser):

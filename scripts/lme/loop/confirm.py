@@ -22,7 +22,6 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 
 entry_guard.start(__name__)
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -153,10 +152,7 @@ def adopt(project: Path, loop_run_id: str, confirm_run_id: str) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
-                                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = cli_parser.loop_command_parser(__doc__)
     p_check = sub.add_parser("check", help="has the run reached ceil(0.95 * n_total) strict correct?")
     p_check.add_argument("--run-id", help="the run (default: config loop.run_id)")
     p_check.add_argument("--exit-status", action="store_true",

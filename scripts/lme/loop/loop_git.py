@@ -13,7 +13,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
@@ -184,10 +183,7 @@ def revert(sha: str, *, project: Path | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
-                                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root, a git work tree (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = cli_parser.loop_command_parser(__doc__, project_help="project root, a git work tree (default: cwd)")
     p_commit = sub.add_parser("commit", help="commit the named paths on the loop branch")
     p_commit.add_argument("-m", "--message", required=True, help="commit message")
     p_commit.add_argument("--state", action="store_true", help="also commit the loop's state files that exist")

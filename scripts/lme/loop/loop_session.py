@@ -25,7 +25,6 @@ Usage (from the project root):
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from dataclasses import dataclass
@@ -217,9 +216,7 @@ def current_session(explicit: str | None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = cli_parser.loop_command_parser(__doc__.split("\n\n")[0], raw_description=False)
     for name, text in (("start", "this Claude Code session drives the loop"),
                        ("status", "would the Stop hook keep this session going")):
         p = sub.add_parser(name, help=text)

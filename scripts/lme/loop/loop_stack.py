@@ -17,7 +17,6 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 
 entry_guard.start(__name__)
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -77,10 +76,7 @@ def set_stack(project: Path, writer: str | None = None) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
-                                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = cli_parser.loop_command_parser(__doc__)
     sub.add_parser("show", help="print the loop's stack")
     p_set = sub.add_parser("set", help="give the loop a cheap writer (kept when one is configured)")
     p_set.add_argument("--writer", help=f"the writer as provider:model (default: the configured one, else {CHEAP_WRITER})")

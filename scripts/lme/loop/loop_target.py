@@ -21,7 +21,6 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 
 entry_guard.start(__name__)
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -76,9 +75,7 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = cli_parser.loop_command_parser(__doc__.split("\n\n")[0], raw_description=False)
     p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")
     p_copy.add_argument("--dest", default=DEFAULT_DEST, help=f"folder for the copy (default: {DEFAULT_DEST})")
     args = parser.parse_args(argv)

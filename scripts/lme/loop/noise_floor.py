@@ -30,7 +30,6 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 
 entry_guard.start(__name__)
 
-import argparse
 import hashlib
 import json
 import math
@@ -257,10 +256,7 @@ def describe(record: Mapping[str, Any]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
-                                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = cli_parser.loop_command_parser(__doc__)
     for name, text in (("check", "exit 0 when the noise floor is measured for the run's stack, else 1"),
                        ("start", "sample, record and drop the items to re-run (once per stack)"),
                        ("pending", "exit 0 when every sampled item is re-run, else 1 (prints how many are left)"),

@@ -25,7 +25,6 @@ The loop's steps as one command each (the skill's steps 4, 6 and 8-10; each can 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -39,10 +38,7 @@ STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(loop_command=True, description=__doc__,
-                                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser, sub = cli_parser.loop_command_parser(__doc__)
     sub.add_parser("init", help="create .max_effort_round (0) and history_max_effort.md when missing")
     sub.add_parser("current", help="print the current round number")
     sub.add_parser("bump", help="increment the round counter atomically and print the new round")
