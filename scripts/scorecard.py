@@ -1,13 +1,13 @@
 """Score a run: metrics.json, scorecard.md and charts in the run directory; the Markdown table on stdout.
 
-The command; its code is ``lme/report/scorecard.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/scorecard.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-from lme.report.scorecard import main
+from lme.cli.scorecard import main
 from lme.core.errors import exit_now, run_main
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lme.cli import run_benchmark
-from lme.report import scorecard
+from lme.cli import scorecard
 from fake_llm_server import prompt_text
 from run_project import SAMPLE, make_project, register_answers, run_dir
 

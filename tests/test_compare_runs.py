@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from lme.report import compare_runs
+from lme.cli import compare_runs
 from lme.score import run_comparison
 from lme.store import run_store
 from lme.core.errors import UserError, run_main
@@ -177,7 +177,7 @@ def test_latest_and_directories_together_or_neither_is_a_user_error(tmp_path, ca
 
 
 def test_scorecard_compare_prints_one_line_with_the_figures_and_what_differs_between_the_runs(tmp_path, capsys):
-    from lme.report import scorecard
+    from lme.cli import scorecard
 
     before = {f"q{i}": False for i in range(5)} | {"r1": True, "r2": True}
     after = {f"q{i}": True for i in range(5)} | {"r1": False, "r2": True}

@@ -14,7 +14,7 @@ from lme.core import endpoint_urls
 from lme.core.endpoint_urls import host_of, is_official_endpoint, is_official_host, redact, redact_text
 from lme.models import provider_routes
 from lme.models.provider_errors import ProviderError
-from lme.report import scorecard
+from lme.cli import scorecard
 from lme.cli import run_benchmark
 from run_project import make_project, register_answers, run_dir
 

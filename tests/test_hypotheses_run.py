@@ -19,7 +19,7 @@ from lme.score import interop
 from lme.judge import judge_agreement
 from lme.report import report_html
 from lme.cli import run_benchmark
-from lme.report import scorecard
+from lme.cli import scorecard
 from lme.score import scoring
 from lme.store.run_store import load_run
 from lme.core.errors import UserError, run_main

@@ -48,7 +48,7 @@ def browser():
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Two runs of the sample against the fake server, scored (report.html) and compared (compare-r1.html)."""
-    from lme.report import scorecard
+    from lme.cli import scorecard
     from fake_llm_server import FakeLLMServer
 
     root = tmp_path_factory.mktemp("report-browser")

@@ -10,14 +10,14 @@ from html import unescape
 
 import pytest
 
-from lme.report import compare_runs
+from lme.cli import compare_runs
 from lme.score import run_comparison
 from lme.store import run_store
 from lme.store import prompt_store
 from lme.report import report_data
 from lme.report import report_html
 from lme.cli import run_benchmark
-from lme.report import scorecard
+from lme.cli import scorecard
 from lme.score import scoring
 from lme.core.errors import run_main
 from factories import result_row

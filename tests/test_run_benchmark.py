@@ -621,7 +621,7 @@ def test_resuming_a_finished_run_reuses_its_scorecard(tmp_path, capsys):
 def test_a_run_scored_by_its_driver_is_reused_by_the_report_command_from_the_project(tmp_path, capsys, monkeypatch):
     """The driver scores with the project's absolute path; the report command runs ``scorecard.py --latest`` from
     the project root (``--project .``): the same files, so the run is shown, not scored again."""
-    from lme.report import scorecard
+    from lme.cli import scorecard
 
     project = make_project(tmp_path / "p")
     assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--offline", "--run-id", "r"]) == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lme.report import scorecard
+from lme.cli import scorecard
 from lme.report import scorecard_md
 from lme.score import scoring
 from lme.store.run_store import load_run
