@@ -8,7 +8,7 @@ import pytest
 
 from lme.loop import loop_git
 from lme.loop import loop_guard
-from lme.run import loop_rules
+from lme.loop import rules as loop_rules
 from lme.core.errors import UserError, run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
 
@@ -259,3 +259,19 @@ def test_parallel_confirm_below_the_target_says_so_and_changes_nothing(tmp_path)
     extra = subprocess.run(["bash", str(script), "8", "133", "10", "--confirm", "--no-cache"], cwd=project,
                            capture_output=True, text=True, timeout=60)
     assert extra.returncode == 2 and "--confirm takes no other argument" in extra.stderr
+
+
+def test_a_loop_run_is_refused_when_its_command_did_not_hand_it_the_loops_rules():
+    """The run stage never imports the loop (the rules live in lme/loop/rules.py): the command hands the check
+    over, and a ``--loop`` run without it fails closed."""
+    from types import SimpleNamespace
+
+    from lme.core.errors import UserError
+    from lme.run import run_state
+
+    manifest = SimpleNamespace(n_total=500)
+    with pytest.raises(UserError, match="the loop's rules were not handed to this run"):
+        run_state.loop_guard_check(SimpleNamespace(), manifest, None)
+    seen = []
+    run_state.loop_guard_check("settings", manifest, lambda s, n: seen.append((s, n)) or [])
+    assert seen == [("settings", 500)]

@@ -44,6 +44,7 @@ from lme.core import config as config_mod
 from lme.run import cost_gate
 from lme.run import dry_run
 from lme.judge import judge_official
+from lme.loop import rules as loop_rules
 from lme.run import preflight
 from lme.models import provider_probe
 from lme.models import recent_probes
@@ -127,7 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     approved = cost_gate.approval_to_record(settings, args.run_id) if args.yes else None  # a resume needs no second yes
     code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost,
                                     approved_usd=approved, scanned=scanned,
-                                    on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
+                                    on_start=lambda: recent_probes.remember(settings.cache_dir, passed),
+                                    loop_check=loop_rules.check_settings)
     run_id = root.name
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
@@ -156,7 +158,7 @@ def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[s
 def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str], scanned: Any,
                          passed: list[recent_probes.Passed]) -> int:
     """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
-    run_id, work = run_driver.prepare_background(settings, args.run_id, scanned)
+    run_id, work = run_driver.prepare_background(settings, args.run_id, scanned, loop_rules.check_settings)
     recent_probes.remember(settings.cache_dir, passed)
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
     os.environ.update(unattended_gate.worker_env(run_id))  # the worker's proof that --background started it

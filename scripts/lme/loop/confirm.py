@@ -38,7 +38,7 @@ from lme.core.clock import utc_now, utc_stamp
 from lme.core.errors import UserError, run_main
 from lme.core.facts import CONFIRMATION_FILE
 from lme.score.scorecard_record import Scorecard
-from lme.run.loop_rules import loop_config, target_correct
+from lme.loop.rules import loop_config, target_correct
 
 
 def check(project: Path, run_id: str) -> dict[str, Any]:

@@ -53,7 +53,7 @@ from lme.score import trigger_set
 from lme.core.clock import utc_now
 from lme.core.errors import UserError, run_main
 from lme.core.facts import DECISIONS_FILE
-from lme.run.loop_rules import assert_on_loop_branch
+from lme.loop.rules import assert_on_loop_branch
 from lme.core.run_records import ResultRow
 
 

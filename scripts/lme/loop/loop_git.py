@@ -37,7 +37,7 @@ from lme.core.facts import (
     TRIGGER_SET_FILE,
     VENV_DIR,
 )
-from lme.run.loop_rules import assert_on_loop_branch, loop_config
+from lme.loop.rules import assert_on_loop_branch, loop_config
 
 FORBIDDEN_ARGS = ("-f", "--force", "--force-with-lease", "--force-if-includes", "--mirror", "--delete", "-d")
 FORBIDDEN_COMMANDS = ("checkout", "switch", "reset", "rebase", "stash", "branch", "filter-branch")

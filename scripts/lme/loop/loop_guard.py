@@ -24,7 +24,7 @@ from lme.core import config
 
 from lme.core.errors import UserError, run_main
 from lme.core.facts import SYMBOLIC_FLAGS
-from lme.run.loop_rules import check_loop_run, loop_config, target_correct
+from lme.loop.rules import check_loop_run, loop_config, target_correct
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from lme.core.clock import utc_now_iso
 from lme.loop import decide
 from lme.loop import loop_git
 from lme.loop import noise_floor
-from lme.run import loop_rules
+from lme.loop import rules as loop_rules
 from lme.score import pipeline_health
 from lme.store import run_store
 from lme.core.errors import UserError

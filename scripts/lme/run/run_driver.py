@@ -256,13 +256,16 @@ def _locate(settings: RunSettings, run_id: str | None, scanned: Any = None) -> t
 
 def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
             max_cost: float | None = None, approved_usd: float | None = None, scanned: Any = None,
-            on_start: Callable[[], None] | None = None) -> tuple[int, Path]:
+            on_start: Callable[[], None] | None = None,
+            loop_check: run_state.LoopCheck | None = None) -> tuple[int, Path]:
     """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``;
     ``approved_usd``: the user's ``--yes`` covers that much (recorded: ``cost_gate.APPROVAL_KEY``); ``scanned``: the
     new run's dataset scan when the caller made it (``cost_gate.check``); ``on_start``: called once the run's
-    directory and run-meta exist (what a refused run must not leave behind waits for it)."""
+    directory and run-meta exist (what a refused run must not leave behind waits for it); ``loop_check``: the
+    loop's hard rules, which a ``--loop`` run must pass (``run_state.LoopCheck``)."""
     run_id, root, work, scanned = _locate(settings, run_id, scanned)
-    run_state.check_run(settings, run_id, root, work, scanned)  # its refusals before any directory, lock or cache
+    run_state.check_run(settings, run_id, root, work, scanned, loop_check)  # its refusals before any directory,
+    # lock or cache
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     fileio.make_dirs(work)
     t_start = time.monotonic()
@@ -274,7 +277,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         reserve = fileio.SpaceReserve(work / run_store.RESERVE_FILE).hold()  # room for the last word on a full disk
         own.callback(reserve.release)
         run = _Session(settings, _Located(run_id, root, work, scanned), cache=cache, reserve=reserve,
-                       t_start=t_start, options=_Options(progress_mode, max_cost, approved_usd))
+                       t_start=t_start, options=_Options(progress_mode, max_cost, approved_usd, loop_check))
         if on_start is not None:
             on_start()
         run.start()
@@ -300,6 +303,7 @@ class _Options:
     progress_mode: str = "auto"
     max_cost: float | None = None
     approved_usd: float | None = None
+    loop_check: run_state.LoopCheck | None = None
 
 
 class _Session:
@@ -312,7 +316,7 @@ class _Session:
         self.settings, self.run_id, self.root, self.work = settings, run_id, root, work
         self.cache, self.reserve, self.t_start, self.options = cache, reserve, t_start, options
         run_store.reconcile(work)
-        stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned)
+        stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned, options.loop_check)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
             dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
         self.done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
@@ -533,12 +537,13 @@ def refuse_a_live_worker(settings: RunSettings, run_id: str | None) -> None:
                         fix=f"wait for it: run_status.py --run-id {run_id} --wait 100")
 
 
-def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any = None) -> tuple[str, Path]:
+def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any = None,
+                       loop_check: run_state.LoopCheck | None = None) -> tuple[str, Path]:
     """Everything a ``--background`` worker would refuse, checked here where the user sees it; then the run's (or
     shard's) directory, where the worker keeps its log and worker.json. Returns (run id, that directory).
-    ``scanned``: as for ``execute``."""
+    ``scanned``, ``loop_check``: as for ``execute``."""
     run_id, root, work, scanned = _locate(settings, run_id, scanned)
-    run_state.check_run(settings, run_id, root, work, scanned)
+    run_state.check_run(settings, run_id, root, work, scanned, loop_check)
     if scanned is not None:  # the worker reads it back instead of scanning the dataset again
         dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
     writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None

@@ -13,12 +13,11 @@ from lme.core.endpoint_urls import redact
 from lme.data import dataset
 from lme.data import dataset_scans
 from lme.data import fingerprints
-from lme.run import loop_rules
 from lme.run import provenance
 from lme.models import providers
 from lme.store import run_store
 from lme.core.errors import UserError
-from lme.core.facts import OFFLINE, SYMBOLIC_FLAGS, is_official_judge, is_offline
+from lme.core.facts import OFFLINE, is_official_judge, is_offline
 from lme.core.run_records import Manifest, RunMeta, counts_of
 from lme.run.run_settings import RunSettings
 from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
@@ -156,22 +155,30 @@ def recorded_settings(settings: RunSettings) -> dict[str, Any]:
     return d
 
 
+LoopCheck = Callable[[RunSettings, int], "list[str]"]
+"""The loop's hard rules for a ``--loop`` run (``lme.loop.rules.check_settings``): the settings and the dataset's
+question count in, the problems out. The command hands it over; the run stage never imports the loop."""
+
+
 def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
-             scanned: tuple[Manifest, dict[str, Any]] | None) -> tuple[RunMeta, Manifest]:
+             scanned: tuple[Manifest, dict[str, Any]] | None,
+             loop_check: LoopCheck | None = None) -> tuple[RunMeta, Manifest]:
     """Load or create run-meta and the manifest; refuse a resume whose dataset, target, options or judge changed.
 
     A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
     """
-    meta, manifest = check_run(settings, run_id, root, work, scanned)
+    meta, manifest = check_run(settings, run_id, root, work, scanned, loop_check)
     if not run_store.manifest_path(root).exists():
         run_store.write_manifest(root, manifest)
     return meta, manifest
 
 
 def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
-              scanned: tuple[Manifest, dict[str, Any]] | None) -> tuple[RunMeta, Manifest]:
+              scanned: tuple[Manifest, dict[str, Any]] | None,
+              loop_check: LoopCheck | None = None) -> tuple[RunMeta, Manifest]:
     """``open_run``'s refusals and the (meta, manifest) it would use, writing nothing: a caller that starts the
-    run in another process (``--background``) runs them first, so a mistake is refused where the user sees it."""
+    run in another process (``--background``) runs them first, so a mistake is refused where the user sees it.
+    A ``--loop`` run is refused without its ``loop_check`` (fail closed)."""
     run_store.refuse_links(root)  # a planted link: one line, before any lock or read
     for _ in run_store.iter_rows(root):  # a corrupt log too (validated lines are remembered: the next read is cheap)
         pass
@@ -207,7 +214,7 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
                 fix="resume with the run's own settings, or start a new run (omit --run-id)",
             )
     if settings.loop:
-        loop_guard_check(settings, manifest)
+        loop_guard_check(settings, manifest, loop_check)
     return meta, manifest
 
 
@@ -229,18 +236,9 @@ def scan_new_run(settings: RunSettings, on_item: Callable[[dict], None] | None =
     return manifest, ds
 
 
-def loop_guard_check(settings: RunSettings, manifest: Manifest) -> None:
-    problems = loop_rules.check_loop_run(
-        {
-            "n_total": manifest.n_total,
-            "max": settings.max_evals,
-            "judge_provider": settings.judge_provider,
-            "judge_model": settings.judge_model,
-            "symbolic": {f: bool(settings.target_options.get(f, True)) for f in SYMBOLIC_FLAGS},
-            "target": settings.target,
-        },
-        Path(settings.project),
-    )
+def loop_guard_check(settings: RunSettings, manifest: Manifest, loop_check: LoopCheck | None) -> None:
+    problems = ["the loop's rules were not handed to this run"] if loop_check is None else \
+        loop_check(settings, manifest.n_total)
     if problems:
         raise UserError("loop mode refuses this run: " + "; ".join(problems), fix="see references/iteration-rules.md")
 

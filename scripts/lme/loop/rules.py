@@ -1,6 +1,7 @@
 """The iteration loop's configuration and hard rules, as checks a script can run before it acts. Standard library only.
 
-The run driver calls ``check_loop_run`` when started with ``--loop`` and refuses to start on any problem:
+A ``--loop`` run is handed ``check_settings`` by its command (``run_benchmark.py``) and refuses to start on any
+problem (the run stage sits below the loop and never imports it):
 
 - the full question set every round (``--max`` below the dataset's ``n_total`` is a partial run);
 - the official judge only (openai ``gpt-4o`` / ``gpt-4o-2024-08-06``), so rounds stay comparable;
@@ -11,8 +12,8 @@ The run driver calls ``check_loop_run`` when started with ``--loop`` and refuses
   Paths are compared as files, so ``memory_system``, ``./memory_system/`` and its absolute path are one target.
 
 The loop's settings live in the ``loop`` object of ``.longmemeval-benchmarks/config.json``; ``loop_config``
-fills in the defaults below (``references/iteration-rules.md`` documents each key). They sit below the run (which
-enforces them) and the loop (which follows them); ``loop_guard.py`` prints them.
+fills in the defaults below (``references/iteration-rules.md`` documents each key); ``loop_guard.py`` prints them.
+What a target spelling names (``same_target``) is the targets stage's (``target_spec``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from lme.core.facts import (
     SYMBOLIC_FLAGS,
     resolve_judge_model,
 )
+from lme.targets.target_spec import same_target
 
 LOOP_JUDGE_PROVIDER = OFFICIAL_JUDGE_PROVIDER
 TARGET_SHARE = 0.95
@@ -166,18 +168,20 @@ def check_loop_run(settings: Mapping[str, Any], project: Path) -> list[str]:
     return problems
 
 
-def target_key(target: str, project: Path) -> str:
-    """What a target names: a built-in name as it is; a path (a ``.py`` file or a package directory, relative to
-    the project) as its resolved file, a package as its ``__init__.py``."""
-    if target in BUILTIN_TARGETS:
-        return target
-    path = Path(target).expanduser()
-    if not path.is_absolute():
-        path = Path(project) / path
-    path = path.resolve()
-    if path.is_dir():
-        path = path / "__init__.py"
-    return str(path)
+def check_settings(settings: Any, n_total: int) -> list[str]:
+    """``check_loop_run`` for a run's ``RunSettings`` over a dataset of ``n_total`` questions: the check a
+    ``--loop`` run is handed (``run_driver.execute(loop_check=...)``)."""
+    return check_loop_run(
+        {
+            "n_total": n_total,
+            "max": settings.max_evals,
+            "judge_provider": settings.judge_provider,
+            "judge_model": settings.judge_model,
+            "symbolic": {f: bool(settings.target_options.get(f, True)) for f in SYMBOLIC_FLAGS},
+            "target": settings.target,
+        },
+        Path(settings.project),
+    )
 
 
 def fix_paths(project: Path) -> list[str]:
@@ -218,8 +222,3 @@ def _inside(project: Path, given: str, key: str, *, folder: bool | None) -> str:
 def in_fix_paths(path: str, allowed: list[str]) -> bool:
     """Whether the project-relative ``path`` is one of ``allowed`` or under one of its folders."""
     return any(a == "" or path == a or (a.endswith("/") and path.startswith(a)) for a in allowed)
-
-
-def same_target(a: str, b: str, project: Path) -> bool:
-    """Whether two target spellings name the same target (see ``target_key``)."""
-    return a == b or target_key(a, project) == target_key(b, project)
