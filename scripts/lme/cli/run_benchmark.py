@@ -126,10 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _start_in_background(settings, args, argv, scanned, passed)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
     approved = cost_gate.approval_to_record(settings, args.run_id) if args.yes else None  # a resume needs no second yes
-    code, root = run_driver.execute(settings, args.run_id, progress_mode=progress, max_cost=args.max_cost,
-                                    approved_usd=approved, scanned=scanned,
-                                    on_start=lambda: recent_probes.remember(settings.cache_dir, passed),
+    options = run_driver.RunOptions(progress_mode=progress, max_cost=args.max_cost, approved_usd=approved,
                                     loop_check=loop_rules.check_settings)
+    code, root = run_driver.execute(settings, args.run_id, options, scanned=scanned,
+                                    on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
     run_id = root.name
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)

@@ -13,7 +13,7 @@ problem (the run stage sits below the loop and never imports it):
 
 The loop's settings live in the ``loop`` object of ``.longmemeval-benchmarks/config.json``; ``loop_config``
 fills in the defaults below (``references/iteration-rules.md`` documents each key); ``loop_guard.py`` prints them.
-What a target spelling names (``same_target``) is the targets stage's (``target_spec``).
+What a target spelling names (``same_target``) is the targets stage's (``identity``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from lme.core.facts import (
     SYMBOLIC_FLAGS,
     resolve_judge_model,
 )
-from lme.targets.target_spec import same_target
+from lme.targets.identity import same_target
 
 LOOP_JUDGE_PROVIDER = OFFICIAL_JUDGE_PROVIDER
 TARGET_SHARE = 0.95
@@ -170,7 +170,7 @@ def check_loop_run(settings: Mapping[str, Any], project: Path) -> list[str]:
 
 def check_settings(settings: Any, n_total: int) -> list[str]:
     """``check_loop_run`` for a run's ``RunSettings`` over a dataset of ``n_total`` questions: the check a
-    ``--loop`` run is handed (``run_driver.execute(loop_check=...)``)."""
+    ``--loop`` run is handed (``run_driver.RunOptions(loop_check=...)``)."""
     return check_loop_run(
         {
             "n_total": n_total,

@@ -254,18 +254,16 @@ def _locate(settings: RunSettings, run_id: str | None, scanned: Any = None) -> t
     return run_id, root, work, None if root.exists() else (scanned or run_state.scan_new_run(settings))
 
 
-def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "auto",
-            max_cost: float | None = None, approved_usd: float | None = None, scanned: Any = None,
-            on_start: Callable[[], None] | None = None,
-            loop_check: run_state.LoopCheck | None = None) -> tuple[int, Path]:
-    """Run (or resume) ``run_id``; returns (exit status, run root). ``max_cost``: see ``cost_gate.CostCap``;
-    ``approved_usd``: the user's ``--yes`` covers that much (recorded: ``cost_gate.APPROVAL_KEY``); ``scanned``: the
-    new run's dataset scan when the caller made it (``cost_gate.check``); ``on_start``: called once the run's
-    directory and run-meta exist (what a refused run must not leave behind waits for it); ``loop_check``: the
-    loop's hard rules, which a ``--loop`` run must pass (``run_state.LoopCheck``)."""
+def execute(settings: RunSettings, run_id: str | None, options: RunOptions | None = None, *,
+            scanned: Any = None, on_start: Callable[[], None] | None = None) -> tuple[int, Path]:
+    """Run (or resume) ``run_id``; returns (exit status, run root). ``options``: what the command asked of this
+    invocation (``RunOptions``); ``scanned``: the new run's dataset scan when the caller made it
+    (``cost_gate.check``); ``on_start``: called once the run's directory and run-meta exist (what a refused run
+    must not leave behind waits for it)."""
+    options = options or RunOptions()
     run_id, root, work, scanned = _locate(settings, run_id, scanned)
-    run_state.check_run(settings, run_id, root, work, scanned, loop_check)  # its refusals before any directory,
-    # lock or cache
+    run_state.check_run(settings, run_id, root, work, scanned, options.loop_check)  # its refusals before any
+    # directory, lock or cache
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     fileio.make_dirs(work)
     t_start = time.monotonic()
@@ -277,7 +275,7 @@ def execute(settings: RunSettings, run_id: str | None, *, progress_mode: str = "
         reserve = fileio.SpaceReserve(work / run_store.RESERVE_FILE).hold()  # room for the last word on a full disk
         own.callback(reserve.release)
         run = _Session(settings, _Located(run_id, root, work, scanned), cache=cache, reserve=reserve,
-                       t_start=t_start, options=_Options(progress_mode, max_cost, approved_usd, loop_check))
+                       t_start=t_start, options=options)
         if on_start is not None:
             on_start()
         run.start()
@@ -297,8 +295,11 @@ class _Located:
 
 
 @dataclass(frozen=True)
-class _Options:
-    """What the command asked of this invocation beyond the run's settings."""
+class RunOptions:
+    """What the command asked of this invocation beyond the run's settings: ``progress_mode``; ``max_cost`` (see
+    ``cost_gate.CostCap``); ``approved_usd``, what the user's ``--yes`` covers (recorded:
+    ``cost_gate.APPROVAL_KEY``); ``loop_check``, the loop's hard rules a ``--loop`` run must pass
+    (``run_state.LoopCheck``)."""
 
     progress_mode: str = "auto"
     max_cost: float | None = None
@@ -311,7 +312,7 @@ class _Session:
     ``start`` (progress, signals), ``drive`` (the batch phase, then the items), ``finish`` (the outcome recorded)."""
 
     def __init__(self, settings: RunSettings, where: _Located, *, cache: Any, reserve: Any, t_start: float,
-                 options: _Options) -> None:
+                 options: RunOptions) -> None:
         run_id, root, work, scanned = where.run_id, where.root, where.work, where.scanned
         self.settings, self.run_id, self.root, self.work = settings, run_id, root, work
         self.cache, self.reserve, self.t_start, self.options = cache, reserve, t_start, options

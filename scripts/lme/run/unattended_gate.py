@@ -27,7 +27,7 @@ from lme.core.errors import UserError
 from lme.core.facts import BUILTIN_TARGETS, CONFIG_FILE, STATE_DIR
 from lme.run import cost_gate
 from lme.run import dry_run
-from lme.targets.target_spec import same_target
+from lme.targets.identity import same_target
 from lme.run.run_settings import RunSettings
 
 CODE_TARGETS = ("command", "python")
