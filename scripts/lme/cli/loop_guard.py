@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core import config
-
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import SYMBOLIC_FLAGS
 from lme.run.loop_rules import check_loop_run, loop_config, target_correct
 
@@ -66,7 +64,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not problems:
         print("ok   the loop run meets every hard rule")
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))
