@@ -91,5 +91,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"control id(s) (seed {seed}){f', control short by {short}' if short else ''} written to {args.out}",
                   file=sys.stderr)
         return 0
-    print(json.dumps(result, indent=2, ensure_ascii=False) if args.json else cluster_failures.render_markdown(result), end="" if not args.json else "\n")
+    shown = json.dumps(result, indent=2, ensure_ascii=False) if args.json else cluster_failures.render_markdown(result)
+    print(shown, end="" if not args.json else "\n")
     return 0

@@ -51,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(options.get("command"), str) and args.target == "command":
         options["command"] = shlex.split(options["command"])
     q = generation_driver.find_item(args.dataset, args.question_id)
-    result = generation_driver.generate_hypothesis(q, provider, model, target=args.target, options=options, cache_dir=args.cache_dir)
+    result = generation_driver.generate_hypothesis(q, provider, model, target=args.target, options=options,
+                                                   cache_dir=args.cache_dir)
     print(json.dumps(result, ensure_ascii=False, indent=2))
     return 0

@@ -34,7 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     exp = sub.add_parser("export", help="write upstream-format files from a run")
     exp.add_argument("run_dir", type=Path, help="run (or snapshot) directory")
     exp.add_argument("out", type=Path, help="hypotheses JSONL to write")
-    exp.add_argument("--eval-results", action="store_true", help=f"also write <out>{interop.EVAL_SUFFIX} with our labels")
+    exp.add_argument("--eval-results", action="store_true",
+                     help=f"also write <out>{interop.EVAL_SUFFIX} with our labels")
     exp.add_argument("--reference", type=Path, help="also write a ref_file (question ids and types) here")
     imp = sub.add_parser("import", help="score an eval-results file with metrics.score")
     imp.add_argument("eval_results", type=Path, help=f"a *{interop.EVAL_SUFFIX} file")
@@ -52,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in written:
             print(path)
         return 0
-    labels, types = interop.import_eval_results(args.eval_results, args.reference, allow_unofficial=args.allow_unofficial)
+    labels, types = interop.import_eval_results(args.eval_results, args.reference,
+                                                allow_unofficial=args.allow_unofficial)
     scored = metrics.score(labels, types)
     if args.json:
         print(json.dumps(scored, indent=2))

@@ -107,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
               "measured_at": utc_now(), "source": source, **report}
     judge_agreement.append_record(project, record)
-    print(json.dumps(record, indent=2, ensure_ascii=False) if args.json else judge_agreement.render_markdown(record), end="")
+    shown = json.dumps(record, indent=2, ensure_ascii=False) if args.json else judge_agreement.render_markdown(record)
+    print(shown, end="")
     if args.json:
         print()
     return 0

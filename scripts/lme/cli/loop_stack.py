@@ -23,7 +23,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, sub = cli_parser.loop_command_parser(__doc__)
     sub.add_parser("show", help="print the loop's stack")
     p_set = sub.add_parser("set", help="give the loop a cheap writer (kept when one is configured)")
-    p_set.add_argument("--writer", help=f"the writer as provider:model (default: the configured one, else {loop_stack.CHEAP_WRITER})")
+    p_set.add_argument("--writer",
+                       help=f"the writer as provider:model (default: the configured one, else {loop_stack.CHEAP_WRITER})")
     args = parser.parse_args(argv)
     if args.command == "show":
         cfg = loop_stack.read_config(args.project)

@@ -47,7 +47,7 @@ def main() -> int:
             return 0
         with redirect_stdout(io.StringIO()):  # nothing but our one JSON object may reach stdout
             output = loop_stop_hook.decide(hook_input)
-    except (Exception, loop_stop_hook.HookTimeout) as err:  # noqa: BLE001 - never trap a session on a bug or a timeout: let it stop
+    except (Exception, loop_stop_hook.HookTimeout) as err:  # noqa: BLE001 - a bug or a timeout lets the session stop
         message = f"longmemeval loop stop hook: {type(err).__name__}: {err}"
         output = {"systemMessage": loop_stop_hook.one_line_message(message)}
     finally:

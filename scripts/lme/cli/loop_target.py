@@ -26,7 +26,8 @@ from lme.loop import loop_target
 def main(argv: Sequence[str] | None = None) -> int:
     parser, sub = cli_parser.loop_command_parser(__doc__.split("\n\n")[0], raw_description=False)
     p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")
-    p_copy.add_argument("--dest", default=loop_target.DEFAULT_DEST, help=f"folder for the copy (default: {loop_target.DEFAULT_DEST})")
+    p_copy.add_argument("--dest", default=loop_target.DEFAULT_DEST,
+                        help=f"folder for the copy (default: {loop_target.DEFAULT_DEST})")
     args = parser.parse_args(argv)
     print("\n".join(loop_target.use_copy(args.project, args.dest)))
     return 0

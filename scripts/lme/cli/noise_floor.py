@@ -55,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = sub.add_parser(name, help=text)
         p.add_argument("--run-id", required=True, help="the loop's run id")
         if name == "start":
-            p.add_argument("--sample", type=int, default=noise_floor.DEFAULT_SAMPLE, help=f"items to re-run (default {noise_floor.DEFAULT_SAMPLE})")
+            p.add_argument("--sample", type=int, default=noise_floor.DEFAULT_SAMPLE,
+                           help=f"items to re-run (default {noise_floor.DEFAULT_SAMPLE})")
             p.add_argument("--seed", help="the sample's seed (default: derived from the stack)")
     sub.add_parser("show", help="print the recorded noise floor")
     args = parser.parse_args(argv)
