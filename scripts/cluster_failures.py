@@ -1,6 +1,6 @@
 """Group a run's failures by question type and failure mode: step A of the loop's cluster -> diagnose -> propose.
 
-The command; its code is ``lme/score/cluster_failures.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/cluster_failures.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
@@ -9,7 +9,7 @@ entry_guard.start(__name__)
 
 import sys
 
-from lme.score.cluster_failures import main
+from lme.cli.cluster_failures import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":

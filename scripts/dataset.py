@@ -1,6 +1,6 @@
 """Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass.
 
-The command; its code is ``lme/data/dataset.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/dataset.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
@@ -9,7 +9,7 @@ entry_guard.start(__name__)
 
 import sys
 
-from lme.data.dataset import main
+from lme.cli.dataset import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":

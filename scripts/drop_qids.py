@@ -1,6 +1,6 @@
 """Un-complete chosen questions of a run so that a resume re-runs exactly those.
 
-The command; its code is ``lme/score/drop_qids.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/drop_qids.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
@@ -9,7 +9,7 @@ entry_guard.start(__name__)
 
 import sys
 
-from lme.score.drop_qids import main
+from lme.cli.drop_qids import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Recognise a LongMemEval file by its content, not its bytes: one sha256 per item, compared with the releases we
 can vouch for (``references/dataset-fingerprints.json``).
 
-The command; its code is ``lme/data/fingerprints.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/fingerprints.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
@@ -10,7 +10,7 @@ entry_guard.start(__name__)
 
 import sys
 
-from lme.data.fingerprints import main
+from lme.cli.fingerprints import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":

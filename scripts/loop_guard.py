@@ -1,11 +1,11 @@
-"""Print the iteration loop's configuration, or check a planned loop run against its hard rules (``loop_rules``).
+"""Print the iteration loop's configuration, or check a planned loop run against its hard rules (``lme/loop/rules.py``).
 
-The command; its code is ``lme/loop/loop_guard.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/loop_guard.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 import sys
 
-from lme.loop.loop_guard import main
+from lme.cli.loop_guard import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":

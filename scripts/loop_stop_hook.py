@@ -1,11 +1,11 @@
 """The plugin's Stop hook: keep the Claude Code session that started the LongMemEval loop working until it is over.
 
-The command; its code is ``lme/loop/loop_stop_hook.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/loop_stop_hook.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 import sys
 
-from lme.loop.loop_stop_hook import main
+from lme.cli.loop_stop_hook import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,13 +1,13 @@
 """Where a run stands, in one line: state, done/total, judged, errors, accuracy so far, dollars, rate, ETA.
 
-The command; its code is ``lme/run/run_status.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/run_status.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-from lme.run.run_status import main
+from lme.cli.run_status import main
 from lme.core.errors import exit_now, run_main
 
 if __name__ == "__main__":

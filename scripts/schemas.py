@@ -1,6 +1,6 @@
 """Validate the run-state records against ``references/schemas/<name>.schema.json`` (JSON Schema 2020-12).
 
-The command; its code is ``lme/core/schemas.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/schemas.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
@@ -9,7 +9,7 @@ entry_guard.start(__name__)
 
 import sys
 
-from lme.core.schemas import main
+from lme.cli.schemas import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":

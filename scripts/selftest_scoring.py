@@ -1,6 +1,6 @@
 """Self-test of the scoring path: synthetic runs with known truth, through the real judge label rule and metrics.
 
-The command; its code is ``lme/score/selftest_scoring.py``. This file keeps the path that commands,
+The command; its code is ``lme/cli/selftest_scoring.py``. This file keeps the path that commands,
 skills, hooks and users call."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
@@ -9,7 +9,7 @@ entry_guard.start(__name__)
 
 import sys
 
-from lme.score.selftest_scoring import main
+from lme.cli.selftest_scoring import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":

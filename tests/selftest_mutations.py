@@ -361,9 +361,9 @@ def _selftest_once(stale: set[str]) -> dict:
     import importlib
 
     started = time.perf_counter()
-    _purge(stale)
+    _purge({*stale, "lme.cli.selftest_scoring"})  # the command too: it holds the library module it imported
     importlib.invalidate_caches()
-    module = importlib.import_module("lme.score.selftest_scoring")
+    module = importlib.import_module("lme.cli.selftest_scoring")
     imported = time.perf_counter()
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

@@ -20,6 +20,7 @@ import pytest
 from lme.run import background
 from lme.core import command_names
 from lme.run import run_status
+from lme.cli import run_status as run_status_cli
 from run_project import REPO, SAMPLE, judged_rows, make_project, register_answers, run_dir
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
@@ -165,7 +166,7 @@ def test_wait_blocks_no_longer_than_its_bound_plus_one_poll(tmp_path, fake_llm, 
     assert start(project, "--run-id", "slow").returncode == 0
     workers.append(worker_of(project, "slow")["pid"])
     t0 = time.monotonic()
-    code = run_status.main(["--project", str(project), "--run-id", "slow", "--wait", "1.5"])
+    code = run_status_cli.main(["--project", str(project), "--run-id", "slow", "--wait", "1.5"])
     elapsed = time.monotonic() - t0
     assert code == 4
     assert 1.5 <= elapsed <= 1.5 + run_status.POLL_S + 1.0  # one poll, plus reading the rows once

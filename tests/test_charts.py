@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lme.report import charts
+from lme.cli import charts as charts_cli
 from lme.score import metrics
 from lme.score.scorecard_record import Scorecard
 from lme.core.errors import UserError
@@ -60,7 +61,7 @@ def test_cli_writes_both_charts(tmp_path, capsys):
     card.write_text(json.dumps(_card()))
     history = tmp_path / "h.jsonl"
     history.write_text('{"label": "v0", "overall": 0.5}\n')
-    assert charts.main([str(card), str(tmp_path / "out"), "--history", str(history)]) == 0
+    assert charts_cli.main([str(card), str(tmp_path / "out"), "--history", str(history)]) == 0
     assert (tmp_path / "out" / "per-type-accuracy.png").exists()
     assert (tmp_path / "out" / "accuracy-over-rounds.png").exists()
 
@@ -95,7 +96,7 @@ def test_a_metrics_file_that_is_not_a_scorecard_is_one_line_exit_2(tmp_path, cap
 
     card = tmp_path / "metrics.json"
     card.write_text(content)
-    assert run_main(charts.main, [str(card), str(tmp_path / "out")]) == 2
+    assert run_main(charts_cli.main, [str(card), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert needle in err and str(card) in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()

@@ -16,6 +16,7 @@ import pytest
 from lme.cli import claude_settings
 from lme.core import command_names
 from lme.loop import loop_target
+from lme.cli import loop_target as loop_target_cli
 from lme.cli import setup_project
 from lme.core.errors import run_main
 from loop_testing import git, make_loop_project
@@ -122,7 +123,7 @@ def test_the_files_setup_writes_for_claude_code_are_never_part_of_a_fix(tmp_path
 def test_use_copy_copies_configures_and_commits_once(tmp_path, capsys):
     project = make_loop_project(tmp_path)
     assert setup(project, "--sample") == 0
-    assert run_main(loop_target.main, ["--project", str(project), "use-copy"]) == 0
+    assert run_main(loop_target_cli.main, ["--project", str(project), "use-copy"]) == 0
     out = capsys.readouterr().out
     assert "copied memory-ref" in out and "config: target and loop.target set to memory_system" in out
     copy = project / "memory_system"
@@ -135,7 +136,7 @@ def test_use_copy_copies_configures_and_commits_once(tmp_path, capsys):
     assert all(line.startswith("memory_system/") for line in log.split("\n\n", 1)[1].split())
     (copy / "reader.py").write_text("# the user's code now\n")
     git(["commit", "-qam", "my change"], project)
-    assert run_main(loop_target.main, ["--project", str(project), "use-copy"]) == 0
+    assert run_main(loop_target_cli.main, ["--project", str(project), "use-copy"]) == 0
     again = capsys.readouterr().out
     assert "exists: kept" in again and "already" in again and "is committed already" in again
     assert (copy / "reader.py").read_text() == "# the user's code now\n"
@@ -145,14 +146,14 @@ def test_use_copy_copies_configures_and_commits_once(tmp_path, capsys):
 def test_use_copy_refuses_a_folder_outside_the_project(tmp_path, capsys, dest):
     project = make_loop_project(tmp_path)
     assert setup(project, "--sample") == 0
-    assert run_main(loop_target.main, ["--project", str(project), "use-copy", "--dest", dest]) == 2
+    assert run_main(loop_target_cli.main, ["--project", str(project), "use-copy", "--dest", dest]) == 2
     assert "is not a folder inside the project" in capsys.readouterr().err
 
 
 def test_use_copy_off_the_loop_branch_or_without_setup_changes_nothing(tmp_path, capsys):
     project = make_loop_project(tmp_path, branch="main")
-    assert run_main(loop_target.main, ["--project", str(project), "use-copy"]) == 2
+    assert run_main(loop_target_cli.main, ["--project", str(project), "use-copy"]) == 2
     assert f"run {command_names.SETUP} first" in capsys.readouterr().err
     assert setup(project, "--sample") == 0
-    assert run_main(loop_target.main, ["--project", str(project), "use-copy"]) == 2
+    assert run_main(loop_target_cli.main, ["--project", str(project), "use-copy"]) == 2
     assert "not on the loop branch" in capsys.readouterr().err and not (project / "memory_system").exists()

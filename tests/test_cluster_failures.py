@@ -8,6 +8,7 @@ import math
 import pytest
 
 from lme.score import cluster_failures as cf
+from lme.cli import cluster_failures as cluster_failures_cli
 from lme.score import trigger_set
 from lme.core.errors import run_main
 from factories import typed
@@ -94,16 +95,16 @@ def test_known_gold_error_list_is_read_from_references():
 def test_cli_markdown_and_json_on_a_run(tmp_path, capsys):
     rows, types = rows_and_types()
     write_run(tmp_path, "loop", types, {q: None for q in types}, rows=rows)
-    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--top-k", "2"]) == 0
+    assert run_main(cluster_failures_cli.main, ["--project", str(tmp_path), "--run-id", "loop", "--top-k", "2"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("# Failure clusters: 11 of 12") and "| multi-session | retrieval_miss | 1 |" in md
-    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--json"]) == 0
+    assert run_main(cluster_failures_cli.main, ["--project", str(tmp_path), "--run-id", "loop", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["by_mode"]["gold_reported_bad"] == 1
 
 
 def test_unknown_run_is_a_user_error(tmp_path, capsys):
-    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "nope"]) == 2
+    assert run_main(cluster_failures_cli.main, ["--project", str(tmp_path), "--run-id", "nope"]) == 2
     assert "no run" in capsys.readouterr().err
 
 
@@ -132,7 +133,7 @@ def test_ids_prints_the_chosen_clusters_question_ids_one_per_line(tmp_path, caps
     write_run(tmp_path, "loop", types, {q: None for q in types}, rows=rows)
     result = cf.cluster_run(tmp_path / ".longmemeval-benchmarks" / "runs" / "loop")
     first = result["clusters"][0]
-    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1"]) == 0
+    assert run_main(cluster_failures_cli.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1"]) == 0
     printed = trigger_set.parse(capsys.readouterr().out)
     assert list(printed.failing) == first["question_ids"]
 
@@ -152,24 +153,24 @@ def test_ids_adds_a_seeded_control_sample_of_correct_items_of_the_same_types(tmp
     out = tmp_path / ".longmemeval-benchmarks" / "trigger_set.txt"
     argv = ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1", "--out", str(out),
             "--control-ratio", str(ratio)]
-    assert run_main(cf.main, argv) == 0
+    assert run_main(cluster_failures_cli.main, argv) == 0
     chosen = trigger_set.parse(out.read_text())
     failing = [q for q in types if q in wrong and types[q] == "multi-session"]
     assert sorted(chosen.failing) == failing
     assert len(chosen.control) == math.ceil(len(failing) * ratio)
     assert all(types[q] == "multi-session" and q not in wrong for q in chosen.control)
     assert "+ %d control id(s) (seed v0)" % len(chosen.control) in capsys.readouterr().err
-    assert run_main(cf.main, argv) == 0 and trigger_set.parse(out.read_text()) == chosen  # same round, same sample
-    assert run_main(cf.main, [*argv, "--seed", "v7"]) == 0
+    assert run_main(cluster_failures_cli.main, argv) == 0 and trigger_set.parse(out.read_text()) == chosen  # same round, same sample
+    assert run_main(cluster_failures_cli.main, [*argv, "--seed", "v7"]) == 0
     assert trigger_set.parse(out.read_text()).control != chosen.control
 
 
 def test_control_ratio_below_one_is_refused_and_a_short_type_is_named(tmp_path, capsys):
     types, wrong = _fair_run(tmp_path)
     argv = ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1"]
-    assert run_main(cf.main, [*argv, "--control-ratio", "0.5"]) == 2
+    assert run_main(cluster_failures_cli.main, [*argv, "--control-ratio", "0.5"]) == 2
     assert "at least as many control items" in capsys.readouterr().err
-    assert run_main(cf.main, [*argv, "--control-ratio", "3"]) == 0  # 24 wanted, 12 correct multi-session items
+    assert run_main(cluster_failures_cli.main, [*argv, "--control-ratio", "3"]) == 0  # 24 wanted, 12 correct multi-session items
     text = capsys.readouterr().out
     assert "control short by 12 for multi-session" in text and len(trigger_set.parse(text).control) == 12
 
@@ -182,7 +183,7 @@ def test_ids_refuses_infrastructure_gold_bad_and_missing_clusters(tmp_path, caps
         with pytest.raises(cf.UserError, match=needle):
             cf.cluster_ids(result, numbers[mode])
     write_run(tmp_path, "loop", types, {q: None for q in types}, rows=rows)
-    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "99"]) == 2
+    assert run_main(cluster_failures_cli.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "99"]) == 2
     assert "no cluster 99" in capsys.readouterr().err
 
 
@@ -213,11 +214,11 @@ def test_ids_out_writes_the_trigger_set_file_and_counts_it_on_stderr(tmp_path, c
     first = cf.cluster_run(tmp_path / ".longmemeval-benchmarks" / "runs" / "loop")["clusters"][0]
     out = tmp_path / ".longmemeval-benchmarks" / "trigger_set.txt"
     out.write_text("stale-id\n")
-    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1", "--out", str(out)]) == 0
+    assert run_main(cluster_failures_cli.main, ["--project", str(tmp_path), "--run-id", "loop", "--ids", "1", "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert list(trigger_set.parse(out.read_text()).failing) == first["question_ids"] and captured.out == ""
     assert f"trigger set: {len(first['question_ids'])} failing id(s) of cluster 1" in captured.err
-    assert run_main(cf.main, ["--project", str(tmp_path), "--run-id", "loop", "--out", str(out)]) == 2
+    assert run_main(cluster_failures_cli.main, ["--project", str(tmp_path), "--run-id", "loop", "--out", str(out)]) == 2
     assert "needs --ids" in capsys.readouterr().err
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from lme.core import command_names
 from lme.core import config
+from lme.cli import config as config_cli
 from lme.core.errors import UserError, run_main
 from lme.core.records import OFFICIAL_JUDGE_MODEL
 
@@ -103,9 +104,9 @@ def test_parse_model_arg_without_a_model_is_refused():
 
 
 def test_cli_prints_config_and_exits_2_without_one(tmp_path, capsys):
-    assert run_main(config.main, ["--project", str(tmp_path)]) == 2
+    assert run_main(config_cli.main, ["--project", str(tmp_path)]) == 2
     assert command_names.SETUP in capsys.readouterr().err
-    assert run_main(config.main, ["--project", str(tmp_path), "--defaults"]) == 0
+    assert run_main(config_cli.main, ["--project", str(tmp_path), "--defaults"]) == 0
     assert json.loads(capsys.readouterr().out)["variant"] == "_s"
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lme.loop import confirm
+from lme.cli import confirm as confirm_cli
 from lme.core.errors import UserError, run_main
 from loop_testing import item_ids, make_loop_project, write_run
 
@@ -23,12 +24,12 @@ def _loop_run(project, right: int, run_id: str = "longmemeval-iter", n: int = 20
 
 def test_check_exit_status_is_zero_at_the_target_and_one_below(project, capsys):
     _loop_run(project, right=18)  # target for 20 is 19
-    assert run_main(confirm.main, ["--project", str(project), "check", "--exit-status"]) == 1
+    assert run_main(confirm_cli.main, ["--project", str(project), "check", "--exit-status"]) == 1
     assert json.loads(capsys.readouterr().out)["reached"] is False
-    assert run_main(confirm.main, ["--project", str(project), "check"]) == 0  # without the flag: report only
+    assert run_main(confirm_cli.main, ["--project", str(project), "check"]) == 0  # without the flag: report only
     capsys.readouterr()
     _loop_run(project, right=19, run_id="other")
-    assert run_main(confirm.main, ["--project", str(project), "check", "--run-id", "other", "--exit-status"]) == 0
+    assert run_main(confirm_cli.main, ["--project", str(project), "check", "--run-id", "other", "--exit-status"]) == 0
     assert json.loads(capsys.readouterr().out)["reached"] is True
 
 
@@ -37,7 +38,7 @@ def test_start_resume_returns_the_pending_confirmation_instead_of_refusing(proje
     first = confirm.start(project, "longmemeval-iter")
     with pytest.raises(UserError, match="already pending"):
         confirm.start(project, "longmemeval-iter")
-    assert run_main(confirm.main, ["--project", str(project), "start", "--resume"]) == 0
+    assert run_main(confirm_cli.main, ["--project", str(project), "start", "--resume"]) == 0
     assert capsys.readouterr().out.strip() == first["confirm_run_id"]
 
 

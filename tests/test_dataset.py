@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lme.data import dataset
+from lme.cli import dataset as dataset_cli
 from lme.core.errors import UserError, run_main
 from helpers_data import make_item, make_items, write_dataset
 from lme.core.records import Question
@@ -148,12 +149,12 @@ def test_variant_is_guessed_from_name_then_haystack_size(tmp_path):
 
 def test_cli_prints_info_and_exits_2_on_a_bad_file(tmp_path, capsys):
     path = write_dataset(tmp_path / "d.json.gz", make_items(3), compression="gz")
-    assert run_main(dataset.main, [str(path)]) == 0
+    assert run_main(dataset_cli.main, [str(path)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["items"] == 3 and out["selected"] == 3
     bad = tmp_path / "bad.json"
     bad.write_text("[")
-    assert run_main(dataset.main, [str(bad)]) == 2
+    assert run_main(dataset_cli.main, [str(bad)]) == 2
     assert str(bad) in capsys.readouterr().err
 
 

@@ -9,6 +9,7 @@ import pytest
 import factories
 from lme.store import run_store
 from lme.loop import decide
+from lme.cli import decide as decide_cli
 from lme.score import drop_qids
 from lme.loop import loop_git
 from lme.loop import loop_state
@@ -58,9 +59,9 @@ def test_net_positive_fix_is_kept_and_logged(project):
 
 def test_net_minus_one_is_kept_only_when_reusable(project, capsys):
     _round(project, fixes=1, regressions=2)
-    assert run_main(decide.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop"]) == 0
+    assert run_main(decide_cli.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop"]) == 0
     assert capsys.readouterr().out.startswith("REVERT: net -1")
-    assert run_main(decide.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop", "--reusable"]) == 0
+    assert run_main(decide_cli.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop", "--reusable"]) == 0
     assert "kept only because --reusable" in capsys.readouterr().out
     assert len((project / ".longmemeval-benchmarks/decisions.jsonl").read_text().splitlines()) == 2
 
@@ -111,7 +112,7 @@ def test_rerun_that_ended_in_errors_needs_allow_errors(project):
 
 
 def test_missing_snapshot_is_a_user_error(project, capsys):
-    assert run_main(decide.main, ["--project", str(project), "--snapshot", "v9", "--run-id", "loop"]) == 2
+    assert run_main(decide_cli.main, ["--project", str(project), "--snapshot", "v9", "--run-id", "loop"]) == 2
     assert "no snapshot v9" in capsys.readouterr().err
 
 

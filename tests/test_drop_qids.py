@@ -7,6 +7,7 @@ import pytest
 import factories
 from lme.store import run_store
 from lme.score import drop_qids
+from lme.cli import drop_qids as drop_qids_cli
 from lme.core.errors import UserError, run_main
 from loop_testing import item_ids, make_row, write_run
 
@@ -24,7 +25,7 @@ def test_dropped_ids_leave_results_and_completed_and_nothing_else_changes(run):
     project, run_dir, ids = run
     rows_before = factories.load_rows(run_dir)
     done_before = run_store.load_completed(run_dir)
-    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", ids[0], ids[2]]) == 0
+    assert run_main(drop_qids_cli.main, ["--project", str(project), "--run-id", "loop", ids[0], ids[2]]) == 0
     rows_after = factories.load_rows(run_dir)
     assert set(rows_after) == set(rows_before) - {ids[0], ids[2]}
     assert {q: rows_after[q] for q in rows_after} == {q: rows_before[q] for q in rows_after}
@@ -54,7 +55,7 @@ def test_backup_holds_both_files_as_they_were(run):
 def test_unknown_ids_are_refused_all_named_and_nothing_written(run, capsys):
     project, run_dir, ids = run
     results = (run_dir / "item-results.jsonl").read_bytes()
-    code = run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", ids[0], "nope1", "nope2"])
+    code = run_main(drop_qids_cli.main, ["--project", str(project), "--run-id", "loop", ids[0], "nope1", "nope2"])
     assert code == 2
     err = capsys.readouterr().err
     assert "nope1, nope2" in err and ids[0] not in err.split(":")[-1]
@@ -64,7 +65,7 @@ def test_unknown_ids_are_refused_all_named_and_nothing_written(run, capsys):
 
 def test_failed_drops_every_wrong_and_error_id(run):
     project, run_dir, ids = run
-    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--failed"]) == 0
+    assert run_main(drop_qids_cli.main, ["--project", str(project), "--run-id", "loop", "--failed"]) == 0
     remaining = factories.load_rows(run_dir)
     assert sorted(remaining) == [q for i, q in enumerate(ids) if i % 2 == 0 and i != 4]
 
@@ -73,7 +74,7 @@ def test_from_file_reads_ids_and_skips_comments(run, tmp_path):
     project, run_dir, ids = run
     listing = tmp_path / "ids.txt"
     listing.write_text(f"# trigger set\n{ids[3]}\n\n{ids[5]}  # temporal\n")
-    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(listing)]) == 0
+    assert run_main(drop_qids_cli.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(listing)]) == 0
     assert ids[3] not in factories.load_rows(run_dir) and ids[5] not in factories.load_rows(run_dir)
 
 
@@ -170,7 +171,7 @@ def test_a_non_utf8_id_file_is_one_line_error(run, tmp_path, capsys):
     project, run_dir, ids = run
     listing = tmp_path / "ids.bin"
     listing.write_bytes(b"\xff\xfe\x00bad\n")
-    code = run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(listing)])
+    code = run_main(drop_qids_cli.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(listing)])
     assert code == 2
     err = capsys.readouterr().err
     assert "not UTF-8" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from lme.targets import generation_driver as gd
+from lme.cli import generation_driver as generation_driver_cli
 from lme.core.errors import UserError, run_main
 from lme.core.records import Question
 from test_targets_common import GOLD, RecordingLLM, make_raw_item, prompt_of
@@ -128,7 +129,7 @@ def test_parse_option_reads_json_values_and_keeps_plain_strings():
 def test_cli_prints_the_hypothesis_json_for_one_item(tmp_path, capsys):
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([make_raw_item(), make_raw_item(question_id="gen_002")]))
-    code = run_main(gd.main, ["--dataset", str(data), "--question-id", "gen_002", "--target", "offline",
+    code = run_main(generation_driver_cli.main, ["--dataset", str(data), "--question-id", "gen_002", "--target", "offline",
                               "--target-model", "offline:extractive"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
@@ -138,7 +139,7 @@ def test_cli_prints_the_hypothesis_json_for_one_item(tmp_path, capsys):
 def test_cli_unknown_question_id_is_one_line_exit_2(tmp_path, capsys):
     data = tmp_path / "mini.json"
     data.write_text(json.dumps([make_raw_item()]))
-    code = run_main(gd.main, ["--dataset", str(data), "--question-id", "nope", "--target", "offline"])
+    code = run_main(generation_driver_cli.main, ["--dataset", str(data), "--question-id", "nope", "--target", "offline"])
     err = capsys.readouterr().err
     assert code == 2 and "nope" in err and err.count("\n") == 1
 
@@ -152,7 +153,7 @@ def test_plugins_readme_documents_every_builtin_target_and_its_examples_exist():
 
 
 def test_cli_bad_target_fails_before_reading_the_dataset(capsys):
-    assert run_main(gd.main, ["--dataset", "/nonexistent.json", "--question-id", "x", "--target", "bogus"]) == 2
+    assert run_main(generation_driver_cli.main, ["--dataset", "/nonexistent.json", "--question-id", "x", "--target", "bogus"]) == 2
     assert "unknown target 'bogus'" in capsys.readouterr().err
 
 

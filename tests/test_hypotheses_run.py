@@ -17,6 +17,7 @@ import pytest
 from lme.score import run_comparison
 from lme.score import interop
 from lme.judge import judge_agreement
+from lme.cli import judge_agreement as judge_agreement_cli
 from lme.report import report_html
 from lme.cli import run_benchmark
 from lme.cli import scorecard
@@ -263,7 +264,7 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
     page, _, _ = report_html.build_compare(a, b, judge_comparison=True)
     assert "Judge comparison: the same hypotheses" in page and "FORCED" not in page
 
-    assert judge_agreement.main(["--run-id", "official", "--candidate-run", "mini", "--project", str(project),
+    assert judge_agreement_cli.main(["--run-id", "official", "--candidate-run", "mini", "--project", str(project),
                                  "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert (rec["n"], rec["agree"]) == (n, n - 3) and sorted(f["question_id"] for f in rec["flips"]) == flipped

@@ -21,10 +21,11 @@ SCRIPTS = REPO / "scripts"
 PLUGINS = REPO / "plugins"
 
 STAGE_ORDER = ("core", "data", "store", "models", "targets", "target_kit", "judge", "run", "score", "report", "loop",
-               "cli", "devtools")
+               "devtools", "cli")
 """The stages (and, after the package move, the sub-packages of ``scripts/lme/``), lowest first. ``target_kit``: the
 optional helpers a target may use (no run-time module imports them); ``devtools``: maintainers' tools on no run
-path (the sample generator)."""
+path (the sample generator); ``cli``: every command's parser and ``main()``, the top (a command may import any
+stage, nothing imports a command)."""
 
 # --- FLAT_STAGES begin (emptied by the package move: scripts/lme/<stage>/ is the table now)
 FLAT_STAGES: dict[str, tuple[str, ...]] = {}
@@ -35,21 +36,26 @@ PLUGIN_STAGE = "target_kit"
 helpers of target_kit), nothing above."""
 
 LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
-    ("rounds", "loop_steps"): "the steps need the venv; rounds.py init/current/bump/status run on system python",
-    ("loop_stop_hook", "loop_state"): "the Stop hook runs on every stop: nothing more unless a loop is there, and a "
-                                      "sibling that fails to import lets the session stop instead of failing it",
-    ("loop_stop_hook", "loop_session"): "as above",
-    ("loop_stop_hook", "command_names"): "as above",
-    ("loop_stop_hook", "state_reader"): "as above",
-    ("entry_guard", "command_names"): "only on the refusal path; the guard runs before any other import of ours",
-    ("setup_project", "item_hash"): "setup runs on the system python that makes the venv; only --dataset needs these",
-    ("setup_project", "fingerprints"): "as above",
-    ("fingerprints", "dataset"): "the command's scan needs the venv; the library part (recognising a file) runs on the "
-                                 "system python for setup --dataset",
-    ("run_benchmark", "report_outputs"): "scoring, the report pages and their records are needed once, after the run: "
-                                         "not on the way to its first call (start-up measured side by side)",
-    ("loop_state", "scorecard_record"): "the Stop hook and rounds.py status import loop_state on every stop: the "
-                                        "scorecard's record classes (~60 ms) only when a step is logged",
+    ("cli.rounds", "loop.loop_steps"): "the steps need the venv; rounds.py init/current/bump/status run on system "
+                                       "python",
+    ("loop.loop_stop_hook", "loop.loop_state"): "the Stop hook runs on every stop: nothing more unless a loop is "
+                                                "there, and a sibling that fails to import lets the session stop "
+                                                "instead of failing it",
+    ("loop.loop_stop_hook", "loop.loop_session"): "as above",
+    ("loop.loop_stop_hook", "core.command_names"): "as above",
+    ("loop.loop_stop_hook", "core.state_reader"): "as above",
+    ("core.entry_guard", "core.command_names"): "only on the refusal path; the guard runs before any other import of "
+                                                "ours",
+    ("cli.setup_project", "data.item_hash"): "setup runs on the system python that makes the venv; only --dataset "
+                                             "needs these",
+    ("cli.setup_project", "data.fingerprints"): "as above",
+    ("cli.fingerprints", "data.dataset"): "the scan needs the venv and the dataset reader; --help does not load it",
+    ("cli.run_benchmark", "report.report_outputs"): "scoring, the report pages and their records are needed once, "
+                                                    "after the run: not on the way to its first call (start-up "
+                                                    "measured side by side)",
+    ("loop.loop_state", "score.scorecard_record"): "the Stop hook and rounds.py status import loop_state on every "
+                                                   "stop: the scorecard's record classes (~60 ms) only when a step "
+                                                   "is logged",
 }
 """Function-level sibling imports kept on purpose, and why."""
 
@@ -74,19 +80,25 @@ def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
+def _key(parts: Sequence[str], known: set[str]) -> str:
+    """A module's key from its dotted name: ``<stage>.<module>`` in the package (two stages may hold modules of the
+    same name, e.g. ``loop.confirm`` and its command ``cli.confirm``), the bare name in a flat tree."""
+    if parts[0] == PACKAGE and len(parts) > 2:
+        dotted = f"{parts[1]}.{parts[2]}"
+        return dotted if dotted in known else parts[2]
+    return parts[0]
+
+
 def _named(node: ast.AST, known: set[str]) -> list[str]:
     """Our modules an import statement names: ``import m``, ``from m import x``, and after the package move
     ``from lme.<stage> import m``, ``from lme.<stage>.m import x``, ``import lme.<stage>.m``."""
     if isinstance(node, ast.Import):
-        dotted = [a.name.split(".") for a in node.names]
-        return [d[2] if d[0] == PACKAGE and len(d) > 2 else d[0] for d in dotted]
+        return [_key(a.name.split("."), known) for a in node.names]
     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
         parts = node.module.split(".")
-        if parts[0] != PACKAGE:
-            return [parts[0]]
-        if len(parts) > 2:
-            return [parts[2]]
-        return [a.name for a in node.names if a.name in known]
+        if parts[0] != PACKAGE or len(parts) > 2:
+            return [_key(parts, known)]
+        return [k for a in node.names for k in [_key([*parts, a.name], known)] if k in known]
     return []
 
 
@@ -161,8 +173,8 @@ class Layout:
 def layout(scripts: Path, flat_stages: Mapping[str, Sequence[str]]) -> Layout:
     package = scripts / PACKAGE
     if package.is_dir():
-        modules = {p.stem: p for p in sorted(package.glob("*/*.py")) if p.stem != "__init__"}
-        stage = {p.stem: p.parent.name for p in modules.values()}
+        modules = {f"{p.parent.name}.{p.stem}": p for p in sorted(package.glob("*/*.py")) if p.stem != "__init__"}
+        stage = {key: p.parent.name for key, p in modules.items()}
         return Layout(modules, stage, {p.stem: p for p in sorted(scripts.glob("*.py"))})
     modules = {p.stem: p for p in sorted(scripts.glob("*.py"))}
     stage = {m: s for s, members in flat_stages.items() for m in members if m in modules}
@@ -250,14 +262,14 @@ def test_sibling_imports_sit_at_the_top_of_the_module_unless_allowed_with_a_reas
 
 
 def test_plugins_import_the_target_api_not_the_driver_and_never_edit_sys_path():
-    driver = [i for i in PLUGIN_IMPORTS if i.target in PLUGIN_FORBIDDEN]
+    driver = [i for i in PLUGIN_IMPORTS if i.target.split(".")[-1] in PLUGIN_FORBIDDEN]
     assert not driver, f"plugins import the driver: {_show(driver)}"
     rank = {s: i for i, s in enumerate(STAGE_ORDER)}
     above = [i for i in PLUGIN_IMPORTS if rank[WHERE.stage[i.target]] > rank[PLUGIN_STAGE]]
     assert not above, f"plugins import above the {PLUGIN_STAGE} stage: {_show(above)}"
     edits = {str(p.relative_to(REPO)): edits_sys_path(p.read_text(encoding="utf-8")) for p in plugin_files(PLUGINS)}
     assert not {k: v for k, v in edits.items() if v}, f"sys.path edits in plugins: {edits}"
-    assert any(i.target == "targets" for i in PLUGIN_IMPORTS)  # the reader above really read the plugins
+    assert any(i.target == "targets.targets" for i in PLUGIN_IMPORTS)  # the reader above really read the plugins
 
 
 def test_after_the_package_move_scripts_holds_only_thin_command_files():
@@ -265,8 +277,24 @@ def test_after_the_package_move_scripts_holds_only_thin_command_files():
     assert not problems, f"scripts/*.py must stay thin (the code lives in scripts/{PACKAGE}/): {problems}"
     for name, path in WHERE.thin.items():
         text = path.read_text(encoding="utf-8")
-        assert name in WHERE.modules, f"scripts/{name}.py has no module {name} in scripts/{PACKAGE}/"
-        assert f"{PACKAGE}.{WHERE.stage[name]}.{name} import" in text, f"scripts/{name}.py must call its own module"
+        if "import main" in text:
+            assert f"{PACKAGE}.cli.{name} import main" in text, f"scripts/{name}.py must call {PACKAGE}.cli.{name}.main"
+            continue
+        own = [key for key in WHERE.modules if key.split(".")[-1] == name]
+        assert own, f"scripts/{name}.py has no module {name} in scripts/{PACKAGE}/"
+        assert any(f"{PACKAGE}.{key} import" in text for key in own), f"scripts/{name}.py must re-export its own module"
+
+
+def top_level_functions(source: str) -> set[str]:
+    return {n.name for n in ast.parse(source).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def test_commands_live_in_lme_cli_no_library_module_defines_a_main():
+    stray = sorted(key for key, path in WHERE.modules.items()
+                   if WHERE.stage[key] != "cli" and "main" in top_level_functions(path.read_text(encoding="utf-8")))
+    assert not stray, f"move the command (its parser and main()) to scripts/{PACKAGE}/cli/<command>.py: {stray}"
+    commands = {name for name, path in WHERE.thin.items() if "import main" in path.read_text(encoding="utf-8")}
+    assert commands and {f"cli.{name}" for name in commands} <= set(WHERE.modules)
 
 
 # --------------------------------------------------------------------------- the checker, on a planted tree
@@ -310,10 +338,12 @@ def test_the_checker_reads_the_package_layout_its_stages_and_thin_files(tmp_path
         "scripts/fat.py": "import json\nVALUE = 1\n",
     })
     where = layout(scripts, {})
-    assert where.stage == {"low": "core", "high": "loop", "bad": "core"} and set(where.thin) == {"high", "fat"}
+    assert where.stage == {"core.low": "core", "loop.high": "loop", "core.bad": "core"}
+    assert set(where.thin) == {"high", "fat"}
     ours, _ = all_imports(scripts, plugins, where)
-    assert sorted((i.source, i.target) for i in ours) == [("bad", "high"), ("high", "low"), ("high", "low")]
-    assert [(i.source, i.target) for i in upward_imports(ours, where.stage, STAGE_ORDER)] == [("bad", "high")]
+    assert sorted((i.source, i.target) for i in ours) == [("core.bad", "loop.high"), ("loop.high", "core.low"),
+                                                          ("loop.high", "core.low")]
+    assert [(i.source, i.target) for i in upward_imports(ours, where.stage, STAGE_ORDER)] == [("core.bad", "loop.high")]
     assert thin_file_problems(scripts / "high.py") == []
     assert [p.split(":")[0] for p in thin_file_problems(scripts / "fat.py")] == ["fat.py", "fat.py"]
 

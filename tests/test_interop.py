@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from lme.score import interop
+from lme.cli import interop as interop_cli
 from lme.score import metrics
 from lme.core.errors import UserError
 from lme.core.records import QUESTION_TYPES
@@ -140,8 +141,8 @@ def test_import_names_the_bad_line(tmp_path):
 
 def test_cli_export_then_import(run, tmp_path, capsys):
     hyp = tmp_path / "cli.jsonl"
-    assert interop.main(["export", str(run), str(hyp), "--eval-results", "--reference", str(tmp_path / "r.json")]) == 0
+    assert interop_cli.main(["export", str(run), str(hyp), "--eval-results", "--reference", str(tmp_path / "r.json")]) == 0
     capsys.readouterr()
-    assert interop.main(["import", str(interop.eval_results_path(hyp)), str(run / "manifest.json")]) == 0
+    assert interop_cli.main(["import", str(interop.eval_results_path(hyp)), str(run / "manifest.json")]) == 0
     out = capsys.readouterr().out
     assert "Overall accuracy (judged only): 0.6429 (14); strict over 16: 0.5625" in out

@@ -10,8 +10,9 @@ import pytest
 
 from lme.core import endpoint_urls
 from lme.judge import judge_agreement
+from lme.cli import judge_agreement as judge_agreement_cli
 from lme.judge import judge_official
-from lme.judge import judge_shim
+from lme.cli import judge_shim
 from lme.cli import run_benchmark
 from lme.score import scoring
 from lme.judge import verdict_archive
@@ -203,7 +204,7 @@ def test_agreement_of_a_candidate_judge_and_the_label_of_a_run_it_judged(fake_ll
         return verdict
 
     fake_llm.judge_fn = candidate
-    assert judge_agreement.main(["--run-id", "base", "--candidate", "openai:gpt-4o-mini", "--project", str(project),
+    assert judge_agreement_cli.main(["--run-id", "base", "--candidate", "openai:gpt-4o-mini", "--project", str(project),
                                  "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     n = len(official)

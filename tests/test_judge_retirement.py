@@ -12,9 +12,12 @@ import pytest
 
 from lme.cli import run_benchmark
 from lme.core.errors import run_main
-from lme.judge import judge_agreement, judge_shim
+from lme.judge import judge_agreement
+from lme.cli import judge_shim
+from lme.cli import judge_agreement as judge_agreement_cli
 from lme.models import provider_probe
 from lme.run import preflight
+from lme.cli import preflight as preflight_cli
 from lme.score import scoring
 from lme.store.run_store import load_run
 from run_project import SAMPLE, make_project, register_answers, run_dir
@@ -144,7 +147,7 @@ def test_a_reasoning_model_judge_and_candidate_are_called_with_max_completion_to
     row = rows_of(project, "o3")[0]
     assert row["judgment"]["request_shape"] == {"family": "reasoning", "max_completion_tokens": 2048,
                                                 "reasoning_effort": "low"}
-    assert judge_agreement.main(["--run-id", "official", "--candidate", "openai:o3-mini", "--project",
+    assert judge_agreement_cli.main(["--run-id", "official", "--candidate", "openai:o3-mini", "--project",
                                  str(project), "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["n"] == len(ITEMS) and rec["errors"] == [] and rec["request_shape"]["family"] == "reasoning"
@@ -258,7 +261,7 @@ def test_the_countdown_is_read_from_the_model_list_at_the_probe_and_in_preflight
     assert f"the official judge {OFFICIAL} is retired on 2027-01-14 (in " in err or "was retired on 2027-01-14" in err
     assert "export-verdicts" in err and "archive-status" in err
     assert [q["path"] for q in fake_llm.model_lookups] == [f"/v1/models/{OFFICIAL}"]
-    assert preflight.main(["--project", str(project)]) == 0
+    assert preflight_cli.main(["--project", str(project)]) == 0
     out = capsys.readouterr().out
     assert any(line.startswith("WARN the official judge") and "2027-01-14" in line for line in out.splitlines())
 
@@ -352,7 +355,7 @@ def test_the_day_after_one_command_scores_490_archived_and_10_by_a_calibrated_re
     flipped = {it["question"] for it in items[:7]}
     fake_llm.judge_fn = lambda prompt: ("no" if fake_llm._default_judge(prompt) == "yes" else "yes") \
         if any(q in prompt for q in flipped) else fake_llm._default_judge(prompt)
-    assert judge_agreement.main(["--all", "--candidate", "openai:o3-mini", "--project", str(project)]) == 0
+    assert judge_agreement_cli.main(["--all", "--candidate", "openai:o3-mini", "--project", str(project)]) == 0
     capsys.readouterr()
 
     fake_llm.gone_models[OFFICIAL] = 404  # the official judge is gone, everywhere

@@ -10,7 +10,7 @@ import pytest
 
 from lme.core import command_names
 from lme.judge import judge_official
-from lme.judge import judge_shim
+from lme.cli import judge_shim
 from lme.core.errors import UserError
 from lme.judge.judge_official import JudgeInputError, judge, label_from_reply, load_prompt_builder
 from lme.models.providers import Gateway, ProviderError, ProviderSettings

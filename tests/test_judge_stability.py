@@ -12,7 +12,7 @@ import pytest
 from lme.score import run_comparison
 from lme.loop import decide
 from lme.judge import judge_official
-from lme.judge import judge_shim
+from lme.cli import judge_shim
 from lme.judge import judge_stability
 from lme.cli import run_benchmark
 from lme.report import scorecard_md

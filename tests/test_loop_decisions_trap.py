@@ -28,7 +28,9 @@ from pathlib import Path
 import pytest
 
 from lme.score import cluster_failures
+from lme.cli import cluster_failures as cluster_failures_cli
 from lme.score import drop_qids
+from lme.cli import drop_qids as drop_qids_cli
 from lme.loop import loop_steps
 from lme.loop import noise_floor
 from lme.store import run_store
@@ -133,7 +135,7 @@ def play_round(project: Path, system: NoisySystem, items: list[dict], change, *,
     out = project / ".longmemeval-benchmarks" / "trigger_set.txt"
     argv = ["--project", str(project), "--run-id", "loop", "--ids", str(cluster), "--out", str(out),
             "--control-ratio", str(ratio)]
-    assert run_main(cluster_failures.main, argv) == 0
+    assert run_main(cluster_failures_cli.main, argv) == 0
     chosen = trigger_set.parse(out.read_text())
     assert chosen.failing and chosen.control  # as many control items as the type has right ones, at most
     (project / ".longmemeval-benchmarks" / "proposal.md").write_text(f"round {round_no}: {change.__doc__}\n")
@@ -145,7 +147,7 @@ def play_round(project: Path, system: NoisySystem, items: list[dict], change, *,
     qtype = rows[chosen.failing[0]].question_type
     right = [question_of[q] for q, row in rows.items() if row.question_type == qtype and row.correct]
     change(system, [question_of[q] for q in chosen.failing], right)
-    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(out)]) == 0
+    assert run_main(drop_qids_cli.main, ["--project", str(project), "--run-id", "loop", "--from-file", str(out)]) == 0
     full_run(project, "--no-cache")  # the changed prompts miss the cache; here the prompts stay, so bypass it
     summary = loop_steps.finish(project, "loop")
     record = [json.loads(line) for line in

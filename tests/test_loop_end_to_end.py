@@ -23,6 +23,7 @@ from lme.score import cluster_failures
 from lme.loop import confirm
 from lme.loop import decide
 from lme.score import drop_qids
+from lme.cli import drop_qids as drop_qids_cli
 from lme.loop import loop_git
 from lme.loop import loop_state
 from lme.loop import loop_steps
@@ -118,7 +119,7 @@ def test_two_rounds_keep_then_revert_then_confirmed_target(loop_project, tmp_pat
     answers.good |= set(questions[18:21])
     failed = drop_qids.failed_ids(project / ".longmemeval-benchmarks/runs/loop")
     assert sorted(failed) == sorted(qid_of[q] for q in questions[18:])
-    assert run_main(drop_qids.main, ["--project", str(project), "--run-id", "loop", "--failed"]) == 0
+    assert run_main(drop_qids_cli.main, ["--project", str(project), "--run-id", "loop", "--failed"]) == 0
     ok(full_run(project, "--no-cache"))
     assert correct(project) == 21
     kept = decide.run_decision(project, f"v{r1}", "loop", fix_commit=fix1, apply=True)

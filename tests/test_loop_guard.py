@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from lme.loop import loop_git
-from lme.loop import loop_guard
+from lme.cli import loop_git as loop_git_cli
+from lme.cli import loop_guard
 from lme.loop import rules as loop_rules
 from lme.core.errors import UserError, run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
@@ -165,7 +166,7 @@ def test_force_push_and_branch_switches_are_refused_before_git_runs(project, arg
 
 def test_push_cli_has_no_force_option(project):
     with pytest.raises(SystemExit) as exc:
-        loop_git.main(["--project", str(project), "push", "--force"])
+        loop_git_cli.main(["--project", str(project), "push", "--force"])
     assert exc.value.code == 2
 
 
@@ -189,7 +190,7 @@ def test_rejected_push_stops_with_the_rebase_fix(project, tmp_path):
 
 def test_push_failure_via_cli_exits_non_zero_with_one_line(project, capsys):
     git(["remote", "set-url", "origin", str(project / "no-such-remote.git")], project)
-    assert run_main(loop_git.main, ["--project", str(project), "push"]) == 2
+    assert run_main(loop_git_cli.main, ["--project", str(project), "push"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "push of" in err[0]
 
@@ -205,7 +206,7 @@ def test_revert_undoes_a_fix_commit(project):
 def test_commit_state_includes_the_loop_files(project, capsys):
     (project / "history_max_effort.md").write_text("# h\n")
     (project / ".max_effort_round").write_text("1\n")
-    assert loop_git.main(["--project", str(project), "commit", "-m", "round v1", "--state"]) == 0
+    assert loop_git_cli.main(["--project", str(project), "commit", "-m", "round v1", "--state"]) == 0
     files = git(["show", "--name-only", "--format=", "HEAD"], project).stdout.split()
     assert sorted(files) == [".max_effort_round", "history_max_effort.md"]
 

@@ -16,6 +16,7 @@ import pytest
 
 from lme.core import command_names
 from lme.loop import loop_session
+from lme.cli import loop_session as loop_session_cli
 from lme.loop import loop_state
 from lme.loop import loop_stop_hook
 from lme.core.errors import run_main
@@ -106,10 +107,10 @@ def test_blocked_after_the_start_lets_go_but_an_older_blocked_row_does_not(proje
 
 def test_the_users_cancel_lets_go_and_a_new_start_arms_it_again(project, capsys):
     start(project)
-    assert run_main(loop_session.main, ["--project", str(project), "cancel"]) == 0
+    assert run_main(loop_session_cli.main, ["--project", str(project), "cancel"]) == 0
     assert "cancelled" in capsys.readouterr().out
     assert hook(project) == (0, None, "")
-    assert run_main(loop_session.main, ["--project", str(project), "cancel"]) == 0
+    assert run_main(loop_session_cli.main, ["--project", str(project), "cancel"]) == 0
     assert "nothing to cancel" in capsys.readouterr().out
     start(project)
     assert sent_on(hook(project)[1])
@@ -158,13 +159,13 @@ def test_the_hook_is_standard_library_only_and_fast_without_a_loop(tmp_path):
 def test_start_outside_claude_code_arms_nothing(project, capsys, monkeypatch):
     monkeypatch.chdir(project)  # under Claude Code a loop command works in its own project only
     monkeypatch.delenv("CLAUDE_CODE_SESSION_ID", raising=False)
-    assert run_main(loop_session.main, ["--project", str(project), "start"]) == 0
+    assert run_main(loop_session_cli.main, ["--project", str(project), "start"]) == 0
     assert "not in a Claude Code session" in capsys.readouterr().out
     assert not (project / loop_session.SESSION_FILE).exists()
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", SESSION)
-    assert run_main(loop_session.main, ["--project", str(project), "start"]) == 0
+    assert run_main(loop_session_cli.main, ["--project", str(project), "start"]) == 0
     assert json.loads((project / loop_session.SESSION_FILE).read_text())["session_id"] == SESSION
-    assert run_main(loop_session.main, ["--project", str(project), "status"]) == 0
+    assert run_main(loop_session_cli.main, ["--project", str(project), "status"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "keeps going: no CONFIRMED, no BLOCKED, not cancelled"
 
 

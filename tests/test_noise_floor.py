@@ -7,6 +7,7 @@ import json
 import pytest
 
 from lme.loop import noise_floor
+from lme.cli import noise_floor as noise_floor_cli
 from lme.core.errors import UserError, run_main
 from factories import typed
 from loop_testing import item_ids, make_loop_project, make_row, write_run
@@ -57,10 +58,10 @@ def test_start_drops_a_seeded_sample_once_and_finish_needs_every_item_re_run(tmp
                                        else record["before"][q]["label"] for q in record["sample"]})
     done = noise_floor.finish(project, "loop")
     assert done["status"] == "measured" and done["overall"]["flips"] == 1
-    assert run_main(noise_floor.main, ["--project", str(project), "check", "--run-id", "loop"]) == 0
+    assert run_main(noise_floor_cli.main, ["--project", str(project), "check", "--run-id", "loop"]) == 0
     meta = json.loads((run_dir / "run-meta.json").read_text())
     meta["target"]["model"] = "another-reader"
     (run_dir / "run-meta.json").write_text(json.dumps(meta))
     capsys.readouterr()
-    assert run_main(noise_floor.main, ["--project", str(project), "check", "--run-id", "loop"]) == 1
+    assert run_main(noise_floor_cli.main, ["--project", str(project), "check", "--run-id", "loop"]) == 1
     assert "stale: the stack's models changed" in capsys.readouterr().out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lme.score import cluster_failures
+from lme.cli import cluster_failures as cluster_failures_cli
 from lme.loop import loop_steps
 from lme.score import pipeline_health
 from lme.report import report_outputs
@@ -49,7 +50,7 @@ def test_the_scorecard_the_clusters_and_rounds_begin_all_say_the_stack_is_broken
     card = (project / ".longmemeval-benchmarks/runs/loop/scorecard.md").read_text()
     assert card.splitlines()[2].startswith("> **PIPELINE BROKEN: writer: 0 facts extracted on all 12 items")
     capsys.readouterr()
-    assert run_main(cluster_failures.main, ["--project", str(project), "--run-id", "loop"]) == 0
+    assert run_main(cluster_failures_cli.main, ["--project", str(project), "--run-id", "loop"]) == 0
     assert capsys.readouterr().out.startswith("> **PIPELINE BROKEN: writer")
     with pytest.raises(UserError, match="the stack is broken across the run: writer: 0 facts"):
         loop_steps.begin(project, "loop")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lme.run import preflight
+from lme.cli import preflight as preflight_cli
 from lme.core.errors import run_main
 from run_project import make_project
 
@@ -10,7 +11,7 @@ from run_project import make_project
 def test_a_stand_in_judge_prompt_is_a_warning_and_the_checks_pass(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DUMMY")
     project = make_project(tmp_path / "p")
-    assert run_main(preflight.main, ["--project", str(project)]) == 0
+    assert run_main(preflight_cli.main, ["--project", str(project)]) == 0
     out = capsys.readouterr().out
     assert "WARN judge prompt in" in out and "non-official" in out
     assert "ok   OPENAI_API_KEY is set" in out and "sk-test-DUMMY" not in out
@@ -20,7 +21,7 @@ def test_a_stand_in_judge_prompt_is_a_warning_and_the_checks_pass(tmp_path, caps
 
 def test_a_missing_key_and_a_missing_checkout_fail_with_their_fixes(tmp_path, capsys):
     project = make_project(tmp_path / "p")
-    code = run_main(preflight.main, ["--project", str(project), "--longmemeval-root", str(tmp_path / "nowhere")])
+    code = run_main(preflight_cli.main, ["--project", str(project), "--longmemeval-root", str(tmp_path / "nowhere")])
     captured = capsys.readouterr()
     assert code == 2
     assert "FAIL OPENAI_API_KEY is not set: export it" in captured.out
@@ -31,5 +32,5 @@ def test_a_missing_key_and_a_missing_checkout_fail_with_their_fixes(tmp_path, ca
 def test_an_unknown_target_is_a_fail_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-DUMMY")
     project = make_project(tmp_path / "p")
-    assert run_main(preflight.main, ["--project", str(project), "--target", "nosuch"]) == 2
+    assert run_main(preflight_cli.main, ["--project", str(project), "--target", "nosuch"]) == 2
     assert "FAIL target nosuch" in capsys.readouterr().out

@@ -16,6 +16,7 @@ from lme.store import run_store
 from lme.store import prompt_store
 from lme.report import report_data
 from lme.report import report_html
+from lme.cli import report_html as report_html_cli
 from lme.cli import run_benchmark
 from lme.cli import scorecard
 from lme.score import scoring
@@ -130,7 +131,7 @@ def test_a_missing_dataset_still_gives_a_report_that_says_what_is_missing(report
 
 def test_the_prompt_command_prints_the_stored_prompt(report_run, capsys):
     qid = report_run.nasty_id
-    assert report_html.main([str(report_run.run_dir), "--prompt", qid]) == 0
+    assert report_html_cli.main([str(report_run.run_dir), "--prompt", qid]) == 0
     key = report_run.rows[qid]["prompt_keys"][0]
     stored = prompt_store.load(report_run.run_dir).request_text(key)
     assert capsys.readouterr().out == f"## user\n{stored['messages'][0]['content']}\n"

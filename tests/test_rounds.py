@@ -18,7 +18,7 @@ import pytest
 from lme.report import charts
 from lme.loop import loop_state
 from lme.loop import loop_steps
-from lme.loop import rounds
+from lme.cli import rounds
 from lme.store import run_store
 from lme.core.errors import UserError, run_main
 from loop_testing import git, item_ids, make_loop_project, measure_noise_floor, write_run

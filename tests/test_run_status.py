@@ -18,6 +18,7 @@ from lme.store import run_store
 from lme.core import command_names
 from lme.cli import run_benchmark
 from lme.run import run_status
+from lme.cli import run_status as run_status_cli
 from run_project import SAMPLE, make_project, run_dir
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
@@ -29,7 +30,7 @@ def offline_run(project, run_id, *args):
 
 
 def status(project, *args):
-    code = run_status.main(["--project", str(project), *args])
+    code = run_status_cli.main(["--project", str(project), *args])
     return code
 
 
@@ -164,7 +165,7 @@ def test_mistakes_are_one_line_and_exit_2(tmp_path, capsys, args, needle):
     project = make_project(tmp_path / "p")
     from lme.core.errors import run_main
 
-    assert run_main(run_status.main, ["--project", str(project), *args]) == 2
+    assert run_main(run_status_cli.main, ["--project", str(project), *args]) == 2
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1
 

@@ -10,6 +10,7 @@ from datetime import datetime
 import pytest
 
 from lme.devtools import sample_data
+from lme.cli import sample_data as sample_data_cli
 from lme.core.records import QUESTION_TYPES, Question
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
@@ -22,16 +23,16 @@ def items() -> list[dict]:
 
 def test_regenerating_gives_the_committed_file_byte_for_byte(tmp_path):
     out = tmp_path / "sample.json"
-    assert sample_data.main(["--out", str(out)]) == 0
+    assert sample_data_cli.main(["--out", str(out)]) == 0
     assert out.read_bytes() == sample_data.SAMPLE_PATH.read_bytes()
 
 
 def test_check_flag_reports_a_stale_file(tmp_path, capsys):
     stale = tmp_path / "sample.json"
     stale.write_text("[]\n", encoding="utf-8")
-    assert sample_data.main(["--out", str(stale), "--check"]) == 1
+    assert sample_data_cli.main(["--out", str(stale), "--check"]) == 1
     assert "out of date" in capsys.readouterr().err
-    assert sample_data.main(["--out", str(sample_data.SAMPLE_PATH), "--check"]) == 0
+    assert sample_data_cli.main(["--out", str(sample_data.SAMPLE_PATH), "--check"]) == 0
 
 
 def test_sample_is_small(items):

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from lme.core import schemas
+from lme.cli import schemas as schemas_cli
 from lme.core.config import default_config
 from lme.core.errors import UserError
 from helpers_data import error_row, judged_row, make_item
@@ -167,11 +168,11 @@ def test_cli_exits_2_on_an_invalid_jsonl_line(tmp_path, capsys):
 
     path = tmp_path / "questions_completed.jsonl"
     path.write_text('{"question_id": "a"}\n{"question_id": 5}\n')
-    assert run_main(schemas.main, ["completed", str(path)]) == 2
+    assert run_main(schemas_cli.main, ["completed", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:2" in err and "field question_id" in err
     path.write_text('{"question_id": "a"}\n')
-    assert run_main(schemas.main, ["completed", str(path)]) == 0
+    assert run_main(schemas_cli.main, ["completed", str(path)]) == 0
 
 
 def test_spec_documents_every_schema_and_config_field():

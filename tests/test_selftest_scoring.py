@@ -11,6 +11,7 @@ import pytest
 
 import selftest_mutations
 from lme.score import scoring, selftest_run, selftest_scoring
+from lme.cli import selftest_scoring as selftest_scoring_cli
 from selftest_mutations import MUTATIONS, REPO
 
 NAMES = [m.name for m in MUTATIONS]
@@ -73,7 +74,7 @@ def test_a_mutation_is_planted_for_the_run_then_undone_and_a_stale_one_is_refuse
 def test_real_scoring_path_passes_every_check(capsys):
     checks = selftest_scoring.run_selftest()
     assert checks and [c for c in checks if not c["ok"]] == []
-    assert selftest_scoring.main([]) == 0
+    assert selftest_scoring_cli.main([]) == 0
     out = capsys.readouterr().out
     assert "| all I don't know | strict macro | 0.2222 | 0.2222 | pass |" in out
     assert "| compare A -> B (strict labels, exact McNemar) | p_value | 0.2188 | 0.2188 | pass |" in out
@@ -107,7 +108,7 @@ def test_a_stage_that_raises_is_a_failed_check_not_a_traceback(monkeypatch, caps
     failed = [c for c in checks if not c["ok"]]
     assert failed and {c["figure"] for c in failed} == {"runs without raising"}
     assert failed[0]["got"] == "KeyError: 'per_type'"
-    assert selftest_scoring.main([]) == 1
+    assert selftest_scoring_cli.main([]) == 1
     assert "| stored run A (reader output, shards) | runs without raising |" in capsys.readouterr().out
 
 
@@ -143,5 +144,5 @@ def test_label_rule_that_says_yes_to_no_is_caught():
 def test_cli_exits_1_on_failure(monkeypatch, capsys):
     monkeypatch.setattr(selftest_scoring, "run_selftest",
                         lambda: [{"scenario": "s", "figure": "f", "expected": 1.0, "got": 0.0, "ok": False}])
-    assert selftest_scoring.main([]) == 1
+    assert selftest_scoring_cli.main([]) == 1
     assert "FAIL" in capsys.readouterr().out

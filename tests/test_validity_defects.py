@@ -16,7 +16,7 @@ import pytest
 
 from lme.core import config
 from lme.judge import judge_official
-from lme.judge import judge_shim
+from lme.cli import judge_shim
 from lme.score import retrieval_metrics
 from lme.cli import run_benchmark
 from lme.run import run_settings

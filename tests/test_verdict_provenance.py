@@ -15,7 +15,9 @@ from lme.cli import run_benchmark
 from lme.core import endpoint_urls
 from lme.core.errors import run_main
 from lme.core.records import ChatRequest
-from lme.judge import judge_agreement, judge_shim, verdict_archive
+from lme.judge import judge_agreement, verdict_archive
+from lme.cli import judge_shim
+from lme.cli import judge_agreement as judge_agreement_cli
 from lme.judge.judge_official import judge_request
 from lme.models import provider_probe
 from lme.models.call_cache import CallCache
@@ -305,7 +307,7 @@ def test_a_calibration_over_every_archived_verdict_names_flips_by_question_and_h
     flip = ITEMS[0]["question"]
     fake_llm.judge_fn = lambda prompt: ("no" if "yes" == fake_llm._default_judge(prompt) else "yes") \
         if flip in prompt else fake_llm._default_judge(prompt)
-    assert judge_agreement.main(["--all", "--candidate", "openai:gpt-4o-mini", "--project", str(project),
+    assert judge_agreement_cli.main(["--all", "--candidate", "openai:gpt-4o-mini", "--project", str(project),
                                  "--json"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["n"] == 2 * len(ITEMS)  # both runs' verdicts: the largest calibration set

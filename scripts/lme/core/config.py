@@ -1,34 +1,20 @@
 """The project's ``.longmemeval-benchmarks/config.json``: defaults, validated load, atomic write.
 
-Paths inside the config (``datasetPath``, ``runs_dir``, ``longmemeval_root``, ``cache_dir``) are relative to the
-project root unless absolute. The schema is ``references/schemas/config.schema.json``.
-
-Usage:
-    python scripts/config.py --project .          # prints the validated config as JSON
-    python scripts/config.py --project . --defaults
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/config.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import argparse
-import json
 import os
-import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import bounded_json
-from lme.core import cli_parser
 from lme.core import command_names
 from lme.core import config_file
 from lme.core import fileio
 from lme.core.fileio import write_atomic_json
 from lme.core.config_defaults import default_config
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import SCHEMA_VERSION
 from lme.core.schemas import check_version, validate
 
@@ -149,17 +135,3 @@ def parse_model_arg(arg: str, default_provider: str, extra_providers: Sequence[s
             raise UserError(f"model argument {arg!r} names no model", fix="pass provider:model, e.g. anthropic:claude-sonnet-4-6")
         return (head.lower() if head.lower() in KNOWN_PROVIDERS else head), tail.strip()
     return default_provider, text
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root holding .longmemeval-benchmarks/")
-    parser.add_argument("--defaults", action="store_true", help="print the default config instead of the project's")
-    args = parser.parse_args(argv)
-    cfg = default_config() if args.defaults else load_config(args.project)
-    print(json.dumps(cfg, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -1,29 +1,15 @@
 """Validate the run-state records against ``references/schemas/<name>.schema.json`` (JSON Schema 2020-12).
 
-Every file the toolkit writes or reads under ``.longmemeval-benchmarks/`` has a schema there; ``references/SPEC.md``
-describes them in prose. A violation becomes one ``SchemaError`` line: where, which field, what was wrong.
-
-Usage (check a file by hand):
-    python scripts/schemas.py config .longmemeval-benchmarks/config.json
-    python scripts/schemas.py item-result .longmemeval-benchmarks/runs/<id>/item-results.jsonl
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/schemas.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import argparse
 import functools
 import json
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable
 
-from lme.core import cli_parser
-
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 
 if TYPE_CHECKING:  # imported where a validator is first built: jsonschema costs ~0.1 s, before a run's first call
     from jsonschema import Draft202012Validator
@@ -173,31 +159,3 @@ def check_version(obj: Any, *, where: str) -> None:
             f"{where}: schemaVersion {version} is older than this plugin reads ({SUPPORTED_MAJOR}.x); "
             "re-run setup or start a new run"
         )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("schema", help=f"schema name, one of: {', '.join(schema_names())}")
-    parser.add_argument("file", type=Path, help="a .json file (one record) or .jsonl file (one record per line)")
-    args = parser.parse_args(argv)
-    if not args.file.is_file():
-        raise UserError(f"{args.file}: no such file")
-    text = args.file.read_text(encoding="utf-8")
-    if args.file.suffix == ".jsonl":
-        records = [
-            (f"{args.file}:{n}", line) for n, line in enumerate(text.splitlines(), 1) if line.strip()
-        ]
-    else:
-        records = [(str(args.file), text)]
-    for where, blob in records:
-        try:
-            obj = json.loads(blob)
-        except json.JSONDecodeError as e:
-            raise UserError(f"{where}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
-        validate(args.schema, obj, where=where)
-    print(f"ok: {len(records)} {args.schema} record(s) in {args.file}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -1,39 +1,23 @@
 """Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass.
 
-The ``_m`` file is about 2.75 GB, so nothing here reads a whole file: ``ijson`` parses a reader that feeds sha256
-as it goes, and ``bounded_json.items`` builds one item at a time from its events, within bounds (nesting depth,
-string sizes, Unicode text: a nesting bomb is refused in one line naming the item, at a few lists' cost). Each item
-is checked against ``references/schemas/item.schema.json``.
-
-Usage:
-    python scripts/dataset.py data/longmemeval_s_cleaned.json          # prints the DatasetInfo as JSON
-    python scripts/dataset.py data/longmemeval_oracle.json.xz --ids 001be529,e47becba
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/dataset.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import argparse
 import gzip
 import hashlib
-import json
 import lzma
 import re
-import sys
 import zlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping
 
 from lme.core import bounded_json
-from lme.core import cli_parser
 import ijson
 
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.data.item_hash import item_sha256  # noqa: F401 - also this module's name for it
 from lme.core.facts import KNOWN_SHA256, QUESTION_ID_MAX, QUESTION_TYPES, VARIANT_ALIASES, id_problem
 from lme.core.facts import resolve_variant  # noqa: F401 - also this module's name for it
@@ -70,7 +54,6 @@ _ITEM_KEYS = (
 def is_known_official(sha256: str) -> str | None:
     """The official file name for a sha256 of decompressed dataset bytes, or None."""
     return KNOWN_FILES.get(sha256.lower())
-
 
 
 @dataclass(frozen=True)
@@ -360,30 +343,3 @@ def load_questions(
                 fix="check the ids against the dataset file (ids are case-sensitive)",
             )
     return out, info
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("path", type=Path, help="a LongMemEval file: .json, .json.xz or .json.gz")
-    parser.add_argument("--ids", default=None, help="comma-separated question ids that must be present")
-    parser.add_argument("--limit", type=int, default=None, help="count only the first N (selected) items")
-    args = parser.parse_args(argv)
-    ids = [i for i in args.ids.split(",") if i] if args.ids else None
-    questions, info = load_questions(args.path, limit=args.limit, ids=ids)
-    out = info.to_dict()
-    out["selected"] = len(questions)
-    print(json.dumps(out, indent=2))
-    official = info.official_name
-    print(
-        f"{info.items} items, sha256 {info.sha256[:12]}..., "
-        + (f"the official {official}" if official else "not a known official file"),
-        file=sys.stderr,
-    )
-    if info.duplicate_sessions:
-        print(f"{len(info.duplicate_sessions)} item(s) list a haystack session twice (upstream issue #54; kept as "
-              f"given): {', '.join(sorted(info.duplicate_sessions))}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

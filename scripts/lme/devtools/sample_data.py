@@ -1,32 +1,18 @@
 """Generate the small synthetic LongMemEval-format dataset shipped with the plugin.
 
-The sample lets a user try the whole pipeline with no network and no keys (``setup_project.py --sample``). It is
-written in the exact upstream item schema: 24 items over all six question types, four abstention items (``_abs``
-ids), 5-8 dated sessions per item, evidence sessions whose ids contain ``answer`` (listed in
-``answer_session_ids``, turns carrying ``has_answer``), filler sessions, integer answers for counting questions, a
-rubric answer for preference questions, knowledge updates with an old and a new value, and temporal questions
-over day differences. All text is our own. Generation is deterministic: regenerating gives identical bytes.
-
-Usage:
-    python scripts/sample_data.py --out data/sample/longmemeval_sample.json
-    python scripts/sample_data.py --check      # exit 1 if the committed file differs from what we generate
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/sample_data.py``."""
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import random
-import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
-from lme.core import cli_parser
-
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import SAMPLE_FILE
 
 REPO = Path(__file__).resolve().parents[3]
@@ -505,29 +491,3 @@ def write_sample(path: Path, seed: int = SEED) -> int:
         raise UserError(f"cannot write the sample dataset to {path}: {err.strerror}",
                         fix="choose a writable --out path") from err
     return len(items)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=SAMPLE_PATH,
-                        help=f"where to write the JSON file (default: {SAMPLE_PATH.relative_to(REPO)})")
-    parser.add_argument("--check", action="store_true",
-                        help="do not write; exit 1 if the file at --out differs from what would be generated")
-    args = parser.parse_args(argv)
-    if args.check:
-        expected = render(build_items())
-        actual = args.out.read_text(encoding="utf-8") if args.out.exists() else None
-        if actual != expected:
-            print(f"{args.out} is out of date: run python scripts/sample_data.py --out {args.out}", file=sys.stderr)
-            return 1
-        print(f"{args.out} is up to date", file=sys.stderr)
-        return 0
-    n = write_sample(args.out)
-    print(str(args.out))
-    print(f"wrote {n} items to {args.out}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

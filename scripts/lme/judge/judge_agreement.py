@@ -1,74 +1,24 @@
 """Measure a candidate judge against the official verdicts: the calibration record a successor-judged run cites.
 
-For the day ``gpt-4o-2024-08-06`` leaves the API: take hypotheses that already have official verdicts (a run's
-rows, a verdict archive from ``judge_shim.py export-verdicts``, or ``--all``: every official verdict the project
-holds, its archive and all its runs), judge each again with the candidate (any provider:model, upstream's prompt,
-the candidate family's request shape: ``judge_shapes``), and record: the candidate, its request shape, the sha256 of
-the verdict set compared, N, agreement, Cohen's kappa with its 95% interval, the confusion matrix, agreement and
-kappa per type, and the flipped prompts (question id and hypothesis sha256). A run judged by that candidate (with
-that shape) cites the record on its scorecard, and is never called official; without one it says "uncalibrated".
-
-The prompt is rebuilt from your LongMemEval checkout; a record whose rebuilt prompt does not hash to the official
-verdict's ``prompt_sha256`` is skipped and counted (the official judge saw another prompt). Each measurement is
-appended to ``.longmemeval-benchmarks/judge-agreement.jsonl``.
-
-A candidate's verdicts can also come from a run it judged (``--candidate-run``, no call): e.g. a hypotheses file
-judged twice as runs, once by the official judge and once with ``--judge-model`` (``run_benchmark.py
---hypotheses FILE``). Its verdicts are paired with the official ones on the same prompt (``prompt_sha256``).
-
-Usage:
-    python scripts/judge_agreement.py --all --candidate openai:o3-mini            # every archived verdict
-    python scripts/judge_agreement.py --run-id baseline --candidate openai:gpt-4.1-2025-04-14
-    python scripts/judge_agreement.py --archive verdicts.jsonl --candidate anthropic:claude-sonnet-4-6 --json
-    python scripts/judge_agreement.py --run-id official-judged --candidate-run gpt41-judged
-
-Exit status: 0 measured, 2 a user mistake (no official verdicts, unknown run, bad candidate).
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/judge_agreement.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import argparse
 import concurrent.futures as cf
 import hashlib
 import json
-import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from lme.core import cli_parser
-from lme.core import config as config_mod
 from lme.core import fileio
-from lme.judge import judge_files
 from lme.judge import judge_official
 from lme.judge import judge_shapes
-from lme.judge.agreement_figures import (  # noqa: F401  (re-exported: the figures' earlier home)
-    FLIP_FIELDS,
-    agreement_report,
-    cohens_kappa,
-    kappa_interval,
-    verdict_set_sha256,
-)
-from lme.judge.successor_judge import reasoning_effort
-from lme.models import providers
+from lme.judge.agreement_figures import agreement_report, cohens_kappa, kappa_interval
 from lme.core.records import Verdict
 from lme.store import run_store
 from lme.judge import verdict_archive
-from lme.core.clock import utc_now
-from lme.core.errors import UserError, run_main
-from lme.core.facts import (
-    AGREEMENT_REGISTRY,
-    OFFICIAL_JUDGE_MODEL,
-    SCHEMA_VERSION,
-    STATE_DIR,
-    is_abstention,
-    is_official_judge,
-    is_offline,
-    resolve_judge_model,
-)
+from lme.core.errors import UserError
+from lme.core.facts import AGREEMENT_REGISTRY, OFFICIAL_JUDGE_MODEL, STATE_DIR, is_abstention, is_official_judge, is_offline
 
 REGISTRY_NAME = AGREEMENT_REGISTRY
 
@@ -296,76 +246,3 @@ def render_markdown(rec: Mapping[str, Any]) -> str:
                       f"{len(rec['errors'])} candidate call error(s): "
                       + ", ".join(str(e["question_id"]) for e in [*rec["skipped"], *rec["errors"]][:20])]
     return "\n".join(lines) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-id", help="a run whose rows carry official verdicts")
-    source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
-    source.add_argument("--all", action="store_true",
-                        help="every official verdict of the project: its archive and every run (several runs and "
-                             "hypothesis sources, once per prompt): the largest calibration set")
-    candidate = parser.add_mutually_exclusive_group(required=True)
-    candidate.add_argument("--candidate", help="the candidate judge as provider:model (judges the hypotheses again)")
-    candidate.add_argument("--candidate-run", metavar="RUN",
-                           help="a run (id or directory) already judged by the candidate, e.g. the same hypotheses "
-                                "file judged with --judge-model: its verdicts are paired with the official ones on "
-                                "the same prompt; no call")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
-    parser.add_argument("--longmemeval-root", help="upstream checkout for the prompts (default: from the config)")
-    parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
-    parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")
-    parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
-    parser.add_argument("--reasoning-effort", choices=judge_shapes.REASONING_EFFORTS, default=None,
-                        help="reasoning_effort of a reasoning-model candidate (default: config judgeReasoningEffort, "
-                             "else the model's own); part of the request shape the calibration records")
-    args = parser.parse_args(argv)
-
-
-    project = args.project.resolve()
-    cfg = judge_files.project_config(project)
-    if args.candidate_run:
-        provider, model, verdicts, candidate_source = candidate_run(project, args.candidate_run)
-    else:
-        provider, model = config_mod.parse_model_arg(args.candidate, "openai", tuple(cfg.get("providers") or {}))
-        if is_offline(provider):
-            raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
-        model = resolve_judge_model(model)
-    root = args.longmemeval_root or cfg.get("longmemeval_root")
-    root = None if root is None else str(config_mod.resolve_path(project, root))
-    records, source = official_records(project, args.run_id, args.archive, every=args.all)
-    if not records:
-        raise UserError(f"{source} holds no official verdicts to compare with",
-                        fix="use a run judged by openai gpt-4o-2024-08-06 with upstream's prompt, or an archive")
-    if args.max is not None:
-        records = records[: max(0, args.max)]
-    if args.candidate_run:
-        report = measure_against_run(records, verdicts)
-        source = f"{source} vs candidate {candidate_source}"
-        shape = run_shape(verdicts)
-    else:
-        effort = args.reasoning_effort or reasoning_effort(cfg.get("judgeReasoningEffort"))
-        judge_shape = judge_shapes.shape_for(provider, model, effort)
-        report = measure(records, provider, model, root, providers.Gateway(judge_files.provider_settings(cfg)),
-                         concurrency=args.concurrency, shape=judge_shape)
-        shape = judge_shape.to_dict()
-    if report["n"] == 0:
-        first = (report["errors"] or report["skipped"] or [{}])[0]
-        raise UserError(f"no verdict of {source} could be compared: {len(report['skipped'])} skipped, "
-                        f"{len(report['errors'])} candidate error(s) (first: {first})",
-                        fix="check the candidate's key and name, and that longmemeval_root is the checkout the "
-                            "official verdicts were judged with")
-    record = {"schemaVersion": SCHEMA_VERSION, "candidate": f"{provider}:{model}", "candidate_provider": provider,
-              "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
-              "measured_at": utc_now(), "source": source, **report}
-    append_record(project, record)
-    print(json.dumps(record, indent=2, ensure_ascii=False) if args.json else render_markdown(record), end="")
-    if args.json:
-        print()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -1,33 +1,12 @@
 """The loop's termination rule: a run at the target must be confirmed by a clean rerun before the loop ends.
 
-Target: ceil(0.95 * n_total) strict correct — 475 of 500, and also 475 of the 499-item ``_s`` copy (95.2%).
-When the loop's run reaches it, ``start`` records a confirmation: a NEW run id, to be run over the full set with
-``--no-cache`` (fresh model calls, no cached answer reused). ``finish`` reads that run: if it also reaches the
-target the loop ends (``--commit`` commits the loop state and pushes); if not, the confirmation's fresh verdicts
-replace the loop run's (the honest, lower baseline; a backup is kept) and the loop goes on.
-Both run ids are recorded in ``.longmemeval-benchmarks/confirmation.json``.
-
-Usage:
-    python scripts/confirm.py check --run-id longmemeval-iter          # reached? prints JSON
-    python scripts/confirm.py check --exit-status                      # the same; exit 0 reached, 1 not
-    python scripts/confirm.py start --run-id longmemeval-iter          # prints the confirmation run id
-    python scripts/confirm.py start --resume                           # a pending one's id, else a new one
-    bash scripts/parallel_longmemeval.sh 8 133 500 --run-id <that id> --no-cache
-    python scripts/confirm.py finish --commit                          # CONFIRMED -> commit + push; else adopt
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/confirm.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import json
-import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from lme.core import cli_parser
 from lme.loop import decide
 from lme.core import bounded_json
 from lme.core import fileio
@@ -35,10 +14,10 @@ from lme.loop import loop_git
 from lme.loop import loop_steps
 from lme.store import run_store
 from lme.core.clock import utc_now, utc_stamp
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import CONFIRMATION_FILE
 from lme.score.scorecard_record import Scorecard
-from lme.loop.rules import loop_config, target_correct
+from lme.loop.rules import target_correct
 
 
 def check(project: Path, run_id: str) -> dict[str, Any]:
@@ -149,42 +128,3 @@ def adopt(project: Path, loop_run_id: str, confirm_run_id: str) -> dict:
                                 add_completed=[q for q in rows if q in done], label="adopt-confirmation")
     decide.rescore(project, loop_run_id)
     return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser, sub = cli_parser.loop_command_parser(__doc__)
-    p_check = sub.add_parser("check", help="has the run reached ceil(0.95 * n_total) strict correct?")
-    p_check.add_argument("--run-id", help="the run (default: config loop.run_id)")
-    p_check.add_argument("--exit-status", action="store_true",
-                         help="exit 0 when the target is reached and 1 when not (for 'if' in a shell)")
-    p_start = sub.add_parser("start", help="record a confirmation rerun (new run id, --no-cache) and print its id")
-    p_start.add_argument("--run-id", help="the loop run that reached the target (default: config loop.run_id)")
-    p_start.add_argument("--confirm-run-id", help="the new run id (default: <run-id>-confirm-<UTC time>)")
-    p_start.add_argument("--resume", action="store_true",
-                         help="if a confirmation of this run is pending, print its id instead of refusing")
-    p_finish = sub.add_parser("finish", help="judge the confirmation run: end the loop, or adopt its verdicts")
-    p_finish.add_argument("--commit", action="store_true", help="when confirmed, commit the loop state and push")
-    args = parser.parse_args(argv)
-    project = args.project
-
-    if args.command == "check":
-        result = check(project, args.run_id or loop_config(project)["run_id"])
-        print(json.dumps(result))
-        if args.exit_status and not result["reached"]:
-            return 1
-    elif args.command == "start":
-        record = start(project, args.run_id or loop_config(project)["run_id"], args.confirm_run_id,
-                       resume=args.resume)
-        print(record["confirm_run_id"])
-        print(f"run it over the full set with --run-id {record['confirm_run_id']} --no-cache, then: confirm.py finish",
-              file=sys.stderr)
-    else:
-        state = finish(project, commit=args.commit)
-        print(json.dumps({k: v for k, v in state.items() if k != "history"}))
-        print("CONFIRMED: the loop ends here" if state["status"] == "confirmed"
-              else "NOT CONFIRMED: its verdicts are the new baseline; continue the loop", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -1,32 +1,17 @@
 """The loop's model stack, set before the first spend: a cheap writer (not the reader model), then the cost of a round.
 
-memory-ref's writer runs once per distinct session (about 18,400 calls on a full ``_s`` run); left unset it is the
-reader model, and a first round costs about $184 in writer calls with a gpt-4o reader. ``set`` writes
-``loop.targetOptions.stack`` in ``.longmemeval-benchmarks/config.json`` from ``references/model-config.md``'s
-advice: the writer ``openai:gpt-4o-mini`` unless one is configured, the reader the loop's ``target_model``. It
-keeps a writer the user chose, and says when that writer is the reader model.
-
-Usage:
-    python scripts/loop_stack.py show
-    python scripts/loop_stack.py set [--writer openai:gpt-4o-mini]
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/loop_stack.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
 import json
-import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from lme.core import cli_parser
 from lme.core import config_file
 from lme.core import fileio
 from lme.core import command_names
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.config_file import config_path
 
 CHEAP_WRITER = "openai:gpt-4o-mini"
@@ -73,23 +58,3 @@ def set_stack(project: Path, writer: str | None = None) -> list[str]:
         lines.append(f"warning: the writer is the reader model ({chosen}): writer calls are most of a first "
                      f"round's cost; a cheap writer ({CHEAP_WRITER}) is advised (references/model-config.md)")
     return lines
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser, sub = cli_parser.loop_command_parser(__doc__)
-    sub.add_parser("show", help="print the loop's stack")
-    p_set = sub.add_parser("set", help="give the loop a cheap writer (kept when one is configured)")
-    p_set.add_argument("--writer", help=f"the writer as provider:model (default: the configured one, else {CHEAP_WRITER})")
-    args = parser.parse_args(argv)
-    if args.command == "show":
-        cfg = read_config(args.project)
-        stack = stack_of(cfg)
-        print(f"stack: writer {stack.get('writer') or 'the reader model (' + reader_of(cfg) + ')'}, "
-              f"reader {stack.get('reader') or reader_of(cfg)}")
-        return 0
-    print("\n".join(set_stack(args.project, args.writer)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -1,39 +1,14 @@
 """The plugin's Stop hook: keep the Claude Code session that started the LongMemEval loop working until it is over.
 
-Claude Code (2.1.332) runs it whenever a session is about to end its turn, in every project where the plugin is
-enabled, with a JSON object on stdin (``session_id``, ``cwd``, ``hook_event_name: "Stop"``, ``stop_hook_active``,
-``last_assistant_message``, ``transcript_path``, ...). To send the model on it prints
-``{"hookSpecificOutput": {"hookEventName": "Stop", "additionalContext": ...}}`` and exits 0: 2.1.332's own schema
-calls that "non-error feedback delivered to the model; the conversation continues", and it reaches the model as a
-system reminder. (``{"decision": "block", "reason": ...}`` continues the session too, but the CLI reports every
-such stop as a hook error: a ``stop-hook-error`` notification, "stop hook problem" on the screen.) Printing
-nothing lets the session stop; ``{"systemMessage": ...}`` lets it stop and tells the user why.
-
-It sends the session on only when ``loop_session.verdict`` says so: a loop that THIS session started
-(``loop_session.py start``) in this project, not cancelled, not CONFIRMED, not BLOCKED. Anything else - another
-project, another session, no loop, a broken state file, a bug here, ``HOOK_TIME_LIMIT_S`` passed - lets the session
-stop: this hook must never trap a user. ``stop_hook_active`` is not a reason to stop: it stays true for the rest of a
-turn once the hook sent it on, and a loop round takes many stops. Claude Code itself ends a turn after 8
-continuations in a row with no tool call between them (``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP``); and this hook lets go
-after ``loop_session.STALL_LIMIT`` stops in a row that changed none of the loop's files.
-
-What it relays is ours: fixed sentences, and from the loop's files only what was checked to be a number, a commit
-id or one of the known states. Any other text from a file is shown short, quoted and marked as file content
-(``state_reader.quoted``), never as something to do. The files are read with ``state_reader`` (regular files only,
-no symlink, never blocking, bounded).
-
-Standard library only: it runs with ``python3`` before any venv is found, and exits 0 in every case.
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/loop_stop_hook.py``."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
 import signal
 import sys
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -168,7 +143,8 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _short(text: str) -> str:
+def one_line_message(text: str) -> str:
+    """The text on one printable line, at most ``MESSAGE_CHARS`` long."""
     flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
     return flat if len(flat) <= MESSAGE_CHARS else flat[: MESSAGE_CHARS - 1] + "\u2026"
 
@@ -177,32 +153,8 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise HookTimeout(f"the hook took longer than {HOOK_TIME_LIMIT_S:g} s")
 
 
-def _arm_time_limit() -> None:
+def arm_time_limit() -> None:
+    """Raise ``HookTimeout`` once the hook has run ``HOOK_TIME_LIMIT_S`` seconds."""
     if hasattr(signal, "setitimer"):  # POSIX; elsewhere the CLI's own timeout is the limit
         signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, HOOK_TIME_LIMIT_S)
-
-
-def main() -> int:
-    _arm_time_limit()
-    try:
-        try:
-            hook_input = json.loads(sys.stdin.read(STDIN_LIMIT) or "{}")
-        except (ValueError, RecursionError):  # not a hook event of ours to judge
-            return 0
-        if not isinstance(hook_input, dict):
-            return 0
-        with redirect_stdout(io.StringIO()):  # nothing but our one JSON object may reach stdout
-            output = decide(hook_input)
-    except (Exception, HookTimeout) as err:  # noqa: BLE001 - never trap a session on a bug or a timeout: let it stop
-        output = {"systemMessage": _short(f"longmemeval loop stop hook: {type(err).__name__}: {err}")}
-    finally:
-        if hasattr(signal, "setitimer"):
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    if output is not None:
-        print(json.dumps(output))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

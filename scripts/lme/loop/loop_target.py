@@ -1,38 +1,18 @@
 """Give the iteration loop a target whose code lives in the project's git: a copy of memory-ref in ./memory_system.
 
-The loop's fixes are commits on the loop branch and its reverts undo them, so the memory system it improves must
-be in the project. The default target, ``memory-ref``, lives in the plugin. ``use-copy`` does, once, what a user
-would otherwise do by hand (and what Claude Code cannot run unattended: it always asks before ``cp -r``):
-
-1. copy the plugin's ``plugins/memory_ref`` to ``memory_system/`` (skipped when that folder exists: it is the
-   user's code now, never overwritten);
-2. set ``target`` and ``loop.target`` to ``memory_system`` in ``.longmemeval-benchmarks/config.json``;
-3. commit the copy alone on the loop branch, so the first fix commit holds only the fix.
-
-Run again, it has nothing to do and says so.
-
-Usage (from the project root, on the loop branch):
-    python scripts/loop_target.py use-copy [--dest memory_system]
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/loop_target.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
 import os
-import sys
 from pathlib import Path
-from typing import Sequence
 
-from lme.core import cli_parser
 from lme.core import command_names
 from lme.core import config
 from lme.core import config_file
 from lme.core import fileio
 from lme.loop import loop_git
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 
 SOURCE = Path(__file__).resolve().parents[3] / "plugins" / "memory_ref"
 DEFAULT_DEST = "memory_system"
@@ -72,16 +52,3 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
     sha = loop_git.commit(COMMIT_MESSAGE.format(dest=dest), [dest], project=project)
     done.append(f"committed {dest}/ ({sha[:12]})" if sha else f"{dest}/ is committed already")
     return done
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser, sub = cli_parser.loop_command_parser(__doc__.split("\n\n")[0], raw_description=False)
-    p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")
-    p_copy.add_argument("--dest", default=DEFAULT_DEST, help=f"folder for the copy (default: {DEFAULT_DEST})")
-    args = parser.parse_args(argv)
-    print("\n".join(use_copy(args.project, args.dest)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -1,48 +1,20 @@
 """The loop's noise floor: how often the UNCHANGED system's labels flip when its items are simply run again.
 
-Before the first decision, and again whenever the stack's models change (target, reader, writer, judge), a seeded
-sample of the loop run's judged items is run again with the cache bypassed (``parallel_longmemeval.sh
---noise-floor`` does it: ``start`` records the sample's labels and hypothesis hashes and drops the items, the run
-resumes them with ``--no-cache``, ``finish`` compares). Per question type it records the test-retest flip rate,
-split by cause:
-
-    generation flip   the label changed and so did the hypothesis (the target answered differently)
-    judge flip        the label changed on the same hypothesis, or the row's repeated verdicts disagree
-                      (``--judge-repeat``, where the run has it)
-
-``decide.py`` turns the rates into the flips expected from noise on a re-test set (sum of its items' type rates)
-and a noise band for the net (mean +- 2 sd of fixes - regressions under noise alone): a keep inside the band is
-``keep (within noise)``, never a fix.
-
-The record is ``.longmemeval-benchmarks/noise-floor.json`` (committed by the loop: ids, labels, hashes, rates).
-
-Usage:
-    python scripts/noise_floor.py check --run-id longmemeval-iter     # exit 0 measured for this stack, 1 not
-    python scripts/noise_floor.py start --run-id longmemeval-iter [--sample 60] [--seed S]
-    python scripts/noise_floor.py pending --run-id longmemeval-iter   # exit 0 every sampled item re-run, 1 not
-    python scripts/noise_floor.py finish --run-id longmemeval-iter
-    python scripts/noise_floor.py show
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/noise_floor.py``."""
 
 from __future__ import annotations
-
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
 
 import hashlib
 import json
 import math
-import sys
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
-from lme.core import cli_parser
 from lme.core import bounded_json
 from lme.core import fileio
 from lme.store import run_store
 from lme.core.clock import utc_now
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import NOISE_FLOOR_FILE, SCHEMA_VERSION
 from lme.core.run_records import ResultRow, RunMeta
 from lme.score import drop_qids
@@ -84,7 +56,8 @@ def load(project: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _run(project: Path, run_id: str) -> tuple[Path, RunMeta, dict[str, ResultRow], dict[str, str]]:
+def read_run(project: Path, run_id: str) -> tuple[Path, RunMeta, dict[str, ResultRow], dict[str, str]]:
+    """A run's directory, run-meta, last row per question and question types (from its manifest)."""
     run_dir = run_store.existing_run_dir(project, run_id)
     meta = run_store.read_meta(run_dir)
     rows = run_store.load_results(run_dir)
@@ -125,7 +98,7 @@ def start(project: Path, run_id: str, *, size: int = DEFAULT_SAMPLE, seed: str |
     if size < 1:
         raise UserError(f"--sample {size} must be >= 1", fix="e.g. --sample 60")
     project = Path(project)
-    run_dir, meta, rows, types = _run(project, run_id)
+    run_dir, meta, rows, types = read_run(project, run_id)
     stack = stack_of(meta)
     record = load(project)
     if record and record.get("status") == "pending" and record.get("stack_key") == stack_key(stack):
@@ -151,7 +124,7 @@ def pending_ids(project: Path, run_id: str) -> list[str]:
     record = load(project)
     if not record or record.get("status") != "pending":
         return []
-    _, _, rows, _ = _run(project, run_id)
+    _, _, rows, _ = read_run(project, run_id)
     return [q for q in record["sample"] if q not in rows or not rows[q].judged]
 
 
@@ -202,7 +175,7 @@ def finish(project: Path, run_id: str) -> dict[str, Any]:
     if missing:
         raise UserError(f"{len(missing)} sampled item(s) are not re-run yet (e.g. {', '.join(missing[:3])})",
                         fix="resume the run with --no-cache (parallel_longmemeval.sh ... --noise-floor), then finish")
-    _, _, rows, _ = _run(project, run_id)
+    _, _, rows, _ = read_run(project, run_id)
     per_type = flips(record["before"], rows)
     record.update(status="measured", measured_at=utc_now(), per_type=per_type, overall=overall(per_type))
     fileio.write_atomic_json(path_of(project), record)
@@ -240,63 +213,3 @@ def band(floor: Mapping[str, Any] | None, failing_types: Iterable[str], control_
         "high": math.ceil(mean + BAND_SD * sd),
         "set_size": len(fail_rates) + len(ctrl_rates),
     }
-
-
-def describe(record: Mapping[str, Any]) -> list[str]:
-    if record.get("status") != "measured":
-        return [f"noise floor: pending ({len(record.get('sample') or [])} sampled items to re-run)"]
-    total = record["overall"]
-    lines = [f"noise floor ({record['stack']['reader']} reader, judge {record['stack']['judge']}): "
-             f"{total['flips']} of {total['n']} sampled labels flipped on a plain re-run "
-             f"({total['rate']:.1%}: generation {total['generation_flips']}, judge {total['judge_flips']})"]
-    for qtype, b in record["per_type"].items():
-        lines.append(f"  {qtype}: {b['flips']}/{b['n']} ({b['rate']:.1%}; generation {b['generation_flips']}, "
-                     f"judge {b['judge_flips']})")
-    return lines
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser, sub = cli_parser.loop_command_parser(__doc__)
-    for name, text in (("check", "exit 0 when the noise floor is measured for the run's stack, else 1"),
-                       ("start", "sample, record and drop the items to re-run (once per stack)"),
-                       ("pending", "exit 0 when every sampled item is re-run, else 1 (prints how many are left)"),
-                       ("finish", "compare the re-run sample with its recorded labels and record the flip rates")):
-        p = sub.add_parser(name, help=text)
-        p.add_argument("--run-id", required=True, help="the loop's run id")
-        if name == "start":
-            p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE, help=f"items to re-run (default {DEFAULT_SAMPLE})")
-            p.add_argument("--seed", help="the sample's seed (default: derived from the stack)")
-    sub.add_parser("show", help="print the recorded noise floor")
-    args = parser.parse_args(argv)
-    project = args.project
-    if args.command == "show":
-        record = load(project)
-        print("\n".join(describe(record)) if record else "noise floor: not measured")
-        return 0
-    if args.command == "check":
-        _, meta, _, _ = _run(project, args.run_id)
-        record = measured_for(project, meta)
-        if record is None:
-            old = load(project)
-            why = ("pending" if old and old.get("status") == "pending" else
-                   "stale: the stack's models changed" if old else "not measured")
-            print(f"noise floor: {why}")
-            return 1
-        print("\n".join(describe(record)))
-        return 0
-    if args.command == "start":
-        record = start(project, args.run_id, size=args.sample, seed=args.seed)
-        print(f"noise floor: {len(record['sample'])} sampled item(s) recorded and dropped; "
-              f"the run re-runs them with --no-cache", file=sys.stderr)
-        return 0
-    if args.command == "pending":
-        left = pending_ids(project, args.run_id)
-        print(f"noise floor: {len(left)} sampled item(s) left to re-run")
-        return 1 if left else 0
-    record = finish(project, args.run_id)
-    print("\n".join(describe(record)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

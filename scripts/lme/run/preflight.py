@@ -1,38 +1,22 @@
 """Check that a run can start: config, dataset, upstream judge checkout, API keys, runs dir, the official judge's
 countdown (its entry in the model list: the one read made, free). Calls no model.
 
-Usage:
-    python scripts/preflight.py [--project .] [run_benchmark arguments...]
-
-Prints one line per check (``ok`` / ``FAIL`` with the fix) and exits 2 when any check fails. It accepts the same
-arguments as run_benchmark.py, so the command and skill can pass the user's arguments to both unchanged.
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/preflight.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import argparse
 import os
-import sys
 from pathlib import Path
-from typing import Sequence
 
-from lme.core import cli_parser
 from lme.core import command_names
 from lme.core.facts import is_offline
-from lme.data import dataset_label
 from lme.data import hypotheses_file
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.judge import judge_official
-from lme.core import config as config_mod
 from lme.core.endpoint_urls import redact
 from lme.models import judge_entry
 from lme.targets import generation_driver
 from lme.models import providers
-from lme.run import run_settings
 
 KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 
@@ -133,29 +117,3 @@ def official_judge_checks(settings) -> list[tuple[bool | None, str]]:
                        f"{judge_official.CONTINUITY_HINT}")]
     line = judge_entry.countdown_line(entry)
     return [] if line is None else [(None, line)]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
-    run_settings.add_arguments(parser)
-    args = parser.parse_args(argv)
-    project = Path(args.project).resolve()
-    cfg = config_mod.load_config(project)
-    print(f"ok   config {config_mod.config_path(project)}")
-    settings = run_settings.resolve(cfg, args, project)
-    failed = 0
-    for passed, message in checks(settings):
-        print(f"{'WARN' if passed is None else 'ok  ' if passed else 'FAIL'} {message}")
-        failed += passed is False
-    print(
-        f"target {settings.target} ({settings.target_provider}:{settings.target_model}), judge "
-        f"{settings.judge_provider}:{settings.judge_model}, concurrency {settings.concurrency}, "
-        f"dataset {dataset_label.display_name(settings.variant, settings.dataset_path)}"
-    )
-    if failed:
-        raise UserError(f"{failed} pre-flight check(s) failed (see the FAIL lines above)")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -1,33 +1,10 @@
 """Turn one LongMemEval item into a hypothesis with a target (the memory system under test).
 
-Usage (debug one item)::
-
-    python scripts/generation_driver.py --dataset data/longmemeval_oracle.json --question-id e47becba \\
-        --target oracle --target-model openai:gpt-4o --target-option mode=con
-
-prints the hypothesis JSON (``Hypothesis.to_dict()`` plus ``"target"``) on stdout.
-
-A target is a Python file with ``generate(item: PublicItem, ctx: TargetContext) -> Hypothesis`` and optionally
-``NAME``, ``describe(options) -> dict`` and ``prepare_requests(item, ctx) -> list[ChatRequest]`` (dry runs).
-Built-in targets live in ``plugins/``; any other ``.py`` path loads the same way.
-
-Gold never reaches a target: it receives ``Question.public()`` (no answer, no evidence ids, no ``has_answer``,
-sessions renamed ``session_001`` ...). The one exception is by design and happens HERE, not in the target:
-for ``oracle`` the driver keeps only the evidence sessions (``answer_session_ids``) before building the public
-item, so the oracle target is the plain reader over the sessions it is given. The ``hypotheses`` target (answers
-read from a file written before the run) is looked up by question id, also here: no model sees the id.
-"""
+The command (its parser, ``main()`` and help text) is ``lme/cli/generation_driver.py``."""
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import argparse
 import dataclasses
-import json
-import shlex
 import sys
 import threading
 import time
@@ -36,15 +13,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping, Sequence
 
-from lme.core import cli_parser
 from lme.data import dataset
 from lme.models import providers
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
 from lme.core.records import LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
 from lme.targets.targets import PLUGINS_DIR, parse_option, target_path  # noqa: F401  (where targets are found; read here too)
-from lme.targets.targets import TargetError, hypothesis_from_response, load_module  # noqa: F401  (re-exported: older plugins)
-from lme.core import config
+from lme.targets.targets import TargetError, load_module
 
 # --------------------------------------------------------------------------- loading targets
 
@@ -280,31 +255,3 @@ def find_item(path: Path, question_id: str) -> Question:
         if q.question_id == question_id:
             return q
     raise UserError(f"question id {question_id!r} is not in {path}", fix="check the id (it is case-sensitive)")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description="Generate one hypothesis with a target and print it as JSON.")
-    parser.add_argument("--dataset", required=True, type=Path, help="LongMemEval file (.json, .json.xz, .json.gz)")
-    parser.add_argument("--question-id", required=True, help="question_id of the item to answer")
-    parser.add_argument("--target", default="full-context",
-                        help=f"target name ({', '.join(BUILTIN_TARGETS)}) or path to a .py target file")
-    parser.add_argument("--target-model", default="offline:extractive",
-                        help="provider:model for the target's calls, e.g. anthropic:claude-sonnet-4-6")
-    parser.add_argument("--target-option", action="append", default=[], metavar="K=V",
-                        help="target option (repeatable); V is parsed as JSON when possible")
-    parser.add_argument("--cache-dir", default=None, help="directory the target may use for on-disk caches")
-    args = parser.parse_args(argv)
-    target_path(args.target)  # a bad target name fails before the dataset is read
-
-    provider, model = config.parse_model_arg(args.target_model, "openai")
-    options = dict(parse_option(o) for o in args.target_option)
-    if isinstance(options.get("command"), str) and args.target == "command":
-        options["command"] = shlex.split(options["command"])
-    q = find_item(args.dataset, args.question_id)
-    result = generate_hypothesis(q, provider, model, target=args.target, options=options, cache_dir=args.cache_dir)
-    print(json.dumps(result, ensure_ascii=False, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

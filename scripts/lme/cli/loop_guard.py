@@ -1,8 +1,8 @@
-"""Print the iteration loop's configuration, or check a planned loop run against its hard rules (``loop_rules``).
+"""Print the iteration loop's configuration, or check a planned loop run against its hard rules (``lme/loop/rules.py``).
 
-The rules (``loop_rules``, where the run driver's ``--loop`` check comes from): the full question set every round,
+The rules (``lme/loop/rules.py``, which a ``--loop`` run is handed by run_benchmark.py): the full question set every round,
 the official judge only, the three symbolic layers on, the work tree on the loop branch, the configured target.
-The settings are the ``loop`` object of ``.longmemeval-benchmarks/config.json`` over ``loop_rules.LOOP_DEFAULTS``
+The settings are the ``loop`` object of ``.longmemeval-benchmarks/config.json`` over ``rules.LOOP_DEFAULTS``
 (``references/iteration-rules.md`` documents each key).
 
 Usage (prints the loop configuration, or the problems for a planned run):
@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core import config
-
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import SYMBOLIC_FLAGS
 from lme.loop.rules import check_loop_run, loop_config, target_correct
 
@@ -66,7 +64,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not problems:
         print("ok   the loop run meets every hard rule")
     return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -19,11 +19,6 @@ Usage:
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -36,18 +31,10 @@ from lme.judge import archive_status
 from lme.judge import judge_agreement
 from lme.judge import verdict_archive
 from lme.judge import verdict_sources
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_PROVIDER, is_abstention, resolve_judge_model
 from lme.judge.judge_files import file_gateway, judge_file, project_config, successor_path
-from lme.judge.judge_official import (
-    CONTINUITY_HINT,
-    build_prompt,
-    checkout_commit,
-    judge_request,
-    load_prompt_builder,
-    model_mismatch,
-    official_judge_gone,
-)
+from lme.judge.judge_official import CONTINUITY_HINT, build_prompt, checkout_commit, judge_request, load_prompt_builder, model_mismatch, official_judge_gone
 from lme.judge.judge_shapes import shape_for
 from lme.judge.successor_judge import reasoning_effort, successor_spec
 from lme.judge.judge_stability import StabilityRegistry
@@ -108,6 +95,8 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
 
 
 ARCHIVE_COMMANDS = tuple(ARCHIVE_HELP)
+
+
 FILE_MODE_EPILOG = (
     "File mode (--hyp-file): the lines are judged --concurrency at a time through the same rate limiter and call "
     "cache as runs (the project's .longmemeval-benchmarks/cache, unless cacheEnabled is false); the output file "
@@ -222,7 +211,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             judge_agreement.describe(calibration) if calibration else None)), file=sys.stderr)
     print(json.dumps(result))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -31,8 +31,8 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.loop import loop_state as state
-from lme.core.errors import run_main
 from lme.core.facts import PROPOSAL_FILE
+
 
 STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish")
 
@@ -92,7 +92,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(steps.finish(project, args.run_id, reusable=args.reusable, allow_errors=args.allow_errors))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))
