@@ -1,7 +1,8 @@
 """Print the iteration loop's configuration, or check a planned loop run against its hard rules (``lme/loop/rules.py``).
 
-The rules (``lme/loop/rules.py``, which a ``--loop`` run is handed by run_benchmark.py): the full question set every round,
-the official judge only, the three symbolic layers on, the work tree on the loop branch, the configured target.
+The rules (``lme/loop/rules.py``, which a ``--loop`` run is handed by run_benchmark.py): the full question set
+every round, the official judge only, the three symbolic layers on, the work tree on the loop branch, the configured
+target.
 The settings are the ``loop`` object of ``.longmemeval-benchmarks/config.json`` over ``rules.LOOP_DEFAULTS``
 (``references/iteration-rules.md`` documents each key).
 
