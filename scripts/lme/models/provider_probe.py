@@ -148,20 +148,11 @@ def probe(settings: Any, *, only: Sequence[Use] | None = None) -> list[recent_pr
     once the run has started."""
 
     routes = _provider_settings(settings)
-    cache_dir = getattr(settings, "cache_dir", None)
     todo: dict[tuple[str, str, str | None, str], tuple[Use, Any, str]] = {}
     for use in (uses(settings) if only is None else only):
-        route = provider_routes._route(use.provider, routes)
-        key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
-        memo = recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
-        with _SEEN_LOCK:
-            if key in _SEEN:
-                continue
-        if recent_probes.recent(cache_dir, memo):
-            with _SEEN_LOCK:
-                _SEEN[key] = None
-            continue
-        todo.setdefault(key, (use, route, memo))
+        route, key, memo = _where_to(use, routes, settings)
+        if memo is not None:
+            todo.setdefault(key, (use, route, memo))
     if not todo:
         return []
     at = time.time()
@@ -181,15 +172,8 @@ def probe_error(use: Use, settings: Any) -> tuple[ProviderError | None, list[rec
     by a run on the same route and key, is not probed again), returning the classified error instead of a line
     (``judge_entry`` tells a retired judge from a refusal; None: it answered) and the probe that passed now."""
     routes = _provider_settings(settings)
-    route = provider_routes._route(use.provider, routes)
-    key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
-    memo = recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
-    with _SEEN_LOCK:
-        if key in _SEEN:
-            return None, []
-    if recent_probes.recent(getattr(settings, "cache_dir", None), memo):
-        with _SEEN_LOCK:
-            _SEEN[key] = None
+    route, key, memo = _where_to(use, routes, settings)
+    if memo is None:
         return None, []
     at = time.time()
     try:
@@ -200,6 +184,23 @@ def probe_error(use: Use, settings: Any) -> tuple[ProviderError | None, list[rec
     with _SEEN_LOCK:
         _SEEN[key] = None
     return None, [recent_probes.Passed(memo, at)]
+
+
+def _where_to(use: Use, routes: Any, settings: Any) -> tuple[Any, tuple[str, str, str | None, str], str | None]:
+    """``use``'s route, its key in this process's memory of probes, and its ``recent_probes`` fingerprint; the
+    fingerprint is None when the model needs no probe (probed already in this process, or a moment ago by a run on
+    the same route and key, which this process then remembers too)."""
+    route = provider_routes._route(use.provider, routes)
+    key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
+    memo = recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
+    with _SEEN_LOCK:
+        if key in _SEEN:
+            return route, key, None
+    if recent_probes.recent(getattr(settings, "cache_dir", None), memo):
+        with _SEEN_LOCK:
+            _SEEN[key] = None
+        return route, key, None
+    return route, key, memo
 
 
 def forget() -> None:
