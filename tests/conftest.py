@@ -78,7 +78,7 @@ def upstream_prompt(request, monkeypatch, tmp_path):
     counts as upstream's, and, when the test runs the fake server, its host counts as the official judge's
     (``endpoint_urls.TEST_OFFICIAL_HOSTS``: in this process only; nothing a user writes reaches it)."""
     from lme.core import endpoint_urls
-    from lme.judge import judge_official
+    from lme.judge import official as judge_official
     from upstream_standin import make_upstream_tree
 
     standin = judge_official.load_prompt_builder(make_upstream_tree(tmp_path / "standin")).function_sha256

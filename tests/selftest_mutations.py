@@ -51,8 +51,8 @@ class Mutation:
 
 M, RR, RS = "scripts/lme/score/metrics.py", "scripts/lme/core/run_records.py", "scripts/lme/store/run_store.py"
 RROWS = "scripts/lme/store/run_rows.py"
-JO, IR = "scripts/lme/judge/judge_official.py", "scripts/lme/run/item_runner.py"
-JS = "scripts/lme/judge/judge_shapes.py"
+JO, IR = "scripts/lme/judge/official.py", "scripts/lme/run/item_runner.py"
+JS = "scripts/lme/judge/request_shapes.py"
 RM, GR, RC, RECORDS = ("scripts/lme/score/retrieval_metrics.py", "scripts/lme/data/gold_registry.py",
                        "scripts/lme/score/run_comparison.py", "scripts/lme/core/records.py")
 HF = "scripts/lme/data/hypotheses_file.py"

@@ -19,7 +19,7 @@ import pytest
 
 from lme.run import background
 from lme.core import command_names
-from lme.run import run_status
+from lme.run import status as run_status
 from lme.cli import run_status as run_status_cli
 from run_project import REPO, SAMPLE, judged_rows, make_project, register_answers, run_dir
 

@@ -306,7 +306,7 @@ def test_batch_with_what_cannot_batch_is_one_line_exit_2_nothing_written(tmp_pat
 
 
 def test_scorecard_status_and_dry_run_say_what_ran_as_batches(tmp_path, fake_llm, capsys):
-    from lme.run import run_status
+    from lme.run import status as run_status
 
     project = project_with(tmp_path, fake_llm, 10)
     assert run_benchmark.main(["--project", str(project), "--dry-run", "--batch", "judge", "--json"]) == 0

@@ -15,7 +15,7 @@ import pytest
 
 from lme.cli import claude_settings
 from lme.core import command_names
-from lme.loop import loop_target
+from lme.loop import target as loop_target
 from lme.cli import loop_target as loop_target_cli
 from lme.cli import setup_project
 from lme.core.errors import run_main
@@ -110,7 +110,7 @@ def test_short_commands_names_the_wrappers_an_earlier_setup_wrote_and_leaves_eve
 
 
 def test_the_files_setup_writes_for_claude_code_are_never_part_of_a_fix(tmp_path):
-    from lme.loop import loop_git
+    from lme.loop import branch as loop_git
 
     project = make_loop_project(tmp_path)
     assert setup(project, "--allow-unattended") == 0

@@ -11,9 +11,9 @@ from lme.store import run_store
 from lme.loop import decide
 from lme.cli import decide as decide_cli
 from lme.score import drop_qids
-from lme.loop import loop_git
-from lme.loop import loop_state
-from lme.loop import loop_steps
+from lme.loop import branch as loop_git
+from lme.loop import state as loop_state
+from lme.loop import steps as loop_steps
 from lme.core.errors import UserError, run_main
 from loop_testing import git, item_ids, make_loop_project, make_row, write_run
 

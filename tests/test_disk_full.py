@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from lme.run import run_status
+from lme.run import status as run_status
 from lme.store import run_store
 from run_project import REPO, SAMPLE, make_project, register_answers
 

@@ -6,7 +6,7 @@ import time
 
 from lme.run import cost_gate
 from lme.run import dry_run
-from lme.run import run_status
+from lme.run import status as run_status
 from lme.run.progress import Progress
 
 

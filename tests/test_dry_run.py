@@ -11,7 +11,7 @@ import pytest
 from lme.run import dry_run
 from lme.run.estimate_record import Estimate
 from lme.cli import run_benchmark
-from lme.run import run_state
+from lme.run import state as run_state
 from run_project import SAMPLE, make_project, register_answers
 
 ITEMS = json.loads(SAMPLE.read_text())

@@ -89,7 +89,7 @@ def test_the_users_environment_records_the_sdks_default_host_without_a_call(monk
     assert provider_routes.endpoint_host("openai", settings) == "api.openai.com"
     assert provider_routes.shown_base_url("openai", settings) == "https://api.openai.com/v1/"
     assert is_official_endpoint("openai", provider_routes.resolved_base_url("openai", settings))
-    from lme.run import run_state
+    from lme.run import state as run_state
     from types import SimpleNamespace
 
     run = SimpleNamespace(base_urls={}, azure={}, target_provider="anthropic", judge_provider="openai",

@@ -16,9 +16,9 @@ import pytest
 
 from lme.score import run_comparison
 from lme.score import interop
-from lme.judge import judge_agreement
+from lme.judge import agreement as judge_agreement
 from lme.cli import judge_agreement as judge_agreement_cli
-from lme.report import report_html
+from lme.report import page as report_html
 from lme.cli import run_benchmark
 from lme.cli import scorecard
 from lme.score import scoring

@@ -36,30 +36,30 @@ PLUGIN_STAGE = "target_kit"
 helpers of target_kit), nothing above."""
 
 LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
-    ("cli.rounds", "loop.loop_steps"): "the steps need the venv; rounds.py init/current/bump/status run on system "
+    ("cli.rounds", "loop.steps"): "the steps need the venv; rounds.py init/current/bump/status run on system "
                                        "python",
-    ("loop.loop_stop_hook", "loop.loop_state"): "the Stop hook runs on every stop: nothing more unless a loop is "
+    ("loop.stop_hook", "loop.state"): "the Stop hook runs on every stop: nothing more unless a loop is "
                                                 "there, and a sibling that fails to import lets the session stop "
                                                 "instead of failing it",
-    ("loop.loop_stop_hook", "loop.loop_session"): "as above",
-    ("loop.loop_stop_hook", "core.command_names"): "as above",
-    ("loop.loop_stop_hook", "core.state_reader"): "as above",
+    ("loop.stop_hook", "loop.session"): "as above",
+    ("loop.stop_hook", "core.command_names"): "as above",
+    ("loop.stop_hook", "core.state_reader"): "as above",
     ("core.entry_guard", "core.command_names"): "only on the refusal path; the guard runs before any other import of "
                                                 "ours",
     ("cli.setup_project", "data.item_hash"): "setup runs on the system python that makes the venv; only --dataset "
                                              "needs these",
     ("cli.setup_project", "data.fingerprints"): "as above",
     ("cli.fingerprints", "data.dataset"): "the scan needs the venv and the dataset reader; --help does not load it",
-    ("cli.run_benchmark", "report.report_outputs"): "scoring, the report pages and their records are needed once, "
+    ("cli.run_benchmark", "report.outputs"): "scoring, the report pages and their records are needed once, "
                                                     "after the run: not on the way to its first call (start-up "
                                                     "measured side by side)",
-    ("loop.loop_state", "score.scorecard_record"): "the Stop hook and rounds.py status import loop_state on every "
+    ("loop.state", "score.scorecard_record"): "the Stop hook and rounds.py status import loop_state on every "
                                                    "stop: the scorecard's record classes (~60 ms) only when a step "
                                                    "is logged",
 }
 """Function-level sibling imports kept on purpose, and why."""
 
-PLUGIN_FORBIDDEN = {"generation_driver", "run_driver", "run_benchmark", "item_runner"}
+PLUGIN_FORBIDDEN = {"generation_driver", "driver", "run_benchmark", "item_runner"}
 """A plugin imports the target API (``targets``, ``records``), never the driver that loads it."""
 
 
@@ -295,6 +295,19 @@ def test_commands_live_in_lme_cli_no_library_module_defines_a_main():
     assert not stray, f"move the command (its parser and main()) to scripts/{PACKAGE}/cli/<command>.py: {stray}"
     commands = {name for name, path in WHERE.thin.items() if "import main" in path.read_text(encoding="utf-8")}
     assert commands and {f"cli.{name}" for name in commands} <= set(WHERE.modules)
+
+
+def repeats_its_folder(key: str) -> bool:
+    """``loop.loop_state``, ``targets.target_kit``: a module name that starts with its stage's name (or its singular)."""
+    stage, _, module = key.partition(".")
+    return bool(module) and any(module.startswith(prefix + "_") for prefix in {stage, stage.rstrip("s")})
+
+
+def test_no_module_name_repeats_its_folder():
+    assert repeats_its_folder("loop.loop_state") and repeats_its_folder("targets.target_io")
+    assert not repeats_its_folder("loop.state") and not repeats_its_folder("cli.loop_state")
+    stutter = sorted(key for key in WHERE.modules if repeats_its_folder(key))
+    assert not stutter, f"name the module for its job inside its folder (lme/loop/state.py, not loop_state.py): {stutter}"
 
 
 # --------------------------------------------------------------------------- the checker, on a planted tree

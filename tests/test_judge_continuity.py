@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from lme.core import endpoint_urls
-from lme.judge import judge_agreement
+from lme.judge import agreement as judge_agreement
 from lme.cli import judge_agreement as judge_agreement_cli
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.cli import run_benchmark
 from lme.score import scoring

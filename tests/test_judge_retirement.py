@@ -12,7 +12,7 @@ import pytest
 
 from lme.cli import run_benchmark
 from lme.core.errors import run_main
-from lme.judge import judge_agreement
+from lme.judge import agreement as judge_agreement
 from lme.cli import judge_shim
 from lme.cli import judge_agreement as judge_agreement_cli
 from lme.models import provider_probe

@@ -9,10 +9,10 @@ import openai
 import pytest
 
 from lme.core import command_names
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.core.errors import UserError
-from lme.judge.judge_official import JudgeInputError, judge, label_from_reply, load_prompt_builder
+from lme.judge.official import JudgeInputError, judge, label_from_reply, load_prompt_builder
 from lme.models.providers import Gateway, ProviderError, ProviderSettings
 from lme.core.records import Completion, Verdict
 from upstream_standin import make_upstream_tree, standin_prompt

@@ -11,9 +11,9 @@ import pytest
 
 from lme.score import run_comparison
 from lme.loop import decide
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.cli import judge_shim
-from lme.judge import judge_stability
+from lme.judge import stability as judge_stability
 from lme.cli import run_benchmark
 from lme.report import scorecard_md
 from lme.score import scoring
@@ -218,7 +218,7 @@ def test_a_dry_run_counts_k_judge_calls_per_item(tmp_path):
 
     from lme.core import config
     from lme.run import dry_run
-    from lme.run import run_settings
+    from lme.run import settings as run_settings
 
     project = make_project(tmp_path / "p")
     args = run_benchmark.build_parser().parse_args(["--project", str(project), "--max", "3"])

@@ -31,7 +31,7 @@ from lme.score import cluster_failures
 from lme.cli import cluster_failures as cluster_failures_cli
 from lme.score import drop_qids
 from lme.cli import drop_qids as drop_qids_cli
-from lme.loop import loop_steps
+from lme.loop import steps as loop_steps
 from lme.loop import noise_floor
 from lme.store import run_store
 from lme.score import trigger_set

@@ -24,9 +24,9 @@ from lme.loop import confirm
 from lme.loop import decide
 from lme.score import drop_qids
 from lme.cli import drop_qids as drop_qids_cli
-from lme.loop import loop_git
-from lme.loop import loop_state
-from lme.loop import loop_steps
+from lme.loop import branch as loop_git
+from lme.loop import state as loop_state
+from lme.loop import steps as loop_steps
 from lme.core.errors import run_main
 from loop_testing import LOOP_BRANCH, git, make_loop_project
 from run_project import SAMPLE, make_project

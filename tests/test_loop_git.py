@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from lme.loop import loop_git
+from lme.loop import branch as loop_git
 from lme.cli import loop_git as loop_git_cli
 from lme.core.errors import run_main
 from loop_testing import git, make_loop_project

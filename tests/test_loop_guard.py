@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lme.loop import loop_git
+from lme.loop import branch as loop_git
 from lme.cli import loop_git as loop_git_cli
 from lme.cli import loop_guard
 from lme.loop import rules as loop_rules
@@ -268,7 +268,7 @@ def test_a_loop_run_is_refused_when_its_command_did_not_hand_it_the_loops_rules(
     from types import SimpleNamespace
 
     from lme.core.errors import UserError
-    from lme.run import run_state
+    from lme.run import state as run_state
 
     manifest = SimpleNamespace(n_total=500)
     with pytest.raises(UserError, match="the loop's rules were not handed to this run"):

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from lme.core import command_names
-from lme.loop import loop_session
+from lme.loop import session as loop_session
 from lme.cli import loop_session as loop_session_cli
-from lme.loop import loop_state
-from lme.loop import loop_stop_hook
+from lme.loop import state as loop_state
+from lme.loop import stop_hook as loop_stop_hook
 from lme.core.errors import run_main
 from loop_testing import make_loop_project
 
@@ -178,7 +178,7 @@ def test_a_new_session_takes_the_loop_over(project):
 
 def test_the_session_record_is_never_committed_by_the_loop(project):
     start(project)
-    from lme.loop import loop_git
+    from lme.loop import branch as loop_git
 
     assert loop_session.SESSION_FILE not in loop_git.changed_paths(project)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.judge.offline_judge import OFFLINE_JUDGE_MODEL, normalize, offline_judge
 from lme.core.records import Verdict
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lme.judge.judge_official import CONTINUITY_HINT
-from lme.run import run_driver
+from lme.judge.official import CONTINUITY_HINT
+from lme.run import driver as run_driver
 from lme.run.outcome import (
     EXIT_BATCH_STOPPED,
     EXIT_BILLING,

@@ -90,7 +90,7 @@ def test_rate_limits_give_up_after_the_patience(fake_llm, monkeypatch):
 
 def test_a_run_paces_by_the_headers_and_reports_the_limits(tmp_path, fake_llm):
     from lme.cli import run_benchmark
-    from lme.run import run_status
+    from lme.run import status as run_status
 
     fake_llm.rpm, fake_llm.tpm = 6_000, 10_000_000
     project = make_project(tmp_path / "p", targetModel="gpt-4o-2024-08-06")

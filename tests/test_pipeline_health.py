@@ -7,9 +7,9 @@ import pytest
 
 from lme.score import cluster_failures
 from lme.cli import cluster_failures as cluster_failures_cli
-from lme.loop import loop_steps
+from lme.loop import steps as loop_steps
 from lme.score import pipeline_health
-from lme.report import report_outputs
+from lme.report import outputs as report_outputs
 from lme.core.errors import UserError, run_main
 from factories import typed
 from loop_testing import item_ids, make_loop_project, make_row, measure_noise_floor, write_run

@@ -14,8 +14,8 @@ from lme.cli import compare_runs
 from lme.score import run_comparison
 from lme.store import run_store
 from lme.store import prompt_store
-from lme.report import report_data
-from lme.report import report_html
+from lme.report import page_data as report_data
+from lme.report import page as report_html
 from lme.cli import report_html as report_html_cli
 from lme.cli import run_benchmark
 from lme.cli import scorecard

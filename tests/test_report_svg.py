@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lme.report import report_svg
+from lme.report import svg as report_svg
 from lme.score.scorecard_record import Scorecard
 
 NS = "{http://www.w3.org/2000/svg}"

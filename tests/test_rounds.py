@@ -16,8 +16,8 @@ import time
 import pytest
 
 from lme.report import charts
-from lme.loop import loop_state
-from lme.loop import loop_steps
+from lme.loop import state as loop_state
+from lme.loop import steps as loop_steps
 from lme.cli import rounds
 from lme.store import run_store
 from lme.core.errors import UserError, run_main

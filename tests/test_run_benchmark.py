@@ -247,7 +247,7 @@ def test_dry_run_estimates_without_calling_any_model(tmp_path, fake_llm, capsys)
 
 
 def _python_target_settings(tmp_path):
-    from lme.run.run_settings import RunSettings
+    from lme.run.settings import RunSettings
 
     return RunSettings(
         project=str(tmp_path), dataset_path=str(SAMPLE), variant="_s", runs_dir=str(tmp_path), longmemeval_root=None,

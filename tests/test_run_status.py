@@ -17,7 +17,7 @@ from lme.core import clock
 from lme.store import run_store
 from lme.core import command_names
 from lme.cli import run_benchmark
-from lme.run import run_status
+from lme.run import status as run_status
 from lme.cli import run_status as run_status_cli
 from run_project import SAMPLE, make_project, run_dir
 

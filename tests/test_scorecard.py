@@ -262,7 +262,7 @@ def test_bad_n_total_writes_nothing(seven, capsys):
 
 
 def test_metrics_json_keeps_keys_other_scripts_read(seven):
-    from lme.loop import loop_state
+    from lme.loop import state as loop_state
     from lme.store import run_store
 
     scorecard.main([str(seven), "7", "_s", "seven", "--no-charts"])
@@ -347,7 +347,7 @@ def test_a_run_meta_that_is_not_a_run_meta_is_a_one_line_error(tmp_path, capsys)
 def test_an_unchanged_run_is_not_scored_again_and_any_change_rescores_it(seven, capsys, monkeypatch):
     import factories
     from lme.store import run_store
-    from lme.score import score_fingerprint
+    from lme.score import fingerprint as score_fingerprint
 
     args = [str(seven), "7", "_s", "seven", "--no-charts"]
     assert scorecard.main(args) == 0

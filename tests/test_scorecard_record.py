@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from lme.report import charts
-from lme.report import report_data
-from lme.report import report_html
-from lme.report import report_outputs
-from lme.report import report_svg
+from lme.report import page_data as report_data
+from lme.report import page as report_html
+from lme.report import outputs as report_outputs
+from lme.report import svg as report_svg
 from lme.report import scorecard_md
 from lme.score import scoring
 from lme.score.scorecard_record import Scorecard

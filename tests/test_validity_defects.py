@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from lme.core import config
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.score import retrieval_metrics
 from lme.cli import run_benchmark
-from lme.run import run_settings
-from lme.run import run_state
-from lme.report import report_outputs
+from lme.run import settings as run_settings
+from lme.run import state as run_state
+from lme.report import outputs as report_outputs
 from lme.report import scorecard_md
 from lme.score import scoring
 from lme.store.run_store import load_run

@@ -15,10 +15,10 @@ from lme.cli import run_benchmark
 from lme.core import endpoint_urls
 from lme.core.errors import run_main
 from lme.core.records import ChatRequest
-from lme.judge import judge_agreement, verdict_archive
+from lme.judge import agreement as judge_agreement, verdict_archive
 from lme.cli import judge_shim
 from lme.cli import judge_agreement as judge_agreement_cli
-from lme.judge.judge_official import judge_request
+from lme.judge.official import judge_request
 from lme.models import provider_probe
 from lme.models.call_cache import CallCache
 from lme.score import scoring

@@ -50,7 +50,7 @@ def main() -> int:
     os.environ.setdefault("LONGMEMEVAL_TIKTOKEN", "0")
     from lme.core import config
     from lme.run import dry_run
-    from lme.run import run_settings
+    from lme.run import settings as run_settings
     from lme.cli.run_benchmark import build_parser
     from run_project import make_project
 

@@ -36,7 +36,7 @@ def main() -> int:
     from lme.run import dry_run
     from run_project import make_project
     from lme.core import config
-    from lme.run import run_settings
+    from lme.run import settings as run_settings
     from lme.cli.run_benchmark import build_parser
 
     t0 = time.monotonic()

@@ -92,7 +92,7 @@ def with_full_context_prompts(src: Path, dst: Path) -> Path:
 
 
 def build(run_path: Path, max_text_mb: float, label: str) -> Path:
-    from lme.report import report_html
+    from lme.report import page as report_html
     from lme.score import scoring
     from lme.store.run_store import load_run
 

@@ -34,14 +34,14 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core import config as config_mod
-from lme.judge import judge_files
-from lme.judge import judge_shapes
+from lme.judge import file_mode as judge_files
+from lme.judge import request_shapes as judge_shapes
 from lme.judge.successor_judge import reasoning_effort
 from lme.models import providers
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION, is_offline, resolve_judge_model
-from lme.judge import judge_agreement
+from lme.judge import agreement as judge_agreement
 
 
 def main(argv: Sequence[str] | None = None) -> int:

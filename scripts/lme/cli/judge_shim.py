@@ -28,16 +28,16 @@ from lme.core import cli_parser
 from lme.core import config as config_mod
 from lme.store import run_store
 from lme.judge import archive_status
-from lme.judge import judge_agreement
+from lme.judge import agreement as judge_agreement
 from lme.judge import verdict_archive
 from lme.judge import verdict_sources
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_PROVIDER, is_abstention, resolve_judge_model
-from lme.judge.judge_files import file_gateway, judge_file, project_config, successor_path
-from lme.judge.judge_official import CONTINUITY_HINT, build_prompt, checkout_commit, judge_request, load_prompt_builder, model_mismatch, official_judge_gone
-from lme.judge.judge_shapes import shape_for
+from lme.judge.file_mode import file_gateway, judge_file, project_config, successor_path
+from lme.judge.official import CONTINUITY_HINT, build_prompt, checkout_commit, judge_request, load_prompt_builder, model_mismatch, official_judge_gone
+from lme.judge.request_shapes import shape_for
 from lme.judge.successor_judge import reasoning_effort, successor_spec
-from lme.judge.judge_stability import StabilityRegistry
+from lme.judge.stability import StabilityRegistry
 from lme.models.providers import ProviderError
 
 

@@ -18,7 +18,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core.errors import UserError
-from lme.loop import loop_git
+from lme.loop import branch as loop_git
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,7 +29,7 @@ import os
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import loop_session
+from lme.loop import session as loop_session
 
 
 def main(argv: Sequence[str] | None = None) -> int:

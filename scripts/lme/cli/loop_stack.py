@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import loop_stack
+from lme.loop import model_stack as loop_stack
 
 
 def main(argv: Sequence[str] | None = None) -> int:

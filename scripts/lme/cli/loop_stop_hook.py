@@ -33,7 +33,7 @@ import signal
 import sys
 from contextlib import redirect_stdout
 
-from lme.loop import loop_stop_hook
+from lme.loop import stop_hook as loop_stop_hook
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import loop_target
+from lme.loop import target as loop_target
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,9 +34,9 @@ from lme.core import cli_parser
 from lme.store import prompt_store
 from lme.score import scoring
 from lme.core.errors import UserError
-from lme.report.report_data import DEFAULT_MAX_TEXT_MB, prompt_keys
+from lme.report.page_data import DEFAULT_MAX_TEXT_MB, prompt_keys
 from lme.store.run_store import RunData, load_run
-from lme.report import report_html
+from lme.report import page as report_html
 
 
 def print_prompts(run: RunData, question_id: str) -> int:

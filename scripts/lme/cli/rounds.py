@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import loop_state as state
+from lme.loop import state
 from lme.core.facts import PROPOSAL_FILE
 
 
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     project = args.project
     if args.command in STEP_COMMANDS:  # the steps need the venv; init, current, bump, blocked, status do not
-        from lme.loop import loop_steps as steps
+        from lme.loop import steps
 
     if args.command == "init":
         created = state.init(project)

@@ -43,26 +43,26 @@ from lme.run import background
 from lme.core import config as config_mod
 from lme.run import cost_gate
 from lme.run import dry_run
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.loop import rules as loop_rules
 from lme.run import preflight
 from lme.models import provider_probe
 from lme.models import recent_probes
 from lme.run import judge_route
-from lme.run import run_driver
-from lme.run import run_settings
-from lme.run import run_status
+from lme.run import driver as run_driver
+from lme.run import settings as run_settings
+from lme.run import status as run_status
 from lme.run import unattended_gate
 from lme.core import unattended
 from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core.errors import UserError, run_main
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 
 
 def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:
     """The scorecard's files and its Markdown on stdout (on stderr with ``--progress json``: stdout is records)."""
-    from lme.report import report_outputs  # here: scoring and the pages are needed once, after the run
+    from lme.report import outputs as report_outputs  # here: scoring and the pages are needed once, after the run
 
     if progress_mode == "json":
         with redirect_stdout(sys.stderr):

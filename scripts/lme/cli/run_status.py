@@ -26,7 +26,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core.errors import UserError
-from lme.run import run_status
+from lme.run import status as run_status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

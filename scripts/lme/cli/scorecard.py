@@ -37,7 +37,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core import unattended
-from lme.report import report_outputs
+from lme.report import outputs as report_outputs
 from lme.store import run_store
 from lme.core.errors import UserError, run_main
 from lme.data import dataset

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_SHUTDOWN
-from lme.judge import judge_official, verdict_archive
-from lme.judge.judge_shapes import UPSTREAM_MAX_TOKENS
+from lme.judge import official as judge_official, verdict_archive
+from lme.judge.request_shapes import UPSTREAM_MAX_TOKENS
 from lme.models import prices
 from lme.models.token_counts import estimate_tokens
 from lme.store import run_store

@@ -11,7 +11,7 @@ from lme.core import config as config_mod
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, OFFICIAL_JUDGE_ROUTES, OFFLINE, \
     resolve_judge_model
-from lme.judge import judge_shapes
+from lme.judge import request_shapes as judge_shapes
 
 
 def reasoning_effort(value: Any) -> str | None:

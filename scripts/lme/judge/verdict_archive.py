@@ -44,7 +44,7 @@ from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import SCHEMA_VERSION, STATE_DIR, VERDICT_ARCHIVE, is_official_judge
 from lme.core.run_records import ResultRow
-from lme.judge.judge_shapes import is_upstream_shape
+from lme.judge.request_shapes import is_upstream_shape
 
 ARCHIVE_NAME = VERDICT_ARCHIVE
 HEADER_KIND = "longmemeval-verdict-archive"

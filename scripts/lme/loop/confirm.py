@@ -10,8 +10,8 @@ from typing import Any
 from lme.loop import decide
 from lme.core import bounded_json
 from lme.core import fileio
-from lme.loop import loop_git
-from lme.loop import loop_steps
+from lme.loop import branch as loop_git
+from lme.loop import steps as loop_steps
 from lme.store import run_store
 from lme.core.clock import utc_now, utc_stamp
 from lme.core.errors import UserError

@@ -13,10 +13,10 @@ from typing import Any, Mapping, Sequence
 from lme.score import run_comparison as compare_runs  # the comparison (compare_runs.py is its command)
 from lme.score.comparison_record import Comparison
 from lme.core import fileio
-from lme.loop import loop_git
-from lme.loop import loop_state
+from lme.loop import branch as loop_git
+from lme.loop import state as loop_state
 from lme.loop import noise_floor
-from lme.report import report_outputs
+from lme.report import outputs as report_outputs
 from lme.store import run_store
 from lme.score import trigger_set
 from lme.core.clock import utc_now

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from lme.judge import judge_stability
+from lme.judge import stability as judge_stability
 from lme.store.run_store import RunData
 
 

@@ -39,7 +39,7 @@ from lme.models.provider_routes import _POOL, endpoint_host
 from lme.models.run_gateway import cacheable
 from lme.core.records import ChatRequest, Completion, Question
 from lme.models.request_bodies import request_body
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 from lme.targets.targets import TargetError
 
 RETRY_ROUNDS = 2

@@ -28,11 +28,11 @@ from lme.core.facts import is_offline
 from lme.models.prices import row_spend, spent
 from lme.core.records import Question
 from lme.core.run_records import ResultRow
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 from lme.data import dataset
 from lme.run import dry_run
 from lme.run.estimate_record import Estimate
-from lme.run import run_state
+from lme.run import state as run_state
 from lme.models import prices
 from lme.run.dry_run import dollars as dry_run_dollars
 

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping
 from lme.core.facts import is_offline, resolve_judge_model
 from lme.data import hypotheses_file
 from lme.core.records import Question
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 from lme.store import run_store
 from lme.models import call_cache
 from lme.data import dataset

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from lme.core.clock import utc_now_precise
 from lme.targets import generation_driver
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.models import providers
 from lme.judge import verdict_archive
 from lme.core.errors import UserError
@@ -21,7 +21,7 @@ from lme.judge import offline_judge
 from lme.models.prices import call_cost, verdict_cost
 from lme.core.records import LLM, ChatRequest, Completion, Hypothesis, Question, Verdict
 from lme.core.run_records import ERROR, JUDGED, ResultRow, RowCost, RowError, RowRetrieval, RowTarget
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 
 BILLING = "billing"
 

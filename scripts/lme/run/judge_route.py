@@ -25,11 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lme.core.errors import UserError
 from lme.core.facts import HYPOTHESES_TARGET, is_official_judge, is_offline
-from lme.judge import judge_agreement, judge_official, judge_shapes, verdict_archive
+from lme.judge import agreement as judge_agreement, official as judge_official, request_shapes as judge_shapes, verdict_archive
 from lme.models import judge_entry, provider_probe, recent_probes
 from lme.run import dry_run
 from lme.targets import generation_driver
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 
 
 def archive_covers(settings: RunSettings, run_id: str | None) -> tuple[int, int] | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from lme.judge.judge_official import CONTINUITY_HINT
+from lme.judge.official import CONTINUITY_HINT
 from lme.run.cost_gate import EXIT_COST_CAP
 
 EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130

@@ -12,7 +12,7 @@ from lme.core import command_names
 from lme.core.facts import is_offline
 from lme.data import hypotheses_file
 from lme.core.errors import UserError
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.core.endpoint_urls import redact
 from lme.models import judge_entry
 from lme.targets import generation_driver

@@ -15,8 +15,8 @@ from typing import Any, Callable, Mapping
 
 from lme.models import prices
 from lme.core.run_records import ResultRow
-from lme.run.run_settings import STATUS_EVERY_S
-from lme.run import run_status
+from lme.run.settings import STATUS_EVERY_S
+from lme.run import status as run_status
 
 
 class Progress:

@@ -28,7 +28,7 @@ from lme.core.facts import BUILTIN_TARGETS, CONFIG_FILE, STATE_DIR
 from lme.run import cost_gate
 from lme.run import dry_run
 from lme.targets.identity import same_target
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 
 CODE_TARGETS = ("command", "python")
 """Built-in targets that run the user's code (a path target always does)."""

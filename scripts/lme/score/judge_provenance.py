@@ -17,8 +17,8 @@ from typing import Any, Mapping, Sequence
 from lme.core.endpoint_urls import host_of, is_official_endpoint, is_official_host, redact
 from lme.core.facts import is_official_judge, resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
-from lme.judge import judge_agreement, verdict_sources
-from lme.judge.judge_shapes import describe as describe_shape, is_upstream_shape
+from lme.judge import agreement as judge_agreement, verdict_sources
+from lme.judge.request_shapes import describe as describe_shape, is_upstream_shape
 
 
 def _legacy_host(meta: RunMeta, provider: str | None) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lme.data import dataset_label
-from lme.judge import judge_stability
+from lme.judge import stability as judge_stability
 from lme.score import metrics
 from lme.score import run_differences
 from lme.score.comparison_record import ChangedItem, Comparison

@@ -19,8 +19,8 @@ from lme.data import dataset
 from lme.data import dataset_label
 from lme.data import gold_registry
 from lme.data import hypotheses_file
-from lme.judge import judge_agreement
-from lme.judge import judge_stability
+from lme.judge import agreement as judge_agreement
+from lme.judge import stability as judge_stability
 from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics

@@ -31,7 +31,7 @@ from lme.core.records import ChatRequest, Completion, Question, Session, Turn
 from lme.core.run_records import Manifest, ResultRow, RunMeta
 from lme.models.provider_errors import ProviderError
 from lme.run import item_runner
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 from lme.score import metrics, run_comparison, scoring
 from lme.store import run_store
 

@@ -9,7 +9,7 @@ from typing import Callable
 
 from lme.score import metrics
 from lme.core.facts import is_abstention
-from lme.judge.judge_official import label_from_reply
+from lme.judge.official import label_from_reply
 from lme.score import selftest_run
 from lme.score.selftest_run import KU, MS, SSA, SSP, SSU, TR
 

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from lme.core import fileio
-from lme.report import report_html
-from lme.report import report_svg
+from lme.report import page as report_html
+from lme.report import svg as report_svg
 from lme.store import run_store
 from lme.score import run_differences
-from lme.score import score_fingerprint
+from lme.score import fingerprint as score_fingerprint
 from lme.core.errors import UserError
 from lme.store.run_layout import HISTORY_SVG, PER_TYPE_SVG
 from lme.store.run_store import load_run

@@ -27,11 +27,11 @@ from lme.data import dataset
 from lme.data import dataset_scans
 from lme.data import hypotheses_file
 from lme.run import item_runner
-from lme.judge import judge_official
+from lme.judge import official as judge_official
 from lme.store import prompt_store
 from lme.models import providers
-from lme.run import run_state
-from lme.run import run_status
+from lme.run import state as run_state
+from lme.run import status as run_status
 from lme.store import run_store
 from lme.models.call_cache import CallCache
 from lme.core import fileio
@@ -40,14 +40,14 @@ from lme.core.errors import FULL, UserError
 from lme.core.memory_trim import Trimmer
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
-from lme.judge.judge_stability import StabilityRegistry
+from lme.judge.stability import StabilityRegistry
 from lme.run.progress import Progress
 from lme.run.pacing_status import PacingFile
 from lme.models.rate_pacer import Pacer
 from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
 from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 from lme.run.outcome import (  # noqa: F401  (the exit statuses, re-exported: callers name them from here)
     EXIT_BATCH_STOPPED,
     EXIT_BILLING,

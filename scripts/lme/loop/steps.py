@@ -15,14 +15,14 @@ from pathlib import Path
 from lme.core import fileio
 from lme.core.clock import utc_now_iso
 from lme.loop import decide
-from lme.loop import loop_git
+from lme.loop import branch as loop_git
 from lme.loop import noise_floor
 from lme.loop import rules as loop_rules
 from lme.score import pipeline_health
 from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import PROPOSAL_FILE
-from lme.loop.loop_state import (
+from lme.loop.state import (
     baseline_logged,
     baseline_note,
     append_history_row,

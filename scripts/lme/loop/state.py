@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from lme.core.clock import utc_today
 from lme.core import fileio
-from lme.loop import loop_git
+from lme.loop import branch as loop_git
 from lme.core.errors import UserError
 from lme.core import state_reader
 from lme.core.facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR

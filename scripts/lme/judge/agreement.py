@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import fileio
-from lme.judge import judge_official
-from lme.judge import judge_shapes
+from lme.judge import official as judge_official
+from lme.judge import request_shapes as judge_shapes
 from lme.judge.agreement_figures import agreement_report, cohens_kappa, kappa_interval
 from lme.core.records import Verdict
 from lme.store import run_store

@@ -19,7 +19,7 @@ from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import OFFLINE, is_official_judge, is_offline
 from lme.core.run_records import Manifest, RunMeta, counts_of
-from lme.run.run_settings import RunSettings
+from lme.run.settings import RunSettings
 from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
 
 

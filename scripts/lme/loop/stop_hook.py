@@ -68,7 +68,7 @@ def history_figures(row: str) -> str:
 
 def where_it_stands(project: Path) -> list[str]:
     """The loop's position for the model: checked facts and the next step, never a state file's text as such."""
-    from lme.loop import loop_state
+    from lme.loop import state as loop_state
     from lme.core import state_reader
 
     try:
@@ -127,7 +127,7 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
     for project in projects(hook_input):
         if not (project / STATE_FILE).is_file():
             continue
-        from lme.loop import loop_session
+        from lme.loop import session as loop_session
 
         found = loop_session.verdict(project, str(hook_input.get("session_id") or ""))
         if not found.keep_going:

@@ -11,7 +11,7 @@ from lme.core import command_names
 from lme.core import config
 from lme.core import config_file
 from lme.core import fileio
-from lme.loop import loop_git
+from lme.loop import branch as loop_git
 from lme.core.errors import UserError
 
 SOURCE = Path(__file__).resolve().parents[3] / "plugins" / "memory_ref"

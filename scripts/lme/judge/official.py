@@ -44,8 +44,8 @@ from lme.core.facts import (
     resolve_judge_model,
     returned_model_matches,
 )
-from lme.judge.judge_shapes import UPSTREAM_MAX_TOKENS, JudgeShape, is_upstream_shape, shape_for
-from lme.judge.judge_stability import stability
+from lme.judge.request_shapes import UPSTREAM_MAX_TOKENS, JudgeShape, is_upstream_shape, shape_for
+from lme.judge.stability import stability
 from lme.judge.offline_judge import offline_verdict
 from lme.core.records import LLM, ChatRequest, Verdict
 

@@ -22,7 +22,7 @@ from lme.models.call_cache import CallCache
 from lme.core.errors import UserError
 from lme.core.facts import CACHE_DIR
 from lme.judge import verdict_sources
-from lme.judge.judge_official import Judged, JudgeRoute, judge_verdict, official_judge_gone
+from lme.judge.official import Judged, JudgeRoute, judge_verdict, official_judge_gone
 from lme.models.provider_errors import ProviderError
 from lme.core.fileio import write_atomic_bytes
 from lme.models.rate_pacer import Pacer

@@ -16,8 +16,8 @@ from lme.report import charts
 from lme.score import run_comparison
 from lme.core import fileio
 from lme.score import metrics
-from lme.report import report_data
-from lme.report import report_svg
+from lme.report import page_data as report_data
+from lme.report import svg as report_svg
 from lme.report import shown_paths
 from lme.score import run_differences
 from lme.store import run_store
@@ -25,7 +25,7 @@ from lme.report import scorecard_md
 from lme.score.comparison_record import Comparison
 from lme.score.scorecard_record import Scorecard, require
 from lme.core.facts import HISTORY_FILE, HISTORY_RECORDS, QUESTION_TYPES
-from lme.report.report_data import DEFAULT_MAX_TEXT_MB, flaky_mark, stability_path, stability_registry
+from lme.report.page_data import DEFAULT_MAX_TEXT_MB, flaky_mark, stability_path, stability_registry
 from lme.core.run_records import ResultRow
 from lme.store.run_store import RunData, load_run
 
