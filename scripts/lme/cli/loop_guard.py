@@ -23,7 +23,7 @@ from lme.core import cli_parser
 from lme.core import config
 from lme.core.errors import UserError
 from lme.core.facts import SYMBOLIC_FLAGS
-from lme.loop.rules import check_loop_run, loop_config, target_correct
+from lme.loop.rules import LoopRunRequest, check_loop_run, loop_config, target_correct
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -51,15 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(cfg, indent=2, sort_keys=True))
         return 0
     provider, model = config.parse_model_arg(str(cfg["judge"]), "")  # a bare name: no provider, not the loop's judge
-    settings = {
-        "n_total": args.n_total,
-        "max": args.max,
-        "judge_provider": provider,
-        "judge_model": model,
-        "symbolic": {k: cfg["targetOptions"].get(k) for k in SYMBOLIC_FLAGS},
-        "target": cfg["target"],
-    }
-    problems = check_loop_run(settings, args.project)
+    planned = LoopRunRequest(n_total=args.n_total, max_items=args.max, judge_provider=provider, judge_model=model,
+                             symbolic={k: cfg["targetOptions"].get(k) for k in SYMBOLIC_FLAGS}, target=cfg["target"])
+    problems = check_loop_run(planned, args.project)
     for p in problems:
         print(f"FAIL {p}")
     if not problems:

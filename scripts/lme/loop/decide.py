@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -105,6 +106,35 @@ def rescore(project: Path, run_id: str) -> None:
         report_outputs.score_project_run(Path(project), run_id, charts=False)
 
 
+@dataclass(frozen=True)
+class _ReadyPair:
+    """The round's snapshot and the post-fix run, loaded, with why the run is not ready yet (if it is not)."""
+
+    round_no: int
+    snap_dir: Path
+    run_id: str
+    run_dir: Path
+    snap_rows: Mapping[str, ResultRow]
+    run_rows: Mapping[str, ResultRow]
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _RetestSet:
+    """The items the fix's re-test covers: the recorded set (``retest.json``) and every row that changed."""
+
+    changed_ids: tuple[str, ...]
+    """Ids whose last row changed since the snapshot (a revert restores these)."""
+    recorded: Mapping[str, Any]
+    """The round's recorded re-test set (empty: none recorded)."""
+    control_sampled: int
+    ids: tuple[str, ...]
+    failing: tuple[str, ...]
+    """Of ``ids``, the ones wrong in the snapshot (they can only be fixed)."""
+    control: tuple[str, ...]
+    """Of ``ids``, the ones right in the snapshot (they can only be broken)."""
+
+
 def run_decision(
     project: Path,
     snapshot: str,
@@ -117,6 +147,15 @@ def run_decision(
 ) -> dict[str, Any]:
     """Compare, decide, optionally apply, and log. Returns the decision record."""
     project = Path(project)
+    pair = _ready_pair(project, snapshot, run_id, allow_errors=allow_errors)
+    comparison = compare_runs.compare(pair.snap_dir, pair.run_dir)
+    retest = _retest_set(project, pair)
+    record = _decision_record(project, pair, comparison, retest, reusable=reusable, fix_commit=fix_commit)
+    return _log_decision(project, record, retest, apply=apply)
+
+
+def _ready_pair(project: Path, snapshot: str, run_id: str, *, allow_errors: bool) -> _ReadyPair:
+    """Load the snapshot and the run; refuse a run not ready to be judged unless ``allow_errors``."""
     round_no = loop_state.parse_snapshot(snapshot)
     snap_dir = loop_state.snapshot_dir(project, round_no)
     if not snap_dir.is_dir():
@@ -130,39 +169,49 @@ def run_decision(
             f"run {run_id} is not ready to judge the fix: {'; '.join(problems)}",
             fix="resume the run (parallel_longmemeval.sh) until every item is judged, or pass --allow-errors",
         )
-    comparison = compare_runs.compare(snap_dir, run_dir)
-    net = comparison.net
-    flaky = comparison.flaky_flips.to_dict()
+    return _ReadyPair(round_no, snap_dir, run_id, run_dir, snap_rows, run_rows, tuple(problems))
+
+
+def _retest_set(project: Path, pair: _ReadyPair) -> _RetestSet:
+    """The recorded re-test set (its control part as far as the snapshot has it) joined with the changed rows."""
+    changed_ids = retested_ids(pair.snap_rows, pair.run_rows)
+    recorded = trigger_set.read_retest(project, pair.round_no) or {}
+    control = [q for q in recorded.get("control") or () if q in pair.snap_rows]
+    ids = list(dict.fromkeys([*(recorded.get("failing") or ()), *control, *changed_ids]))
+    snap = pair.snap_rows
+    return _RetestSet(tuple(changed_ids), recorded, len(control), tuple(ids),
+                      failing=tuple(q for q in ids if q in snap and not snap[q].correct),
+                      control=tuple(q for q in ids if q in snap and snap[q].correct))
+
+
+def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, retest: _RetestSet, *,
+                     reusable: bool, fix_commit: str | None) -> dict[str, Any]:
+    """The decisions.jsonl record: the comparison, the decision on it, the re-test set and its noise band."""
     decided_net = comparison.net_excluding_flaky
     decision = decide(decided_net, reusable)  # a flip of an unstable label is noise
-    changed_ids = retested_ids(snap_rows, run_rows)
-    retest = trigger_set.read_retest(project, round_no) or {}
-    control = [q for q in retest.get("control") or () if q in snap_rows]
-    ids = list(dict.fromkeys([*(retest.get("failing") or ()), *control, *changed_ids]))
-    wrong_before = [q for q in ids if q in snap_rows and not snap_rows[q].correct]
-    right_before = [q for q in ids if q in snap_rows and snap_rows[q].correct]
-    floor = noise_floor.measured_for(project, run_store.read_meta(run_dir))
-    noise = noise_floor.band(floor, [snap_rows[q].question_type for q in wrong_before],
-                             [snap_rows[q].question_type for q in right_before])
+    failing, control = list(retest.failing), list(retest.control)
+    floor = noise_floor.measured_for(project, run_store.read_meta(pair.run_dir))
+    noise = noise_floor.band(floor, [pair.snap_rows[q].question_type for q in failing],
+                             [pair.snap_rows[q].question_type for q in control])
     record: dict[str, Any] = {
         "at": utc_now(),
-        "round": round_no,
-        "snapshot": f"v{round_no}",
-        "run_id": run_id,
+        "round": pair.round_no,
+        "snapshot": f"v{pair.round_no}",
+        "run_id": pair.run_id,
         "fix_commit": fix_commit,
         "reusable": reusable,
         "fixes": comparison.fixes,
         "regressions": comparison.regressions,
-        "net": net,
-        "flaky_flips": flaky,
+        "net": comparison.net,
+        "flaky_flips": comparison.flaky_flips.to_dict(),
         "net_excluding_flaky": comparison.net_excluding_flaky,
         "p_value": comparison.p_value,
         "per_type_net": {t: b.net for t, b in comparison.per_type.items() if b.n},
-        "retested": len(changed_ids),
-        "retest_ids": ids,
-        "retest_set": {"size": len(wrong_before) + len(right_before), "failing": len(wrong_before),
-                       "control": len(right_before), "control_sampled": len(control), "recorded": bool(retest),
-                       "parts": parts(comparison, wrong_before, right_before)},
+        "retested": len(retest.changed_ids),
+        "retest_ids": list(retest.ids),
+        "retest_set": {"size": len(failing) + len(control), "failing": len(failing), "control": len(control),
+                       "control_sampled": retest.control_sampled, "recorded": bool(retest.recorded),
+                       "parts": parts(comparison, failing, control)},
         "noise": {**noise, "within": within_noise(noise, decided_net),
                   "measured_at": None if floor is None else floor.get("measured_at")},
         "per_type": {t: {"n": b.n, "fixes": b.fixes, "regressions": b.regressions, "net": b.net}
@@ -171,17 +220,22 @@ def run_decision(
         "label": decision_label(decision, noise, decided_net),
         "applied": False,
         "revert_commit": None,
-        "readiness_problems": problems,
+        "readiness_problems": list(pair.problems),
     }
     try:
-        record["retest_figures"] = loop_state.RoundFigures.of_metrics(run_store.read_metrics(run_dir)).to_record()
+        record["retest_figures"] = loop_state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_record()
     except UserError:
         record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
-    if apply and decision == "revert":
-        if not fix_commit:
+    return record
+
+
+def _log_decision(project: Path, record: dict[str, Any], retest: _RetestSet, *, apply: bool) -> dict[str, Any]:
+    """Append the decision; with ``apply``, a revert is recorded first and then carried out (``apply_revert``)."""
+    if apply and record["decision"] == "revert":
+        if not record["fix_commit"]:
             raise UserError("a revert needs the fix commit", fix="pass --fix-commit <sha> (git log --oneline)")
         assert_on_loop_branch(project=project)
-        record["restored_ids"] = changed_ids
+        record["restored_ids"] = list(retest.changed_ids)
         record["applying"] = True  # the decision first: a crash while applying it resumes it (apply_revert)
         append_decision(project, record)
         return apply_revert(project, record)

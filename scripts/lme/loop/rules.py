@@ -21,8 +21,9 @@ from __future__ import annotations
 import copy
 import math
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from lme.core import command_names
 from lme.core import config_file
@@ -35,6 +36,9 @@ from lme.core.facts import (
     resolve_judge_model,
 )
 from lme.targets.identity import same_target
+
+if TYPE_CHECKING:  # the run stage's record, for the hints only: the run hands its settings to the check
+    from lme.run.run_settings import RunSettings
 
 LOOP_JUDGE_PROVIDER = OFFICIAL_JUDGE_PROVIDER
 TARGET_SHARE = 0.95
@@ -146,42 +150,55 @@ def size_problems(n_total: int | None, max_items: int | None) -> list[str]:
     return []
 
 
-def check_loop_run(settings: Mapping[str, Any], project: Path) -> list[str]:
-    """The reasons a planned ``--loop`` run breaks a hard rule (empty list: it may start).
+@dataclass(frozen=True)
+class LoopRunRequest:
+    """A planned ``--loop`` run, as the hard rules read it: built from a run's settings (``of_settings``), or by a
+    command that checks before there are settings (``loop_guard.py check``)."""
 
-    ``settings`` keys: ``n_total`` (questions in the dataset file), ``max`` (``--max``; None = all),
-    ``judge_provider``, ``judge_model``, ``symbolic`` (the three flags by name), ``target``.
-    """
+    n_total: int | None
+    """Questions in the dataset file (None: unknown, which the rules refuse)."""
+    max_items: int | None
+    """``--max`` (None: all)."""
+    judge_provider: str | None
+    judge_model: str | None
+    symbolic: Mapping[str, Any] | None
+    """The three symbolic flags by name (``symbolic_resolver``, ``symbolic-resolver`` and ``--symbolic-resolver``
+    are one flag); a flag missing is off."""
+    target: str | None
+    """The target as the run names it (None: not checked against ``loop.target``)."""
+
+    @classmethod
+    def of_settings(cls, settings: "RunSettings", n_total: int) -> "LoopRunRequest":
+        """The request of a run's ``RunSettings`` over a dataset of ``n_total`` questions (a symbolic flag the
+        target options do not name is on: the target's default)."""
+        return cls(n_total=n_total, max_items=settings.max_evals, judge_provider=settings.judge_provider,
+                   judge_model=settings.judge_model,
+                   symbolic={f: bool(settings.target_options.get(f, True)) for f in SYMBOLIC_FLAGS},
+                   target=settings.target)
+
+
+def check_loop_run(request: LoopRunRequest, project: Path) -> list[str]:
+    """The reasons a planned ``--loop`` run breaks a hard rule (empty list: it may start)."""
     project = Path(project)
-    problems = size_problems(settings.get("n_total"), settings.get("max"))
-    problems += judge_problems(settings.get("judge_provider"), settings.get("judge_model"))
-    problems += symbolic_problems(settings.get("symbolic"))
+    problems = size_problems(request.n_total, request.max_items)
+    problems += judge_problems(request.judge_provider, request.judge_model)
+    problems += symbolic_problems(request.symbolic)
     cfg = loop_config(project)
     actual = current_branch(project)
     if actual != cfg["branch"]:
         problems.append(
             f"on branch {actual or '(none: detached HEAD or not a git repo)'}, not the loop branch {cfg['branch']}"
         )
-    target = settings.get("target")
+    target = request.target
     if target is not None and cfg.get("target") and not same_target(str(target), str(cfg["target"]), project):
         problems.append(f"target is {target}, the loop configuration says {cfg['target']}")
     return problems
 
 
-def check_settings(settings: Any, n_total: int) -> list[str]:
+def check_settings(settings: "RunSettings", n_total: int) -> list[str]:
     """``check_loop_run`` for a run's ``RunSettings`` over a dataset of ``n_total`` questions: the check a
     ``--loop`` run is handed (``run_driver.RunOptions(loop_check=...)``)."""
-    return check_loop_run(
-        {
-            "n_total": n_total,
-            "max": settings.max_evals,
-            "judge_provider": settings.judge_provider,
-            "judge_model": settings.judge_model,
-            "symbolic": {f: bool(settings.target_options.get(f, True)) for f in SYMBOLIC_FLAGS},
-            "target": settings.target,
-        },
-        Path(settings.project),
-    )
+    return check_loop_run(LoopRunRequest.of_settings(settings, n_total), Path(settings.project))
 
 
 def fix_paths(project: Path) -> list[str]:

@@ -9,9 +9,10 @@ judges are a judge comparison (``judge_comparison``): the judges' label agreemen
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from lme.data import dataset_label
 from lme.judge import stability as judge_stability
@@ -80,6 +81,38 @@ def _hypothesis(row: ResultRow | None) -> str | None:
     return None if row is None else row.hypothesis
 
 
+@dataclass(frozen=True)
+class _RunPair:
+    """The two runs loaded, each item's question type, and the items both cover (in run A's order)."""
+
+    a: RunData
+    b: RunData
+    types_a: Mapping[str, str]
+    types_b: Mapping[str, str]
+    common: tuple[str, ...]
+
+    @classmethod
+    def load(cls, run_a: Path, run_b: Path) -> "_RunPair":
+        a, b = load_run(Path(run_a)), load_run(Path(run_b))
+        types_a, _ = a.item_types()
+        types_b, _ = b.item_types()
+        return cls(a, b, types_a, types_b, tuple(qid for qid in types_a if qid in types_b))
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """The per-question counts: all items (``overall``), per question type, and the flipped items in order."""
+
+    overall: Mapping[str, int]
+    per_type: Mapping[str, Mapping[str, int]]
+    changed: tuple[dict[str, Any], ...]
+
+
+_OUTCOME = {(False, True): "fixes", (True, False): "regressions", (True, True): "both_right",
+            (False, False): "both_wrong"}
+"""(right before, right after) -> the count it adds to."""
+
+
 def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> Comparison:
     """Per-question change from run A (before) to run B (after), over the items both runs cover.
 
@@ -88,10 +121,19 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
     judges are a judge comparison (``kind: "judge"``, with ``judge_agreement``): given ``judge_comparison`` or
     ``force``, the judge is then not a mismatch. ``judge_comparison`` on runs whose hypotheses differ is refused.
     """
-    a, b = load_run(Path(run_a)), load_run(Path(run_b))
-    types_a, _ = a.item_types()
-    types_b, _ = b.item_types()
-    common = [qid for qid in types_a if qid in types_b]
+    pair = _RunPair.load(run_a, run_b)
+    kind, mismatches = _kind_and_mismatches(pair, force=force, judge_comparison=judge_comparison)
+    result = _result(pair, kind, mismatches, _tally(pair))
+    if kind == "judge":
+        result["judge_agreement"] = _label_agreement(pair.a, pair.b, pair.common)
+    schemas.validate("comparison", result, where=f"comparison of {pair.a.path} and {pair.b.path}")
+    return Comparison.from_dict(result)
+
+
+def _kind_and_mismatches(pair: _RunPair, *, force: bool, judge_comparison: bool) -> tuple[str, list[str]]:
+    """``runs`` or ``judge``, and what differs between how the runs were made; refuses unlike runs unless
+    ``force``, and a judge comparison of runs whose hypotheses differ."""
+    a, b, common = pair.a, pair.b, pair.common
     mismatches = _mismatches(a, b)
     differing = differing_hypotheses(a, b, common)
     judge_differs = any(m.startswith(JUDGE_DIFFERS) for m in mismatches)
@@ -109,77 +151,76 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
                 if kind == "judge" else "")
         raise UserError(f"refusing to compare {a.path} with {b.path}: {'; '.join(mismatches)}{hint}",
                         fix="compare runs made the same way, or pass --force to compare anyway")
-    flaky_a, flaky_b = _flaky_keys(a), _flaky_keys(b)
-    flaky_flips = {"fixes": 0, "regressions": 0, "net": 0, "ids": []}
+    return kind, mismatches
 
-    per_type = {t: {"n": 0, "fixes": 0, "regressions": 0, "net": 0, "both_right": 0, "both_wrong": 0}
-                for t in QUESTION_TYPES}
+
+def _empty_bucket() -> dict[str, int]:
+    return {"n": 0, "fixes": 0, "regressions": 0, "net": 0, "both_right": 0, "both_wrong": 0}
+
+
+def _tally(pair: _RunPair) -> _Tally:
+    """Count each common item into its outcome, overall and for its type; a flip becomes a changed item."""
+    flaky_a, flaky_b = _flaky_keys(pair.a), _flaky_keys(pair.b)
+    per_type = {t: _empty_bucket() for t in QUESTION_TYPES}
     overall = {"fixes": 0, "regressions": 0, "both_right": 0, "both_wrong": 0}
     changed = []
-    right_a = right_b = 0
-    for qid in common:
-        qtype = types_a[qid]
-        row_a, row_b = a.rows.get(qid), b.rows.get(qid)
+    for qid in pair.common:
+        qtype = pair.types_a[qid]
+        row_a, row_b = pair.a.rows.get(qid), pair.b.rows.get(qid)
         before = row_a is not None and row_a.correct
         after = row_b is not None and row_b.correct
-        right_a += before
-        right_b += after
-        key = {(False, True): "fixes", (True, False): "regressions",
-               (True, True): "both_right", (False, False): "both_wrong"}[(before, after)]
+        key = _OUTCOME[(before, after)]
         overall[key] += 1
-        bucket = per_type.setdefault(qtype, {"n": 0, "fixes": 0, "regressions": 0, "net": 0,
-                                             "both_right": 0, "both_wrong": 0})
+        bucket = per_type.setdefault(qtype, _empty_bucket())
         bucket["n"] += 1
         bucket[key] += 1
         if before != after:
             flaky = judge_stability.row_is_unstable(row_a, flaky_a) or judge_stability.row_is_unstable(row_b, flaky_b)
-            if flaky:
-                flaky_flips["fixes" if after else "regressions"] += 1
-                flaky_flips["ids"].append(qid)
-            changed.append({
-                "question_id": qid,
-                "question_type": qtype,
-                "before": before,
-                "after": after,
-                "flaky": flaky,
-                "before_status": _state(row_a),
-                "after_status": _state(row_b),
-                "hypothesis_before": _hypothesis(row_a),
-                "hypothesis_after": _hypothesis(row_b),
-            })
+            changed.append({"question_id": qid, "question_type": qtype, "before": before, "after": after,
+                            "flaky": flaky, "before_status": _state(row_a), "after_status": _state(row_b),
+                            "hypothesis_before": _hypothesis(row_a), "hypothesis_after": _hypothesis(row_b)})
     for bucket in per_type.values():
         bucket["net"] = bucket["fixes"] - bucket["regressions"]
+    return _Tally(overall, per_type, tuple(changed))
 
-    n = len(common)
-    result = {
+
+def _flaky_flips(tally: _Tally) -> dict[str, Any]:
+    """The flips on unstable labels (counted in fixes and regressions too)."""
+    flaky = [c for c in tally.changed if c["flaky"]]
+    fixes = sum(1 for c in flaky if c["after"])
+    return {"fixes": fixes, "regressions": len(flaky) - fixes, "net": fixes - (len(flaky) - fixes),
+            "ids": [c["question_id"] for c in flaky]}
+
+
+def _result(pair: _RunPair, kind: str, mismatches: list[str], tally: _Tally) -> dict[str, Any]:
+    """The comparison as its schema's dict (``judge_agreement`` added by the caller for a judge comparison)."""
+    n, overall = len(pair.common), tally.overall
+    net = overall["fixes"] - overall["regressions"]
+    flaky_flips = _flaky_flips(tally)
+    return {
         "schemaVersion": SCHEMA_VERSION,
         "kind": kind,
-        "run_a": _run_summary(a),
-        "run_b": _run_summary(b),
+        "run_a": _run_summary(pair.a),
+        "run_b": _run_summary(pair.b),
         "forced": bool(mismatches),
         "mismatches": mismatches,
-        "differences": run_differences.differences(a.meta, b.meta),
+        "differences": run_differences.differences(pair.a.meta, pair.b.meta),
         "n_compared": n,
-        "only_in_a": [qid for qid in types_a if qid not in types_b],
-        "only_in_b": [qid for qid in types_b if qid not in types_a],
-        "accuracy_a": right_a / n if n else None,
-        "accuracy_b": right_b / n if n else None,
+        "only_in_a": [qid for qid in pair.types_a if qid not in pair.types_b],
+        "only_in_b": [qid for qid in pair.types_b if qid not in pair.types_a],
+        "accuracy_a": (overall["both_right"] + overall["regressions"]) / n if n else None,
+        "accuracy_b": (overall["both_right"] + overall["fixes"]) / n if n else None,
         "fixes": overall["fixes"],
         "regressions": overall["regressions"],
-        "net": overall["fixes"] - overall["regressions"],
+        "net": net,
         "both_right": overall["both_right"],
         "both_wrong": overall["both_wrong"],
         "p_value": mcnemar_exact_p(overall["regressions"], overall["fixes"]),
-        "flaky_flips": {**flaky_flips, "net": flaky_flips["fixes"] - flaky_flips["regressions"]},
-        "net_excluding_flaky": (overall["fixes"] - overall["regressions"])
-        - (flaky_flips["fixes"] - flaky_flips["regressions"]),
-        "per_type": per_type,
-        "changed": changed,
+        "flaky_flips": flaky_flips,
+        "net_excluding_flaky": net - flaky_flips["net"],
+        "per_type": tally.per_type,
+        "changed": list(tally.changed),
     }
-    if kind == "judge":
-        result["judge_agreement"] = _label_agreement(a, b, common)
-    schemas.validate("comparison", result, where=f"comparison of {a.path} and {b.path}")
-    return Comparison.from_dict(result)
 
 
 def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str, Any]:
