@@ -38,7 +38,7 @@ from lme.core.facts import (
 from lme.targets.identity import same_target
 
 if TYPE_CHECKING:  # the run stage's record, for the hints only: the run hands its settings to the check
-    from lme.run.run_settings import RunSettings
+    from lme.run.settings import RunSettings
 
 LOOP_JUDGE_PROVIDER = OFFICIAL_JUDGE_PROVIDER
 TARGET_SHARE = 0.95
