@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import subprocess
 import sys
 
@@ -34,7 +35,10 @@ def test_every_face_name_is_the_object_its_module_holds(stage):
     for name, path in face._EXPORTS.items():
         assert path.startswith(f"{PACKAGE}.{stage}.") and path.split(".")[-1] in submodules, (name, path)
         assert name not in submodules, f"lme.{stage}.{name}: a face name must not hide a module of the stage"
-        assert getattr(face, name) is getattr(importlib.import_module(path), name), (stage, name)
+        value = getattr(face, name)
+        assert value is getattr(importlib.import_module(path), name), (stage, name)
+        if stage != "targets" and (inspect.isclass(value) or inspect.isfunction(value)):  # the target API re-exports
+            assert value.__module__ == path, f"lme.{stage}.{name}: name the module that defines it, not {path}"
         assert name in dir(face)
 
 

@@ -7,7 +7,7 @@ from lme import lazy_face
 
 _EXPORTS = {
     "iter_items": "lme.data.dataset", "load_questions": "lme.data.dataset", "scan": "lme.data.dataset",
-    "resolve_variant": "lme.data.dataset", "guess_variant": "lme.data.dataset",
+    "guess_variant": "lme.data.dataset",
     "display_name": "lme.data.dataset_label", "recognition_line": "lme.data.dataset_label",
     "recognize_file": "lme.data.fingerprints", "reference_sets": "lme.data.fingerprints",
     "item_sha256": "lme.data.item_hash",

@@ -11,9 +11,9 @@ _EXPORTS = {
     "RunSettings": "lme.run.settings",
     "run_item": "lme.run.item_runner",
     "execute": "lme.run.driver", "RunOptions": "lme.run.driver", "resume_hint": "lme.run.driver",
-    "EXIT_COMPLETED": "lme.run.driver", "EXIT_COST_CAP": "lme.run.driver", "EXIT_JUDGE_GONE": "lme.run.driver",
-    "EXIT_NEEDS_CONFIRMATION": "lme.run.driver", "STATUS_BY_EXIT": "lme.run.driver",
-    "Outcome": "lme.run.outcome",
+    "Outcome": "lme.run.outcome", "EXIT_COMPLETED": "lme.run.outcome", "EXIT_JUDGE_GONE": "lme.run.outcome",
+    "STATUS_BY_EXIT": "lme.run.outcome",
+    "EXIT_COST_CAP": "lme.run.cost_gate", "EXIT_NEEDS_CONFIRMATION": "lme.run.cost_gate",
     "estimate": "lme.run.dry_run",
     "Estimate": "lme.run.estimate_record",
 }
