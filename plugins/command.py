@@ -30,7 +30,7 @@ import threading
 import time
 from typing import IO, Any, Mapping, Sequence
 
-from lme.targets.targets import (
+from lme.targets import (
     ChatRequest,
     Hypothesis,
     PublicItem,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from lme.target_kit import reader
-from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext
+from lme.targets import ChatRequest, Hypothesis, PublicItem, TargetContext
 
 NAME = "full-context"
 

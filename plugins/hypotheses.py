@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from lme.data import hypotheses_file
-from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
+from lme.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
 
 NAME = hypotheses_file.TARGET
 DRY_RUN_ASSUMPTIONS = "no generation calls: the answers are read from the file"

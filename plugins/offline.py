@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from lme.target_kit.bm25_index import BM25Index, tokenize
-from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext
+from lme.target_kit import BM25Index, tokenize
+from lme.targets import ChatRequest, Hypothesis, PublicItem, TargetContext
 
 NAME = "offline"
 NOT_ENOUGH = "The information provided is not enough to answer this question."

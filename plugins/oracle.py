@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from lme.targets.targets import load_module
+from lme.targets import load_module
 
 NAME = "oracle"
 _full_context = load_module(Path(__file__).resolve().parent / "full_context.py", "lme_oracle_full_context")

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Mapping
 
-from lme.targets.targets import (
+from lme.targets import (
     ChatRequest,
     Hypothesis,
     PublicItem,

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.target_kit import reader
-from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, load_module
+from lme.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, load_module
 
 _PLUGINS = Path(__file__).resolve().parent
 

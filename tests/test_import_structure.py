@@ -12,7 +12,7 @@ tested on a small synthetic tree, so a planted cycle or upward arrow is shown to
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
@@ -89,27 +89,42 @@ def _key(parts: Sequence[str], known: set[str]) -> str:
     return parts[0]
 
 
-def _named(node: ast.AST, known: set[str]) -> list[str]:
+def _named(node: ast.AST, known: set[str], faces: Mapping[str, str]) -> list[str]:
     """Our modules an import statement names: ``import m``, ``from m import x``, and after the package move
-    ``from lme.<stage> import m``, ``from lme.<stage>.m import x``, ``import lme.<stage>.m``."""
+    ``from lme.<stage> import m``, ``from lme.<stage>.m import x``, ``import lme.<stage>.m``, and
+    ``from lme.<stage> import Name`` where ``Name`` is in the stage's face (the module that holds it)."""
     if isinstance(node, ast.Import):
         return [_key(a.name.split("."), known) for a in node.names]
     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
         parts = node.module.split(".")
         if parts[0] != PACKAGE or len(parts) > 2:
             return [_key(parts, known)]
-        return [k for a in node.names for k in [_key([*parts, a.name], known)] if k in known]
+        found = [_key([*parts, a.name], known) for a in node.names]
+        return [k if k in known else faces.get(f"{parts[-1]}.{a.name}", k)
+                for a, k in zip(node.names, found) if k in known or f"{parts[-1]}.{a.name}" in faces]
     return []
 
 
-def imports_of(name: str, source: str, known: Iterable[str]) -> list[Import]:
-    """The imports of module ``name`` that name a module of ours (absolute imports only)."""
+def face_of(init_source: str) -> dict[str, str]:
+    """A stage face's table (``_EXPORTS`` in ``lme/<stage>/__init__.py``: name -> ``lme.<stage>.<module>``), read
+    with ``ast``, as ``{name: "<stage>.<module>"}``."""
+    for node in ast.parse(init_source).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if isinstance(target, ast.Name) and target.id == "_EXPORTS" and isinstance(node.value, ast.Dict):
+            table = ast.literal_eval(node.value)
+            return {name: path.split(".", 1)[1] for name, path in table.items()}
+    return {}
+
+
+def imports_of(name: str, source: str, known: Iterable[str], faces: Mapping[str, str] | None = None) -> list[Import]:
+    """The imports of module ``name`` that name a module of ours (absolute imports only); ``faces`` maps a face's
+    ``<stage>.<Name>`` to the ``<stage>.<module>`` that holds it."""
     known = set(known)
     tree = ast.parse(source)
     parents = _parents(tree)
     found = []
     for node in ast.walk(tree):
-        targets = _named(node, known)
+        targets = _named(node, known, faces or {})
         if not targets:
             continue
         up, in_function = node, False
@@ -163,11 +178,13 @@ def edits_sys_path(source: str) -> list[int]:
 
 @dataclass(frozen=True)
 class Layout:
-    """Our modules (name -> file), the stage of each, and the thin command files (after the package move)."""
+    """Our modules (name -> file), the stage of each, the thin command files (after the package move), and the
+    stage faces' names (``<stage>.<Name>`` -> the ``<stage>.<module>`` that holds it)."""
 
     modules: Mapping[str, Path]
     stage: Mapping[str, str]
     thin: Mapping[str, Path]
+    faces: Mapping[str, str] = field(default_factory=dict)
 
 
 def layout(scripts: Path, flat_stages: Mapping[str, Sequence[str]]) -> Layout:
@@ -175,7 +192,9 @@ def layout(scripts: Path, flat_stages: Mapping[str, Sequence[str]]) -> Layout:
     if package.is_dir():
         modules = {f"{p.parent.name}.{p.stem}": p for p in sorted(package.glob("*/*.py")) if p.stem != "__init__"}
         stage = {key: p.parent.name for key, p in modules.items()}
-        return Layout(modules, stage, {p.stem: p for p in sorted(scripts.glob("*.py"))})
+        faces = {f"{init.parent.name}.{name}": module for init in sorted(package.glob("*/__init__.py"))
+                 for name, module in face_of(init.read_text(encoding="utf-8")).items()}
+        return Layout(modules, stage, {p.stem: p for p in sorted(scripts.glob("*.py"))}, faces)
     modules = {p.stem: p for p in sorted(scripts.glob("*.py"))}
     stage = {m: s for s, members in flat_stages.items() for m in members if m in modules}
     return Layout(modules, stage, {})
@@ -188,10 +207,11 @@ def plugin_files(plugins: Path) -> list[Path]:
 def all_imports(scripts: Path, plugins: Path, where: Layout | None = None) -> tuple[list[Import], list[Import]]:
     """(imports made by our modules, imports made by plugin files), our modules only."""
     where = where or layout(scripts, {})
-    known = where.modules
-    ours = [i for name, path in known.items() for i in imports_of(name, path.read_text(encoding="utf-8"), known)]
-    theirs = [i for path in plugin_files(plugins)
-              for i in imports_of(f"plugin:{path.relative_to(plugins)}", path.read_text(encoding="utf-8"), known)]
+    known, faces = where.modules, where.faces
+    ours = [i for name, path in known.items()
+            for i in imports_of(name, path.read_text(encoding="utf-8"), known, faces)]
+    theirs = [i for path in plugin_files(plugins) for i in imports_of(
+        f"plugin:{path.relative_to(plugins)}", path.read_text(encoding="utf-8"), known, faces)]
     return ours, theirs
 
 
@@ -346,17 +366,21 @@ def test_the_checker_reads_the_package_layout_its_stages_and_thin_files(tmp_path
         f"scripts/{PACKAGE}/core/low.py": "x = 1\n",
         f"scripts/{PACKAGE}/loop/high.py": f"from {PACKAGE}.core import low\nfrom {PACKAGE}.core.low import x\n",
         f"scripts/{PACKAGE}/core/bad.py": f"import {PACKAGE}.loop.high\n",
+        f"scripts/{PACKAGE}/loop/__init__.py": f'_EXPORTS = {{"Thing": "{PACKAGE}.loop.high"}}\n',
+        f"scripts/{PACKAGE}/core/worse.py": f"from {PACKAGE}.loop import Thing, unknown\n",
         "scripts/high.py": f'"""The command."""\nimport sys\nfrom {PACKAGE}.loop.high import main\n'
                            'if __name__ == "__main__":\n    sys.exit(main())\n',
         "scripts/fat.py": "import json\nVALUE = 1\n",
     })
     where = layout(scripts, {})
-    assert where.stage == {"core.low": "core", "loop.high": "loop", "core.bad": "core"}
+    assert where.stage == {"core.low": "core", "loop.high": "loop", "core.bad": "core", "core.worse": "core"}
+    assert where.faces == {"loop.Thing": "loop.high"}
     assert set(where.thin) == {"high", "fat"}
     ours, _ = all_imports(scripts, plugins, where)
-    assert sorted((i.source, i.target) for i in ours) == [("core.bad", "loop.high"), ("loop.high", "core.low"),
-                                                          ("loop.high", "core.low")]
-    assert [(i.source, i.target) for i in upward_imports(ours, where.stage, STAGE_ORDER)] == [("core.bad", "loop.high")]
+    assert sorted((i.source, i.target) for i in ours) == [("core.bad", "loop.high"), ("core.worse", "loop.high"),
+                                                          ("loop.high", "core.low"), ("loop.high", "core.low")]
+    assert [(i.source, i.target) for i in upward_imports(ours, where.stage, STAGE_ORDER)] == [
+        ("core.bad", "loop.high"), ("core.worse", "loop.high")]
     assert thin_file_problems(scripts / "high.py") == []
     assert [p.split(":")[0] for p in thin_file_problems(scripts / "fat.py")] == ["fat.py", "fat.py"]
 

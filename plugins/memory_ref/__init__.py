@@ -37,7 +37,7 @@ def submodule(module: str) -> Any:
     name = "memory_ref"
     package = sys.modules.get(name)
     if package is None or not getattr(package, "__path__", None):
-        from lme.targets.targets import load_module
+        from lme.targets import load_module
 
         load_module(_HERE / "__init__.py", name)
     return importlib.import_module(f"{name}.{module}")

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Hashable, Mapping, Sequence
 
-from lme.target_kit.bm25_index import BM25Index
+from lme.target_kit import BM25Index
 
 from . import query as query_mod
 from .facts import Fact

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from lme.target_kit.reader import complete_reader
-from lme.targets.targets import Hypothesis, PublicItem, TargetContext
+from lme.target_kit import complete_reader
+from lme.targets import Hypothesis, PublicItem, TargetContext
 
 from . import bypass, embed_cache, health, index, reader, rerank, resolver, temporal, writer
 from .facts import Fact

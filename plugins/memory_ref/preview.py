@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 
-from lme.targets.targets import ChatRequest, PublicItem, TargetContext
+from lme.targets import ChatRequest, PublicItem, TargetContext
 
 from . import index, reader, rerank, writer
 from .stack import load_settings

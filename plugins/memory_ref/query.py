@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from lme.target_kit.bm25_index import query_weights, tokenize
+from lme.target_kit import query_weights, tokenize
 
 from . import temporal
 from .resolver import counted_noun

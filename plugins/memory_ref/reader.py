@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from lme.target_kit.reader import render_history, sort_by_date
-from lme.targets.targets import ChatRequest
+from lme.target_kit import render_history, sort_by_date
+from lme.targets import ChatRequest
 
 from .facts import Fact
 from .stack import Role

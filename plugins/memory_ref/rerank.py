@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, Sequence
 
-from lme.targets.targets import LLM, ChatRequest
+from lme.targets import LLM, ChatRequest
 
 from .stack import Role
 

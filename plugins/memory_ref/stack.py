@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lme.targets.targets import UserError
+from lme.targets import UserError
 
 from .index import PRESETS
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lme.models import sqlite_store
-from lme.targets.targets import LLM, ChatRequest
+from lme.targets import LLM, ChatRequest
 
 from .facts import Fact, parse_fact_lines, with_session
 from .stack import Role

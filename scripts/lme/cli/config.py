@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core.config_defaults import default_config
+from lme.core import default_config
 from lme.core import config
 
 

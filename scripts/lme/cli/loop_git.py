@@ -17,7 +17,7 @@ import sys
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core.errors import UserError
+from lme.core import UserError
 from lme.loop import branch as loop_git
 
 

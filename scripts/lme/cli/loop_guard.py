@@ -21,9 +21,8 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core import config
-from lme.core.errors import UserError
-from lme.core.facts import SYMBOLIC_FLAGS
-from lme.loop.rules import LoopRunRequest, check_loop_run, loop_config, target_correct
+from lme.core import SYMBOLIC_FLAGS, UserError
+from lme.loop import LoopRunRequest, check_loop_run, loop_config, target_correct
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,7 +31,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.loop import state
-from lme.core.facts import PROPOSAL_FILE
+from lme.core import PROPOSAL_FILE
 
 
 STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core.errors import UserError
+from lme.core import UserError
 from lme.run import status as run_status
 
 
