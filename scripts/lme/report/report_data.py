@@ -22,7 +22,7 @@ from lme.core.facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abs
 from lme.core.records import CallRecord, Question
 from lme.core.run_records import ResultRow, RunMeta
 from lme.store.run_store import RunData
-from lme.score.scorecard_record import Scorecard
+from lme.score.scorecard_record import Scorecard, require
 
 STABILITY_FILE = STABILITY_REGISTRY
 """The judge-stability registry, in ``.longmemeval-benchmarks/``."""
@@ -404,6 +404,7 @@ def page_data(run: RunData, card: Scorecard, *, project: Path | None = None,
               max_text_mb: float = DEFAULT_MAX_TEXT_MB) -> tuple[dict[str, Any], dict[str, Any]]:
     """The report page's data for ``run`` and its ``card``: the table and drill-down records (JSON, parsed at
     load) and the texts blob (sessions and prompt lines, evidence always, the rest within ``max_text_mb``)."""
+    card = require(card)
     types, _ = run.item_types(card.n_total)
     registry = stability_registry(stability_path(run.path, project))
     store = prompt_store.load(run.path)

@@ -59,11 +59,12 @@ def ms(value: float | None) -> str:
 
 
 def hypotheses_lines(card: Scorecard) -> list[str]:
-    hyp = card.target.hypotheses
-    if not hyp:
+    target = card.target
+    if not target.hypotheses:
         return []
-    return [f"Hypotheses judged as written from `{hyp.get('file')}` (sha256 `{str(hyp.get('sha256'))[:12]}`): no "
-            "generation in this run; a question without a line is a missing_hypothesis error row.", ""]
+    return [f"Hypotheses judged as written from `{target.hypotheses_file}` (sha256 "
+            f"`{str(target.hypotheses_sha256)[:12]}`): no generation in this run; a question without a line is a "
+            "missing_hypothesis error row.", ""]
 
 
 def dataset_name(card: Scorecard) -> str:
@@ -75,19 +76,19 @@ def verdict_lines(card: Scorecard) -> list[str]:
     """Where the verdicts came from (the three counts, each successor with its calibration or "uncalibrated",
     the endpoints when more than one), and the empty answers with their finish reasons: scorecard.md and
     report.html show the same strings."""
-    v = card.verdicts
+    v = card.verdict_sources
     lines = []
-    if v and any(v.get(k) for k in verdict_sources.SOURCES):  # an offline-judged run has none of these
-        successors = v.get("successors") or []
-        successor = ", ".join(e["judge"] for e in successors) or None
-        cited = "; ".join(judge_provenance.calibration_text(e) for e in successors) or None
-        lines.append(verdict_sources.describe(v, successor=successor, calibration=cited))
-        if len(v.get("endpoints") or {}) > 1:
+    if v and v.any_verdict():  # an offline-judged run has none of these
+        successor = ", ".join(e.judge for e in v.successors) or None
+        cited = "; ".join(judge_provenance.describe_calibration(e.calibration, e.request_shape)
+                          for e in v.successors) or None
+        lines.append(verdict_sources.describe(card.verdicts or {}, successor=successor, calibration=cited))
+        if len(v.endpoints) > 1:
             lines.append("Verdicts come from more than one endpoint: " + ", ".join(
-                f"{h} ({n})" for h, n in v["endpoints"].items()) + "; the run is comparable only when every verdict "
+                f"{h} ({n})" for h, n in v.endpoints.items()) + "; the run is comparable only when every verdict "
                 "is official.")
-        if len(v.get("invocation_endpoints") or []) > 1:
-            lines.append("The run's invocations used these judge endpoints: " + ", ".join(v["invocation_endpoints"])
+        if len(v.invocation_endpoints) > 1:
+            lines.append("The run's invocations used these judge endpoints: " + ", ".join(v.invocation_endpoints)
                          + ".")
     empty = card.empty_hypotheses
     if empty and empty.n:
@@ -144,12 +145,12 @@ def render_markdown(card: Scorecard) -> str:
                       "overall figure, in no per-type figure."]
     ex = card.excluding_gold_errors
     if ex.excluded:
-        ids = ", ".join(f"{e['question_id']} (#{', #'.join(str(i) for i in e['issues'])})" for e in ex.excluded)
+        ids = ", ".join(f"{e.question_id} (#{', #'.join(str(i) for i in e.issues)})" for e in ex.excluded_entries)
         lines += ["", "## Excluding reported gold errors (a second figure; the official one is above)", "",
                   f"Left out (status wrong): {ids}. Strict overall {acc(ex.overall, 'strict')}, task-averaged "
                   f"{metrics.fmt(ex.task_averaged.accuracy_strict)}, abstention "
                   f"{acc(ex.abstention, 'strict')}."]
-    listed = Counter(e["status"] for e in ex.listed_not_excluded)
+    listed = Counter(e.status for e in ex.listed_entries)
     if listed:
         lines += ["", "Also in the known-defect registry, counted in both figures: " + ", ".join(
             f"{n} {status}" for status, n in sorted(listed.items())) + " (references/known-gold-errors.json)."]
@@ -206,11 +207,11 @@ def render_markdown(card: Scorecard) -> str:
                   f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret.ks))}.", "",
                   "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in shown) + " |",
                   "|---|---:|" + "---:|" * (3 * len(shown))]
-        scopes = [("overall", ret.scored, ret.overall)] + [(t, m["n"], m) for t, m in ret.per_type.items()]
-        for name, n, m in scopes:
-            cells = " | ".join(f"{metrics.fmt(m.get(f'recall_any@{k}'))} | {metrics.fmt(m.get(f'recall_all@{k}'))}"
-                               f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in shown)
-            lines.append(f"| {name} | {n} | {cells} |")
+        for scope in ret.scopes():
+            cells = " | ".join(f"{metrics.fmt(scope.mean('recall_any', k))} | "
+                               f"{metrics.fmt(scope.mean('recall_all', k))} | "
+                               f"{metrics.fmt(scope.mean('ndcg_any', k))}" for k in shown)
+            lines.append(f"| {scope.name} | {scope.n} | {cells} |")
     return "\n".join(lines) + "\n"
 
 
