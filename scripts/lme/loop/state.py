@@ -108,6 +108,15 @@ class TypeFigures:
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, "correct": self.correct, "accuracy": self.accuracy}
 
+    @classmethod
+    def from_record(cls, d: Mapping[str, Any]) -> "TypeFigures":
+        """``to_dict``'s form read back (a decision record's ``retest_figures.per_type``)."""
+        return cls(int(d.get("n") or 0), d.get("correct"), _number(d.get("accuracy")))
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
 
 @dataclass(frozen=True)
 class RoundFigures:
@@ -123,6 +132,10 @@ class RoundFigures:
 
     @classmethod
     def of_scorecard(cls, card: Scorecard) -> "RoundFigures":
+        """The figures of a run's scorecard (a TypeError for anything but a ``Scorecard``)."""
+        from lme.score.scorecard_record import require  # here: rounds.py status and the Stop hook import this module
+
+        card = require(card)
         return cls(correct=card.correct, n_total=card.n_total, overall=card.overall.accuracy_strict,
                    task_averaged=card.task_averaged.accuracy_strict, abstention=card.abstention.accuracy_strict,
                    per_type={t: TypeFigures(b.n, b.correct, b.accuracy_strict) for t, b in card.types_present()})
@@ -143,14 +156,11 @@ class RoundFigures:
     @classmethod
     def from_record(cls, d: Mapping[str, Any]) -> "RoundFigures":
         """``to_record``'s form read back."""
-        def number(value: Any) -> float | None:
-            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
         per_type = d.get("per_type") if isinstance(d.get("per_type"), Mapping) else {}
-        return cls(correct=int(d["correct"]), n_total=int(d["n_total"]), overall=number(d.get("overall")),
-                   task_averaged=number(d.get("task_averaged")), abstention=number(d.get("abstention")),
-                   per_type={t: TypeFigures(int(b.get("n") or 0), b.get("correct"), number(b.get("accuracy")))
-                             for t, b in per_type.items() if isinstance(b, Mapping)})
+        return cls(correct=int(d["correct"]), n_total=int(d["n_total"]), overall=_number(d.get("overall")),
+                   task_averaged=_number(d.get("task_averaged")), abstention=_number(d.get("abstention")),
+                   per_type={t: TypeFigures.from_record(entry) for t, entry in per_type.items()
+                             if isinstance(entry, Mapping)})
 
 
 def history_row(round_no: int, figures: RoundFigures, note: str, date: str | None = None) -> str:

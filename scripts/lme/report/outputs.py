@@ -41,6 +41,7 @@ def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool
                   history: Path | None = None, png: bool = False) -> list[Path]:
     """metrics.json, scorecard.md and (unless ``charts`` is False) the SVG charts under charts/, and with ``png``
     the same charts as PNGs, all written atomically."""
+    card = require(card)
     run_dir = Path(run_dir)
     chart_dir = run_store.charts_dir(run_dir)
     if charts and chart_dir.exists() and not chart_dir.is_dir():
@@ -48,7 +49,7 @@ def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool
     rounds = charts_mod.load_history(history) if charts and history is not None else None
     if rounds is not None and not rounds:
         raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
-    written = run_store.write_scorecard_files(run_dir, require(card).to_dict(), markdown)
+    written = run_store.write_scorecard_files(run_dir, card.to_dict(), markdown)
     if charts:
         chart_dir.mkdir(parents=True, exist_ok=True)
         written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card)))

@@ -107,15 +107,7 @@ def _figures_html(card: Scorecard) -> str:
     ta = card.task_averaged
     n_types = len(ta.types_strict)
     judged_ta = scorecard_md.task_averaged_judged(card)
-    parts = []
-    if card.comparability_notes:
-        parts.append('<section class="banner" id="banner"><strong>NOT COMPARABLE with published LongMemEval '
-                     'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card.comparability_notes)
-                     + "</ul></section>")
-    else:
-        parts.append('<section class="banner ok" id="banner"><strong>Comparable with published LongMemEval '
-                     'results</strong> (official judge and prompt, known dataset file, complete run, no errors).'
-                     '</section>')
+    parts = [_banner_html(card)]
     big = [("Overall (micro)", card.overall.accuracy_strict, scorecard_md.acc(card.overall, "judged")),
            (f"Task-averaged (macro, {n_types} types)", ta.accuracy_strict, judged_ta),
            ("Abstention (_abs ids)", card.abstention.accuracy_strict, scorecard_md.acc(card.abstention, "judged"))]
@@ -150,6 +142,23 @@ def _figures_html(card: Scorecard) -> str:
                  f'official one is above): strict overall {escape(scorecard_md.acc(ex.overall, "strict"))}, '
                  f'task-averaged {escape(metrics.fmt(ex.task_averaged.accuracy_strict))}, abstention '
                  f'{escape(scorecard_md.acc(ex.abstention, "strict"))}.</p>')
+    return (f'<p class="status">{status}</p>' + "".join(parts) + '<section class="cols"><div>' + table + extra
+            + _money_html(card) + "</div><div>" + per_type + "</div></section>")
+
+
+def _banner_html(card: Scorecard) -> str:
+    """NOT COMPARABLE with every reason, or the line saying the figures stand beside published ones."""
+    if card.comparability_notes:
+        return ('<section class="banner" id="banner"><strong>NOT COMPARABLE with published LongMemEval '
+                'results:</strong><ul>' + "".join(f"<li>{escape(n)}</li>" for n in card.comparability_notes)
+                + "</ul></section>")
+    return ('<section class="banner ok" id="banner"><strong>Comparable with published LongMemEval '
+            'results</strong> (official judge and prompt, known dataset file, complete run, no errors).'
+            '</section>')
+
+
+def _money_html(card: Scorecard) -> str:
+    """Cost, latency and cache hits in one line, then where the verdicts came from (scorecard.md's strings)."""
     cost, usage = card.cost, card.usage
     lat, cache = usage.latency_ms, usage.cache
     money = (f'<p class="note">Cost {escape(scorecard_md.cost_text(card))} (generation '
@@ -163,8 +172,7 @@ def _figures_html(card: Scorecard) -> str:
     if sources:
         money += ('<section class="note" id="verdict-sources">' + "".join(f"<p>{escape(line)}</p>" for line in sources)
                   + "</section>")
-    return (f'<p class="status">{status}</p>' + "".join(parts) + '<section class="cols"><div>' + table + extra
-            + money + "</div><div>" + per_type + "</div></section>")
+    return money
 
 
 def _charts_html(card: Scorecard, questions: Sequence[Mapping[str, Any]],

@@ -22,7 +22,7 @@ from lme.core.facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abs
 from lme.core.records import CallRecord, Question
 from lme.core.run_records import ResultRow, RunMeta
 from lme.store.run_store import RunData
-from lme.score.scorecard_record import Scorecard
+from lme.score.scorecard_record import Scorecard, TargetRef, require
 
 STABILITY_FILE = STABILITY_REGISTRY
 """The judge-stability registry, in ``.longmemeval-benchmarks/``."""
@@ -368,7 +368,7 @@ def prompt_keys(row: ResultRow | None) -> tuple[str, ...]:
 
 
 def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | None,
-              refs: Sequence[tuple[str, int | None, str]], texts: _Texts, store: prompt_store.StoredPrompts,
+              refs: Sequence[tuple[str, int | None, str]], texts: _Texts,
               registry: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> dict[str, Any]:
     """One question's record in the page's data (the table row and its drill-down)."""
     debug = {} if row is None else dict(row.debug)
@@ -390,31 +390,35 @@ def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | N
 
 
 
-def _shown_target(target: Mapping[str, Any] | None, project: Path) -> dict[str, Any] | None:
+def _shown_target(target: TargetRef, project: Path) -> dict[str, Any]:
     """The card's target for the page: a hypotheses file named relative to the project (never an absolute path)."""
-    if target is None:
-        return None
-    out = dict(target)
-    if isinstance(out.get("hypotheses"), Mapping):
-        out["hypotheses"] = {**out["hypotheses"], "file": shown_paths.shown(out["hypotheses"].get("file"), project)}
+    out = target.to_dict()
+    if target.hypotheses is not None:
+        out["hypotheses"] = {**target.hypotheses, "file": shown_paths.shown(target.hypotheses_file, project)}
     return out
+
+
+def _wanted_sessions(run: RunData, types: Mapping[str, str]) -> dict[str, set[str]]:
+    """Each item's sessions the page shows beyond its evidence: the top k of its retrieval ranking."""
+    wanted: dict[str, set[str]] = {}
+    for qid in types:
+        row = run.rows.get(qid)
+        ranked = None if row is None or row.retrieval is None else row.retrieval.retrieved_session_ids
+        wanted[qid] = set(ranked[: _top_k(row)]) if ranked else set()
+    return wanted
 
 
 def page_data(run: RunData, card: Scorecard, *, project: Path | None = None,
               max_text_mb: float = DEFAULT_MAX_TEXT_MB) -> tuple[dict[str, Any], dict[str, Any]]:
     """The report page's data for ``run`` and its ``card``: the table and drill-down records (JSON, parsed at
     load) and the texts blob (sessions and prompt lines, evidence always, the rest within ``max_text_mb``)."""
+    card = require(card)
     types, _ = run.item_types(card.n_total)
     registry = stability_registry(stability_path(run.path, project))
     store = prompt_store.load(run.path)
-    target_name = run.meta.target.name
-    wanted: dict[str, set[str]] = {}
-    for qid in types:
-        row = run.rows.get(qid)
-        ranked = None if row is None or row.retrieval is None else row.retrieval.retrieved_session_ids
-        wanted[qid] = set(ranked[: _top_k(row)]) if ranked else set()
     root = shown_paths.project_of(run, project)
-    view = _read_dataset(run, wanted, visible_only_evidence=target_name == "oracle", project=root)
+    view = _read_dataset(run, _wanted_sessions(run, types), visible_only_evidence=run.meta.target.name == "oracle",
+                         project=root)
     texts = _Texts(int(max_text_mb * 1_000_000), view.sessions, store)
 
     questions: list[dict[str, Any]] = []
@@ -425,7 +429,7 @@ def page_data(run: RunData, card: Scorecard, *, project: Path | None = None,
         refs = refs_of[qid] = _session_refs(row, facts)
         for sid in (facts.evidence if facts else []):
             texts.embed_session(sid, always=True)
-        questions.append(_question(qid, qtype, row, facts, refs, texts, store, registry))
+        questions.append(_question(qid, qtype, row, facts, refs, texts, registry))
     # Texts beyond the evidence, while the budget lasts: wrong and failed items first, then the rest.
     for first in (True, False):
         for q in questions:
@@ -450,7 +454,7 @@ def page_data(run: RunData, card: Scorecard, *, project: Path | None = None,
                      "prompts.jsonl)")
     data = {
         "run": {"id": run.run_id, "path": shown_paths.shown(run.path, root), "variant": card.variant,
-                "target": _shown_target(card.target.to_dict(), root),
+                "target": _shown_target(card.target, root),
                 "judge": card.judge.to_dict(), "status": card.status},
         "types": [t for t in QUESTION_TYPES if t in set(types.values())],
         "questions": questions,

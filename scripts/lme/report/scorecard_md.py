@@ -13,7 +13,8 @@ from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
-from lme.score.scorecard_record import Batches, Figures, Scorecard, require
+from lme.score.scorecard_record import (Batches, Figures, GoldExclusion, Retrieval, Scorecard, Truncation,
+                                         require)
 
 MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
 """The k shown in scorecard.md (all six make the table too wide to read)."""
@@ -59,11 +60,12 @@ def ms(value: float | None) -> str:
 
 
 def hypotheses_lines(card: Scorecard) -> list[str]:
-    hyp = card.target.hypotheses
-    if not hyp:
+    target = card.target
+    if not target.hypotheses:
         return []
-    return [f"Hypotheses judged as written from `{hyp.get('file')}` (sha256 `{str(hyp.get('sha256'))[:12]}`): no "
-            "generation in this run; a question without a line is a missing_hypothesis error row.", ""]
+    return [f"Hypotheses judged as written from `{target.hypotheses_file}` (sha256 "
+            f"`{str(target.hypotheses_sha256)[:12]}`): no generation in this run; a question without a line is a "
+            "missing_hypothesis error row.", ""]
 
 
 def dataset_name(card: Scorecard) -> str:
@@ -75,19 +77,19 @@ def verdict_lines(card: Scorecard) -> list[str]:
     """Where the verdicts came from (the three counts, each successor with its calibration or "uncalibrated",
     the endpoints when more than one), and the empty answers with their finish reasons: scorecard.md and
     report.html show the same strings."""
-    v = card.verdicts
+    v = card.verdict_sources
     lines = []
-    if v and any(v.get(k) for k in verdict_sources.SOURCES):  # an offline-judged run has none of these
-        successors = v.get("successors") or []
-        successor = ", ".join(e["judge"] for e in successors) or None
-        cited = "; ".join(judge_provenance.calibration_text(e) for e in successors) or None
-        lines.append(verdict_sources.describe(v, successor=successor, calibration=cited))
-        if len(v.get("endpoints") or {}) > 1:
+    if v and v.any_verdict():  # an offline-judged run has none of these
+        successor = ", ".join(e.judge for e in v.successors) or None
+        cited = "; ".join(judge_provenance.describe_calibration(e.calibration, e.request_shape)
+                          for e in v.successors) or None
+        lines.append(verdict_sources.describe(card.verdicts or {}, successor=successor, calibration=cited))
+        if len(v.endpoints) > 1:
             lines.append("Verdicts come from more than one endpoint: " + ", ".join(
-                f"{h} ({n})" for h, n in v["endpoints"].items()) + "; the run is comparable only when every verdict "
+                f"{h} ({n})" for h, n in v.endpoints.items()) + "; the run is comparable only when every verdict "
                 "is official.")
-        if len(v.get("invocation_endpoints") or []) > 1:
-            lines.append("The run's invocations used these judge endpoints: " + ", ".join(v["invocation_endpoints"])
+        if len(v.invocation_endpoints) > 1:
+            lines.append("The run's invocations used these judge endpoints: " + ", ".join(v.invocation_endpoints)
                          + ".")
     empty = card.empty_hypotheses
     if empty and empty.n:
@@ -100,10 +102,16 @@ def verdict_lines(card: Scorecard) -> list[str]:
 def render_markdown(card: Scorecard) -> str:
     """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
     card = require(card)
-    ta = card.task_averaged
-    n_types = len(ta.types_strict)
-    judged_ta = task_averaged_judged(card)
     lines = [f"# LongMemEval scorecard — run `{card.run_id}` ({dataset_name(card)})", ""]
+    lines += banner_lines(card) + figures_lines(card) + gold_error_lines(card.excluding_gold_errors)
+    lines += stability_lines(card) + cost_lines(card) + truncation_lines(card.truncation)
+    lines += retrieval_lines(card.retrieval)
+    return "\n".join(lines) + "\n"
+
+
+def banner_lines(card: Scorecard) -> list[str]:
+    """The loud lines (pipeline health, the loop's rows) and the NOT COMPARABLE banner with every reason."""
+    lines = []
     loud = pipeline_health.loud_lines(card.pipeline_health) + loop_rows.scorecard_lines(card.loop_rows)
     if loud:
         lines += [f"> **{line}**" for line in loud] + [""]
@@ -111,7 +119,15 @@ def render_markdown(card: Scorecard) -> str:
         lines.append("> **NOT COMPARABLE with published LongMemEval results:**")
         lines += [f"> - {n}" for n in card.comparability_notes]
         lines.append("")
-    lines += [
+    return lines
+
+
+def figures_lines(card: Scorecard) -> list[str]:
+    """The status line, where the verdicts came from, the three headline figures (strict and judged-only) and the
+    per-type table, with what the figures do not cover."""
+    ta = card.task_averaged
+    n_types = len(ta.types_strict)
+    lines = [
         f"Status: **{status_text(card)}** · judged {card.judged}/{card.n_total} · errors {card.errors} · "
         f"not run {card.not_run} · judge {judge_text(card)} · dataset "
         f"{dataset_label.recognition_line(card.dataset.to_dict())}",
@@ -123,7 +139,7 @@ def render_markdown(card: Scorecard) -> str:
         "|---|---|---|",
         f"| Overall accuracy (micro) | {acc(card.overall, 'strict')} | {acc(card.overall, 'judged')} |",
         f"| Task-averaged accuracy (macro, {n_types} types) | {metrics.fmt(ta.accuracy_strict)} | "
-        f"{judged_ta} |",
+        f"{task_averaged_judged(card)} |",
         f"| Abstention accuracy (`_abs` ids) | {acc(card.abstention, 'strict')} | "
         f"{acc(card.abstention, 'judged')} |",
         "",
@@ -142,32 +158,46 @@ def render_markdown(card: Scorecard) -> str:
     if card.unattributed:
         lines += ["", f"{card.unattributed} items beyond the manifest were never run: wrong in the strict "
                       "overall figure, in no per-type figure."]
-    ex = card.excluding_gold_errors
+    return lines
+
+
+def gold_error_lines(ex: GoldExclusion) -> list[str]:
+    """The second figure without the reported gold errors, and the registry's items counted in both."""
+    lines = []
     if ex.excluded:
-        ids = ", ".join(f"{e['question_id']} (#{', #'.join(str(i) for i in e['issues'])})" for e in ex.excluded)
+        ids = ", ".join(f"{e.question_id} (#{', #'.join(str(i) for i in e.issues)})" for e in ex.excluded_entries)
         lines += ["", "## Excluding reported gold errors (a second figure; the official one is above)", "",
                   f"Left out (status wrong): {ids}. Strict overall {acc(ex.overall, 'strict')}, task-averaged "
                   f"{metrics.fmt(ex.task_averaged.accuracy_strict)}, abstention "
                   f"{acc(ex.abstention, 'strict')}."]
-    listed = Counter(e["status"] for e in ex.listed_not_excluded)
+    listed = Counter(e.status for e in ex.listed_entries)
     if listed:
         lines += ["", "Also in the known-defect registry, counted in both figures: " + ", ".join(
             f"{n} {status}" for status, n in sorted(listed.items())) + " (references/known-gold-errors.json)."]
+    return lines
+
+
+def stability_lines(card: Scorecard) -> list[str]:
+    """The judged labels whose judge prompt got both yes and no (none when nothing was judged twice)."""
     stab = card.judge_stability
-    if stab and (stab.repeated_items or stab.unstable_ids):
-        shown = ", ".join(stab.unstable_ids[:20]) + (" ..." if len(stab.unstable_ids) > 20 else "")
-        lines += ["", "## Judge stability", "",
-                  f"{len(stab.unstable_ids)} of {card.judged} judged labels are unstable (the same judge "
-                  f"prompt got both yes and no): {stab.unstable_in_run} in this run's repeated verdicts "
-                  f"({stab.repeated_items} items judged more than once), {stab.flaky_in_registry} flaky in the "
-                  f"project's judge-stability.jsonl. The first verdict is the official label."
-                  + (f" Unstable: {shown}." if shown else "")]
+    if not (stab and (stab.repeated_items or stab.unstable_ids)):
+        return []
+    shown = ", ".join(stab.unstable_ids[:20]) + (" ..." if len(stab.unstable_ids) > 20 else "")
+    return ["", "## Judge stability", "",
+            f"{len(stab.unstable_ids)} of {card.judged} judged labels are unstable (the same judge "
+            f"prompt got both yes and no): {stab.unstable_in_run} in this run's repeated verdicts "
+            f"({stab.repeated_items} items judged more than once), {stab.flaky_in_registry} flaky in the "
+            f"project's judge-stability.jsonl. The first verdict is the official label."
+            + (f" Unstable: {shown}." if shown else "")]
+
+
+def cost_lines(card: Scorecard) -> list[str]:
+    """Cost, batches, tokens, latency, cache hits and retries, error rows by kind."""
     cost, usage = card.cost, card.usage
-    total = cost_text(card)
     tok, lat, cache = usage.tokens, usage.latency_ms, usage.cache
-    lines += [
+    return [
         "", "## Cost, tokens, latency", "",
-        f"- Cost: {total}; generation {usd(cost.known_generation_usd)}, judge {usd(cost.known_judge_usd)}"
+        f"- Cost: {cost_text(card)}; generation {usd(cost.known_generation_usd)}, judge {usd(cost.known_judge_usd)}"
         f" (known rows)",
         *batch_lines(card.batches),
         f"- Tokens: generation {tok.generation_in:,} in / {tok.generation_out:,} out; "
@@ -182,36 +212,44 @@ def render_markdown(card: Scorecard) -> str:
         f"- Error rows: {card.errors}" + (
             " (" + ", ".join(f"{k} {v}" for k, v in usage.errors_by_kind.items()) + ")" if card.errors else ""),
     ]
-    trunc = card.truncation
-    if trunc and trunc.truncated:
-        lines += ["", "## History truncation", "",
-                  f"The reader's history was cut to fit the context window on {trunc.truncated} of "
-                  f"{trunc.items_reporting} items (oldest sessions dropped); {trunc.lost_evidence} of them lost "
-                  f"an evidence session" + (f", unknown for {trunc.lost_evidence_unknown}"
-                                            if trunc.lost_evidence_unknown else "") + "."
-                  + (f" {trunc.retried_after_too_long} prompt(s) were rejected as too long and retried shorter."
-                     if trunc.retried_after_too_long else "")]
-    ret = card.retrieval
-    if ret:
-        shown = [k for k in ret.ks if k in MARKDOWN_RETRIEVAL_KS] or list(ret.ks)
-        granularity = ", ".join(f"{g} ({n})" for g, n in ret.granularity.items()) or "unreported"
-        repeats = (f" {ret.rankings_with_repeated_ids} ranking(s) list a session id twice (a haystack that "
-                   "repeats a session, upstream #54): scored as given, each copy taking a rank, as upstream's "
-                   "eval_utils does." if ret.rankings_with_repeated_ids else "")
-        lines += ["", "## Session retrieval (session-level metrics)", "",
-                  f"Metrics of the ranked sessions; retrieval granularity: {granularity} (a turn hit ranks its "
-                  f"session, so turn-granularity figures are not upstream's turn-level ones).{repeats} "
-                  f"{ret.scored} items scored ({ret.skipped_abstention} abstention and "
-                  f"{ret.skipped_no_gold} no-gold items skipped, as upstream does). k = "
-                  f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret.ks))}.", "",
-                  "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in shown) + " |",
-                  "|---|---:|" + "---:|" * (3 * len(shown))]
-        scopes = [("overall", ret.scored, ret.overall)] + [(t, m["n"], m) for t, m in ret.per_type.items()]
-        for name, n, m in scopes:
-            cells = " | ".join(f"{metrics.fmt(m.get(f'recall_any@{k}'))} | {metrics.fmt(m.get(f'recall_all@{k}'))}"
-                               f" | {metrics.fmt(m.get(f'ndcg_any@{k}'))}" for k in shown)
-            lines.append(f"| {name} | {n} | {cells} |")
-    return "\n".join(lines) + "\n"
+
+
+def truncation_lines(trunc: Truncation | None) -> list[str]:
+    """How often the reader's history was cut to fit (none when it never was)."""
+    if not (trunc and trunc.truncated):
+        return []
+    return ["", "## History truncation", "",
+            f"The reader's history was cut to fit the context window on {trunc.truncated} of "
+            f"{trunc.items_reporting} items (oldest sessions dropped); {trunc.lost_evidence} of them lost "
+            f"an evidence session" + (f", unknown for {trunc.lost_evidence_unknown}"
+                                      if trunc.lost_evidence_unknown else "") + "."
+            + (f" {trunc.retried_after_too_long} prompt(s) were rejected as too long and retried shorter."
+               if trunc.retried_after_too_long else "")]
+
+
+def retrieval_lines(ret: Retrieval | None) -> list[str]:
+    """The session-retrieval table at the k shown here (metrics.json has every k)."""
+    if not ret:
+        return []
+    shown = [k for k in ret.ks if k in MARKDOWN_RETRIEVAL_KS] or list(ret.ks)
+    granularity = ", ".join(f"{g} ({n})" for g, n in ret.granularity.items()) or "unreported"
+    repeats = (f" {ret.rankings_with_repeated_ids} ranking(s) list a session id twice (a haystack that "
+               "repeats a session, upstream #54): scored as given, each copy taking a rank, as upstream's "
+               "eval_utils does." if ret.rankings_with_repeated_ids else "")
+    lines = ["", "## Session retrieval (session-level metrics)", "",
+             f"Metrics of the ranked sessions; retrieval granularity: {granularity} (a turn hit ranks its "
+             f"session, so turn-granularity figures are not upstream's turn-level ones).{repeats} "
+             f"{ret.scored} items scored ({ret.skipped_abstention} abstention and "
+             f"{ret.skipped_no_gold} no-gold items skipped, as upstream does). k = "
+             f"{', '.join(map(str, shown))} shown; metrics.json has k = {', '.join(map(str, ret.ks))}.", "",
+             "| scope | n | " + " | ".join(f"R_any@{k} | R_all@{k} | NDCG@{k}" for k in shown) + " |",
+             "|---|---:|" + "---:|" * (3 * len(shown))]
+    for scope in ret.scopes():
+        cells = " | ".join(f"{metrics.fmt(scope.mean('recall_any', k))} | "
+                           f"{metrics.fmt(scope.mean('recall_all', k))} | "
+                           f"{metrics.fmt(scope.mean('ndcg_any', k))}" for k in shown)
+        lines.append(f"| {scope.name} | {scope.n} | {cells} |")
+    return lines
 
 
 def cost_text(card: Scorecard) -> str:

@@ -13,6 +13,7 @@ is there, then above that line, else inside the bar; a histogram's p50/p95 label
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from html import escape
 from typing import Any, Mapping, Sequence
 
@@ -121,8 +122,8 @@ def per_type_chart(card: Scorecard) -> str:
         body += [_line(cx, y_of(high), cx, y_of(low), "#111827", width=1.4),
                  _line(cx - 6, y_of(high), cx + 6, y_of(high), "#111827", width=1.4),
                  _line(cx - 6, y_of(low), cx + 6, y_of(low), "#111827", width=1.4)]
-        label_y, inside = _value_label_y(f"{value:.3f}", cx, (y_of(high), y_of(low)), y_of(value), top + plot_h,
-                                         top, line_ys, taken)
+        label_y, inside = _value_label_y(_ValueLabel(f"{value:.3f}", cx, (y_of(high), y_of(low)), y_of(value)),
+                                         top + plot_h, top, line_ys, taken)
         taken.append(text_box(cx, label_y, f"{value:.3f}", 10))
         body += [_text(cx, label_y, f"{value:.3f}", size=10, color="white" if inside else "#111827"),
                  _text(cx, top + plot_h + 16, SHORT_TYPE_NAMES.get(name, name), size=10),
@@ -132,14 +133,26 @@ def per_type_chart(card: Scorecard) -> str:
     return _svg(width, height, body, "accuracy per question type")
 
 
-def _value_label_y(text: str, cx: float, whisker: tuple[float, float], bar_top: float, base: float, ceiling: float,
-                   line_ys: Sequence[float], taken: Sequence[tuple[float, float, float, float]]) -> tuple[float, bool]:
+@dataclass(frozen=True)
+class _ValueLabel:
+    """A bar's value label to place: its text, the bar's centre x, the whisker's ends (top, bottom) and the top of
+    the bar (SVG y, downwards)."""
+
+    text: str
+    cx: float
+    whisker: tuple[float, float]
+    bar_top: float
+
+
+def _value_label_y(label: _ValueLabel, base: float, ceiling: float, line_ys: Sequence[float],
+                   taken: Sequence[tuple[float, float, float, float]]) -> tuple[float, bool]:
     """Where a bar's value label goes (its baseline, and whether it is inside the bar): above the whisker when no
     line and no other label is there; else just above the line in the way (while it stays in the plot); else inside
     the bar, below the whisker's low end."""
+    whisker = label.whisker
 
     def free(y: float) -> bool:
-        box = text_box(cx, y, text, 10)
+        box = text_box(label.cx, y, label.text, 10)
         return (box[1] >= ceiling - 10 and not (box[1] - 2 <= whisker[1] and whisker[0] <= box[3] + 2)
                 and not any(box[1] - 2 <= ly <= box[3] + 2 for ly in line_ys)
                 and not any(_overlaps(box, other) for other in taken))
@@ -148,7 +161,7 @@ def _value_label_y(text: str, cx: float, whisker: tuple[float, float], bar_top: 
     for y in [above] + sorted((ly - 5 for ly in line_ys if ly - 5 < above), reverse=True):
         if free(y):
             return y, False
-    inside = max(bar_top, whisker[1]) + 13
+    inside = max(label.bar_top, whisker[1]) + 13
     for y in [inside] + [ly + 13 for ly in sorted(line_ys) if ly + 13 > inside]:
         if y + 3 < base and free(y):
             return y, True

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from lme.core import fileio
 from lme.core.facts import HISTORY_FILE, STATE_DIR
+from lme.score.scorecard_record import Scorecard
 from lme.store.run_layout import (
     CHARTS_DIR,
     COMPARE_PAGE_PREFIX,
@@ -107,8 +108,9 @@ def fingerprint(run_dir: Path, project: Path | None, options: Mapping[str, Any])
 def current(run_dir: Path, fp: str, *, html: bool, charts: bool, png: bool = False) -> bool:
     """The outputs in ``run_dir`` were made from inputs with fingerprint ``fp`` and are all still there."""
     run_dir = Path(run_dir)
-    card = fileio.peek_json(run_dir / METRICS_FILE)
-    if not isinstance(card, dict) or card.get("fingerprint") != fp or not (run_dir / SCORECARD_FILE).is_file():
+    written = fileio.peek_json(run_dir / METRICS_FILE)
+    if not isinstance(written, dict) or Scorecard.from_dict(written).fingerprint != fp \
+            or not (run_dir / SCORECARD_FILE).is_file():
         return False
     if html and not (run_dir / REPORT_FILE).is_file():
         return False

@@ -108,11 +108,15 @@ def invocation_endpoints(meta: RunMeta) -> list[str]:
 
 def calibration_text(entry: Mapping[str, Any]) -> str:
     """``calibrated: agreement ...`` or ``uncalibrated: ...`` for one successor of ``summary``."""
-    record = entry.get("calibration")
-    if record:
-        return "calibrated: " + judge_agreement.describe(record)
+    return describe_calibration(entry.get("calibration"), entry.get("request_shape"))
+
+
+def describe_calibration(calibration: Mapping[str, Any] | None, request_shape: Any) -> str:
+    """``calibration_text`` of a successor's calibration record (None: uncalibrated) and request shape."""
+    if calibration:
+        return "calibrated: " + judge_agreement.describe(calibration)
     return (f"uncalibrated: no judge_agreement.py measurement with its request shape "
-            f"{describe_shape(entry.get('request_shape'))} in this project")
+            f"{describe_shape(request_shape)} in this project")
 
 
 def notes(meta: RunMeta, verdicts: Mapping[str, Any], judged: int) -> list[str]:

@@ -108,6 +108,20 @@ class TaskAveraged:
 
 
 @dataclass(frozen=True)
+class GoldEntry:
+    """An item of the known-gold-error registry as the scorecard lists it (``excluded``/``listed_not_excluded``)."""
+
+    question_id: str
+    issues: tuple[int, ...]
+    status: str | None
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "GoldEntry":
+        d = _mapping(d)
+        return cls(str(d.get("question_id") or ""), tuple(d.get("issues") or ()), d.get("status"))
+
+
+@dataclass(frozen=True)
 class GoldExclusion:
     """The second figure: the same run without the items whose gold was reported wrong upstream."""
 
@@ -121,6 +135,16 @@ class GoldExclusion:
     overall: Figures
     task_averaged: TaskAveraged
     abstention: Figures
+
+    @property
+    def excluded_entries(self) -> tuple[GoldEntry, ...]:
+        """``excluded`` read as records (the block itself is kept as written)."""
+        return tuple(GoldEntry.from_dict(e) for e in self.excluded)
+
+    @property
+    def listed_entries(self) -> tuple[GoldEntry, ...]:
+        """``listed_not_excluded`` read as records."""
+        return tuple(GoldEntry.from_dict(e) for e in self.listed_not_excluded)
 
     def to_dict(self) -> dict[str, Any]:
         return {"excluded": [dict(e) for e in self.excluded],
@@ -177,6 +201,15 @@ class TargetRef:
     model: str | None
     hypotheses: Json | None = None
     """``{file, sha256}`` for a run judged from a hypotheses file, else None."""
+
+    @property
+    def hypotheses_file(self) -> Any:
+        """The hypotheses file's path as recorded (None for a run that generated its answers)."""
+        return None if self.hypotheses is None else self.hypotheses.get("file")
+
+    @property
+    def hypotheses_sha256(self) -> Any:
+        return None if self.hypotheses is None else self.hypotheses.get("sha256")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "provider": self.provider, "model": self.model}
@@ -352,6 +385,19 @@ class Batches:
 
 
 @dataclass(frozen=True)
+class RetrievalScope:
+    """One row of the retrieval table: ``overall`` or a question type, its item count and its metric means."""
+
+    name: str
+    n: int
+    means: Json
+
+    def mean(self, metric: str, k: int) -> float | None:
+        """``recall_any``, ``recall_all`` or ``ndcg_any`` at ``k`` (None when not measured)."""
+        return _frac(self.means.get(f"{metric}@{k}"))
+
+
+@dataclass(frozen=True)
 class Retrieval:
     """Session-level retrieval metrics at ``ks`` (``overall``/``per_type``: metric name -> mean; per type also
     ``n``)."""
@@ -389,6 +435,11 @@ class Retrieval:
                    level=d.get("level"), granularity=_mapping(d.get("granularity")),
                    top_k_covers_all=_count(d.get("top_k_covers_all")),
                    rankings_with_repeated_ids=_count(d.get("rankings_with_repeated_ids")))
+
+    def scopes(self) -> list[RetrievalScope]:
+        """``overall`` (over the scored items), then each type in its order."""
+        return [RetrievalScope("overall", self.scored, self.overall)] + [
+            RetrievalScope(t, _count(m.get("n")), m) for t, m in self.per_type.items()]
 
 
 @dataclass(frozen=True)
@@ -445,6 +496,56 @@ class EmptyHypotheses:
     def from_dict(cls, d: Any) -> "EmptyHypotheses":
         d = _mapping(d)
         return cls(_count(d.get("n")), _count(d.get("judged")), _mapping(d.get("finish_reasons")))
+
+
+@dataclass(frozen=True)
+class Successor:
+    """A successor judge that made some of the verdicts, with its calibration (None: uncalibrated)."""
+
+    judge: str
+    verdicts: int
+    request_shape: Json | None
+    calibration: Json | None
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Successor":
+        d = _mapping(d)
+        shape, calibration = d.get("request_shape"), d.get("calibration")
+        return cls(str(d.get("judge") or ""), _count(d.get("verdicts")),
+                   shape if isinstance(shape, Mapping) else None,
+                   calibration if isinstance(calibration, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class VerdictSources:
+    """The ``verdicts`` block read as a record (``judge_provenance.summary`` writes it; the scorecard keeps the
+    block as written): the four counts, the endpoint hosts, each invocation's judge endpoint, the successors."""
+
+    official_live: int
+    official_archived: int
+    successor: int
+    other: int
+    endpoints: Mapping[str, int]
+    invocation_endpoints: tuple[str, ...]
+    successors: tuple[Successor, ...]
+
+    def any_verdict(self) -> bool:
+        """Some verdict is counted (an offline-judged run has none)."""
+        return bool(self.official_live or self.official_archived or self.successor or self.other)
+
+    def official(self) -> bool | None:
+        """Every counted verdict is the official judge's; None when none is counted."""
+        official, others = self.official_live + self.official_archived, self.successor + self.other
+        return None if official + others == 0 else others == 0
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "VerdictSources":
+        d = _mapping(d)
+        return cls(official_live=_count(d.get("official_live")), official_archived=_count(d.get("official_archived")),
+                   successor=_count(d.get("successor")), other=_count(d.get("other")),
+                   endpoints=_mapping(d.get("endpoints")),
+                   invocation_endpoints=tuple(str(e) for e in d.get("invocation_endpoints") or ()),
+                   successors=tuple(Successor.from_dict(e) for e in d.get("successors") or ()))
 
 
 # --------------------------------------------------------------------------- the scorecard
@@ -522,12 +623,13 @@ class Scorecard:
     def official_verdicts(self) -> bool | None:
         """Every verdict came from the official judge (live or from the verdict archive); None when the card does
         not record where its verdicts came from or there is none."""
-        v = self.verdicts
-        if not v:
-            return None
-        official = _count(v.get("official_live")) + _count(v.get("official_archived"))
-        others = _count(v.get("successor")) + _count(v.get("other"))
-        return None if official + others == 0 else others == 0
+        sources = self.verdict_sources
+        return None if sources is None else sources.official()
+
+    @property
+    def verdict_sources(self) -> VerdictSources | None:
+        """``verdicts`` read as a record; None when the card does not record where its verdicts came from."""
+        return VerdictSources.from_dict(self.verdicts) if self.verdicts else None
 
     def types_present(self) -> list[tuple[str, Figures]]:
         """The per-type blocks of the types with items, in their order."""

@@ -325,48 +325,25 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         raise UserError(f"cannot score run {run.path}: {err}",
                         fix="check manifest.json and item-results.jsonl") from None
     covered = [run.rows[q] for q in types if q in run.rows]
-    ignored_rows = sum(1 for q in run.rows if q not in types)
     usage = usage_summary(covered)
     errors = sum(1 for r in covered if r.status == "error")
-
-    entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
-    run_variant = variant or run.meta.variant
-    release = run.meta.dataset.release
+    without_gold_errors = _without_gold_errors(run, types, unattributed, variant or run.meta.variant, gold_errors)
     judge = JudgeIdentity.from_dict(run.judge)  # aliases resolved
-    bad = gold_registry.excluded(entries, run_variant, release)
-    present = [q for q in types if q in bad]
-    also_listed = gold_registry.listed(entries, run_variant, release)
-    kept = {q: t for q, t in types.items() if q not in bad}
-    excl = metrics.score(metrics.strict_labels(run.rows, kept), kept, unattributed=unattributed)
     project = judge_stability.project_of_run(run.meta, run.path)
-
     card: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSION,
         "run_id": run.run_id,
         "variant": variant or run.meta.variant,
         "status": run.meta.status,
         "judge": judge.to_dict(),
-        "dataset": {"sha256": run.dataset_sha256, "path": run.meta.dataset.path,
-                    "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
-                    "release": release, "recognition": run.meta.dataset.recognition,
-                    "duplicate_sessions": len(run.meta.dataset.duplicate_sessions or {}),
-                    "name": dataset_label.display_name(variant or run.meta.variant, run.meta.dataset.path),
-                    "line": dataset_label.recognition_line(run.meta.dataset)},
+        "dataset": _dataset(run, variant),
         "target": _target(run.meta),
         **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
                                   "task_averaged", "abstention", "per_type")},
         "errors": errors,
         "not_run": scored["n_total"] - scored["judged"] - errors,
-        "rows_outside_item_set": ignored_rows,
-        "excluding_gold_errors": {
-            "excluded": [{"question_id": q, "issues": bad[q].get("issues", []), "status": bad[q]["status"]}
-                         for q in present],
-            "listed_not_excluded": [{"question_id": q, "issues": also_listed[q].get("issues", []),
-                                     "status": also_listed[q]["status"]} for q in types
-                                    if q in also_listed and q not in bad],
-            "n_total": excl["n_total"], "correct": excl["correct"], "judged": excl["judged"],
-            "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
-        },
+        "rows_outside_item_set": sum(1 for q in run.rows if q not in types),
+        "excluding_gold_errors": without_gold_errors,
         "cost": cost_summary(covered),
         "batches": batch_summary(covered),
         "usage": usage,
@@ -375,6 +352,52 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "truncation": truncation_summary(covered),
         "pipeline_health": pipeline_health.summarise(covered),
         "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
+        **_judge_blocks(run, covered, judge, project),
+    }
+    record = Scorecard.from_dict(card)
+    notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
+    record = replace(record, comparability_notes=tuple(notes))
+    schemas.validate("metrics", record.to_dict(), where=f"metrics for run {run.run_id}")
+    return record
+
+
+def _dataset(run: RunData, variant: str | None) -> dict[str, Any]:
+    """The dataset file as every report names it (``DatasetRef``'s form)."""
+    info = run.meta.dataset
+    return {"sha256": run.dataset_sha256, "path": info.path,
+            "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
+            "release": info.release, "recognition": info.recognition,
+            "duplicate_sessions": len(info.duplicate_sessions or {}),
+            "name": dataset_label.display_name(variant or run.meta.variant, info.path),
+            "line": dataset_label.recognition_line(info)}
+
+
+def _without_gold_errors(run: RunData, types: Mapping[str, str], unattributed: int, run_variant: str | None,
+                         gold_errors: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """``excluding_gold_errors``: the second figure, without the items the registry reports wrong for this run's
+    variant and release, and the registry's other items that concern the run (counted in both figures)."""
+    entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
+    release = run.meta.dataset.release
+    bad = gold_registry.excluded(entries, run_variant, release)
+    also_listed = gold_registry.listed(entries, run_variant, release)
+    kept = {q: t for q, t in types.items() if q not in bad}
+    excl = metrics.score(metrics.strict_labels(run.rows, kept), kept, unattributed=unattributed)
+    return {
+        "excluded": [{"question_id": q, "issues": bad[q].get("issues", []), "status": bad[q]["status"]}
+                     for q in types if q in bad],
+        "listed_not_excluded": [{"question_id": q, "issues": also_listed[q].get("issues", []),
+                                 "status": also_listed[q]["status"]} for q in types
+                                if q in also_listed and q not in bad],
+        "n_total": excl["n_total"], "correct": excl["correct"], "judged": excl["judged"],
+        "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
+    }
+
+
+def _judge_blocks(run: RunData, covered: Sequence[ResultRow], judge: JudgeIdentity, project: Path
+                  ) -> dict[str, Any]:
+    """The blocks about the verdicts: judge stability, the agreement of a non-official judge, where the verdicts
+    came from, the empty answers (metrics.json's last blocks, in its order)."""
+    return {
         "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
         "judge_agreement": None if is_official_judge(judge.provider, judge.model)
         else judge_agreement.compact(judge_agreement.latest(project, judge.provider, judge.model,
@@ -382,11 +405,6 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "verdicts": judge_provenance.summary(run.meta, covered, project),
         "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
     }
-    record = Scorecard.from_dict(card)
-    notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
-    record = replace(record, comparability_notes=tuple(notes))
-    schemas.validate("metrics", record.to_dict(), where=f"metrics for run {run.run_id}")
-    return record
 
 
 def _run_shape(rows: Sequence[ResultRow]) -> Mapping[str, Any] | None:

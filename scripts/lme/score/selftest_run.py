@@ -33,6 +33,7 @@ from lme.models.provider_errors import ProviderError
 from lme.run import item_runner
 from lme.run.settings import RunSettings
 from lme.score import metrics, run_comparison, scoring
+from lme.score.scorecard_record import GoldExclusion, Retrieval, Scorecard
 from lme.store import run_store
 
 SSU, SSA, SSP = "single-session-user", "single-session-assistant", "single-session-preference"
@@ -385,25 +386,36 @@ def _judge_checks(scenario: str, judge: SelftestJudge) -> list[dict[str, Any]]:
     ]
 
 
-def figure(card: Mapping[str, Any], name: str) -> Any:
-    """A figure of a scorecard (or of ``metrics.score``) by name: a top-level count, or "strict micro",
-    "judged macro", "strict abstention", "judged <question_type>"."""
-    if name in card and not isinstance(card[name], Mapping):
-        return card[name]
+def figure(card: Scorecard | GoldExclusion, name: str) -> Any:
+    """A figure of a scorecard (or of its figure without the registry's gold errors) by name: a top-level count,
+    or "strict micro", "judged macro", "strict abstention", "judged <question_type>"."""
     kind, _, what = name.partition(" ")
-    key = f"accuracy_{kind}"
+    if not what:
+        return getattr(card, name)
     if what == "micro":
-        return card["overall"][key]
-    if what == "macro":
-        return card["task_averaged"][key]
-    if what == "abstention":
-        return card["abstention"][key]
-    return card["per_type"][what][key]
+        block: Any = card.overall
+    elif what == "macro":
+        block = card.task_averaged
+    elif what == "abstention":
+        block = card.abstention
+    else:
+        block = card.per_type[what]
+    return getattr(block, f"accuracy_{kind}")
 
 
-def _interval(card: Mapping[str, Any], where: str, kind: str) -> list[float] | None:
-    block = card[where] if where in ("overall", "abstention") else card["per_type"][where]
-    return block[f"wilson_{kind}"]
+def _interval(card: Scorecard, where: str, kind: str) -> tuple[float, float] | None:
+    block = card.overall if where == "overall" else card.abstention if where == "abstention" else card.per_type[where]
+    return getattr(block, f"wilson_{kind}")
+
+
+def _retrieval_figure(retrieval: Retrieval | None, name: str) -> Any:
+    """A count of the retrieval block (``scored``, ...) or an overall mean (``recall_any@3``); None without one."""
+    if retrieval is None:
+        return None
+    if "@" not in name:
+        return getattr(retrieval, name)
+    metric, _, k = name.partition("@")
+    return retrieval.scopes()[0].mean(metric, int(k))
 
 
 def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
@@ -426,7 +438,7 @@ def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
     run = run_store.load_run(run_dir)
     checks += [check(scenario, f"the row that counts for {qid}", want, _row_text(run.rows.get(qid)))
                for qid, want in A_FINAL.items()]
-    card = scoring.build_scorecard(run, variant="_s", gold_errors=GOLD_ERRORS).to_dict()
+    card = scoring.build_scorecard(run, variant="_s", gold_errors=GOLD_ERRORS)
     checks += [check(scenario, name, want, figure(card, name)) for name, want in A_EXPECTED.items()]
     for name, where, kind, low, high in A_INTERVALS:
         got = _interval(card, where, kind) or [None, None]
@@ -436,25 +448,22 @@ def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
                      metrics.fmt_interval(_interval(card, where, kind)))
                for name, where, kind, shown in A_INTERVAL_SHOWN]
 
-    ex = card["excluding_gold_errors"]
+    ex = card.excluding_gold_errors
     gold_scenario = "stored run A without the registry's gold errors"
     for name, want in A_WITHOUT_GOLD_ERRORS.items():
         if name in ("excluded", "listed_not_excluded"):
-            got = [e["question_id"] for e in ex[name]]
+            got = [e.question_id for e in (ex.excluded_entries if name == "excluded" else ex.listed_entries)]
         else:
             got = figure(ex, name)
         checks.append(check(gold_scenario, name, want, got))
     checks.append(check(gold_scenario, "the official strict micro still counts them", F(8, 14),
-                        card["overall"]["accuracy_strict"]))
+                        card.overall.accuracy_strict))
 
-    retrieval = card["retrieval"] or {}
-    overall = retrieval.get("overall") or {}
-    checks += [check("stored run A retrieval (session level)", name, want,
-                     retrieval.get(name) if name in retrieval else overall.get(name),
+    checks += [check("stored run A retrieval (session level)", name, want, _retrieval_figure(card.retrieval, name),
                      tol=5e-7 if isinstance(want, float) else 1e-12)
                for name, want in A_RETRIEVAL.items()]
 
-    beyond = scoring.build_scorecard(run, n_total=16, variant="_s", gold_errors=()).to_dict()
+    beyond = scoring.build_scorecard(run, n_total=16, variant="_s", gold_errors=())
     checks += [check("stored run A scored with --n-total 16", name, want, figure(beyond, name))
                for name, want in A_BEYOND_MANIFEST.items()]
     return checks, run_dir
