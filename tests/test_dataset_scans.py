@@ -96,3 +96,9 @@ def test_the_gate_shows_the_same_estimate_whether_or_not_the_scan_was_stored(tmp
     assert run_main(run_benchmark.main, args) == 5
     assert capsys.readouterr().out == on_the_scan and "estimate: 5 items" in on_the_scan
     assert [p.name for p in (project / ".longmemeval-benchmarks" / "runs").iterdir()] == ["first"]
+
+
+def test_the_scan_cache_key_covers_code_that_exists():
+    """A renamed module would silently drop out of the key (a missing file hashes as "-"): every file it names is there."""
+    missing = [str(p) for p in dataset_scans.SCANNER if not p.is_file()]
+    assert not missing, f"dataset_scans.SCANNER names files that do not exist: {missing}"

@@ -11,20 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from lme.loop.loop_state import RoundFigures
-from lme.report import charts, report_data, report_html, report_outputs, report_svg, scorecard_md
+from lme.loop.state import RoundFigures
+from lme.report import charts, scorecard_md
+from lme.report import outputs as report_outputs, page as report_html, page_data as report_data, svg as report_svg
 from lme.score.scorecard_record import Scorecard
 
 LME = Path(__file__).resolve().parent.parent / "scripts" / "lme"
 
 ENTRY_POINTS: dict[tuple[str, str], str] = {
     ("report/scorecard_md.py", "render_markdown"): "card",
-    ("report/report_html.py", "build_report"): "card",
-    ("report/report_data.py", "page_data"): "card",
-    ("report/report_svg.py", "per_type_chart"): "card",
+    ("report/page.py", "build_report"): "card",
+    ("report/page_data.py", "page_data"): "card",
+    ("report/svg.py", "per_type_chart"): "card",
     ("report/charts.py", "per_type_figure"): "card",
-    ("report/report_outputs.py", "write_outputs"): "card",
-    ("loop/loop_state.py", "RoundFigures.of_scorecard"): "card",
+    ("report/outputs.py", "write_outputs"): "card",
+    ("loop/state.py", "RoundFigures.of_scorecard"): "card",
 }
 """Where a scorecard enters a renderer (or the loop's figures), and the parameter it comes in by."""
 
@@ -79,7 +80,7 @@ def test_every_renderer_entry_point_takes_a_scorecard_and_checks_it_first():
 
 
 def test_no_report_function_takes_a_scorecard_under_another_type():
-    files = sorted((LME / "report").glob("*.py")) + [LME / "loop" / "loop_state.py"]
+    files = sorted((LME / "report").glob("*.py")) + [LME / "loop" / "state.py"]
     wrong = [f"{path.relative_to(LME)}::{qualname}({arg.arg}: {ast.unparse(arg.annotation) if arg.annotation else '?'})"
              for path in files for qualname, func in _functions(path).items()
              for arg in [*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs]

@@ -22,7 +22,7 @@ SCRIPTS = Path(__file__).resolve().parents[2]
 SCANNER = (
     SCRIPTS / "lme" / "data" / "dataset.py",
     SCRIPTS / "lme" / "data" / "fingerprints.py",
-    SCRIPTS / "lme" / "run" / "run_state.py",
+    SCRIPTS / "lme" / "run" / "state.py",
     SCRIPTS.parent / "references" / "schemas" / "item.schema.json",
     SCRIPTS.parent / "references" / "dataset-fingerprints.json",
 )
