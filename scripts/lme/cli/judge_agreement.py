@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.core import config as config_mod
@@ -45,6 +45,45 @@ from lme.judge import judge_agreement
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    project = args.project.resolve()
+    cfg = judge_files.project_config(project)
+    if args.candidate_run:
+        provider, model, verdicts, candidate_source = judge_agreement.candidate_run(project, args.candidate_run)
+    else:
+        provider, model = _candidate_judge(args.candidate, cfg)
+    root = args.longmemeval_root or cfg.get("longmemeval_root")
+    root = None if root is None else str(config_mod.resolve_path(project, root))
+    records, source = judge_agreement.official_records(project, args.run_id, args.archive, every=args.all)
+    if not records:
+        raise UserError(f"{source} holds no official verdicts to compare with",
+                        fix="use a run judged by openai gpt-4o-2024-08-06 with upstream's prompt, or an archive")
+    if args.max is not None:
+        records = records[: max(0, args.max)]
+    if args.candidate_run:
+        report = judge_agreement.measure_against_run(records, verdicts)
+        source = f"{source} vs candidate {candidate_source}"
+        shape = judge_agreement.run_shape(verdicts)
+    else:
+        effort = args.reasoning_effort or reasoning_effort(cfg.get("judgeReasoningEffort"))
+        judge_shape = judge_shapes.shape_for(provider, model, effort)
+        report = judge_agreement.measure(records, provider, model, root,
+                                         providers.Gateway(judge_files.provider_settings(cfg)),
+                                         concurrency=args.concurrency, shape=judge_shape)
+        shape = judge_shape.to_dict()
+    _refuse_nothing_compared(report, source)
+    record = {"schemaVersion": SCHEMA_VERSION, "candidate": f"{provider}:{model}", "candidate_provider": provider,
+              "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
+              "measured_at": utc_now(), "source": source, **report}
+    judge_agreement.append_record(project, record)
+    shown = json.dumps(record, indent=2, ensure_ascii=False) if args.json else judge_agreement.render_markdown(record)
+    print(shown, end="")
+    if args.json:
+        print()
+    return 0
+
+
+def _parser() -> cli_parser.ArgumentParser:
     parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
@@ -67,48 +106,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reasoning-effort", choices=judge_shapes.REASONING_EFFORTS, default=None,
                         help="reasoning_effort of a reasoning-model candidate (default: config judgeReasoningEffort, "
                              "else the model's own); part of the request shape the calibration records")
-    args = parser.parse_args(argv)
+    return parser
 
 
-    project = args.project.resolve()
-    cfg = judge_files.project_config(project)
-    if args.candidate_run:
-        provider, model, verdicts, candidate_source = judge_agreement.candidate_run(project, args.candidate_run)
-    else:
-        provider, model = config_mod.parse_model_arg(args.candidate, "openai", tuple(cfg.get("providers") or {}))
-        if is_offline(provider):
-            raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
-        model = resolve_judge_model(model)
-    root = args.longmemeval_root or cfg.get("longmemeval_root")
-    root = None if root is None else str(config_mod.resolve_path(project, root))
-    records, source = judge_agreement.official_records(project, args.run_id, args.archive, every=args.all)
-    if not records:
-        raise UserError(f"{source} holds no official verdicts to compare with",
-                        fix="use a run judged by openai gpt-4o-2024-08-06 with upstream's prompt, or an archive")
-    if args.max is not None:
-        records = records[: max(0, args.max)]
-    if args.candidate_run:
-        report = judge_agreement.measure_against_run(records, verdicts)
-        source = f"{source} vs candidate {candidate_source}"
-        shape = judge_agreement.run_shape(verdicts)
-    else:
-        effort = args.reasoning_effort or reasoning_effort(cfg.get("judgeReasoningEffort"))
-        judge_shape = judge_shapes.shape_for(provider, model, effort)
-        report = judge_agreement.measure(records, provider, model, root, providers.Gateway(judge_files.provider_settings(cfg)),
-                                         concurrency=args.concurrency, shape=judge_shape)
-        shape = judge_shape.to_dict()
+def _candidate_judge(candidate: str, cfg: Mapping[str, Any]) -> tuple[str, str]:
+    """``--candidate provider:model`` -> (provider, model); the offline judge is refused, ``gpt-4o`` resolved."""
+    provider, model = config_mod.parse_model_arg(candidate, "openai", tuple(cfg.get("providers") or {}))
+    if is_offline(provider):
+        raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
+    return provider, resolve_judge_model(model)
+
+
+def _refuse_nothing_compared(report: Mapping[str, Any], source: str) -> None:
+    """A measurement that compared no verdict (all skipped or failed) is a mistake to fix, not a record."""
     if report["n"] == 0:
         first = (report["errors"] or report["skipped"] or [{}])[0]
         raise UserError(f"no verdict of {source} could be compared: {len(report['skipped'])} skipped, "
                         f"{len(report['errors'])} candidate error(s) (first: {first})",
                         fix="check the candidate's key and name, and that longmemeval_root is the checkout the "
                             "official verdicts were judged with")
-    record = {"schemaVersion": SCHEMA_VERSION, "candidate": f"{provider}:{model}", "candidate_provider": provider,
-              "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
-              "measured_at": utc_now(), "source": source, **report}
-    judge_agreement.append_record(project, record)
-    shown = json.dumps(record, indent=2, ensure_ascii=False) if args.json else judge_agreement.render_markdown(record)
-    print(shown, end="")
-    if args.json:
-        print()
-    return 0

@@ -422,11 +422,13 @@ def _total_from_content_range(header: str | None, have: int) -> int | None:
 
 
 def fetch_dataset(project: Path, variant: str, release: str, base_url: str, report: Report, *,
-                  offline: bool, retry_wait: float = 1.0, known_sha256: dict | None = None) -> Path:
+                  offline: bool, retry_wait: float = 1.0) -> Path:
+    """The ``variant`` file of ``release`` in the project's data folder: one already there is verified (against
+    ``KNOWN_SHA256``, else the shipped fingerprints) and kept; else it is downloaded (refused with ``offline``)."""
     file_name = FILES[release][variant]
     target = project / STATE_DIR / "data" / file_name
     url = dataset_url(base_url, release, file_name)
-    expected = (KNOWN_SHA256 if known_sha256 is None else known_sha256).get((release, file_name))
+    expected = KNOWN_SHA256.get((release, file_name))
     if target.exists():
         if expected and fileio.sha256_file(target, follow_symlinks=True) != expected:
             raise UserError(f"{target} exists but its sha256 is not the official {expected}",
