@@ -27,7 +27,6 @@ Exit status: 0 measured, 2 a user mistake (no official verdicts, unknown run, ba
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -84,8 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> cli_parser.ArgumentParser:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = cli_parser.documented_parser(__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="a run whose rows carry official verdicts")
     source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
@@ -98,7 +96,7 @@ def _parser() -> cli_parser.ArgumentParser:
                            help="a run (id or directory) already judged by the candidate, e.g. the same hypotheses "
                                 "file judged with --judge-model: its verdicts are paired with the official ones on "
                                 "the same prompt; no call")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
+    cli_parser.add_project_argument(parser)
     parser.add_argument("--longmemeval-root", help="upstream checkout for the prompts (default: from the config)")
     parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
     parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")

@@ -58,7 +58,7 @@ ARCHIVE_HELP = {
 def _archive_main(command: str, argv: Sequence[str]) -> int:
     """``export-verdicts`` / ``import-verdicts`` / ``archive-status``: the portable archive of official verdicts."""
     parser = cli_parser.ArgumentParser(prog=f"judge_shim.py {command}", description=ARCHIVE_HELP[command])
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
+    cli_parser.add_project_argument(parser)
     if command == "export-verdicts":
         parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
     elif command == "import-verdicts":
@@ -149,9 +149,8 @@ def _parser() -> cli_parser.ArgumentParser:
     parser.add_argument("--repeat", type=int, default=1, metavar="K",
                         help="judge each hypothesis K times (the first verdict is the label); counts go to the "
                              "project's .longmemeval-benchmarks/judge-stability.jsonl")
-    parser.add_argument("--project", type=Path, default=Path("."),
-                        help="project root whose verdict archive and call cache are used and whose stability "
-                             "registry is written (default: .)")
+    cli_parser.add_project_argument(parser, "project root whose verdict archive and call cache are used and whose "
+                                            "stability registry is written (default: .)")
     parser.add_argument("--concurrency", type=int, default=None, metavar="N",
                         help="judge N lines at once under the runs' adaptive rate limiter (default: the project's "
                              "concurrency, else 8; 1 = one call at a time, as upstream); the output is the same, in "

@@ -75,8 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> cli_parser.ArgumentParser:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = cli_parser.documented_parser(__doc__)
     parser.add_argument("positional", nargs="*", metavar="RUN_DIR N_TOTAL VARIANT RUN_ID",
                         help="the four-argument form: run directory, strict denominator, variant, run id")
     parser.add_argument("--run-id", help="score .longmemeval-benchmarks/runs/<RUN_ID> of the project")
@@ -85,7 +84,7 @@ def _parser() -> cli_parser.ArgumentParser:
                              "report command passes the user's words) scores RUN_ID")
     parser.add_argument("--print-latest-id", action="store_true",
                         help="only print the id of the most recent run (nothing when there is none) and exit")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: current dir)")
+    cli_parser.add_project_argument(parser, "project root (default: current dir)")
     parser.add_argument("--n-total", type=int, help="strict denominator (default: the manifest's n_total)")
     parser.add_argument("--format", choices=("md", "json"), default="md",
                         help="what stdout carries: the Markdown scorecard (default) or metrics.json")

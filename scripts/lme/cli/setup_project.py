@@ -580,11 +580,9 @@ def clone_upstream(root: Path, report: Report, *, url: str = UPSTREAM_URL, commi
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     epilog=__doc__.split("\n\n", 2)[2],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(),
-                        help="the project directory to set up (default: the current directory)")
+    parser = cli_parser.documented_parser(__doc__, epilog_from=2)
+    cli_parser.add_project_argument(parser, "the project directory to set up (default: the current directory)",
+                                    default=Path.cwd())
     parser.add_argument("--sample", action="store_true",
                         help="install the shipped 24-item sample and an offline target + judge (no keys, no network)")
     parser.add_argument("--download", metavar="VARIANT",
