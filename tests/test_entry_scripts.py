@@ -19,8 +19,8 @@ import pytest
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 CODE = sorted(SCRIPTS.rglob("*.py"))
 """Every module: the flat scripts/, or scripts/ and scripts/lme/<stage>/ after the package move."""
-PARSERS = sorted(p.name for p in CODE if "cli_parser.ArgumentParser(" in p.read_text()
-                 or "cli_parser.loop_command_parser(" in p.read_text())
+PARSERS = sorted(p.name for p in CODE if any(f"cli_parser.{maker}(" in p.read_text()
+                                            for maker in ("ArgumentParser", "loop_command_parser", "documented_parser")))
 GUARDED = sorted(p.name for p in SCRIPTS.glob("*.py") if "entry_guard.start(__name__)" in p.read_text())
 BARE_PYTHON_SCRIPTS = ("setup_project.py", "loop_stop_hook.py", "loop_guard.py", "rounds.py", "loop_session.py")
 """Run with the system python (setup makes the venv; Claude Code runs the hooks): never guarded."""

@@ -26,7 +26,6 @@ from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (se
 
 entry_guard.start(__name__)
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -45,14 +44,12 @@ def latest_two(project: Path) -> tuple[Path, Path] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.documented_parser(__doc__, epilog_from=1)
     parser.add_argument("before", type=Path, nargs="?", help="run (or snapshot) directory before the change")
     parser.add_argument("after", type=Path, nargs="?", help="run (or snapshot) directory after the change")
     parser.add_argument("--latest", action="store_true",
                         help="compare the project's two most recently started runs (older = before)")
-    parser.add_argument("--project", type=Path, default=Path("."),
-                        help="project root for --latest (default: current dir)")
+    cli_parser.add_project_argument(parser, "project root for --latest (default: current dir)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of Markdown")
     parser.add_argument("--force", action="store_true",
                         help="compare even when judge, dataset sha256 or n_total differ (output says so)")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
@@ -22,7 +21,7 @@ from lme.core import config
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli_parser.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root holding .longmemeval-benchmarks/")
+    cli_parser.add_project_argument(parser, "project root holding .longmemeval-benchmarks/")
     parser.add_argument("--defaults", action="store_true", help="print the default config instead of the project's")
     args = parser.parse_args(argv)
     cfg = default_config() if args.defaults else config.load_config(args.project)

@@ -17,7 +17,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -28,8 +27,7 @@ from lme.data import fingerprints
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = cli_parser.documented_parser(__doc__)
     parser.add_argument("path", type=Path, help="a LongMemEval file: .json, .json.xz or .json.gz")
     parser.add_argument("--hashes", action="store_true", help="print {question_id: sha256} instead of the comparison")
     args = parser.parse_args(argv)

@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Sequence
@@ -28,8 +27,7 @@ from lme.score import interop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = cli_parser.documented_parser(__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     exp = sub.add_parser("export", help="write upstream-format files from a run")
     exp.add_argument("run_dir", type=Path, help="run (or snapshot) directory")

@@ -27,10 +27,9 @@ Exit status: 0 measured, 2 a user mistake (no official verdicts, unknown run, ba
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
 from lme.core import config as config_mod
@@ -45,40 +44,13 @@ from lme.judge import agreement as judge_agreement
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--run-id", help="a run whose rows carry official verdicts")
-    source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
-    source.add_argument("--all", action="store_true",
-                        help="every official verdict of the project: its archive and every run (several runs and "
-                             "hypothesis sources, once per prompt): the largest calibration set")
-    candidate = parser.add_mutually_exclusive_group(required=True)
-    candidate.add_argument("--candidate", help="the candidate judge as provider:model (judges the hypotheses again)")
-    candidate.add_argument("--candidate-run", metavar="RUN",
-                           help="a run (id or directory) already judged by the candidate, e.g. the same hypotheses "
-                                "file judged with --judge-model: its verdicts are paired with the official ones on "
-                                "the same prompt; no call")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
-    parser.add_argument("--longmemeval-root", help="upstream checkout for the prompts (default: from the config)")
-    parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
-    parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")
-    parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
-    parser.add_argument("--reasoning-effort", choices=judge_shapes.REASONING_EFFORTS, default=None,
-                        help="reasoning_effort of a reasoning-model candidate (default: config judgeReasoningEffort, "
-                             "else the model's own); part of the request shape the calibration records")
-    args = parser.parse_args(argv)
-
-
+    args = _parser().parse_args(argv)
     project = args.project.resolve()
     cfg = judge_files.project_config(project)
     if args.candidate_run:
         provider, model, verdicts, candidate_source = judge_agreement.candidate_run(project, args.candidate_run)
     else:
-        provider, model = config_mod.parse_model_arg(args.candidate, "openai", tuple(cfg.get("providers") or {}))
-        if is_offline(provider):
-            raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
-        model = resolve_judge_model(model)
+        provider, model = _candidate_judge(args.candidate, cfg)
     root = args.longmemeval_root or cfg.get("longmemeval_root")
     root = None if root is None else str(config_mod.resolve_path(project, root))
     records, source = judge_agreement.official_records(project, args.run_id, args.archive, every=args.all)
@@ -94,15 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         effort = args.reasoning_effort or reasoning_effort(cfg.get("judgeReasoningEffort"))
         judge_shape = judge_shapes.shape_for(provider, model, effort)
-        report = judge_agreement.measure(records, provider, model, root, providers.Gateway(judge_files.provider_settings(cfg)),
+        report = judge_agreement.measure(records, provider, model, root,
+                                         providers.Gateway(judge_files.provider_settings(cfg)),
                                          concurrency=args.concurrency, shape=judge_shape)
         shape = judge_shape.to_dict()
-    if report["n"] == 0:
-        first = (report["errors"] or report["skipped"] or [{}])[0]
-        raise UserError(f"no verdict of {source} could be compared: {len(report['skipped'])} skipped, "
-                        f"{len(report['errors'])} candidate error(s) (first: {first})",
-                        fix="check the candidate's key and name, and that longmemeval_root is the checkout the "
-                            "official verdicts were judged with")
+    _refuse_nothing_compared(report, source)
     record = {"schemaVersion": SCHEMA_VERSION, "candidate": f"{provider}:{model}", "candidate_provider": provider,
               "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
               "measured_at": utc_now(), "source": source, **report}
@@ -112,3 +80,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print()
     return 0
+
+
+def _parser() -> cli_parser.ArgumentParser:
+    parser = cli_parser.documented_parser(__doc__)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run-id", help="a run whose rows carry official verdicts")
+    source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
+    source.add_argument("--all", action="store_true",
+                        help="every official verdict of the project: its archive and every run (several runs and "
+                             "hypothesis sources, once per prompt): the largest calibration set")
+    candidate = parser.add_mutually_exclusive_group(required=True)
+    candidate.add_argument("--candidate", help="the candidate judge as provider:model (judges the hypotheses again)")
+    candidate.add_argument("--candidate-run", metavar="RUN",
+                           help="a run (id or directory) already judged by the candidate, e.g. the same hypotheses "
+                                "file judged with --judge-model: its verdicts are paired with the official ones on "
+                                "the same prompt; no call")
+    cli_parser.add_project_argument(parser)
+    parser.add_argument("--longmemeval-root", help="upstream checkout for the prompts (default: from the config)")
+    parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
+    parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")
+    parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
+    parser.add_argument("--reasoning-effort", choices=judge_shapes.REASONING_EFFORTS, default=None,
+                        help="reasoning_effort of a reasoning-model candidate (default: config judgeReasoningEffort, "
+                             "else the model's own); part of the request shape the calibration records")
+    return parser
+
+
+def _candidate_judge(candidate: str, cfg: Mapping[str, Any]) -> tuple[str, str]:
+    """``--candidate provider:model`` -> (provider, model); the offline judge is refused, ``gpt-4o`` resolved."""
+    provider, model = config_mod.parse_model_arg(candidate, "openai", tuple(cfg.get("providers") or {}))
+    if is_offline(provider):
+        raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
+    return provider, resolve_judge_model(model)
+
+
+def _refuse_nothing_compared(report: Mapping[str, Any], source: str) -> None:
+    """A measurement that compared no verdict (all skipped or failed) is a mistake to fix, not a record."""
+    if report["n"] == 0:
+        first = (report["errors"] or report["skipped"] or [{}])[0]
+        raise UserError(f"no verdict of {source} could be compared: {len(report['skipped'])} skipped, "
+                        f"{len(report['errors'])} candidate error(s) (first: {first})",
+                        fix="check the candidate's key and name, and that longmemeval_root is the checkout the "
+                            "official verdicts were judged with")

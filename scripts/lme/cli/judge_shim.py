@@ -19,6 +19,7 @@ Usage:
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -33,7 +34,7 @@ from lme.judge import verdict_archive
 from lme.judge import verdict_sources
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_PROVIDER, is_abstention, resolve_judge_model
-from lme.judge.file_mode import file_gateway, judge_file, project_config, successor_path
+from lme.judge.file_mode import FileJudgeOptions, file_gateway, judge_file, project_config, successor_path
 from lme.judge.official import CONTINUITY_HINT, build_prompt, checkout_commit, judge_request, load_prompt_builder, model_mismatch, official_judge_gone
 from lme.judge.request_shapes import shape_for
 from lme.judge.successor_judge import reasoning_effort, successor_spec
@@ -57,7 +58,7 @@ ARCHIVE_HELP = {
 def _archive_main(command: str, argv: Sequence[str]) -> int:
     """``export-verdicts`` / ``import-verdicts`` / ``archive-status``: the portable archive of official verdicts."""
     parser = cli_parser.ArgumentParser(prog=f"judge_shim.py {command}", description=ARCHIVE_HELP[command])
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
+    cli_parser.add_project_argument(parser)
     if command == "export-verdicts":
         parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
     elif command == "import-verdicts":
@@ -113,6 +114,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ARCHIVE_COMMANDS:
         return _archive_main(argv[0], argv[1:])
+    args = _parser().parse_args(argv)
+    if args.print_prompt:
+        return _print_prompt(args)
+    if args.hyp_file is None or args.ref_file is None:
+        raise UserError("give --hyp-file and --ref-file to judge a file, or --print-prompt for one case")
+    if args.repeat < 1:
+        raise UserError(f"--repeat {args.repeat} must be >= 1", fix="e.g. --repeat 3")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UserError(f"--concurrency {args.concurrency} must be >= 1", fix="e.g. --concurrency 8")
+    return _judge_hyp_file(args)
+
+
+def _parser() -> cli_parser.ArgumentParser:
+    """The parser of the one-case and file modes (the archive commands have their own: ``_archive_main``)."""
     parser = cli_parser.ArgumentParser(description="Judge hypotheses with the official LongMemEval judge.",
                                      epilog=FILE_MODE_EPILOG)
     parser.add_argument("--longmemeval-root", type=Path, required=True,
@@ -134,9 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, metavar="K",
                         help="judge each hypothesis K times (the first verdict is the label); counts go to the "
                              "project's .longmemeval-benchmarks/judge-stability.jsonl")
-    parser.add_argument("--project", type=Path, default=Path("."),
-                        help="project root whose verdict archive and call cache are used and whose stability "
-                             "registry is written (default: .)")
+    cli_parser.add_project_argument(parser, "project root whose verdict archive and call cache are used and whose "
+                                            "stability registry is written (default: .)")
     parser.add_argument("--concurrency", type=int, default=None, metavar="N",
                         help="judge N lines at once under the runs' adaptive rate limiter (default: the project's "
                              "concurrency, else 8; 1 = one call at a time, as upstream); the output is the same, in "
@@ -147,63 +161,44 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="when the official judge answers 404 / 410, judge the lines the verdict archive lacks "
                              "with this model (e.g. openai:o3-mini): written to <out>.successor.jsonl, labelled, "
                              "never official (default: config successorJudge)")
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.print_prompt:
-        missing = [f for f in ("question_type", "question_id", "question", "answer", "hypothesis")
-                   if getattr(args, f) is None]
-        if missing:
-            raise UserError(f"--print-prompt needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
-        builder = load_prompt_builder(args.longmemeval_root)
-        prompt = build_prompt(builder, args.question_type, args.question, args.answer, args.hypothesis,
-                              abstention=is_abstention(args.question_id), question_id=args.question_id)
-        request = judge_request(prompt, args.provider, args.model)
-        print(prompt)
-        print(f"model {request.model}, {request.max_tokens_field} {request.max_tokens}, temperature "
-              f"{request.temperature}, n {request.n}; prompt function is upstream's: {builder.is_upstream}",
-              file=sys.stderr)
-        return 0
-    if args.hyp_file is None or args.ref_file is None:
-        raise UserError("give --hyp-file and --ref-file to judge a file, or --print-prompt for one case")
-    if args.repeat < 1:
-        raise UserError(f"--repeat {args.repeat} must be >= 1", fix="e.g. --repeat 3")
-    if args.concurrency is not None and args.concurrency < 1:
-        raise UserError(f"--concurrency {args.concurrency} must be >= 1", fix="e.g. --concurrency 8")
+
+def _print_prompt(args: argparse.Namespace) -> int:
+    """``--print-prompt``: the judge prompt of the one case on stdout, the call settings on stderr; no API call."""
+    missing = [f for f in ("question_type", "question_id", "question", "answer", "hypothesis")
+               if getattr(args, f) is None]
+    if missing:
+        raise UserError(f"--print-prompt needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
+    builder = load_prompt_builder(args.longmemeval_root)
+    prompt = build_prompt(builder, args.question_type, args.question, args.answer, args.hypothesis,
+                          abstention=is_abstention(args.question_id), question_id=args.question_id)
+    request = judge_request(prompt, args.provider, args.model)
+    print(prompt)
+    print(f"model {request.model}, {request.max_tokens_field} {request.max_tokens}, temperature "
+          f"{request.temperature}, n {request.n}; prompt function is upstream's: {builder.is_upstream}",
+          file=sys.stderr)
+    return 0
+
+
+def _judge_hyp_file(args: argparse.Namespace) -> int:
+    """``--hyp-file``: judge the file, print the figures as JSON (and the verdict counts on stderr when a
+    successor judged some lines)."""
     load_prompt_builder(args.longmemeval_root)  # a missing checkout is reported before anything is read
     out = args.out or Path(f"{args.hyp_file}.eval-results-{args.model}")
     project = args.project.resolve()
-    registry = StabilityRegistry(project) if args.repeat > 1 else None
-    cfg = project_config(project)
-    concurrency = args.concurrency or max(1, int(cfg.get("concurrency", 8)))
-    kept = ("; the verdicts already received are in the call cache: a re-run does not pay for them again"
-            if cfg.get("cacheEnabled", True) else "")
-    named = tuple(cfg.get("providers") or {})
-    successor_judge = successor_spec(args.successor or cfg.get("successorJudge"), named, args.provider,
-                                     resolve_judge_model(args.model), explicit=bool(args.successor))
-    successor = None if successor_judge is None else tuple(successor_judge.split(":", 1))
-    effort = reasoning_effort(cfg.get("judgeReasoningEffort"))
-    calibration = None if successor is None else judge_agreement.compact(judge_agreement.latest(
-        project, successor[0], successor[1], shape=shape_for(successor[0], successor[1], effort).to_dict()))
+    options, cfg, successor_judge = _file_options(args, project)
     counts: dict[str, int] = {}
     try:
-        correct, judged = judge_file(args.hyp_file, args.ref_file, args.longmemeval_root, args.provider,
-                                     args.model, out, archive=verdict_archive.for_project(project),
-                                     repeat=args.repeat, registry=registry, concurrency=concurrency,
-                                     make_llm=lambda: file_gateway(project, cfg, concurrency,
-                                                                   read_cache=not args.no_cache),
-                                     successor=successor, reasoning_effort=effort, calibration=calibration,
-                                     counts=counts)
+        correct, judged = judge_file(args.hyp_file, args.ref_file, out, options, counts=counts,
+                                     make_llm=lambda: file_gateway(project, cfg, options.concurrency,
+                                                                   read_cache=not args.no_cache))
     except ProviderError as err:
-        if model_mismatch(err):
-            raise UserError(f"judging stopped at the first judge response naming another model: {err}; nothing was "
-                            f"written, {out} is as it was (that reply was not cached)") from None
-        if official_judge_gone(err, args.provider, args.model):
-            raise UserError(f"judging stopped: {CONTINUITY_HINT}; nothing was written, {out} is as it was") from None
-        raise UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was{kept}") \
-            from None
+        raise _stopped(err, args, out, kept_in_cache=cfg.get("cacheEnabled", True)) from None
     result = {"judged": judged, "correct": correct, "accuracy": round(correct / judged, 4) if judged else None,
               "out": str(out), "verdicts": counts}
     if counts.get("successor"):
+        calibration = options.calibration
         result["successor_out"] = str(successor_path(out))
         result["successor"] = successor_judge
         result["calibration"] = calibration or "uncalibrated"
@@ -211,3 +206,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             judge_agreement.describe(calibration) if calibration else None)), file=sys.stderr)
     print(json.dumps(result))
     return 0
+
+
+def _file_options(args: argparse.Namespace, project: Path) -> tuple[FileJudgeOptions, dict, str | None]:
+    """(how the file is judged, the project's config, the successor judge as ``provider:model`` or None)."""
+    registry = StabilityRegistry(project) if args.repeat > 1 else None
+    cfg = project_config(project)
+    concurrency = args.concurrency or max(1, int(cfg.get("concurrency", 8)))
+    named = tuple(cfg.get("providers") or {})
+    successor_judge = successor_spec(args.successor or cfg.get("successorJudge"), named, args.provider,
+                                     resolve_judge_model(args.model), explicit=bool(args.successor))
+    successor = None if successor_judge is None else tuple(successor_judge.split(":", 1))
+    effort = reasoning_effort(cfg.get("judgeReasoningEffort"))
+    calibration = None if successor is None else judge_agreement.compact(judge_agreement.latest(
+        project, successor[0], successor[1], shape=shape_for(successor[0], successor[1], effort).to_dict()))
+    options = FileJudgeOptions(args.longmemeval_root, args.provider, args.model,
+                               archive=verdict_archive.for_project(project), repeat=args.repeat, registry=registry,
+                               concurrency=concurrency, successor=successor, reasoning_effort=effort,
+                               calibration=calibration)
+    return options, cfg, successor_judge
+
+
+def _stopped(err: ProviderError, args: argparse.Namespace, out: Path, *, kept_in_cache: bool) -> UserError:
+    """The one line for a judge that stopped the file: nothing was written, ``out`` is as it was."""
+    if model_mismatch(err):
+        return UserError(f"judging stopped at the first judge response naming another model: {err}; nothing was "
+                         f"written, {out} is as it was (that reply was not cached)")
+    if official_judge_gone(err, args.provider, args.model):
+        return UserError(f"judging stopped: {CONTINUITY_HINT}; nothing was written, {out} is as it was")
+    kept = ("; the verdicts already received are in the call cache: a re-run does not pay for them again"
+            if kept_in_cache else "")
+    return UserError(f"judging stopped ({err.kind}): {err}; nothing was written, {out} is as it was{kept}")

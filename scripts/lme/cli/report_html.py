@@ -25,7 +25,6 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -64,10 +63,9 @@ def print_prompts(run: RunData, question_id: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.documented_parser(__doc__, epilog_from=1)
     parser.add_argument("run_dir", type=Path, help="a run directory (.longmemeval-benchmarks/runs/<id>)")
-    parser.add_argument("--project", type=Path, help="project root (for the judge-stability registry)")
+    cli_parser.add_project_argument(parser, "project root (for the judge-stability registry)", default=None)
     parser.add_argument("--prompt", metavar="QUESTION_ID", help="print the exact prompt(s) of one question and exit")
     parser.add_argument("--max-text-mb", type=cli_parser.finite_float, default=DEFAULT_MAX_TEXT_MB,
                         help=f"text beyond the evidence sessions embedded in the page (default {DEFAULT_MAX_TEXT_MB:g})")

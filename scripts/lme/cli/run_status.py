@@ -19,9 +19,7 @@ command. A user mistake (unknown run id, bad arguments) is one line and exit 2.
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
@@ -30,14 +28,13 @@ from lme.run import status as run_status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(prog="run_status.py", description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = cli_parser.documented_parser(__doc__, prog="run_status.py")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", help="the run to look at")
     which.add_argument("--latest", action="store_true", help="the most recently active run")
     parser.add_argument("--wait", type=cli_parser.finite_float, metavar="SECONDS", default=0.0,
                         help="block at most this long while the run is running (polled every second); 0 = now")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: .)")
+    cli_parser.add_project_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the status as one JSON object")
     args = parser.parse_args(argv)
     if args.wait < 0:

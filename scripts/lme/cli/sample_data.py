@@ -14,7 +14,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -24,8 +23,7 @@ from lme.devtools import sample_data
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = cli_parser.documented_parser(__doc__, epilog_from=None)
     parser.add_argument("--out", type=Path, default=sample_data.SAMPLE_PATH,
                         help=f"where to write the JSON file (default: {sample_data.SAMPLE_PATH.relative_to(sample_data.REPO)})")
     parser.add_argument("--check", action="store_true",

@@ -58,8 +58,24 @@ def refuse_contradictions(run_dir: Path, variant: str, run_id: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    args = _parser().parse_args(argv)
+    if args.print_latest_id:
+        latest = run_store.latest_run(args.project, required=False)
+        if latest is not None:
+            print(latest.name)
+        return 0
+    run_dir, n_total, variant, run_id = _run_to_score(args)
+    if n_total is not None and n_total <= 0:
+        raise UserError(f"N_TOTAL must be positive, got {n_total}", fix="pass the number of items, e.g. 500")
+
+    return report_outputs.score_run(run_dir, args.project, report_outputs.ScoreOptions(
+        n_total=n_total, variant=variant, run_id=run_id, fmt=args.format, charts=not args.no_charts,
+        html=not args.no_html, history=args.history, compare=args.compare, force=args.force, rescore=args.rescore,
+        png=args.png and not args.no_charts))
+
+
+def _parser() -> cli_parser.ArgumentParser:
+    parser = cli_parser.documented_parser(__doc__)
     parser.add_argument("positional", nargs="*", metavar="RUN_DIR N_TOTAL VARIANT RUN_ID",
                         help="the four-argument form: run directory, strict denominator, variant, run id")
     parser.add_argument("--run-id", help="score .longmemeval-benchmarks/runs/<RUN_ID> of the project")
@@ -68,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "report command passes the user's words) scores RUN_ID")
     parser.add_argument("--print-latest-id", action="store_true",
                         help="only print the id of the most recent run (nothing when there is none) and exit")
-    parser.add_argument("--project", type=Path, default=Path("."), help="project root (default: current dir)")
+    cli_parser.add_project_argument(parser, "project root (default: current dir)")
     parser.add_argument("--n-total", type=int, help="strict denominator (default: the manifest's n_total)")
     parser.add_argument("--format", choices=("md", "json"), default="md",
                         help="what stdout carries: the Markdown scorecard (default) or metrics.json")
@@ -84,13 +100,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="with --compare: compare even when judge, dataset sha256 or n_total differ (page says so)")
     parser.add_argument("--rescore", action="store_true",
                         help="score even when nothing scoring reads changed since the last scoring (default: reuse)")
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.print_latest_id:
-        latest = run_store.latest_run(args.project, required=False)
-        if latest is not None:
-            print(latest.name)
-        return 0
+
+def _run_to_score(args: argparse.Namespace) -> tuple[Path, int | None, str | None, str | None]:
+    """(run directory, N_TOTAL, VARIANT, RUN_ID) from the four-argument form, ``--run-id``, or ``--latest``; the
+    last three are None unless the four-argument form gave them (``--n-total`` aside)."""
     variant = run_id = None
     n_total = args.n_total
     if args.latest and not args.run_id and len(args.positional) == 1:  # the report command: --latest $ARGUMENTS
@@ -116,14 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert run_dir is not None
     else:
         raise UserError("no run given", fix="pass --run-id RUN_ID, --latest, or RUN_DIR N_TOTAL VARIANT RUN_ID")
-    if n_total is not None and n_total <= 0:
-        raise UserError(f"N_TOTAL must be positive, got {n_total}", fix="pass the number of items, e.g. 500")
-
-    return report_outputs.score_run(run_dir, args.project, report_outputs.ScoreOptions(
-        n_total=n_total, variant=variant, run_id=run_id, fmt=args.format, charts=not args.no_charts,
-        html=not args.no_html, history=args.history, compare=args.compare, force=args.force, rescore=args.rescore,
-        png=args.png and not args.no_charts))
-
+    return run_dir, n_total, variant, run_id
 
 if __name__ == "__main__":
     sys.exit(run_main(main))

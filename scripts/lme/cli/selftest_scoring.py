@@ -24,7 +24,6 @@ the gold-error figure, retrieval, McNemar) in a copy of the toolkit, one at a ti
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Sequence
 
@@ -41,8 +40,7 @@ def _cell(value: object, digits: int = 4) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser = cli_parser.documented_parser(__doc__)
     parser.parse_args(argv)
     checks = selftest_scoring.run_selftest()
     print("| scenario | figure | expected | got | result |")

@@ -422,11 +422,13 @@ def _total_from_content_range(header: str | None, have: int) -> int | None:
 
 
 def fetch_dataset(project: Path, variant: str, release: str, base_url: str, report: Report, *,
-                  offline: bool, retry_wait: float = 1.0, known_sha256: dict | None = None) -> Path:
+                  offline: bool, retry_wait: float = 1.0) -> Path:
+    """The ``variant`` file of ``release`` in the project's data folder: one already there is verified (against
+    ``KNOWN_SHA256``, else the shipped fingerprints) and kept; else it is downloaded (refused with ``offline``)."""
     file_name = FILES[release][variant]
     target = project / STATE_DIR / "data" / file_name
     url = dataset_url(base_url, release, file_name)
-    expected = (KNOWN_SHA256 if known_sha256 is None else known_sha256).get((release, file_name))
+    expected = KNOWN_SHA256.get((release, file_name))
     if target.exists():
         if expected and fileio.sha256_file(target, follow_symlinks=True) != expected:
             raise UserError(f"{target} exists but its sha256 is not the official {expected}",
@@ -578,11 +580,9 @@ def clone_upstream(root: Path, report: Report, *, url: str = UPSTREAM_URL, commi
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = cli_parser.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     epilog=__doc__.split("\n\n", 2)[2],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--project", type=Path, default=Path.cwd(),
-                        help="the project directory to set up (default: the current directory)")
+    parser = cli_parser.documented_parser(__doc__, epilog_from=2)
+    cli_parser.add_project_argument(parser, "the project directory to set up (default: the current directory)",
+                                    default=Path.cwd())
     parser.add_argument("--sample", action="store_true",
                         help="install the shipped 24-item sample and an offline target + judge (no keys, no network)")
     parser.add_argument("--download", metavar="VARIANT",

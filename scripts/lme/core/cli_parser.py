@@ -6,7 +6,11 @@ a run id was meant suggests ``--run-id WORD``; anything else points at ``--help`
 
 After parsing, a ``--project`` outside the working folder is refused in a loop session (``unattended``): one check
 for every entry script. ``loop_command=True`` marks the loop's own commands, which are in a loop session whenever
-Claude Code runs them. Standard library only.
+Claude Code runs them.
+
+The shapes the commands repeat are made here: ``documented_parser`` (a parser that shows its module docstring),
+``add_project_argument`` (``--project``) and, for the loop's commands, ``loop_command_parser``. Standard library
+only: the commands that run with the system python import it.
 """
 
 from __future__ import annotations
@@ -31,13 +35,33 @@ def finite_float(text: str) -> float:
     return value
 
 
+PROJECT_HELP = "project root (default: .)"
+"""The help of a ``--project`` that defaults to the working folder, named ``.``."""
+
+
+def documented_parser(doc: str, *, epilog_from: int | None = 0, **kwargs: Any) -> ArgumentParser:
+    """A command's parser that shows its module docstring as written (no rewrapping): the first paragraph is the
+    description, the docstring from paragraph ``epilog_from`` on is the epilog (0: all of it; None: no epilog).
+    ``kwargs`` go to the parser (``prog``, ``loop_command``)."""
+    paragraphs = doc.split("\n\n")
+    epilog = None if epilog_from is None else "\n\n".join(paragraphs[epilog_from:])
+    return ArgumentParser(description=paragraphs[0], epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+def add_project_argument(parser: argparse.ArgumentParser, help: str = PROJECT_HELP, *,
+                         default: Path | None = Path(".")) -> None:
+    """``--project``: the project root, a path (``default``: ``.``; a loop command passes ``Path.cwd()``)."""
+    parser.add_argument("--project", type=Path, default=default, help=help)
+
+
 def loop_command_parser(description: str, *, project_help: str = "project root (default: cwd)",
                         raw_description: bool = True) -> tuple[ArgumentParser, Any]:
     """The loop's command shape, shared by its commands: a loop command's parser with ``--project`` (default: the
     working folder) and required subcommands (``dest="command"``). Returns (parser, subparsers)."""
     kwargs: dict[str, Any] = {"formatter_class": argparse.RawDescriptionHelpFormatter} if raw_description else {}
     parser = ArgumentParser(loop_command=True, description=description, **kwargs)
-    parser.add_argument("--project", type=Path, default=Path.cwd(), help=project_help)
+    add_project_argument(parser, project_help, default=Path.cwd())
     return parser, parser.add_subparsers(dest="command", required=True)
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -50,30 +51,68 @@ def successor_path(out: Path) -> Path:
     return Path(f"{out}.successor.jsonl")
 
 
-def judge_file(
-    hyp_file: Path, ref_file: Path, longmemeval_root: Path, provider: str, model: str, out: Path,
-    llm: LLM | None = None, *, archive: Any = None, repeat: int = 1, registry: Any = None, concurrency: int = 1,
-    make_llm: Callable[[], LLM] | None = None, successor: tuple[str, str] | None = None,
-    reasoning_effort: str | None = None, calibration: Mapping[str, Any] | None = None,
-    counts: dict[str, int] | None = None,
-) -> tuple[int, int]:
+@dataclass(frozen=True)
+class FileJudgeOptions:
+    """How the lines of a hypotheses file are judged (``judge_file``)."""
+
+    longmemeval_root: Path
+    """Upstream's checkout: the judge prompt is read from it."""
+    provider: str
+    model: str
+    archive: Any = None
+    """The project's verdict archive (``verdict_archive.for_project``): an archived verdict is used instead of a call."""
+    repeat: int = 1
+    """K > 1: each line also gets ``autoeval_verdicts`` (all K verdicts; the first is the label)."""
+    registry: Any = None
+    """A ``judge_stability.StabilityRegistry`` that gets the counts of repeated verdicts."""
+    concurrency: int = 1
+    successor: tuple[str, str] | None = None
+    """``(provider, model)`` that judges the lines the archive lacks once the official judge answers 404 / 410."""
+    reasoning_effort: str | None = None
+    calibration: Mapping[str, Any] | None = None
+    """The successor's calibration record, written into each of its lines."""
+
+
+Job = tuple[str, dict[str, Any], dict[str, Any]]
+"""One line to judge: (question id, the hypotheses line, its reference item)."""
+
+
+def judge_file(hyp_file: Path, ref_file: Path, out: Path, options: FileJudgeOptions, llm: LLM | None = None, *,
+               make_llm: Callable[[], LLM] | None = None, counts: dict[str, int] | None = None) -> tuple[int, int]:
     """Upstream's file flow: judge each hypothesis line, write it back with ``autoeval_label``. -> (correct, n).
 
-    ``concurrency`` lines are judged at once (through ``llm``, e.g. ``file_gateway``'s limiter and call cache); the
-    output keeps the input's order, so it is the same whatever the concurrency. ``out`` is replaced atomically once
-    every line is judged: a failed run leaves a previous ``out`` as it was (the verdicts it got are in the cache).
-    With ``repeat`` K > 1 each line also gets ``autoeval_verdicts`` (all K verdicts; the first is the label) and
-    ``registry`` (a ``judge_stability.StabilityRegistry``) gets the counts. ``make_llm`` builds the LLM once the
-    inputs are checked (a mistake in them creates no call cache).
+    ``options.concurrency`` lines are judged at once (through ``llm``, e.g. ``file_gateway``'s limiter and call
+    cache); the output keeps the input's order, so it is the same whatever the concurrency. ``out`` is replaced
+    atomically once every line is judged: a failed run leaves a previous ``out`` as it was (the verdicts it got are in
+    the cache). ``make_llm`` builds the LLM once the inputs are checked (a mistake in them creates no call cache).
 
-    ``successor`` ``(provider, model)``: once the official judge answers 404 / 410, the lines the archive lacks are
-    judged by it. Their verdicts never enter ``out`` (upstream's ``print_qa_metrics.py`` accepts only the official
-    snapshot there): they go to ``successor_path(out)`` as ``{question_id, hypothesis, successor_label: {model,
-    label, provider, request_shape, calibration}}`` (still a hypotheses file upstream's judge can read). A response
-    naming another model than the pinned one stops the file with nothing written (``JudgeModelMismatch``).
+    ``options.successor``: once the official judge answers 404 / 410, the lines the archive lacks are judged by it.
+    Their verdicts never enter ``out`` (upstream's ``print_qa_metrics.py`` accepts only the official snapshot there):
+    they go to ``successor_path(out)`` as ``{question_id, hypothesis, successor_label: {model, label, provider,
+    request_shape, calibration}}`` (still a hypotheses file upstream's judge can read). A response naming another
+    model than the pinned one stops the file with nothing written (``JudgeModelMismatch``).
     ``counts`` (a dict) receives the verdicts by source: ``verdict_sources.count``.
     """
     out = Path(out)
+    jobs = _jobs(hyp_file, ref_file, out)
+    if make_llm is not None and jobs:
+        llm = make_llm()
+    verdicts = _in_order(lambda job: _judge_line(job, options, llm), jobs, options.concurrency)
+    if counts is not None:
+        counts.update(verdict_sources.count(verdicts))
+    lines, successor_lines = _output_lines(jobs, verdicts, options, f"judge_shim {hyp_file}")
+    try:
+        write_atomic_bytes(out, "".join(lines).encode("utf-8"))
+        if successor_lines:
+            write_atomic_bytes(successor_path(out), "".join(successor_lines).encode("utf-8"))
+    except OSError as err:
+        raise UserError(f"cannot write --out {out}: {err.strerror or err}") from None
+    return sum(bool(v.label) for v in verdicts), len(verdicts)
+
+
+def _jobs(hyp_file: Path, ref_file: Path, out: Path) -> list[Job]:
+    """The inputs read and ``out`` checked before any call: the lines whose question is in the references (the
+    others are named on stderr and skipped)."""
     if out.resolve() in (Path(hyp_file).resolve(), Path(ref_file).resolve()):
         raise UserError(f"--out {out} is one of the input files", fix="pick another --out")
     references = load_references(ref_file)
@@ -86,47 +125,45 @@ def judge_file(
             print(f"skipping {qid}: not in {ref_file}", file=sys.stderr)
             continue
         jobs.append((qid, entry, references[qid]))
-    if make_llm is not None and jobs:
-        llm = make_llm()
+    return jobs
 
-    def one(job: tuple[str, dict[str, Any], dict[str, Any]]) -> Verdict:
-        qid, entry, ref = job
 
-        judged = Judged(qid, ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]))
-        route = JudgeRoute(longmemeval_root, provider, model, llm, repeat=repeat, reasoning_effort=reasoning_effort)
-        try:
-            return judge_verdict(judged, route.to(provider, model, archive=archive))
-        except ProviderError as err:
-            if successor is None or not official_judge_gone(err, provider, model):
-                raise
-        return judge_verdict(judged, route.to(*successor, successor=True))
+def _judge_line(job: Job, options: FileJudgeOptions, llm: LLM | None) -> Verdict:
+    """One line's verdict: the official judge (or its archived verdict), else the successor once it is gone."""
+    qid, entry, ref = job
+    judged = Judged(qid, ref["question_type"], ref["question"], ref["answer"], str(entry["hypothesis"]))
+    route = JudgeRoute(options.longmemeval_root, options.provider, options.model, llm, repeat=options.repeat,
+                       reasoning_effort=options.reasoning_effort)
+    try:
+        return judge_verdict(judged, route.to(options.provider, options.model, archive=options.archive))
+    except ProviderError as err:
+        if options.successor is None or not official_judge_gone(err, options.provider, options.model):
+            raise
+    return judge_verdict(judged, route.to(*options.successor, successor=True))
 
-    verdicts = _in_order(one, jobs, concurrency)
-    if counts is not None:
-        counts.update(verdict_sources.count(verdicts))
+
+def _output_lines(jobs: Sequence[Job], verdicts: Sequence[Verdict], options: FileJudgeOptions,
+                  source: str) -> tuple[list[str], list[str]]:
+    """(lines of ``out``, lines of the successor's file), in the input's order; repeated verdicts are recorded in
+    ``options.registry`` under ``source``."""
     lines: list[str] = []
     successor_lines: list[str] = []
     for (qid, entry, _ref), verdict in zip(jobs, verdicts):
         line = dict(entry)
         if verdict.successor:
+            calibration = None if options.calibration is None else dict(options.calibration)
             line["successor_label"] = {"model": verdict.model, "label": verdict.label, "provider": verdict.provider,
                                        "request_shape": dict(verdict.request_shape or {}),
-                                       "calibration": None if calibration is None else dict(calibration)}
+                                       "calibration": calibration}
             successor_lines.append(json.dumps(line, ensure_ascii=False) + "\n")
             continue
         line["autoeval_label"] = {"model": verdict.model, "label": verdict.label}
         if verdict.verdicts is not None:
             line["autoeval_verdicts"] = [dict(v) for v in verdict.verdicts]
-            if registry is not None:
-                registry.record(qid, verdict, f"judge_shim {hyp_file}")
+            if options.registry is not None:
+                options.registry.record(qid, verdict, source)
         lines.append(json.dumps(line, ensure_ascii=False) + "\n")
-    try:
-        write_atomic_bytes(out, "".join(lines).encode("utf-8"))
-        if successor_lines:
-            write_atomic_bytes(successor_path(out), "".join(successor_lines).encode("utf-8"))
-    except OSError as err:
-        raise UserError(f"cannot write --out {out}: {err.strerror or err}") from None
-    return sum(bool(v.label) for v in verdicts), len(verdicts)
+    return lines, successor_lines
 
 
 def _in_order(work: Callable[[Any], Any], jobs: Sequence[Any], concurrency: int) -> list[Any]:
