@@ -65,6 +65,8 @@ def test_items_streams_the_top_level_array_and_names_the_item_that_breaks_a_boun
     assert list(bounded_json.items(events('[{"question_id": "a", "x": [1, {"y": []}]}, 3, "s"]'), "d")) == [
         {"question_id": "a", "x": [1, {"y": []}]}, 3, "s"]
     assert list(bounded_json.items(events('{"question_id": "a"}'), "d")) == []  # not an array: the caller says so
+    for scalar in ('"a string"', "3", "null"):
+        assert list(bounded_json.items(events(scalar), "d")) == []  # a top-level string too, not an AttributeError
     with pytest.raises(JsonRefused) as caught:
         list(bounded_json.items(events('[{"question_id": "ok"}, {"question_id": "q7", "extra": '
                                        + "[" * 1000 + "]" * 1000 + "}]"), "data.json"))

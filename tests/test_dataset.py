@@ -81,6 +81,14 @@ def test_top_level_object_is_refused(tmp_path):
         list(dataset.iter_items(path))
 
 
+@pytest.mark.parametrize("top", ['"a string"', "3", "null"])
+def test_a_top_level_scalar_is_refused_in_one_line(tmp_path, top):
+    path = tmp_path / "d.json"
+    path.write_text(top)
+    with pytest.raises(UserError, match="expected a JSON array"):
+        list(dataset.iter_items(path))
+
+
 def test_item_missing_a_field_names_index_id_and_field(tmp_path):
     items = make_items(3)
     del items[1]["question_date"]

@@ -182,65 +182,67 @@ def items(events: Iterable[tuple[str, Any]], where: str, *, limits: Limits = DEF
     it came first). A top level that is not an array yields nothing (the caller names what it found). Errors of
     the event source propagate, except text that is not Unicode, which is refused naming the item."""
     cursor = _Cursor(name_key)
-    max_depth, max_chars = limits.depth, limits.string_chars
+    events = iter(events)
+    try:
+        for event, _ in events:  # the top level: only an array has items
+            if event == "start_array":
+                yield from _array_items(events, where, limits, cursor)
+            return
+    except UnicodeDecodeError:
+        raise JsonRefused(f"{where}: {cursor.item()}: holds text that is not Unicode (a lone surrogate such as "
+                          "\\udfff)", fix=_UNICODE_FIX) from None
+
+
+def _array_items(events: Iterator[tuple[str, Any]], where: str, limits: Limits, cursor: _Cursor) -> Iterator[Any]:
+    """The items of the top-level array that ``events`` are inside, built to its end (one loop: the hot path)."""
+    max_depth, max_chars, name_key = limits.depth, limits.string_chars, cursor.name_key
     stack: list[tuple[Any, bool, Any]] = []  # the open containers above ``node``, with their pending keys
     node: Any = None  # the open container of the item being built (None: at the top-level array)
     is_dict = False
     key: Any = None
-    depth = 0  # containers open, the top-level array included
-    try:
-        for event, value in events:
-            if event == "map_key" or event == "string":
-                if len(value) > max_chars or (not value.isascii() and _SURROGATE.search(value)):
-                    raise _text_refused(f"{where}: {cursor.item()}: {'a key' if event == 'map_key' else 'a string'}",
-                                        _text_fault(value, limits) or "")
-                if event == "map_key":
-                    key = value
-                    if depth == 2:
-                        cursor.top_key = value
-                    continue
-                if depth == 2 and key == name_key:
-                    cursor.name = value
-            elif event == "start_map" or event == "start_array":
-                if depth == 0:
-                    if event == "start_map":
-                        return  # not an array at the top level
-                    depth = 1
-                    continue
-                if depth >= max_depth:
-                    raise JsonRefused(f"{where}: {cursor.item()}: nested deeper than {max_depth} levels", fix=_FIX)
-                child: Any = {} if event == "start_map" else []
-                if depth == 1:
-                    cursor.index += 1
-                    cursor.name = cursor.top_key = None
-                elif is_dict:
-                    node[key] = child
-                else:
-                    node.append(child)
-                stack.append((node, is_dict, key))
-                node, is_dict, key = child, event == "start_map", None
-                depth += 1
+    depth = 1  # containers open, the top-level array included
+    for event, value in events:
+        if event == "map_key" or event == "string":
+            if len(value) > max_chars or (not value.isascii() and _SURROGATE.search(value)):
+                raise _text_refused(f"{where}: {cursor.item()}: {'a key' if event == 'map_key' else 'a string'}",
+                                    _text_fault(value, limits) or "")
+            if event == "map_key":
+                key = value
+                if depth == 2:
+                    cursor.top_key = value
                 continue
-            elif event == "end_map" or event == "end_array":
-                depth -= 1
-                if depth <= 0:
-                    return
-                done = node
-                node, is_dict, key = stack.pop()
-                if depth == 1:
-                    yield done
-                continue
-            elif depth == 0:
-                return  # a scalar at the top level
-            elif event == "double" and not math.isfinite(value):
-                raise JsonRefused(f"{where}: {cursor.item()}: holds {value}, not a finite number", fix=_FIX)
-            if depth == 1:  # a scalar item
+            if depth == 2 and key == name_key:
+                cursor.name = value
+        elif event == "start_map" or event == "start_array":
+            if depth >= max_depth:
+                raise JsonRefused(f"{where}: {cursor.item()}: nested deeper than {max_depth} levels", fix=_FIX)
+            child: Any = {} if event == "start_map" else []
+            if depth == 1:
                 cursor.index += 1
-                yield value
+                cursor.name = cursor.top_key = None
             elif is_dict:
-                node[key] = value
+                node[key] = child
             else:
-                node.append(value)
-    except UnicodeDecodeError:
-        raise JsonRefused(f"{where}: {cursor.item()}: holds text that is not Unicode (a lone surrogate such as "
-                          "\\udfff)", fix=_UNICODE_FIX) from None
+                node.append(child)
+            stack.append((node, is_dict, key))
+            node, is_dict, key = child, event == "start_map", None
+            depth += 1
+            continue
+        elif event == "end_map" or event == "end_array":
+            depth -= 1
+            if depth <= 0:
+                return
+            done = node
+            node, is_dict, key = stack.pop()
+            if depth == 1:
+                yield done
+            continue
+        elif event == "double" and not math.isfinite(value):
+            raise JsonRefused(f"{where}: {cursor.item()}: holds {value}, not a finite number", fix=_FIX)
+        if depth == 1:  # a scalar item
+            cursor.index += 1
+            yield value
+        elif is_dict:
+            node[key] = value
+        else:
+            node.append(value)

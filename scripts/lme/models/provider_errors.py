@@ -73,14 +73,13 @@ class ProviderError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, subprocess targets)
         return (_rebuild_error, (self.kind, self.message, self.attempts, self.status, self.retry_after,
-                                 self.retryable, self.empty, self.finish_reason))
+                                 self.retryable), {"empty": self.empty, "finish_reason": self.finish_reason})
 
 
 def _rebuild_error(kind: str, message: str, attempts: int, status: int | None, retry_after: float | None,
-                   retryable: bool, empty: bool = False, finish_reason: str | None = None) -> ProviderError:
-    err = ProviderError(kind, message, attempts, status, retry_after, retryable=retryable)
-    err.empty, err.finish_reason = empty, finish_reason
-    return err
+                   retryable: bool) -> ProviderError:
+    """The unpickled error; pickle then sets the state ``__reduce__`` gave (``empty``, ``finish_reason``)."""
+    return ProviderError(kind, message, attempts, status, retry_after, retryable=retryable)
 
 
 def scrub(text: str) -> str:

@@ -48,7 +48,7 @@ from lme.models.provider_routes import (  # noqa: F401
 )
 from lme.core.records import ChatRequest, Completion, Limiter
 from lme.models.request_bodies import anthropic_body, openai_body, request_body  # noqa: F401  (request_body: batches)
-from lme.models.retries import OnRetry, call_with_retries  # noqa: F401
+from lme.models.retries import OnRetry, TokenDraw, call_with_retries  # noqa: F401
 from lme.models.token_counts import count_tokens, count_tokens_how, estimate_tokens, pacing_tokens  # noqa: F401
 
 EMBED_BATCH = 256
@@ -167,8 +167,8 @@ def complete(
         settings=settings,
         limiter=limiter,
         on_retry=on_retry,
-        tokens=lambda: pacing_tokens(request),
-        extra_tokens=0 if route.kind == "anthropic" else int(request.max_tokens or 0),  # OpenAI counts max_tokens
+        draw=TokenDraw(lambda: pacing_tokens(request),  # OpenAI counts max_tokens
+                       extra_tokens=0 if route.kind == "anthropic" else int(request.max_tokens or 0)),
     )
     text, response, stop_reason = reply.text, reply.response, reply.stop_reason
     tokens_in, tokens_out = _usage(response, request, text)
@@ -215,7 +215,7 @@ def embed(
             return _Reply("", response, None, headers)
 
         reply, _ = call_with_retries(attempt, provider=provider, model=model, settings=settings, limiter=limiter,
-                                     on_retry=on_retry, tokens=sum(estimate_tokens(t) for t in batch))
+                                     on_retry=on_retry, draw=TokenDraw(sum(estimate_tokens(t) for t in batch)))
         response = reply.response
         vectors.extend(list(item.embedding) for item in sorted(response.data, key=lambda d: d.index))
     return vectors

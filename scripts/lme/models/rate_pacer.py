@@ -252,7 +252,9 @@ class Pacer(AdaptiveLimiter):
                     if budget_bound and key.blocked_since is None:
                         key.blocked_since = now
                     self._cond.wait(timeout=1.0 if math.isinf(wait) else wait)
-                return self._admit(key, st, name, provider, counted, cost, float(extra_tokens), asked, now)
+                self._admit(key, st, cost, asked, now)
+                return Ticket(name, provider, counted, cost, float(extra_tokens), now, key.requests.spent,
+                              key.tokens.spent)
             finally:
                 if key.queue and key.queue[0] is marker:
                     key.queue.popleft()
@@ -282,7 +284,9 @@ class Pacer(AdaptiveLimiter):
                 wait, _ = self._blocked_for(key, st, marker, now, cost)
                 if wait > 0.0:
                     return wait
-                return self._admit(key, st, name, provider, counted, cost, float(extra_tokens), now, now)
+                self._admit(key, st, cost, now, now)
+                return Ticket(name, provider, counted, cost, float(extra_tokens), now, key.requests.spent,
+                              key.tokens.spent)
             finally:
                 key.queue.remove(marker)
                 self._cond.notify_all()
@@ -331,8 +335,9 @@ class Pacer(AdaptiveLimiter):
         wait = max(key.requests.wait_for(1.0), key.tokens.wait_for(cost))
         return (wait, True) if wait > 0.0 else (0.0, False)
 
-    def _admit(self, key: _Key, st: Any, name: str, provider: str, counted: int, cost: float, extra: float,
-               asked: float, now: float) -> Ticket:
+    @staticmethod
+    def _admit(key: _Key, st: Any, cost: float, asked: float, now: float) -> None:
+        """Count the call asked for at ``asked`` as sent ``now``, holding one request and ``cost`` tokens."""
         key.requests.take(1.0)
         key.tokens.take(cost)
         st.in_flight += 1
@@ -344,7 +349,6 @@ class Pacer(AdaptiveLimiter):
         key.first_sent = now if key.first_sent is None else key.first_sent
         key.window.append((now, 1, cost))
         key.finder.sent(now, cost)
-        return Ticket(name, provider, counted, cost, extra, now, key.requests.spent, key.tokens.spent)
 
     # ------------------------------------------------------------------ replies
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import backoff
@@ -51,6 +52,16 @@ def _reply_headers(exc: BaseException) -> Any:
     return headers
 
 
+@dataclass(frozen=True)
+class TokenDraw:
+    """What one attempt draws on the limiter's token budget."""
+
+    tokens: int | Callable[[], int] = 0
+    """The attempt's input tokens: a count, or a function that counts them (the limiter calls it)."""
+    extra_tokens: int = 0
+    """Tokens the provider counts up front on top of them (OpenAI counts ``max_tokens``)."""
+
+
 def call_with_retries(
     attempt: Callable[[], Any],
     *,
@@ -59,47 +70,46 @@ def call_with_retries(
     settings: ProviderSettings,
     limiter: Limiter | None = None,
     on_retry: OnRetry | None = None,
-    tokens: int | Callable[[], int] = 0,
-    extra_tokens: int = 0,
+    draw: TokenDraw = TokenDraw(),
 ) -> tuple[Any, int]:
     """Run ``attempt`` under the retry policy; return ``(its result, attempts used)`` or raise ProviderError.
 
-    ``tokens`` (a count, or a function that counts) and ``extra_tokens`` are what one attempt draws on the
-    limiter's token budget; a result or error with ``headers`` (and a result with ``input_tokens``) teaches it."""
-    tries = 0
-    first_rate_limit: float | None = None
+    ``draw`` is what one attempt draws on the limiter's token budget; a result or error with ``headers`` (and a
+    result with ``input_tokens``) teaches it."""
+    call = _Attempts(attempt, provider, model, settings, limiter, draw, on_retry)
+    retrying = backoff.on_exception(
+        _waits,
+        ProviderError,
+        max_tries=None,  # give_up bounds the attempts (max_attempts; longer for rate limits)
+        giveup=call.give_up,
+        on_backoff=call.report,
+        jitter=None,
+        logger=None,
+        base=float(settings.backoff_base),
+        cap=float(settings.backoff_max),
+    )(call.once)
+    return retrying(), call.tries
 
-    def one_attempt() -> Any:
-        nonlocal tries, first_rate_limit
-        tries += 1
-        ticket = None
-        if limiter is not None:
-            try:
-                ticket = limiter.acquire(provider, model=model, tokens=tokens, extra_tokens=extra_tokens)
-            except OversizeCall as exc:
-                raise too_large(provider, model, str(exc).split(": ", 1)[-1], tries) from None
+
+class _Attempts:
+    """The attempts of one call: each holds a limiter slot for its own length only, and each failure is classified
+    into a ``ProviderError`` (what its reply said passed on to the limiter)."""
+
+    def __init__(self, attempt: Callable[[], Any], provider: str, model: str, settings: ProviderSettings,
+                 limiter: Limiter | None, draw: TokenDraw, on_retry: OnRetry | None) -> None:
+        self.attempt, self.provider, self.model, self.settings = attempt, provider, model, settings
+        self.limiter, self.draw, self.on_retry = limiter, draw, on_retry
+        self.tries = 0
+        self.first_rate_limit: float | None = None
+
+    def once(self) -> Any:
+        self.tries += 1
+        limiter, provider = self.limiter, self.provider
+        ticket = self._acquire()
         try:
-            result = attempt()
+            result = self.attempt()
         except Exception as exc:  # noqa: BLE001 - classify re-raises what it does not know
-            try:
-                err = classify(exc, provider, model, timeout_s=settings.timeout_s,
-                               key_env=key_env_for(provider, settings))
-            except Exception:  # not an API error we know: a reply our parsing did not expect
-                if limiter is not None:
-                    limiter.release(provider, "error", None, ticket=ticket)
-                raise ProviderError("malformed", f"{provider} {model}: unexpected reply "
-                                    f"({type(exc).__name__}: {str(exc)[:200]})", attempts=tries) from None
-            err.attempts = tries
-            if err.kind == "rate_limit" and first_rate_limit is None:
-                first_rate_limit = time.monotonic()
-            if limiter is not None:
-                limiter.release(provider, outcome(err), err.retry_after, ticket=ticket, headers=_reply_headers(exc))
-                if err.kind == "rate_limit" and hasattr(limiter, "delay"):  # the 429 taught a budget this call
-                    try:  # can never fit: say so now, not after its Retry-After
-                        limiter.delay(provider, model=model, tokens=getattr(ticket, "counted", 0),
-                                      extra_tokens=extra_tokens)
-                    except OversizeCall as too_big:
-                        raise too_large(provider, model, str(too_big).split(": ", 1)[-1], tries) from None
+            err = self._failed(exc, ticket)
             if err is not exc:
                 raise err from None
             raise
@@ -112,29 +122,53 @@ def call_with_retries(
                             used_tokens=getattr(result, "input_tokens", None))
         return result
 
-    def give_up(err: ProviderError) -> bool:
+    def _acquire(self) -> Any:
+        if self.limiter is None:
+            return None
+        try:
+            return self.limiter.acquire(self.provider, model=self.model, tokens=self.draw.tokens,
+                                        extra_tokens=self.draw.extra_tokens)
+        except OversizeCall as exc:
+            raise self._too_large(exc) from None
+
+    def _too_large(self, oversize: OversizeCall) -> ProviderError:
+        return too_large(self.provider, self.model, str(oversize).split(": ", 1)[-1], self.tries)
+
+    def _failed(self, exc: Exception, ticket: Any) -> ProviderError:
+        """The error to raise for a failed attempt, its slot released; raises at once a call that a 429 showed can
+        never fit the budget (say so now, not after its Retry-After)."""
+        provider, model, limiter = self.provider, self.model, self.limiter
+        try:
+            err = classify(exc, provider, model, timeout_s=self.settings.timeout_s,
+                           key_env=key_env_for(provider, self.settings))
+        except Exception:  # not an API error we know: a reply our parsing did not expect
+            if limiter is not None:
+                limiter.release(provider, "error", None, ticket=ticket)
+            return ProviderError("malformed", f"{provider} {model}: unexpected reply "
+                                 f"({type(exc).__name__}: {str(exc)[:200]})", attempts=self.tries)
+        err.attempts = self.tries
+        if err.kind == "rate_limit" and self.first_rate_limit is None:
+            self.first_rate_limit = time.monotonic()
+        if limiter is not None:
+            limiter.release(provider, outcome(err), err.retry_after, ticket=ticket, headers=_reply_headers(exc))
+            if err.kind == "rate_limit" and hasattr(limiter, "delay"):  # the 429 taught a budget
+                try:
+                    limiter.delay(provider, model=model, tokens=getattr(ticket, "counted", 0),
+                                  extra_tokens=self.draw.extra_tokens)
+                except OversizeCall as too_big:
+                    raise self._too_large(too_big) from None
+        return err
+
+    def give_up(self, err: ProviderError) -> bool:
         if not err.retryable:
             return True
-        if err.attempts < max(1, int(settings.max_attempts)):
+        if err.attempts < max(1, int(self.settings.max_attempts)):
             return False
-        return not (err.kind == "rate_limit" and first_rate_limit is not None
-                    and time.monotonic() - first_rate_limit < RATE_LIMIT_PATIENCE_S)
+        return not (err.kind == "rate_limit" and self.first_rate_limit is not None
+                    and time.monotonic() - self.first_rate_limit < RATE_LIMIT_PATIENCE_S)
 
-    def report(details: dict[str, Any]) -> None:
-        if on_retry is not None:
+    def report(self, details: dict[str, Any]) -> None:
+        if self.on_retry is not None:
             err = details["exception"]
-            on_retry({"provider": provider, "kind": err.kind, "status": err.status,
-                      "attempt": details["tries"], "wait_s": round(float(details["wait"]), 3)})
-
-    retrying = backoff.on_exception(
-        _waits,
-        ProviderError,
-        max_tries=None,  # give_up bounds the attempts (max_attempts; longer for rate limits)
-        giveup=give_up,
-        on_backoff=report,
-        jitter=None,
-        logger=None,
-        base=float(settings.backoff_base),
-        cap=float(settings.backoff_max),
-    )(one_attempt)
-    return retrying(), tries
+            self.on_retry({"provider": self.provider, "kind": err.kind, "status": err.status,
+                           "attempt": details["tries"], "wait_s": round(float(details["wait"]), 3)})

@@ -555,9 +555,10 @@ def _count_text(counts: dict[str, Any]) -> str:
 
 
 def run_phase(settings: RunSettings, questions: Callable[[], Iterator[Question]], gateway: Any, work: Path, run_id: str, *,
-              provider_settings: Any, should_stop: Callable[[], bool], say: Callable[[str], None]) -> Outcome:
-    """The batch phase of one invocation over the pending ``questions`` (see the module docstring)."""
-    phase = BatchPhase(settings, gateway, work, run_id, provider_settings=provider_settings,
+              should_stop: Callable[[], bool], say: Callable[[str], None]) -> Outcome:
+    """The batch phase of one invocation over the pending ``questions`` (see the module docstring). The Batch API
+    clients use the ``gateway``'s provider settings (keys, base URLs, timeouts), as its synchronous calls do."""
+    phase = BatchPhase(settings, gateway, work, run_id, provider_settings=gateway.settings,
                        should_stop=should_stop, say=say)
     try:
         return phase.run(questions)

@@ -430,7 +430,7 @@ class _Session:
             if settings.batch != "off":
                 self.batched = batched = batch_runner.run_phase(
                     settings, lambda: _pending_questions(settings, self.pending), self.gateway, self.work,
-                    self.run_id, provider_settings=self.gateway.settings, should_stop=lambda: stop.reason is not None,
+                    self.run_id, should_stop=lambda: stop.reason is not None,
                     say=(lambda line: None) if progress_mode in ("quiet", "json") else
                     (lambda line: print(line, file=sys.stderr, flush=True)))
                 llm = batched.llm

@@ -53,8 +53,13 @@ def _target_block(settings: RunSettings, hyp: Hypothesis | None) -> RowTarget:
                      debug={} if hyp is None else dict(hyp.debug))
 
 
-def _error_row(q: Question, settings: RunSettings, stage: str, kind: str, message: str, attempts: int,
-               hyp: Hypothesis | None = None, hypothesis: str | None = None) -> ResultRow:
+def _failure(stage: str, kind: str, message: str, attempts: int = 1) -> RowError:
+    """Why the item failed at ``stage`` (``generate`` or ``judge``), its message cut to the row's 2000 characters."""
+    return RowError(stage=stage, kind=kind, message=message[:2000], attempts=int(attempts))
+
+
+def _error_row(q: Question, settings: RunSettings, failure: RowError, hyp: Hypothesis | None = None,
+               hypothesis: str | None = None) -> ResultRow:
     """``hypothesis``: the text that was (to be) judged, when it differs from the target's raw output."""
     return ResultRow.for_question(
         q,
@@ -68,7 +73,7 @@ def _error_row(q: Question, settings: RunSettings, stage: str, kind: str, messag
         retrieval=None,
         cost=None,
         calls=() if hyp is None else tuple(hyp.calls),
-        error=RowError(stage=stage, kind=kind, message=message[:2000], attempts=int(attempts)),
+        error=failure,
         finished_at=utc_now_precise(),
     )
 
@@ -133,25 +138,27 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
     try:
         hyp = generate(q, settings, gen_llm)
     except providers.ProviderError as err:
-        return _error_row(q, settings, "generate", err.kind, str(err), getattr(err, "attempts", 1))
+        return _error_row(q, settings, _failure("generate", err.kind, str(err), getattr(err, "attempts", 1)))
     except UserError as err:
-        return _error_row(q, settings, "generate", getattr(err, "kind", "target"), str(err), 1)
+        return _error_row(q, settings, _failure("generate", getattr(err, "kind", "target"), str(err)))
     except Exception as err:  # a target bug must not take the run down: it is this item's error
-        return _error_row(q, settings, "generate", "target", f"{type(err).__name__}: {err}", 1)
+        return _error_row(q, settings, _failure("generate", "target", f"{type(err).__name__}: {err}"))
     gen_ms = (time.monotonic() - t0) * 1000.0
 
     hypothesis = judged_text(hyp, settings)
     if hypothesis is None:
-        return _error_row(q, settings, "generate", "target", "the target returned no hypothesis text", 1, hyp)
+        return _error_row(q, settings, _failure("generate", "target", "the target returned no hypothesis text"), hyp)
 
     try:
         verdict = judge(q, hypothesis, settings, llm)
     except providers.ProviderError as err:
-        return _error_row(q, settings, "judge", err.kind, str(err), getattr(err, "attempts", 1), hyp, hypothesis)
+        failure = _failure("judge", err.kind, str(err), getattr(err, "attempts", 1))
+        return _error_row(q, settings, failure, hyp, hypothesis)
     except UserError as err:
-        return _error_row(q, settings, "judge", "judge_input", str(err), 1, hyp, hypothesis)
+        return _error_row(q, settings, _failure("judge", "judge_input", str(err)), hyp, hypothesis)
     except Exception as err:  # an unforeseen reply must fail this item, not the run
-        return _error_row(q, settings, "judge", "malformed", f"{type(err).__name__}: {err}", 1, hyp, hypothesis)
+        failure = _failure("judge", "malformed", f"{type(err).__name__}: {err}")
+        return _error_row(q, settings, failure, hyp, hypothesis)
 
     gen_calls = hyp.calls
     if gen_calls:  # the calls' own time, not the item's wait for its first connection, tokenizer or target import

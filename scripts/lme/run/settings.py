@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from lme.run import batch_settings
 from lme.core import cli_parser
@@ -154,11 +155,44 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     stored = stored_run_settings(cfg, args.run_id, project)
     if stored:
         cfg = {**cfg, **{key: stored[name] for key, name in _RESUMED_FROM_META.items() if name in stored}}
-
-    def path(value: str | None) -> str | None:
-        return None if value is None else str(config_mod.resolve_path(project, value))
-
+    path = partial(_project_path, project)
     variant = dataset.resolve_variant(args.variant or cfg.get("variant") or "_s")
+    fields = _routes(cfg, args)
+    fields.update(_target(cfg, args, fields, stored, path))
+    fields.update(_counts(cfg, args))
+    cache_enabled = bool(cfg.get("cacheEnabled", True))
+    fields.update(_provider_blocks(cfg))
+    dataset_path = _dataset_path(cfg, args, variant, project)
+    settings = RunSettings(
+        project=str(project),
+        dataset_path=str(path(dataset_path)),
+        variant=variant,
+        runs_dir=str(run_store.configured_runs_dir(cfg, project)),
+        longmemeval_root=path(args.longmemeval_root or cfg.get("longmemeval_root")),
+        cache_enabled=cache_enabled,
+        cache_read=cache_enabled and not args.no_cache and bool((stored or {}).get("cache_read", True)),
+        cache_dir=str(config_mod.owned_folder(project, cfg.get("cache_dir") or CACHE_DIR, "cache_dir")),
+        timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
+        max_attempts=int(cfg.get("maxAttempts", 8)),
+        shard=parse_shard(args.shard),
+        loop=bool(args.loop),
+        batch=str(getattr(args, "batch", None) or cfg.get("batch") or "off"),
+        batch_fallback=str(getattr(args, "batch_fallback", None) or cfg.get("batchFallback") or "resubmit"),
+        batch_poll_s=float(cfg.get("batchPollSeconds", 10.0)),
+        judge_reasoning_effort=reasoning_effort(cfg.get("judgeReasoningEffort")),
+        **fields,
+    )
+    batch_settings.check_settings(settings)
+    return settings
+
+
+def _project_path(project: Path, value: str | None) -> str | None:
+    return None if value is None else str(config_mod.resolve_path(project, value))
+
+
+def _routes(cfg: Mapping[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The target's and the judge's provider and model (the config's, or ``--target-model`` / ``--judge-model``;
+    ``--offline`` replaces both) and the successor judge, as RunSettings fields."""
     named = tuple(cfg.get("providers") or {})
     target_provider, target_model = cfg.get("targetProvider", "anthropic"), cfg.get("targetModel", "")
     if args.target_model:
@@ -175,20 +209,30 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     given = getattr(args, "successor", None)
     successor = successor_spec(given or cfg.get("successorJudge"), named, judge_provider, judge_model,
                                explicit=bool(given))
+    return {"target_provider": target_provider, "target_model": target_model, "judge_provider": judge_provider,
+            "judge_model": judge_model, "successor_judge": successor}
+
+
+def _target(cfg: Mapping[str, Any], args: argparse.Namespace, routes: Mapping[str, Any],
+            stored: Mapping[str, Any] | None, path: Callable[[str | None], str | None]) -> dict[str, Any]:
+    """The target, its options (config, ``--target-option``, the symbolic flags) and, for a hypotheses file, the
+    target's provider and model (``_hypotheses_target``), as RunSettings fields."""
     target = args.target or cfg.get("target") or "full-context"
     if args.offline and not args.target:
         target = "offline"
-
     options = dict(cfg.get("targetOptions") or {})
     options.update(parse_target_options(args.target_option))
     for flag in SYMBOLIC_FLAGS:
         chosen = getattr(args, flag, None)
         if chosen is not None:
             options[flag] = chosen
+    target, provider, model, options = _hypotheses_target(
+        args, target, routes["target_provider"], routes["target_model"], options, stored, path)
+    return {"target": target, "target_provider": provider, "target_model": model, "target_options": options}
 
-    target, target_provider, target_model, options = _hypotheses_target(
-        args, target, target_provider, target_model, options, stored, path)
 
+def _counts(cfg: Mapping[str, Any], args: argparse.Namespace) -> dict[str, int]:
+    """``--max``, ``--concurrency``, ``--error-threshold`` and ``--judge-repeat`` (else the config's), checked."""
     max_evals = args.max if args.max is not None else int(cfg.get("maxEvals", 500))
     concurrency = args.concurrency if args.concurrency is not None else int(cfg.get("concurrency", 8))
     if max_evals < 0:
@@ -205,55 +249,31 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     judge_repeat = args.judge_repeat if args.judge_repeat is not None else int(cfg.get("judgeRepeat", 1))
     if judge_repeat < 1:
         raise UserError(f"--judge-repeat {judge_repeat} must be >= 1", fix="e.g. --judge-repeat 3")
+    return {"max_evals": max_evals, "concurrency": concurrency, "error_threshold": error_threshold,
+            "judge_repeat": judge_repeat}
+
+
+def _provider_blocks(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's ``providers`` blocks the run uses: the Azure route, base URLs and rate limits."""
     azure = {k: str(v) for k, v in dict((cfg.get("providers") or {}).get("azure") or {}).items()
              if k in ("endpoint", "deployment", "api_version")}
-    cache_enabled = bool(cfg.get("cacheEnabled", True))
     base_urls = {
         name: str(p["base_url"])
         for name, p in (cfg.get("providers") or {}).items()
         if isinstance(p, Mapping) and p.get("base_url")
     }
-    rate_limits = config_mod.rate_limits(cfg)
+    return {"azure": azure, "base_urls": base_urls, "rate_limits": config_mod.rate_limits(cfg)}
+
+
+def _dataset_path(cfg: Mapping[str, Any], args: argparse.Namespace, variant: str, project: Path) -> str:
+    """``--dataset`` or the config's ``datasetPath``, as the file of ``variant`` (``dataset_for_variant``)."""
     dataset_path = args.dataset or cfg.get("datasetPath")
     if not dataset_path:
         raise UserError("no dataset configured", fix="set datasetPath in .longmemeval-benchmarks/config.json or pass --dataset, or run "
                         f"{command_names.SETUP}")
-    dataset_path = str(dataset_for_variant(path(dataset_path), variant, explicit=bool(args.dataset), project=project,
-                                           configured_variant=dataset.resolve_variant(cfg.get("variant") or "_s")))
-    settings = RunSettings(
-        project=str(project),
-        dataset_path=str(path(dataset_path)),
-        variant=variant,
-        runs_dir=str(run_store.configured_runs_dir(cfg, project)),
-        longmemeval_root=path(args.longmemeval_root or cfg.get("longmemeval_root")),
-        target=target,
-        target_provider=target_provider,
-        target_model=target_model,
-        target_options=options,
-        judge_provider=judge_provider,
-        judge_model=judge_model,
-        max_evals=max_evals,
-        concurrency=concurrency,
-        cache_enabled=cache_enabled,
-        cache_read=cache_enabled and not args.no_cache and bool((stored or {}).get("cache_read", True)),
-        cache_dir=str(config_mod.owned_folder(project, cfg.get("cache_dir") or CACHE_DIR, "cache_dir")),
-        error_threshold=error_threshold,
-        timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
-        max_attempts=int(cfg.get("maxAttempts", 8)),
-        base_urls=base_urls,
-        shard=parse_shard(args.shard),
-        loop=bool(args.loop),
-        judge_repeat=judge_repeat,
-        azure=azure,
-        rate_limits=rate_limits,
-        batch=str(getattr(args, "batch", None) or cfg.get("batch") or "off"),
-        batch_fallback=str(getattr(args, "batch_fallback", None) or cfg.get("batchFallback") or "resubmit"),
-        batch_poll_s=float(cfg.get("batchPollSeconds", 10.0)),
-        successor_judge=successor,
-        judge_reasoning_effort=reasoning_effort(cfg.get("judgeReasoningEffort")),
-    )
-    batch_settings.check_settings(settings)
-    return settings
+    return str(dataset_for_variant(_project_path(project, dataset_path), variant, explicit=bool(args.dataset),
+                                   project=project,
+                                   configured_variant=dataset.resolve_variant(cfg.get("variant") or "_s")))
 
 
 _NON_EMPTY = ("run_id", "variant", "dataset", "target", "target_model", "judge_model", "longmemeval_root",
