@@ -5,7 +5,10 @@ A target is a Python file with ``generate(item: PublicItem, ctx: TargetContext) 
 ``prepare_requests_by_role(item, ctx) -> {role: [ChatRequest]}``). The generation driver loads it by path with
 ``load_module`` and hands it the item; the target never imports the driver.
 
-    from lme.targets.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
+    from targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
+
+(``scripts/targets.py``, the path a user's own target imports; the plugins in this repository use the stage's face,
+``from lme.targets import ...``, which names the same objects.)
 
 Model calls go through ``ctx.llm.complete(request)`` so the run's cache, rate limiter and retries apply. A target
 that fails on an item raises ``TargetError`` (the item becomes an error row of kind ``target``; the run goes on).
