@@ -9,7 +9,7 @@ up as a ``permission_denials`` entry in the stream.
 
 The sessions' plugin is installed from a copy of the checkout's plugin files (commands, skills, hooks,
 references, scripts, plugins, data, manifests), so nothing a session writes lands in the checkout; the install
-size test (tests/test_claude_code_names.py) installs from the checkout itself.
+size test (tests/claude_code/test_claude_code_names.py) installs from the checkout itself.
 
 The pinned CLI lives where tests/run_tests.sh installed it (``LONGMEMEVAL_CLAUDE_CODE_DIR``, by default under
 ``${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/``, outside the checkout), else ``claude`` on PATH.

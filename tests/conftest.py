@@ -1,4 +1,11 @@
-"""Shared test setup: scripts/ and tests/ on sys.path, and no test ever touches the user's real state or network."""
+"""Shared test setup: scripts/, tests/ and its folders on sys.path, and no test ever touches the user's real state
+or network.
+
+The tests sit in one folder per stage of scripts/lme/ (tests/judge/, tests/run/, ...), plus tests/plugins/ for the
+memory systems, tests/claude_code/, tests/docs/, tests/fakes/ and tests/structure/; the shared helpers (factories.py,
+fake_llm_server.py, run_project.py, ...) stay here. Every folder is on sys.path, so a test imports a helper or
+another test module by its plain name wherever the two sit; test file names are unique across folders
+(tests/structure/test_tests_layout.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +17,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "scripts"
 TESTS = REPO / "tests"
-for p in (SCRIPTS, TESTS):
+TEST_FOLDERS = sorted(p for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py")))
+for p in (*reversed(TEST_FOLDERS), SCRIPTS, TESTS):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
@@ -88,12 +96,12 @@ def upstream_prompt(request, monkeypatch, tmp_path):
         monkeypatch.setattr(endpoint_urls, "TEST_OFFICIAL_HOSTS", frozenset({f"127.0.0.1:{server.port}"}))
 
 
-# --------------------------------------------------------------------------- Claude Code (tests/test_claude_code.py)
+# --------------------------------------------------------------------------- Claude Code (tests/claude_code/test_claude_code.py)
 
 LONG_CLAUDE_CODE_TEST = "test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks"
 """The slow test: a Claude Code session of about four minutes, most of it waiting on a slow fake model."""
 SLOW_SETUP_TEST = "test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_summary"
-"""A setup session of over two minutes (tests/test_claude_code_names.py), waiting on a slow package index."""
+"""A setup session of over two minutes (tests/claude_code/test_claude_code_names.py), waiting on a slow package index."""
 LONG_SESSIONS = {LONG_CLAUDE_CODE_TEST: ("test_claude_code", "LongRun"),
                  SLOW_SETUP_TEST: ("test_claude_code_names", "SlowSetup")}
 """Each slow test's session, started in a thread with the session's first test (it waits while the suite runs)."""

@@ -2,7 +2,7 @@
 
 ``MUTATIONS`` is the table: each row names a file, an exact snippet of its source (found exactly once, or the row
 is stale and says so), the snippet's replacement, and what the replacement breaks. Each one changes figures or
-stored hypotheses on a real run; ``tests/test_selftest_scoring.py`` asserts that the scoring self-test fails on
+stored hypotheses on a real run; ``tests/score/test_selftest_scoring.py`` asserts that the scoring self-test fails on
 every one of them and passes on the unmutated copy.
 
 The runner is fast because it never pays for an interpreter and the third-party imports per mutation: one

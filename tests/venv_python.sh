@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests' python (the venv tests/run_tests.sh installs), for the benchmarks and one-off test runs:
 #   bash tests/venv_python.sh tests/benchmarks/run_all.py
-#   bash tests/venv_python.sh -m pytest -q tests/test_metrics.py
+#   bash tests/venv_python.sh -m pytest -q tests/score/test_metrics.py
 set -u
 cd "$(dirname "$0")/.."
 . tests/test_tools.sh

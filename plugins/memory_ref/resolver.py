@@ -1,6 +1,6 @@
 """The ``symbolic_resolver`` layer: latest value wins for facts that change; deduplicate before counting.
 
-Rules (tested in ``tests/test_symbolic_resolver.py``):
+Rules (tested in ``tests/plugins/test_symbolic_resolver.py``):
 
 - Facts with the same normalised ``subject`` and different values form an update chain. The one from the latest
   session date (ties: the later session in the history, then later in the session) is current; the others are

@@ -1,6 +1,6 @@
 """Deterministic date arithmetic for memory-ref (the ``symbolic_temporal`` layer). No model is involved.
 
-Conventions (tested in ``tests/test_symbolic_temporal.py``):
+Conventions (tested in ``tests/plugins/test_symbolic_temporal.py``):
 
 - Session and question dates parse as ``%Y/%m/%d (%a) %H:%M``; only the calendar day matters below.
 - Days between two dates = the calendar-day difference (times of day ignored; 23:50 -> 00:10 is one day).

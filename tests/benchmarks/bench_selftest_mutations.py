@@ -4,7 +4,7 @@ against one fresh interpreter per mutation, side by side on the same mutations. 
     bash tests/venv_python.sh tests/benchmarks/bench_selftest_mutations.py [--sample 8] [--repeat 3]
 
 1. ``python scripts/selftest_scoring.py`` as a user runs it: median wall time of ``--repeat`` runs.
-2. The mutation test as tests/test_selftest_scoring.py runs it: one runner subprocess, a fork per mutation
+2. The mutation test as tests/score/test_selftest_scoring.py runs it: one runner subprocess, a fork per mutation
    (``selftest_mutations.run_mutations``) over every mutation in the table; wall time, and seconds per mutation.
 3. The same ``--sample`` mutations both ways: the runner, and a fresh ``python scripts/selftest_scoring.py`` on
    the mutated copy per mutation (what a plain subprocess-per-mutation test would pay); the ratio.

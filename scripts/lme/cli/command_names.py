@@ -9,7 +9,7 @@ always works (the fallback when another plugin claims the same name). A skill is
 A message says what to run next in the form its reader can use: in Claude Code (its Bash tool sets
 ``CLAUDECODE=1`` for every command it runs) the slash command; from a shell the shell command first and the
 slash command second. Standard library only: ``setup_project.py`` imports it before the venv exists. Shell
-scripts cannot import it; ``tests/test_command_names.py`` checks that every slash command they print is one of
+scripts cannot import it; ``tests/core/test_command_names.py`` checks that every slash command they print is one of
 these values.
 
     python scripts/command_names.py                      # prints NAME=value lines

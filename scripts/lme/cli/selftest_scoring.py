@@ -17,7 +17,7 @@ written here by hand. Prints a pass/fail table; exit 1 on any failure. No networ
 the stored runs live in a temporary directory that is removed. The prompt builder there is a stand-in in our own
 words with upstream's five cases: the self-test checks what we hand the builder, not your checkout's templates.
 
-What it catches: tests/test_selftest_scoring.py plants each mistake of tests/selftest_mutations.py (micro for
+What it catches: tests/score/test_selftest_scoring.py plants each mistake of tests/selftest_mutations.py (micro for
 macro, the label rule's edge cases, denominators, rounding, the interval, the row that counts, the judge's text,
 the gold-error figure, retrieval, McNemar) in a copy of the toolkit, one at a time, and asserts this fails.
 """

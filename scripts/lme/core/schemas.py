@@ -43,7 +43,7 @@ def _schema(name: str) -> dict[str, Any]:
 def _validator(name: str) -> Draft202012Validator:
     from jsonschema import Draft202012Validator
 
-    return Draft202012Validator(_schema(name))  # the schema files themselves are checked by tests/test_schemas.py
+    return Draft202012Validator(_schema(name))  # the schema files themselves are checked by tests/core/test_schemas.py
 
 
 _NO_FAST = object()
@@ -53,7 +53,7 @@ _NO_FAST = object()
 def _fast_check(name: str) -> Any:
     """``fastjsonschema``'s validator of schema ``name`` (generated code: ~15x jsonschema's speed, a tenth of its
     import time), or ``_NO_FAST`` when the package is missing. Only its *yes* is used: a record it refuses goes to
-    jsonschema, which has the last word and names the fault (tests/test_schemas.py checks the two agree, and that
+    jsonschema, which has the last word and names the fault (tests/core/test_schemas.py checks the two agree, and that
     this one never accepts what jsonschema refuses)."""
     try:
         import fastjsonschema

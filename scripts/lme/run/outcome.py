@@ -1,6 +1,6 @@
 """How a run's invocation ended, as one pure function: what the drive left behind (``Ending``) -> the exit status,
 the run-meta status and its error line (``Outcome``). ``run_driver`` records the outcome; the table test
-(``tests/test_outcome.py``) holds every branch, in the order they win.
+(``tests/run/test_outcome.py``) holds every branch, in the order they win.
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def display_round(value: float, decimals: int = DISPLAY_DECIMALS) -> float:
     """``value`` rounded as upstream prints it: ``round(np.mean(...), 4)`` is numpy's rounding, which can differ from
     Python's ``round`` on a float (7/160 prints 0.0438 upstream, 0.0437 with Python's). numpy scales by 10**decimals,
     rounds half to even (``rint``) and scales back, each step one float operation; so does this, without importing
-    numpy (a third of a second on every scorecard). tests/test_metrics.py checks it against numpy itself."""
+    numpy (a third of a second on every scorecard). tests/score/test_metrics.py checks it against numpy itself."""
     value = float(value)
     if not math.isfinite(value):
         return value

@@ -72,7 +72,7 @@ _SEPARATORS = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789" else 0
 
 def _words(text: str) -> list[bytes]:
     """``_WORD.findall(text.lower())`` as bytes, at twice its speed: each non-ASCII character becomes ``?`` and
-    then, like every byte outside [a-z0-9], a space (tests/test_retrieval_index.py checks the two agree)."""
+    then, like every byte outside [a-z0-9], a space (tests/plugins/test_retrieval_index.py checks the two agree)."""
     return text.lower().encode("ascii", "replace").translate(_SEPARATORS).split()
 
 
