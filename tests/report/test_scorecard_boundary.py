@@ -16,7 +16,7 @@ from lme.report import charts, scorecard_md
 from lme.report import outputs as report_outputs, page as report_html, page_data as report_data, svg as report_svg
 from lme.score.scorecard_record import Scorecard
 
-LME = Path(__file__).resolve().parent.parent / "scripts" / "lme"
+LME = Path(__file__).resolve().parents[2] / "scripts" / "lme"
 
 ENTRY_POINTS: dict[tuple[str, str], str] = {
     ("report/scorecard_md.py", "render_markdown"): "card",
