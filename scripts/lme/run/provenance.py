@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,20 @@ def plugin_version() -> str:
 
 
 def package_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
+    """The installed versions of ``PACKAGES`` (None: not installed). Read once per process: a run's start asks for
+    them twice (its refusals, then again under its lock), and each read scans the environment's packages."""
+    return dict(_package_versions())
+
+
+@lru_cache(maxsize=1)
+def _package_versions() -> tuple[tuple[str, str | None], ...]:
+    versions: list[tuple[str, str | None]] = []
     for name in PACKAGES:
         try:
-            versions[name] = metadata.version(name)
+            versions.append((name, metadata.version(name)))
         except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+            versions.append((name, None))
+    return tuple(versions)
 
 
 def git_commit(directory: Path) -> str | None:
