@@ -54,6 +54,12 @@ def git_commit(directory: Path) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+@lru_cache(maxsize=1)
+def _plugin_git_commit() -> str | None:
+    """This plugin's commit, read once per process: the code running is the code this process imported."""
+    return git_commit(PLUGIN_ROOT)
+
+
 def file_sha256(path: Path) -> str | None:
     try:
         return fileio.sha256_file(path, follow_symlinks=True)
@@ -88,7 +94,7 @@ def judge_template_sha256(longmemeval_root: str | None) -> str | None:
 def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[str, Any]:
     return {
         "plugin_version": plugin_version(),
-        "plugin_git_commit": git_commit(PLUGIN_ROOT),
+        "plugin_git_commit": _plugin_git_commit(),
         "project_git_commit": git_commit(project),
         "package_versions": package_versions(),
         "prompt_hashes": {
