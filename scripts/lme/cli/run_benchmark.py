@@ -48,6 +48,7 @@ from lme.judge import judge_official
 from lme.loop import rules as loop_rules
 from lme.run import preflight
 from lme.models import provider_probe
+from lme.models import provider_routes
 from lme.models import recent_probes
 from lme.run import judge_route
 from lme.run import run_driver
@@ -152,16 +153,17 @@ def _probe_and_gate(settings: RunSettings, run_id: str | None, probe: bool, thre
     """``(settings, passed probes, the gate's block or None, the new run's dataset scan or None)``: the probe
     (``judge_route.prepare``, when ``probe``) and the cost gate (``cost_gate.check``, when ``threshold`` is given).
 
-    Both at once: the probe waits on the network and the SDK's import, the estimate on this thread's CPU, so the
-    first model call comes sooner. The probe is still acted on first: its refusal wins over anything the estimate
-    raised, and the gate is decided on the settings the probe returned (estimated again when it changed them: the
-    official judge gone)."""
+    Both at once once the SDKs are imported (CPU work, like the estimate): the probe's round trip then overlaps the
+    estimate, so the first model call comes sooner. The probe is still acted on first: its refusal wins over
+    anything the estimate raised, and the gate is decided on the settings the probe returned (estimated again when
+    it changed them: the official judge gone)."""
     if not probe or threshold is None:
         passed: list[recent_probes.Passed] = []
         if probe:
             settings, passed = judge_route.prepare(settings, run_id)
         block, scanned = cost_gate.check(settings, run_id, threshold) if threshold is not None else (None, None)
         return settings, passed, block, scanned
+    provider_routes.import_sdks(use.provider for use in provider_probe.uses(settings))
     failed: Exception | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-route") as pool:
         routed = pool.submit(judge_route.prepare, settings, run_id)
