@@ -6,11 +6,11 @@ checkout), side by side in one run. Prints each script's medians and their ratio
 Each ``scripts/*.py`` of either tree is started with its cheapest real invocation (``--help``; a command without
 options as it is called with none; the Stop hook with ``{}`` on stdin, as Claude Code calls it without a loop) and
 timed to its exit: wall seconds and the process's CPU seconds (user + system, from ``wait4``). Before and after
-alternate in every round; each figure is the median of ``--repeat`` rounds, and its noise is the spread of the
-rounds (the median absolute deviation, as a share of the median). Both trees run with their bytecode cached, as an
-installed plugin does (``_trees.python_env``), after one untimed start of each script. The machine is shared: read
-the ratios (after / before, measured side by side) and the CPU seconds, not the absolute wall seconds. No data is
-needed; about 1 minute on 2 cores at the default ``--repeat``.
+alternate in every round (which goes first alternates too); each figure is the median of ``--repeat`` rounds, and
+its noise is the spread of the rounds (the median absolute deviation, as a share of the median). Both trees run with
+their bytecode cached, as an installed plugin does (``_trees.python_env``), after one untimed start of each script.
+The machine is shared: read the ratios (after / before, measured side by side) and the CPU seconds, not the absolute
+wall seconds. No data is needed; about 1 minute on 2 cores at the default ``--repeat``.
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ def main() -> int:
         wall: dict[tuple[str, str], list[float]] = {}
         cpu: dict[tuple[str, str], list[float]] = {}
         codes: dict[tuple[str, str], int] = {}
-        for _ in range(args.repeat):
+        for round_ in range(args.repeat):
+            order = list(trees.items())[:: 1 if round_ % 2 == 0 else -1]  # neither tree always starts second
             for name in names:
-                for label, tree in trees.items():
+                for label, tree in order:
                     if name not in present[label]:
                         continue
                     seconds, cpu_seconds, code = time_once(tree, name, env, cwd)
@@ -114,8 +115,9 @@ def main() -> int:
                     totals[kind]["after"] += a[i]
             spread = max(noise(wall[(name, label)]) for label in row)
             exits = "/".join(str(codes[(name, label)]) for label in ("before", "after") if label in row)
-            print(f"  {name:<22} {shown:<10} {b[0]:11.3f} {a[0]:7.3f} {ratio(a[0], b[0]) if have_before else '  n/a':>6} "
-                  f"{spread:6.1%}   {b[1]:10.3f} {a[1]:7.3f} {ratio(a[1], b[1]) if have_before else '  n/a':>6}  {exits}")
+            wall_ratio, cpu_ratio = (ratio(a[0], b[0]), ratio(a[1], b[1])) if have_before else ("  n/a",) * 2
+            print(f"  {name:<22} {shown:<10} {b[0]:11.3f} {a[0]:7.3f} {wall_ratio:>6} "
+                  f"{spread:6.1%}   {b[1]:10.3f} {a[1]:7.3f} {cpu_ratio:>6}  {exits}")
         if have_before:
             print(f"  {'all (sum of medians)':<33} {totals['wall']['before']:11.3f} {totals['wall']['after']:7.3f} "
                   f"{ratio(totals['wall']['after'], totals['wall']['before']):>6} {'':6}   "
