@@ -129,3 +129,40 @@ def test_a_run_ended_by_exit_now_leaves_no_sqlite_sidecar_files(tmp_path):
     cache = project / ".longmemeval-benchmarks" / "cache"
     assert (cache / "calls.sqlite3").is_file()
     assert sorted(p.name for p in cache.glob("calls.sqlite3-*")) == []
+
+
+# --------------------------------------------------------------------------- what a start imports (not timed)
+
+HEAVY_OPTIONAL = ("openai", "anthropic", "matplotlib", "tiktoken")
+"""Imports of 0.1-0.6 s each (the SDKs, the charts, the tokenizer): only where a command uses them
+(tests/benchmarks/bench_startup.py and bench_tax.py measure the time)."""
+
+
+def _imported(args: list[str], **kwargs) -> set[str]:
+    """The modules a ``python -X importtime ARGS`` process imported (top-level package names)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True, text=True, timeout=300,
+                          **kwargs)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {line.rsplit("|", 1)[1].strip().split(".")[0] for line in done.stderr.splitlines()
+            if line.startswith("import time:") and "|" in line}
+
+
+@pytest.mark.parametrize("script", ["scorecard.py", "run_status.py", "run_benchmark.py", "judge_shim.py"])
+def test_help_imports_no_model_sdk_chart_or_tokenizer(script):
+    imported = _imported([str(SCRIPTS / script), "--help"], env=_env(), stdin=subprocess.DEVNULL)
+    assert "lme" in imported and not imported & set(HEAVY_OPTIONAL), imported & set(HEAVY_OPTIONAL)
+
+
+def test_a_run_imports_the_sdk_of_the_providers_it_uses_and_no_other(tmp_path, fake_llm):
+    sys.path.insert(0, str(SCRIPTS.parent / "tests"))
+    from run_project import make_project, register_answers
+
+    register_answers(fake_llm)
+    run = ["--max", "2", "--yes", "--progress", "quiet", "--no-scorecard"]
+    openai_only = make_project(tmp_path / "openai")  # reader and judge on openai
+    imported = _imported([str(SCRIPTS / "run_benchmark.py"), "--project", str(openai_only), *run], env=_env())
+    assert "openai" in imported and "anthropic" not in imported and "matplotlib" not in imported
+    offline = make_project(tmp_path / "offline")
+    imported = _imported([str(SCRIPTS / "run_benchmark.py"), "--project", str(offline), "--offline", *run],
+                         env=_env())
+    assert not imported & {"openai", "anthropic", "matplotlib"}, imported & {"openai", "anthropic", "matplotlib"}

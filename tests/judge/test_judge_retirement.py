@@ -383,3 +383,18 @@ def test_the_day_after_one_command_scores_490_archived_and_10_by_a_calibrated_re
         assert line in text and "calibrated: agreement with the official gpt-4o-2024-08-06 verdicts" in text
         assert "not official" in text
     assert "(not the official judge)" in scorecard_text and "official=" not in scorecard_text
+
+
+def test_with_the_cost_gate_the_judge_gone_at_the_probe_still_comes_first(fake_llm, tmp_path, capsys):
+    """The gate's estimate is made while the probe is in flight; what the probe found is acted on first: the stop
+    (exit 2, no cost block), or with a successor the gate asked on the settings the probe returned (exit 5)."""
+    project = make_project(tmp_path / "p", confirmCostUsd=0)
+    fake_llm.gone_models[OFFICIAL] = 404
+    gated = ["--project", str(project), "--progress", "quiet", "--no-scorecard", "--max", "2"]  # no --yes
+    assert run_main(run_benchmark.main, gated) == 2
+    out, err = capsys.readouterr()
+    assert "cost gate" not in out and "is gone (HTTP 404)" in err and "nothing was started" in err
+    assert run_main(run_benchmark.main, [*gated, "--successor", "openai:o3-mini"]) == 5
+    out, err = capsys.readouterr()
+    assert out.startswith("cost gate: this run needs confirmation") and "judged by" in err
+    assert judge_calls(fake_llm) == [] and not (project / ".longmemeval-benchmarks" / "runs").exists()

@@ -97,3 +97,30 @@ def test_resuming_a_finished_run_calls_no_model_so_sends_no_probe(tmp_path, fake
     provider_probe.forget()  # as a new process would
     assert run(project, "--run-id", "done") == 0
     assert len(fake_llm.probes) == probes == 2
+
+
+def test_the_probe_refusal_comes_before_what_the_cost_gates_scan_refuses(tmp_path, fake_llm):
+    """The probe and the cost gate's estimate run at once (the first call comes sooner); the probe is still acted on
+    first: a bad key is the line a user sees, not the dataset's fault, and the dataset's fault follows a good key."""
+    import json
+
+    from lme.core.errors import UserError
+    from run_project import SAMPLE
+
+    items = json.loads(SAMPLE.read_text())
+    del items[-1]["question"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(items))
+    project = make_project(tmp_path / "p", dataset=str(bad))
+    gated = ["--project", str(project), "--progress", "quiet", "--no-scorecard"]  # no --yes: the gate runs
+    fake_llm.fault_rate = {"401": 1.0}
+    with pytest.raises(UserError) as refused:
+        run_benchmark.main(gated)
+    assert "401" in str(refused.value) or "key" in str(refused.value).lower()
+    assert "field question" not in str(refused.value)
+    fake_llm.fault_rate = {}
+    provider_probe.forget()
+    with pytest.raises(UserError) as refused:
+        run_benchmark.main(gated)
+    assert "field question: required but missing" in str(refused.value) and fake_llm.requests == []
+    assert not (project / ".longmemeval-benchmarks" / "runs").exists()

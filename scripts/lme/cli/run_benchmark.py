@@ -34,6 +34,7 @@ import argparse
 import os
 import shlex
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any, Sequence
@@ -47,6 +48,7 @@ from lme.judge import official as judge_official
 from lme.loop import rules as loop_rules
 from lme.run import preflight
 from lme.models import provider_probe
+from lme.models import provider_routes
 from lme.models import recent_probes
 from lme.run import judge_route
 from lme.run import driver as run_driver
@@ -110,17 +112,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # validate -> probe -> cost gate: a model that cannot be called is refused before its cost is put to the user
     if not args.worker:
         provider_probe.refuse_locally(settings)  # keys, base URLs, providers: no request needed
-    passed: list[recent_probes.Passed] = []  # probes that passed now: remembered once the run has started
-    if not args.worker and not dry_run.run_is_finished(settings, args.run_id):  # the worker's parent probed
-        settings, passed = judge_route.prepare(settings, args.run_id)  # the probe: a bad key or model is one line;
-        # the official judge gone (404 / 410): the verdict archive, then the successor, if one is named
-    scanned = None  # a new run's dataset scan, made once: by the cost gate when it runs, else by the driver
-    if not (args.yes or args.worker):
-        block, scanned = cost_gate.check(settings, args.run_id, cost_gate.confirm_threshold(cfg))
-        if block is not None:
-            print(block, flush=True)
-            return run_driver.EXIT_NEEDS_CONFIRMATION
-    elif args.yes and not args.worker and loop_session is not None:  # the agent's own --yes: the user's budget
+    # the probe (a bad key or model is one line; the official judge gone, 404 / 410: the verdict archive, then the
+    # successor, if one is named), then the cost gate; probes that passed are remembered once the run has started
+    probe = not args.worker and not dry_run.run_is_finished(settings, args.run_id)  # the worker's parent probed
+    gate = cost_gate.confirm_threshold(cfg) if not (args.yes or args.worker) else None
+    settings, passed, block, scanned = _probe_and_gate(settings, args.run_id, probe, gate)
+    # scanned: a new run's dataset scan, made once: by the cost gate when it runs, else by the driver
+    if block is not None:
+        print(block, flush=True)
+        return run_driver.EXIT_NEEDS_CONFIRMATION
+    if args.yes and not args.worker and loop_session is not None:  # the agent's own --yes: the user's budget
         unattended_gate.check_yes(settings, cfg, args.run_id, cost_gate.confirm_threshold(cfg), loop_session)
     if args.background:
         return _start_in_background(settings, args, argv, scanned, passed)
@@ -145,6 +146,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         run_driver.say_how_to_finish(settings, root)
     return code
+
+
+def _probe_and_gate(settings: RunSettings, run_id: str | None, probe: bool, threshold: float | None
+                    ) -> tuple[RunSettings, list[recent_probes.Passed], str | None, Any]:
+    """``(settings, passed probes, the gate's block or None, the new run's dataset scan or None)``: the probe
+    (``judge_route.prepare``, when ``probe``) and the cost gate (``cost_gate.check``, when ``threshold`` is given).
+
+    Both at once once the SDKs are imported (CPU work, like the estimate): the probe's round trip then overlaps the
+    estimate, so the first model call comes sooner. The probe is still acted on first: its refusal wins over
+    anything the estimate raised, and the gate is decided on the settings the probe returned (estimated again when
+    it changed them: the official judge gone)."""
+    if not probe or threshold is None:
+        passed: list[recent_probes.Passed] = []
+        if probe:
+            settings, passed = judge_route.prepare(settings, run_id)
+        block, scanned = cost_gate.check(settings, run_id, threshold) if threshold is not None else (None, None)
+        return settings, passed, block, scanned
+    provider_routes.import_sdks(use.provider for use in provider_probe.uses(settings))
+    failed: Exception | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-route") as pool:
+        routed = pool.submit(judge_route.prepare, settings, run_id)
+        try:
+            block, scanned = cost_gate.check(settings, run_id, threshold)
+        except Exception as exc:  # a dataset the scan refuses: said after the probe, as when they ran in turn
+            failed = exc
+        probed, passed = routed.result()
+    if probed is not settings:
+        block, scanned = cost_gate.check(probed, run_id, threshold)
+    elif failed is not None:
+        raise failed
+    return probed, passed, block, scanned
 
 
 def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[str]:

@@ -92,6 +92,13 @@ def _build_client(kind: str, base_url: str | None, api_key: str, timeout: float,
     return openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
 
 
+def import_sdks(providers: Any) -> None:
+    """Import the SDK each of ``providers`` is called through (``anthropic``; every other route is OpenAI's client),
+    none for ``offline``: done before the start-up probe, so that the probe's round trip can overlap other work."""
+    for name in sorted({"anthropic" if p == "anthropic" else "openai" for p in providers if not is_offline(p)}):
+        __import__(name)
+
+
 _POOL = _ClientPool()
 """Process-wide on purpose: SDK clients hold connection pools, and building one per call would defeat them."""
 

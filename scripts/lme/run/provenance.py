@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,20 @@ def plugin_version() -> str:
 
 
 def package_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
+    """The installed versions of ``PACKAGES`` (None: not installed). Read once per process: a run's start asks for
+    them twice (its refusals, then again under its lock), and each read scans the environment's packages."""
+    return dict(_package_versions())
+
+
+@lru_cache(maxsize=1)
+def _package_versions() -> tuple[tuple[str, str | None], ...]:
+    versions: list[tuple[str, str | None]] = []
     for name in PACKAGES:
         try:
-            versions[name] = metadata.version(name)
+            versions.append((name, metadata.version(name)))
         except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+            versions.append((name, None))
+    return tuple(versions)
 
 
 def git_commit(directory: Path) -> str | None:
@@ -44,6 +52,12 @@ def git_commit(directory: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+@lru_cache(maxsize=1)
+def _plugin_git_commit() -> str | None:
+    """This plugin's commit, read once per process: the code running is the code this process imported."""
+    return git_commit(PLUGIN_ROOT)
 
 
 def file_sha256(path: Path) -> str | None:
@@ -80,7 +94,7 @@ def judge_template_sha256(longmemeval_root: str | None) -> str | None:
 def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[str, Any]:
     return {
         "plugin_version": plugin_version(),
-        "plugin_git_commit": git_commit(PLUGIN_ROOT),
+        "plugin_git_commit": _plugin_git_commit(),
         "project_git_commit": git_commit(project),
         "package_versions": package_versions(),
         "prompt_hashes": {

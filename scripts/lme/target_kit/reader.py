@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 from collections import abc
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from lme.core.records import ChatRequest, Completion, Hypothesis, PublicItem
@@ -78,6 +79,7 @@ _ANSWER_CUE = {"direct": "Answer:", "con": "Notes, reasoning and answer:"}
 S = TypeVar("S")
 
 
+@lru_cache(maxsize=4096)  # strptime is ~50 us; a prompt sorts its sessions twice, a run's dates repeat
 def parse_date(text: str) -> datetime | None:
     """A dataset date (``2023/05/30 (Tue) 23:40``) as a datetime; None when it does not parse."""
     try:
@@ -292,12 +294,13 @@ def build_fitted_request(
         return build_reader_request(item, render_history(kept, fmt=cfg["history_format"]), provider=provider,
                                     model=model, mode=cfg["mode"], max_tokens=cfg["max_tokens"])
 
-    full_estimate = estimate_tokens(_request_text(request_for(sessions)))
     kept: list[S] = sort_by_date(sessions)
+    full_request = request_for(kept)  # the same text as over ``sessions``: rendering sorts them by date
+    full_estimate = estimate_tokens(_request_text(full_request))
     info: dict[str, Any] = {"truncated": False, "dropped_sessions": 0, "kept_sessions": len(kept),
                             "tokens": full_estimate, "counted_with": "estimate", "dropped_session_ids": []}
     if budget_tokens is not None or full_estimate > budget * NEAR_BUDGET_SHARE:
-        tokens, method = count_request_tokens(request_for(sessions), use_provider=use_provider_count)
+        tokens, method = count_request_tokens(full_request, use_provider=use_provider_count)
         info.update(tokens=tokens, counted_with=method)
         if tokens > budget:
 
@@ -308,7 +311,7 @@ def build_fitted_request(
 
             kept, info = truncate_to_fit(sessions, budget, count_fn)
     info.update(context_window=window, context_window_source=window_source, budget_tokens=budget)
-    return request_for(kept), info
+    return (request_for(kept) if info["truncated"] else full_request), info
 
 
 def rejected_as_too_long(err: BaseException) -> bool:
