@@ -53,6 +53,10 @@ LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
     ("cli.run_benchmark", "report.outputs"): "scoring, the report pages and their records are needed once, "
                                                     "after the run: not on the way to its first call (start-up "
                                                     "measured side by side)",
+    ("core.cli_parser", "core.unattended"): "only a parsed command line is checked against a loop session: --help "
+                                            "and usage errors exit before it (start-up measured side by side)",
+    ("report.charts", "score.scorecard_record"): "the records load with the chart they draw; charts.py --help "
+                                                 "needs neither (start-up measured side by side)",
     ("loop.state", "score.scorecard_record"): "the Stop hook and rounds.py status import loop_state on every "
                                                    "stop: the scorecard's record classes (~60 ms) only when a step "
                                                    "is logged",

@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
-from lme.core import unattended
 
 
 def finite_float(text: str) -> float:
@@ -76,6 +75,8 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
         parsed = super().parse_args(args, namespace)
+        from lme.core import unattended  # here: --help and usage errors exit above, without reading any state
+
         unattended.refuse_project_elsewhere(parsed, loop_command=self.loop_command)
         return parsed
 
