@@ -31,7 +31,7 @@ def can_fork() -> bool:
 
 class ForkedCall(Generic[T]):
     """``fn(*args)``, started in a forked child when ``can_fork()``; ``result()`` is its value (computed here when
-    the child could not deliver one); ``close()`` (also on leaving a ``with``) reaps a child never read."""
+    the child could not deliver one); ``close()`` (also on leaving a ``with``) waits for a child never read."""
 
     def __init__(self, fn: Callable[..., T], *args: Any) -> None:
         self._fn, self._args = fn, args
@@ -99,16 +99,12 @@ class ForkedCall(Generic[T]):
             self._pid = None
 
     def close(self) -> None:
-        """A child whose result is not wanted (the probe refused first): stopped and reaped."""
+        """A child whose result is not wanted (the probe refused first): waited for, not killed, so that a file it
+        writes (the dataset scan's cache entry) is never left half-written; its value is dropped."""
         if self._read is not None:
             os.close(self._read)
             self._read = None
-        if self._pid is not None:
-            try:
-                os.kill(self._pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self._reap()
+        self._reap()
 
     def __enter__(self) -> ForkedCall[T]:
         return self
