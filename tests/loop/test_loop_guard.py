@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,36 +35,36 @@ def test_full_run_with_official_judge_and_symbolic_on_passes(project):
 
 
 def test_pinned_judge_snapshot_passes_and_max_none_means_all(project):
-    settings = replace(GOOD, judge_model="gpt-4o-2024-08-06", max_items=None)
+    settings = GOOD._replace(judge_model="gpt-4o-2024-08-06", max_items=None)
     assert loop_rules.check_loop_run(settings, project) == []
 
 
 def test_partial_n_is_refused(project):
-    problems = loop_rules.check_loop_run(replace(GOOD, max_items=133), project)
+    problems = loop_rules.check_loop_run(GOOD._replace(max_items=133), project)
     assert len(problems) == 1 and "133" in problems[0] and "500" in problems[0]
 
 
 def test_499_item_copy_with_max_500_is_full(project):
-    assert loop_rules.check_loop_run(replace(GOOD, n_total=499, max_items=500), project) == []
-    assert loop_rules.check_loop_run(replace(GOOD, n_total=499, max_items=498), project)
+    assert loop_rules.check_loop_run(GOOD._replace(n_total=499, max_items=500), project) == []
+    assert loop_rules.check_loop_run(GOOD._replace(n_total=499, max_items=498), project)
 
 
 @pytest.mark.parametrize(
     "provider,model", [("openai", "gpt-4o-mini"), ("anthropic", "claude-sonnet-4-5"), ("offline", "offline-containment-v1"), ("openai", "gpt-4.1")]
 )
 def test_non_gpt4o_judge_is_refused(project, provider, model):
-    problems = loop_rules.check_loop_run(replace(GOOD, judge_provider=provider, judge_model=model), project)
+    problems = loop_rules.check_loop_run(GOOD._replace(judge_provider=provider, judge_model=model), project)
     assert len(problems) == 1 and "judge" in problems[0]
 
 
 @pytest.mark.parametrize("flag", ["symbolic_resolver", "symbolic_temporal", "symbolic_bypass"])
 def test_any_symbolic_flag_off_is_refused(project, flag):
-    problems = loop_rules.check_loop_run(replace(GOOD, symbolic={**GOOD.symbolic, flag: False}), project)
+    problems = loop_rules.check_loop_run(GOOD._replace(symbolic={**GOOD.symbolic, flag: False}), project)
     assert problems == [f"--{flag.replace('_', '-')} is off: the loop keeps all three symbolic layers on"]
 
 
 def test_missing_symbolic_flag_counts_as_off_and_dash_names_are_understood(project):
-    problems = loop_rules.check_loop_run(replace(GOOD, symbolic={"symbolic-resolver": True, "--symbolic-temporal": True}), project)
+    problems = loop_rules.check_loop_run(GOOD._replace(symbolic={"symbolic-resolver": True, "--symbolic-temporal": True}), project)
     assert len(problems) == 1 and "bypass" in problems[0]
 
 
@@ -78,13 +77,13 @@ def test_off_loop_branch_is_refused(project):
 def test_configured_loop_branch_and_target_are_used(tmp_path):
     project = make_loop_project(tmp_path, branch="my-loop", loop={"branch": "my-loop", "target": "memory-ref"})
     assert loop_rules.check_loop_run(GOOD, project) == []
-    problems = loop_rules.check_loop_run(replace(GOOD, target="full-context"), project)
+    problems = loop_rules.check_loop_run(GOOD._replace(target="full-context"), project)
     assert problems == ["target is full-context, the loop configuration says memory-ref"]
 
 
 def test_every_broken_rule_is_reported_at_once(project):
     git(["switch", "-q", "main"], project)
-    bad = replace(GOOD, max_items=10, judge_model="gpt-4o-mini", symbolic={})
+    bad = GOOD._replace(max_items=10, judge_model="gpt-4o-mini", symbolic={})
     assert len(loop_rules.check_loop_run(bad, project)) == 1 + 1 + 3 + 1
 
 
@@ -219,8 +218,8 @@ def test_a_project_copy_of_memory_ref_is_one_target_however_its_path_is_spelled(
     shutil.copytree(REPO_PLUGINS / "memory_ref", project / "memory_system")
     for spelling in ("memory_system", "./memory_system/", str(project / "memory_system"),
                      str(project / "memory_system" / "__init__.py")):
-        assert loop_rules.check_loop_run(replace(GOOD, target=spelling), project) == [], spelling
-    problems = loop_rules.check_loop_run(replace(GOOD, target="memory-ref"), project)
+        assert loop_rules.check_loop_run(GOOD._replace(target=spelling), project) == [], spelling
+    problems = loop_rules.check_loop_run(GOOD._replace(target="memory-ref"), project)
     assert problems == ["target is memory-ref, the loop configuration says memory_system"]
     assert not loop_rules.same_target("memory_system", "other_system", project)
 

@@ -255,7 +255,7 @@ def test_runs_dir_that_refuses_writes_is_named(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(fileio.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(fileio, "_mkstemp", refuse)
     with pytest.raises(UserError, match=rf"directory {tmp_path} is not writable \(Permission denied\)"):
         run_store.ensure_writable_dir(tmp_path)
 

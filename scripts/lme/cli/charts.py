@@ -16,7 +16,6 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.core import UserError
 from lme.store import HISTORY_CHART, PER_TYPE_CHART
-from lme.report import charts
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -25,6 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("out_dir", type=Path, help="directory for the PNG files")
     parser.add_argument("--history", type=Path, help="loop history (.md table or JSONL) for accuracy over rounds")
     args = parser.parse_args(argv)
+    from lme.report import charts  # after parsing: --help and usage errors need no chart code
     if not args.metrics_json.exists():
         raise UserError(f"{args.metrics_json} does not exist", fix="run scorecard.py for the run first")
     card = charts.load_card(args.metrics_json)

@@ -18,7 +18,6 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.core import UserError
-from lme.loop import branch as loop_git
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,6 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_revert = sub.add_parser("revert", help="git revert --no-edit a commit on the loop branch")
     p_revert.add_argument("sha", help="the commit to revert")
     args = parser.parse_args(argv)
+    from lme.loop import branch as loop_git  # after parsing: --help and usage errors need none of the loop
 
     if args.command == "commit":
         paths = list(args.paths) + (loop_git.state_paths(args.project) if args.state else [])

@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import config
 from lme.core import SYMBOLIC_FLAGS, UserError
-from lme.loop import LoopRunRequest, check_loop_run, loop_config, target_correct
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,6 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_tgt = sub.add_parser("target", help="print the strict-correct count that ends the loop for N items")
     p_tgt.add_argument("--n-total", type=int, required=True, help="items in the full set (e.g. 500)")
     args = parser.parse_args(argv)
+    from lme.core import config  # after parsing: --help and usage errors need neither the config nor the loop
+    from lme.loop import LoopRunRequest, check_loop_run, loop_config, target_correct
 
     if args.command == "target":
         if args.n_total < 1:

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import state
 from lme.core import PROPOSAL_FILE
 
 
@@ -66,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           help="decide although re-tested items ended in errors (they count as wrong)")
     args = parser.parse_args(argv)
     project = args.project
+    from lme.loop import state  # after parsing: --help and usage errors need none of the loop
     if args.command in STEP_COMMANDS:  # the steps need the venv; init, current, bump, blocked, status do not
         from lme.loop import steps
 

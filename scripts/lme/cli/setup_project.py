@@ -15,7 +15,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import re
@@ -24,9 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -340,6 +337,9 @@ def download(url: str, target: Path, *, expected_sha256: str | None, attempts: i
     A connection that drops mid-file is retried (resuming) up to ``attempts`` times in this call; a later run
     resumes from the ``.part`` left behind. A sha256 mismatch deletes the ``.part`` (its bytes cannot be trusted).
     """
+    import http.client  # here, not at the top: with ssl and email ~30 ms, and most setups download nothing
+    import urllib.error
+
     part = target.with_name(target.name + ".part")
     fileio.make_dirs(target.parent)
     last_error: Exception | None = None
@@ -381,6 +381,9 @@ def _got_bytes(part: Path) -> bool:
 
 def _fetch_into(url: str, part: Path, *, timeout: float) -> bool:
     """One request: append to ``part`` from its current size. True when the whole file is there."""
+    import urllib.error
+    import urllib.request  # here, as in download()
+
     have = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"User-Agent": "longmemeval-benchmarker-setup"})
     if have:

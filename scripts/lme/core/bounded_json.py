@@ -21,14 +21,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 from lme.core.errors import UserError
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
+    """The bounds of one reading. A NamedTuple, not a dataclass: every command loads this module, and
+    ``dataclasses`` costs the small ones ~8 ms of start-up (``inspect``)."""
+
     depth: int = 32
     """Containers (arrays, objects) nested in one another; LongMemEval items need 5 counting the file's array."""
     document_bytes: int = 64 << 20

@@ -10,10 +10,10 @@ import atexit
 import errno
 import gc
 import os
-import signal
 import sys
-import threading
-from typing import Callable, NoReturn, Sequence
+TYPE_CHECKING = False  # typing costs ~4 ms, and the Stop hook loads this module
+if TYPE_CHECKING:
+    from typing import Callable, NoReturn, Sequence
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -83,7 +83,13 @@ def storage_error_line(err: OSError) -> str | None:
 
 def _take_over_ctrl_c() -> None:
     """From here SIGINT is Python's KeyboardInterrupt again (caught above, or by the run's own handlers), not the
-    early exit ``entry_guard`` installed for the imports."""
-    if threading.current_thread() is threading.main_thread() and \
-            getattr(signal.getsignal(signal.SIGINT), "early_interrupt", False):
+    early exit ``entry_guard`` installed for the imports. The guard imports ``signal`` to install it, so without
+    ``signal`` loaded there is nothing to take over (and this module, which every command and users' targets load,
+    stays free of ``signal`` and ``threading``)."""
+    signal = sys.modules.get("signal")
+    if signal is None or not getattr(signal.getsignal(signal.SIGINT), "early_interrupt", False):
+        return
+    try:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: only the main thread's handlers can be set, and they stay the guard's
+        pass

@@ -24,12 +24,10 @@ passes its schemas in.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import stat
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -146,6 +144,8 @@ def sha256_file(path: str | os.PathLike[str], *, follow_symlinks: bool = False) 
     """The sha256 hex digest of a file's bytes, read in 1 MiB blocks (a 2.75 GB dataset is never read whole);
     never through a symbolic link unless ``follow_symlinks`` (a file the user named, which may be one).
     OSError as ``open`` raises it: each caller says what a missing or unreadable file means to it."""
+    import hashlib  # here, not at the top: most commands never hash a file, and hashlib costs ~3 ms to load
+
     digest = hashlib.sha256()
     with (open(path, "rb") if follow_symlinks else open_file(path, "rb")) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -237,7 +237,7 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     check_no_symlinks(path)  # mkstemp makes its file with O_EXCL: never through a link; os.replace replaces one
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = _mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as err:  # name the file the caller wrote, not a temporary name
         raise OSError(err.errno, err.strerror, str(path)) from err
     try:
@@ -312,7 +312,7 @@ def ensure_writable_dir(path: Path) -> Path:
     if not path.is_dir():
         raise UserError(f"{path} exists and is not a directory", fix="choose another runs_dir")
     try:
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".write-probe.")
+        fd, probe = _mkstemp(dir=path, prefix=".write-probe.")
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
@@ -712,3 +712,11 @@ class FileLock:
             import fcntl
 
             fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _mkstemp(**where: Any) -> tuple[int, str]:
+    """``tempfile.mkstemp``, imported on first use: ``tempfile`` (with ``shutil`` and ``random``) costs ~4 ms, and
+    many commands load this module only to read."""
+    import tempfile
+
+    return tempfile.mkstemp(**where)

@@ -21,9 +21,8 @@ from __future__ import annotations
 import copy
 import math
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from lme.core import command_names
 from lme.core import config_file
@@ -150,10 +149,10 @@ def size_problems(n_total: int | None, max_items: int | None) -> list[str]:
     return []
 
 
-@dataclass(frozen=True)
-class LoopRunRequest:
+class LoopRunRequest(NamedTuple):
     """A planned ``--loop`` run, as the hard rules read it: built from a run's settings (``of_settings``), or by a
-    command that checks before there are settings (``loop_guard.py check``)."""
+    command that checks before there are settings (``loop_guard.py check``). A NamedTuple, not a dataclass: the
+    loop's small commands load this module, and ``dataclasses`` costs them ~8 ms of start-up (``inspect``)."""
 
     n_total: int | None
     """Questions in the dataset file (None: unknown, which the rules refuse)."""
