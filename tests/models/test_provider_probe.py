@@ -124,3 +124,20 @@ def test_the_probe_refusal_comes_before_what_the_cost_gates_scan_refuses(tmp_pat
         run_benchmark.main(gated)
     assert "field question: required but missing" in str(refused.value) and fake_llm.requests == []
     assert not (project / ".longmemeval-benchmarks" / "runs").exists()
+
+
+def test_the_probe_builds_the_client_the_run_then_uses_at_the_default_timeout(tmp_path, fake_llm, monkeypatch):
+    """An SDK client costs ~0.1 s to build: the probe's shorter timeout goes on its request, not into a client of
+    its own that the run would then build again on the way to its first call. At the user's default timeout
+    (600 s), which the other tests' 5 s (below the probe's 30 s) would hide."""
+    from lme.models import provider_routes
+
+    built = []
+    real = provider_routes._build_client
+    monkeypatch.setattr(provider_routes, "_POOL", provider_routes._ClientPool())
+    monkeypatch.setattr(provider_routes, "_build_client", lambda *a, **k: built.append(a[:4]) or real(*a, **k))
+    project = make_project(tmp_path / "p", requestTimeoutSeconds=600)
+    register_answers(fake_llm)
+    assert run(project, "--max", "2", "--run-id", "r1") == 0
+    assert len(fake_llm.probes) == 2 and len(fake_llm.requests) == 4
+    assert [(kind, timeout) for kind, _, _, timeout in built] == [("openai", 600.0)]

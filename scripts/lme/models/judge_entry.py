@@ -53,7 +53,7 @@ def read_entry(settings: Any) -> JudgeEntry | None:
     routes = provider_probe._provider_settings(settings)
     try:
         route = provider_routes._route(settings.judge_provider, routes)
-        model = route.client(routes.timeout_s).models.retrieve(
+        model = route.client(float(settings.timeout_s)).models.retrieve(  # the run's client; the probe's timeout
             settings.judge_model, timeout=routes.timeout_s, extra_headers={provider_probe.PROBE_HEADER: "1"})
     except ProviderError:
         return None

@@ -157,7 +157,8 @@ def probe(settings: Any, *, only: Sequence[Use] | None = None) -> list[recent_pr
         return []
     at = time.time()
     with ThreadPoolExecutor(max_workers=len(todo), thread_name_prefix="probe") as pool:  # at once: one round trip
-        futures = {key: pool.submit(_probe_one, use, route, routes) for key, (use, route, _) in todo.items()}
+        futures = {key: pool.submit(_probe_one, use, route, routes, float(settings.timeout_s))
+                   for key, (use, route, _) in todo.items()}
     passed = []
     for key, future in futures.items():  # in the run's order (target first): the first refusal is the line
         if future.result():
@@ -177,7 +178,7 @@ def probe_error(use: Use, settings: Any) -> tuple[ProviderError | None, list[rec
         return None, []
     at = time.time()
     try:
-        _send(route, use.model, routes.timeout_s)
+        _send(route, use.model, routes.timeout_s, float(settings.timeout_s))
     except Exception as exc:  # noqa: BLE001 - classified; what is not an SDK error is re-raised by classify
         return provider_errors.classify(exc, use.provider, use.model, timeout_s=routes.timeout_s,
                                         key_env=provider_routes.key_env_for(use.provider, routes)), []
@@ -209,8 +210,11 @@ def forget() -> None:
         _SEEN.clear()
 
 
-def _send(route: Any, model: str, timeout: float) -> None:
-    client = route.client(timeout)
+def _send(route: Any, model: str, timeout: float, client_timeout: float) -> None:
+    """The probe's one request, ``timeout`` on the request itself, through the client the run then uses (built
+    with the run's ``client_timeout``): an SDK client costs ~0.1 s to build, and one built for the probe's shorter
+    timeout would leave the run to build its own on the way to its first call."""
+    client = route.client(client_timeout)
     headers = {PROBE_HEADER: "1"}
     messages = [{"role": "user", "content": "ping"}]
     if route.kind == "anthropic":
@@ -223,12 +227,12 @@ def _send(route: Any, model: str, timeout: float) -> None:
                                        extra_headers=headers)
 
 
-def _probe_one(use: Use, route: Any, routes: Any) -> bool:
+def _probe_one(use: Use, route: Any, routes: Any, client_timeout: float) -> bool:
     """True when the probe was answered; False when it failed in a way the run may start anyway; else UserError."""
 
     key_env = provider_routes.key_env_for(use.provider, routes)
     try:
-        _send(route, use.model, routes.timeout_s)
+        _send(route, use.model, routes.timeout_s, client_timeout)
         return True
     except Exception as exc:  # noqa: BLE001 - classified below; what is not an SDK error is re-raised there
         err = provider_errors.classify(exc, use.provider, use.model, timeout_s=routes.timeout_s, key_env=key_env)
