@@ -151,3 +151,28 @@ def test_the_record_splits_fixes_and_regressions_by_the_recorded_parts_of_the_tr
     assert parts["failing"] == {"n": 2, "fixes": 2, "regressions": 0}
     assert parts["control"] == {"n": 3, "fixes": 0, "regressions": 2} and record["retest_set"]["recorded"]
     assert sorted(record["retest_ids"]) == sorted(retest)
+
+
+def test_a_re_test_judged_by_a_successor_is_refused_against_an_official_snapshot(project, capsys):
+    """The official judge retires on 2027-01-14: a round whose baseline the official judge labelled and whose
+    re-test a successor labelled compares two judges. decide refuses it in one line, --allow-errors or not, and
+    logs nothing."""
+    run_dir, retest, types = _round(project, fixes=2, regressions=0)
+    successor = {"official": False, "successor": True, "provider": "openai", "model": "o3-2025-04-16",
+                 "requested_model": "o3-2025-04-16"}
+    write_run(project, "loop", types, {q: True for q in retest},
+              rows={q: make_row(q, types[q], True, judgment=successor) for q in retest})
+    for extra in ([], ["--allow-errors"]):
+        code = run_main(decide_cli.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop", *extra])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"different judges on {len(retest)} item(s)" in err and "the successor openai:o3-2025-04-16" in err
+    assert not (project / ".longmemeval-benchmarks/decisions.jsonl").exists()
+
+
+def test_an_official_verdict_from_the_archive_or_the_cache_is_the_same_judge(project):
+    run_dir, retest, types = _round(project, fixes=2, regressions=0)
+    archived = {"source": "archive"}
+    write_run(project, "loop", types, {q: True for q in retest},
+              rows={q: make_row(q, types[q], True, judgment=archived) for q in retest})
+    assert decide.run_decision(project, "v1", "loop")["net"] == 2

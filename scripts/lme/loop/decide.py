@@ -154,6 +154,42 @@ def run_decision(
     return _log_decision(project, record, retest, apply=apply)
 
 
+def judge_of(row: ResultRow) -> str | None:
+    """Who made a row's verdict, as one name (None: not judged): the official judge (a call, the call cache or the
+    verdict archive alike), else ``provider:model``, marked when it is the run's successor judge."""
+    verdict = row.judgment
+    if verdict is None:
+        return None
+    if verdict.official:
+        return "the official judge"
+    return f"{'the successor ' if verdict.successor else ''}{verdict.provider}:{verdict.requested_model}"
+
+
+def judge_mismatches(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]
+                     ) -> list[tuple[str, str, str]]:
+    """``(question_id, snapshot's judge, run's judge)`` for each item both judged, by different judges: a run that
+    met a retired official judge mid-loop and judged its re-test with a successor, or a judge changed by hand."""
+    out = []
+    for q, row in run_rows.items():
+        before, after = (judge_of(snapshot_rows[q]) if q in snapshot_rows else None), judge_of(row)
+        if before is not None and after is not None and before != after:
+            out.append((q, before, after))
+    return out
+
+
+def _refuse_mixed_judges(round_no: int, run_id: str, snap_rows: Mapping[str, ResultRow],
+                         run_rows: Mapping[str, ResultRow]) -> None:
+    """A keep or revert on items judged by two judges would measure the judges, not the fix: refused, always."""
+    mixed = judge_mismatches(snap_rows, run_rows)
+    if mixed:
+        q, before, after = mixed[0]
+        raise UserError(
+            f"snapshot v{round_no} and run {run_id} were judged by different judges on {len(mixed)} item(s) "
+            f"(e.g. {q}: {before} before, {after} after): their difference is not the fix's",
+            fix="judge the baseline and the re-test with one judge: take a new baseline judged by the judge the "
+                "re-test used (rounds.py begin on a full run), then re-test the fix against it")
+
+
 def _ready_pair(project: Path, snapshot: str, run_id: str, *, allow_errors: bool) -> _ReadyPair:
     """Load the snapshot and the run; refuse a run not ready to be judged unless ``allow_errors``."""
     round_no = loop_state.parse_snapshot(snapshot)
@@ -163,6 +199,7 @@ def _ready_pair(project: Path, snapshot: str, run_id: str, *, allow_errors: bool
     run_dir = run_store.existing_run_dir(project, run_id)
     snap_rows = run_store.load_results(snap_dir)
     run_rows = run_store.load_results(run_dir)
+    _refuse_mixed_judges(round_no, run_id, snap_rows, run_rows)
     problems = readiness_problems(snap_rows, run_rows)
     if problems and not allow_errors:
         raise UserError(
