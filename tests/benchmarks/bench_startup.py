@@ -14,7 +14,7 @@ more than its noise is marked ``SLOWER``. ``modules`` counts the modules each st
 under ``-X importtime``): the same figure on any machine, and where a slower start usually comes from. Both trees run with
 their bytecode cached, as an installed plugin does (``_trees.python_env``), after one untimed start of each script.
 The machine is shared: read the ratios (after / before, measured side by side) and the CPU seconds, not the absolute
-wall seconds. No data is needed; about 1 minute on 2 cores at the default ``--repeat``.
+wall seconds. No data is needed; about 3 minutes on 2 cores at the defaults.
 """
 
 from __future__ import annotations
