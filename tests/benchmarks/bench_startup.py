@@ -11,8 +11,9 @@ alternate in every round (which goes first alternates too); a round's figure is 
 a row (a shared machine only ever adds time to a start), each figure is the median of ``--repeat`` rounds, and its
 noise is the spread of the rounds (the median absolute deviation, as a share of the median). A ratio above 1 by
 more than its noise is marked ``SLOWER``. ``modules`` counts the modules each start loads (from one untimed start
-under ``-X importtime``): the same figure on any machine, and where a slower start usually comes from. Both trees run with
-their bytecode cached, as an installed plugin does (``_trees.python_env``), after one untimed start of each script.
+under ``-X importtime``): the same figure on any machine, and where a slower start usually comes from. Both trees
+run with their bytecode cached, as an installed plugin does (``_trees.python_env``), after one untimed start of
+each script.
 The machine is shared: read the ratios (after / before, measured side by side) and the CPU seconds, not the absolute
 wall seconds. No data is needed; about 3 minutes on 2 cores at the defaults.
 """
