@@ -46,8 +46,6 @@ LAZY_IMPORTS_ALLOWED: Mapping[tuple[str, str], str] = {
                                                 "ours",
     ("core.cli_parser", "core.unattended"): "only a parsed command line is checked against a loop session: --help "
                                             "and usage errors exit before it (start-up measured side by side)",
-    ("report.charts", "score.scorecard_record"): "the records load with the chart they draw; charts.py --help "
-                                                 "needs neither (start-up measured side by side)",
     ("loop.state", "score.scorecard_record"): "the Stop hook and rounds.py status import loop_state on every "
                                                    "stop: the scorecard's record classes (~60 ms) only when a step "
                                                    "is logged",

@@ -13,10 +13,7 @@ from lme.core import fileio
 
 from lme.core.errors import UserError
 from lme.core.fileio import write_atomic_bytes
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # the records load with the chart they draw: `charts.py --help` needs neither (start-up)
-    from lme.score.scorecard_record import Figures, Scorecard
+from lme.score.scorecard_record import Figures, Scorecard, require
 
 SHORT_TYPE_NAMES = {
     "single-session-user": "SS-user",
@@ -90,8 +87,6 @@ def per_type_chart(card: Scorecard, out_png: Path) -> Path:
 
 def per_type_figure(card: Scorecard) -> Any:
     """``per_type_chart``'s matplotlib figure (tests measure where its texts land)."""
-    from lme.score.scorecard_record import require
-
     card = require(card)
     per_type = card.per_type
     names = [t for t, _ in card.types_present()]
@@ -209,6 +204,4 @@ def load_card(path: Path) -> Scorecard:
     the file."""
     data = fileio.read_json(Path(path), fix="re-run scorecard.py for the run")
     check_card(data, str(path))
-    from lme.score.scorecard_record import Scorecard
-
     return Scorecard.from_dict(data)
