@@ -6,10 +6,12 @@ Also the cost gate's and ``--max-cost``'s source of estimates. What is exact and
   are exact where the target can build them before the run (memory-ref's reader assumes a facts block: see
   ``plugins/memory_ref/preview.py``). Output is counted at ``max_tokens``, an upper bound. A target with neither
   function is unknown. ``command`` and ``python`` targets make their own model calls, which are not ours to count.
-- judge: sized from the question, the gold answer and an assumed hypothesis length (a hypotheses run: the file's
-  own hypothesis, and no call for a question the file lacks); two output tokens.
+- judge: sized from the question, the gold answer and an assumed hypothesis length; two output tokens. A
+  hypotheses run's judge prompts are exact (``judge_preview``: the file's own hypothesis, no call for a question
+  the file lacks), and a call the verdict archive or the call cache would serve is free, as it is in the run; a
+  run that generates its answers has every judge call counted.
 - calls found in the call cache (when the run reads it) and repeats of an identical request in the run are free;
-  so are the facts a target caches itself (memory-ref's writer). Judge calls are always counted.
+  so are the facts a target caches itself (memory-ref's writer).
 - tokens: the provider layer's estimate (characters / 4); dollars: ``prices.py`` (a model not in it is unknown,
   never free); time: a per-call latency model, divided by the concurrency: a rough figure to plan with.
 """
@@ -34,8 +36,9 @@ from lme.models import prices
 from lme.models import provider_probe
 from lme.models import providers
 from lme.models import batch_api
-from lme.run import batch_runner
+from lme.run import batch_runner, judge_preview
 from lme.run.estimate_record import Estimate
+from lme.core.errors import UserError
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
@@ -102,8 +105,14 @@ class Estimator:
         self.previewable = any(hasattr(self.module, f) for f in ("prepare_requests_by_role", "prepare_requests"))
         self.self_cached_roles = set(getattr(self.module, "CACHED_ROLES", ()))
         self.judge_model = resolve_judge_model(settings.judge_model)
+        self.judge_provider = settings.judge_provider
+        if settings.official_judge_gone and settings.successor is not None:  # the successor makes the calls
+            self.judge_provider, self.judge_model = settings.successor
         self.known_hypotheses = settings.target == hypotheses_file.TARGET
         """A hypotheses run: each judge call is sized with the file's hypothesis (none: an error row, no call)."""
+        self.judge_previewer = _previewer(settings)
+        """A hypotheses run's exact judge calls (None: not one, or upstream's checkout is missing, which the run's
+        own checks refuse; the estimate then sizes the judge as for any run)."""
 
     def target_calls(self, q: Question) -> list[Call] | None:
         """The target's calls for ``q``; None when the target cannot preview them."""
@@ -130,7 +139,15 @@ class Estimator:
                 return None
             hypothesis_tokens = providers.estimate_tokens(text)
         tin = JUDGE_TEMPLATE_TOKENS + providers.estimate_tokens(f"{q.question} {q.answer}") + hypothesis_tokens
-        return Call("judge", self.settings.judge_provider, self.judge_model, tin, JUDGE_OUTPUT_TOKENS)
+        return Call("judge", self.judge_provider, self.judge_model, tin, JUDGE_OUTPUT_TOKENS)
+
+    def previewed_judge_call(self, q: Question) -> tuple[Call, judge_preview.JudgeCall] | None:
+        """A hypotheses run's judge call of ``q``, exact (needs ``judge_previewer``); None when it makes none."""
+        preview = self.judge_previewer.call(q)
+        if preview is None:
+            return None
+        call = Call("judge", self.judge_provider, self.judge_model, preview.prompt_tokens, JUDGE_OUTPUT_TOKENS)
+        return call, preview
 
     def item_usd(self, q: Question) -> float | None:
         """An upper-bound price of ``q`` alone (no cache, no repeats): what ``--max-cost`` reserves in flight."""
@@ -143,6 +160,15 @@ class Estimator:
                 return None
             total += usd
         return total
+
+
+def _previewer(settings: RunSettings) -> judge_preview.JudgePreviewer | None:
+    if not judge_preview.applies(settings):
+        return None
+    try:
+        return judge_preview.JudgePreviewer(settings)
+    except UserError:
+        return None
 
 
 def run_is_finished(settings: RunSettings, run_id: str | None) -> bool:
@@ -197,6 +223,9 @@ class EstimateTally:
         self.est = Estimator(settings)
         self.roles: dict[str, StageTotals] = {}
         self.judge = StageTotals()
+        self.archived_judge_calls = 0
+        self.previewed: list[tuple[Call, judge_preview.JudgeCall]] = []
+        """A hypotheses run's judge calls, decided in ``result`` with one look at the call cache for all of them."""
         self.seen: set[str] = set()
         self.items = 0
         self.unknown = 0
@@ -223,12 +252,37 @@ class EstimateTally:
             repeat = call.key in self.seen and (settings.cache_read or call.stage in est.self_cached_roles)
             self.roles.setdefault(call.stage, StageTotals()).add(call, free=repeat or call.key in in_cache)
             self.seen.add(call.key)
+        if est.judge_previewer is not None:
+            previewed = est.previewed_judge_call(q)
+            if previewed is not None:
+                self.previewed.append(previewed)
+            return
         judge_call = est.judge_call(q)
         for _ in range(max(1, settings.judge_repeat) if judge_call else 0):  # --judge-repeat K: K calls per item
             self.judge.add(judge_call, free=False)
 
     def result(self) -> Estimate:
-        return _totals(self.settings, self.est, self.roles, self.judge, self.items, self.unknown)
+        self._settle_previewed()
+        return _totals(self.settings, self.est, self.roles, self.judge, self.items, self.unknown,
+                       self.archived_judge_calls)
+
+    def _settle_previewed(self) -> None:
+        """Each previewed judge call as the run will treat it (``item_runner.judge``): the archive's verdict, else
+        the cache's reply (official judge first, then the successor), else a call; ``--judge-repeat`` K adds K-1
+        calls that bypass both. None is left to call once the official judge is gone with no successor."""
+        previewed, self.previewed = self.previewed, []
+        keys = [key for _, preview in previewed if not preview.archived for key in preview.cache_keys]
+        in_cache = judge_preview.cached(self.settings, keys)
+        for call, preview in previewed:
+            if preview.archived:
+                self.archived_judge_calls += 1
+            elif any(key in in_cache for key in preview.cache_keys):
+                self.judge.add(call, free=True)
+            elif preview.paid is not None:
+                self.judge.add(call, free=False)
+            if preview.paid is not None:
+                for _ in range(max(1, self.settings.judge_repeat) - 1):
+                    self.judge.add(call, free=False)
 
 
 def estimate(settings: RunSettings, run_id: str | None = None) -> Estimate:
@@ -240,7 +294,7 @@ def estimate(settings: RunSettings, run_id: str | None = None) -> Estimate:
 
 
 def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals], judge: StageTotals, items: int,
-            unknown: int) -> Estimate:
+            unknown: int, archived_judge_calls: int = 0) -> Estimate:
     generation = StageTotals()
     for totals in roles.values():
         generation.calls += totals.calls
@@ -254,10 +308,15 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
         generation.usd = None
     concurrency = settings.concurrency
     total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
-    sized = ("each judge call sized with the file's own hypothesis" if est.known_hypotheses
-             else f"judge hypothesis assumed {ASSUMED_HYPOTHESIS_TOKENS} tokens")
+    if est.judge_previewer is not None:
+        sized = "each judge prompt exact, sized with the file's own hypothesis"
+        judged = "judge calls the verdict archive or the call cache would serve are free"
+    else:
+        sized = ("each judge call sized with the file's own hypothesis" if est.known_hypotheses
+                 else f"judge hypothesis assumed {ASSUMED_HYPOTHESIS_TOKENS} tokens")
+        judged = "judge calls are all counted"
     notes = [f"tokens ~ chars/4; generation output counted at max_tokens; {sized}; latency model in dry_run.py",
-             "calls in the call cache and repeated identical calls are free; judge calls are always counted"]
+             f"calls in the call cache and repeated identical calls are free; {judged}"]
     if settings.target in OWN_CALLS_TARGETS:
         notes.append(f"target {settings.target} makes its own model calls: not counted (only the judge is ours)")
     if unknown:
@@ -279,7 +338,8 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
             "by_role": {role: {"calls": t.calls, "cached_calls": t.cached_calls, "tokens_in": t.tokens_in,
                                "tokens_out_max": t.tokens_out, "usd_max": t.usd} for role, t in roles.items()},
         },
-        "judge": {"calls": judge.calls, "tokens_in": judge.tokens_in, "tokens_out": judge.tokens_out,
+        "judge": {"calls": judge.calls, "cached_calls": judge.cached_calls, "archived_calls": archived_judge_calls,
+                  "tokens_in": judge.tokens_in, "tokens_out": judge.tokens_out,
                   "usd": judge.usd, "seconds": round(judge.seconds / concurrency, 1),
                   "unpriced_models": sorted(judge.unpriced)},
         "total_usd_max": total_usd,
@@ -287,9 +347,17 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
         "seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
         "concurrency": concurrency,
         "target": f"{settings.target} {settings.target_provider}:{settings.target_model}",
-        "judge_model": f"{settings.judge_provider}:{est.judge_model}",
+        "judge_model": _judge_named(settings, est),
         "note": "; ".join(notes),
     })
+
+
+def _judge_named(settings: RunSettings, est: Estimator) -> str:
+    """The judge the estimate prices: the successor once the start-up check found the official judge gone."""
+    if settings.official_judge_gone and settings.successor is not None:
+        official = f"{settings.judge_provider}:{resolve_judge_model(settings.judge_model)}"
+        return f"{est.judge_provider}:{est.judge_model} (successor: {official} is gone)"
+    return f"{est.judge_provider}:{est.judge_model}"
 
 
 BATCH_TIME = "most batches end within 1 h, at most 24 h (the providers' completion window)"
@@ -386,7 +454,10 @@ def format_block(result: Estimate) -> str:
         lines.append(f"  {'target':<10} unknown for {result.items_without_prompt_preview} items (no preview)")
     elif not roles:
         lines.append(f"  {'target':<10}       0 calls")
-    lines.append(stage("judge", j.calls, 0, j.tokens_in, j.tokens_out, j.usd, False))
+    judge_line = stage("judge", j.calls, j.cached_calls, j.tokens_in, j.tokens_out, j.usd, False)
+    if j.archived_calls:
+        judge_line += f"  (+{j.archived_calls:,} from the verdict archive, free)"
+    lines.append(judge_line)
     unpriced = sorted(set(g.unpriced_models) | set(j.unpriced_models))
     total = dollars(result.total_usd_max, bound=True)
     if unpriced:

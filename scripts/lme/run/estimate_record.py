@@ -55,7 +55,9 @@ class GenerationEstimate:
 
 @dataclass(frozen=True)
 class JudgeEstimate:
-    """The judge's calls (always counted: a verdict is never assumed cached)."""
+    """The judge's calls. Counted unless the run is known to make none: a hypotheses run's exact judge prompt with
+    an archived official verdict (``archived_calls``) or its exact request in the call cache (``cached_calls``);
+    a run that generates its answers has every judge call counted (its hypotheses are not known before it runs)."""
 
     calls: int
     tokens_in: int
@@ -63,14 +65,18 @@ class JudgeEstimate:
     usd: float | None
     seconds: float
     unpriced_models: tuple[str, ...]
+    cached_calls: int = 0
+    archived_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "usd": self.usd,
+        return {"calls": self.calls, "cached_calls": self.cached_calls, "archived_calls": self.archived_calls,
+                "tokens_in": self.tokens_in, "tokens_out": self.tokens_out, "usd": self.usd,
                 "seconds": self.seconds, "unpriced_models": list(self.unpriced_models)}
 
     @classmethod
     def from_dict(cls, d: Json) -> "JudgeEstimate":
-        return cls(d["calls"], d["tokens_in"], d["tokens_out"], d["usd"], d["seconds"], tuple(d["unpriced_models"]))
+        return cls(d["calls"], d["tokens_in"], d["tokens_out"], d["usd"], d["seconds"], tuple(d["unpriced_models"]),
+                   int(d.get("cached_calls", 0)), int(d.get("archived_calls", 0)))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ run uses:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -27,8 +26,7 @@ from lme.core.errors import UserError
 from lme.core.facts import HYPOTHESES_TARGET, is_official_judge, is_offline
 from lme.judge import agreement as judge_agreement, official as judge_official, request_shapes as judge_shapes, verdict_archive
 from lme.models import judge_entry, provider_probe, recent_probes
-from lme.run import dry_run
-from lme.targets import generation_driver
+from lme.run import dry_run, judge_preview
 from lme.run.settings import RunSettings
 
 
@@ -36,26 +34,17 @@ def archive_covers(settings: RunSettings, run_id: str | None) -> tuple[int, int]
     """``(pending items, items needing a judge call)`` of a ``--hypotheses`` run with the official judge and a
     verdict archive; None for any other run (its hypotheses are not known before it runs). An item the file has
     no line for needs no judge (it is an error row)."""
-    if settings.target != HYPOTHESES_TARGET or not is_official_judge(settings.judge_provider, settings.judge_model):
+    if not judge_preview.applies(settings) or not is_official_judge(settings.judge_provider, settings.judge_model):
         return None
     archive = verdict_archive.for_project(settings.project)
     if archive is None or not len(archive):
         return None
-    module = generation_driver.load_target(settings.target)
-    builder = judge_official.load_prompt_builder(settings.longmemeval_root)
+    previewer = judge_preview.JudgePreviewer(settings)
     pending = needed = 0
     for q in dry_run.pending_questions(settings, run_id):
         pending += 1
-        text = module.preview(q.question_id, settings.target_options)
-        if text is None:
-            continue
-        try:
-            prompt = judge_official.build_prompt(builder, q.question_type, q.question, q.answer, text,
-                                                 abstention=q.abstention, question_id=q.question_id)
-        except judge_official.JudgeInputError:
-            continue  # a judge_input error row: no call either
-        sha = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
-        needed += archive.lookup(sha, settings.judge_model) is None
+        call = previewer.call(q)
+        needed += call is not None and not call.archived
     return pending, needed
 
 
