@@ -34,7 +34,7 @@ Models as the real API treats them: ``gone_models = {model or deployment: 404 | 
 it (probes too) with 404 ``model_not_found`` or 410 Gone, and ``GET /v1/models/{id}`` the same; ``model_swap =
 {requested: returned}`` names another model in the response (an alias moved on, an Azure auto-upgrade);
 ``model_entries = {id: {"shutdown_date": ...}}`` adds fields to ``GET /v1/models/{id}`` (logged in
-``model_lookups``, not ``requests``). Reasoning models (``o1``, ``o3-mini``, ``gpt-5*``: ``REASONING_MODEL``) answer
+``model_lookups``, not ``requests``; ``latency`` applies to it, as to any request). Reasoning models (``o1``, ``o3-mini``, ``gpt-5*``: ``REASONING_MODEL``) answer
 400 to ``max_tokens`` and to a ``temperature`` other than 1, with OpenAI's wording; ``o3-mini`` comes back as
 ``o3-mini-2025-01-31``. A proxy path (``/api.openai.com/v1/chat/completions``) is served as ``/v1/...``.
 
@@ -665,6 +665,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "GET" and path.startswith("/v1/models"):
             self._entry = fake._log(path, dict(self.headers.items()), None, raw, query)
             self._rate_headers = {}
+            fake.sleep(fake._delay())  # a round trip like any other: a run that reads the list waits for it
             self._models(path)
             return
         try:

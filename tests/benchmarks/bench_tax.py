@@ -8,6 +8,8 @@ side in one run. Prints figures with their goals.
    at ``--latency`` s per call and ``--concurrency``, as a user runs it: no ``--yes`` (the cost gate's estimate),
    the probe, and the scorecard, charts and report.html at the end, at the default request timeout (600 s).
    *Cold*: a new project (no stored dataset scan, no recent probe); *warm*: the next new run in the same project.
+   The server answers the official judge's model-list read after ``--latency`` too, as a real API takes a round
+   trip for it (before 2026-12-02 it answered at once, so figures from then leave that round trip out).
    Figures: seconds from the process start to the run's first model call (the probe is not one), from the last
    reply to the process's exit, the wall time over the ideal (items x 2 calls x latency / concurrency), peak RSS.
    Goals: first call <= 1.0 s, last reply -> exit <= 1.0 s. Beside the first call, the SDK alone: a bare python

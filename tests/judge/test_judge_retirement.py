@@ -76,6 +76,7 @@ def archived_project(tmp_path: Path, fake_llm, capsys) -> tuple[Path, Path]:
     archive = tmp_path / "verdicts.jsonl"
     assert judge_shim.main(["export-verdicts", "--project", str(project), "--out", str(archive)]) == 0
     assert judge_shim.main(["import-verdicts", str(archive), "--project", str(project)]) == 0
+    (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()  # the day after: long expired
     capsys.readouterr()
     fake_llm.reset()
     return project, hyps
@@ -266,6 +267,17 @@ def test_the_countdown_is_read_from_the_model_list_at_the_probe_and_in_preflight
     assert any(line.startswith("WARN the official judge") and "2027-01-14" in line for line in out.splitlines())
 
 
+def test_the_model_list_read_and_the_judge_probe_cost_one_round_trip_not_two(fake_llm, tmp_path):
+    """Both start-up requests for the official judge go at once: the second does not wait for the first's reply."""
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    fake_llm.latency = 0.4
+    assert run(project, "--max", "1") == 0
+    (lookup,) = fake_llm.model_lookups
+    judge_probes = [p for p in fake_llm.probes if p["body"]["model"].startswith("gpt-4o")]
+    assert judge_probes and all(abs(p["t"] - lookup["t"]) < 0.3 for p in judge_probes)
+
+
 def test_archive_status_counts_what_has_no_official_verdict_and_prices_it(fake_llm, tmp_path, capsys,
                                                                         upstream_prompt):
     project, hyps = archived_project(tmp_path, fake_llm, capsys)
@@ -359,6 +371,7 @@ def test_the_day_after_one_command_scores_490_archived_and_10_by_a_calibrated_re
     capsys.readouterr()
 
     fake_llm.gone_models[OFFICIAL] = 404  # the official judge is gone, everywhere
+    (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()  # the day after: long expired
     fake_llm.reset()
     write(changed=10)
     assert run(project, "--hypotheses", str(hyps), "--run-id", "after", "--successor", "openai:o3-mini",

@@ -102,3 +102,50 @@ def test_a_record_from_the_future_or_unreadable_is_a_miss(tmp_path):
     assert not recent_probes.recent(tmp_path, fp, now=now - 60)  # the clock went back: the stamp is no proof
     (tmp_path / recent_probes.FILE).write_text("{not json")
     assert not recent_probes.recent(tmp_path, fp)
+
+
+# --------------------------------------------------------------------------- the official judge's model-list entry
+
+
+def test_the_judges_list_entry_is_remembered_with_its_probe_so_a_warm_run_sends_nothing(tmp_path, fake_llm, capsys):
+    """A warm run neither reads the model list nor probes, and still prints the countdown the list gave."""
+    project = make_project(tmp_path / "p", cacheEnabled=False)
+    register_answers(fake_llm)
+    fake_llm.model_entries["gpt-4o-2024-08-06"] = {"shutdown_date": "2027-01-14"}
+    assert run(project, "--max", "1") == 0
+    assert len(fake_llm.model_lookups) == 1 and len(fake_llm.probes) == 2
+    assert set(record(project)["listed"].values()) == {"2027-01-14"}
+    capsys.readouterr()
+    assert run(project, "--max", "1") == 0
+    assert len(fake_llm.model_lookups) == 1 and len(fake_llm.probes) == 2  # nothing sent before the first call
+    assert "is retired on 2027-01-14" in capsys.readouterr().err
+
+
+def test_from_a_day_before_the_shutdown_every_run_reads_the_list_again(tmp_path, fake_llm, monkeypatch):
+    from lme.models import judge_entry
+
+    project = make_project(tmp_path / "p", cacheEnabled=False)
+    register_answers(fake_llm)
+    assert run(project, "--max", "1") == 0  # the list gives no date: the announced one counts
+    monkeypatch.setattr(judge_entry, "_today", lambda: judge_entry.dt.date(2027, 1, 13))
+    assert run(project, "--max", "1") == 0
+    assert len(fake_llm.model_lookups) == 2  # read again; the probe itself still stands (passed a moment ago)
+    fake_llm.gone_models["gpt-4o-2024-08-06"] = 404  # and so a retirement is seen before anything is written
+    with pytest.raises(UserError, match="is gone"):
+        run(project, "--max", "1", "--run-id", "late")
+    assert not (project / ".longmemeval-benchmarks" / "runs" / "late").exists()
+
+
+def test_a_remembered_entry_that_is_not_a_date_is_not_used(tmp_path):
+    fp = recent_probes.fingerprint("openai", None, KEY, "gpt-4o-2024-08-06")
+    now = recent_probes.time.time()
+    recent_probes.remember(tmp_path, [recent_probes.Passed(fp, now, listed=True, shutdown_date="2027-01-14")])
+    assert recent_probes.listing(tmp_path, fp) == (True, "2027-01-14")
+    path = tmp_path / recent_probes.FILE
+    data = json.loads(path.read_text())
+    for bad in ("2027-13-45", "soon", 20270114, "2027-01-14T00:00:00Z"):
+        data["listed"][fp] = bad
+        path.write_text(json.dumps(data))
+        assert recent_probes.listing(tmp_path, fp) == (False, None)
+    recent_probes.remember(tmp_path, [recent_probes.Passed(fp, now)])  # a probe without its list: no entry
+    assert recent_probes.listing(tmp_path, fp) == (False, None) and recent_probes.recent(tmp_path, fp)

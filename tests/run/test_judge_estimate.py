@@ -131,6 +131,7 @@ def test_the_official_judge_gone_prices_the_rest_at_the_successor_and_nothing_wi
     project, hyps = judged_once(tmp_path, fake_llm, capsys, archive=True, confirmCostUsd=0)
     write_hyps(hyps, changed=3)
     fake_llm.gone_models[OFFICIAL] = 404
+    (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()  # the day after: long expired
     gated = ["--project", str(project), "--progress", "quiet", "--no-scorecard", "--hypotheses", str(hyps)]
     assert run_main(run_benchmark.main, [*gated, "--successor", "openai:o3-mini", "--run-id", "s"]) == 5
     out = capsys.readouterr().out

@@ -6,21 +6,25 @@ and a successor instead of stopping.
   have no such entry): the entry's ``shutdown_date`` where present, or ``gone`` when the list answers 404/410.
 - ``countdown_line(entry)``: "the official judge gpt-4o-2024-08-06 is retired on 2027-01-14 (in N days): archive
   your verdicts now (...)". Pre-flight prints it, and so does the run's probe.
-- ``status(settings)``: the entry, then (unless the list already said gone) the probe's one smallest call; a 404 or
-  410 there is ``gone`` too. Any other refusal is the probe's one line (``UserError``).
+- ``status(settings)``: the entry and the probe's one smallest call, at once (one round trip, not two); a 404 or
+  410 from either is ``gone``. Any other refusal is the probe's one line (``UserError``). Both passed a moment ago
+  on the same route, key and model (``recent_probes``): neither is sent, and the countdown comes from the entry
+  remembered with the probe.
 
 The model-list read carries the probe header, like the probe; it is free (no tokens).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from lme.core.errors import UserError
-from lme.core.facts import OFFICIAL_JUDGE_MODEL, is_official_judge
+from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_SHUTDOWN, is_official_judge
 from lme.models import provider_errors, provider_probe, provider_routes, recent_probes
 from lme.models.provider_errors import ProviderError
 
@@ -43,6 +47,39 @@ class JudgeEntry:
 
 def _use(settings: Any) -> provider_probe.Use:
     return provider_probe.Use("judge", settings.judge_provider, settings.judge_model)
+
+
+def _remembered(settings: Any, use: provider_probe.Use) -> JudgeEntry | None:
+    """The entry a run on the same route, key and model read a moment ago, its probe passing in the same moment
+    (``recent_probes.listing``); None when there is none, the list is not this judge's to read, or the shutdown date
+    it gave (or the announced one) is a day away or past: around the retirement every run asks for itself."""
+    if settings.judge_provider != "openai" or not is_official_judge(settings.judge_provider, settings.judge_model):
+        return None
+    try:
+        found, shutdown_date = recent_probes.listing(getattr(settings, "cache_dir", None),
+                                                     provider_probe.fingerprint(use, settings))
+    except ProviderError:
+        return None
+    if not found or _near(shutdown_date):
+        return None
+    return JudgeEntry(shutdown_date=shutdown_date)
+
+
+def _near(shutdown_date: str | None, today: dt.date | None = None) -> bool:
+    """The judge's shutdown (the list's date, else the announced ``OFFICIAL_JUDGE_SHUTDOWN``) is a day away or
+    past: a remembered entry is not trusted then, and every run asks the list and probes the judge itself."""
+    today = today or _today()
+    return (dt.date.fromisoformat(shutdown_date or OFFICIAL_JUDGE_SHUTDOWN) - today).days <= 1
+
+
+def _today() -> dt.date:
+    return dt.datetime.now(dt.timezone.utc).date()
+
+
+def _say_countdown(entry: JudgeEntry | None) -> None:
+    line = countdown_line(entry)
+    if line is not None:
+        print(line, file=sys.stderr, flush=True)
 
 
 def read_entry(settings: Any) -> JudgeEntry | None:
@@ -96,19 +133,28 @@ def countdown_line(entry: JudgeEntry | None, today: dt.date | None = None) -> st
 
 
 def status(settings: Any) -> tuple[JudgeEntry, list[recent_probes.Passed]]:
-    """The official judge before a run: the list's entry (printing the countdown), then the probe call unless the
-    list said gone (or it passed a moment ago: ``recent_probes``); with the probe that passed now. Raises
+    """The official judge before a run: the list's entry (printing the countdown) and the probe call (unless it
+    passed a moment ago: ``recent_probes``), sent at once, so the two cost one round trip; with the probe that
+    passed now. When the list says gone, the probe's answer (a 404 of its own, free) is not looked at. Raises
     UserError for a refusal that is not 'gone' (a bad key, no credit, no host)."""
-    entry = read_entry(settings)
-    line = countdown_line(entry)
-    if line is not None:
-        print(line, file=sys.stderr, flush=True)
-    if entry is not None and entry.gone:
-        return entry, []
     use = _use(settings)
+    remembered = _remembered(settings, use)
+    if remembered is not None:
+        _say_countdown(remembered)
+        return remembered, []
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-status") as pool:
+        listed = pool.submit(read_entry, settings)
+        probed = pool.submit(provider_probe.probe_error, use, settings)
+        entry = listed.result()
+        _say_countdown(entry)
+        if entry is not None and entry.gone:
+            probed.exception()  # waited for, never raised: the list has answered for it
+            return entry, []
+        err, passed = probed.result()
+    if entry is not None:  # the list answered: the next run a moment later need not read it again
+        passed = [dataclasses.replace(p, listed=True, shutdown_date=entry.shutdown_date) for p in passed]
     routes = provider_probe._provider_settings(settings)
     key_env = provider_routes.key_env_for(use.provider, routes)
-    err, passed = provider_probe.probe_error(use, settings)
     if err is None:
         return entry or JudgeEntry(), passed
     if err.kind == "not_found":

@@ -204,6 +204,12 @@ def _where_to(use: Use, routes: Any, settings: Any) -> tuple[Any, tuple[str, str
     return route, key, memo
 
 
+def fingerprint(use: Use, settings: Any) -> str:
+    """``use``'s ``recent_probes`` fingerprint on the run's route and key."""
+    route = provider_routes._route(use.provider, _provider_settings(settings))
+    return recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
+
+
 def forget() -> None:
     """Forget the probes made so far (a long-lived process whose keys or servers changed; tests)."""
     with _SEEN_LOCK:

@@ -9,14 +9,20 @@ the file holds neither a key nor a hash of a key alone, and a change of any one 
 never reused across endpoints, keys or models.
 
 Only a probe that was answered is remembered; one that failed, even with a fault the run itself would retry, is
-not. The record is written once the run really started (``run_driver.execute``'s ``on_start``), so a run refused
-after its probe leaves nothing behind. An unreadable, oversized or future-dated record is a miss.
+not. With the official judge's probe goes what its model-list entry said in the same moment (``Passed.listed``:
+its ``shutdown_date``, or none), so the next run within ``TTL_S`` prints the countdown without reading the list
+again (``listing``): a warm run starts with no round trip at all. From a day before the judge's shutdown date on,
+``judge_entry`` does not use it: around the retirement every run reads the list and probes for itself.
+
+The record is written once the run really started (``run_driver.execute``'s ``on_start``), so a run refused after
+its probe leaves nothing behind. An unreadable, oversized or future-dated record is a miss.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import datetime as dt
 import os
 import time
 from dataclasses import dataclass
@@ -41,6 +47,9 @@ class Passed:
 
     fingerprint: str
     at: float
+    listed: bool = False
+    """The model list was read in the same moment and answered (not gone): ``shutdown_date`` is what it said."""
+    shutdown_date: str | None = None
 
 
 def fingerprint(kind: str, base_url: str | None, api_key: str, model: str,
@@ -55,18 +64,37 @@ def _path(cache_dir: str | os.PathLike[str]) -> Path:
 
 
 def _load(cache_dir: str | os.PathLike[str]) -> dict[str, float]:
+    return _read(cache_dir)[0]
+
+
+def _read(cache_dir: str | os.PathLike[str]) -> tuple[dict[str, float], dict[str, str | None]]:
+    """``(probes: {fingerprint: at}, listed: {fingerprint: shutdown_date})``; both empty for an unusable file."""
     path = _path(cache_dir)
     try:
         if path.is_symlink() or path.stat().st_size > MAX_BYTES:
-            return {}
+            return {}, {}
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return {}
+        return {}, {}
     probes = data.get("probes") if isinstance(data, dict) and data.get("version") == _VERSION else None
     if not isinstance(probes, dict):
-        return {}
-    return {k: float(v) for k, v in probes.items()
-            if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {}, {}
+    listed = data.get("listed")
+    return ({k: float(v) for k, v in probes.items()
+             if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)},
+            {k: v for k, v in (listed.items() if isinstance(listed, dict) else ())
+             if isinstance(k, str) and (v is None or _is_date(v))})
+
+
+def _is_date(value: object) -> bool:
+    """A remembered ``shutdown_date`` is a ``YYYY-MM-DD`` date or it is not used (the countdown line parses it)."""
+    if not isinstance(value, str) or len(value) != 10:
+        return False
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _fresh(at: float, now: float) -> bool:
@@ -81,6 +109,18 @@ def recent(cache_dir: str | os.PathLike[str] | None, fp: str, now: float | None 
     return at is not None and _fresh(at, time.time() if now is None else now)
 
 
+def listing(cache_dir: str | os.PathLike[str] | None, fp: str, now: float | None = None) -> tuple[bool, str | None]:
+    """``(found, shutdown_date)``: whether the probe with fingerprint ``fp`` passed within ``TTL_S`` with its model
+    list read in the same moment, and the ``shutdown_date`` the list gave (None: it gave none)."""
+    if cache_dir is None:
+        return False, None
+    probes, listed = _read(cache_dir)
+    at = probes.get(fp)
+    if at is None or fp not in listed or not _fresh(at, time.time() if now is None else now):
+        return False, None
+    return True, listed[fp]
+
+
 def remember(cache_dir: str | os.PathLike[str] | None, passed: Iterable[Passed]) -> None:
     """Add ``passed`` to the record (expired entries dropped). Best effort: a cache that cannot be written is no
     error, and nothing is written when there is nothing new."""
@@ -88,12 +128,19 @@ def remember(cache_dir: str | os.PathLike[str] | None, passed: Iterable[Passed])
     if cache_dir is None or not passed:
         return
     now = time.time()
-    kept = {k: v for k, v in _load(cache_dir).items() if _fresh(v, now)}
-    kept.update({p.fingerprint: p.at for p in passed if _fresh(p.at, now)})
+    probes, listed = _read(cache_dir)
+    kept = {k: v for k, v in probes.items() if _fresh(v, now)}
+    for p in passed:
+        if _fresh(p.at, now):
+            kept[p.fingerprint] = p.at
+            listed.pop(p.fingerprint, None)  # a new probe replaces what the list said with its own moment's
+            if p.listed:
+                listed[p.fingerprint] = p.shutdown_date
     newest = dict(sorted(kept.items(), key=lambda kv: kv[1])[-KEEP:])
     try:
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        fileio.write_atomic_json(_path(cache_dir), {"version": _VERSION, "probes": newest})
+        fileio.write_atomic_json(_path(cache_dir), {"version": _VERSION, "probes": newest,
+                                                    "listed": {k: v for k, v in listed.items() if k in newest}})
     except OSError:
         pass
 
