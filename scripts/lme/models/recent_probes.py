@@ -20,9 +20,9 @@ its probe leaves nothing behind. An unreadable, oversized or future-dated record
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
-import datetime as dt
 import os
 import time
 from dataclasses import dataclass
