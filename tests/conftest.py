@@ -48,6 +48,17 @@ def _isolated_environment(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def fresh_probes():
+    """Each test a new process as far as probes go: ``provider_probe``'s in-process memory is empty before and
+    after (a module opts in with ``pytestmark = pytest.mark.usefixtures("fresh_probes")``)."""
+    from lme.models import provider_probe
+
+    provider_probe.forget()
+    yield
+    provider_probe.forget()
+
+
+@pytest.fixture
 def repo_root() -> Path:
     return REPO
 

@@ -48,6 +48,12 @@ def run_dir(project: Path, run_id: str) -> Path:
     return project / ".longmemeval-benchmarks" / "runs" / run_id
 
 
+def expire_recent_probes(project: Path) -> None:
+    """The project's last probes long past their 10 minutes (``recent_probes``): the next run probes again, as a
+    run the day after does."""
+    (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()
+
+
 def judged_rows(project: Path, run_id: str) -> list[dict[str, Any]]:
     path = run_dir(project, run_id) / "item-results.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

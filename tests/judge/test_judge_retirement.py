@@ -15,23 +15,18 @@ from lme.core.errors import run_main
 from lme.judge import agreement as judge_agreement
 from lme.cli import judge_shim
 from lme.cli import judge_agreement as judge_agreement_cli
-from lme.models import provider_probe
 from lme.run import preflight
 from lme.cli import preflight as preflight_cli
 from lme.score import scoring
 from lme.store.run_store import load_run
-from run_project import SAMPLE, make_project, register_answers, run_dir
+from run_project import SAMPLE, expire_recent_probes, make_project, register_answers, run_dir
 from upstream_standin import standin_print_qa_metrics
 
 ITEMS = json.loads(SAMPLE.read_text())
 OFFICIAL = "gpt-4o-2024-08-06"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    provider_probe.forget()  # each test is a new process as far as probes go
-    yield
-    provider_probe.forget()
+pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 def write_hyps(path: Path, changed: int = 0) -> dict[str, str]:
@@ -76,7 +71,7 @@ def archived_project(tmp_path: Path, fake_llm, capsys) -> tuple[Path, Path]:
     archive = tmp_path / "verdicts.jsonl"
     assert judge_shim.main(["export-verdicts", "--project", str(project), "--out", str(archive)]) == 0
     assert judge_shim.main(["import-verdicts", str(archive), "--project", str(project)]) == 0
-    (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()  # the day after: long expired
+    expire_recent_probes(project)  # the day after
     capsys.readouterr()
     fake_llm.reset()
     return project, hyps
@@ -371,7 +366,7 @@ def test_the_day_after_one_command_scores_490_archived_and_10_by_a_calibrated_re
     capsys.readouterr()
 
     fake_llm.gone_models[OFFICIAL] = 404  # the official judge is gone, everywhere
-    (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()  # the day after: long expired
+    expire_recent_probes(project)  # the day after
     fake_llm.reset()
     write(changed=10)
     assert run(project, "--hypotheses", str(hyps), "--run-id", "after", "--successor", "openai:o3-mini",

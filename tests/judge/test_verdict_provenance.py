@@ -19,7 +19,6 @@ from lme.judge import agreement as judge_agreement, verdict_archive
 from lme.cli import judge_shim
 from lme.cli import judge_agreement as judge_agreement_cli
 from lme.judge.official import judge_request
-from lme.models import provider_probe
 from lme.models.call_cache import CallCache
 from lme.score import scoring
 from lme.store.run_store import load_run
@@ -29,11 +28,7 @@ ITEMS = json.loads(SAMPLE.read_text())
 OFFICIAL = "gpt-4o-2024-08-06"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    provider_probe.forget()
-    yield
-    provider_probe.forget()
+pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 def write_hyps(path: Path, tag: str = "") -> None:

@@ -13,11 +13,7 @@ from lme.cli import run_benchmark
 from run_project import make_project, register_answers
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    provider_probe.forget()
-    yield
-    provider_probe.forget()
+pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 def run(project, *args):

@@ -11,19 +11,14 @@ import pytest
 
 from lme.cli import judge_shim, run_benchmark
 from lme.core.errors import run_main
-from lme.models import provider_probe
-from run_project import SAMPLE, make_project, register_answers, run_dir
+from run_project import SAMPLE, expire_recent_probes, make_project, register_answers, run_dir
 
 ITEMS = json.loads(SAMPLE.read_text())
 N = len(ITEMS)
 OFFICIAL = "gpt-4o-2024-08-06"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_probes():
-    provider_probe.forget()
-    yield
-    provider_probe.forget()
+pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 def write_hyps(path: Path, changed: int = 0) -> None:
@@ -131,7 +126,7 @@ def test_the_official_judge_gone_prices_the_rest_at_the_successor_and_nothing_wi
     project, hyps = judged_once(tmp_path, fake_llm, capsys, archive=True, confirmCostUsd=0)
     write_hyps(hyps, changed=3)
     fake_llm.gone_models[OFFICIAL] = 404
-    (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()  # the day after: long expired
+    expire_recent_probes(project)  # the day after
     gated = ["--project", str(project), "--progress", "quiet", "--no-scorecard", "--hypotheses", str(hyps)]
     assert run_main(run_benchmark.main, [*gated, "--successor", "openai:o3-mini", "--run-id", "s"]) == 5
     out = capsys.readouterr().out

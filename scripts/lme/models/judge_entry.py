@@ -49,11 +49,16 @@ def _use(settings: Any) -> provider_probe.Use:
     return provider_probe.Use("judge", settings.judge_provider, settings.judge_model)
 
 
+def _has_entry(settings: Any) -> bool:
+    """The run's judge is the official one on OpenAI's API: it has a model-list entry (an Azure deployment has none)."""
+    return settings.judge_provider == "openai" and is_official_judge(settings.judge_provider, settings.judge_model)
+
+
 def _remembered(settings: Any, use: provider_probe.Use) -> JudgeEntry | None:
     """The entry a run on the same route, key and model read a moment ago, its probe passing in the same moment
     (``recent_probes.listing``); None when there is none, the list is not this judge's to read, or the shutdown date
     it gave (or the announced one) is a day away or past: around the retirement every run asks for itself."""
-    if settings.judge_provider != "openai" or not is_official_judge(settings.judge_provider, settings.judge_model):
+    if not _has_entry(settings):
         return None
     try:
         found, shutdown_date = recent_probes.listing(getattr(settings, "cache_dir", None),
@@ -85,7 +90,7 @@ def _say_countdown(entry: JudgeEntry | None) -> None:
 def read_entry(settings: Any) -> JudgeEntry | None:
     """The official judge's model-list entry through the run's route; None when the run's judge is not the official
     one, the route is Azure (no model list per deployment) or not callable, or the list could not be read."""
-    if settings.judge_provider != "openai" or not is_official_judge(settings.judge_provider, settings.judge_model):
+    if not _has_entry(settings):
         return None
     routes = provider_probe._provider_settings(settings)
     try:

@@ -104,10 +104,8 @@ class Estimator:
         self.module = generation_driver.load_target(settings.target)
         self.previewable = any(hasattr(self.module, f) for f in ("prepare_requests_by_role", "prepare_requests"))
         self.self_cached_roles = set(getattr(self.module, "CACHED_ROLES", ()))
-        self.judge_model = resolve_judge_model(settings.judge_model)
-        self.judge_provider = settings.judge_provider
-        if settings.official_judge_gone and settings.successor is not None:  # the successor makes the calls
-            self.judge_provider, self.judge_model = settings.successor
+        self.judge_provider, judge_model = judge_preview.paying_judge(settings)
+        self.judge_model = resolve_judge_model(judge_model)
         self.known_hypotheses = settings.target == hypotheses_file.TARGET
         """A hypotheses run: each judge call is sized with the file's hypothesis (none: an error row, no call)."""
         self.judge_previewer = _previewer(settings)
@@ -354,7 +352,7 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
 
 def _judge_named(settings: RunSettings, est: Estimator) -> str:
     """The judge the estimate prices: the successor once the start-up check found the official judge gone."""
-    if settings.official_judge_gone and settings.successor is not None:
+    if judge_preview.paying_judge(settings) != (settings.judge_provider, settings.judge_model):
         official = f"{settings.judge_provider}:{resolve_judge_model(settings.judge_model)}"
         return f"{est.judge_provider}:{est.judge_model} (successor: {official} is gone)"
     return f"{est.judge_provider}:{est.judge_model}"

@@ -53,11 +53,15 @@ class JudgePreviewer:
         self.module = generation_driver.load_target(settings.target)
         self.builder = judge_official.load_prompt_builder(settings.longmemeval_root)
         self.archive = verdict_archive.for_project(settings.project)
-        self.routes = [(settings.judge_provider, settings.judge_model)]
-        """The judges a verdict is asked of, in turn (``item_runner.judge``): the official one, then the successor."""
-        if settings.official_judge_gone and settings.successor is not None:
-            self.routes.append(settings.successor)
-        self.sdk_settings = providers.ProviderSettings(base_urls=dict(settings.base_urls), azure=dict(settings.azure))
+        judges = [(settings.judge_provider, settings.judge_model)]
+        if paying_judge(settings) != judges[0]:
+            judges.append(paying_judge(settings))
+        sdk_settings = providers.ProviderSettings(base_urls=dict(settings.base_urls), azure=dict(settings.azure))
+        self.routes = [(provider, model, providers.endpoint_host(provider, sdk_settings),
+                        judge_shapes.shape_for(provider, resolve_judge_model(model), settings.judge_reasoning_effort))
+                       for provider, model in judges]
+        """The judges a verdict is asked of, in turn (``item_runner.judge``), each with its host and request shape:
+        the official one, then the successor once it is gone."""
 
     def call(self, q: Question) -> JudgeCall | None:
         """The judge call of ``q``; None when the run makes none: the file has no hypothesis for ``q`` (an error
@@ -71,21 +75,25 @@ class JudgePreviewer:
         except judge_official.JudgeInputError:
             return None
         sha = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
-        archived = judge_official.lookup_archived(self.archive, sha, *self.routes[0]) is not None
-        requests = [self._request(prompt, provider, model) for provider, model in self.routes]
-        keys = tuple(call_cache.cache_key(r, providers.endpoint_host(r.provider, self.sdk_settings))
-                     for r in requests)
-        paid = None if no_judge_left(self.settings) else requests[-1]
+        archived = judge_official.lookup_archived(self.archive, sha, *self.routes[0][:2]) is not None
+        requests = [(judge_official.judge_request(prompt, provider, model, shape), host)
+                    for provider, model, host, shape in self.routes]
+        keys = tuple(call_cache.cache_key(request, host) for request, host in requests)
+        paid = None if no_judge_left(self.settings) else requests[-1][0]
         return JudgeCall(q.question_id, providers.estimate_tokens(prompt), archived, keys, paid)
-
-    def _request(self, prompt: str, provider: str, model: str) -> ChatRequest:
-        shape = judge_shapes.shape_for(provider, resolve_judge_model(model), self.settings.judge_reasoning_effort)
-        return judge_official.judge_request(prompt, provider, model, shape)
 
 
 def applies(settings: RunSettings) -> bool:
     """A hypotheses run whose judge is called: its judge calls can be previewed."""
     return settings.target == HYPOTHESES_TARGET and not is_offline(settings.judge_provider)
+
+
+def paying_judge(settings: RunSettings) -> tuple[str, str]:
+    """``(provider, model)`` a judge call that nothing serves is made with: the successor once the start-up check
+    found the official judge gone and one is named, else the configured judge."""
+    if settings.official_judge_gone and settings.successor is not None:
+        return settings.successor
+    return settings.judge_provider, settings.judge_model
 
 
 def no_judge_left(settings: RunSettings) -> bool:
