@@ -161,8 +161,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "an empty or blank judge reply is labelled correct (upstream: 'yes' in '' is False)"),
     # --- the text the judge is given (judge_official.py, item_runner.py)
     Mutation("abstention prompt chosen by question_type", JO,
-             "    abstention = is_abstention(question_id)\n",
-             '    abstention = question_type == "abstention"\n',
+             "abstention=is_abstention(item.question_id), question_id=item.question_id)",
+             'abstention=item.question_type == "abstention", question_id=item.question_id)',
              "the abstention template is never applied"),
     Mutation("one template for every type", JO,
              "return builder.build(question_type, question, answer, hypothesis, abstention=abstention)",

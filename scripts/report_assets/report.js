@@ -203,8 +203,16 @@
         ['official', j.official], ['prompt sha256', j.prompt_sha256, 'mono'],
         ['template sha256', j.template_sha256, 'mono'], ['cached', j.cached], ['attempts', j.attempts],
         ['latency', fmtS(j.latencyMs)]]));
+      if (j.origin) {
+        drawer.appendChild(h('p', { cls: 'note', id: 'd-judge-origin', text: j.origin.kind === 'made'
+          ? 'From the verdict archive: made in this project (' + (j.origin.by || '?') + ')' +
+            (j.endpoint_host ? ' at ' + j.endpoint_host : '') + '.'
+          : 'From the verdict archive: imported from ' + (j.origin.file || 'a file') +
+            ' (its author\'s claim: no judge call of this installation made it).' }));
+      }
       drawer.appendChild(h('p', { cls: 'note', text: 'Raw reply:' }));
-      drawer.appendChild(h('pre', { id: 'd-judge-raw', text: j.raw === null || j.raw === undefined ? '' : j.raw }));
+      drawer.appendChild(h('pre', { id: 'd-judge-raw', text: j.raw === null || j.raw === undefined
+        ? (j.source === 'archive' ? '(label only: its source published no judge reply)' : '') : j.raw }));
       if (j.verdicts && j.verdicts.length) {
         drawer.appendChild(h('p', { cls: 'note', text: 'Repeated verdicts: ' + j.verdicts.map(function (v) {
           return (v.label ? 'yes' : 'no') + (v.source ? ' (' + v.source + ')' : ''); }).join(', ') }));

@@ -137,18 +137,24 @@ def test_import_refuses_a_line_that_is_not_an_official_verdict_and_writes_nothin
     assert not verdict_archive.archive_path(tmp_path).exists()
 
 
-def test_import_keeps_the_first_verdict_of_a_key(tmp_path):
+def test_import_keeps_both_labels_of_a_prompt_as_a_conflict_scored_by_the_majority(tmp_path):
     line = {"prompt_sha256": "b" * 64, "model": "gpt-4o-2024-08-06", "provider": "openai", "official": True,
             "label": True, "raw": "yes"}
-    first, second = tmp_path / "1.jsonl", tmp_path / "2.jsonl"
-    first.write_text(json.dumps(line) + "\n")
-    second.write_text(json.dumps({**line, "label": False, "raw": "no"}) + "\n")
-    verdict_archive.import_file(tmp_path, first)
-    assert verdict_archive.import_file(tmp_path, second) == {
-        "added": 0, "already_present": 1, "conflicting_labels_kept_first": 1, "archive_verdicts": 1,
-        "verified_header": False, "without_endpoint": 0}
-    assert verdict_archive.VerdictArchive(verdict_archive.archive_path(tmp_path)).lookup("b" * 64,
-                                                                                        "gpt-4o-2024-08-06")["label"]
+    files = [tmp_path / f"{i}.jsonl" for i in range(3)]
+    files[0].write_text(json.dumps(line) + "\n")
+    files[1].write_text(json.dumps({**line, "label": False, "raw": "no"}) + "\n")
+    files[2].write_text(json.dumps({**line, "raw": "Yes.", "source": "another team"}) + "\n")
+    assert verdict_archive.import_file(tmp_path, files[0])["added"] == 1
+    result = verdict_archive.import_file(tmp_path, files[1])
+    assert (result["added"], result["already_present"], result["new_conflicts"]) == (1, 0, 1)
+    archive = verdict_archive.VerdictArchive(verdict_archive.archive_path(tmp_path))
+    tie = archive.lookup("b" * 64, "gpt-4o-2024-08-06")
+    assert tie["label"] is False and tie["conflict"] == {"yes": 1, "no": 1, "rule": verdict_archive.CONFLICT_RULE}
+    assert verdict_archive.import_file(tmp_path, files[0])["already_present"] == 1  # the same act of judging
+    verdict_archive.import_file(tmp_path, files[2])
+    majority = verdict_archive.for_project(tmp_path).lookup("b" * 64, "gpt-4o-2024-08-06")
+    assert majority["label"] is True and majority["conflict"]["yes"] == 2 and majority["conflict"]["no"] == 1
+    assert majority["origin"] == {**majority["origin"], "kind": "imported", "file": "0.jsonl", "format": "archive"}
 
 
 # --------------------------------------------------------------------------- the official judge is gone

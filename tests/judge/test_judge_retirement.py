@@ -281,18 +281,20 @@ def test_archive_status_counts_what_has_no_official_verdict_and_prices_it(fake_l
     assert judge_shim.main(["archive-status", "--project", str(project), "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert (status["archived"], status["official_in_runs_only"], status["without_official_verdict"]) == (
-        len(ITEMS), 4, 0)
+        len(ITEMS) + 4, 0, 0)  # the run archived the 4 it judged as it judged them: nothing to remember
+    assert (status["archived_made_here"], status["archived_imported"]) == (len(ITEMS) + 4, 0)
     write_hyps(hyps, changed=6)  # 2 more edited, and the judge gone: a successor judges what the archive lacks
     fake_llm.gone_models[OFFICIAL] = 404
     assert run(project, "--hypotheses", str(hyps), "--run-id", "more", "--successor", "openai:gpt-4o-mini") == 0
     assert judge_shim.main(["archive-status", "--project", str(project), "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert (status["archived"], status["official_in_runs_only"], status["without_official_verdict"]) == (
-        len(ITEMS), 4, 2)  # a successor's verdict is not an official one
+        len(ITEMS) + 4, 0, 2)  # a successor's verdict is not an official one
     assert 0 < status["cost_batch_usd"] < status["cost_sync_usd"]
     assert judge_shim.main(["archive-status", "--project", str(project)]) == 0
     text = capsys.readouterr().out
-    assert "4 judged officially but only in a run" in text and "2 without an official verdict" in text
+    assert f"{len(ITEMS) + 4} archived ({len(ITEMS) + 4} judged here, 0 imported from files)" in text
+    assert "2 without an official verdict" in text
     assert "through the Batch API" in text
 
 

@@ -129,9 +129,14 @@ def test_verdicts_a_proxy_gave_are_never_served_from_the_cache_to_a_run_at_the_o
     cache = sqlite3.connect(project / ".longmemeval-benchmarks" / "cache" / "calls.sqlite3")
     hosts = {h for (h,) in cache.execute("SELECT endpoint_host FROM calls")}
     assert hosts == {f"localhost:{fake_llm.port}", f"127.0.0.1:{fake_llm.port}"}
-    # a second run at the official host is served from its own entries
+    # a second run at the official host is served the verdicts the first one made there: from the archive, which
+    # took only the official ones (never the proxy's)
     assert run(project, "--hypotheses", str(hyps), "--run-id", "again") == 0
-    assert all(r["judgment"]["source"] == "cache" and r["judgment"]["official"] for r in rows_of(project, "again"))
+    again = rows_of(project, "again")
+    assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] for r in again)
+    assert {r["judgment"]["origin"]["by"] for r in again} == {"run real"}
+    assert {r["question_id"]: r["judgment"]["label"] for r in again} == {
+        r["question_id"]: r["judgment"]["label"] for r in rows}
     assert judge_shim.main(["export-verdicts", "--project", str(project), "--out", str(tmp_path / "v.jsonl")]) == 0
     assert json.loads(capsys.readouterr().out)["skipped_not_official"] == len(ITEMS)  # the proxy's
 
@@ -224,26 +229,37 @@ def test_archive_hits_are_counted_in_metrics_scorecard_and_report(fake_llm, tmp_
 
 def test_export_states_conflicts_and_the_header_is_verified_on_import(fake_llm, tmp_path, capsys,
                                                                      upstream_prompt):
-    project = make_project(tmp_path / "p")
-    register_answers(fake_llm)
     hyps = tmp_path / "hyps.jsonl"
     write_hyps(hyps)
-    assert run(project, "--hypotheses", str(hyps), "--run-id", "one") == 0
-    flip = ITEMS[0]["question"]
-    fake_llm.judge_fn = lambda prompt: "no" if flip in prompt else fake_llm._default_judge(prompt)
-    assert run(project, "--hypotheses", str(hyps), "--run-id", "two", "--no-cache") == 0  # the judge flipped one
+    exports = []
+    for name, judge_fn in (("a", None), ("b", lambda prompt: "no" if ITEMS[0]["question"] in prompt
+                                           else fake_llm._default_judge(prompt))):
+        project = make_project(tmp_path / name)
+        register_answers(fake_llm)
+        fake_llm.judge_fn = judge_fn  # b's judge flipped one verdict
+        assert run(project, "--hypotheses", str(hyps), "--run-id", "one") == 0
+        exports.append(tmp_path / f"{name}.jsonl")
+        assert judge_shim.main(["export-verdicts", "--project", str(project), "--out", str(exports[-1])]) == 0
+    fake_llm.judge_fn = None
+    both = make_project(tmp_path / "both")
+    for path in exports:
+        assert judge_shim.main(["import-verdicts", str(path), "--project", str(both)]) == 0
     archive = tmp_path / "v.jsonl"
-    assert judge_shim.main(["export-verdicts", "--project", str(project), "--out", str(archive)]) == 0
+    capsys.readouterr()
+    assert judge_shim.main(["export-verdicts", "--project", str(both), "--out", str(archive)]) == 0
     captured = capsys.readouterr()
     result = json.loads(captured.out)
-    assert result["verdicts"] == len(ITEMS) and result["conflicts"] == 1
-    assert "different labels; the first is kept" in captured.err
+    assert (result["verdicts"], result["prompts"], result["conflicts"]) == (2 * len(ITEMS), len(ITEMS), 1)
+    assert "official verdicts of both labels: all are kept" in captured.err
     header, *lines = [json.loads(x) for x in archive.read_text().splitlines()]
-    assert header["kind"] == "longmemeval-verdict-archive" and header["count"] == len(lines) == len(ITEMS)
+    assert header["kind"] == "longmemeval-verdict-archive" and header["count"] == len(lines) == 2 * len(ITEMS)
     assert header["conflicts"][0]["question_id"] == ITEMS[0]["question_id"]
+    assert (header["conflicts"][0]["yes"], header["conflicts"][0]["no"]) == (1, 1)
     assert header["upstream_commit"] is None  # the stand-in checkout is not a git clone
     assert all(x["endpoint_host"] == f"127.0.0.1:{fake_llm.port}" and x["request_shape"]["family"] == "upstream"
                for x in lines)
+    assert {x["origin"]["file"] for x in lines} == {"a.jsonl", "b.jsonl"}
+    assert {x["origin"]["claimed"]["kind"] for x in lines} == {"made"}
 
     other = make_project(tmp_path / "other")
     head, body = archive.read_text().split("\n", 1)
@@ -254,14 +270,15 @@ def test_export_states_conflicts_and_the_header_is_verified_on_import(fake_llm, 
     cut = "\n".join(archive.read_text().splitlines()[:-1]) + "\n"
     (tmp_path / "cut.jsonl").write_text(cut)
     assert run_main(judge_shim.main, ["import-verdicts", str(tmp_path / "cut.jsonl"), "--project", str(other)]) == 2
-    assert f"the header says {len(ITEMS)} verdicts, the file holds {len(ITEMS) - 1}" in capsys.readouterr().err
+    assert f"the header says {2 * len(ITEMS)} verdicts, the file holds {2 * len(ITEMS) - 1}" in \
+        capsys.readouterr().err
     assert not verdict_archive.archive_path(other).exists()
     assert judge_shim.main(["import-verdicts", str(archive), "--project", str(other)]) == 0
     assert json.loads(capsys.readouterr().out)["verified_header"] is True
 
 
-def test_an_archive_from_an_older_version_is_read_but_its_verdicts_are_not_official(fake_llm, tmp_path, capsys,
-                                                                                   upstream_prompt):
+def test_an_archive_from_an_older_version_is_read_as_its_authors_claim(fake_llm, tmp_path, capsys,
+                                                                      upstream_prompt):
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
     hyps = tmp_path / "hyps.jsonl"
@@ -270,21 +287,23 @@ def test_an_archive_from_an_older_version_is_read_but_its_verdicts_are_not_offic
     archive = tmp_path / "v.jsonl"
     assert judge_shim.main(["export-verdicts", "--project", str(project), "--out", str(archive)]) == 0
     old = [json.loads(x) for x in archive.read_text().splitlines()[1:]]
-    legacy = tmp_path / "legacy.jsonl"  # 1.0: no header, no endpoint_host, no request_shape
-    legacy.write_text("".join(json.dumps({k: v for k, v in x.items() if k not in ("endpoint_host", "request_shape")})
-                              + "\n" for x in old))
+    legacy = tmp_path / "legacy.jsonl"  # 1.0: no header, no endpoint_host, no request_shape, no origin
+    legacy.write_text("".join(json.dumps({k: v for k, v in x.items() if k not in (
+        "endpoint_host", "request_shape", "origin", "verdict_id", "schemaVersion")}) + "\n" for x in old))
     other = make_project(tmp_path / "other")
     capsys.readouterr()
     assert judge_shim.main(["import-verdicts", str(legacy), "--project", str(other)]) == 0
     captured = capsys.readouterr()
-    assert json.loads(captured.out)["without_endpoint"] == len(ITEMS) and "not official" in captured.err
+    assert json.loads(captured.out)["without_endpoint"] == len(ITEMS) and "author's claim" in captured.err
     fake_llm.gone_models[OFFICIAL] = 404
     assert run(other, "--hypotheses", str(hyps), "--run-id", "b") == 0
     rows = rows_of(other, "b")
-    assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] is False for r in rows)
-    notes = scoring.build_scorecard(load_run(run_dir(other, "b"))).to_dict()["comparability_notes"]
-    assert any("come from archive lines that record no endpoint" in n for n in notes)
-    assert not any("prompt is not upstream's" in n for n in notes)
+    assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] is True for r in rows)
+    assert {r["judgment"]["origin"]["file"] for r in rows} == {"legacy.jsonl"}
+    card = scoring.build_scorecard(load_run(run_dir(other, "b"))).to_dict()
+    assert card["verdicts"]["origins"]["imported"][0]["verdicts"] == len(ITEMS)
+    assert card["verdicts"]["origins"]["made_here"]["verdicts"] == 0
+    assert not any("prompt is not upstream's" in n for n in card["comparability_notes"])
 
 
 # --------------------------------------------------------------------------- finding 10: flips name the prompt

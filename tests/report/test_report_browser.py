@@ -202,3 +202,28 @@ def test_the_pages_show_the_recognised_dataset_line_and_no_path_of_this_machine(
     assert f"dataset {line}" in page.inner_text("#differences")
     for text in (page.content(), page.inner_text("body"), (second.run_dir / "compare-r1.html").read_text()):
         assert _absolute_paths(text, roots) == []
+
+
+def test_the_drill_down_says_an_imported_verdict_is_its_authors_claim(page, tmp_path, fake_llm, upstream_prompt):
+    """A run scored from an upstream eval-results file: the question's judge block names the file, label only."""
+    from lme.cli import judge_shim, run_benchmark
+    from run_project import SAMPLE, make_project, register_answers
+
+    items = json.loads(SAMPLE.read_text())
+    project = make_project(tmp_path / "p")
+    register_answers(fake_llm)
+    hyps, published = tmp_path / "h.jsonl", tmp_path / "team.eval-results-gpt-4o"
+    hyps.write_text("".join(json.dumps({"question_id": it["question_id"], "hypothesis": "x"}) + "\n" for it in items))
+    published.write_text("".join(json.dumps({"question_id": it["question_id"], "hypothesis": "x", "autoeval_label": {
+        "model": "gpt-4o-2024-08-06", "label": True}}) + "\n" for it in items))
+    assert judge_shim.main(["import-verdicts", str(published), "--project", str(project)]) == 0
+    fake_llm.gone_models["gpt-4o-2024-08-06"] = 404
+    assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--yes", "--hypotheses", str(hyps),
+                               "--run-id", "imported"]) == 0
+    page.goto((project / ".longmemeval-benchmarks" / "runs" / "imported" / "report.html").as_uri())
+    page.wait_for_selector("#shown-count")
+    assert "imported from team.eval-results-gpt-4o" in page.inner_text("#verdict-sources")
+    page.click(f'#questions tr[data-qid="{items[0]["question_id"]}"]')
+    assert "imported from team.eval-results-gpt-4o" in page.inner_text("#d-judge-origin")
+    assert "author's claim" in page.inner_text("#d-judge-origin")
+    assert page.inner_text("#d-judge-raw").startswith("(label only")

@@ -31,8 +31,10 @@ def write_hyps(path: Path, changed: int = 0) -> None:
 
 
 def judged_once(tmp_path: Path, fake_llm, capsys, *, archive: bool, **config) -> tuple[Path, Path]:
-    """A project whose hypotheses file was judged once by the official judge; ``archive``: its verdicts exported
-    and imported into the project's verdict archive, and the call cache removed (another machine's archive)."""
+    """A project whose hypotheses file was judged once by the official judge (the run archived its verdicts);
+    ``archive``: they were exported and imported into another project's verdict archive (here: the same one), and
+    the call cache removed (another machine's archive); without it, the archive is removed (only the call cache
+    holds the replies)."""
     project = make_project(tmp_path / "p", concurrency=4, **config)
     register_answers(fake_llm)
     hyps = tmp_path / "hyps.jsonl"
@@ -45,6 +47,8 @@ def judged_once(tmp_path: Path, fake_llm, capsys, *, archive: bool, **config) ->
         assert judge_shim.main(["import-verdicts", str(exported), "--project", str(project)]) == 0
         for cache in (project / ".longmemeval-benchmarks" / "cache").glob("calls.sqlite3*"):
             cache.unlink()
+    else:
+        (project / ".longmemeval-benchmarks" / "verdicts.jsonl").unlink()
     capsys.readouterr()
     fake_llm.reset()
     return project, hyps

@@ -1,7 +1,7 @@
 """Measure a candidate judge against the official verdicts: the calibration record a successor-judged run cites.
 
 For the day ``gpt-4o-2024-08-06`` leaves the API: take hypotheses that already have official verdicts (a run's
-rows, a verdict archive from ``judge_shim.py export-verdicts``, or ``--all``: every official verdict the project
+rows, a verdict archive from ``judge_shim.py export-verdicts`` or upstream's eval-results file, or ``--all``: every official verdict the project
 holds, its archive and all its runs), judge each again with the candidate (any provider:model, upstream's prompt,
 the candidate family's request shape: ``judge_shapes``), and record: the candidate, its request shape, the sha256 of
 the verdict set compared, N, agreement, Cohen's kappa with its 95% interval, the confusion matrix, agreement and
@@ -40,7 +40,7 @@ from lme.models import providers
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION, is_offline, resolve_judge_model
-from lme.judge import agreement as judge_agreement
+from lme.judge import agreement as judge_agreement, upstream_verdicts
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         provider, model = _candidate_judge(args.candidate, cfg)
     root = args.longmemeval_root or cfg.get("longmemeval_root")
     root = None if root is None else str(config_mod.resolve_path(project, root))
-    records, source = judge_agreement.official_records(project, args.run_id, args.archive, every=args.all)
+    records, source = _official(project, args, cfg, root)
     if not records:
         raise UserError(f"{source} holds no official verdicts to compare with",
                         fix="use a run judged by openai gpt-4o-2024-08-06 with upstream's prompt, or an archive")
@@ -82,11 +82,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _official(project: Path, args: Any, cfg: Mapping[str, Any], root: str | None) -> tuple[list, str]:
+    """The official verdicts to compare with: ``--archive`` may be upstream's eval-results file (its prompts rebuilt
+    from the dataset, ``upstream_verdicts``)."""
+    if args.archive is not None and upstream_verdicts.is_upstream_file(upstream_verdicts.read_records(args.archive)):
+        configured = cfg.get("datasetPath")
+        dataset = None if not configured else str(config_mod.resolve_path(project, str(configured)))
+        refs = upstream_verdicts.references(project, args.ref_file, dataset)
+        return upstream_verdicts.file_lines(args.archive, refs, root)[0], f"upstream file {args.archive}"
+    return judge_agreement.official_records(project, args.run_id, args.archive, every=args.all)
+
+
 def _parser() -> cli_parser.ArgumentParser:
     parser = cli_parser.documented_parser(__doc__)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run-id", help="a run whose rows carry official verdicts")
-    source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts)")
+    source.add_argument("--archive", type=Path, help="a verdict archive (judge_shim.py export-verdicts), or "
+                                                     "upstream's *.eval-results-gpt-4o file (see --ref-file)")
     source.add_argument("--all", action="store_true",
                         help="every official verdict of the project: its archive and every run (several runs and "
                              "hypothesis sources, once per prompt): the largest calibration set")
@@ -98,6 +110,9 @@ def _parser() -> cli_parser.ArgumentParser:
                                 "the same prompt; no call")
     cli_parser.add_project_argument(parser)
     parser.add_argument("--longmemeval-root", help="upstream checkout for the prompts (default: from the config)")
+    parser.add_argument("--ref-file", type=Path, default=None,
+                        help="with an upstream eval-results --archive: the LongMemEval data file its hypotheses "
+                             "answer (default: the project's datasetPath)")
     parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
     parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")
     parser.add_argument("--json", action="store_true", help="print the measurement as JSON")

@@ -30,10 +30,10 @@ from lme.core import config as config_mod
 from lme.store import run_store
 from lme.judge import archive_status
 from lme.judge import agreement as judge_agreement
-from lme.judge import verdict_archive
+from lme.judge import upstream_verdicts, verdict_archive
 from lme.judge import verdict_sources
 from lme.core.errors import UserError
-from lme.core.facts import OFFICIAL_JUDGE_PROVIDER, is_abstention, resolve_judge_model
+from lme.core.facts import OFFICIAL_JUDGE_PROVIDER, STATE_DIR, is_abstention, resolve_judge_model
 from lme.judge.file_mode import FileJudgeOptions, file_gateway, judge_file, project_config, successor_path
 from lme.judge.official import CONTINUITY_HINT, build_prompt, checkout_commit, judge_request, load_prompt_builder, model_mismatch, official_judge_gone
 from lme.judge.request_shapes import shape_for
@@ -43,15 +43,18 @@ from lme.models.providers import ProviderError
 
 
 ARCHIVE_HELP = {
-    "export-verdicts": "Write every official verdict of this project (its archive and its runs) to one JSONL file: a "
-                       "header (count, sha256 of the lines, the upstream commit of the prompts, conflicts, how many "
-                       "verdicts were skipped as not official), then one line per prompt. Verdicts that are not "
-                       "official (another host, model, prompt or request shape; a successor's) are skipped.",
-    "import-verdicts": "Add the official verdicts of an exported file to this project's archive (the header's count "
-                       "and sha256 are verified first); the judge then uses them instead of a call, and they stay "
-                       "official.",
-    "archive-status": "Count the hypotheses of this project's runs that have no archived official verdict, and what "
-                      "judging them with the official judge costs now (synchronously and through the Batch API).",
+    "export-verdicts": "Write every official verdict of this project (its archive, which every run fills as it "
+                       "judges, and any older run's) to one JSONL file: a header (count, sha256 of the lines, the "
+                       "upstream commit of the prompts, the prompts with verdicts of both labels, how many verdicts "
+                       "were skipped as not official), then one line per verdict with its origin.",
+    "import-verdicts": "Add official verdicts to this project's archive: a file judge_shim.py export-verdicts wrote "
+                       "(its header's count and sha256 are verified first), or upstream's *.eval-results-gpt-4o file "
+                       "(each prompt rebuilt from the dataset and the line's hypothesis with your upstream "
+                       "checkout). The judge then uses them instead of a call; they stay official, and every report "
+                       "names the file they came from: an imported verdict is its author's claim.",
+    "archive-status": "Archive the official verdicts of older runs, then count the hypotheses of this project's runs "
+                      "that have no archived official verdict, and what judging them with the official judge costs "
+                      "now (synchronously and through the Batch API).",
 }
 
 
@@ -61,11 +64,16 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
     cli_parser.add_project_argument(parser)
     if command == "export-verdicts":
         parser.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
-    elif command == "import-verdicts":
-        parser.add_argument("file", type=Path, help="a file written by judge_shim.py export-verdicts")
     else:
+        if command == "import-verdicts":
+            parser.add_argument("file", type=Path, help="a file judge_shim.py export-verdicts wrote, or upstream's "
+                                                        "*.eval-results-gpt-4o file")
+            parser.add_argument("--ref-file", type=Path, default=None,
+                                help="for an upstream file: the LongMemEval data file its hypotheses answer "
+                                     "(default: the project's datasetPath)")
         parser.add_argument("--longmemeval-root", type=Path, default=None,
                             help="upstream checkout for the prompts (default: from the config)")
+    if command == "archive-status":
         parser.add_argument("--json", action="store_true", help="print the counts as JSON")
     args = parser.parse_args(argv)
     project = args.project.resolve()
@@ -77,15 +85,10 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
                                         upstream_commit=checkout_commit(root))
         result["out"] = str(args.out)
         if result["conflicts"]:
-            print(f"warning: {result['conflicts']} prompt(s) have two official verdicts with different labels; the "
-                  "first is kept and the header lists them", file=sys.stderr)
+            print(f"warning: {result['conflicts']} prompt(s) have official verdicts of both labels: all are kept, "
+                  f"each is scored by the {verdict_archive.CONFLICT_RULE}; the header lists them", file=sys.stderr)
     elif command == "import-verdicts":
-        result = verdict_archive.import_file(project, args.file)
-        result["archive"] = str(verdict_archive.archive_path(project))
-        if result["without_endpoint"]:
-            print(f"warning: {result['without_endpoint']} imported verdict(s) carry no endpoint host (exported by an "
-                  "older version): they are not official; export them again from the project that judged them",
-                  file=sys.stderr)
+        result = _import(project, args, cfg, root)
     else:
         result = archive_status.status(project, root)
         if not args.json:
@@ -93,6 +96,31 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
             return 0
     print(json.dumps(result))
     return 0
+
+
+def _dataset_path(project: Path, cfg: dict) -> str | None:
+    configured = cfg.get("datasetPath")
+    return None if not configured else str(config_mod.resolve_path(project, str(configured)))
+
+
+def _import(project: Path, args: argparse.Namespace, cfg: dict, root: Path | None) -> dict:
+    """``import-verdicts``: an export of ours, or upstream's eval-results file (every line checked first)."""
+    records = upstream_verdicts.read_records(args.file)
+    if upstream_verdicts.is_upstream_file(records):
+        refs = upstream_verdicts.references(project, args.ref_file, _dataset_path(project, cfg))
+        result = upstream_verdicts.import_file(project, args.file, refs, root)
+    else:
+        result = verdict_archive.import_file(project, args.file)
+    result["archive"] = str(verdict_archive.archive_path(project))
+    if result["added"]:
+        print(f"imported {result['added']} verdict(s) from {args.file.name}: an imported verdict is its author's "
+              "claim, not one this installation saw; reports name the file as its origin"
+              + (f" ({result['label_only']} give only a label, no judge reply)" if result["label_only"] else ""),
+              file=sys.stderr)
+    if result["new_conflicts"]:
+        print(f"warning: {result['new_conflicts']} prompt(s) now have official verdicts of both labels: all are kept, "
+              f"each is scored by the {verdict_archive.CONFLICT_RULE}, and scorecards count them", file=sys.stderr)
+    return result
 
 
 ARCHIVE_COMMANDS = tuple(ARCHIVE_HELP)
@@ -220,10 +248,12 @@ def _file_options(args: argparse.Namespace, project: Path) -> tuple[FileJudgeOpt
     effort = reasoning_effort(cfg.get("judgeReasoningEffort"))
     calibration = None if successor is None else judge_agreement.compact(judge_agreement.latest(
         project, successor[0], successor[1], shape=shape_for(successor[0], successor[1], effort).to_dict()))
+    in_project = (project / STATE_DIR).is_dir()  # a file judged outside a project leaves no archive behind
     options = FileJudgeOptions(args.longmemeval_root, args.provider, args.model,
                                archive=verdict_archive.for_project(project), repeat=args.repeat, registry=registry,
                                concurrency=concurrency, successor=successor, reasoning_effort=effort,
-                               calibration=calibration)
+                               calibration=calibration,
+                               archive_as=f"judge_shim {args.hyp_file.name}" if in_project else None)
     return options, cfg, successor_judge
 
 

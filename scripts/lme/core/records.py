@@ -408,8 +408,9 @@ class Verdict:
     """The judge's label for one hypothesis."""
 
     label: bool
-    raw: str
-    """The judge's reply, verbatim."""
+    raw: str | None
+    """The judge's reply, verbatim; None for an archived verdict whose source published only its label (an
+    upstream eval-results file)."""
     provider: str
     model: str
     """The model id the API returned (or the offline judge's name)."""
@@ -441,10 +442,16 @@ class Verdict:
     reasoning model's ``{family: reasoning, max_completion_tokens, reasoning_effort}``."""
     successor: bool = False
     """Judged by the run's named successor (``--successor``) because the official judge is gone: never official."""
+    origin: Mapping[str, Any] | None = None
+    """An archived verdict's origin (``verdict_archive``): ``{kind: made, by}`` (this project's judge made it) or
+    ``{kind: imported, file, file_sha256, format, label_only?}`` (its author's claim); None for a call's."""
+    conflict: Mapping[str, Any] | None = None
+    """The archive holds official verdicts of both labels for this prompt: ``{yes, no, rule}`` (the label is the
+    rule's); None otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        for extra in ("verdicts", "stability", "batch_id", "endpoint_host", "request_shape"):
+        for extra in ("verdicts", "stability", "batch_id", "endpoint_host", "request_shape", "origin", "conflict"):
             if d[extra] is None:
                 del d[extra]
         if not self.successor:
@@ -457,6 +464,9 @@ class Verdict:
             d["verdicts"] = [dict(v) for v in self.verdicts]
         if self.stability is not None:
             d["stability"] = dict(self.stability)
+        for block in ("origin", "conflict"):
+            if getattr(self, block) is not None:
+                d[block] = json.loads(json.dumps(getattr(self, block)))
         return d
 
     @classmethod

@@ -1,10 +1,12 @@
 """How much of the project is archived: ``judge_shim.py archive-status``.
 
-Every distinct judge prompt the project's runs hold a hypothesis for (judged rows and rows that failed after
-generating) is rebuilt from the row with the checkout's prompt function and looked up: archived (the project's
-``verdicts.jsonl``), official in a run only (``export-verdicts`` puts it in an archive file), or without an
-official verdict. For those the cost of judging them now with the official judge is given, synchronously and
-through the Batch API (input tokens estimated from the prompt, ``max_tokens`` 10 as output: an upper bound).
+The official verdicts of older runs (made before runs archived their verdicts) are archived first
+(``verdict_archive.backfill``). Then every distinct judge prompt the project's runs hold a hypothesis for (judged
+rows and rows that failed after generating) is rebuilt from the row with the checkout's prompt function and looked
+up: archived (the project's ``verdicts.jsonl``: made here, or imported from a named file), official in a run only
+(a run the archive could not take it from), or without an official verdict. For those the cost of judging them now
+with the official judge is given, synchronously and through the Batch API (input tokens estimated from the prompt,
+``max_tokens`` 10 as output: an upper bound).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from lme.store import run_store
 def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]:
     """The counts and costs (see the module docstring)."""
     builder = judge_official.load_prompt_builder(longmemeval_root)
+    backfilled = verdict_archive.backfill(project)
     archive = verdict_archive.for_project(project)
     runs_dir = run_store.runs_dir(project)
     in_runs = {(line["prompt_sha256"], line["model"]) for line in verdict_archive.run_verdicts(runs_dir)}
@@ -41,10 +44,13 @@ def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]
             continue
         prompts.setdefault(hashlib.sha256(prompt.encode("utf-8")).hexdigest(), estimate_tokens(prompt))
     archived = runs_only = 0
+    by_origin = {"made": 0, "imported": 0}
     missing_tokens: list[int] = []
     for sha, tokens in prompts.items():
-        if archive is not None and archive.lookup(sha, OFFICIAL_JUDGE_MODEL) is not None:
+        found = None if archive is None else archive.lookup(sha, OFFICIAL_JUDGE_MODEL)
+        if found is not None:
             archived += 1
+            by_origin[verdict_archive.origin_of(found)["kind"]] += 1
         elif (sha, OFFICIAL_JUDGE_MODEL) in in_runs:
             runs_only += 1
         else:
@@ -52,7 +58,10 @@ def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]
     tokens_in = sum(missing_tokens)
     tokens_out = UPSTREAM_MAX_TOKENS * len(missing_tokens)
     return {
-        "hypotheses": len(prompts), "archived": archived, "official_in_runs_only": runs_only,
+        "hypotheses": len(prompts), "archived": archived, "archived_made_here": by_origin["made"],
+        "archived_imported": by_origin["imported"], "official_in_runs_only": runs_only,
+        "backfilled_now": backfilled, "archive_prompts": 0 if archive is None else len(archive),
+        "archive_conflicts": 0 if archive is None else len(archive.conflicts()),
         "without_official_verdict": len(missing_tokens), "unbuildable": unbuildable,
         "judge_tokens_in": tokens_in, "judge_tokens_out_at_most": tokens_out,
         "cost_sync_usd": prices.cost_usd(OFFICIAL_JUDGE_MODEL, tokens_in, tokens_out),
@@ -68,14 +77,22 @@ def describe(report: dict[str, Any]) -> str:
         return "unknown" if value is None else f"${value:,.2f}"
 
     lines = [f"{report['hypotheses']} distinct hypotheses (judge prompts) in this project's runs: "
-             f"{report['archived']} archived, {report['official_in_runs_only']} judged officially but only in a run "
-             f"(export-verdicts writes them to an archive file), {report['without_official_verdict']} without an "
-             "official verdict."]
+             f"{report['archived']} archived ({report['archived_made_here']} judged here, "
+             f"{report['archived_imported']} imported from files), {report['official_in_runs_only']} judged "
+             f"officially but only in a run, {report['without_official_verdict']} without an official verdict."]
+    if report["backfilled_now"]:
+        lines.append(f"Archived now: {report['backfilled_now']} official verdict(s) of runs made before runs "
+                     "archived their verdicts.")
+    lines.append(f"The archive ({report['archive']}) holds official verdicts for {report['archive_prompts']} "
+                 "prompt(s); every run adds the official verdicts it makes as it makes them"
+                 + (f"; {report['archive_conflicts']} prompt(s) have verdicts of both labels (scored by the "
+                    f"{verdict_archive.CONFLICT_RULE})" if report["archive_conflicts"] else "") + ".")
     if report["without_official_verdict"]:
         lines.append(f"Judging those {report['without_official_verdict']} with {OFFICIAL_JUDGE_MODEL} now: about "
                      f"{report['judge_tokens_in']:,} input tokens, {usd(report['cost_sync_usd'])} synchronously, "
                      f"{usd(report['cost_batch_usd'])} through the Batch API (--batch judge); the snapshot is "
                      f"retired on {report['official_judge_shutdown']}.")
-    if report["official_in_runs_only"] or report["archived"]:
-        lines.append("Keep a copy: python scripts/judge_shim.py export-verdicts --out verdicts.jsonl")
+    if report["archived"]:
+        lines.append("Keep a copy with your results: python scripts/judge_shim.py export-verdicts --out "
+                     "verdicts.jsonl")
     return "\n".join(lines) + "\n"

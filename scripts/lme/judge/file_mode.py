@@ -71,6 +71,8 @@ class FileJudgeOptions:
     reasoning_effort: str | None = None
     calibration: Mapping[str, Any] | None = None
     """The successor's calibration record, written into each of its lines."""
+    archive_as: str | None = None
+    """``judge_shim <file>``: the official verdicts made here go into ``archive`` as they are made."""
 
 
 Job = tuple[str, dict[str, Any], dict[str, Any]]
@@ -135,7 +137,8 @@ def _judge_line(job: Job, options: FileJudgeOptions, llm: LLM | None) -> Verdict
     route = JudgeRoute(options.longmemeval_root, options.provider, options.model, llm, repeat=options.repeat,
                        reasoning_effort=options.reasoning_effort)
     try:
-        return judge_verdict(judged, route.to(options.provider, options.model, archive=options.archive))
+        return judge_verdict(judged, route.to(options.provider, options.model, archive=options.archive,
+                                              archive_as=options.archive_as))
     except ProviderError as err:
         if options.successor is None or not official_judge_gone(err, options.provider, options.model):
             raise

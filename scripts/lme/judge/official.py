@@ -45,6 +45,7 @@ from lme.core.facts import (
     returned_model_matches,
 )
 from lme.judge.request_shapes import UPSTREAM_MAX_TOKENS, JudgeShape, is_upstream_shape, shape_for
+from lme.judge import verdict_archive
 from lme.judge.stability import stability
 from lme.judge.offline_judge import offline_verdict
 from lme.core.records import LLM, ChatRequest, Verdict
@@ -275,6 +276,9 @@ class JudgeRoute:
     repeat: int = 1
     reasoning_effort: str | None = None
     successor: bool = False
+    archive_as: str | None = None
+    """Who archives the official verdicts this route makes (``run <runId>``, ``judge_shim <file>``): each goes into
+    ``archive`` as it is made (``verdict_archive.made_line``); None: they are not archived."""
 
     def to(self, provider: str, model: str, **changes: Any) -> "JudgeRoute":
         """The same route to another judge model (a successor, say)."""
@@ -285,12 +289,10 @@ def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
     """Judge one hypothesis. Raises JudgeInputError or providers.ProviderError (``JudgeModelMismatch`` when the
     response names another model)."""
     question_id, question_type, provider, model = item.question_id, item.question_type, route.provider, route.model
-    abstention = is_abstention(question_id)
     if is_offline(provider):
         return offline_verdict(question_id, question_type, item.question, item.answer, item.hypothesis)
     builder = load_prompt_builder(route.longmemeval_root)
-    prompt = build_prompt(builder, question_type, item.question, item.answer, item.hypothesis, abstention=abstention,
-                          question_id=question_id)
+    prompt = prompt_for(builder, item)
     shape = shape_for(provider, resolve_judge_model(model), route.reasoning_effort)
     request = judge_request(prompt, provider, model, shape)
     prompt_sha256 = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
@@ -299,13 +301,15 @@ def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
     made = _Made(builder, provider, model, request, prompt_sha256, shape, successor)
     archived = lookup_archived(archive, prompt_sha256, provider, request.model)
     if archived is not None:
-        first = made.verdict(archived["raw"], archived["model"], source="archive",
-                             host=archived.get("endpoint_host"), host_provider=str(archived.get("provider")),
-                             shape=archived.get("request_shape"))
+        first = made.archived(archived)
     else:
         completion = checked_reply(llm.complete(request), request)
         first = made.verdict(completion.text, completion.model, completion=completion,
                              source="cache" if completion.cached else "call")
+        if archive is not None and route.archive_as and not successor:
+            line = verdict_archive.made_line(item, first, route.archive_as)
+            if line is not None:
+                archive.add_made(line)
     if repeat > 1:
         fresh = _fresh_complete(llm)
         verdicts = [_verdict_summary(first)]
@@ -318,6 +322,12 @@ def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
             verdicts.append(_verdict_summary(made.verdict(again.text, again.model, completion=again, source="call")))
         first = dataclasses.replace(first, verdicts=tuple(verdicts), stability=stability(verdicts))
     return first
+
+
+def prompt_for(builder: PromptBuilder, item: Judged) -> str:
+    """Upstream's judge prompt for ``item`` (abstention by ``'_abs' in question_id``), as every judge call sends it."""
+    return build_prompt(builder, item.question_type, item.question, item.answer, item.hypothesis,
+                        abstention=is_abstention(item.question_id), question_id=item.question_id)
 
 
 def lookup_archived(archive: Any, prompt_sha256: str, provider: str, model: str) -> dict[str, Any] | None:
@@ -352,21 +362,36 @@ class _Made:
     shape: JudgeShape
     successor: bool
 
+    def archived(self, line: Mapping[str, Any]) -> Verdict:
+        """The verdict an archive line gives (``verdict_archive.VerdictArchive.lookup``): its label (a label-only
+        line has no reply), the host and shape it recorded, its origin and any conflict. A line that records no
+        host is official only as an import, its author's claim (``origin``)."""
+        origin = verdict_archive.origin_of(line)
+        claimed = origin["kind"] == "imported" and line.get("endpoint_host") is None
+        return self.verdict(line.get("raw"), str(line["model"]), source="archive", host=line.get("endpoint_host"),
+                            host_provider=str(line.get("provider")), shape=line.get("request_shape"),
+                            label=bool(line["label"]), claimed_host=claimed, origin=origin,
+                            conflict=line.get("conflict"))
+
     def verdict(self, reply: Any, returned_model: str, *, completion: Any = None, source: str,
                 host: str | None = None, host_provider: str | None = None,
-                shape: Mapping[str, Any] | None = None) -> Verdict:
-        """The verdict of ``reply``; an archived one carries the ``host`` and ``shape`` its line recorded (the
-        ``host_provider`` route it was made through), a call's come from the completion and this request."""
-        reply = reply if isinstance(reply, str) else ""
+                shape: Mapping[str, Any] | None = None, label: bool | None = None, claimed_host: bool = False,
+                origin: Mapping[str, Any] | None = None, conflict: Mapping[str, Any] | None = None) -> Verdict:
+        """The verdict of ``reply``; an archived one (``archived``) carries the ``host`` and ``shape`` its line
+        recorded (the ``host_provider`` route it was made through) and its ``label``, a call's come from the
+        completion and this request."""
         if completion is not None:
             host = getattr(completion, "endpoint_host", None)
         recorded_shape = dict(shape) if shape is not None else (None if source == "archive" else self.shape.to_dict())
         official = (is_official_judge(self.provider, self.request.model) and returned_model == OFFICIAL_JUDGE_MODEL
                     and self.builder.is_upstream and is_upstream_shape(recorded_shape) and not self.successor
-                    and is_official_host(host_provider or self.provider, host))
+                    and (claimed_host or is_official_host(host_provider or self.provider, host)))
         called = source == "call"
+        if label is None:
+            reply = reply if isinstance(reply, str) else ""
+            label = label_from_reply(reply)
         return Verdict(
-            label=label_from_reply(reply),
+            label=label,
             raw=reply,
             provider=self.provider,
             model=returned_model,
@@ -385,4 +410,6 @@ class _Made:
             endpoint_host=host,
             request_shape=recorded_shape,
             successor=self.successor,
+            origin=None if origin is None else dict(origin),
+            conflict=None if conflict is None else dict(conflict),
         )

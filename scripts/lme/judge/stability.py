@@ -120,7 +120,7 @@ def row_is_unstable(row: ResultRow | None, flaky: set[Key]) -> bool:
     verdict = None if row is None else row.judgment
     if verdict is None:
         return False
-    if (verdict.stability or {}).get("flaky"):
+    if (verdict.stability or {}).get("flaky") or verdict.conflict:
         return True
     key = key_of(row.question_id, verdict)
     return key is not None and key in flaky
@@ -135,9 +135,10 @@ def project_of_run(meta: RunMeta, run_dir: Path) -> Path:
 
 
 def summary(rows: Iterable[ResultRow], flaky: set[Key]) -> dict[str, Any]:
-    """How many of a run's labels are unstable: its own repeated verdicts disagree, or the registry marks the
-    row's exact prompt flaky (the two overlap; ``unstable_ids`` is their union)."""
-    repeated = in_run = in_registry = 0
+    """How many of a run's labels are unstable: its own repeated verdicts disagree, the registry marks the row's
+    exact prompt flaky, or the verdict archive holds official verdicts of both labels for it (they overlap;
+    ``unstable_ids`` is their union)."""
+    repeated = in_run = in_registry = conflicts = 0
     unstable = []
     for row in rows:
         verdict = row.judgment
@@ -146,10 +147,12 @@ def summary(rows: Iterable[ResultRow], flaky: set[Key]) -> dict[str, Any]:
         own = bool((verdict.stability or {}).get("flaky"))
         key = key_of(row.question_id, verdict)
         registered = key is not None and key in flaky
+        conflict = bool(verdict.conflict)
         repeated += verdict.verdicts is not None
         in_run += own
         in_registry += registered
-        if own or registered:
+        conflicts += conflict
+        if own or registered or conflict:
             unstable.append(row.question_id)
     return {"repeated_items": repeated, "unstable_in_run": in_run, "flaky_in_registry": in_registry,
-            "unstable_ids": sorted(unstable)}
+            "archive_conflicts": conflicts, "unstable_ids": sorted(unstable)}

@@ -3,61 +3,103 @@
 A hypothesis judged once by the official judge is never re-judged: before a judge call, the judge looks its
 prompt's sha256 and model up in the project's archive ``.longmemeval-benchmarks/verdicts.jsonl``; a hit is used
 instead of the call and stays official (``judgment.source: "archive"``). So verdicts survive the retirement of
-``gpt-4o-2024-08-06`` from the API, and move between machines and teams as one JSONL file:
+``gpt-4o-2024-08-06`` from the API, and move between machines and teams as one JSONL file.
 
-    python scripts/judge_shim.py export-verdicts --project . --out verdicts.jsonl   # every official verdict here
-    python scripts/judge_shim.py import-verdicts verdicts.jsonl --project .          # use them in this project
+**Archived by default.** Every official verdict the judge makes (a run, ``judge_shim.py --hyp-file``) is appended
+to the project's archive as it is made, before the row that holds it is written (one fsynced append under the
+archive's lock; a crash leaves the verdict archived and the item pending, and the resume takes it from here). A
+prompt the archive already holds with the same label is not appended again. Runs made before verdicts were
+archived are added once (``backfill``). So nothing has to be remembered before the official judge is gone.
 
-An archive file starts with a header line, then one line per (prompt_sha256, model):
+The project's archive is append-only JSON lines, one per verdict (``ARCHIVE_VERSION``):
 
-    {"kind": "longmemeval-verdict-archive", "schemaVersion": "1.1.0", "count": 490, "sha256": "<of the lines below>",
-     "upstream_commit": "9e0b455...", "template_sha256": ["..."], "exported_at": "...", "conflicts": [...],
-     "skipped_not_official": 10}
-    {"schemaVersion": "1.1.0", "prompt_sha256": "<64 hex>", "model": "gpt-4o-2024-08-06", "provider": "openai",
-     "official": true, "label": true, "raw": "Yes", "endpoint_host": "api.openai.com",
+    {"schemaVersion": "1.2.0", "verdict_id": "<64 hex>", "prompt_sha256": "<64 hex>", "model": "gpt-4o-2024-08-06",
+     "provider": "openai", "official": true, "label": true, "raw": "Yes", "endpoint_host": "api.openai.com",
      "request_shape": {"family": "upstream", "max_tokens": 10, "temperature": 0, "n": 1}, "question_id": "e47becba",
      "question_type": "multi-session", "question": "...", "answer": "...", "hypothesis": "...",
-     "template_sha256": "...", "judged_at": "...", "source": "run <runId>"}
+     "template_sha256": "...", "judged_at": "...", "source": "run <runId>",
+     "origin": {"kind": "made", "by": "run <runId>"}}
 
-Only official verdicts by ``judge_official``'s rule are archived: the snapshot named by the response, upstream's
-prompt and request shape, and an official endpoint host (``api.openai.com`` or an Azure OpenAI resource). Export
-skips (and counts) the rest and states conflicts (two verdicts on one key with different labels: the first is
-kept). Import verifies the header (count and sha256) and every line before anything is written. Files without a
-header (older exports) stay readable; their lines carry no ``endpoint_host``, so the verdicts they give are not
-official (``lookup`` serves them, ``judge_official`` labels them so): export them again from the project that
-judged them, whose runs record the endpoint.
+``origin`` says where the line comes from: ``made`` (this project's judge made it, at ``endpoint_host``; ``by`` the
+run or file) or ``imported`` (``file``, ``file_sha256``, ``format`` ``archive`` or ``upstream``, ``imported_at``,
+``label_only`` when the file published no reply (``raw`` null), ``claimed``: the origin the file's line stated).
+An imported verdict is its author's claim: nobody here saw the judge make it. ``verdict_id`` names one act of
+judging (``made``: the prompt, model, label, reply, time and source; an upstream file's line: the file's sha256
+and the line number), so importing a file twice, or a file exported from here, adds nothing.
+
+**Conflicts.** A prompt with official verdicts of both labels (the judge flips at temperature 0; two teams'
+files disagree) is a conflict, never first-wins: it is scored by the majority of its verdicts (each act of judging
+one vote), a tie scoring as not correct, and the verdict says so (``Verdict.conflict``: the counts and the rule),
+so scorecards count it beside judge instability.
+
+An export (``export``) is a portable file: a header line (``kind``, count, sha256 of the lines after it, the
+upstream commit of the prompts, the conflicting prompts, how many run verdicts were skipped as not official), then
+every verdict line. ``import_file`` verifies the header (count and sha256) and every line before anything is
+written; upstream's ``*.eval-results-gpt-4o`` files are read by ``upstream_verdicts``. Files without a header
+(older exports) are read too.
+
+Only official verdicts by ``judge_official``'s rule enter: the snapshot named by the response, upstream's prompt
+and request shape, and an official endpoint host (``api.openai.com`` or an Azure OpenAI resource); an imported
+line that records another host is refused, one that records none (an upstream file, an older export) is taken as
+its author's claim.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from lme.core import fileio
-from lme.core.clock import utc_now
+from lme.core.clock import utc_now, utc_now_precise
 from lme.core.endpoint_urls import host_of, is_official_host
-from lme.store import run_store
 from lme.core.errors import UserError
-from lme.core.facts import SCHEMA_VERSION, STATE_DIR, VERDICT_ARCHIVE, is_official_judge
+from lme.core.facts import STATE_DIR, VERDICT_ARCHIVE, is_official_judge
 from lme.core.run_records import ResultRow
 from lme.judge.request_shapes import is_upstream_shape
+from lme.store import run_store
 
 ARCHIVE_NAME = VERDICT_ARCHIVE
+LOCK_NAME = ".verdicts.lock"
+BACKFILL_MARK = ".verdicts-backfilled"
 HEADER_KIND = "longmemeval-verdict-archive"
-ARCHIVE_VERSION = "1.1.0"
-"""1.1: the header line, ``endpoint_host`` and ``request_shape`` on every line (1.0 files are still read)."""
+ARCHIVE_VERSION = "1.2.0"
+"""1.2: ``verdict_id`` and ``origin`` on every line, ``raw`` null for a label-only verdict, the project's archive
+appended to by every run; 1.1: the header line, ``endpoint_host`` and ``request_shape`` (1.0 and 1.1 are read)."""
+CONFLICT_RULE = "majority of the official verdicts; a tie is not correct"
 _SHA = re.compile(r"^[0-9a-f]{64}$")
-FIX = "pass a file written by judge_shim.py export-verdicts"
+FIX = "pass a file written by judge_shim.py export-verdicts, or upstream's *.eval-results-gpt-4o file"
 Key = tuple[str, str]
 """(prompt sha256, judge model)."""
 
 
 def archive_path(project: str | Path) -> Path:
     return Path(project) / STATE_DIR / ARCHIVE_NAME
+
+
+# --------------------------------------------------------------------------- lines
+
+
+def verdict_id(line: Mapping[str, Any]) -> str:
+    """The act of judging a line records: its own ``verdict_id``, else one computed from what it says."""
+    given = line.get("verdict_id")
+    if isinstance(given, str) and _SHA.match(given):
+        return given
+    parts = [line.get(k) for k in ("prompt_sha256", "model", "label", "raw", "judged_at", "source")]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def origin_of(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The line's ``origin``; lines written before origins were recorded entered the archive only by import."""
+    origin = line.get("origin")
+    if isinstance(origin, Mapping) and origin.get("kind") in ("made", "imported"):
+        return dict(origin)
+    return {"kind": "imported", "file": None, "format": "archive", "note": "imported before origins were recorded"}
 
 
 def _check_line(line: Any, where: str) -> dict[str, Any]:
@@ -70,11 +112,11 @@ def _check_line(line: Any, where: str) -> dict[str, Any]:
         problems.append("no model")
     if not isinstance(line.get("label"), bool):
         problems.append("label is not true/false")
-    if not isinstance(line.get("raw"), str):
+    if not (isinstance(line.get("raw"), str) or (line.get("raw") is None and origin_of(line).get("label_only"))):
         problems.append("raw is not a string")
     if line.get("official") is not True or not is_official_judge(line.get("provider"), line.get("model")):
         problems.append("not an official verdict (official true, openai/azure gpt-4o-2024-08-06)")
-    elif "endpoint_host" in line and not is_official_host(line.get("provider"), line.get("endpoint_host")):
+    elif line.get("endpoint_host") is not None and not is_official_host(line.get("provider"), line["endpoint_host"]):
         problems.append(f"not an official verdict (endpoint host {line.get('endpoint_host')!r} is not the official "
                         "judge's: api.openai.com or <resource>.openai.azure.com)")
     elif not is_upstream_shape(line.get("request_shape")):
@@ -88,8 +130,8 @@ def _is_header(line: Any) -> bool:
     return isinstance(line, dict) and line.get("kind") == HEADER_KIND
 
 
-def lines_blob(lines: list[Mapping[str, Any]]) -> bytes:
-    """The verdict lines as an archive file holds them (what the header's sha256 covers)."""
+def lines_blob(lines: Iterable[Mapping[str, Any]]) -> bytes:
+    """The verdict lines as an archive file holds them (what an export header's sha256 covers)."""
     return "".join(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n" for line in lines).encode("utf-8")
 
 
@@ -100,7 +142,7 @@ def read_archive(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]
     if not path.is_file():
         raise UserError(f"verdict archive {path} not found", fix="pass the file judge_shim.py export-verdicts wrote")
     try:
-        data = path.read_bytes()
+        data = fileio.read_bytes(path, follow_symlinks=True)  # a file the user names
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise UserError(f"cannot read verdict archive {path} ({err})") from None
@@ -137,67 +179,264 @@ def read_archive_file(path: Path) -> list[dict[str, Any]]:
     return read_archive(path)[1]
 
 
+# --------------------------------------------------------------------------- the project's archive
+
+
+@dataclass
+class _Votes:
+    """The verdicts the archive holds for one key: a count per label and the first line of each label (a line
+    made here preferred: it is the one a lookup shows)."""
+
+    yes: int = 0
+    no: int = 0
+    first: dict[bool, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, line: dict[str, Any]) -> None:
+        label = bool(line["label"])
+        if label:
+            self.yes += 1
+        else:
+            self.no += 1
+        kept = self.first.get(label)
+        if kept is None or (origin_of(kept)["kind"] != "made" and origin_of(line)["kind"] == "made"):
+            self.first[label] = line
+
+    @property
+    def label(self) -> bool:
+        """The majority label; a tie is not correct."""
+        return self.yes > self.no
+
+    def verdict(self) -> dict[str, Any]:
+        """The line a lookup serves: the majority label's, with ``conflict`` when both labels were given."""
+        line = dict(self.first[self.label])
+        if self.yes and self.no:
+            line["conflict"] = {"yes": self.yes, "no": self.no, "rule": CONFLICT_RULE}
+        return line
+
+
 class VerdictArchive:
-    """The project's archive, loaded once; ``lookup`` is thread-safe."""
+    """The project's archive, read incrementally (what other processes appended is read at the next lookup) and
+    appended to under its lock. Thread-safe."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._entries: dict[Key, dict[str, Any]] = {}
-        if self.path.is_file():
-            for line in read_archive_file(self.path):
-                self._entries.setdefault((line["prompt_sha256"], line["model"]), line)
+        self._lock = threading.Lock()
+        self._votes: dict[Key, _Votes] = {}
+        self._ids: set[str] = set()
+        self._offset = 0
+        self._identity: tuple[int, int] | None = None
+        self._has_header = False
+        with self._lock:
+            self._catch_up()
+
+    # ------------------------------------------------------------------ reading
+
+    def _catch_up(self) -> None:
+        """Read what was appended since the last read (a replaced or shortened file is read again whole)."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            self._reset(None)
+            return
+        identity = (stat.st_dev, stat.st_ino)
+        if identity != self._identity or stat.st_size < self._offset:
+            self._reset(identity)
+        if stat.st_size == self._offset:
+            return
+        with fileio.open_file(self.path, "rb") as fh:
+            fh.seek(self._offset)
+            data = fh.read()
+        end = data.rfind(b"\n") + 1  # a torn last line (a crash mid-append) is read once it is whole
+        number = self._lines_read
+        for raw in data[:end].splitlines():
+            number += 1
+            if not raw.strip():
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError as err:
+                raise UserError(f"{self.path}:{number}: not JSON ({err})",
+                                fix="restore the file from a copy, or delete that line") from None
+            if number == 1 and _is_header(line):
+                self._has_header = True
+                continue
+            self._add(_check_line(line, f"{self.path}:{number}"))
+        self._lines_read = number
+        self._offset += end
+
+    def _reset(self, identity: tuple[int, int] | None) -> None:
+        self._votes, self._ids, self._offset, self._lines_read = {}, set(), 0, 0
+        self._identity, self._has_header = identity, False
+
+    def _add(self, line: dict[str, Any]) -> bool:
+        vid = verdict_id(line)
+        if vid in self._ids:
+            return False
+        self._ids.add(vid)
+        self._votes.setdefault((line["prompt_sha256"], line["model"]), _Votes()).add(line)
+        return True
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            self._catch_up()
+            return len(self._votes)
 
     def lookup(self, prompt_sha256: str, model: str) -> dict[str, Any] | None:
-        return self._entries.get((prompt_sha256, model))
+        """The verdict the archive gives this prompt (see ``_Votes.verdict``), or None."""
+        with self._lock:
+            self._catch_up()
+            votes = self._votes.get((prompt_sha256, model))
+            return None if votes is None else votes.verdict()
+
+    def keys(self) -> set[Key]:
+        with self._lock:
+            self._catch_up()
+            return set(self._votes)
+
+    def conflicts(self) -> list[dict[str, Any]]:
+        """The prompts with official verdicts of both labels: ``{prompt_sha256, model, question_id, yes, no}``."""
+        with self._lock:
+            self._catch_up()
+            return [{"prompt_sha256": key[0], "model": key[1],
+                     "question_id": next(iter(votes.first.values())).get("question_id"),
+                     "yes": votes.yes, "no": votes.no}
+                    for key, votes in self._votes.items() if votes.yes and votes.no]
+
+    def origins(self) -> dict[str, Any]:
+        """How many prompts each origin gives a verdict for: ``{made: N, imported: {file name: N}}``."""
+        made, imported = 0, {}
+        with self._lock:
+            self._catch_up()
+            for votes in self._votes.values():
+                origin = origin_of(votes.verdict())
+                if origin["kind"] == "made":
+                    made += 1
+                else:
+                    name = str(origin.get("file") or "an earlier import")
+                    imported[name] = imported.get(name, 0) + 1
+        return {"made": made, "imported": dict(sorted(imported.items()))}
+
+    # ------------------------------------------------------------------ writing
+
+    def add_made(self, line: dict[str, Any]) -> bool:
+        """Archive a verdict this project's judge made (``made_line``), unless the archive holds its prompt with
+        the same label already; True when it was appended."""
+        with self._lock, self._write_lock():
+            self._catch_up()
+            votes = self._votes.get((line["prompt_sha256"], line["model"]))
+            if votes is not None and (votes.yes if line["label"] else votes.no):
+                return False
+            self._append([line])
+            return True
+
+    def add_lines(self, lines: Iterable[dict[str, Any]]) -> tuple[int, int]:
+        """Append the lines whose act of judging the archive lacks -> (added, already present)."""
+        with self._lock, self._write_lock():
+            self._catch_up()
+            new, pending, already = [], set(), 0
+            for line in lines:
+                vid = verdict_id(line)
+                if vid in self._ids or vid in pending:
+                    already += 1
+                    continue
+                pending.add(vid)
+                new.append({**line, "verdict_id": vid})
+            if new:
+                self._append(new)
+            return len(new), already
+
+    def _write_lock(self) -> fileio.FileLock:
+        return fileio.FileLock(self.path.parent, LOCK_NAME, wait=True)
+
+    def _append(self, lines: list[dict[str, Any]]) -> None:
+        if self._has_header:
+            self._drop_header()
+        data = b"".join(fileio.json_line({**line, "verdict_id": verdict_id(line)}) for line in lines)
+        fileio.append_bytes(self.path, data, repair=fileio.repair_tail)
+        for line in lines:
+            self._add({**line, "verdict_id": verdict_id(line)})
+        self._offset = os.stat(self.path).st_size
+        self._lines_read += len(lines)
+
+    def _drop_header(self) -> None:
+        """An archive an older version wrote whole (header + lines) becomes append-only: its lines without the
+        header, replaced atomically (the header's sha256 could not hold once a line is appended)."""
+        _, lines = read_archive(self.path)
+        fileio.write_atomic_bytes(self.path, b"".join(fileio.json_line(line) for line in lines))
+        fileio.APPENDS.forget(self.path)
+        stat = os.stat(self.path)
+        self._reset((stat.st_dev, stat.st_ino))
+        self._catch_up()
 
 
-_OPEN: dict[str, tuple[tuple[int, int], VerdictArchive]] = {}
+_OPEN: dict[str, VerdictArchive] = {}
 _OPEN_LOCK = threading.Lock()
 
 
 def for_project(project: str | Path | None) -> VerdictArchive | None:
-    """The project's archive (None when it has none), re-read only when the file changed."""
+    """The project's archive (empty when it has no file yet; None without a project), one object per path in a
+    process, kept current by reading what was appended."""
     if project is None:
         return None
     path = archive_path(project)
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return None
-    stamp = (stat.st_mtime_ns, stat.st_size)
     with _OPEN_LOCK:
-        cached = _OPEN.get(str(path))
-        if cached is None or cached[0] != stamp:
-            cached = (stamp, VerdictArchive(path))
-            _OPEN[str(path)] = cached
-        return cached[1]
+        archive = _OPEN.get(str(path))
+        if archive is None:
+            archive = VerdictArchive(path)
+            _OPEN[str(path)] = archive
+        return archive
+
+
+# --------------------------------------------------------------------------- verdicts made here
+
+
+def made_line(item: Any, verdict: Any, by: str) -> dict[str, Any] | None:
+    """The archive line of an official verdict this project's judge just made (``item``: the judged question and
+    hypothesis, ``judge_official.Judged``; ``by``: ``run <runId>`` or ``judge_shim <file>``), or None when the
+    verdict is not an official one made by a call (or served by the call cache)."""
+    if verdict.official is not True or verdict.successor or verdict.source not in ("call", "cache"):
+        return None
+    if not verdict.prompt_sha256 or not is_official_host(verdict.provider, verdict.endpoint_host):
+        return None
+    return {
+        "schemaVersion": ARCHIVE_VERSION, "verdict_id": hashlib.sha256(os.urandom(32)).hexdigest(),  # one act
+        "prompt_sha256": verdict.prompt_sha256, "model": verdict.model,
+        "provider": verdict.provider, "official": True, "label": bool(verdict.label), "raw": str(verdict.raw),
+        "endpoint_host": verdict.endpoint_host,
+        "request_shape": dict(verdict.request_shape) if verdict.request_shape else None,
+        "question_id": item.question_id, "question_type": item.question_type, "question": item.question,
+        "answer": item.answer, "hypothesis": item.hypothesis, "template_sha256": verdict.template_sha256,
+        "judged_at": utc_now_precise(), "source": by, "origin": {"kind": "made", "by": by},
+    }
 
 
 def verdict_line(row: ResultRow, source: str, *, fallback_host: str | None = None) -> dict[str, Any] | None:
     """The archive line for a result row, or None when the row holds no official verdict by the rule above.
 
     ``fallback_host``: for a row written before verdicts recorded their host, the host its run recorded for the
-    judge's provider (run-meta ``endpoints``)."""
+    judge's provider (run-meta ``endpoints``). A row whose verdict came from the archive keeps that line's
+    origin (it was not made by this row)."""
     verdict = row.judgment
     if not row.judged or verdict is None or verdict.official is not True or not verdict.prompt_sha256:
         return None
     if not is_official_judge(verdict.provider, verdict.model) or verdict.successor:
         return None
     host = verdict.endpoint_host or fallback_host
-    if not is_official_host(verdict.provider, host) or not is_upstream_shape(verdict.request_shape):
+    archived = verdict.source == "archive"
+    if not (is_official_host(verdict.provider, host) or (archived and host is None)):
         return None
+    if not is_upstream_shape(verdict.request_shape):
+        return None
+    origin = dict(verdict.origin) if archived and verdict.origin else {"kind": "made", "by": source}
     return {
         "schemaVersion": ARCHIVE_VERSION, "prompt_sha256": verdict.prompt_sha256, "model": verdict.model,
         "provider": verdict.provider, "official": True, "label": bool(verdict.label),
-        "raw": str(verdict.raw), "endpoint_host": host,
+        "raw": verdict.raw, "endpoint_host": host,
         "request_shape": dict(verdict.request_shape) if verdict.request_shape else None,
         "question_id": row.question_id,
         "question_type": row.question_type, "question": row.question, "answer": row.answer,
         "hypothesis": row.hypothesis, "template_sha256": verdict.template_sha256,
-        "judged_at": row.finished_at, "source": source,
+        "judged_at": row.finished_at, "source": source, "origin": origin,
     }
 
 
@@ -209,19 +448,23 @@ def run_host(run: Path, provider: str | None) -> str | None:
     return host_of(url) if isinstance(url, str) and url not in ("default", "unknown") else None
 
 
-def runs_rows(runs_dir: Path) -> Iterator[tuple[Path, ResultRow]]:
+def runs_rows(runs_dir: Path, only: set[str] | None = None) -> Iterator[tuple[Path, ResultRow]]:
+    """Every row of every run (and shard) under ``runs_dir``, oldest run first (``only``: these run ids)."""
     for run in run_store.runs_with_meta(Path(runs_dir)):
-        for row in run_store.iter_rows(run):
-            yield run, row
+        if only is None or run.name in only:
+            for row in run_store.iter_rows(run):
+                yield run, row
 
 
-def run_verdicts(runs_dir: Path, skipped: list[int] | None = None) -> Iterator[dict[str, Any]]:
+def run_verdicts(runs_dir: Path, skipped: list[int] | None = None, *, made_only: bool = False,
+                 only: set[str] | None = None) -> Iterator[dict[str, Any]]:
     """The official verdicts of every run (and shard) under ``runs_dir``, oldest run first; ``skipped`` (a one-item
-    list) counts the judged rows left out as not official."""
+    list) counts the judged rows left out as not official. ``made_only``: without the rows that took their verdict
+    from the archive (they made none)."""
     hosts: dict[tuple[Path, str], str | None] = {}
-    for run, row in runs_rows(runs_dir):
+    for run, row in runs_rows(runs_dir, only):
         verdict = row.judgment
-        if not row.judged or verdict is None:
+        if not row.judged or verdict is None or (made_only and verdict.source == "archive"):
             continue
         key = (run, verdict.provider)
         if key not in hosts:
@@ -233,81 +476,104 @@ def run_verdicts(runs_dir: Path, skipped: list[int] | None = None) -> Iterator[d
             skipped[0] += 1
 
 
-def _conflict(kept: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
-    return {"prompt_sha256": kept["prompt_sha256"], "model": kept["model"], "question_id": kept.get("question_id"),
-            "kept": {"label": kept["label"], "source": kept.get("source")},
-            "other": {"label": other["label"], "source": other.get("source")}}
+def backfill(project: Path) -> int:
+    """Archive the official verdicts of the project's runs that no run archived as it made them (runs of versions
+    before verdicts were archived by default); each run is read once (its id is remembered in
+    ``.verdicts-backfilled``). Returns how many verdicts were added."""
+    project = Path(project)
+    runs_dir = run_store.runs_dir(project)
+    if not runs_dir.is_dir():
+        return 0
+    mark = project / STATE_DIR / BACKFILL_MARK
+    done = _backfilled(mark)
+    todo = {run.name for run in run_store.runs_with_meta(runs_dir)} - done
+    if not todo:
+        return 0
+    archive = for_project(project)
+    assert archive is not None
+    added = sum(archive.add_made(line) for line in run_verdicts(runs_dir, made_only=True, only=todo))
+    fileio.write_atomic_json(mark, {"schemaVersion": ARCHIVE_VERSION, "runs": sorted(done | todo)})
+    return added
+
+
+def _backfilled(mark: Path) -> set[str]:
+    try:
+        data = json.loads(fileio.read_text(mark, max_bytes=16 << 20))
+    except (OSError, ValueError, UserError):
+        return set()
+    runs = data.get("runs") if isinstance(data, dict) else None
+    return {str(r) for r in runs} if isinstance(runs, list) else set()
+
+
+# --------------------------------------------------------------------------- export and import
 
 
 def header_for(lines: list[Mapping[str, Any]], *, upstream_commit: str | None, conflicts: list[Mapping[str, Any]],
                skipped: int) -> dict[str, Any]:
-    """The header line of an archive holding ``lines``."""
+    """The header line of an archive file holding ``lines``."""
     return {"kind": HEADER_KIND, "schemaVersion": ARCHIVE_VERSION, "count": len(lines),
             "sha256": hashlib.sha256(lines_blob(list(lines))).hexdigest(), "upstream_commit": upstream_commit,
             "template_sha256": sorted({str(x["template_sha256"]) for x in lines if x.get("template_sha256")}),
             "exported_at": utc_now(), "conflicts": list(conflicts), "skipped_not_official": skipped}
 
 
-def _write(path: Path, header: Mapping[str, Any], lines: list[Mapping[str, Any]]) -> None:
-    data = (json.dumps(header, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8") + lines_blob(lines)
-    fileio.write_atomic_bytes(path, data)
-
-
 def export(project: Path, runs_dir: Path, out: Path, *, upstream_commit: str | None = None) -> dict[str, Any]:
-    """Write every official verdict the project holds (its archive, then its runs) to ``out``, one line per key,
-    after a header; verdicts that are not official are skipped and counted, conflicting labels on one key are
-    stated (the first is kept)."""
-    seen: dict[Key, dict[str, Any]] = {}
-    conflicts: list[dict[str, Any]] = []
+    """Write every official verdict the project holds to ``out`` after a header: the archive's lines (the runs'
+    verdicts are archived first, ``backfill``), each with its origin; conflicting prompts are kept and named."""
+    backfill(project)
     current = archive_path(project)
-
-    def add(line: dict[str, Any]) -> None:
-        key = (line["prompt_sha256"], line["model"])
-        kept = seen.setdefault(key, line)
-        if kept is not line and kept["label"] != line["label"]:
-            conflicts.append(_conflict(kept, line))
-
-    for line in (read_archive_file(current) if current.is_file() else []):
-        add(line)
-    from_archive = len(seen)
+    lines = read_archive_file(current) if current.is_file() else []
     skipped = [0]
-    for line in run_verdicts(runs_dir, skipped):
-        add(line)
-    lines = list(seen.values())
+    for _ in run_verdicts(runs_dir, skipped):
+        pass
+    archive = VerdictArchive(current)
+    conflicts = archive.conflicts()
     header = header_for(lines, upstream_commit=upstream_commit, conflicts=conflicts, skipped=skipped[0])
     try:
-        _write(Path(out), header, lines)
+        fileio.write_atomic_bytes(Path(out), (json.dumps(header, ensure_ascii=False, sort_keys=True) + "\n")
+                                  .encode("utf-8") + lines_blob(lines))
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror or err}") from None
-    return {"verdicts": len(seen), "from_archive": from_archive, "from_runs": len(seen) - from_archive,
-            "conflicts": len(conflicts), "conflicting_keys": conflicts[:20], "skipped_not_official": skipped[0],
-            "sha256": header["sha256"], "upstream_commit": upstream_commit}
+    origins = archive.origins()
+    return {"verdicts": len(lines), "prompts": len(archive.keys()), "made_here": origins["made"],
+            "imported": origins["imported"], "conflicts": len(conflicts), "conflicting_keys": conflicts[:20],
+            "skipped_not_official": skipped[0], "sha256": header["sha256"], "upstream_commit": upstream_commit}
+
+
+def imported(lines: Iterable[Mapping[str, Any]], source: Path, data_sha256: str, fmt: str) -> list[dict[str, Any]]:
+    """The lines of a file as this project's archive keeps them: their origin becomes ``imported`` (the file
+    named), the origin they stated is kept as ``claimed``."""
+    now = utc_now()
+    out = []
+    for line in lines:
+        origin = {"kind": "imported", "file": Path(source).name, "file_sha256": data_sha256, "format": fmt,
+                  "imported_at": now}
+        stated = line.get("origin")
+        if isinstance(stated, Mapping):
+            origin["claimed"] = dict(stated.get("claimed") or stated)
+        if line.get("raw") is None:
+            origin["label_only"] = True
+        out.append({**line, "verdict_id": verdict_id(line), "schemaVersion": ARCHIVE_VERSION, "origin": origin})
+    return out
+
+
+def import_lines(project: Path, lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add ``lines`` (``imported``'s) to the project's archive: every act of judging once; conflicts kept."""
+    archive = for_project(project)
+    assert archive is not None
+    before = {(c["prompt_sha256"], c["model"]) for c in archive.conflicts()}
+    added, already = archive.add_lines(lines)
+    conflicts = [c for c in archive.conflicts() if (c["prompt_sha256"], c["model"]) not in before]
+    return {"added": added, "already_present": already, "new_conflicts": len(conflicts),
+            "conflicting_keys": conflicts[:20], "archive_prompts": len(archive.keys()),
+            "label_only": sum(1 for line in lines if line.get("raw") is None),
+            "without_endpoint": sum(1 for line in lines if not line.get("endpoint_host"))}
 
 
 def import_file(project: Path, source: Path) -> dict[str, Any]:
-    """Add the lines of ``source`` whose key the project's archive lacks; a known key keeps its first verdict."""
+    """Add the verdicts of an exported archive file (header and lines verified first) to the project's archive."""
     header, incoming = read_archive(source)  # every line (and the header) checked before anything is written
-    target = archive_path(project)
-    existing = read_archive_file(target) if target.is_file() else []
-    keys = {(line["prompt_sha256"], line["model"]): line for line in existing}
-    added = already = 0
-    conflicts: list[dict[str, Any]] = []
-    new_lines = []
-    for line in incoming:
-        key = (line["prompt_sha256"], line["model"])
-        if key in keys:
-            already += 1
-            if keys[key]["label"] != line["label"]:
-                conflicts.append(_conflict(keys[key], line))
-            continue
-        keys[key] = line
-        new_lines.append(line)
-        added += 1
-    if new_lines:
-        lines = [*existing, *new_lines]
-        fileio.ensure_writable_dir(target.parent)
-        _write(target, header_for(lines, upstream_commit=(header or {}).get("upstream_commit"), conflicts=[],
-                                  skipped=0), lines)
-    return {"added": added, "already_present": already, "conflicting_labels_kept_first": len(conflicts),
-            "archive_verdicts": len(keys), "verified_header": header is not None,
-            "without_endpoint": sum(1 for line in new_lines if not line.get("endpoint_host"))}
+    sha = fileio.sha256_file(source, follow_symlinks=True)
+    fileio.ensure_writable_dir(archive_path(project).parent)
+    result = import_lines(project, imported(incoming, source, sha, "archive"))
+    return {**result, "format": "archive", "verified_header": header is not None, "file_sha256": sha}

@@ -45,13 +45,18 @@ def stability_registry(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]
 def flaky_mark(row: ResultRow | None, registry: Mapping[tuple[str, str, str], Mapping[str, Any]]
                ) -> dict[str, Any] | None:
     """``{"yes", "no", "source"}`` when the judge gave this row's exact prompt both labels (the row's own repeats,
-    ``judgment.stability``, or the registry), else None. The one place the flaky rule is read."""
+    ``judgment.stability``, the verdict archive's conflicting verdicts, ``judgment.conflict``, or the registry),
+    else None. The one place the flaky rule is read."""
     verdict = None if row is None else row.judgment
     if verdict is None:
         return None
     own = verdict.stability
     if isinstance(own, Mapping) and own.get("flaky"):
         return {"yes": own.get("yes"), "no": own.get("no"), "source": "this run's repeated verdicts"}
+    conflict = verdict.conflict
+    if isinstance(conflict, Mapping):
+        return {"yes": conflict.get("yes"), "no": conflict.get("no"),
+                "source": f"official verdicts in the verdict archive, scored by the {conflict.get('rule')}"}
     rec = registry.get((row.question_id, str(verdict.model), str(verdict.prompt_sha256)))
     if rec and (rec.get("flaky") or (int(rec.get("yes") or 0) > 0 and int(rec.get("no") or 0) > 0)):
         return {"yes": rec.get("yes"), "no": rec.get("no"), "source": f"registry ({rec.get('source', '?')})"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 from lme.data import dataset_label
-from lme.judge import verdict_sources
+from lme.judge import verdict_archive, verdict_sources
 from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
@@ -84,6 +84,8 @@ def verdict_lines(card: Scorecard) -> list[str]:
         cited = "; ".join(judge_provenance.describe_calibration(e.calibration, e.request_shape)
                           for e in v.successors) or None
         lines.append(verdict_sources.describe(card.verdicts or {}, successor=successor, calibration=cited))
+        lines += [line for line in (judge_provenance.origins_line(v.origins), judge_provenance.conflicts_line(
+            v.origins)) if line]
         if len(v.endpoints) > 1:
             lines.append("Verdicts come from more than one endpoint: " + ", ".join(
                 f"{h} ({n})" for h, n in v.endpoints.items()) + "; the run is comparable only when every verdict "
@@ -187,7 +189,9 @@ def stability_lines(card: Scorecard) -> list[str]:
             f"{len(stab.unstable_ids)} of {card.judged} judged labels are unstable (the same judge "
             f"prompt got both yes and no): {stab.unstable_in_run} in this run's repeated verdicts "
             f"({stab.repeated_items} items judged more than once), {stab.flaky_in_registry} flaky in the "
-            f"project's judge-stability.jsonl. The first verdict is the official label."
+            f"project's judge-stability.jsonl, {stab.archive_conflicts} with archived official verdicts of both "
+            f"labels (scored by the {verdict_archive.CONFLICT_RULE}). Otherwise the first verdict is the official "
+            "label."
             + (f" Unstable: {shown}." if shown else "")]
 
 

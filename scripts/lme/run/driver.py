@@ -28,6 +28,7 @@ from lme.data import dataset_scans
 from lme.data import hypotheses_file
 from lme.run import item_runner
 from lme.judge import official as judge_official
+from lme.judge import verdict_archive
 from lme.store import prompt_store
 from lme.models import providers
 from lme.run import state as run_state
@@ -37,6 +38,7 @@ from lme.models.call_cache import CallCache
 from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.errors import FULL, UserError
+from lme.core.facts import is_offline
 from lme.core.memory_trim import Trimmer
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
@@ -185,7 +187,7 @@ def _drive(run: "_Session", questions: Iterator[Question], gateway: Any) -> None
                     stop.request("cost_cap")
                     break
                 requests: list = []
-                fut = pool.submit(item_runner.run_item, q, settings, gateway, requests)
+                fut = pool.submit(item_runner.run_item, q, settings, gateway, requests, run_id=run.run_id)
                 requests_of[fut] = requests
                 in_flight.add(fut)
             if not in_flight:
@@ -320,6 +322,7 @@ class _Session:
         stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned, options.loop_check)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
             dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
+        _archive_older_runs(settings)
         self.done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
         self.planned = [qid for qid in self.manifest.question_ids if run_store.in_shard(qid, settings.shard)]
         pending_all = [qid for qid in self.planned if qid not in self.done]
@@ -475,6 +478,21 @@ class _Session:
         if self.settings.shard is not None:
             run_state.update_root_meta(self.root, self.manifest)
         return code
+
+
+def _archive_older_runs(settings: RunSettings) -> None:
+    """The official verdicts of runs made before runs archived theirs go into the project's archive (once per
+    run: ``verdict_archive.backfill``); a run that cannot read them says so and goes on."""
+    if is_offline(settings.judge_provider):
+        return
+    try:
+        added = verdict_archive.backfill(Path(settings.project))
+    except UserError as err:
+        print(f"warning: the official verdicts of older runs were not archived: {err}", file=sys.stderr)
+        return
+    if added:
+        print(f"archived {added} official verdict(s) of older runs in {verdict_archive.archive_path(settings.project)}",
+              file=sys.stderr)
 
 
 def disk_full_line(err: BaseException, settings: RunSettings, run_id: str) -> str | None:

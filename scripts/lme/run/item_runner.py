@@ -98,18 +98,21 @@ def judged_text(hyp: Hypothesis, settings: RunSettings) -> str | None:
     return hyp.hypothesis if settings.target == HYPOTHESES_TARGET else hyp.hypothesis.strip()
 
 
-def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> Verdict:
-    """The run's judge on ``hypothesis``: an archived official verdict, else a call. When the official judge is
-    gone (404 / 410) and the run names a successor, the successor judges it (``Verdict.successor``)."""
+def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM, run_id: str | None = None) -> Verdict:
+    """The run's judge on ``hypothesis``: an archived official verdict, else a call (an official verdict it makes
+    goes into the project's archive, ``by`` the run ``run_id``; without one, as when a batch is planned, it is
+    not archived). When the official judge is gone (404 / 410) and the run
+    names a successor, the successor judges it (``Verdict.successor``)."""
     if is_offline(settings.judge_provider):
         return offline_judge.offline_verdict(q.question_id, q.question_type, q.question, q.answer, hypothesis)
 
     judged = judge_official.Judged(q.question_id, q.question_type, q.question, q.answer, hypothesis)
     route = judge_official.JudgeRoute(settings.longmemeval_root, settings.judge_provider, settings.judge_model, llm,
                                       repeat=settings.judge_repeat, reasoning_effort=settings.judge_reasoning_effort)
+    archive = verdict_archive.for_project(settings.project)
     try:
-        return judge_official.judge_verdict(judged, route.to(route.provider, route.model,
-                                                             archive=verdict_archive.for_project(settings.project)))
+        return judge_official.judge_verdict(judged, route.to(route.provider, route.model, archive=archive,
+                                                             archive_as=None if run_id is None else f"run {run_id}"))
     except providers.ProviderError as err:
         successor = settings.successor
         if successor is None or not judge_official.official_judge_gone(err, settings.judge_provider,
@@ -119,13 +122,14 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM) -> Verd
 
 
 def run_item(q: Question, settings: RunSettings, llm: LLM,
-             prompts: list[ChatRequest] | None = None) -> ResultRow:
+             prompts: list[ChatRequest] | None = None, *, run_id: str | None = None) -> ResultRow:
     """Return the result row for ``q``: ``status`` ``judged``, or ``error`` with the failing stage.
 
     The row's ``prompt_keys`` name the chat requests the target sent (``ChatRequest.key()``, in order); the
-    requests themselves go into ``prompts`` when given, for the run's writer to store (``prompt_store``)."""
+    requests themselves go into ``prompts`` when given, for the run's writer to store (``prompt_store``).
+    ``run_id``: the run an official verdict made here is archived ``by``."""
     recorder = None if llm is None else RecordingLLM(llm)
-    row = _run_item(q, settings, llm, recorder)
+    row = _run_item(q, settings, llm, recorder, run_id)
     if recorder is None:
         return row
     if prompts is not None:
@@ -133,7 +137,7 @@ def run_item(q: Question, settings: RunSettings, llm: LLM,
     return row.with_(prompt_keys=tuple(recorder.keys()))
 
 
-def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None) -> ResultRow:
+def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None, run_id: str | None) -> ResultRow:
     t0 = time.monotonic()
     try:
         hyp = generate(q, settings, gen_llm)
@@ -150,7 +154,7 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None)
         return _error_row(q, settings, _failure("generate", "target", "the target returned no hypothesis text"), hyp)
 
     try:
-        verdict = judge(q, hypothesis, settings, llm)
+        verdict = judge(q, hypothesis, settings, llm, run_id)
     except providers.ProviderError as err:
         failure = _failure("judge", err.kind, str(err), getattr(err, "attempts", 1))
         return _error_row(q, settings, failure, hyp, hypothesis)

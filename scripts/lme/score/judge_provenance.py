@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from lme.core.endpoint_urls import host_of, is_official_endpoint, is_official_host, redact
 from lme.core.facts import is_official_judge, resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
-from lme.judge import agreement as judge_agreement, verdict_sources
+from lme.judge import agreement as judge_agreement, verdict_archive, verdict_sources
 from lme.judge.request_shapes import describe as describe_shape, is_upstream_shape
 
 
@@ -52,6 +52,7 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
     shapes: dict[tuple[str, str], Any] = {}
     templates: set[str] = set()
     unrecorded = 0
+    origins = _Origins()
     for row in rows:
         verdict = row.judgment
         if not row.judged or verdict is None or verdict.provider == "offline":
@@ -61,8 +62,11 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
         if verdict.endpoint_host is None:
             unrecorded += 1
         hosts[host or "unrecorded"] += 1
-        if archived and host is None and not verdict.successor:
-            why: str | None = "archive_without_endpoint"  # an older archive line: where it was made is unknown
+        if archived and host is None and not verdict.successor:  # where it was made is unknown
+            # served by an older version from an older archive line: recorded not official; since origins are
+            # recorded, an imported line without a host is its author's claim (``origins`` names the file)
+            why: str | None = ("archive_without_endpoint" if verdict.origin is None
+                               else _why_not(verdict, host, True))
         else:
             why = _why_not(verdict, host, verdict.endpoint_host is None and host is None)
         if why == "endpoint" and verdict.endpoint_host is None:
@@ -73,6 +77,7 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
             shapes.setdefault(key, verdict.request_shape)
         if why is None:
             counts["official_archived" if verdict.source == "archive" else "official_live"] += 1
+            origins.add(verdict, host)
         elif why == "successor":
             counts["successor"] += 1
         else:
@@ -86,6 +91,7 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
     out["not_official_reasons"] = dict(sorted(reasons.items()))
     out["prompt_templates"] = sorted(templates)
     out["invocation_endpoints"] = invocation_endpoints(meta)
+    out["origins"] = origins.to_dict()
     out["successors"] = []
     for (provider, model), n in sorted(successors.items()):
         record = judge_agreement.latest(project, provider, model, shape=shapes.get((provider, model)))
@@ -93,6 +99,69 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
                                   "request_shape": shapes.get((provider, model)),
                                   "calibration": judge_agreement.compact(record)})
     return out
+
+
+class _Origins:
+    """Where the official verdicts come from: made in this project (judged live, or from an archive line its own
+    judge made; by host) or imported from a file (named: its author's claim); and the conflicting ones."""
+
+    def __init__(self) -> None:
+        self.live = self.archived = self.conflicts = 0
+        self.hosts: Counter[str] = Counter()
+        self.files: dict[tuple[Any, Any, Any], list[int]] = {}
+
+    def add(self, verdict: Any, host: str | None) -> None:
+        origin = verdict.origin or {}
+        self.conflicts += bool(verdict.conflict)
+        if verdict.source == "archive" and origin.get("kind") != "made":
+            key = (origin.get("file"), origin.get("file_sha256"), origin.get("format"))
+            counts = self.files.setdefault(key, [0, 0])
+            counts[0] += 1
+            counts[1] += verdict.raw is None
+            return
+        if verdict.source == "archive":
+            self.archived += 1
+        else:
+            self.live += 1
+        self.hosts[host or "unrecorded"] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        imported = [{"file": f, "file_sha256": sha, "format": fmt, "verdicts": n, "label_only": label_only}
+                    for (f, sha, fmt), (n, label_only) in sorted(self.files.items(), key=lambda kv: str(kv[0][0]))]
+        return {"made_here": {"verdicts": self.live + self.archived, "live": self.live, "archived": self.archived,
+                              "hosts": dict(sorted(self.hosts.items()))},
+                "imported": imported, "conflicts": self.conflicts}
+
+
+def origins_line(origins: Mapping[str, Any]) -> str | None:
+    """``Official verdicts: 12 made in this project (api.openai.com 12), 478 imported from x (478, label only):
+    an imported verdict is its author's claim...``; None when the block counts none."""
+    made = origins.get("made_here") or {}
+    imported = [e for e in origins.get("imported") or () if e.get("verdicts")]
+    if not made.get("verdicts") and not imported:
+        return None
+    parts = []
+    if made.get("verdicts"):
+        hosts = ", ".join(f"{h} {n}" for h, n in (made.get("hosts") or {}).items())
+        parts.append(f"{made['verdicts']} made in this project ({hosts})")
+    for entry in imported:
+        label_only = f", {entry['label_only']} label only" if entry.get("label_only") else ""
+        parts.append(f"{entry['verdicts']} imported from {entry.get('file') or 'a file (not recorded)'}"
+                     f"{' (sha256 ' + str(entry['file_sha256'])[:12] + ')' if entry.get('file_sha256') else ''}"
+                     f"{label_only}")
+    text = "Official verdicts: " + ", ".join(parts) + "."
+    if imported:
+        text += " An imported verdict is its author's claim: no judge call of this installation made it."
+    return text
+
+
+def conflicts_line(origins: Mapping[str, Any]) -> str | None:
+    """The verdicts the archive holds with both labels, and the rule that scored them; None when there are none."""
+    n = int(origins.get("conflicts") or 0)
+    if not n:
+        return None
+    return (f"Conflicting official verdicts: {n} item(s) were scored from archived verdicts of both labels for "
+            f"their prompt, by the {verdict_archive.CONFLICT_RULE} (counted with the judge's instability).")
 
 
 def invocation_endpoints(meta: RunMeta) -> list[str]:

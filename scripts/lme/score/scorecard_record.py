@@ -469,16 +469,20 @@ class JudgeStability:
     unstable_in_run: int
     flaky_in_registry: int
     unstable_ids: tuple[str, ...]
+    archive_conflicts: int = 0
+    """Labels scored from archived official verdicts of both labels (``verdict_archive``'s rule)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"repeated_items": self.repeated_items, "unstable_in_run": self.unstable_in_run,
-                "flaky_in_registry": self.flaky_in_registry, "unstable_ids": list(self.unstable_ids)}
+                "flaky_in_registry": self.flaky_in_registry, "archive_conflicts": self.archive_conflicts,
+                "unstable_ids": list(self.unstable_ids)}
 
     @classmethod
     def from_dict(cls, d: Any) -> "JudgeStability":
         d = _mapping(d)
         return cls(_count(d.get("repeated_items")), _count(d.get("unstable_in_run")),
-                   _count(d.get("flaky_in_registry")), tuple(d.get("unstable_ids") or ()))
+                   _count(d.get("flaky_in_registry")), tuple(d.get("unstable_ids") or ()),
+                   _count(d.get("archive_conflicts")))
 
 
 @dataclass(frozen=True)
@@ -528,6 +532,9 @@ class VerdictSources:
     endpoints: Mapping[str, int]
     invocation_endpoints: tuple[str, ...]
     successors: tuple[Successor, ...]
+    origins: Mapping[str, Any] = field(default_factory=dict)
+    """Where the official verdicts come from: ``made_here`` (live or archived, by host), ``imported`` (per file:
+    its author's claim), ``conflicts`` (``judge_provenance``); empty in a metrics.json of an older version."""
 
     def any_verdict(self) -> bool:
         """Some verdict is counted (an offline-judged run has none)."""
@@ -545,7 +552,8 @@ class VerdictSources:
                    successor=_count(d.get("successor")), other=_count(d.get("other")),
                    endpoints=_mapping(d.get("endpoints")),
                    invocation_endpoints=tuple(str(e) for e in d.get("invocation_endpoints") or ()),
-                   successors=tuple(Successor.from_dict(e) for e in d.get("successors") or ()))
+                   successors=tuple(Successor.from_dict(e) for e in d.get("successors") or ()),
+                   origins=_mapping(d.get("origins")))
 
 
 # --------------------------------------------------------------------------- the scorecard
