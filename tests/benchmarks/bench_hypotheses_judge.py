@@ -7,7 +7,8 @@
 2. ours, the file flow: ``judge_shim.py --hyp-file HYP --ref-file REF --concurrency 8``.
 3. ours, as a run: ``run_benchmark.py --hypotheses HYP --concurrency 8`` (checkpoints, scorecard, resume).
 Then a kill -9 of the run mid-way and a resume by run id, which must end with one row per question. Prints each
-wall time, ours / upstream (the goal: <= 1/6), and whether the labels of all three are identical.
+wall time, ours / upstream (the goal: <= 1/6), whether the labels of all three are identical, and whether
+judge_shim's output file holds upstream's bytes (``cmp``).
 
 The fake server (tests/fake_llm_server.py) runs as a subprocess with ``--latency``; the judge prompt is upstream's
 own (our judge reads ``get_anscheck_prompt`` from the same exported checkout). Needs the upstream mirror at
@@ -35,6 +36,8 @@ from run_project import make_project  # noqa: E402
 
 DATA_DIR = Path(os.environ.get("LONGMEMEVAL_DATA_DIR", REPO.parent / "shared" / "data" / "longmemeval"))
 MIRROR = Path(os.environ.get("LONGMEMEVAL_MIRROR", "/work/.mirror/xiaowu0162+LongMemEval/repo"))
+NON_ASCII = ("I don't know.", "Je ne sais pas — désolé.", "不知道 🤷", 'No "idea" \\ at all.\nSorry.')
+"""Every fourth hypothesis (wrong answers): non-ASCII text, so the outputs' bytes show upstream's escaping."""
 UPSTREAM_NEEDS = ("openai", "backoff", "tqdm", "numpy")
 """What upstream's evaluate_qa.py imports."""
 
@@ -102,9 +105,9 @@ def main() -> int:
         ref = tmp / "ref.json"
         ref.write_text(json.dumps(items))
         hyps = [{"question_id": it["question_id"],
-                 "hypothesis": "I don't know." if i % 4 == 0 else f"The answer is {it['answer']}."}
+                 "hypothesis": NON_ASCII[i // 4 % len(NON_ASCII)] if i % 4 == 0 else f"The answer is {it['answer']}."}
                 for i, it in enumerate(items)]
-        body = "".join(json.dumps(h) + "\n" for h in hyps)
+        body = "".join(json.dumps(h, ensure_ascii=False) + "\n" for h in hyps)  # raw UTF-8, as many scripts write
         for name in ("upstream", "shim", "run"):
             (tmp / name).mkdir()
             (tmp / name / "hyps.jsonl").write_text(body)
@@ -150,6 +153,9 @@ def main() -> int:
             same = upstream_labels == shim_labels == run_labels and len(upstream_labels) == n
             print(f"labels identical (upstream, judge_shim, run): {same}; {sum(upstream_labels.values())} of "
                   f"{len(upstream_labels)} correct")
+            same_bytes = ((tmp / "upstream" / "hyps.jsonl.eval-results-gpt-4o").read_bytes()
+                          == (tmp / "shim" / "hyps.jsonl.eval-results-gpt-4o").read_bytes())
+            print(f"judge_shim's output file byte for byte upstream's (cmp): {same_bytes}")
 
             crash = project("crash")
             cmd = [*driver, "--project", str(crash), "--run-id", "crash", "--no-scorecard"]

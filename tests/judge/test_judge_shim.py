@@ -307,6 +307,37 @@ def test_a_non_utf8_ref_file_is_one_line(fake_llm, root, files, capsys):
     assert str(ref) in _one_error_line(capsys)
 
 
+def test_file_mode_writes_the_bytes_upstreams_json_dumps_writes_for_non_ascii_hypotheses(fake_llm, root, tmp_path):
+    entries = [  # as a user's script writes them: raw UTF-8, its own key order, a number, a raw U+2028
+        {"question_id": "n1", "hypothesis": "Un café, naïve résumé"},
+        {"question_id": "n2", "hypothesis": "東京 에서 🎉"},
+        {"hypothesis": 'She said "yes" \\ then left', "question_id": "n3", "note": "ü"},
+        {"question_id": "n4", "hypothesis": "two\nlines: café"},
+        {"question_id": "n5", "hypothesis": 5},
+        {"question_id": "n6", "hypothesis": "a\u2028b, 🎉"},
+    ]
+    gold = {"n1": "café", "n2": "tokyo", "n3": '"yes"', "n4": "café", "n5": 3, "n6": "🎉"}
+    refs = [{"question_id": q, "question_type": "multi-session", "question": f"Q {q}", "answer": a}
+            for q, a in gold.items()]
+    (tmp_path / "ref.json").write_text(json.dumps(refs, ensure_ascii=False), encoding="utf-8")
+    hyp = tmp_path / "hyp.jsonl"
+    hyp.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8")
+    assert _run_file_mode(root, hyp, tmp_path / "ref.json") == 0
+
+    # what upstream's evaluate_qa.py writes: each line read by text-mode readlines and json.loads, autoeval_label
+    # added to that dict, then print(json.dumps(entry)) (the fake judge says yes when the gold is in the hypothesis)
+    with open(hyp, encoding="utf-8") as fh:
+        upstream_entries = [json.loads(line) for line in fh.readlines()]
+    expected = ""
+    for entry in upstream_entries:
+        label = str(gold[entry["question_id"]]).lower() in str(entry["hypothesis"]).lower()
+        entry["autoeval_label"] = {"model": "gpt-4o-2024-08-06", "label": label}
+        expected += json.dumps(entry) + "\n"
+    written = Path(f"{hyp}.eval-results-gpt-4o").read_bytes()
+    assert written == expected.encode("ascii")
+    assert len(written.splitlines()) == 6 and {e["autoeval_label"]["label"] for e in upstream_entries} == {True, False}
+
+
 # ---------------------------------------------------------------------- file mode: concurrent, cached
 
 

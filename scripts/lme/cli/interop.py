@@ -2,14 +2,15 @@
 
 Usage:
     python scripts/interop.py export RUN_DIR OUT_HYP_FILE [--eval-results] [--reference OUT_REF]
-    python scripts/interop.py import EVAL_RESULTS_FILE REF_FILE [--allow-unofficial] [--json]
+    python scripts/interop.py import EVAL_RESULTS_FILE REF_FILE [--allow-unofficial] [--count-duplicates] [--json]
 
 export writes the run's hypotheses in upstream's input format (one ``{"question_id", "hypothesis"}`` JSON line
 each). With --eval-results it also writes ``<OUT_HYP_FILE>.eval-results-gpt-4o``: the judged lines plus
-``"autoeval_label": {"model", "label"}``, as upstream's evaluate_qa.py writes them, so upstream's
+``"autoeval_label": {"model", "label"}``, byte for byte as upstream's evaluate_qa.py writes them, so upstream's
 print_qa_metrics.py can score our run. --reference writes a JSON list of ``{"question_id", "question_type"}``
 usable as its ref_file. import reads such an eval-results file (ours or upstream's) and scores it with
-metrics.score against a dataset file or a run's manifest.json.
+metrics.score against a dataset file or a run's manifest.json, counting every line as print_qa_metrics.py does.
+A file with a question on more than one line is refused (exit 2, naming them) unless --count-duplicates.
 
 Example:
     python scripts/interop.py export .longmemeval-benchmarks/runs/base out/base.jsonl --eval-results
@@ -18,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -39,7 +41,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("eval_results", type=Path, help=f"a *{interop.EVAL_SUFFIX} file")
     imp.add_argument("reference", type=Path, help="the dataset file or a run's manifest.json")
     imp.add_argument("--allow-unofficial", action="store_true", help="score a file judged by another model")
-    imp.add_argument("--json", action="store_true", help="print the full metrics record as JSON")
+    imp.add_argument("--count-duplicates", action="store_true",
+                     help="score a file with a question on several lines: every line counts, as in upstream's "
+                          "print_qa_metrics.py")
+    imp.add_argument("--json", action="store_true",
+                     help="print the full metrics record as JSON, with eval_results: the file's lines and duplicates")
     args = parser.parse_args(argv)
 
     if args.command == "export":
@@ -51,11 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in written:
             print(path)
         return 0
-    labels, types = interop.import_eval_results(args.eval_results, args.reference,
-                                                allow_unofficial=args.allow_unofficial)
-    scored = metrics.score(labels, types)
+    results = interop.import_eval_results(args.eval_results, args.reference, allow_unofficial=args.allow_unofficial,
+                                          count_duplicates=args.count_duplicates)
+    if results.duplicates():
+        print(f"note: {interop.duplicates_line(results)}; every line counted, as upstream's print_qa_metrics.py "
+              "counts them", file=sys.stderr)
+    scored = metrics.score(*results.scoring_input())
     if args.json:
-        print(json.dumps(scored, indent=2))
+        print(json.dumps({**scored, "eval_results": results.summary()}, indent=2))
         return 0
     for qtype, block in scored["per_type"].items():
         print(f"{qtype}: {metrics.fmt(block['accuracy_judged'])} ({block['judged']})")

@@ -3,8 +3,9 @@
 The judge itself is ``judge_official`` (upstream's prompt from your checkout, upstream's call settings and label
 rule; official only for the snapshot gpt-4o-2024-08-06 through OpenAI or Azure with upstream's prompt). File mode
 (``--hyp-file``, ``judge_files``) judges ``--concurrency`` lines at once through a run's gateway (rate limiter and
-call cache), output in input order. Official verdicts can be exported and imported (``export-verdicts`` /
-``import-verdicts``, ``verdict_archive``); an archived verdict is used instead of a call.
+call cache), output in input order and in upstream's bytes (``cmp`` with upstream's output finds no difference).
+Official verdicts can be exported and imported (``export-verdicts`` / ``import-verdicts``, ``verdict_archive``); an
+archived verdict is used instead of a call.
 
 Usage:
     python scripts/judge_shim.py --longmemeval-root ~/LongMemEval --print-prompt \\

@@ -14,6 +14,7 @@ _EXPORTS = {
     "HypothesesFile": "lme.data.hypotheses_file", "MISSING_HYPOTHESIS": "lme.data.hypotheses_file",
     "check_run_inputs": "lme.data.hypotheses_file",
     "load_hypotheses": "lme.data.upstream_files", "load_references": "lme.data.upstream_files",
+    "upstream_bytes": "lme.data.upstream_files", "upstream_lines": "lme.data.upstream_files",
 }
 """Name -> the module that holds it (full dotted path, so a rename is found by grep)."""
 

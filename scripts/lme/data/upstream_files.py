@@ -3,14 +3,16 @@
 A file is a JSON array or JSON lines, plain or ``.xz``. A hypotheses line is ``{"question_id", "hypothesis"}``; a
 reference record needs ``question_id``, ``question_type``, ``question`` and ``answer``. A record that is not what
 its flag says is one UserError naming the file, the record number and its question id (and a swapped pair of
-files says so).
+files says so). Every JSON-lines file we write for upstream's scripts is written by ``upstream_bytes``, and every one
+we read is split by ``upstream_lines``: the bytes and the lines upstream's scripts write and read.
 """
 
 from __future__ import annotations
 
+import json
 import lzma
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from lme.core import bounded_json
 from lme.core import fileio
@@ -58,7 +60,22 @@ def load_records(path: Path, *, limits: bounded_json.Limits = bounded_json.DEFAU
         pass
     return [bounded_json.loads(line, f"{path}:{number}", limits=limits,
                                fix=f"{path} is neither a JSON array nor JSON lines: fix that line")
-            for number, line in enumerate(text.splitlines(), 1) if line.strip()]
+            for number, line in enumerate(upstream_lines(text), 1) if line.strip()]
+
+
+def upstream_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
+    """A JSON-lines file byte for byte as upstream's evaluate_qa.py writes its output: each record through
+    ``json.dumps`` with its defaults (ASCII only, every other character a ``\\uXXXX`` escape; ``", "`` and ``": "``
+    between items; the record's own key order), then a ``\\n`` (``print`` on POSIX). So a file we write can be
+    compared with upstream's by ``cmp``."""
+    return "".join(json.dumps(dict(record)) + "\n" for record in records).encode("ascii")
+
+
+def upstream_lines(text: str) -> list[str]:
+    """The lines of a JSON-lines file as upstream's scripts read them (a text-mode ``readlines``): ``\\n``,
+    ``\\r\\n`` and ``\\r`` end a line; U+2028, U+0085 and the other breaks ``str.splitlines`` knows do not (JSON
+    allows them raw inside a string)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 REF_FIELDS = ("question_id", "question_type", "question", "answer")

@@ -2,14 +2,14 @@
 
 ``judge_shim.py --hyp-file F --ref-file R`` (upstream's ``evaluate_qa.py`` contract): the lines are judged
 ``--concurrency`` at a time through a run's gateway (the adaptive rate limiter and the project's call cache); the
-output keeps the input's order and is replaced atomically once every line is judged, so a failed judge leaves a
-previous output as it was (the verdicts it got are in the cache).
+output keeps the input's order, holds upstream's bytes (``upstream_files.upstream_bytes``: ``cmp`` with upstream's
+own output of the same verdicts finds no difference) and is replaced atomically once every line is judged, so a
+failed judge leaves a previous output as it was (the verdicts it got are in the cache).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import json
 import os
 import sys
 import tempfile
@@ -29,7 +29,7 @@ from lme.core.fileio import write_atomic_bytes
 from lme.models.rate_pacer import Pacer
 from lme.core.records import LLM, Verdict
 from lme.models.run_gateway import RunGateway
-from lme.data.upstream_files import load_hypotheses, load_references
+from lme.data.upstream_files import load_hypotheses, load_references, upstream_bytes
 
 
 def check_out_path(out: Path) -> None:
@@ -104,9 +104,9 @@ def judge_file(hyp_file: Path, ref_file: Path, out: Path, options: FileJudgeOpti
         counts.update(verdict_sources.count(verdicts))
     lines, successor_lines = _output_lines(jobs, verdicts, options, f"judge_shim {hyp_file}")
     try:
-        write_atomic_bytes(out, "".join(lines).encode("utf-8"))
+        write_atomic_bytes(out, upstream_bytes(lines))
         if successor_lines:
-            write_atomic_bytes(successor_path(out), "".join(successor_lines).encode("utf-8"))
+            write_atomic_bytes(successor_path(out), upstream_bytes(successor_lines))
     except OSError as err:
         raise UserError(f"cannot write --out {out}: {err.strerror or err}") from None
     return sum(bool(v.label) for v in verdicts), len(verdicts)
@@ -146,11 +146,12 @@ def _judge_line(job: Job, options: FileJudgeOptions, llm: LLM | None) -> Verdict
 
 
 def _output_lines(jobs: Sequence[Job], verdicts: Sequence[Verdict], options: FileJudgeOptions,
-                  source: str) -> tuple[list[str], list[str]]:
-    """(lines of ``out``, lines of the successor's file), in the input's order; repeated verdicts are recorded in
-    ``options.registry`` under ``source``."""
-    lines: list[str] = []
-    successor_lines: list[str] = []
+                  source: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(lines of ``out``, lines of the successor's file), in the input's order, each the input line's keys in its
+    order and then ours, as upstream adds ``autoeval_label``; repeated verdicts are recorded in ``options.registry``
+    under ``source``."""
+    lines: list[dict[str, Any]] = []
+    successor_lines: list[dict[str, Any]] = []
     for (qid, entry, _ref), verdict in zip(jobs, verdicts):
         line = dict(entry)
         if verdict.successor:
@@ -158,14 +159,14 @@ def _output_lines(jobs: Sequence[Job], verdicts: Sequence[Verdict], options: Fil
             line["successor_label"] = {"model": verdict.model, "label": verdict.label, "provider": verdict.provider,
                                        "request_shape": dict(verdict.request_shape or {}),
                                        "calibration": calibration}
-            successor_lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+            successor_lines.append(line)
             continue
         line["autoeval_label"] = {"model": verdict.model, "label": verdict.label}
         if verdict.verdicts is not None:
             line["autoeval_verdicts"] = [dict(v) for v in verdict.verdicts]
             if options.registry is not None:
                 options.registry.record(qid, verdict, source)
-        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+        lines.append(line)
     return lines, successor_lines
 
 
