@@ -103,10 +103,11 @@ def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candi
 
 
 def _pair_base(rec: Mapping[str, Any]) -> dict[str, Any]:
-    """The official side of a pair: which prompt (question, hypothesis sha256, prompt sha256) and its label."""
+    """The official side of a pair: which prompt (question, hypothesis sha256, prompt sha256), whose answers
+    (``source``: the run the official judge judged, as the archive line records it) and its label."""
     return {"question_id": rec["question_id"], "question_type": rec.get("question_type"),
             "hypothesis_sha256": _text_sha(rec.get("hypothesis")), "prompt_sha256": rec.get("prompt_sha256"),
-            "official": bool(rec["label"])}
+            "source": rec.get("source"), "official": bool(rec["label"])}
 
 
 def _full_report(pairs: list[dict[str, Any]], skipped: list[dict[str, Any]], errors: list[dict[str, Any]]
