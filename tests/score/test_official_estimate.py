@@ -176,7 +176,7 @@ def _calibration(project: Path, *, sources: int = 2, per_type: bool = True) -> d
     return record
 
 
-def _mixed_run(project: Path) -> Path:
+def _mixed_run(project: Path, *extra: dict) -> Path:
     """40 items: 20 with official (archived) labels, 20 labelled by the successor (14 yes; 2 of them abstention
     items), two types."""
     items, rows = [], []
@@ -189,7 +189,8 @@ def _mixed_run(project: Path) -> Path:
         qid, qtype = f"s{i}" + ("_abs" if i in (3, 4) else ""), (MS if i % 2 else SSU)
         items.append((qid, qtype))
         rows.append(_successor(qid, qtype, i < 14))
-    return write_run(project / STATE_DIR / "runs" / "after", items, rows)
+    items += [(row["question_id"], row["question_type"]) for row in extra]
+    return write_run(project / STATE_DIR / "runs" / "after", items, [*rows, *extra])
 
 
 def test_a_mixed_run_estimates_from_the_successors_labels_only_beside_the_official_ones(tmp_path):
@@ -249,3 +250,31 @@ def test_the_scorecard_shows_the_estimate_beside_the_raw_figure_as_an_estimate(t
     note = next(line for line in md.splitlines() if line.startswith("Estimate for the official judge"))
     assert "an estimate, not official" in note and "Under each hypothesis source's own rates" in note
     assert "It assumes the judge errs on this run's answers as it did on the calibration's" in note
+
+
+def test_a_run_judged_by_a_calibrated_non_official_judge_is_estimated_too(tmp_path):
+    project = tmp_path / "p"
+    pairs = _pairs(60, MS, source="run official", flips=6) + _pairs(60, SSU, source="run official", flips=6)
+    judge_agreement.append_record(project, {"candidate": "openai:gpt-4.1", "candidate_provider": "openai",
+                                            "candidate_model": "gpt-4.1", "request_shape": None,
+                                            "measured_at": "2027-01-10T00:00:00Z", "source": "run official vs "
+                                            "candidate run gpt41", **agreement_report(pairs)})
+    judged = {"provider": "openai", "model": "gpt-4.1-2025-04-14", "requested_model": "gpt-4.1", "official": False}
+    items = [(f"g{i}", MS if i % 2 else SSU) for i in range(30)]
+    run = write_run(project / STATE_DIR / "runs" / "gpt41", items,
+                    [result_row(q, t, i % 3 != 0, judgment=judged) for i, (q, t) in enumerate(items)],
+                    judge={"provider": "openai", "model": "gpt-4.1", "official": False})
+    card = scoring.build_scorecard(load_run(run))
+    block = card.official_estimate
+    assert (block.official, block.corrected) == (0, 30) and block.calibration[0].judge == "openai:gpt-4.1"
+    assert block.calibration[0].record["candidate"] == card.judge_agreement["candidate"]  # the record cited above
+    assert block.overall.accuracy == pytest.approx((est.rogan_gladen(2 / 3, 0.9, 0.9) or 0) * 1.0, abs=0.02)
+
+
+def test_verdicts_neither_official_nor_a_calibrated_judges_leave_no_estimate_and_say_why(tmp_path):
+    project = tmp_path / "p"
+    _calibration(project)
+    run = _mixed_run(project, result_row("z1", MS, True, judgment={"endpoint_host": "proxy.example"}))
+    block = scoring.build_scorecard(load_run(run)).official_estimate
+    assert block.overall.accuracy is None and block.per_type[MS].accuracy is None
+    assert "1 verdict(s) are neither official nor a calibrated judge's (1 endpoint)" in block.overall.reason

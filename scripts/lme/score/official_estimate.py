@@ -179,14 +179,16 @@ class _Draws:
 
     def interval(self, names: Sequence[str], scopes: Mapping[str, Scope], which: str) -> tuple[float, float] | None:
         """The 95% interval of the mean of the ``names`` scopes' accuracies (one scope: its accuracy)."""
-        kept = [n for n in names if _share(scopes[n], 1.0, which) is not None]
+        kept = [(n, scopes[n].n if which == "strict" else scopes[n].judged) for n in names]
+        kept = [(n, d) for n, d in kept if d]
         if not kept:
             return None
-        lows = sorted(sum(_share(scopes[n], self.low[n][i], which) or 0.0 for n in kept) / len(kept)
-                      for i in range(len(self.low[kept[0]])))
-        highs = sorted(sum(_share(scopes[n], self.high[n][i], which) or 0.0 for n in kept) / len(kept)
-                       for i in range(len(self.high[kept[0]])))
-        return (_quantile(lows, 0.025), _quantile(highs, 0.975))
+
+        def means(counts: Mapping[str, list[float]]) -> list[float]:
+            shares = [[c / d for c in counts[n]] for n, d in kept]
+            return sorted(sum(draw) / len(kept) for draw in zip(*shares))
+
+        return (_quantile(means(self.low), 0.025), _quantile(means(self.high), 0.975))
 
 
 def corrected_count(scope: Scope, parts: Mapping[str, Part], rates: Mapping[str, Rates]) -> float | None:
