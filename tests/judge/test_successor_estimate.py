@@ -6,6 +6,7 @@ official. Against the fake server (tests/fake_llm_server.py), real SDKs."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -110,11 +111,11 @@ def test_a_successor_judged_run_reports_an_estimate_of_the_official_accuracy_nev
 
     shown = f"{est['accuracy']:.4f} (95% CI [{lo:.3f}, {hi:.3f}])"
     scorecard = (work / "scorecard.md").read_text()
-    report = (work / "report.html").read_text()
+    report = html.unescape((work / "report.html").read_text())
     for text in (scorecard, report):
         assert shown in text
         assert "Overall accuracy (micro), estimated for the official judge (an estimate, not official)" in text
-        assert "Under each hypothesis source&#x27;s own rates" in text or "Under each hypothesis source's own rates" in text
+        assert "Under each hypothesis source's own rates" in text and "It assumes the judge errs" in text
     assert all("not official" in line for line in scorecard.splitlines() if "estimate" in line.lower())
     assert 'id="official-estimate"' in report
     assert (project / STATE_DIR / "judge-agreement.jsonl").is_file()

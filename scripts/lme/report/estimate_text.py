@@ -60,7 +60,8 @@ def _spread(est: OfficialEstimate) -> str:
     spread = est.by_source
     if spread is None:
         return f" No spread across hypothesis sources: {est.spread_note}." if est.spread_note else ""
-    left = f"; {spread.too_few} with fewer than {est.min_per_class} official yes or no left out" if spread.too_few else ""
+    left = (f"; {spread.too_few} with fewer than {est.min_per_class} official yes or no left out"
+            if spread.too_few else "")
     if spread.min is None:
         return f" No hypothesis source of the calibration has enough items for rates of its own{left}."
     return (f" Under each hypothesis source's own rates: {metrics.fmt(spread.min)}–{metrics.fmt(spread.max)} over "

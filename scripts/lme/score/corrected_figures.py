@@ -51,6 +51,8 @@ class _Labels:
 
 @dataclass
 class _Judge:
+    """A non-official judge that labelled some of the run's items, as its calibration is looked up."""
+
     provider: str
     model: str
     shape: Mapping[str, Any] | None
@@ -163,8 +165,8 @@ def _type_rates(record: Mapping[str, Any], qtype: str) -> est.Rates | None:
 
 def _without_figures(block: OfficialEstimate, card: Scorecard, split: _Split, reason: str) -> OfficialEstimate:
     none = EstimatedFigure(None, None, None, None, reason)
-    per_type = {t: EstimatedFigure(None, None, None, None, reason, sum(split.by_type[t].judged.values()), None)
-                for t, _ in card.types_present() if t in split.by_type}
+    per_type = {t: EstimatedFigure(None, None, None, None, reason, sum(split.by_type.get(t, _Labels()).judged.values()))
+                for t, _ in card.types_present()}
     return OfficialEstimate(**{**_fields(block), "overall": none, "task_averaged": none, "abstention": none,
                                "per_type": per_type})
 
@@ -255,7 +257,7 @@ def _spread(card: Scorecard, split: _Split, records: Mapping[str, Mapping[str, A
         overall = inputs.scopes["__overall__"]
         count = est.corrected_count(overall, inputs.parts, inputs.rates)
         reason = None if count is not None else next(
-            r.why_unusable() for r in inputs.rates.values() if r.why_unusable() is not None)
+            (r.why_unusable() for r in inputs.rates.values() if r.why_unusable() is not None), "no estimate")
         sources.append(SourceEstimate(str(source), rates.official_yes + rates.official_no,
                                       None if count is None or not overall.n else count / overall.n, reason))
     values = [s.accuracy for s in sources if s.accuracy is not None]

@@ -567,8 +567,8 @@ class EstimatedFigure:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"accuracy": self.accuracy, "ci95": _interval_json(self.ci95),
-                               "accuracy_judged": self.accuracy_judged, "ci95_judged": _interval_json(self.ci95_judged),
-                               "reason": self.reason}
+                               "accuracy_judged": self.accuracy_judged,
+                               "ci95_judged": _interval_json(self.ci95_judged), "reason": self.reason}
         if self.corrected is not None:
             out["corrected"] = self.corrected
         if self.rates is not None:
@@ -655,7 +655,8 @@ class SourceSpread:
 class OfficialEstimate:
     """``metrics.json`` ``official_estimate``: the accuracy the official judge would have given, estimated from the
     labels of calibrated judges corrected by their calibration (``corrected_figures`` builds it). Never an official
-    figure. The overall (micro) figure sits at the top level; None on the scorecard when every verdict is official."""
+    figure. The overall (micro) figure sits at the top level; None on the scorecard when no label came from a
+    non-official judge."""
 
     overall: EstimatedFigure
     method: str
@@ -751,7 +752,7 @@ class Scorecard:
     empty_hypotheses: EmptyHypotheses | None = None
     official_estimate: OfficialEstimate | None = None
     """The accuracy the official judge would have given, estimated from a calibrated judge's labels (never
-    official); None when every verdict is official, or the run was judged offline."""
+    official); None when no label came from a non-official judge (every verdict official, or judged offline)."""
     schema_version: str = SCHEMA_VERSION
     fingerprint: str | None = None
     """sha256 of what scoring read (``score_fingerprint``); None when not computed."""
