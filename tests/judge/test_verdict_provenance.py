@@ -333,6 +333,9 @@ def test_a_calibration_over_every_archived_verdict_names_flips_by_question_and_h
     assert all("kappa" in t for t in rec["per_type"].values())
     text = judge_agreement.render_markdown(rec)
     assert "Flipped prompts (question id, hypothesis sha256)" in text
+    assert list(rec["per_source"]) == ["run one", "run two"]  # which system's answers: the run judged officially
+    assert sum(e["n"] for e in rec["per_source"].values()) == rec["n"]
+    assert "Sensitivity (yes where the official judge said yes)" in text and "| run two |" in text
 
 
 def test_the_kappa_interval_holds_kappa_and_narrows_with_more_items():

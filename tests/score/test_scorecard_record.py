@@ -52,11 +52,11 @@ def test_metrics_json_is_the_records_to_dict_and_reads_back_byte_identical(tmp_p
 def test_a_metrics_json_of_an_older_version_is_written_back_as_it_was(tmp_path):
     """Blocks it lacks stay absent; keys this version does not know are kept, in their place at the end."""
     old = scoring.build_scorecard(load_run(_runs(tmp_path)[0])).to_dict()
-    for key in ("verdicts", "empty_hypotheses", "batches", "pipeline_health"):
+    for key in ("verdicts", "empty_hypotheses", "batches", "pipeline_health", "official_estimate"):
         old.pop(key)
     old["written_by"] = "an older version"
     card = Scorecard.from_dict(old)
-    assert card.verdicts is None and card.official_verdicts is None
+    assert card.verdicts is None and card.official_verdicts is None and card.official_estimate is None
     assert json.dumps(card.to_dict()) == json.dumps(old)
 
 

@@ -103,10 +103,11 @@ def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candi
 
 
 def _pair_base(rec: Mapping[str, Any]) -> dict[str, Any]:
-    """The official side of a pair: which prompt (question, hypothesis sha256, prompt sha256) and its label."""
+    """The official side of a pair: which prompt (question, hypothesis sha256, prompt sha256), whose answers
+    (``source``: the run the official judge judged, as the archive line records it) and its label."""
     return {"question_id": rec["question_id"], "question_type": rec.get("question_type"),
             "hypothesis_sha256": _text_sha(rec.get("hypothesis")), "prompt_sha256": rec.get("prompt_sha256"),
-            "official": bool(rec["label"])}
+            "source": rec.get("source"), "official": bool(rec["label"])}
 
 
 def _full_report(pairs: list[dict[str, Any]], skipped: list[dict[str, Any]], errors: list[dict[str, Any]]
@@ -237,6 +238,7 @@ def render_markdown(rec: Mapping[str, Any]) -> str:
              "| question type | n | agreement | no -> yes | yes -> no |", "|---|---:|---:|---:|---:|"]
     for qtype, t in rec["per_type"].items():
         lines.append(f"| {qtype} | {t['n']} | {t['agreement']:.4f} | {t['to_true']} | {t['to_false']} |")
+    lines += _rates_lines(rec)
     if rec["flips"]:
         lines += ["", "Flipped prompts (question id, hypothesis sha256): " + ", ".join(
             f"{f['question_id']} {str(f.get('hypothesis_sha256') or '?')[:12]} "
@@ -246,3 +248,25 @@ def render_markdown(rec: Mapping[str, Any]) -> str:
                       f"{len(rec['errors'])} candidate call error(s): "
                       + ", ".join(str(e["question_id"]) for e in [*rec["skipped"], *rec["errors"]][:20])]
     return "\n".join(lines) + "\n"
+
+
+def _rate(hit: int, miss: int) -> str:
+    return "—" if hit + miss == 0 else f"{hit / (hit + miss):.4f}"
+
+
+def _rates_lines(rec: Mapping[str, Any]) -> list[str]:
+    """Sensitivity and specificity overall and per hypothesis source: what a successor-judged run's estimate of
+    the official accuracy is corrected with (records measured before sources were kept show none per source)."""
+    c = rec["confusion"]
+    lines = ["", f"Sensitivity (yes where the official judge said yes) "
+                 f"{_rate(c['official_true_candidate_true'], c['official_true_candidate_false'])}, specificity (no "
+                 f"where it said no) {_rate(c['official_false_candidate_false'], c['official_false_candidate_true'])}."]
+    sources = rec.get("per_source") or {}
+    if sources:
+        lines += ["", "| hypothesis source | n | agreement | sensitivity | specificity |", "|---|---:|---:|---:|---:|"]
+        for source, entry in sources.items():
+            t = entry["confusion"]
+            lines.append(f"| {source} | {entry['n']} | {_rate(entry['agree'], entry['n'] - entry['agree'])} | "
+                         f"{_rate(t['official_true_candidate_true'], t['official_true_candidate_false'])} | "
+                         f"{_rate(t['official_false_candidate_false'], t['official_false_candidate_true'])} |")
+    return lines

@@ -1,6 +1,7 @@
-"""The figures of a judge calibration: Cohen's kappa and its 95% interval, agreement per type, the flipped prompts,
-and the sha256 of the verdict set compared (``judge_agreement`` measures; ``run_comparison`` compares two judges
-with the same kappa).
+"""The figures of a judge calibration: Cohen's kappa and its 95% interval, agreement per type, the confusion matrix
+overall, per type, on the abstention items and per hypothesis source (the rates ``score/official_estimate``
+corrects a successor's figure with), the flipped prompts, and the sha256 of the verdict set compared
+(``judge_agreement`` measures; ``run_comparison`` compares two judges with the same kappa).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Iterable, Mapping, Sequence
 
-from lme.core.facts import QUESTION_TYPES
+from lme.core.facts import QUESTION_TYPES, is_abstention
 
 
 def cohens_kappa(a: int, b: int, c: int, d: int) -> float | None:
@@ -51,6 +52,41 @@ def _cells(pairs: Sequence[Mapping[str, Any]]) -> tuple[int, int, int, int]:
     return a, b, c, len(pairs) - a - b - c
 
 
+CONFUSION_CELLS = ("official_true_candidate_true", "official_true_candidate_false", "official_false_candidate_true",
+                   "official_false_candidate_false")
+"""The confusion matrix's cells, in ``_cells``' order (a, b, c, d)."""
+
+
+def confusion(pairs: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The 2x2 table of ``pairs`` by ``CONFUSION_CELLS``."""
+    return dict(zip(CONFUSION_CELLS, _cells(pairs)))
+
+
+def _stratum(pairs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{n, agree, confusion}`` of a subset of the pairs (the abstention items, one hypothesis source)."""
+    table = confusion(pairs)
+    return {"n": len(pairs), "agree": table[CONFUSION_CELLS[0]] + table[CONFUSION_CELLS[3]], "confusion": table}
+
+
+def _grouped(pairs: Iterable[Mapping[str, Any]], key: str, missing: str) -> dict[str, list[Mapping[str, Any]]]:
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
+    for p in pairs:
+        grouped.setdefault(str(p.get(key) or missing), []).append(p)
+    return grouped
+
+
+def by_source(pairs: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{n, agree, confusion, per_type: {type: {n, agree, confusion}}}`` per hypothesis source: the run (or archive
+    line's ``source``) whose answers the official judge judged (``unrecorded`` without one), sorted by source."""
+    grouped = _grouped(pairs, "source", "unrecorded")
+    out = {}
+    for source in sorted(grouped):
+        types = _grouped(grouped[source], "question_type", "None")
+        out[source] = {**_stratum(grouped[source]),
+                       "per_type": {t: _stratum(types[t]) for t in [*QUESTION_TYPES, *sorted(types)] if t in types}}
+    return out
+
+
 def verdict_set_sha256(pairs: Iterable[Mapping[str, Any]]) -> str:
     """sha256 of the official verdicts a measurement compared (each prompt's sha256 and label, sorted): two
     calibrations on the same verdicts have the same one."""
@@ -64,12 +100,12 @@ FLIP_FIELDS = ("question_id", "hypothesis_sha256", "prompt_sha256", "question_ty
 
 
 def agreement_report(pairs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Figures over ``{question_id, hypothesis_sha256, prompt_sha256, question_type, official (bool), candidate
-    (bool), ...}`` pairs: agreement, Cohen's kappa with its 95% interval, the confusion matrix, per type, flips."""
+    """Figures over ``{question_id, hypothesis_sha256, prompt_sha256, question_type, source, official (bool),
+    candidate (bool), ...}`` pairs: agreement, Cohen's kappa with its 95% interval, the confusion matrix (overall,
+    per type, on the abstention items, per hypothesis source), flips."""
     pairs = list(pairs)
     a, b, c, d = _cells(pairs)
-    table = {"official_true_candidate_true": a, "official_true_candidate_false": b,
-             "official_false_candidate_true": c, "official_false_candidate_false": d}
+    table = confusion(pairs)
     per_type: dict[str, dict[str, Any]] = {}
     by_type: dict[str, list[Mapping[str, Any]]] = {}
     flips = []
@@ -86,12 +122,15 @@ def agreement_report(pairs: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for qtype, t in per_type.items():
         t["agreement"] = t["agree"] / t["n"] if t["n"] else None
         t["kappa"] = cohens_kappa(*_cells(by_type[qtype]))
+        t["confusion"] = confusion(by_type[qtype])
     n = len(pairs)
     agree = a + d
     ordered = {t: per_type[t] for t in [*QUESTION_TYPES, *sorted(per_type)] if t in per_type}
     return {
         "n": n, "agree": agree, "agreement": agree / n if n else None,
         "kappa": cohens_kappa(a, b, c, d), "kappa_ci95": kappa_interval(a, b, c, d), "confusion": table,
-        "per_type": ordered, "verdict_set_sha256": verdict_set_sha256(pairs),
+        "per_type": ordered,
+        "abstention": _stratum([p for p in pairs if is_abstention(str(p.get("question_id")))]),
+        "per_source": by_source(pairs), "verdict_set_sha256": verdict_set_sha256(pairs),
         "flips": sorted(flips, key=lambda f: (str(f["question_id"]), str(f.get("hypothesis_sha256")))),
     }

@@ -13,6 +13,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from lme.data import dataset_label
 from lme.report import charts
+from lme.report import estimate_text
 from lme.score import run_comparison
 from lme.core import fileio
 from lme.score import metrics
@@ -123,22 +124,28 @@ def _figures_html(card: Scorecard) -> str:
         (f"Task-averaged accuracy (macro, {n_types} types)", metrics.fmt(ta.accuracy_strict), judged_ta),
         ("Abstention accuracy (_abs ids)", scorecard_md.acc(card.abstention, "strict"),
          scorecard_md.acc(card.abstention, "judged")),
+        *estimate_text.rows(card),
     ]
     table = (f'<table class="figures" id="figures"><thead><tr><th>figure</th><th>strict (all {card.n_total} items; '
              f'errors/not run = wrong)</th><th>judged only ({card.judged} items)</th></tr></thead><tbody>'
              + "".join(f"<tr><td>{escape(a)}</td><td>{escape(b)}</td><td>{escape(c)}</td></tr>" for a, b, c in rows)
              + "</tbody></table>")
+    estimated = card.official_estimate is not None
     per_type = ('<table class="figures" id="per-type"><thead><tr><th>question type</th><th>n</th><th>judged</th>'
-                '<th>correct</th><th>strict</th><th>judged only</th><th>95% Wilson (strict)</th></tr></thead><tbody>'
+                '<th>correct</th><th>strict</th><th>judged only</th><th>95% Wilson (strict)</th>'
+                + ("<th>estimated for the official judge (strict, not official)</th>" if estimated else "")
+                + "</tr></thead><tbody>"
                 + "".join(f"<tr><td>{escape(t)}</td><td>{b.n}</td><td>{b.judged}</td><td>{b.correct}</td>"
                           f"<td>{escape(metrics.fmt(b.accuracy_strict))}</td>"
                           f"<td>{escape(metrics.fmt(b.accuracy_judged))}</td>"
-                          f"<td>{escape(metrics.fmt_interval(b.wilson_strict))}</td></tr>"
+                          f"<td>{escape(metrics.fmt_interval(b.wilson_strict))}</td>"
+                          + (f"<td>{escape(estimate_text.type_cell(card, t))}</td>" if estimated else "") + "</tr>"
                           for t, b in card.types_present()) + "</tbody></table>")
     ex = card.excluding_gold_errors
-    extra = ""
+    extra = "".join(f'<p class="note" id="official-estimate">{escape(text)}</p>'
+                    for text in [estimate_text.note(card)] if text)
     if ex.excluded:
-        extra = (f'<p class="note">Excluding {len(ex.excluded)} reported gold error(s) (a second figure; the '
+        extra += (f'<p class="note">Excluding {len(ex.excluded)} reported gold error(s) (a second figure; the '
                  f'official one is above): strict overall {escape(scorecard_md.acc(ex.overall, "strict"))}, '
                  f'task-averaged {escape(metrics.fmt(ex.task_averaged.accuracy_strict))}, abstention '
                  f'{escape(scorecard_md.acc(ex.abstention, "strict"))}.</p>')

@@ -9,6 +9,7 @@ from collections import Counter
 
 from lme.data import dataset_label
 from lme.judge import verdict_archive, verdict_sources
+from lme.report import estimate_text
 from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
@@ -125,8 +126,9 @@ def banner_lines(card: Scorecard) -> list[str]:
 
 
 def figures_lines(card: Scorecard) -> list[str]:
-    """The status line, where the verdicts came from, the three headline figures (strict and judged-only) and the
-    per-type table, with what the figures do not cover."""
+    """The status line, where the verdicts came from, the three headline figures (strict and judged-only), beside
+    them the estimate for the official judge when some labels are not official, and the per-type table, with what
+    the figures do not cover."""
     ta = card.task_averaged
     n_types = len(ta.types_strict)
     lines = [
@@ -144,14 +146,18 @@ def figures_lines(card: Scorecard) -> list[str]:
         f"{task_averaged_judged(card)} |",
         f"| Abstention accuracy (`_abs` ids) | {acc(card.abstention, 'strict')} | "
         f"{acc(card.abstention, 'judged')} |",
+        *[f"| {label} | {strict} | {judged} |" for label, strict, judged in estimate_text.rows(card)],
         "",
-        "| question type | n | judged | correct | strict | judged only | 95% Wilson (strict) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        *[line for text in [estimate_text.note(card)] if text for line in (text, "")],
+        "| question type | n | judged | correct | strict | judged only | 95% Wilson (strict) |"
+        + (" estimated for the official judge (strict, not official) |" if card.official_estimate else ""),
+        "|---|---:|---:|---:|---:|---:|---|" + ("---|" if card.official_estimate else ""),
     ]
     for qtype, b in card.types_present():
         lines.append(f"| {qtype} | {b.n} | {b.judged} | {b.correct} | "
                      f"{metrics.fmt(b.accuracy_strict)} | {metrics.fmt(b.accuracy_judged)} | "
-                     f"{metrics.fmt_interval(b.wilson_strict)} |")
+                     f"{metrics.fmt_interval(b.wilson_strict)} |"
+                     + (f" {estimate_text.type_cell(card, qtype)} |" if card.official_estimate else ""))
     if not ta.all_six_types:
         lines += ["", f"Task-averaged figure covers only {n_types} of 6 types: {', '.join(ta.types_strict)}."]
     if card.rows_outside_item_set:

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from lme.core.endpoint_urls import host_of, is_official_endpoint, is_official_host, redact
 from lme.core.facts import is_official_judge, resolve_judge_model
+from lme.core.records import Verdict
 from lme.core.run_records import ResultRow, RunMeta
 from lme.judge import agreement as judge_agreement, verdict_archive, verdict_sources
 from lme.judge.request_shapes import describe as describe_shape, is_upstream_shape
@@ -42,6 +43,21 @@ def _why_not(verdict: Any, host: str | None, unrecorded: bool) -> str | None:
     return None
 
 
+def classify(meta: RunMeta, verdict: Verdict) -> tuple[str | None, str | None]:
+    """(the host a verdict was made at, why it is not official): the reason is None for an official verdict,
+    ``successor``, ``judge`` (another judge than the official one) or one of ``_why_not``'s and the archive's."""
+    archived = verdict.source == "archive"
+    host = verdict.endpoint_host or (None if archived else _legacy_host(meta, verdict.provider))
+    if archived and host is None and not verdict.successor:  # where it was made is unknown
+        # served by an older version from an older archive line: recorded not official; since origins are
+        # recorded, an imported line without a host is its author's claim (``origins`` names the file)
+        return host, "archive_without_endpoint" if verdict.origin is None else _why_not(verdict, host, True)
+    why = _why_not(verdict, host, verdict.endpoint_host is None and host is None)
+    if why == "endpoint" and verdict.endpoint_host is None:
+        why = "endpoint_unrecorded"  # the run's recorded endpoint decides (the note says which)
+    return host, why
+
+
 def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str, Any]:
     """``metrics.json`` ``verdicts``: counts by source, hosts, invocation endpoints, the successor and its
     calibration, and the reasons verdicts of the official model are not official."""
@@ -57,20 +73,10 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
         verdict = row.judgment
         if not row.judged or verdict is None or verdict.provider == "offline":
             continue
-        archived = verdict.source == "archive"
-        host = verdict.endpoint_host or (None if archived else _legacy_host(meta, verdict.provider))
+        host, why = classify(meta, verdict)
         if verdict.endpoint_host is None:
             unrecorded += 1
         hosts[host or "unrecorded"] += 1
-        if archived and host is None and not verdict.successor:  # where it was made is unknown
-            # served by an older version from an older archive line: recorded not official; since origins are
-            # recorded, an imported line without a host is its author's claim (``origins`` names the file)
-            why: str | None = ("archive_without_endpoint" if verdict.origin is None
-                               else _why_not(verdict, host, True))
-        else:
-            why = _why_not(verdict, host, verdict.endpoint_host is None and host is None)
-        if why == "endpoint" and verdict.endpoint_host is None:
-            why = "endpoint_unrecorded"  # the run's recorded endpoint decides (the note says which)
         if why == "successor":
             key = (verdict.provider, resolve_judge_model(verdict.requested_model))
             successors[key] += 1

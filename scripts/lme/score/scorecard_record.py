@@ -556,11 +556,162 @@ class VerdictSources:
                    origins=_mapping(d.get("origins")))
 
 
+# --------------------------------------------------------------------------- the estimate under the official judge
+
+
+@dataclass(frozen=True)
+class EstimatedFigure:
+    """One figure of ``OfficialEstimate``: an estimate, strict and judged-only, each with its 95% interval; all None
+    and a ``reason`` when there is none. Per type also how many items a calibrated judge labelled (``corrected``)
+    and whose rates corrected them (``rates``: ``type``, the type's own, or ``pooled``, the whole calibration's)."""
+
+    accuracy: float | None
+    ci95: tuple[float, float] | None
+    accuracy_judged: float | None
+    ci95_judged: tuple[float, float] | None
+    reason: str | None = None
+    corrected: int | None = None
+    rates: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"accuracy": self.accuracy, "ci95": _interval_json(self.ci95),
+                               "accuracy_judged": self.accuracy_judged,
+                               "ci95_judged": _interval_json(self.ci95_judged), "reason": self.reason}
+        if self.corrected is not None:
+            out["corrected"] = self.corrected
+        if self.rates is not None:
+            out["rates"] = self.rates
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "EstimatedFigure":
+        d = _mapping(d)
+        return cls(_frac(d.get("accuracy")), _interval(d.get("ci95")), _frac(d.get("accuracy_judged")),
+                   _interval(d.get("ci95_judged")), d.get("reason") if isinstance(d.get("reason"), str) else None,
+                   d["corrected"] if isinstance(d.get("corrected"), int) else None,
+                   d.get("rates") if isinstance(d.get("rates"), str) else None)
+
+
+@dataclass(frozen=True)
+class EstimateCalibration:
+    """A calibrated judge whose labels the estimate corrects: how many, the calibration record it cites (its
+    identifying fields; None: uncalibrated) and the pooled rates, and the types corrected with their own rates."""
+
+    judge: str
+    verdicts: int
+    record: Json | None
+    sensitivity: float | None = None
+    specificity: float | None = None
+    rates_by_type: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"judge": self.judge, "verdicts": self.verdicts,
+                "record": None if self.record is None else dict(self.record), "sensitivity": self.sensitivity,
+                "specificity": self.specificity, "rates_by_type": list(self.rates_by_type)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "EstimateCalibration":
+        d = _mapping(d)
+        record = d.get("record")
+        return cls(str(d.get("judge") or ""), _count(d.get("verdicts")),
+                   record if isinstance(record, Mapping) else None, _frac(d.get("sensitivity")),
+                   _frac(d.get("specificity")), tuple(str(t) for t in d.get("rates_by_type") or ()))
+
+
+@dataclass(frozen=True)
+class SourceEstimate:
+    """The overall strict estimate under one hypothesis source's own rates (None: unusable, ``reason``)."""
+
+    source: str
+    n: int
+    accuracy: float | None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "n": self.n, "accuracy": self.accuracy, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "SourceEstimate":
+        d = _mapping(d)
+        return cls(str(d.get("source") or ""), _count(d.get("n")), _frac(d.get("accuracy")),
+                   d.get("reason") if isinstance(d.get("reason"), str) else None)
+
+
+@dataclass(frozen=True)
+class SourceSpread:
+    """The estimate's spread across the calibration's hypothesis sources (systems): the overall strict figure under
+    each source's own rates, and their min and max; ``too_few``: sources with fewer than the minimum of official yes
+    or no verdicts, left out."""
+
+    sources: tuple[SourceEstimate, ...]
+    min: float | None
+    max: float | None
+    too_few: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sources": [s.to_dict() for s in self.sources], "min": self.min, "max": self.max,
+                "too_few": self.too_few}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "SourceSpread":
+        d = _mapping(d)
+        return cls(tuple(SourceEstimate.from_dict(s) for s in d.get("sources") or ()), _frac(d.get("min")),
+                   _frac(d.get("max")), _count(d.get("too_few")))
+
+
+@dataclass(frozen=True)
+class OfficialEstimate:
+    """``metrics.json`` ``official_estimate``: the accuracy the official judge would have given, estimated from the
+    labels of calibrated judges corrected by their calibration (``corrected_figures`` builds it). Never an official
+    figure. The overall (micro) figure sits at the top level; None on the scorecard when no label came from a
+    non-official judge."""
+
+    overall: EstimatedFigure
+    method: str
+    calibration: tuple[EstimateCalibration, ...]
+    official: int
+    """Judged items whose label is official (counted as it is)."""
+    corrected: int
+    """Judged items a calibrated (or uncalibrated) non-official judge labelled."""
+    min_per_class: int
+    assumption: str
+    task_averaged: EstimatedFigure
+    abstention: EstimatedFigure
+    per_type: Mapping[str, EstimatedFigure]
+    by_source: SourceSpread | None = None
+    spread_note: str | None = None
+    """Why there is no ``by_source`` (an older calibration record, several judges)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.overall.to_dict(), "method": self.method,
+                "calibration": [c.to_dict() for c in self.calibration], "official": self.official,
+                "corrected": self.corrected, "min_per_class": self.min_per_class, "assumption": self.assumption,
+                "task_averaged": self.task_averaged.to_dict(), "abstention": self.abstention.to_dict(),
+                "per_type": {t: f.to_dict() for t, f in self.per_type.items()},
+                "by_source": None if self.by_source is None else self.by_source.to_dict(),
+                "spread_note": self.spread_note}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "OfficialEstimate":
+        d = _mapping(d)
+        spread = d.get("by_source")
+        overall = {k: d.get(k) for k in ("accuracy", "ci95", "accuracy_judged", "ci95_judged", "reason")}
+        return cls(overall=EstimatedFigure.from_dict(overall), method=str(d.get("method") or ""),
+                   calibration=tuple(EstimateCalibration.from_dict(c) for c in d.get("calibration") or ()),
+                   official=_count(d.get("official")), corrected=_count(d.get("corrected")),
+                   min_per_class=_count(d.get("min_per_class")), assumption=str(d.get("assumption") or ""),
+                   task_averaged=EstimatedFigure.from_dict(d.get("task_averaged")),
+                   abstention=EstimatedFigure.from_dict(d.get("abstention")),
+                   per_type={t: EstimatedFigure.from_dict(f) for t, f in _mapping(d.get("per_type")).items()},
+                   by_source=SourceSpread.from_dict(spread) if isinstance(spread, Mapping) else None,
+                   spread_note=d.get("spread_note") if isinstance(d.get("spread_note"), str) else None)
+
+
 # --------------------------------------------------------------------------- the scorecard
 
 
 _LATER_BLOCKS = ("batches", "usage", "latency", "retrieval", "truncation", "pipeline_health", "loop_rows",
-                 "judge_stability", "judge_agreement", "verdicts", "empty_hypotheses")
+                 "judge_stability", "judge_agreement", "verdicts", "empty_hypotheses", "official_estimate")
 """The blocks after ``cost``, in metrics.json's order; a metrics.json of an older version may lack some."""
 
 
@@ -607,6 +758,9 @@ class Scorecard:
     verdicts: Json | None = None
     """``judge_provenance.summary``'s record: where the verdicts came from (``verdict_sources`` describes it)."""
     empty_hypotheses: EmptyHypotheses | None = None
+    official_estimate: OfficialEstimate | None = None
+    """The accuracy the official judge would have given, estimated from a calibrated judge's labels (never
+    official); None when no label came from a non-official judge (every verdict official, or judged offline)."""
     schema_version: str = SCHEMA_VERSION
     fingerprint: str | None = None
     """sha256 of what scoring read (``score_fingerprint``); None when not computed."""
@@ -699,6 +853,7 @@ class Scorecard:
             loop_rows=opt("loop_rows", dict), judge_stability=opt("judge_stability", JudgeStability.from_dict),
             judge_agreement=opt("judge_agreement", dict), verdicts=opt("verdicts", dict),
             empty_hypotheses=opt("empty_hypotheses", EmptyHypotheses.from_dict),
+            official_estimate=opt("official_estimate", OfficialEstimate.from_dict),
             schema_version=str(d.get("schemaVersion") or SCHEMA_VERSION),
             fingerprint=d.get("fingerprint") if isinstance(d.get("fingerprint"), str) else None,
             extra={k: v for k, v in d.items() if k not in known},

@@ -1,5 +1,6 @@
 """A run's figures as ``metrics.json`` holds them: the official accuracies (``metrics``), the comparability notes,
-the reported gold errors, cost, tokens, latency, retrieval, truncation, judge stability and agreement.
+the reported gold errors, cost, tokens, latency, retrieval, truncation, judge stability and agreement, and for a run
+labelled (partly) by a calibrated non-official judge an estimate of its official accuracy (``corrected_figures``).
 
 Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
 and judged-only (denominator = judged items). The notes say exactly why a run is not comparable with published
@@ -21,6 +22,7 @@ from lme.data import gold_registry
 from lme.data import hypotheses_file
 from lme.judge import agreement as judge_agreement
 from lme.judge import stability as judge_stability
+from lme.score import corrected_figures
 from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
@@ -353,10 +355,12 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "pipeline_health": pipeline_health.summarise(covered),
         "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
         **_judge_blocks(run, covered, judge, project),
+        "official_estimate": None,  # made below from the scored figures
     }
     record = Scorecard.from_dict(card)
     notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
-    record = replace(record, comparability_notes=tuple(notes))
+    record = replace(record, comparability_notes=tuple(notes),
+                     official_estimate=corrected_figures.estimate_block(run.meta, run.rows, types, record, project))
     schemas.validate("metrics", record.to_dict(), where=f"metrics for run {run.run_id}")
     return record
 
