@@ -97,10 +97,11 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _environment(ctx: TargetContext) -> dict[str, str]:
+def _environment(ctx: TargetContext, per_item: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     env.update(LONGMEMEVAL_TARGET_PROVIDER=ctx.provider, LONGMEMEVAL_TARGET_MODEL=ctx.model,
                LONGMEMEVAL_CACHE_DIR=ctx.cache_dir or "")
+    env.update(ctx.endpoint.env() if per_item and ctx.endpoint is not None else {})  # the item's endpoint URLs
     return env
 
 
@@ -256,7 +257,7 @@ def stop_workers() -> None:
 
 def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
     cfg = settings(ctx.options)
-    env = _environment(ctx)
+    env = _environment(ctx, per_item=cfg["mode"] == "per-item")
     source = f"command {shlex.join(cfg['command'])!r}"
     t0 = time.monotonic()
     if cfg["mode"] == "per-item":

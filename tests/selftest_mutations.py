@@ -144,7 +144,7 @@ MUTATIONS: tuple[Mutation, ...] = (
              "if old is None or row.finished_at <= old.finished_at:",
              "the older of two shard rows wins"),
     Mutation("shards not merged", RS,
-             "rows=load_results(run_dir))", "rows=load_results(run_dir, include_shards=False))",
+             "latest, earlier = load_rows(run_dir)", "latest, earlier = load_rows(run_dir, include_shards=False)",
              "a sharded run is scored from its root's rows only"),
     # --- the label rule (judge_official.py)
     Mutation("startswith('yes') label rule", JO,

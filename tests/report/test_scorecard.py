@@ -53,9 +53,15 @@ def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
     assert card["per_type"][MS]["n"] == 2  # b2_abs counts in multi-session and in abstention
     assert card["per_type"][TR]["accuracy_strict"] == pytest.approx(0.5)
 
-    # cost: two rows of unknown cost -> total unknown, never 0
-    assert card["cost"]["rows_unknown_cost"] == 2 and card["cost"]["total_usd"] is None
-    assert card["cost"]["known_total_usd"] == pytest.approx(0.065)
+    # cost: two rows whose generation is unpriced (tokens at model "m", not in the price table) -> the memory
+    # system's part and the total unknown, never 0; the judge's part stays known: a3_abs's recorded no cost, so its
+    # judge call (50 in, 1 out at gpt-4o-2024-08-06: $0.000135) is priced from the row
+    cost = card["cost"]
+    assert cost["rows_unknown_cost"] == 2 and cost["total_usd"] is None
+    assert (cost["rows_unknown_generation"], cost["generation_usd"]) == (2, None)
+    assert cost["known_generation_usd"] == pytest.approx(0.047)
+    assert cost["rows_unknown_judge"] == 0 and cost["judge_usd"] == pytest.approx(0.018135)
+    assert cost["known_total_usd"] == pytest.approx(0.065135)
     # latency over [500, 1000, 1500, 2000, 3000, 4000] ms
     gen = card["latency"]["generation"]
     assert (gen["p50"], gen["p95"], gen["max"]) == (pytest.approx(1750), pytest.approx(3750), 4000)

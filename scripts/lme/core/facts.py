@@ -170,6 +170,15 @@ ORACLE_TARGET = "oracle"
 """The one target that sees only the evidence sessions (the driver picks them)."""
 HYPOTHESES_TARGET = "hypotheses"
 """Answers read from a file (``run_benchmark.py --hypotheses FILE``), the one target looked up by question id."""
+USER_SYSTEM_TARGETS: tuple[str, ...] = ("python", "command")
+"""The built-in adapters that run a user's own memory system, whose model calls its own code makes."""
+
+
+def is_user_system(target: str) -> bool:
+    """``target`` is a user's own system (its calls are its own code's): the ``python`` or ``command`` adapter, or a
+    target given as a path (any name that is not a built-in target). A run gives such a target the target
+    endpoint (``lme.models.target_endpoint``)."""
+    return target in USER_SYSTEM_TARGETS or target not in BUILTIN_TARGETS
 SYMBOLIC_FLAGS: tuple[str, ...] = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
 """memory-ref's three symbolic layers (target options; the loop keeps them on)."""
 RETRIEVAL_KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)

@@ -360,6 +360,25 @@ class Limiter(Protocol):
         reply's (rate-limit headers); ``used_tokens``: the input tokens the provider reported."""
 
 
+class TargetEndpointScope(Protocol):
+    """One item's view of the run's target endpoint (``lme.models.target_endpoint.ItemScope``)."""
+
+    token: str
+    openai_base_url: str
+    """``http://127.0.0.1:PORT/t/<token>/v1``: an OpenAI client's ``base_url``."""
+    anthropic_base_url: str
+    """``http://127.0.0.1:PORT/t/<token>``: an Anthropic client's ``base_url``."""
+
+    def env(self) -> dict[str, str]:
+        """The environment variables of a process that serves only this item."""
+
+    def bind(self, worker_token: str) -> None:
+        """Attribute a long-lived worker's calls (its fixed token) to this item until the scope ends."""
+
+    def calls(self) -> tuple["CallRecord", ...]:
+        """The calls made under this item so far."""
+
+
 @dataclass(frozen=True)
 class TargetContext:
     """What a target gets besides the item: its model, the run's LLM gateway and its options."""
@@ -371,6 +390,10 @@ class TargetContext:
     """Target options from config ``targetOptions`` / ``--target-option k=v``."""
     cache_dir: str | None = None
     """A directory the target may use for on-disk caches (embeddings, extracted facts)."""
+    endpoint: "TargetEndpointScope | None" = None
+    """The run's target endpoint for this item (a user's own system only; None otherwise): the base URLs its own
+    SDK clients call so that the run caches, paces, retries and prices those calls and puts them in the item's
+    row (``lme.models.target_endpoint.ItemScope``)."""
 
 
 # --------------------------------------------------------------------------- stage outputs

@@ -1,7 +1,8 @@
 """The models stage: every model call (the target's and the judge's) through the ``anthropic`` / ``openai`` SDKs.
 
 One call shape (``ChatRequest`` -> ``Completion``), where a call goes, error kinds and retries, pacing, the SQLite
-call cache, the run's ``LLM`` (``RunGateway``), prices, the Batches API and the probe before a run. The targets and
+call cache, the run's ``LLM`` (``RunGateway``), prices, the Batches API, the probe before a run, and the target
+endpoint through which a user's own system makes its calls. The targets and
 the judge call models through it; nothing here knows a question."""
 
 from lme import lazy_face
@@ -17,6 +18,7 @@ _EXPORTS = {
     "cost_usd": "lme.models.prices", "call_cost": "lme.models.prices",
     "refuse_locally": "lme.models.provider_probe",
     "Passed": "lme.models.recent_probes",
+    "TargetEndpoint": "lme.models.target_endpoint", "EndpointRoutes": "lme.models.endpoint_forward",
 }
 """Name -> the module that holds it (full dotted path, so a rename is found by grep)."""
 

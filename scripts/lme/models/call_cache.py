@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from lme.core import fileio
 from lme.models import sqlite_store
@@ -151,6 +151,24 @@ class CallCache:
                 time.time(),
                 completion.endpoint_host,
             ),
+        )
+
+    def get_body(self, key: str) -> dict[str, Any] | None:
+        """The stored reply body of a call the target endpoint forwarded (``endpoint_forward.cache_key``)."""
+        if not self.read:
+            return None
+        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+        self._count(row is not None)
+        return None if row is None else json.loads(row[0])
+
+    def put_body(self, key: str, provider: str, model: str, request: Mapping[str, Any],
+                 reply: Mapping[str, Any]) -> None:
+        """Store the reply body of a call the target endpoint forwarded: the request and the reply as JSON, in the
+        table of every call (its keys are another namespace: a ``ChatRequest`` key never equals one)."""
+        self._conn().execute(
+            "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at) VALUES (?,?,?,?,?,?)",
+            (key, provider, model, json.dumps(request, ensure_ascii=False), json.dumps(reply, ensure_ascii=False),
+             time.time()),
         )
 
     def get_embedding(self, key: str) -> list[float] | None:

@@ -9,11 +9,12 @@ older family's price. Re-read the source pages and update ``PRICES_READ_ON`` whe
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core.facts import is_offline
 from lme.core.records import CallRecord, Verdict, call_records
-from lme.core.run_records import ResultRow
+from lme.core.run_records import ResultRow, RowCost
 
 PRICES_READ_ON = "2026-11-29"
 PRICES_SOURCE = (
@@ -118,11 +119,105 @@ def judge_call(verdict: Verdict) -> CallRecord:
                       billing=str(verdict.billing or "sync"), batch_id=verdict.batch_id)
 
 
-def row_spend(row: ResultRow) -> float | None:
-    """Dollars this toolkit paid for one result row: its target calls and its judge call (cache hits free)."""
-    generation = call_cost(row.calls)
+def generation_cost(calls: Sequence[CallRecord], tokens_in: int, tokens_out: int, model: str) -> float | None:
+    """Dollars of generating one answer: its calls when it has any (the toolkit's own, or a user's system's through
+    the target endpoint); else the tokens the target reported, at the list price of ``model`` (the run's target
+    model): None (unpriced) when the model is not in the table, never $0; no calls and no tokens: free."""
+    if calls:
+        return call_cost(calls)
+    if not (tokens_in or tokens_out):
+        return 0.0
+    return cost_usd(model, tokens_in, tokens_out)
+
+
+def priced_row(row: ResultRow) -> RowCost:
+    """A row's cost from what it holds: its generation (``generation_cost`` of its calls, or of the tokens it
+    reports at its target's model) and its judge call (none for an error row: 0); the total None when either
+    part is unpriced."""
+    model = "" if row.target is None else row.target.model
+    generation = generation_cost(row.calls, int(row.tokensIn or 0), int(row.tokensOut or 0), model)
     judge = 0.0 if row.judgment is None else verdict_cost(row.judgment)
-    return None if generation is None or judge is None else generation + judge
+    return RowCost(generation_usd=generation, judge_usd=judge,
+                   total_usd=None if generation is None or judge is None else generation + judge)
+
+
+def row_cost(row: ResultRow) -> RowCost:
+    """A row's cost: as the row recorded it (the item runner writes ``priced_row``), else ``priced_row`` (a row
+    written before error rows recorded theirs)."""
+    return row.cost if row.cost is not None else priced_row(row)
+
+
+def row_spend(row: ResultRow) -> float | None:
+    """Dollars this toolkit paid for one result row (``row_cost``'s total; cache hits free)."""
+    return row_cost(row).total_usd
+
+
+@dataclass(frozen=True)
+class Spend:
+    """What a run's rows cost, the memory system's part (generation) apart from the judge's: every reader of a run's
+    dollars (the scorecard, ``run_status``, the progress line, the cost cap) adds its rows up with ``spend``."""
+
+    rows: int = 0
+    known_generation_usd: float = 0.0
+    known_judge_usd: float = 0.0
+    rows_unknown_generation: int = 0
+    """Rows whose generation is unpriced (a model not in the price table)."""
+    rows_unknown_judge: int = 0
+    rows_unknown: int = 0
+    """Rows with either part unpriced."""
+
+    @property
+    def generation_usd(self) -> float | None:
+        return None if self.rows_unknown_generation else self.known_generation_usd
+
+    @property
+    def judge_usd(self) -> float | None:
+        return None if self.rows_unknown_judge else self.known_judge_usd
+
+    @property
+    def known_total_usd(self) -> float:
+        return self.known_generation_usd + self.known_judge_usd
+
+    @property
+    def total_usd(self) -> float | None:
+        return None if self.rows_unknown else self.known_total_usd
+
+    def split(self) -> str:
+        """``memory system $0.0123, judge $0.3008`` (``split_text``)."""
+        return split_text(part_text(self.generation_usd, self.known_generation_usd, self.rows_unknown_generation),
+                          part_text(self.judge_usd, self.known_judge_usd, self.rows_unknown_judge))
+
+
+def part_text(usd: float | None, known_usd: float, unknown_rows: int) -> str:
+    """One part of a spend in words: ``$0.0123``, or ``unpriced for 2 row(s) (known part $0.0100)``."""
+    if usd is not None:
+        return f"${usd:,.4f}"
+    return f"unpriced for {unknown_rows} row(s) (known part ${known_usd:,.4f})"
+
+
+def split_text(generation: str, judge: str) -> str:
+    """The words every report uses for a run's spend apart: ``memory system $0.0123, judge $0.3008``."""
+    return f"memory system {generation}, judge {judge}"
+
+
+def spend(rows: Iterable[ResultRow]) -> Spend:
+    """``rows`` added up (``row_cost`` each), per part: an unpriced generation leaves the judge's part known."""
+    n = unknown = unknown_generation = unknown_judge = 0
+    generation = judge = 0.0
+    for row in rows:
+        cost = row_cost(row)
+        n += 1
+        unknown += cost.generation_usd is None or cost.judge_usd is None
+        if cost.generation_usd is None:
+            unknown_generation += 1
+        else:
+            generation += cost.generation_usd
+        if cost.judge_usd is None:
+            unknown_judge += 1
+        else:
+            judge += cost.judge_usd
+    return Spend(rows=n, known_generation_usd=generation, known_judge_usd=judge,
+                 rows_unknown_generation=unknown_generation, rows_unknown_judge=unknown_judge, rows_unknown=unknown)
 
 
 def spent(rows: Iterable[ResultRow]) -> tuple[float, int]:

@@ -98,7 +98,7 @@ class RunGateway:
             return hit
         completion = self._call(request)
         if self.cache is not None and cacheable(request, completion):
-            self._store(self.cache.put, request, completion)
+            self.store(self.cache.put, request, completion)
         return completion
 
     def mark_gone(self, provider: str, model: str, err: providers.ProviderError) -> None:
@@ -106,7 +106,7 @@ class RunGateway:
         with self._gone_lock:
             self._gone[(provider, model)] = err
 
-    def _store(self, put: Any, *args: Any) -> None:
+    def store(self, put: Any, *args: Any) -> None:
         """Write to the cache; a cache that can no longer be written (disk full) costs the cache, never the paid
         reply: the call's row keeps it, and one warning says why later calls are not cached."""
         try:
@@ -165,5 +165,5 @@ class RunGateway:
             for i, vec in zip(missing, vectors):
                 found[i] = vec
                 if self.cache is not None:
-                    self._store(self.cache.put_embedding, keys[i], vec)
+                    self.store(self.cache.put_embedding, keys[i], vec)
         return [found[i] for i in range(len(texts))]

@@ -166,11 +166,10 @@ def _banner_html(card: Scorecard) -> str:
 
 def _money_html(card: Scorecard) -> str:
     """Cost, latency and cache hits in one line, then where the verdicts came from (scorecard.md's strings)."""
-    cost, usage = card.cost, card.usage
+    usage = card.usage
     lat, cache = usage.latency_ms, usage.cache
-    money = (f'<p class="note">Cost {escape(scorecard_md.cost_text(card))} (generation '
-             f'{escape(scorecard_md.usd(cost.known_generation_usd))}, '
-             f'judge {escape(scorecard_md.usd(cost.known_judge_usd))}) · latency generation p50 '
+    money = (f'<p class="note">Cost {escape(scorecard_md.cost_text(card))} '
+             f'({escape(scorecard_md.cost_split(card))}) · latency generation p50 '
              f'{escape(scorecard_md.ms(lat.generation.p50))}, p95 {escape(scorecard_md.ms(lat.generation.p95))}'
              f' · cache hits {cache.generation_calls_cached}/{cache.generation_calls} '
              f'generation calls, {cache.judge_cached}/{card.judged} judge calls'

@@ -9,6 +9,7 @@ from collections import Counter
 
 from lme.data import dataset_label
 from lme.judge import verdict_archive, verdict_sources
+from lme.models import prices
 from lme.report import estimate_text
 from lme.score import judge_provenance
 from lme.score import loop_rows
@@ -203,12 +204,11 @@ def stability_lines(card: Scorecard) -> list[str]:
 
 def cost_lines(card: Scorecard) -> list[str]:
     """Cost, batches, tokens, latency, cache hits and retries, error rows by kind."""
-    cost, usage = card.cost, card.usage
+    usage = card.usage
     tok, lat, cache = usage.tokens, usage.latency_ms, usage.cache
     return [
         "", "## Cost, tokens, latency", "",
-        f"- Cost: {cost_text(card)}; generation {usd(cost.known_generation_usd)}, judge {usd(cost.known_judge_usd)}"
-        f" (known rows)",
+        f"- Cost: {cost_text(card)} ({cost_split(card)}; every row the run wrote, as run_status counts)",
         *batch_lines(card.batches),
         f"- Tokens: generation {tok.generation_in:,} in / {tok.generation_out:,} out; "
         f"judge {tok.judge_in:,} in / {tok.judge_out:,} out",
@@ -267,6 +267,14 @@ def cost_text(card: Scorecard) -> str:
     cost = card.cost
     return usd(cost.total_usd) if cost.rows_unknown_cost == 0 else (
         f"unknown for {cost.rows_unknown_cost} row(s) (known part {usd(cost.known_total_usd)})")
+
+
+def cost_split(card: Scorecard) -> str:
+    """``memory system $0.0123, judge $0.3008``: the run's cost apart, as ``run_status`` says it."""
+    cost = card.cost
+    return prices.split_text(
+        prices.part_text(cost.generation_usd, cost.known_generation_usd, cost.rows_unknown_generation),
+        prices.part_text(cost.judge_usd, cost.known_judge_usd, cost.rows_unknown_judge))
 
 
 def archive_hits(card: Scorecard) -> str:

@@ -38,7 +38,7 @@ from lme.models.call_cache import CallCache
 from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.errors import FULL, UserError
-from lme.core.facts import is_offline
+from lme.core.facts import is_offline, is_user_system
 from lme.core.memory_trim import Trimmer
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
@@ -46,6 +46,7 @@ from lme.judge.stability import StabilityRegistry
 from lme.run.progress import Progress
 from lme.run.pacing_status import PacingFile
 from lme.models.rate_pacer import Pacer
+from lme.models import EndpointRoutes, TargetEndpoint
 from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
 from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
@@ -163,11 +164,12 @@ class _MetaWriter:
         run_store.write_meta(self.work, self.meta)
 
 
-def _drive(run: "_Session", questions: Iterator[Question], gateway: Any) -> None:
+def _drive(run: "_Session", questions: Iterator[Question], gateway: Any, endpoint: Any = None) -> None:
     """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged.
 
     ``run.cap`` (a ``cost_gate.CostCap``) admits each item before it is started; the first refusal stops the intake
-    and the items already admitted finish and are recorded. ``gateway``: the run's LLM (the batch phase's, after one).
+    and the items already admitted finish and are recorded. ``gateway``: the run's LLM (the batch phase's, after one);
+    ``endpoint``: the run's target endpoint (a user's own system), or None.
     """
     settings, work, stop, cap = run.settings, run.work, run.stop, run.cap
     prompts = prompt_store.PromptStore(work)
@@ -187,7 +189,8 @@ def _drive(run: "_Session", questions: Iterator[Question], gateway: Any) -> None
                     stop.request("cost_cap")
                     break
                 requests: list = []
-                fut = pool.submit(item_runner.run_item, q, settings, gateway, requests, run_id=run.run_id)
+                fut = pool.submit(item_runner.run_item, q, settings, gateway, requests, endpoint,
+                                  run_id=run.run_id)
                 requests_of[fut] = requests
                 in_flight.add(fut)
             if not in_flight:
@@ -440,7 +443,8 @@ class _Session:
                 self.invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
                                             "stop": batched.stop, **batched.figures}
                 questions = (q for q in questions if batched.replay and q.question_id not in batched.pending)
-            _drive(self, questions, llm)
+            with self.target_endpoint() as endpoint:
+                _drive(self, questions, llm, endpoint)
         except BaseException as err:  # never leave a run saying "running": record how it ended, then re-raise
             interrupted = isinstance(err, KeyboardInterrupt)
             ended = "interrupted" if interrupted else "failed"
@@ -457,6 +461,14 @@ class _Session:
                 signal.signal(sig, handler)
             if ended is not None:
                 self.progress.close(ended)
+
+    def target_endpoint(self) -> Any:
+        """The run's target endpoint for a user's own system (started here, stopped when the drive ends however it
+        ends); for any other target nothing (None inside)."""
+        settings = self.settings
+        if not is_user_system(settings.target):
+            return contextlib.nullcontext()
+        return TargetEndpoint(self.gateway, EndpointRoutes.for_target(settings.target_provider))
 
     def ending(self) -> Ending:
         stop, tally, batched, cap = self.stop, self.tally, self.batched, self.cap

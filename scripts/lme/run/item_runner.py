@@ -6,6 +6,8 @@ message, attempts) that is never marked completed, so a resume re-runs the item.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import threading
 import time
 from typing import Any, Sequence
@@ -18,9 +20,10 @@ from lme.judge import verdict_archive
 from lme.core.errors import UserError
 from lme.core.facts import HYPOTHESES_TARGET, is_offline
 from lme.judge import offline_judge
-from lme.models.prices import call_cost, verdict_cost
-from lme.core.records import LLM, ChatRequest, Completion, Hypothesis, Question, Verdict
-from lme.core.run_records import ERROR, JUDGED, ResultRow, RowCost, RowError, RowRetrieval, RowTarget
+from lme.models.prices import priced_row
+from lme.core.records import (LLM, CallRecord, ChatRequest, Completion, Hypothesis, Question, TargetEndpointScope,
+                              Verdict)
+from lme.core.run_records import ERROR, JUDGED, ResultRow, RowError, RowRetrieval, RowTarget
 from lme.run.settings import RunSettings
 
 BILLING = "billing"
@@ -59,26 +62,29 @@ def _failure(stage: str, kind: str, message: str, attempts: int = 1) -> RowError
 
 
 def _error_row(q: Question, settings: RunSettings, failure: RowError, hyp: Hypothesis | None = None,
-               hypothesis: str | None = None) -> ResultRow:
-    """``hypothesis``: the text that was (to be) judged, when it differs from the target's raw output."""
-    return ResultRow.for_question(
+               hypothesis: str | None = None, calls: Sequence[CallRecord] = ()) -> ResultRow:
+    """``hypothesis``: the text that was (to be) judged, when it differs from the target's raw output; ``calls``:
+    the calls a failed generation made through the target endpoint (``hyp`` holds them once there is one)."""
+    row = ResultRow.for_question(
         q,
         status=ERROR,
         hypothesis=hypothesis if hypothesis is not None else (None if hyp is None else hyp.hypothesis),
         judgment=None,
         latencyMs=0.0 if hyp is None else float(hyp.latencyMs),
-        tokensIn=0 if hyp is None else int(hyp.tokensIn),
-        tokensOut=0 if hyp is None else int(hyp.tokensOut),
+        tokensIn=sum(c.tokensIn for c in calls) if hyp is None else int(hyp.tokensIn),
+        tokensOut=sum(c.tokensOut for c in calls) if hyp is None else int(hyp.tokensOut),
         target=_target_block(settings, hyp),
         retrieval=None,
         cost=None,
-        calls=() if hyp is None else tuple(hyp.calls),
+        calls=tuple(calls) if hyp is None else tuple(hyp.calls),
         error=failure,
         finished_at=utc_now_precise(),
     )
+    return row.with_(cost=priced_row(row))
 
 
-def generate(q: Question, settings: RunSettings, llm: LLM | None) -> Hypothesis:
+def generate(q: Question, settings: RunSettings, llm: LLM | None,
+             endpoint: TargetEndpointScope | None = None) -> Hypothesis:
     return generation_driver.run_target(
         q,
         settings.target_provider,
@@ -87,7 +93,29 @@ def generate(q: Question, settings: RunSettings, llm: LLM | None) -> Hypothesis:
         llm=llm,
         options=dict(settings.target_options),
         cache_dir=settings.cache_dir,
+        endpoint=endpoint,
     )
+
+
+def _scope(endpoint: Any) -> Any:
+    """The item's scope of the run's target endpoint (a context manager; ``None`` inside when the run has none)."""
+    return contextlib.nullcontext() if endpoint is None else endpoint.item_scope()
+
+
+def with_endpoint_calls(hyp: Hypothesis, calls: Sequence[CallRecord]) -> Hypothesis:
+    """``hyp`` with the calls its system made through the target endpoint (``calls``): they join its calls, and the
+    row's tokens are the calls' (what the provider reported). Tokens the system reported on its own (it cannot
+    know which of its calls the endpoint saw) stay in ``debug.reported_tokens``."""
+    if not calls:
+        return hyp
+    tokens_in, tokens_out = sum(c.tokensIn for c in calls), sum(c.tokensOut for c in calls)
+    debug = dict(hyp.debug)
+    if hyp.calls:  # a target's own calls through ctx.llm, counted in its tokens already
+        tokens_in, tokens_out = tokens_in + hyp.tokensIn, tokens_out + hyp.tokensOut
+    elif hyp.tokensIn or hyp.tokensOut:
+        debug["reported_tokens"] = {"in": hyp.tokensIn, "out": hyp.tokensOut}
+    return dataclasses.replace(hyp, calls=(*hyp.calls, *calls), tokensIn=tokens_in, tokensOut=tokens_out,
+                               debug=debug)
 
 
 def judged_text(hyp: Hypothesis, settings: RunSettings) -> str | None:
@@ -122,14 +150,17 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM, run_id:
 
 
 def run_item(q: Question, settings: RunSettings, llm: LLM,
-             prompts: list[ChatRequest] | None = None, *, run_id: str | None = None) -> ResultRow:
+             prompts: list[ChatRequest] | None = None, endpoint: Any = None, *,
+             run_id: str | None = None) -> ResultRow:
     """Return the result row for ``q``: ``status`` ``judged``, or ``error`` with the failing stage.
 
     The row's ``prompt_keys`` name the chat requests the target sent (``ChatRequest.key()``, in order); the
     requests themselves go into ``prompts`` when given, for the run's writer to store (``prompt_store``).
-    ``run_id``: the run an official verdict made here is archived ``by``."""
+    ``endpoint``: the run's target endpoint (``target_endpoint.TargetEndpoint``) for a user's own system: the item
+    gets a scope of it, and the calls made under it go into the row. ``run_id``: the run an official verdict made
+    here is archived ``by``."""
     recorder = None if llm is None else RecordingLLM(llm)
-    row = _run_item(q, settings, llm, recorder, run_id)
+    row = _run_item(q, settings, llm, recorder, endpoint, run_id)
     if recorder is None:
         return row
     if prompts is not None:
@@ -137,16 +168,28 @@ def run_item(q: Question, settings: RunSettings, llm: LLM,
     return row.with_(prompt_keys=tuple(recorder.keys()))
 
 
-def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None, run_id: str | None) -> ResultRow:
+def _generated(q: Question, settings: RunSettings, gen_llm: LLM | None, endpoint: Any) -> Hypothesis | ResultRow:
+    """The target's hypothesis for ``q`` with the calls made through the target endpoint, or the error row."""
+    with _scope(endpoint) as scope:
+        try:
+            hyp = generate(q, settings, gen_llm, scope)
+        except providers.ProviderError as err:
+            failure = _failure("generate", err.kind, str(err), getattr(err, "attempts", 1))
+        except UserError as err:
+            failure = _failure("generate", getattr(err, "kind", "target"), str(err))
+        except Exception as err:  # a target bug must not take the run down: it is this item's error
+            failure = _failure("generate", "target", f"{type(err).__name__}: {err}")
+        else:
+            return with_endpoint_calls(hyp, () if scope is None else scope.calls())
+        return _error_row(q, settings, failure, calls=() if scope is None else scope.calls())
+
+
+def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None, endpoint: Any,
+              run_id: str | None) -> ResultRow:
     t0 = time.monotonic()
-    try:
-        hyp = generate(q, settings, gen_llm)
-    except providers.ProviderError as err:
-        return _error_row(q, settings, _failure("generate", err.kind, str(err), getattr(err, "attempts", 1)))
-    except UserError as err:
-        return _error_row(q, settings, _failure("generate", getattr(err, "kind", "target"), str(err)))
-    except Exception as err:  # a target bug must not take the run down: it is this item's error
-        return _error_row(q, settings, _failure("generate", "target", f"{type(err).__name__}: {err}"))
+    hyp = _generated(q, settings, gen_llm, endpoint)
+    if isinstance(hyp, ResultRow):
+        return hyp
     gen_ms = (time.monotonic() - t0) * 1000.0
 
     hypothesis = judged_text(hyp, settings)
@@ -167,15 +210,9 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None,
     gen_calls = hyp.calls
     if gen_calls:  # the calls' own time, not the item's wait for its first connection, tokenizer or target import
         gen_ms = sum(c.latencyMs or 0.0 for c in gen_calls)
-    if gen_calls:
-        gen_usd = call_cost(gen_calls)
-    else:  # no model calls we made: free (offline), or a user's system whose spending we cannot price
-        gen_usd = 0.0 if not (hyp.tokensIn or hyp.tokensOut) else None
-    judge_usd = verdict_cost(verdict)
-    total = None if gen_usd is None or judge_usd is None else gen_usd + judge_usd
 
     retrieved = hyp.retrieved_session_ids
-    return ResultRow.for_question(
+    row = ResultRow.for_question(
         q,
         status=JUDGED,
         hypothesis=hypothesis,
@@ -185,8 +222,9 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None,
         tokensOut=int(hyp.tokensOut),
         target=_target_block(settings, hyp),
         retrieval=None if retrieved is None else RowRetrieval(tuple(retrieved), tuple(q.gold_session_ids())),
-        cost=RowCost(generation_usd=gen_usd, judge_usd=judge_usd, total_usd=total),
+        cost=None,
         calls=gen_calls,
         error=None,
         finished_at=utc_now_precise(),
     )
+    return row.with_(cost=priced_row(row))

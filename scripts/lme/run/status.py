@@ -44,6 +44,12 @@ class Status:
     correct: int = 0
     spent_usd: float | None = 0.0
     """What the run paid so far (all attempts, cache hits free); None when a price is unknown."""
+    spent_split: str | None = None
+    """The same apart (``prices.Spend.split``): ``memory system $0.0123, judge $0.3008`` (the scorecard's words)."""
+    generation_usd: float | None = 0.0
+    """The memory system's part of ``spent_usd`` (None: a row's is unpriced)."""
+    judge_usd: float | None = 0.0
+    """The judge's part of ``spent_usd`` (None: a row's is unpriced)."""
     items_per_min: float | None = None
     eta_seconds: float | None = None
     pid: int | None = None
@@ -84,6 +90,8 @@ def format_line(s: Status) -> str:
     parts = [s.state, f"{s.done}/{s.total} done ({s.judged} judged, {s.errors} errors)"]
     parts.append(f"acc {s.accuracy:.3f}" if s.accuracy is not None else "acc -")
     parts.append("$?" if s.spent_usd is None else f"${s.spent_usd:,.2f}" if s.spent_usd >= 1 else f"${s.spent_usd:.4f}")
+    if s.spent_split and (s.spent_usd is None or s.spent_usd > 0):
+        parts[-1] += f" ({s.spent_split})"
     if s.items_per_min is not None:
         parts.append(f"{s.items_per_min:.1f} items/min")
     if s.eta_seconds is not None and s.state == "running":
@@ -248,8 +256,9 @@ def collect(root: Path, project: Path) -> Status:
     status.judged = sum(1 for r in last.values() if r.judged)
     status.errors = status.done - status.judged
     status.correct = sum(1 for r in last.values() if r.correct)
-    spent, unknown = prices.spent(run_store.iter_rows(root))
-    status.spent_usd = None if unknown else spent
+    paid = prices.spend(run_store.iter_rows(root))
+    status.spent_usd, status.generation_usd, status.judge_usd = paid.total_usd, paid.generation_usd, paid.judge_usd
+    status.spent_split = paid.split()
     _rate_and_eta(status, root)
     status.pacing = _pacing(root, state)
     status.batches = _batches(root)

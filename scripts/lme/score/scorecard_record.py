@@ -230,7 +230,9 @@ class TargetRef:
 
 @dataclass(frozen=True)
 class Cost:
-    """Dollar sums over the rows; ``total_usd`` is None when any row's cost is unknown (never counted as 0)."""
+    """What every row the run wrote cost (earlier attempts included: ``prices.spend``, the sums ``run_status``
+    shows), the memory system's part (generation) apart from the judge's; a part is None when a row's is unknown
+    (never counted as 0), and the known sums are beside it."""
 
     rows: int
     rows_unknown_cost: int
@@ -238,19 +240,34 @@ class Cost:
     known_total_usd: float
     known_generation_usd: float = 0.0
     known_judge_usd: float = 0.0
+    generation_usd: float | None = 0.0
+    judge_usd: float | None = 0.0
+    rows_unknown_generation: int = 0
+    rows_unknown_judge: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "rows_unknown_cost": self.rows_unknown_cost, "total_usd": self.total_usd,
                 "known_total_usd": self.known_total_usd, "known_generation_usd": self.known_generation_usd,
-                "known_judge_usd": self.known_judge_usd}
+                "known_judge_usd": self.known_judge_usd, "generation_usd": self.generation_usd,
+                "judge_usd": self.judge_usd, "rows_unknown_generation": self.rows_unknown_generation,
+                "rows_unknown_judge": self.rows_unknown_judge}
 
     @classmethod
     def from_dict(cls, d: Any) -> "Cost":
+        """Also a metrics.json written before the parts were apart: their sums stand for them where no row was
+        unknown."""
         d = _mapping(d)
-        return cls(rows=_count(d.get("rows")), rows_unknown_cost=_count(d.get("rows_unknown_cost")),
+        known_generation = _frac(d.get("known_generation_usd")) or 0.0
+        known_judge = _frac(d.get("known_judge_usd")) or 0.0
+        unknown = _count(d.get("rows_unknown_cost"))
+        return cls(rows=_count(d.get("rows")), rows_unknown_cost=unknown,
                    total_usd=_frac(d.get("total_usd")), known_total_usd=_frac(d.get("known_total_usd")) or 0.0,
-                   known_generation_usd=_frac(d.get("known_generation_usd")) or 0.0,
-                   known_judge_usd=_frac(d.get("known_judge_usd")) or 0.0)
+                   known_generation_usd=known_generation, known_judge_usd=known_judge,
+                   generation_usd=_frac(d["generation_usd"]) if "generation_usd" in d
+                   else (None if unknown else known_generation),
+                   judge_usd=_frac(d["judge_usd"]) if "judge_usd" in d else (None if unknown else known_judge),
+                   rows_unknown_generation=_count(d.get("rows_unknown_generation")),
+                   rows_unknown_judge=_count(d.get("rows_unknown_judge")))
 
 
 @dataclass(frozen=True)

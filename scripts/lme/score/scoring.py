@@ -45,7 +45,7 @@ from lme.core.facts import (
     is_official_judge,
     is_offline,
 )
-from lme.models.prices import call_cost, judge_call
+from lme.models.prices import call_cost, judge_call, spend
 
 KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 
@@ -73,27 +73,20 @@ def _num(value: Any) -> float | None:
 
 
 def cost_summary(rows: Iterable[ResultRow]) -> dict[str, Any]:
-    """Dollar sums over rows; a row with no known total makes the total unknown (never counted as 0)."""
-    known = {"generation_usd": 0.0, "judge_usd": 0.0, "total_usd": 0.0}
-    unknown = 0
-    n = 0
-    for row in rows:
-        n += 1
-        cost = row.cost
-        total = None if cost is None else cost.total_usd
-        if cost is None or total is None:
-            unknown += 1
-            continue
-        known["total_usd"] += total
-        known["generation_usd"] += cost.generation_usd or 0.0
-        known["judge_usd"] += cost.judge_usd or 0.0
+    """What the rows cost (``prices.spend``: the same sums ``run_status`` shows), the memory system's part apart from
+    the judge's; a part with a row it cannot price is unknown (None), never counted as 0."""
+    paid = spend(rows)
     return {
-        "rows": n,
-        "rows_unknown_cost": unknown,
-        "total_usd": known["total_usd"] if unknown == 0 else None,
-        "known_total_usd": known["total_usd"],
-        "known_generation_usd": known["generation_usd"],
-        "known_judge_usd": known["judge_usd"],
+        "rows": paid.rows,
+        "rows_unknown_cost": paid.rows_unknown,
+        "total_usd": paid.total_usd,
+        "known_total_usd": paid.known_total_usd,
+        "known_generation_usd": paid.known_generation_usd,
+        "known_judge_usd": paid.known_judge_usd,
+        "generation_usd": paid.generation_usd,
+        "judge_usd": paid.judge_usd,
+        "rows_unknown_generation": paid.rows_unknown_generation,
+        "rows_unknown_judge": paid.rows_unknown_judge,
     }
 
 
@@ -346,7 +339,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "not_run": scored["n_total"] - scored["judged"] - errors,
         "rows_outside_item_set": sum(1 for q in run.rows if q not in types),
         "excluding_gold_errors": without_gold_errors,
-        "cost": cost_summary(covered),
+        "cost": cost_summary(run.every_row()),
         "batches": batch_summary(covered),
         "usage": usage,
         "latency": usage["latency_ms"],

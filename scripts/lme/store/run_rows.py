@@ -130,17 +130,31 @@ def iter_rows(run_dir: Path, *, include_shards: bool = True) -> Iterator[ResultR
 
 def load_results(run_dir: Path, *, include_shards: bool = True) -> dict[str, ResultRow]:
     """The last row per question_id. Across shard files a later ``finished_at`` wins."""
+    return load_rows(run_dir, include_shards=include_shards)[0]
+
+
+def load_rows(run_dir: Path, *, include_shards: bool = True) -> tuple[dict[str, ResultRow], list[ResultRow]]:
+    """``load_results`` and every row the last ones replaced (the earlier attempts, in no particular order): the
+    two together are every row of the run, what its spending adds up."""
     latest: dict[str, ResultRow] = {}
+    earlier: list[ResultRow] = []
     for d in _dirs(run_dir, include_shards):
         this_file: dict[str, ResultRow] = {}
         for _, raw in iter_jsonl(d / RESULTS_FILE, schema="item-result"):
             row = ResultRow.from_dict(raw)
+            replaced = this_file.get(row.question_id)
+            if replaced is not None:
+                earlier.append(replaced)
             this_file[row.question_id] = row
         for qid, row in this_file.items():
             old = latest.get(qid)
             if old is None or row.finished_at >= old.finished_at:
                 latest[qid] = row
-    return latest
+                if old is not None:
+                    earlier.append(old)
+            else:
+                earlier.append(row)
+    return latest, earlier
 
 
 def load_completed(run_dir: Path, *, include_shards: bool = True) -> set[str]:

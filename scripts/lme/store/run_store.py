@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from lme.core.errors import UserError
 from lme.core.fileio import ensure_writable_dir, write_atomic_json  # noqa: F401  (re-exported for the run's writers)
@@ -61,6 +61,7 @@ from lme.store.run_rows import (  # noqa: F401  (re-exported: the store's one fa
     iter_rows,
     load_completed,
     load_results,
+    load_rows,
     mark_completed,
     mark_completed_many,
     read_json,
@@ -123,6 +124,13 @@ class RunData:
     manifest: Manifest | None
     rows: Mapping[str, ResultRow]
     """The last row per question id, over the run and its shards."""
+    earlier: Sequence[ResultRow] = ()
+    """Every row a later one replaced (earlier attempts): with ``rows``, every row the run wrote."""
+
+    def every_row(self) -> Iterator[ResultRow]:
+        """Every row the run wrote, the last ones first: what its spending adds up (``prices.spend``)."""
+        yield from self.rows.values()
+        yield from self.earlier
 
     @property
     def run_id(self) -> str:
@@ -160,4 +168,6 @@ def load_run(run_dir: Path) -> RunData:
     if not has_meta(run_dir):
         raise UserError(f"{meta_path(run_dir)} is missing: {run_dir} is not a run directory",
                         fix="pass a directory written by run_benchmark.py or a snapshot of one")
-    return RunData(path=run_dir, meta=read_meta(run_dir), manifest=read_manifest(run_dir), rows=load_results(run_dir))
+    latest, earlier = load_rows(run_dir)
+    return RunData(path=run_dir, meta=read_meta(run_dir), manifest=read_manifest(run_dir), rows=latest,
+                   earlier=tuple(earlier))

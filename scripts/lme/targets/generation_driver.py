@@ -17,7 +17,8 @@ from lme.data import dataset
 from lme.models import providers
 from lme.core.errors import UserError
 from lme.core.facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
-from lme.core.records import LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext
+from lme.core.records import (LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext,
+                              TargetEndpointScope)
 from lme.targets.targets import PLUGINS_DIR, parse_option, target_path  # noqa: F401  (where targets are found; read here too)
 from lme.targets.targets import TargetError, load_module
 
@@ -150,10 +151,12 @@ def run_target(
     llm: LLM | None = None,
     options: Mapping[str, Any] | None = None,
     cache_dir: str | None = None,
+    endpoint: TargetEndpointScope | None = None,
 ) -> Hypothesis:
     """Run ``target`` on one item: its Hypothesis with real session ids in ``retrieved_session_ids`` and in
     ``debug.truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_map_truncation``), and the wall
-    time as ``latencyMs`` when the target reported none.
+    time as ``latencyMs`` when the target reported none. ``endpoint``: the item's scope of the run's target
+    endpoint (``TargetContext.endpoint``), for a user's own system.
 
     A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
     """
@@ -161,7 +164,7 @@ def run_target(
     q = visible_question(_as_question(item), target)
     public = q.public()  # the same as public_view(); q is kept to map aliases back
     ctx = TargetContext(provider=provider, model=model, llm=llm if llm is not None else providers.Gateway(),
-                        options=dict(options or {}), cache_dir=cache_dir)
+                        options=dict(options or {}), cache_dir=cache_dir, endpoint=endpoint)
     t0 = time.monotonic()
     try:
         hyp = module.answer(q.question_id, ctx) if target == HYPOTHESES_TARGET else module.generate(public, ctx)
