@@ -1,23 +1,29 @@
 """Target ``python``: benchmark your own memory system written as a Python file. See plugins/README.md.
 
-Option ``path``: a ``.py`` file defining ``generate(item: dict, ctx: dict) -> dict`` with the same contract as
-the ``command`` adapter, using plain dicts so the file needs nothing from this toolkit:
+Options:
+- ``path``: a ``.py`` file defining ``generate(item: dict, ctx: dict) -> dict``, with the same contract as the
+  ``command`` adapter, in plain dicts, so the file needs nothing from this toolkit. Required.
+- ``timeout_s``: seconds per item (default 300). A item not answered in time is an error row of kind
+  ``timeout``; its worker is killed and the next item starts a new one.
 
+The contract:
 - ``item``: ``{"question", "question_date", "sessions": [{"session_id", "date", "turns": [{"role",
   "content"}]}]}`` (no gold, aliased session ids, no question id or type);
 - ``ctx``: ``{"provider", "model", "options", "cache_dir"}`` (``options`` are the other target options);
 - returns ``{"hypothesis": str, "tokensIn"?, "tokensOut"?, "retrieved_session_ids"?, "debug"?}``.
 
-The file is imported once per (path, modification time). An exception inside it is this item's TargetError.
+The file runs in worker processes (``lme/targets/python_worker.py``), never in the run's own process: each
+worker imports it once and serves one item at a time; the run keeps up to its concurrency of them
+(``processes.WorkerPool``). So a hung item is a timeout, not a stalled run; a crash (even a segfault) is one item's
+error and a fresh worker takes the next item; an exception is the item's error with its traceback. What the file
+prints goes to the worker's stderr, whose tail an error row keeps.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-from functools import lru_cache
+import dataclasses
+import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Mapping
 
 from lme.targets import (
@@ -26,57 +32,93 @@ from lme.targets import (
     PublicItem,
     TargetContext,
     TargetError,
+    did_you_mean,
     hypothesis_from_response,
-    load_module,
+    processes,
 )
 
 NAME = "python"
-ADAPTER_OPTIONS = ("path",)
+ADAPTER_OPTIONS = ("path", "timeout_s")
+"""The adapter's own options; the others reach the user's ``ctx["options"]``."""
+DEFAULT_TIMEOUT_S = 300.0
+WORKER_SCRIPT = Path(processes.__file__).with_name("python_worker.py")
 
 
-def user_file(options: Mapping[str, Any]) -> Path:
+def settings(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The adapter's settings from the target options; ValueError naming the fix for a missing or bad one."""
     raw = options.get("path")
     if not raw:
-        raise ValueError("the python target needs option path, e.g. --target-option path=my_memory.py")
+        raise ValueError("the python target needs option path, the .py file of your memory system: "
+                         "--target-option path=memsys.py (or simply --target memsys.py)")
     path = Path(str(raw)).expanduser().resolve()
     if not path.is_file():
-        raise ValueError(f"python target: {raw} is not a file")
-    return path
+        raise ValueError(f"python target: {raw} is not a file{did_you_mean(path)}")
+    try:
+        timeout = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
+    except (TypeError, ValueError):
+        timeout = -1.0
+    if not timeout > 0:
+        raise ValueError(f"python target: timeout_s must be a number of seconds > 0, got {options.get('timeout_s')!r}")
+    return {"path": path, "timeout_s": timeout}
 
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {"name": NAME, "path": str(options.get("path"))}
+    cfg = settings(options)
+    return {"name": NAME, "path": str(cfg["path"]), "timeout_s": cfg["timeout_s"]}
 
 
 def prepare_requests(item: PublicItem, ctx: TargetContext) -> list[ChatRequest]:
     return []  # the user's code makes its own calls: unknown to a dry run
 
 
-_LOAD_LOCK = threading.Lock()
+def _ready(path: Path):
+    """The check of a worker's first line: its import of the user's file went well, else that error."""
+
+    def check(line: Any) -> None:
+        if not (isinstance(line, Mapping) and line.get("ready") is True):
+            failure = line.get("error") if isinstance(line, Mapping) else None
+            raise TargetError(error_text(f"python target {path.name}: cannot import it", failure))
+
+    return check
 
 
-@lru_cache(maxsize=16)
-def _load(path: str, mtime_ns: int) -> ModuleType:
-    name = f"lme_user_target_{Path(path).stem}_{mtime_ns}"
-    try:
-        module = load_module(path, name, error=TargetError)
-    except TargetError:
-        raise TargetError(f"python target: cannot import {path}") from None
-    if not callable(getattr(module, "generate", None)):
-        raise TargetError(f"python target: {path} defines no generate(item, ctx)")
-    return module
+def _pool(path: Path, ctx: TargetContext) -> processes.WorkerPool:
+    """The workers for ``path`` under this model and cache folder (started again when the file changes)."""
+    source = f"python target {path.name}"
+
+    def worker(slot: int) -> processes.Worker:
+        return processes.Worker([sys.executable, str(WORKER_SCRIPT), str(path)], None,
+                                processes.environment(ctx, worker=slot), source, slot=slot, ready=_ready(path),
+                                no_reply="generate gave no answer", no_start="did not finish importing")
+
+    key = (NAME, str(path), sys.executable, ctx.provider, ctx.model, ctx.cache_dir)
+    return processes.pool(key, lambda: processes.WorkerPool(worker), version=path.stat().st_mtime_ns)
+
+
+def error_text(headline: str, failure: Any) -> str:
+    """``headline: ValueError: boom`` on the first line, the traceback's end below it."""
+    if not isinstance(failure, Mapping):
+        return headline
+    text = f"{headline}: {failure.get('message') or failure.get('type') or 'an error'}"
+    trace = str(failure.get("traceback") or "")
+    return f"{text}\n{trace}" if trace else text
 
 
 def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
-    path = user_file(ctx.options)
-    with _LOAD_LOCK:
-        module = _load(str(path), path.stat().st_mtime_ns)
+    cfg = settings(ctx.options)
+    path = cfg["path"]
     user_ctx = {
         "provider": ctx.provider,
         "model": ctx.model,
         "options": {k: v for k, v in ctx.options.items() if k not in ADAPTER_OPTIONS},
         "cache_dir": ctx.cache_dir,
     }
-    plain_item = json.loads(json.dumps(item.to_dict()))  # lists and dicts only, a copy the user may mutate
-    reply = module.generate(plain_item, user_ctx)
-    return hypothesis_from_response(reply, f"python target {path.name}")
+    with _pool(path, ctx).checkout() as worker:  # this item's worker, serving nothing else until it answers
+        answer = worker.request({"item": item.to_dict(), "ctx": user_ctx}, cfg["timeout_s"])
+        adapter = {"worker": worker.slot, "process_starts": worker.starts}
+    if not isinstance(answer, Mapping) or ("reply" not in answer and "error" not in answer):
+        raise TargetError(f"python target {path.name}: its worker answered {str(answer)[:200]!r}")
+    if "error" in answer:
+        raise TargetError(error_text(f"python target {path.name}", answer["error"]))
+    hyp = hypothesis_from_response(answer["reply"], f"python target {path.name}")
+    return dataclasses.replace(hyp, debug={**hyp.debug, "python_adapter": adapter})

@@ -8,6 +8,7 @@ import dataclasses
 import sys
 import threading
 import time
+import traceback
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -168,7 +169,7 @@ def run_target(
     except (TargetError, providers.ProviderError):
         raise
     except Exception as err:
-        raise TargetError(f"target {target!r} failed: {type(err).__name__}: {err}") from err
+        raise TargetError(failure_text(f"target {target!r} failed", err)) from err
     wall_ms = (time.monotonic() - t0) * 1000.0
     if not isinstance(hyp, Hypothesis):
         raise TargetError(f"target {target!r} returned {type(hyp).__name__}, expected records.Hypothesis")
@@ -185,6 +186,20 @@ def run_target(
     _map_retrieval_debug(q, debug)
     return dataclasses.replace(hyp, latencyMs=hyp.latencyMs or round(wall_ms, 3), retrieved_session_ids=retrieved,
                                debug=debug)
+
+
+TRACEBACK_CHARS = 1500
+"""The end of a target's traceback an error row keeps (the frames nearest the failure)."""
+
+
+def failure_text(headline: str, err: BaseException) -> str:
+    """``headline: KeyError: 'oops'`` on the first line (bounded), the end of the traceback below it."""
+    first = (str(err).splitlines() or [""])[0]
+    cause = f"{type(err).__name__}: {first}" if first else type(err).__name__
+    trace = "".join(traceback.format_exception(type(err), err, err.__traceback__)).rstrip()
+    if len(trace) > TRACEBACK_CHARS:
+        trace = "…" + trace[-TRACEBACK_CHARS:]
+    return f"{headline}: {cause[:300]}\n{trace}"
 
 
 def result_name(target: str) -> str:

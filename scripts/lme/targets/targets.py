@@ -16,6 +16,7 @@ that fails on an item raises ``TargetError`` (the item becomes an error row of k
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
 import sys
@@ -43,13 +44,13 @@ PLUGINS_DIR = Path(__file__).resolve().parents[3] / "plugins"
 
 class TargetError(UserError):
     """A target failed on one item (bad output, subprocess crash, a bug). The run records it as an item error
-    of kind ``target``; it never stops the run. The message is kept verbatim (it may hold a stderr tail)."""
+    of kind ``target`` (``timeout``: the system did not answer in time); it never stops the run. The message is kept
+    verbatim: its first line is the cause, the lines after it a stderr tail or a traceback."""
 
-    kind = "target"
-
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, kind: str = "target") -> None:
         Exception.__init__(self, message)
         self.message = message
+        self.kind = kind
 
 
 def load_module(path: str | Path, name: str, *, error: type[Exception] = UserError) -> ModuleType:
@@ -95,6 +96,17 @@ def target_path(name_or_path: str) -> str:
         f"unknown target {name_or_path!r}",
         fix=f"use one of {', '.join(BUILTIN_TARGETS)} or a path to a .py file",
     )
+
+
+def did_you_mean(path: Path) -> str:
+    """`` (did you mean /dir/memsys.py?)`` for a missing file one typo away from a file in its folder (of the same
+    suffix), `` (no folder /dir)`` when the folder is missing too, else ``""``."""
+    folder = path.parent
+    if not folder.is_dir():
+        return f" (no folder {folder})"
+    names = [p.name for p in folder.iterdir() if p.suffix == path.suffix and p.is_file()]
+    close = difflib.get_close_matches(path.name, names, n=1)
+    return f" (did you mean {folder / close[0]}?)" if close else ""
 
 
 def parse_option(text: str) -> tuple[str, Any]:
