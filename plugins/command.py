@@ -21,8 +21,11 @@ the process's stderr; never a hang. An empty string is an answer, judged as upst
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import time
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.targets import (
@@ -30,6 +33,7 @@ from lme.targets import (
     Hypothesis,
     PublicItem,
     TargetContext,
+    did_you_mean,
     hypothesis_from_response,
     processes,
 )
@@ -63,7 +67,20 @@ def settings(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:
-    return {"name": NAME, **settings(options)}
+    """The settings, checked as a run's start checks them: the folder exists, the program can be started."""
+    cfg = settings(options)
+    cwd, program = cfg["cwd"], cfg["command"][0]
+    if cwd is not None and not Path(cwd).is_dir():
+        raise ValueError(f"command option cwd: {cwd} is not a folder")
+    if os.sep in program:
+        found = (Path(cwd or ".") / program).expanduser()
+        if not (found.is_file() and os.access(found, os.X_OK)):
+            raise ValueError(f"command {program!r} is not an executable file{' in ' + cwd if cwd else ''}"
+                             f"{did_you_mean(found.resolve())}")
+    elif shutil.which(program) is None:
+        raise ValueError(f"command {program!r} is not on PATH (a typo? the whole command line is one quoted word: "
+                         f"--target-option command='python my_memory.py')")
+    return {"name": NAME, **cfg}
 
 
 def prepare_requests(item: PublicItem, ctx: TargetContext) -> list[ChatRequest]:

@@ -21,6 +21,7 @@ prints goes to the worker's stderr, whose tail an error row keeps.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import sys
 from pathlib import Path
@@ -52,19 +53,43 @@ def settings(options: Mapping[str, Any]) -> dict[str, Any]:
                          "--target-option path=memsys.py (or simply --target memsys.py)")
     path = Path(str(raw)).expanduser().resolve()
     if not path.is_file():
-        raise ValueError(f"python target: {raw} is not a file{did_you_mean(path)}")
+        raise ValueError(f"option path: {path} is not a file{did_you_mean(path)}")
     try:
         timeout = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
     except (TypeError, ValueError):
         timeout = -1.0
     if not timeout > 0:
-        raise ValueError(f"python target: timeout_s must be a number of seconds > 0, got {options.get('timeout_s')!r}")
+        raise ValueError(f"option timeout_s must be a number of seconds > 0, got {options.get('timeout_s')!r}")
     return {"path": path, "timeout_s": timeout}
 
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings, checked as a run's start checks them: the file exists and defines ``generate`` (read, not
+    run: its import happens in the workers)."""
     cfg = settings(options)
+    if not defines_generate(cfg["path"]):
+        raise ValueError(f"{cfg['path'].name} defines no generate(item, ctx) at its top level (plugins/README.md)")
     return {"name": NAME, "path": str(cfg["path"]), "timeout_s": cfg["timeout_s"]}
+
+
+def defines_generate(path: Path) -> bool:
+    """The file binds ``generate`` at its top level (a def, an assignment or an import); one that does not parse
+    passes (its worker reports the SyntaxError with its line)."""
+    try:
+        tree = ast.parse(path.read_bytes())
+    except (SyntaxError, ValueError):
+        return True
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == "generate":
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name.split(".")[0]) == "generate" or a.name == "*" for a in node.names):
+                return True
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        if any(isinstance(t, ast.Name) and t.id == "generate" for t in targets):
+            return True
+    return not all(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom,
+                                  ast.Assign, ast.AnnAssign, ast.Expr)) for n in tree.body)
 
 
 def prepare_requests(item: PublicItem, ctx: TargetContext) -> list[ChatRequest]:

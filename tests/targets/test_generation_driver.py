@@ -30,9 +30,13 @@ def test_every_builtin_target_of_this_brief_loads_with_generate():
 
 def test_target_file_without_generate_is_refused(tmp_path):
     path = tmp_path / "empty_target.py"
-    path.write_text("NAME = 'x'\n")
+    path.write_text("from records import Hypothesis\nNAME = 'x'\n")  # a toolkit target: loaded in the run
     with pytest.raises(UserError, match="defines no generate"):
         gd.load_target(str(path))
+    users = tmp_path / "memsys.py"
+    users.write_text("NAME = 'x'\n")  # your own system: read, not run, by the run's start check
+    with pytest.raises(ValueError, match="memsys.py defines no generate"):
+        gd.describe_target(str(users))
 
 
 def test_full_context_returns_hypothesis_dict_with_accounting_and_target_name():

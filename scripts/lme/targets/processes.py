@@ -108,7 +108,7 @@ def _quoted(text: str, limit: int = QUOTED_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def error(message: str, stderr: IO[bytes] | None, kind: str = "target") -> TargetError:
+def error(message: str, stderr: IO[bytes] | None, kind: str | None = None) -> TargetError:
     return TargetError(with_tail(message, tail(stderr)), kind=kind)
 
 
@@ -223,7 +223,7 @@ class Worker:
             self.stderr.close()
         self.proc, self.stderr = None, None
 
-    def fail(self, message: str, kind: str = "target") -> TargetError:
+    def fail(self, message: str, kind: str | None = None) -> TargetError:
         """Stop the process (the next item restarts it) and build the error with its stderr tail."""
         failure = error(message, self.stderr, kind)
         self.stop()
