@@ -40,7 +40,6 @@ from lme.targets import (
 
 NAME = "command"
 MODES = ("per-item", "jsonl")
-DEFAULT_TIMEOUT_S = 300.0
 
 
 def settings(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,13 +56,8 @@ def settings(options: Mapping[str, Any]) -> dict[str, Any]:
     mode = str(options.get("mode", "per-item"))
     if mode not in MODES:
         raise ValueError(f"command option mode must be one of {MODES}, got {mode!r}")
-    try:
-        timeout = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
-    except (TypeError, ValueError):
-        timeout = -1.0
-    if not timeout > 0:
-        raise ValueError(f"command option timeout_s must be a number of seconds > 0, got {options.get('timeout_s')!r}")
-    return {"command": argv, "mode": mode, "timeout_s": timeout, "cwd": options.get("cwd") or None}
+    return {"command": argv, "mode": mode, "timeout_s": processes.timeout_option(options),
+            "cwd": options.get("cwd") or None}
 
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Options:
 - ``path``: a ``.py`` file defining ``generate(item: dict, ctx: dict) -> dict``, with the same contract as the
   ``command`` adapter, in plain dicts, so the file needs nothing from this toolkit. Required.
-- ``timeout_s``: seconds per item (default 300). A item not answered in time is an error row of kind
+- ``timeout_s``: seconds per item (default 300). An item not answered in time is an error row of kind
   ``timeout``; its worker is killed and the next item starts a new one.
 
 The contract:
@@ -41,7 +41,6 @@ from lme.targets import (
 NAME = "python"
 ADAPTER_OPTIONS = ("path", "timeout_s")
 """The adapter's own options; the others reach the user's ``ctx["options"]``."""
-DEFAULT_TIMEOUT_S = 300.0
 WORKER_SCRIPT = Path(processes.__file__).with_name("python_worker.py")
 
 
@@ -54,13 +53,7 @@ def settings(options: Mapping[str, Any]) -> dict[str, Any]:
     path = Path(str(raw)).expanduser().resolve()
     if not path.is_file():
         raise ValueError(f"option path: {path} is not a file{did_you_mean(path)}")
-    try:
-        timeout = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
-    except (TypeError, ValueError):
-        timeout = -1.0
-    if not timeout > 0:
-        raise ValueError(f"option timeout_s must be a number of seconds > 0, got {options.get('timeout_s')!r}")
-    return {"path": path, "timeout_s": timeout}
+    return {"path": path, "timeout_s": processes.timeout_option(options)}
 
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:

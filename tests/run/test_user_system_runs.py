@@ -16,24 +16,13 @@ import pytest
 
 from lme.cli import run_benchmark
 from lme.core.errors import run_main
-from lme.targets import processes
 from run_project import REPO, SAMPLE, make_project, run_dir
+from test_user_system_processes import _stop_workers, memsys  # noqa: F401  (the fixture: workers stopped after each test)
 
 ITEMS = json.loads(SAMPLE.read_text())
 FIRST = ITEMS[0]
 
 
-@pytest.fixture(autouse=True)
-def _stop_workers():
-    yield
-    processes.stop_pools()
-
-
-def memsys(folder: Path, body: str, name: str = "memsys.py") -> Path:
-    """A memory system as plugins/README.md describes one: ``generate(item: dict, ctx: dict) -> dict``."""
-    path = folder / name
-    path.write_text("import json, os, sys, time\n" + body)
-    return path
 
 
 HANGS_ON_FIRST = (f"def generate(item, ctx):\n"

@@ -156,6 +156,15 @@ def test_plugins_readme_documents_every_builtin_target_and_its_examples_exist():
         assert example in readme and (gd.PLUGINS_DIR / example).is_file()
 
 
+def test_plugins_readme_says_an_empty_hypothesis_is_judged_as_the_adapters_do(tmp_path):
+    readme = " ".join((gd.PLUGINS_DIR / "README.md").read_text().split())
+    assert "An empty `hypothesis` (`\"\"`) is an answer: it is judged like any other" in readme
+    assert "missing or empty `hypothesis`" not in readme
+    user = tmp_path / "memsys.py"
+    user.write_text("def generate(item, ctx):\n    return {'hypothesis': ''}\n")  # the README's contract, as written
+    assert gd.generate_hypothesis(make_raw_item(), "offline", "m", target=str(user))["hypothesis"] == ""
+
+
 def test_cli_bad_target_fails_before_reading_the_dataset(capsys):
     assert run_main(generation_driver_cli.main, ["--dataset", "/nonexistent.json", "--question-id", "x", "--target", "bogus"]) == 2
     assert "unknown target 'bogus'" in capsys.readouterr().err

@@ -345,7 +345,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", help="_s, _m or _oracle (also s, m, oracle); default from config, else _s")
     parser.add_argument("--dataset", help="dataset file (default: datasetPath from config)")
     parser.add_argument("--max", type=int, help="evaluate at most this many pending items now (default: maxEvals, 500)")
-    parser.add_argument("--target", help="target (memory system under test): full-context, oracle, rag, offline, command, python, memory-ref, or a .py path")
+    parser.add_argument("--target", help="target (memory system under test): full-context, oracle, rag, offline, command, python, memory-ref, "
+                             "or the path to your own system: a .py file defining generate(item, ctx), or an "
+                             "executable (plugins/README.md)")
     parser.add_argument("--hypotheses", metavar="FILE",
                         help="judge the answers in FILE as a run (target hypotheses): upstream's JSONL of "
                              "{question_id, hypothesis} (or a JSON array); a question without a line is an error row")

@@ -40,6 +40,19 @@ MESSAGE_CHARS = 2000
 """The most an error message holds: what a result row keeps of it (``RowError.message``)."""
 TIMEOUT = "timeout"
 """The error kind of an item its system did not answer in time."""
+DEFAULT_TIMEOUT_S = 300.0
+"""Seconds a user's system has per item (option ``timeout_s``), for the python and the command adapter alike."""
+
+
+def timeout_option(options: Mapping[str, Any]) -> float:
+    """Option ``timeout_s`` (default ``DEFAULT_TIMEOUT_S``); ValueError for anything but a number > 0."""
+    try:
+        timeout = float(options.get("timeout_s", DEFAULT_TIMEOUT_S))
+    except (TypeError, ValueError):
+        timeout = -1.0
+    if not timeout > 0:
+        raise ValueError(f"option timeout_s must be a number of seconds > 0, got {options.get('timeout_s')!r}")
+    return timeout
 
 
 def environment(ctx: TargetContext, worker: int | None = None) -> dict[str, str]:
