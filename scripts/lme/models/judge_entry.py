@@ -160,7 +160,8 @@ def status(settings: Any) -> tuple[JudgeEntry, list[recent_probes.Passed]]:
         return remembered, []
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-status") as pool:
         listed = pool.submit(read_entry, settings)
-        probed = pool.submit(provider_probe.probe_error, use, settings)
+        # around the retirement the judge's own answer is asked for, not remembered: it is what says "gone"
+        probed = pool.submit(provider_probe.probe_error, use, settings, fresh=_near(None))
         entry = listed.result()
         _say_countdown(entry)
         if entry is not None and entry.gone:
