@@ -5,6 +5,8 @@ Options:
   ``command`` adapter, in plain dicts, so the file needs nothing from this toolkit. Required.
 - ``timeout_s``: seconds per item (default 300). An item not answered in time is an error row of kind
   ``timeout``; its worker is killed and the next item starts a new one.
+- ``workers``: the most worker processes (default: one per item in flight, up to the run's ``--concurrency``).
+  Each worker imports the file, so each holds what it loads: fewer workers, less memory; items wait for one.
 
 The contract:
 - ``item``: ``{"question", "question_date", "sessions": [{"session_id", "date", "turns": [{"role",
@@ -39,7 +41,7 @@ from lme.targets import (
 )
 
 NAME = "python"
-ADAPTER_OPTIONS = ("path", "timeout_s")
+ADAPTER_OPTIONS = ("path", "timeout_s", "workers")
 """The adapter's own options; the others reach the user's ``ctx["options"]``."""
 WORKER_SCRIPT = Path(processes.__file__).with_name("python_worker.py")
 
@@ -53,7 +55,10 @@ def settings(options: Mapping[str, Any]) -> dict[str, Any]:
     path = Path(str(raw)).expanduser().resolve()
     if not path.is_file():
         raise ValueError(f"option path: {path} is not a file{did_you_mean(path)}")
-    return {"path": path, "timeout_s": processes.timeout_option(options)}
+    workers = options.get("workers")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"option workers must be a whole number >= 1, got {workers!r}")
+    return {"path": path, "timeout_s": processes.timeout_option(options), "workers": workers}
 
 
 def describe(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -62,7 +67,7 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     cfg = settings(options)
     if not defines_generate(cfg["path"]):
         raise ValueError(f"{cfg['path'].name} defines no generate(item, ctx) at its top level (plugins/README.md)")
-    return {"name": NAME, "path": str(cfg["path"]), "timeout_s": cfg["timeout_s"]}
+    return {"name": NAME, "path": str(cfg["path"]), "timeout_s": cfg["timeout_s"], "workers": cfg["workers"]}
 
 
 def defines_generate(path: Path) -> bool:
@@ -100,8 +105,9 @@ def _ready(path: Path):
     return check
 
 
-def _pool(path: Path, ctx: TargetContext) -> processes.WorkerPool:
-    """The workers for ``path`` under this model and cache folder (started again when the file changes)."""
+def _pool(path: Path, ctx: TargetContext, limit: int | None) -> processes.WorkerPool:
+    """The workers for ``path`` under this model and cache folder (started again when the file changes), at most
+    ``limit`` of them (None: as many as items in flight, the run's concurrency)."""
     source = f"python target {path.name}"
 
     def worker(slot: int) -> processes.Worker:
@@ -110,7 +116,8 @@ def _pool(path: Path, ctx: TargetContext) -> processes.WorkerPool:
                                 no_reply="generate gave no answer", no_start="did not finish importing")
 
     key = (NAME, str(path), sys.executable, ctx.provider, ctx.model, ctx.cache_dir)
-    return processes.pool(key, lambda: processes.WorkerPool(worker), version=path.stat().st_mtime_ns)
+    return processes.pool(key, lambda: processes.WorkerPool(worker, limit=limit),
+                          version=(path.stat().st_mtime_ns, limit))
 
 
 def error_text(headline: str, failure: Any) -> str:
@@ -131,7 +138,7 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
         "options": {k: v for k, v in ctx.options.items() if k not in ADAPTER_OPTIONS},
         "cache_dir": ctx.cache_dir,
     }
-    with _pool(path, ctx).checkout() as worker:  # this item's worker, serving nothing else until it answers
+    with _pool(path, ctx, cfg["workers"]).checkout() as worker:  # this item's worker, serving nothing else until it answers
         answer = worker.request({"item": item.to_dict(), "ctx": user_ctx}, cfg["timeout_s"])
         adapter = {"worker": worker.slot, "process_starts": worker.starts}
     if not isinstance(answer, Mapping) or ("reply" not in answer and "error" not in answer):

@@ -195,3 +195,14 @@ def test_a_command_that_hangs_is_a_timeout(tmp_path):
         gd.generate_hypothesis(make_raw_item(), "offline", "none", target="command",
                                options={"command": argv, "timeout_s": 1})
     assert err.value.kind == "timeout"
+
+
+def test_option_workers_caps_the_processes_and_items_wait_for_a_free_one(tmp_path):
+    path = memsys(tmp_path, "def generate(item, ctx):\n"
+                            "    time.sleep(0.2)\n    return {'hypothesis': str(os.getpid()), 'debug': ctx['options']}\n")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outs = list(pool.map(lambda i: answer(path, f"q{i}?", workers=1, timeout_s=1, mine=i), range(4)))
+    assert len({o["hypothesis"] for o in outs}) == 1  # one process served all four, one at a time
+    assert [o["debug"] for o in outs][0]["mine"] == 0 and "workers" not in outs[0]["debug"]
+    with pytest.raises(ValueError, match="workers must be a whole number"):
+        gd.describe_target("python", {"path": str(path), "workers": 0})
