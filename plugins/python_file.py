@@ -37,6 +37,7 @@ from lme.targets import (
     TargetError,
     did_you_mean,
     hypothesis_from_response,
+    imports_the_toolkit,
     processes,
 )
 
@@ -65,6 +66,9 @@ def describe(options: Mapping[str, Any]) -> dict[str, Any]:
     """The settings, checked as a run's start checks them: the file exists and defines ``generate`` (read, not
     run: its import happens in the workers)."""
     cfg = settings(options)
+    if imports_the_toolkit(cfg["path"]):
+        raise ValueError(f"{cfg['path'].name} imports the toolkit's Hypothesis: it is written for the toolkit's "
+                         f"records, not dicts; name it as --target {cfg['path']} (plugins/README.md)")
     if not defines_generate(cfg["path"]):
         raise ValueError(f"{cfg['path'].name} defines no generate(item, ctx) at its top level (plugins/README.md)")
     return {"name": NAME, "path": str(cfg["path"]), "timeout_s": cfg["timeout_s"], "workers": cfg["workers"]}

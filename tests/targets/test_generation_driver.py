@@ -37,6 +37,8 @@ def test_target_file_without_generate_is_refused(tmp_path):
     users.write_text("NAME = 'x'\n")  # your own system: read, not run, by the run's start check
     with pytest.raises(ValueError, match="memsys.py defines no generate"):
         gd.describe_target(str(users))
+    with pytest.raises(ValueError, match="imports the toolkit's Hypothesis: .* name it as --target "):
+        gd.describe_target("python", {"path": str(path)})  # a toolkit target given to the dict adapter
 
 
 def test_full_context_returns_hypothesis_dict_with_accounting_and_target_name():

@@ -12,7 +12,7 @@ _EXPORTS = {
     "PublicTurn": "lme.targets.targets", "TargetContext": "lme.targets.targets", "TargetError": "lme.targets.targets",
     "UserError": "lme.targets.targets", "load_module": "lme.targets.targets", "target_path": "lme.targets.targets",
     "parse_option": "lme.targets.targets",
-    "did_you_mean": "lme.targets.targets", "hypothesis_from_response": "lme.targets.targets",
+    "did_you_mean": "lme.targets.targets", "imports_the_toolkit": "lme.targets.targets", "hypothesis_from_response": "lme.targets.targets",
     "run_target": "lme.targets.generation_driver", "load_target": "lme.targets.generation_driver",
     "describe_target": "lme.targets.generation_driver", "prepare_requests_by_role": "lme.targets.generation_driver",
     "find_item": "lme.targets.generation_driver", "generate_hypothesis": "lme.targets.generation_driver",
