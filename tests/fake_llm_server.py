@@ -284,6 +284,8 @@ class FakeLLMServer:
         """Returned model for a requested one (after aliases): an alias that moved on, an Azure auto-upgrade."""
         self.model_entries: dict[str, dict[str, Any]] = {}
         """Extra fields of ``GET /v1/models/{id}`` per model (e.g. ``{"shutdown_date": "2027-01-14"}``)."""
+        self.models_route = True
+        """False: a gateway that serves chat but not ``GET /v1/models[/{id}]`` (a plain 404 there, no error code)."""
         self._allowances: dict[tuple[str, str], tuple[_Allowance | None, _Allowance | None]] = {}
         self.log_bodies = log_bodies
         """False keeps only path, headers and time per request (long benchmark runs would hold GBs)."""
@@ -709,6 +711,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _models(self, path: str) -> None:
         """``GET /v1/models`` (a list) and ``GET /v1/models/{id}`` (404 / 410 for a retired model)."""
         fake = self.fake
+        if not fake.models_route:
+            self._send(404, {"detail": "Not Found"})
+            return
         if path.rstrip("/") == "/v1/models":
             data = [{"id": m, "object": "model", "created": 1700000000, "owned_by": "system", **extra}
                     for m, extra in fake.model_entries.items() if m not in fake.gone_models]

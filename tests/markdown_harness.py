@@ -1,7 +1,8 @@
 """Docs are code: run every ```bash block of the plugin's Markdown as written, in a project prepared like a user's.
 
-Files: ``commands/*.md``, ``skills/*/SKILL.md``, ``references/*.md`` and ``README.md`` (whose "Without Claude
-Code" blocks run with ``$PLUGIN``, the checkout, as it says). The blocks of one file run in order in ONE bash
+Files: ``commands/*.md``, ``skills/*/SKILL.md``, ``references/*.md``, ``README.md`` (whose "Without Claude
+Code" blocks run with ``$PLUGIN``, the checkout, as it says) and ``plugins/README.md`` (your own system's worked
+example, also with ``$PLUGIN``). The blocks of one file run in order in ONE bash
 process, each in its own subshell with ``set -e`` (like Claude Code, which runs each block as its own command:
 variables do not carry from one block to the next). The first failing block stops the file and is reported with
 file, block number, line and its output.
@@ -103,7 +104,7 @@ def _relative(path: Path) -> str:
 def doc_files(repo: Path = REPO) -> list[Path]:
     """Every Markdown file whose bash blocks must run."""
     files = [*sorted((repo / "commands").glob("*.md")), *sorted((repo / "skills").glob("*/SKILL.md")),
-             *sorted((repo / "references").glob("*.md")), repo / "README.md"]
+             *sorted((repo / "references").glob("*.md")), repo / "README.md", repo / "plugins" / "README.md"]
     return [f for f in files if f.is_file()]
 
 

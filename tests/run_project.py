@@ -49,9 +49,12 @@ def run_dir(project: Path, run_id: str) -> Path:
 
 
 def expire_recent_probes(project: Path) -> None:
-    """The project's last probes long past their 10 minutes (``recent_probes``): the next run probes again, as a
-    run the day after does."""
+    """The project's last probes long past their 10 minutes (``recent_probes``), and this process's memory of them
+    gone: the next run probes again, as a run the day after (a new process) does."""
+    from lme.models import provider_probe
+
     (project / ".longmemeval-benchmarks" / "cache" / "probes.json").unlink()
+    provider_probe.forget()
 
 
 def judged_rows(project: Path, run_id: str) -> list[dict[str, Any]]:

@@ -420,6 +420,15 @@ def test_offline_clone_prints_the_commands_to_run(tmp_path, capsys):
     assert run(["--project", str(tmp_path), "--skip-venv", "--clone-upstream", "--offline"]) == 2
     err = capsys.readouterr().err
     assert f"git clone {setup_project.UPSTREAM_URL}" in err and setup_project.UPSTREAM_COMMIT in err
+    assert "--longmemeval-root PATH" in err
+
+
+def test_a_clone_without_network_names_the_checkout_you_may_already_have(tmp_path, capsys):
+    unreachable = "http://127.0.0.1:9/LongMemEval.git"  # the discard port: nothing listens, as with no network
+    assert run(["--project", str(tmp_path), "--skip-venv", "--clone-upstream", "--upstream-url", unreachable]) == 2
+    err = capsys.readouterr().err
+    assert "git clone" in err and "failed" in err and "--longmemeval-root PATH" in err
+    assert len(err.strip().splitlines()) <= 2
 
 
 def test_pinned_commit_is_upstreams_full_sha():

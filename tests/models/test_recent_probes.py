@@ -129,7 +129,7 @@ def test_from_a_day_before_the_shutdown_every_run_reads_the_list_again(tmp_path,
     assert run(project, "--max", "1") == 0  # the list gives no date: the announced one counts
     monkeypatch.setattr(judge_entry, "_today", lambda: judge_entry.dt.date(2027, 1, 13))
     assert run(project, "--max", "1") == 0
-    assert len(fake_llm.model_lookups) == 2  # read again; the probe itself still stands (passed a moment ago)
+    assert len(fake_llm.model_lookups) == 2  # read again, and the judge probed again: nothing is remembered now
     fake_llm.gone_models["gpt-4o-2024-08-06"] = 404  # and so a retirement is seen before anything is written
     with pytest.raises(UserError, match="is gone"):
         run(project, "--max", "1", "--run-id", "late")

@@ -30,9 +30,15 @@ def test_every_builtin_target_of_this_brief_loads_with_generate():
 
 def test_target_file_without_generate_is_refused(tmp_path):
     path = tmp_path / "empty_target.py"
-    path.write_text("NAME = 'x'\n")
+    path.write_text("from records import Hypothesis\nNAME = 'x'\n")  # a toolkit target: loaded in the run
     with pytest.raises(UserError, match="defines no generate"):
         gd.load_target(str(path))
+    users = tmp_path / "memsys.py"
+    users.write_text("NAME = 'x'\n")  # your own system: read, not run, by the run's start check
+    with pytest.raises(ValueError, match="memsys.py defines no generate"):
+        gd.describe_target(str(users))
+    with pytest.raises(ValueError, match="imports the toolkit's Hypothesis: .* name it as --target "):
+        gd.describe_target("python", {"path": str(path)})  # a toolkit target given to the dict adapter
 
 
 def test_full_context_returns_hypothesis_dict_with_accounting_and_target_name():
@@ -150,6 +156,15 @@ def test_plugins_readme_documents_every_builtin_target_and_its_examples_exist():
         assert f"`{name}`" in readme
     for example in ("examples/echo_memory.py", "examples/echo_memory_cmd.py"):
         assert example in readme and (gd.PLUGINS_DIR / example).is_file()
+
+
+def test_plugins_readme_says_an_empty_hypothesis_is_judged_as_the_adapters_do(tmp_path):
+    readme = " ".join((gd.PLUGINS_DIR / "README.md").read_text().split())
+    assert "An empty `hypothesis` (`\"\"`) is an answer: it is judged like any other" in readme
+    assert "missing or empty `hypothesis`" not in readme
+    user = tmp_path / "memsys.py"
+    user.write_text("def generate(item, ctx):\n    return {'hypothesis': ''}\n")  # the README's contract, as written
+    assert gd.generate_hypothesis(make_raw_item(), "offline", "m", target=str(user))["hypothesis"] == ""
 
 
 def test_cli_bad_target_fails_before_reading_the_dataset(capsys):

@@ -67,9 +67,9 @@ def test_non_zero_exit_reports_status_and_the_stderr_tail(tmp_path):
     assert "status 3" in message and message.endswith("TAIL-END") and len(message) < 2300
 
 
-def test_invalid_json_on_stdout_is_a_target_error(tmp_path):
+def test_stdout_without_a_json_object_is_a_target_error_quoting_its_last_line(tmp_path):
     argv = script(tmp_path, "sys.stdin.read()\nprint('the answer is Luna')\n")
-    with pytest.raises(gd.TargetError, match="invalid JSON"):
+    with pytest.raises(gd.TargetError, match="no JSON object line .its last line: 'the answer is Luna'"):
         run_command({"command": argv})
 
 

@@ -1,15 +1,17 @@
 """Turn one LongMemEval item into a hypothesis with a target (the memory system under test).
 
-Usage (debug one item)::
+Usage (debug one item; from a project, with its venv's python)::
 
-    python scripts/generation_driver.py --dataset data/longmemeval_oracle.json --question-id e47becba \\
-        --target oracle --target-model openai:gpt-4o --target-option mode=con
+    .longmemeval-venv/bin/python "$PLUGIN/scripts/generation_driver.py" \\
+        --dataset "$PLUGIN/data/sample/longmemeval_sample.json" \\
+        --question-id d20b14a8 --target oracle --target-model openai:gpt-4o --target-option mode=con
 
 prints the hypothesis JSON (``Hypothesis.to_dict()`` plus ``"target"``) on stdout.
 
-A target is a Python file with ``generate(item: PublicItem, ctx: TargetContext) -> Hypothesis`` and optionally
-``NAME``, ``describe(options) -> dict`` and ``prepare_requests(item, ctx) -> list[ChatRequest]`` (dry runs).
-Built-in targets live in ``plugins/``; any other ``.py`` path loads the same way.
+A target is a built-in name (``plugins/``) or the path to your own system: a ``.py`` file defining
+``generate(item: dict, ctx: dict) -> dict`` or an executable that reads an item on stdin (plugins/README.md). A
+``.py`` file that imports ``Hypothesis`` from the toolkit, or a package folder, is a toolkit target
+(``generate(item: PublicItem, ctx: TargetContext) -> Hypothesis``), loaded as the built-in ones are.
 
 Gold never reaches a target: it receives ``Question.public()`` (no answer, no evidence ids, no ``has_answer``,
 sessions renamed ``session_001`` ...). The one exception is by design and happens HERE, not in the target:
@@ -37,7 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dataset", required=True, type=Path, help="LongMemEval file (.json, .json.xz, .json.gz)")
     parser.add_argument("--question-id", required=True, help="question_id of the item to answer")
     parser.add_argument("--target", default="full-context",
-                        help=f"target name ({', '.join(BUILTIN_TARGETS)}) or path to a .py target file")
+                        help=f"target name ({', '.join(BUILTIN_TARGETS)}) or the path to your system (a .py file "
+                             "defining generate(item, ctx), or an executable)")
     parser.add_argument("--target-model", default="offline:extractive",
                         help="provider:model for the target's calls, e.g. anthropic:claude-sonnet-4-6")
     parser.add_argument("--target-option", action="append", default=[], metavar="K=V",

@@ -119,8 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate = cost_gate.confirm_threshold(cfg) if not (args.yes or args.worker) else None
     settings, passed, block, scanned = _probe_and_gate(settings, args.run_id, probe, gate)
     # scanned: a new run's dataset scan, made once: by the cost gate when it runs, else by the driver
-    if block is not None:
-        print(block, flush=True)
+    if block is not None:  # before the user approves: your own system on one item (preflight.smoke_line)
+        smoke = preflight.smoke_line(settings)
+        print(block if smoke is None else f"{smoke}\n{block}", flush=True)
         return run_driver.EXIT_NEEDS_CONFIRMATION
     if args.yes and not args.worker and loop_session is not None:  # the agent's own --yes: the user's budget
         unattended_gate.check_yes(settings, cfg, args.run_id, cost_gate.confirm_threshold(cfg), loop_session)

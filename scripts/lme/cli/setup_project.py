@@ -553,18 +553,20 @@ def clone_upstream(root: Path, report: Report, *, url: str = UPSTREAM_URL, commi
         else:
             report.add("upstream", f"{root} already present and verified; nothing to do")
         return
+    have_one = "or, with a checkout you already have, pass --longmemeval-root PATH instead of --clone-upstream"
     if offline:
-        raise UserError("--offline: not cloning the upstream LongMemEval repository", fix=f"run: {manual}")
+        raise UserError("--offline: not cloning the upstream LongMemEval repository", fix=f"run: {manual}; {have_one}")
     if shutil.which("git") is None and runner is subprocess.run:
         raise UserError("git is not installed, so the upstream checkout cannot be cloned",
-                        fix=f"install git, then run: {manual}")
+                        fix=f"install git, then run: {manual}; {have_one}")
     fileio.make_dirs(root.parent)
     staging = Path(tempfile.mkdtemp(prefix=".LongMemEval-clone-", dir=root.parent))
     try:
         print(f"cloning {url} into {root} ...", file=sys.stderr)
         done = _git(runner, "clone", "--quiet", "--no-checkout", url, str(staging))
         if done.returncode != 0:
-            raise UserError(f"git clone {url} failed: {_tail(done.stderr)}", fix=f"when online, run: {manual}")
+            raise UserError(f"git clone {url} failed: {_tail(done.stderr)}",
+                            fix=f"when online, run: {manual}; {have_one}")
         done = _git(runner, "-C", str(staging), "-c", "advice.detachedHead=false", "checkout", "--quiet", commit)
         if done.returncode != 0:
             raise UserError(f"the pinned commit {commit} is not in {url}: {_tail(done.stderr)}",

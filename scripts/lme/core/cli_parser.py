@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -94,9 +95,31 @@ class ArgumentParser(argparse.ArgumentParser):
     def hint(self, message: str) -> str:
         """What to do about ``message``: ``--run-id WORD`` for a bare word given where a run id goes, else --help."""
         bare = self._bare_words(message)
+        split = self._split_value(bare)
+        if split is not None:
+            return f"a value with spaces is one shell word: quote it, {split}"
         if self._has_option("--run-id") and len(bare) == 1:
             return f"to name a run, pass --run-id {bare[0]}"
         return f"see {self.prog} --help"
+
+    def _split_value(self, bare: list[str]) -> str | None:
+        """``--target-option "command=python x.py"`` when the bare words follow an option's value: the shell split a
+        value the user meant as one word (None otherwise)."""
+        given = self._given or []
+        if not bare or bare[0] not in given:
+            return None
+        i = given.index(bare[0])
+        if given[i:i + len(bare)] != bare or i < 1:
+            return None
+        option, value = (given[i - 2], given[i - 1]) if i >= 2 else ("", "")
+        if given[i - 1].startswith("--") and "=" in given[i - 1]:
+            option, _, value = given[i - 1].partition("=")
+        elif given[i - 1].startswith("-"):
+            return None
+        action = self._option_string_actions.get(option)
+        if action is None or action.nargs not in (None, 1) or action.type not in (None, str):
+            return None  # a number (--max 3 r1) is not a value split by the shell
+        return f"{option} {shlex.quote(' '.join([value, *bare]))}"
 
     def _bare_words(self, message: str) -> list[str]:
         if "unrecognized arguments:" in message:

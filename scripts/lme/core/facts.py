@@ -179,6 +179,8 @@ def is_user_system(target: str) -> bool:
     target given as a path (any name that is not a built-in target). A run gives such a target the target
     endpoint (``lme.models.target_endpoint``)."""
     return target in USER_SYSTEM_TARGETS or target not in BUILTIN_TARGETS
+
+
 SYMBOLIC_FLAGS: tuple[str, ...] = ("symbolic_resolver", "symbolic_temporal", "symbolic_bypass")
 """memory-ref's three symbolic layers (target options; the loop keeps them on)."""
 RETRIEVAL_KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)

@@ -1,13 +1,17 @@
 """The official judge's status before a run: its entry in the provider's model list (``shutdown_date``, the
-countdown line) and whether it is gone (404 ``model_not_found`` / 410 Gone), so the run can use the verdict archive
-and a successor instead of stopping.
+countdown line) and whether it is gone, so the run can use the verdict archive and a successor instead of stopping.
+
+Gone means one of two answers, nothing else: the judge's own chat call (the probe) answered 410 Gone or 404
+``model_not_found`` (``answered_gone``), or the model list's entry names a shutdown date that has passed. A model
+list that cannot be read (a gateway without ``GET /v1/models/{id}``: 404 there while chat works) says nothing.
 
 - ``read_entry(settings)``: ``GET /v1/models/gpt-4o-2024-08-06`` through the run's route (OpenAI; Azure deployments
-  have no such entry): the entry's ``shutdown_date`` where present, or ``gone`` when the list answers 404/410.
+  have no such entry): the entry's ``shutdown_date`` where present (``gone`` when it has passed); None when the
+  list could not be read.
 - ``countdown_line(entry)``: "the official judge gpt-4o-2024-08-06 is retired on 2027-01-14 (in N days): archive
   your verdicts now (...)". Pre-flight prints it, and so does the run's probe.
-- ``status(settings)``: the entry and the probe's one smallest call, at once (one round trip, not two); a 404 or
-  410 from either is ``gone``. Any other refusal is the probe's one line (``UserError``). Both passed a moment ago
+- ``status(settings)``: the entry and the probe's one smallest call, at once (one round trip, not two); gone as
+  above. Any other refusal is the probe's one line (``UserError``). Both passed a moment ago
   on the same route, key and model (``recent_probes``): neither is sent, and the countdown comes from the entry
   remembered with the probe.
 
@@ -25,7 +29,7 @@ from typing import Any
 
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_SHUTDOWN, is_official_judge
-from lme.models import provider_errors, provider_probe, provider_routes, recent_probes
+from lme.models import provider_probe, provider_routes, recent_probes
 from lme.models.provider_errors import ProviderError
 
 ARCHIVE_NOW = ("archive your verdicts now (python scripts/judge_shim.py export-verdicts --out verdicts.jsonl; "
@@ -38,11 +42,26 @@ class JudgeEntry:
     """What the provider says of the official judge before a run."""
 
     gone: bool = False
-    """The model list or the probe call answered 404 / 410: the snapshot is not served there any more."""
+    """The snapshot is not served there any more: the probe call answered 410 / 404 ``model_not_found``, or the
+    model list's shutdown date has passed."""
     status: int | None = None
     shutdown_date: str | None = None
     """``YYYY-MM-DD`` from the model list's entry, where it carries one."""
     message: str = ""
+
+    @property
+    def why(self) -> str:
+        """How it is known to be gone: ``HTTP 410``, or the list's past shutdown date."""
+        if self.status is None and self.shutdown_date is not None:
+            return f"its model-list entry says it shut down on {self.shutdown_date}"
+        return f"HTTP {self.status or 404}"
+
+
+def answered_gone(err: ProviderError) -> bool:
+    """The judge's own call says the model is not served there any more: 410 Gone, or 404 with OpenAI's
+    ``model_not_found`` code. A 404 without it (a wrong base URL, a route a gateway lacks) is a refusal to report,
+    not a retirement."""
+    return err.kind == "not_found" and (err.status == 410 or err.code == "model_not_found")
 
 
 def _use(settings: Any) -> provider_probe.Use:
@@ -97,19 +116,11 @@ def read_entry(settings: Any) -> JudgeEntry | None:
         route = provider_routes._route(settings.judge_provider, routes)
         model = route.client(float(settings.timeout_s)).models.retrieve(  # the run's client; the probe's timeout
             settings.judge_model, timeout=routes.timeout_s, extra_headers={provider_probe.PROBE_HEADER: "1"})
-    except ProviderError:
+    except Exception:  # noqa: BLE001 - not read (no such route on a gateway, a 404, no host): the probe decides
         return None
-    except Exception as exc:  # noqa: BLE001 - an SDK error is classified; anything else means "could not read"
-        try:
-            err = provider_errors.classify(exc, settings.judge_provider, settings.judge_model,
-                                           timeout_s=routes.timeout_s,
-                                           key_env=provider_routes.key_env_for(settings.judge_provider, routes))
-        except Exception:  # noqa: BLE001
-            return None
-        if err.kind == "not_found":
-            return JudgeEntry(gone=True, status=err.status, message=err.message)
-        return None
-    return JudgeEntry(shutdown_date=_date(getattr(model, "shutdown_date", None)))
+    shutdown_date = _date(getattr(model, "shutdown_date", None))
+    passed = shutdown_date is not None and dt.date.fromisoformat(shutdown_date) < _today()
+    return JudgeEntry(gone=passed, shutdown_date=shutdown_date)
 
 
 def _date(value: Any) -> str | None:
@@ -149,7 +160,8 @@ def status(settings: Any) -> tuple[JudgeEntry, list[recent_probes.Passed]]:
         return remembered, []
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="judge-status") as pool:
         listed = pool.submit(read_entry, settings)
-        probed = pool.submit(provider_probe.probe_error, use, settings)
+        # around the retirement the judge's own answer is asked for, not remembered: it is what says "gone"
+        probed = pool.submit(provider_probe.probe_error, use, settings, fresh=_near(None))
         entry = listed.result()
         _say_countdown(entry)
         if entry is not None and entry.gone:
@@ -162,7 +174,7 @@ def status(settings: Any) -> tuple[JudgeEntry, list[recent_probes.Passed]]:
     key_env = provider_routes.key_env_for(use.provider, routes)
     if err is None:
         return entry or JudgeEntry(), passed
-    if err.kind == "not_found":
+    if answered_gone(err):
         return JudgeEntry(gone=True, status=err.status, message=err.message,
                           shutdown_date=None if entry is None else entry.shutdown_date), []
     url = provider_routes.shown_base_url(use.provider, routes) or "the default host"

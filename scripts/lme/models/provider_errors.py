@@ -46,6 +46,8 @@ class ProviderError(Exception):
     none after the retries answers ``""`` (upstream judges an empty answer)."""
     finish_reason: str | None = None
     """The provider's finish reason (stop reason) of an empty reply."""
+    code: str | None = None
+    """The provider's own error code of a 404 (``model_not_found``: the model is not served there)."""
 
     def __init__(
         self,
@@ -73,7 +75,7 @@ class ProviderError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, subprocess targets)
         return (_rebuild_error, (self.kind, self.message, self.attempts, self.status, self.retry_after,
-                                 self.retryable), {"empty": self.empty, "finish_reason": self.finish_reason})
+                                 self.retryable), {"empty": self.empty, "finish_reason": self.finish_reason, "code": self.code})
 
 
 def _rebuild_error(kind: str, message: str, attempts: int, status: int | None, retry_after: float | None,
@@ -195,8 +197,10 @@ def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float,
             return ProviderError("auth", f"{where}: the key in {env} was rejected (HTTP {status}: {text}); "
                                  f"check it or run {SETUP_COMMAND}", status=status)
         if status == 404:
-            return ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "
-                                 "base URL", status=status)
+            missing = ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "
+                                    "base URL", status=status)
+            missing.code = code
+            return missing
         if status == 410:  # a retired model or deployment (Azure OpenAI): gone for good, like a 404
             return ProviderError("not_found", f"{where}: gone (HTTP 410: {text}); the model or deployment was "
                                  "retired", status=status)

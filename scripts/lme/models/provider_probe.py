@@ -168,12 +168,16 @@ def probe(settings: Any, *, only: Sequence[Use] | None = None) -> list[recent_pr
     return passed
 
 
-def probe_error(use: Use, settings: Any) -> tuple[ProviderError | None, list[recent_probes.Passed]]:
+def probe_error(use: Use, settings: Any, *, fresh: bool = False) -> tuple[ProviderError | None,
+                                                                         list[recent_probes.Passed]]:
     """One probe of ``use`` (remembered like ``probe``'s: a model probed already, in this process or a moment ago
-    by a run on the same route and key, is not probed again), returning the classified error instead of a line
-    (``judge_entry`` tells a retired judge from a refusal; None: it answered) and the probe that passed now."""
+    by a run on the same route and key, is not probed again, unless ``fresh``), returning the classified error
+    instead of a line (``judge_entry`` tells a retired judge from a refusal; None: it answered) and the probe that
+    passed now."""
     routes = _provider_settings(settings)
     route, key, memo = _where_to(use, routes, settings)
+    if memo is None and fresh:
+        memo = fingerprint(use, settings)
     if memo is None:
         return None, []
     at = time.time()

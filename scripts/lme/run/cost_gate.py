@@ -194,14 +194,14 @@ def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
         raise UserError(f"--max-cost with --batch {settings.batch}: a submitted batch runs as a whole, so the cap "
                         "cannot stop it midway", fix="check the dry run's batch price instead, or drop --batch")
     est = dry_run.Estimator(settings)
-    if not est.previewable and settings.target not in dry_run.OWN_CALLS_TARGETS:
+    if not est.previewable and not dry_run.own_calls(settings.target):
         raise UserError(f"--max-cost: target {settings.target} cannot preview its calls (no prepare_requests), so "
                         "its cost cannot be capped", fix="drop --max-cost, or add prepare_requests to the target")
     judge_model = est.judge_model
     if not is_offline(settings.judge_provider) and prices.price_for(judge_model) is None:
         raise UserError(f"--max-cost: judge model {judge_model} is not in the price table (scripts/lme/models/prices.py)",
                         fix="drop --max-cost or add the model's price")
-    if not is_offline(settings.target_provider) and settings.target not in dry_run.OWN_CALLS_TARGETS \
+    if not is_offline(settings.target_provider) and not dry_run.own_calls(settings.target) \
             and prices.price_for(settings.target_model) is None:
         raise UserError(f"--max-cost: target model {settings.target_model} is not in the price table "
                         "(scripts/lme/models/prices.py)", fix="drop --max-cost or add the model's price")

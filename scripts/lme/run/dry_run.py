@@ -32,6 +32,7 @@ from lme.store import run_store
 from lme.models import call_cache
 from lme.data import dataset
 from lme.targets import generation_driver
+from lme.targets.targets import users_system
 from lme.models import prices
 from lme.models import provider_probe
 from lme.models import providers
@@ -43,8 +44,10 @@ from lme.core.errors import UserError
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
 JUDGE_OUTPUT_TOKENS = 2
-OWN_CALLS_TARGETS = ("command", "python")
-"""Targets whose model calls are made by the user's own code, outside this toolkit's gateway."""
+def own_calls(target: str) -> bool:
+    """The target's model calls are made by the user's own code, outside this toolkit's gateway: ``command``,
+    ``python``, or a path naming the user's system (``targets.users_system``)."""
+    return users_system(target)
 
 
 def _seconds_per_call(tokens_in: int, tokens_out: int) -> float:
@@ -315,7 +318,7 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
         judged = "judge calls are all counted"
     notes = [f"tokens ~ chars/4; generation output counted at max_tokens; {sized}; latency model in dry_run.py",
              f"calls in the call cache and repeated identical calls are free; {judged}"]
-    if settings.target in OWN_CALLS_TARGETS:
+    if own_calls(settings.target):
         notes.append(f"target {settings.target} makes its own model calls: not counted (only the judge is ours)")
     if unknown:
         notes.append(f"target {settings.target} cannot preview its requests (no prepare_requests): "

@@ -8,7 +8,8 @@ run uses:
   (their exact prompt, ``verdict_archive``) needs no judge: the judge is neither probed nor called.
 - **The official judge answers.** The target and the judge are probed as before; the model list's
   ``shutdown_date`` gives the countdown line (``judge_entry``).
-- **The official judge is gone** (404 ``model_not_found`` or 410 Gone, from the model list or the probe): archived
+- **The official judge is gone** (its probe call answered 404 ``model_not_found`` or 410 Gone, or the model list's
+  shutdown date has passed; a model list a gateway does not serve says nothing: ``judge_entry``): archived
   verdicts still score, as official. With a successor (``--successor`` / ``successorJudge``) it is probed, and it
   judges what the archive lacks (``official_judge_gone``: no official call is made). Without one, a ``--hypotheses``
   run scores what the archive holds and leaves the rest pending (the run ends with the one line naming the ways
@@ -83,8 +84,7 @@ def prepare(settings: RunSettings, run_id: str | None) -> tuple[RunSettings, lis
     passed += judge_passed
     if not entry.gone:
         return settings, passed
-    gone = (f"the official judge {settings.judge_provider}:{settings.judge_model} is gone (HTTP "
-            f"{entry.status or 404})")
+    gone = f"the official judge {settings.judge_provider}:{settings.judge_model} is gone ({entry.why})"
     if settings.successor is not None:
         provider, model = settings.successor
         passed += provider_probe.probe(settings, only=[provider_probe.Use("judge", provider, model)])

@@ -2,7 +2,9 @@
 
 ``lines`` prints what the user's original driver printed, ``qid [type] -> label``; ``json`` prints one record per
 item on stdout and nothing else there; ``status`` prints ``run_status.py``'s status line on stderr every
-``STATUS_EVERY_S`` seconds and at the end (plus one line per error item): the background worker's log.
+``STATUS_EVERY_S`` seconds and at the end: the background worker's log. In every mode but ``json`` and ``quiet`` a
+failed item gets one line with its cause (``error_line``: the first line of its message, bounded); the row keeps
+the whole message (a stderr tail, a traceback).
 """
 
 from __future__ import annotations
@@ -14,9 +16,32 @@ import time
 from typing import Any, Callable, Mapping
 
 from lme.models import prices
-from lme.core.run_records import ResultRow
+from lme.core.run_records import ResultRow, RowError
 from lme.run.settings import STATUS_EVERY_S
 from lme.run import status as run_status
+
+
+REASON_CHARS = 200
+"""The most of a failed item's cause its terminal line shows."""
+
+
+def error_line(row: ResultRow) -> str:
+    """``qid [type] -> ERROR kind: cause``: one line, the cause the first line of the row's message, bounded."""
+    return f"{row.question_id} [{row.question_type}] -> {reason(row.error)}"
+
+
+def reason(error: RowError | None) -> str:
+    """``ERROR kind: the first line of the message`` (``one_line``)."""
+    if error is None:
+        return "ERROR"
+    first = one_line(error.message)
+    return f"ERROR {error.kind}: {first}" if first else f"ERROR {error.kind}"
+
+
+def one_line(text: str, limit: int = REASON_CHARS) -> str:
+    """The first non-empty line of ``text``, whitespace collapsed, at most ``limit`` characters."""
+    first = " ".join(next((line for line in text.splitlines() if line.strip()), "").split())
+    return first if len(first) <= limit else first[: limit - 1] + "…"
 
 
 class Progress:
@@ -80,7 +105,7 @@ class Progress:
                 self.usd += float(cost)
             accuracy = self.correct / self.judged if self.judged else 0.0
             error = row.error
-            shown = "ERROR " + error.kind if row.status == "error" and error is not None else label
+            failed = row.status == "error"
             if self.mode == "json":
                 record = {
                     "question_id": row.question_id,
@@ -95,15 +120,16 @@ class Progress:
                 }
                 print(json.dumps(record), flush=True)
             elif self.mode == "status":
-                if row.status == "error":
-                    message = "" if error is None else error.message
-                    print(f"{row.question_id} [{row.question_type}] -> {shown}: {message[:200]}",
-                          file=sys.stderr, flush=True)
+                if failed:
+                    print(error_line(row), file=sys.stderr, flush=True)
                 if time.monotonic() - self._last_status >= STATUS_EVERY_S:
                     self._print_status("running")
             elif self.mode == "lines":
-                print(f"{row.question_id} [{row.question_type}] -> {shown}", file=sys.stderr, flush=True)
+                shown = error_line(row) if failed else f"{row.question_id} [{row.question_type}] -> {label}"
+                print(shown, file=sys.stderr, flush=True)
             elif self._bar is not None:
+                if failed:
+                    self._bar.write(error_line(row), file=sys.stderr)
                 self._bar.set_postfix(
                     acc=f"{accuracy:.3f}",
                     err=self.errors,

@@ -10,7 +10,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from lme.run import batch_settings
 from lme.core import cli_parser
@@ -34,6 +34,7 @@ from lme.data import dataset
 from lme.data import hypotheses_file
 from lme.judge.successor_judge import reasoning_effort, successor_spec
 from lme.store import run_store
+from lme.targets import naming
 from lme.targets.targets import parse_option
 
 STATUS_EVERY_S = 15.0
@@ -158,7 +159,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     path = partial(_project_path, project)
     variant = dataset.resolve_variant(args.variant or cfg.get("variant") or "_s")
     fields = _routes(cfg, args)
-    fields.update(_target(cfg, args, fields, stored, path))
+    fields.update(_target(cfg, args, fields, stored, project))
     fields.update(_counts(cfg, args))
     cache_enabled = bool(cfg.get("cacheEnabled", True))
     fields.update(_provider_blocks(cfg))
@@ -214,20 +215,27 @@ def _routes(cfg: Mapping[str, Any], args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _target(cfg: Mapping[str, Any], args: argparse.Namespace, routes: Mapping[str, Any],
-            stored: Mapping[str, Any] | None, path: Callable[[str | None], str | None]) -> dict[str, Any]:
+            stored: Mapping[str, Any] | None, project: Path) -> dict[str, Any]:
     """The target, its options (config, ``--target-option``, the symbolic flags) and, for a hypotheses file, the
-    target's provider and model (``_hypotheses_target``), as RunSettings fields."""
+    target's provider and model (``_hypotheses_target``), as RunSettings fields. Paths in them are taken from the
+    project (``naming``); a resumed run keeps the spellings it stored, and only what is given again is resolved."""
     target = args.target or cfg.get("target") or "full-context"
     if args.offline and not args.target:
         target = "offline"
     options = dict(cfg.get("targetOptions") or {})
-    options.update(parse_target_options(args.target_option))
+    given = parse_target_options(args.target_option)
+    options.update(given)
     for flag in SYMBOLIC_FLAGS:
         chosen = getattr(args, flag, None)
         if chosen is not None:
             options[flag] = chosen
+    if not stored or args.target:
+        target = naming.resolve_target(target, project)
+    resolved = naming.resolve_options(target, options if not stored else given, project, defaults=not stored)
+    options.update(resolved)
     target, provider, model, options = _hypotheses_target(
-        args, target, routes["target_provider"], routes["target_model"], options, stored, path)
+        args, target, routes["target_provider"], routes["target_model"], options, stored,
+        partial(_project_path, project))
     return {"target": target, "target_provider": provider, "target_model": model, "target_options": options}
 
 
@@ -337,7 +345,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", help="_s, _m or _oracle (also s, m, oracle); default from config, else _s")
     parser.add_argument("--dataset", help="dataset file (default: datasetPath from config)")
     parser.add_argument("--max", type=int, help="evaluate at most this many pending items now (default: maxEvals, 500)")
-    parser.add_argument("--target", help="target (memory system under test): full-context, oracle, rag, offline, command, python, memory-ref, or a .py path")
+    parser.add_argument("--target", help="target (memory system under test): full-context, oracle, rag, offline, command, python, memory-ref, "
+                             "or the path to your own system: a .py file defining generate(item, ctx), or an "
+                             "executable (plugins/README.md)")
     parser.add_argument("--hypotheses", metavar="FILE",
                         help="judge the answers in FILE as a run (target hypotheses): upstream's JSONL of "
                              "{question_id, hypothesis} (or a JSON array); a question without a line is an error row")

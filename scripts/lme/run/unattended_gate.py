@@ -27,6 +27,7 @@ from lme.core.errors import UserError
 from lme.core.facts import BUILTIN_TARGETS, CONFIG_FILE, STATE_DIR
 from lme.run import cost_gate
 from lme.run import dry_run
+from lme.targets import naming
 from lme.targets.identity import same_target
 from lme.run.settings import RunSettings
 
@@ -53,11 +54,14 @@ def _loop(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
     return loop if isinstance(loop, Mapping) else {}
 
 
-def _configured_options(cfg: Mapping[str, Any], key: str) -> list[Any]:
+def _configured_options(cfg: Mapping[str, Any], key: str, target: str, project: Path) -> list[Any]:
+    """The values the config gives option ``key``: as written, and as a run stores them (paths taken from the
+    project, a command's folder the project when not given: ``naming.resolve_options``)."""
     found = []
     for options in (cfg.get("targetOptions"), _loop(cfg).get("targetOptions")):
-        if isinstance(options, Mapping) and key in options:
-            found.append(options[key])
+        if isinstance(options, Mapping):
+            found += [options[key]] if key in options else []
+            found += [v for k, v in naming.resolve_options(target, options, project).items() if k == key]
     return found
 
 
@@ -73,7 +77,8 @@ def check_code(settings: RunSettings, cfg: Mapping[str, Any], project: Path, why
     if runs_code(settings.target) and not any(same_target(settings.target, t, project) for t in configured):
         raise _refuse(f"target {settings.target} runs code", why, "target and loop.target")
     for key, meaning in CODE_OPTIONS.items():
-        if key in settings.target_options and settings.target_options[key] not in _configured_options(cfg, key):
+        configured = _configured_options(cfg, key, settings.target, project)
+        if key in settings.target_options and settings.target_options[key] not in configured:
             raise _refuse(f"--target-option {key} ({meaning})", why, "targetOptions")
     root = settings.longmemeval_root
     wanted = cfg.get("longmemeval_root")

@@ -8,6 +8,7 @@ import dataclasses
 import sys
 import threading
 import time
+import traceback
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -20,15 +21,18 @@ from lme.core.facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
 from lme.core.records import (LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext,
                               TargetEndpointScope)
 from lme.targets.targets import PLUGINS_DIR, parse_option, target_path  # noqa: F401  (where targets are found; read here too)
-from lme.targets.targets import TargetError, load_module
+from lme.targets.targets import TargetError, load_module, user_adapter
 
 # --------------------------------------------------------------------------- loading targets
 
 
 def target_name(name_or_path: str) -> str:
-    """What result rows call the target: the built-in name, else the module's NAME, else the file stem."""
+    """What result rows call the target: the built-in name, else the module's NAME, else the file stem (a user's
+    system named by its path: its file is never imported here)."""
     if name_or_path in BUILTIN_TARGETS:
         return name_or_path
+    if user_adapter(name_or_path) is not None:
+        return Path(target_path(name_or_path)).stem
     module = load_target(name_or_path)
     stem = Path(target_path(name_or_path))
     return str(getattr(module, "NAME", stem.parent.name if stem.name == "__init__.py" else stem.stem))
@@ -39,10 +43,18 @@ _LOAD_LOCK = threading.RLock()
 
 def load_target(name_or_path: str) -> ModuleType:
     """Import a target by file path (once per file, also under concurrent first calls); UserError if it has no
-    ``generate``."""
-    path = target_path(name_or_path)
+    ``generate``. A path naming the user's own system (``user_adapter``) gives the adapter that runs it."""
+    adapter = user_adapter(name_or_path)
+    path = target_path(adapter[0] if adapter else name_or_path)
     with _LOAD_LOCK:
         return _load_module(path)
+
+
+def adapted_options(target: str, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options ``target``'s module is given: as they are, plus, for a path naming the user's own system, the
+    option that names it to its adapter (``path`` / ``command``)."""
+    adapter = user_adapter(target)
+    return {**dict(options or {}), **(adapter[1] if adapter else {})}
 
 
 @lru_cache(maxsize=None)
@@ -164,14 +176,14 @@ def run_target(
     q = visible_question(_as_question(item), target)
     public = q.public()  # the same as public_view(); q is kept to map aliases back
     ctx = TargetContext(provider=provider, model=model, llm=llm if llm is not None else providers.Gateway(),
-                        options=dict(options or {}), cache_dir=cache_dir, endpoint=endpoint)
+                        options=adapted_options(target, options), cache_dir=cache_dir, endpoint=endpoint)
     t0 = time.monotonic()
     try:
         hyp = module.answer(q.question_id, ctx) if target == HYPOTHESES_TARGET else module.generate(public, ctx)
     except (TargetError, providers.ProviderError):
         raise
     except Exception as err:
-        raise TargetError(f"target {target!r} failed: {type(err).__name__}: {err}") from err
+        raise TargetError(failure_text(f"target {target!r} failed", err)) from err
     wall_ms = (time.monotonic() - t0) * 1000.0
     if not isinstance(hyp, Hypothesis):
         raise TargetError(f"target {target!r} returned {type(hyp).__name__}, expected records.Hypothesis")
@@ -188,6 +200,20 @@ def run_target(
     _map_retrieval_debug(q, debug)
     return dataclasses.replace(hyp, latencyMs=hyp.latencyMs or round(wall_ms, 3), retrieved_session_ids=retrieved,
                                debug=debug)
+
+
+TRACEBACK_CHARS = 1500
+"""The end of a target's traceback an error row keeps (the frames nearest the failure)."""
+
+
+def failure_text(headline: str, err: BaseException) -> str:
+    """``headline: KeyError: 'oops'`` on the first line (bounded), the end of the traceback below it."""
+    first = (str(err).splitlines() or [""])[0]
+    cause = f"{type(err).__name__}: {first}" if first else type(err).__name__
+    trace = "".join(traceback.format_exception(type(err), err, err.__traceback__)).rstrip()
+    if len(trace) > TRACEBACK_CHARS:
+        trace = "…" + trace[-TRACEBACK_CHARS:]
+    return f"{headline}: {cause[:300]}\n{trace}"
 
 
 def result_name(target: str) -> str:
@@ -234,7 +260,7 @@ def prepare_requests_by_role(
     if by_role is None and prepare is None:
         return None
     public = public_view(_as_question(item), target)
-    ctx = TargetContext(provider=provider, model=model, llm=_NoCallsLLM(), options=dict(options or {}),
+    ctx = TargetContext(provider=provider, model=model, llm=_NoCallsLLM(), options=adapted_options(target, options),
                         cache_dir=cache_dir)
     if by_role is not None:
         return {role: list(requests) for role, requests in by_role(public, ctx).items()}
@@ -244,7 +270,7 @@ def prepare_requests_by_role(
 def describe_target(target: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The target's own description of its settings (``describe(options)``), or {}."""
     describe = getattr(load_target(target), "describe", None)
-    return dict(describe(dict(options or {}))) if describe else {}
+    return dict(describe(adapted_options(target, options))) if describe else {}
 
 
 # --------------------------------------------------------------------------- CLI

@@ -16,8 +16,12 @@ that fails on an item raises ``TargetError`` (the item becomes an error row of k
 
 from __future__ import annotations
 
+import ast
+import difflib
+import functools
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -43,13 +47,16 @@ PLUGINS_DIR = Path(__file__).resolve().parents[3] / "plugins"
 
 class TargetError(UserError):
     """A target failed on one item (bad output, subprocess crash, a bug). The run records it as an item error
-    of kind ``target``; it never stops the run. The message is kept verbatim (it may hold a stderr tail)."""
+    of kind ``target`` (``timeout``: the system did not answer in time); it never stops the run. The message is kept
+    verbatim: its first line is the cause, the lines after it a stderr tail or a traceback."""
 
     kind = "target"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, kind: str | None = None) -> None:
         Exception.__init__(self, message)
         self.message = message
+        if kind is not None:
+            self.kind = kind
 
 
 def load_module(path: str | Path, name: str, *, error: type[Exception] = UserError) -> ModuleType:
@@ -75,7 +82,8 @@ def load_module(path: str | Path, name: str, *, error: type[Exception] = UserErr
 
 
 def target_path(name_or_path: str) -> str:
-    """The file a target name or path refers to; UserError when it does not exist."""
+    """The file a target name or path refers to (a built-in's, a ``.py`` file, a package folder's
+    ``__init__.py``, an executable file); UserError when it does not exist."""
     if name_or_path in BUILTIN_TARGETS:
         path = PLUGINS_DIR.parent / BUILTIN_TARGETS[name_or_path]
         if not path.is_file():
@@ -85,16 +93,85 @@ def target_path(name_or_path: str) -> str:
             )
         return str(path)
     candidate = Path(name_or_path).expanduser()
-    if name_or_path.endswith(".py") or candidate.is_dir():
-        if candidate.is_dir():
-            candidate = candidate / "__init__.py"
-        if not candidate.is_file():
-            raise UserError(f"target file {name_or_path!r} not found", fix="give a path to an existing .py file")
+    if candidate.is_dir():
+        candidate = candidate / "__init__.py"
+    if candidate.is_file() and (candidate.suffix == ".py" or os.access(candidate, os.X_OK)):
         return str(candidate.resolve())
-    raise UserError(
-        f"unknown target {name_or_path!r}",
-        fix=f"use one of {', '.join(BUILTIN_TARGETS)} or a path to a .py file",
-    )
+    if name_or_path.endswith(".py") or candidate.name == "__init__.py":
+        raise UserError(f"target file {name_or_path!r} not found{did_you_mean(candidate.resolve())}",
+                        fix="give the path to your system's .py file (relative to the project)")
+    raise UserError(f"unknown target {name_or_path!r}", fix=NAMING_HINT)
+
+
+NAMING_HINT = (f"name a built-in target ({', '.join(BUILTIN_TARGETS)}) or your own system by its path: a .py file "
+               "defining generate(item, ctx) (--target memsys.py) or an executable that reads an item on stdin "
+               "(--target ./memsys); plugins/README.md")
+"""How to name a target, for the refusals of a name that is neither."""
+
+PYTHON_ADAPTER = "python"
+COMMAND_ADAPTER = "command"
+TOOLKIT_API = ("records", "targets")
+"""The modules a toolkit target takes its records from (``scripts/records.py``, ``scripts/targets.py``)."""
+
+
+def user_adapter(name_or_path: str) -> tuple[str, dict[str, Any]] | None:
+    """How a path that names the user's own system runs: ``("python", {"path": file})`` for a ``.py`` file that
+    does not take the toolkit's records, ``("command", {"command": [file]})`` for any other executable file. None
+    for a built-in name, a package folder (the loop's copy of memory-ref) or a ``.py`` file that imports the
+    toolkit's records (``imports_the_toolkit``): those are loaded in the run as built-in targets are."""
+    if name_or_path in BUILTIN_TARGETS:
+        return None
+    file = Path(target_path(name_or_path))
+    if file.name == "__init__.py":
+        return None
+    if file.suffix == ".py":
+        return None if imports_the_toolkit(file) else (PYTHON_ADAPTER, {"path": str(file)})
+    return COMMAND_ADAPTER, {"command": [str(file)]}
+
+
+def users_system(name_or_path: str) -> bool:
+    """The target runs the user's own system through an adapter: ``python``, ``command``, or a path naming it."""
+    if name_or_path in (PYTHON_ADAPTER, COMMAND_ADAPTER):
+        return True
+    try:
+        return user_adapter(name_or_path) is not None
+    except UserError:
+        return False
+
+
+def imports_the_toolkit(file: Path) -> bool:
+    """The file is written against the toolkit's target API (``generate(PublicItem, TargetContext) ->
+    Hypothesis``): it imports ``Hypothesis`` from ``records`` or ``targets``, or imports a module of ``lme``. Read
+    with ``ast``, without running the file; one that does not parse is not (the python adapter reports it)."""
+    stat = file.stat()
+    return _imports_the_toolkit(str(file), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _imports_the_toolkit(path: str, mtime_ns: int, size: int) -> bool:
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            root = node.module.split(".")[0]
+            if root == "lme" or (root in TOOLKIT_API and any(a.name in ("Hypothesis", "*") for a in node.names)):
+                return True
+        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "lme" for a in node.names):
+            return True
+    return False
+
+
+def did_you_mean(path: Path) -> str:
+    """`` (did you mean /dir/memsys.py?)`` for a missing file one typo away from a file in its folder (of the same
+    suffix), `` (no folder /dir)`` when the folder is missing too, else ``""``."""
+    folder = path.parent
+    if not folder.is_dir():
+        return f" (no folder {folder})"
+    names = [p.name for p in folder.iterdir() if p.suffix == path.suffix and p.is_file()]
+    close = difflib.get_close_matches(path.name, names, n=1)
+    return f" (did you mean {folder / close[0]}?)" if close else ""
 
 
 def parse_option(text: str) -> tuple[str, Any]:
