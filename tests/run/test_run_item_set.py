@@ -154,3 +154,20 @@ def test_a_memory_ref_max_run_with_a_failed_item_resumes_only_its_items(tmp_path
     assert run_main(run_benchmark.main, [*printed_resume(err), "--progress", "quiet", "--no-scorecard"]) == 0
     assert result_ids(project, "mr") == {it["question_id"] for it in ITEMS[:3]}
     assert sorted(completed(project, "mr")) == sorted(it["question_id"] for it in ITEMS[:3])
+
+
+def test_a_ten_item_run_and_a_twenty_item_run_of_the_same_code_compare_on_their_ten(tmp_path, capsys):
+    """The finding: a 40-item run compared with a 20-item run of the same code printed fixes and a small McNemar p,
+    the items the smaller run never ran counted as wrong there."""
+    from lme.cli import scorecard
+
+    project, target = users_project(tmp_path)
+    argv = ["--project", str(project), "--progress", "quiet", *target]
+    assert run_main(run_benchmark.main, [*argv, "--no-scorecard", "--run-id", "small", "--max", "10"]) == 0
+    assert run_main(run_benchmark.main, [*argv, "--no-scorecard", "--run-id", "large", "--max", "20"]) == 0
+    capsys.readouterr()
+    assert scorecard.main(["--project", str(project), "--run-id", "large", "--no-charts", "--compare", "small"]) == 0
+    line = capsys.readouterr().err.rstrip().splitlines()[-1]
+    assert line == ("compare small (before) -> large (after), 10 items judged in both: fixes 0, regressions 0, net "
+                    "+0, exact McNemar p 1; not compared: 10 judged only in after; same target, models, options "
+                    "and code")
