@@ -278,3 +278,15 @@ def test_the_comparison_is_a_record_whose_json_is_compare_runs_json(tmp_path, ca
     assert Comparison.from_dict(json.loads(json.dumps(printed))) == record
     assert record.changed[0].question_id == printed["changed"][0]["question_id"]
     assert run_differences.summary_line(record).startswith(f"compare {record.run_a.run_id} (before)")
+
+
+def test_a_run_whose_rows_record_no_code_is_never_called_the_same_code(tmp_path):
+    """Rows made before rows recorded their code: the comparison says the code is not recorded, whatever the other
+    run holds, and names no files."""
+    before, after = {"q1": True, "q2": False}, {"q1": True, "q2": True}
+    res = run_comparison.compare(*pair(tmp_path, before, after, code_b={"memsys.py": "v2"}))
+    assert res.code.same is None and res.code.files.to_dict() == {"changed": [], "added": [], "removed": []}
+    assert res.differences[-1] == f"code: not recorded -> {code({'memsys.py': 'v2'})[0][:8]} (a run's rows do not " \
+                                  "all record their code)"
+    assert "same" not in run_differences.describe_runs(res) and "not all recorded" not in \
+        run_differences.describe_runs(res)

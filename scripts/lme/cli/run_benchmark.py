@@ -76,6 +76,15 @@ def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> 
         report_outputs.score_project_run(Path(settings.project), run_id)
 
 
+def _refuse_misuse(args: argparse.Namespace, settings: RunSettings) -> None:
+    """Arguments that contradict each other or the run they name: ``--json`` without ``--dry-run``; on a resume, a
+    ``--max`` naming another count (a run's items are chosen once, when it starts: a resume finishes them)."""
+    if args.json and not args.dry_run:
+        raise UserError("--json is the dry run's machine-readable form; a run prints its scorecard",
+                        fix="add --dry-run, or use --progress json for a run's records")
+    run_state.check_resume_max(settings, args.run_id)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = cli_parser.ArgumentParser(
         prog="run_benchmark.py",
@@ -98,10 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     project = Path(args.project).resolve()
     cfg = config_mod.load_config(project)
     settings = run_settings.resolve(cfg, args, project)
-    if args.json and not args.dry_run:
-        raise UserError("--json is the dry run's machine-readable form; a run prints its scorecard",
-                        fix="add --dry-run, or use --progress json for a run's records")
-    run_state.check_resume_max(settings, args.run_id)  # a run's items are chosen once: a resume finishes them
+    _refuse_misuse(args, settings)
     unattended_gate.check_worker(args)
     loop_session = unattended.loop_session(loop_flag=args.loop)
     if loop_session is not None:  # an agent with standing permissions: code only from the config

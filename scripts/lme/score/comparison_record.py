@@ -179,6 +179,8 @@ class CodeChange:
             return None
 
         def side(versions: tuple[VersionRows, ...]) -> str:
+            if not versions:
+                return "not recorded"
             if len(versions) == 1:
                 return short_code(versions[0].id)
             return ", ".join(f"{short_code(v.id)} ({v.rows} rows)" for v in versions)

@@ -80,7 +80,8 @@ def differences(a: RunMeta, b: RunMeta, code: CodeChange | None = None) -> list[
 def describe(lines: list[str], same_code: bool | None = None) -> str:
     """The differences as one clause: ``what differs: a; b``, or that the runs were made alike. ``same_code``
     (``Comparison.code.same``): only True lets it say the code is the same; None says it was not recorded."""
-    unknown = "" if same_code is not None else "; the code of the compared rows is not all recorded"
+    said = any(line.startswith("code: ") for line in lines)
+    unknown = "" if same_code is not None or said else "; the code of the compared rows is not all recorded"
     if lines:
         return "what differs: " + "; ".join(lines) + unknown
     return "same target, models, options and code" if same_code else "same target, models and options" + unknown

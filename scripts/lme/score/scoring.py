@@ -304,6 +304,12 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: S
     if trunc and trunc.lost_evidence_unknown:
         notes.append(f"history truncated on {trunc.lost_evidence_unknown} item(s) whose rows do not say whether "
                      "an evidence session was dropped (run made before that was recorded)")
+    return notes + _what_made_it_notes(run, card, variant, run_id)
+
+
+def _what_made_it_notes(run: RunData, card: Scorecard, variant: str | None, run_id: str | None) -> list[str]:
+    """Notes on what made the rows: more than one version of the code; a variant or run id given otherwise."""
+    notes = []
     if card.code_versions is not None and card.code_versions.mixed:
         notes.append(f"{card.code_versions.describe()}: the figures are not one version's")
     if variant and run.meta.variant and variant != run.meta.variant:
