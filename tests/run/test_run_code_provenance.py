@@ -14,6 +14,7 @@ from lme.cli import run_benchmark
 from lme.cli import scorecard
 from lme.core.errors import run_main
 from lme.run import item_runner
+from lme.run import status as run_status
 from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
 
 ITEMS = json.loads(SAMPLE.read_text())
@@ -66,6 +67,9 @@ def test_an_edit_to_the_users_file_mid_run_stops_the_intake_and_the_scorecard_co
     written = rows(project, "edit")
     assert len(written) == 3  # the item in flight finished; none started after the edit
     assert {r["code"] for r in written} == {first["id"]}
+    status = run_status.collect(run_dir(project, "edit"), project)  # what a background run's follower reads
+    assert status.state == "paused" and "memsys.py changed" in status.error
+    assert f"{N_SAMPLE - 3} of this run's {N_SAMPLE} items pending; resume with: " in status.resume[0]
 
     assert run_main(run_benchmark.main, argv) == 0  # the resume runs the rest with the edited file
     second = meta(project, "edit")["invocations"][1]["code"]

@@ -101,8 +101,11 @@ def test_a_run_of_twenty_items_against_one_of_forty_invents_no_fix(tmp_path, ite
     assert (res["n_compared"], res["fixes"], res["regressions"], res["p_value"]) == (20, 0, 0, 1.0)
     assert res["not_compared"]["judged_only_in_b"] == [f"q{i:02d}" for i in range(20, 40)]
     assert res["forced"] is False and res["code"]["same"] is True
-    assert compare_runs.main([str(a), str(b)]) == 0
+    assert compare_runs.main([str(a), str(b), "--html"]) == 0
     assert "Not compared (outside every figure above): 20 judged only in after." in capsys.readouterr().out
+    page = (b / "compare-before.html").read_text(encoding="utf-8")
+    assert ("The figures count the items both runs judged. Not compared: 20 judged only in after." in page
+            and "20 items judged in both" in page)
 
 
 @pytest.mark.parametrize("b,c,expected", [(0, 0, 1.0), (5, 0, 0.0625), (0, 5, 0.0625), (3, 3, 1.0),
