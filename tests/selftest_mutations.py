@@ -129,9 +129,6 @@ MUTATIONS: tuple[Mutation, ...] = (
              "unattributed = max(0, (n_total or 0) - len(types)) if n_total is not None else 0",
              "unattributed = 0",
              "--n-total 500 on a 450-item manifest scores out of 450"),
-    Mutation("an error row is correct for comparisons", RR,
-             "        return self.label is True\n", "        return self.label is not False\n",
-             "compare_runs and the loop count error rows as right"),
     Mutation("first row of a question wins", RROWS,
              "            this_file[row.question_id] = row\n",
              "            this_file.setdefault(row.question_id, row)\n",
@@ -233,6 +230,13 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation("registry releases ignored", GR,
              "return not (releases and release is not None and release not in releases)", "return True",
              "an entry for the original release is left out of a cleaned-release run"),
+    # --- the comparison's items (run_comparison.py)
+    Mutation("error rows compared", RC,
+             'if sides[q] == ("judged", "judged")),', 'if "not_run" not in sides[q]),',
+             "an item one run left as an error row counts as a fix or a regression (and in McNemar)"),
+    Mutation("items one run never ran compared", RC,
+             'if sides[q] == ("judged", "judged")),', 'if sides[q] != ("not_run", "not_run")),',
+             "a 20-item run against a 40-item one: the 20 items it never ran become fixes or regressions"),
     # --- McNemar in the comparison (run_comparison.py)
     Mutation("McNemar tail one short", RC,
              "for i in range(min(b, c) + 1))", "for i in range(min(b, c)))",

@@ -59,7 +59,7 @@ CONFIG = f"{STATE}/config.json"
 DATASET = f"{STATE}/data/longmemeval_sample.json"
 RUNS = f"{STATE}/runs"
 RUN_ID = "r1"
-"""The offline run every project copy holds (``--max 3`` of the 24 sample items: completed, 21 pending)."""
+"""The offline run every project copy holds (``--max 3``: the sample's first 3 items, completed)."""
 CASE_TIMEOUT_S = 120.0
 """A hang guard, not a timing assert: on a loaded 2-core machine a case's SDK import alone took 12 s."""
 WORKERS = 6
@@ -255,6 +255,9 @@ RUN = "run_benchmark.py --max 1 --no-scorecard"
 the time today's wrongly started runs spend on charts: a refusal comes before it either way."""
 PAID_RUN = f"{RUN} --yes"
 """A paid run; ``--yes`` so the cost gate is never what refuses."""
+RESUME = "run_benchmark.py --no-scorecard"
+"""A resume of r1, as its printed resume line runs it: no ``--max`` (a run's items are chosen when it starts; a
+``--max`` naming another count would be what refuses)."""
 
 SETUP = "setup_project.py --project . --sample --skip-venv"
 """Setup as the setup command runs it on a project with no config (``remove(CONFIG)`` first)."""
@@ -369,7 +372,7 @@ CASES: list[Case] = [
     case(DATASET_S, "dataset-variant-mismatch", f"{RUN} --variant _oracle"),
     case(DATASET_S, "dataset-arg-variant-mismatch", f"{RUN} --variant _s --dataset {ORACLE_NAMED}",
          copy(DATASET, ORACLE_NAMED)),
-    case(DATASET_S, "dataset-changed-under-a-resume", f"{RUN} --run-id {RUN_ID}", items(lambda d: d[:-1])),
+    case(DATASET_S, "dataset-changed-under-a-resume", f"{RESUME} --run-id {RUN_ID}", items(lambda d: d[:-1])),
     case(DATASET_S, "dataset-hypotheses-missing", "run_benchmark.py --hypotheses nowhere.jsonl --yes"),
     case(DATASET_S, "dataset-hypotheses-not-jsonl", "run_benchmark.py --hypotheses README.md --yes"),
     case(DATASET_S, "setup-dataset-missing", "setup_project.py --project . --skip-venv --dataset nowhere.json"),
@@ -395,9 +398,10 @@ CASES: list[Case] = [
     case(ARGS_S, "max-abc", "run_benchmark.py --max abc"),
     case(ARGS_S, "max-negative", "run_benchmark.py --max -1"),
     case(ARGS_S, "max-without-value", "run_benchmark.py --max"),
+    case(ARGS_S, "resume-with-another-max", f"{RUN} --run-id {RUN_ID}"),  # r1 covers 3 items, chosen at its start
     case(ARGS_S, "shard-3-of-2", f"{RUN} --shard 3/2"),
     case(ARGS_S, "shard-not-i-of-n", f"{RUN} --shard half"),
-    case(ARGS_S, "shard-on-an-unsharded-run", f"{RUN} --run-id {RUN_ID} --shard 1/2"),
+    case(ARGS_S, "shard-on-an-unsharded-run", f"{RESUME} --run-id {RUN_ID} --shard 1/2"),
     case(ARGS_S, "target-option-without-equals", f"{RUN} --target-option top_k"),
     case(ARGS_S, "target-option-bad-value", f"{RUN} --target rag --target-option top_k=abc"),
     case(ARGS_S, "target-unknown", f"{RUN} --target nosuch"),
@@ -498,14 +502,14 @@ CASES: list[Case] = [
     case(FS_S, "project-missing", f"{RUN} --project nowhere"),
     case(FS_S, "project-is-a-file", f"{RUN} --project README.md"),
     case(FS_S, "runs-dir-not-writable", RUN, chmod(RUNS, 0o555), unprivileged=True),
-    case(FS_S, "run-dir-not-writable-resume", f"{RUN} --run-id {RUN_ID}", chmod(R1, 0o555), unprivileged=True),
+    case(FS_S, "run-dir-not-writable-resume", f"{RESUME} --run-id {RUN_ID}", chmod(R1, 0o555), unprivileged=True),
     case(FS_S, "run-dir-not-writable-scorecard", f"scorecard.py --run-id {RUN_ID}", chmod(R1, 0o555),
          unprivileged=True),
     case(FS_S, "cache-dir-not-writable", RUN, chmod(f"{STATE}/cache", 0o555), unprivileged=True),
     case(FS_S, "dataset-not-readable", RUN, chmod(DATASET, 0o000), unprivileged=True),
     case(FS_S, "setup-project-not-writable", SETUP, remove(CONFIG), chmod(STATE, 0o555), unprivileged=True),
     case(FS_S, "disk-full-run", RUN, max_file_bytes=0),
-    case(FS_S, "disk-full-resume", f"{RUN} --run-id {RUN_ID}", max_file_bytes=0),
+    case(FS_S, "disk-full-resume", f"{RESUME} --run-id {RUN_ID}", max_file_bytes=0),
     case(FS_S, "disk-full-scorecard", f"scorecard.py --run-id {RUN_ID}", max_file_bytes=0),
     case(FS_S, "disk-full-setup", SETUP, remove(CONFIG), max_file_bytes=0),
 
@@ -550,11 +554,11 @@ CASES: list[Case] = [
     case(LOOP_S, "loop-command-trigger-set-outside-the-state-folder",
          f"cluster_failures.py --run-id {RUN_ID} --ids 1 --out README.md", r1_answers_wrong, env=IN_LOOP),
     # other people's projects: links out of the project, loops, folders the project does not own (issue 25)
-    case(FS_S, "resume-results-linked-outside", f"{RUN} --run-id {RUN_ID}", link_out(f"{R1}/item-results.jsonl")),
-    case(FS_S, "resume-completed-linked-outside", f"{RUN} --run-id {RUN_ID}",
+    case(FS_S, "resume-results-linked-outside", f"{RESUME} --run-id {RUN_ID}", link_out(f"{R1}/item-results.jsonl")),
+    case(FS_S, "resume-completed-linked-outside", f"{RESUME} --run-id {RUN_ID}",
          link_out(f"{R1}/questions_completed.jsonl")),
-    case(FS_S, "resume-lock-linked-outside", f"{RUN} --run-id {RUN_ID}", link_out(f"{R1}/.lock", "lockfile")),
-    case(FS_S, "resume-run-meta-linked-outside", f"{RUN} --run-id {RUN_ID}", link_out(f"{R1}/run-meta.json")),
+    case(FS_S, "resume-lock-linked-outside", f"{RESUME} --run-id {RUN_ID}", link_out(f"{R1}/.lock", "lockfile")),
+    case(FS_S, "resume-run-meta-linked-outside", f"{RESUME} --run-id {RUN_ID}", link_out(f"{R1}/run-meta.json")),
     case(FS_S, "shard-folder-linked-outside", f"{RUN} --run-id r3 --shard 1/2",
          link_out(f"{RUNS}/r3/shard-1of2", "shard", folder=True)),
     case(FS_S, "cache-folder-linked-outside", RUN, link_out(f"{STATE}/cache", "cache", folder=True)),
@@ -596,9 +600,9 @@ CASES: list[Case] = [
     case(ARGS_S, "max-cost-infinite", f"{PAID_RUN} --max-cost inf", PAID, server="ok"),
     case(ARGS_S, "run-id-starting-with-a-dash", f"{RUN} --run-id=-rf"),
     case(ARGS_S, "run-id-with-a-newline", f"{RUN} --run-id 'r2\nerror: fake'"),
-    case(FS_S, "run-meta-nan", f"{RUN} --run-id {RUN_ID}", lambda p: (p / R1 / "run-meta.json").write_text(
+    case(FS_S, "run-meta-nan", f"{RESUME} --run-id {RUN_ID}", lambda p: (p / R1 / "run-meta.json").write_text(
         (p / R1 / "run-meta.json").read_text().replace('"duration_seconds": ', '"duration_seconds": NaN, "x": ', 1))),
-    case(FS_S, "results-line-nesting-bomb", f"{RUN} --run-id {RUN_ID}", lambda p: (p / R1 / "item-results.jsonl")
+    case(FS_S, "results-line-nesting-bomb", f"{RESUME} --run-id {RUN_ID}", lambda p: (p / R1 / "item-results.jsonl")
          .write_bytes(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n" + (p / R1 / "item-results.jsonl").read_bytes())),
     case(FS_S, "confirmation-nesting-bomb", "rounds.py status", write(".max_effort_round", "0\n"),
          write(f"{STATE}/confirmation.json", "[" * 100_000 + "]" * 100_000)),
@@ -607,7 +611,7 @@ CASES: list[Case] = [
 CONTROLS: list[Case] = [
     case("control", "offline-run", RUN),
     case("control", "offline-run-with-scorecard", "run_benchmark.py --max 2"),
-    case("control", "resume-r1", f"{RUN} --run-id {RUN_ID}"),
+    case("control", "resume-r1", f"{RESUME} --run-id {RUN_ID}"),
     case("control", "paid-openai-run", PAID_RUN, PAID, server="ok"),
     case("control", "paid-anthropic-run", PAID_RUN, PAID_ANTHROPIC, server="ok"),
     case("control", "scorecard-r1", f"scorecard.py --run-id {RUN_ID}"),

@@ -81,7 +81,7 @@ def test_the_cost_gate_costs_no_pass_of_its_own(tmp_path, monkeypatch, fake_llm,
     assert run_main(run_benchmark.main, args) == 0
     assert len(passes) == 2
     gated = json.loads((run_dir(project, "gated") / "manifest.json").read_text())
-    assert len(gated["items"]) == 24 and len(fake_llm.requests) == 6
+    assert len(gated["items"]) == 3 and len(fake_llm.requests) == 6  # the run covers its --max 3 items
 
 
 def test_the_gate_shows_the_same_estimate_whether_or_not_the_scan_was_stored(tmp_path, capsys, fake_llm):

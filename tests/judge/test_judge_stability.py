@@ -105,8 +105,9 @@ def test_repeats_bypass_the_cache_and_counts_accumulate_per_prompt(tmp_path, fak
 def test_a_resume_keeps_the_runs_judge_repeat(tmp_path, fake_llm):
     project = make_project(tmp_path / "p", concurrency=1)
     register_answers(fake_llm)
-    assert run(project, "--run-id", "r", "--max", "2", "--judge-repeat", "2") == 0
-    assert run(project, "--run-id", "r", "--max", "2") == 0
+    fake_llm.fail_next("400")  # the first item fails: the run stops with items pending
+    assert run(project, "--run-id", "r", "--max", "4", "--judge-repeat", "2") == 1
+    assert run(project, "--run-id", "r") == 0  # no --judge-repeat: the run's own 2
     rows = rows_of(project, "r")
     assert len(rows) == 4 and all(len(r["judgment"]["verdicts"]) == 2 for r in rows.values())
 

@@ -162,13 +162,21 @@ def test_a_judge_entry_cached_before_hosts_were_recorded_is_never_served_to_a_ju
 # --------------------------------------------------------------------------- finding 6: a resume elsewhere
 
 
+def rows_judged(project, run_id):
+    """The run's judged rows so far (the items its first invocation judged before it paused)."""
+    path = run_dir(project, run_id) / "item-results.jsonl"
+    return [r for r in (json.loads(x) for x in path.read_text().splitlines() if x.strip()) if r["status"] == "judged"]
+
+
 def test_a_resume_through_another_endpoint_is_recorded_and_makes_the_run_not_comparable(fake_llm, tmp_path,
                                                                                        upstream_prompt):
     project = make_project(tmp_path / "p", concurrency=1)
     register_answers(fake_llm)
     hyps = tmp_path / "hyps.jsonl"
     write_hyps(hyps)
-    assert run(project, "--hypotheses", str(hyps), "--run-id", "mixed", "--max", "10") == 0
+    assert run(project, "--hypotheses", str(hyps), "--run-id", "mixed", "--max-cost", "0.0015") == 6  # paused
+    first = len(rows_judged(project, "mixed"))
+    assert 0 < first < len(ITEMS)
     set_base_url(project, via(fake_llm, "proxy"))
     assert run(project, "--run-id", "mixed") == 0
     meta = json.loads((run_dir(project, "mixed") / "run-meta.json").read_text())
@@ -176,8 +184,8 @@ def test_a_resume_through_another_endpoint_is_recorded_and_makes_the_run_not_com
                                                                        via(fake_llm, "proxy")]
     record = scoring.build_scorecard(load_run(run_dir(project, "mixed")))
     card = record.to_dict()
-    assert card["verdicts"]["endpoints"] == {f"127.0.0.1:{fake_llm.port}": 10,
-                                             f"localhost:{fake_llm.port}": len(ITEMS) - 10}
+    assert card["verdicts"]["endpoints"] == {f"127.0.0.1:{fake_llm.port}": first,
+                                             f"localhost:{fake_llm.port}": len(ITEMS) - first}
     assert card["verdicts"]["invocation_endpoints"] == [via(fake_llm, "official"), via(fake_llm, "proxy")]
     assert any(n.startswith("verdicts come from 2 endpoints") for n in card["comparability_notes"])
     assert card["comparable"] is False
@@ -192,7 +200,8 @@ def test_a_run_whose_official_verdicts_come_from_two_official_endpoints_says_so_
     register_answers(fake_llm)
     hyps = tmp_path / "hyps.jsonl"
     write_hyps(hyps)
-    assert run(project, "--hypotheses", str(hyps), "--run-id", "both", "--max", "10") == 0
+    assert run(project, "--hypotheses", str(hyps), "--run-id", "both", "--max-cost", "0.0015") == 6  # paused
+    assert 0 < len(rows_judged(project, "both")) < len(ITEMS)
     set_base_url(project, via(fake_llm, "proxy"))
     assert run(project, "--run-id", "both") == 0
     record = scoring.build_scorecard(load_run(run_dir(project, "both")))

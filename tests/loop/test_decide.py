@@ -176,3 +176,54 @@ def test_an_official_verdict_from_the_archive_or_the_cache_is_the_same_judge(pro
     write_run(project, "loop", types, {q: True for q in retest},
               rows={q: make_row(q, types[q], True, judgment=archived) for q in retest})
     assert decide.run_decision(project, "v1", "loop")["net"] == 2
+
+
+def _code(files):
+    """A code version's id and its run-meta invocation entry (``CodeVersion``'s form) for ``{path: content}``."""
+    import hashlib
+
+    hashes = {p: hashlib.sha256(c.encode()).hexdigest() for p, c in files.items()}
+    code_id = hashlib.sha256("".join(f"{p}\t{h}\n" for p, h in sorted(hashes.items())).encode()).hexdigest()[:16]
+    return code_id, {"code": {"id": code_id, "files": hashes, "sources": ["target folder memory_system/ (git)"],
+                              "git": None}}
+
+
+def _record_invocations(run_dir, *invocations):
+    path = run_dir / "run-meta.json"
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, "invocations": list(invocations)}))
+
+
+def test_a_fix_that_leaves_right_items_as_error_rows_is_reverted_and_the_changed_code_is_named(project):
+    """The comparison counts only items both sides judged; the decision still counts a re-test's error row on an
+    item the snapshot had right as a regression (the fix broke it), and names the files the fix changed."""
+    types = item_ids(8)
+    ids = list(types)
+    id_a, inv_a = _code({"memory_system/reader.py": "v1", "memory_system/index.py": "i"})
+    id_b, inv_b = _code({"memory_system/reader.py": "v2", "memory_system/index.py": "i"})
+    labels = {q: i % 2 == 0 for i, q in enumerate(ids)}
+    run_dir = write_run(project, "loop", types, labels,
+                        rows={q: make_row(q, types[q], v, code=id_a) for q, v in labels.items()})
+    _record_invocations(run_dir, inv_a)
+    loop_state.init(project)
+    loop_state.bump(project)
+    loop_steps.snapshot(project, "loop")
+    broken, fixed = ids[0:6:2][:3], ids[1]
+    drop_qids.drop_qids(run_dir, [*broken, fixed])
+    retest = {**{q: None for q in broken}, fixed: True}
+    write_run(project, "loop", types, retest,
+              rows={q: make_row(q, types[q], v, code=id_b, kind="target") for q, v in retest.items()})
+    _record_invocations(run_dir, inv_a, inv_b)
+    with pytest.raises(UserError, match="error row"):
+        decide.run_decision(project, "v1", "loop")
+    record = decide.run_decision(project, "v1", "loop", allow_errors=True)
+    assert (record["fixes"], record["regressions"], record["net"], record["decision"]) == (1, 3, -2, "revert")
+    assert record["judged_in_both"] == {"n": 5, "fixes": 1, "regressions": 0}
+    assert record["error_flips"] == {"fixes": 0, "regressions": 3, "ids": sorted(broken)}
+    assert record["not_compared"]["error_in_b"] == broken
+    assert record["code"]["same"] is False
+    assert record["code"]["files"] == {"changed": ["memory_system/reader.py"], "added": [], "removed": []}
+    line = decide.describe(record)
+    assert line.startswith("REVERT: net -2 (fixes 1, regressions 3")
+    assert "3 of them to or from an error row, counted strictly" in line
+    assert "code changed: changed memory_system/reader.py" in line

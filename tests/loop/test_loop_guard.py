@@ -270,12 +270,11 @@ def test_a_loop_run_is_refused_when_its_command_did_not_hand_it_the_loops_rules(
     from lme.core.errors import UserError
     from lme.run import state as run_state
 
-    manifest = SimpleNamespace(n_total=500)
     with pytest.raises(UserError, match="the loop's rules were not handed to this run"):
-        run_state.loop_guard_check(SimpleNamespace(), manifest, None)
+        run_state.loop_guard_check(SimpleNamespace(), 500, None)
     seen = []
-    run_state.loop_guard_check("settings", manifest, lambda s, n: seen.append((s, n)) or [])
-    assert seen == [("settings", 500)]
+    run_state.loop_guard_check("settings", 500, lambda s, n: seen.append((s, n)) or [])
+    assert seen == [("settings", 500)]  # the dataset's size, whatever the run's item set
 
 
 def test_a_runs_settings_become_the_request_the_rules_read(project):

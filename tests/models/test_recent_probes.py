@@ -78,7 +78,7 @@ def test_a_failed_probe_is_never_remembered_even_when_the_run_starts_anyway(tmp_
 
 def test_a_run_refused_after_its_probe_leaves_no_record(tmp_path, fake_llm):
     project = make_project(tmp_path / "p")
-    assert run(project, "--max", "1", "--run-id", "r1") == 0
+    assert run(project, "--max", "2", "--run-id", "r1", "--max-cost", "0.00001") == 6  # paused: items pending
     (project / ".longmemeval-benchmarks" / "cache" / recent_probes.FILE).unlink()
     with pytest.raises(UserError, match="cannot resume run r1"):
         run(project, "--run-id", "r1", "--target-model", "openai:gpt-4.1-mini")  # probed (passed), then refused

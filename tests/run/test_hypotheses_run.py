@@ -188,7 +188,9 @@ def test_a_resume_against_a_changed_file_is_refused_with_one_line(project, fake_
     register_answers(fake_llm)
     hyp_file = tmp_path / "hyps.jsonl"
     write_hypotheses(hyp_file)
-    assert run(project, "--hypotheses", str(hyp_file), "--run-id", "c", "--max", "5") == 0
+    fake_llm.fail_next("400")  # a judge call fails: the run stops with items pending
+    assert run(project, "--hypotheses", str(hyp_file), "--run-id", "c") == 1
+    assert sum(r["status"] == "judged" for r in rows_of(project, "c")) < len(ITEMS) - len(LEFT_OUT)
     before = (run_dir(project, "c") / "item-results.jsonl").read_bytes()
     capsys.readouterr()
     write_hypotheses(hyp_file, wrong=0)  # the same path, other answers

@@ -9,6 +9,7 @@ from lme.run import driver as run_driver
 from lme.run.outcome import (
     EXIT_BATCH_STOPPED,
     EXIT_BILLING,
+    EXIT_CODE_CHANGED,
     EXIT_COMPLETED,
     EXIT_COST_CAP,
     EXIT_FAILED,
@@ -20,6 +21,8 @@ from lme.run.outcome import (
     outcome_of,
 )
 
+CODE_LINE = ("stopped taking items: the code changed during the run (memsys.py changed); the items in flight finished "
+             "under the code they started with, the rest stay pending: resume to run them with the new code")
 OVER = {"errors": 3, "error_threshold": 2, "errors_by_kind": {"timeout": 2, "server": 1}}
 ERRORS_LINE = "3 item error(s) after retries (server: 1, timeout: 2); resume to retry them"
 
@@ -44,6 +47,14 @@ TABLE = [
      Outcome(EXIT_INTERRUPTED, "interrupted", None)),
     ("billing", Ending(stop_reason="billing", billing_message="credit balance too low"),
      Outcome(EXIT_BILLING, "failed", "blocked on API billing: credit balance too low")),
+    ("billing wins over a code change", Ending(stop_reason="billing", billing_message="no credit",
+                                               code_changed="memsys.py changed"),
+     Outcome(EXIT_BILLING, "failed", "blocked on API billing: no credit")),
+    ("the code changed", Ending(stop_reason="code_changed", code_changed="memsys.py changed"),
+     Outcome(EXIT_CODE_CHANGED, "paused", CODE_LINE)),
+    ("a code change wins over the error count", Ending(stop_reason="code_changed", code_changed="memsys.py changed",
+                                                       **OVER),
+     Outcome(EXIT_CODE_CHANGED, "paused", CODE_LINE)),
     ("a signal", Ending(stop_reason="interrupted"), Outcome(EXIT_INTERRUPTED, "interrupted", None)),
     ("a signal wins over the error count", Ending(stop_reason="interrupted", **OVER),
      Outcome(EXIT_INTERRUPTED, "interrupted", None)),
@@ -63,4 +74,5 @@ def test_each_ending_has_one_exit_status_status_and_line(ending, expected):
 def test_every_exit_status_but_the_judges_has_a_word_and_the_driver_names_the_same_numbers():
     assert {o.exit_code for _, _, o in TABLE} - {EXIT_JUDGE_GONE} <= set(STATUS_BY_EXIT)
     assert (run_driver.EXIT_COMPLETED, run_driver.EXIT_FAILED, run_driver.EXIT_BILLING, run_driver.EXIT_JUDGE_GONE,
-            run_driver.EXIT_COST_CAP, run_driver.EXIT_BATCH_STOPPED, run_driver.EXIT_INTERRUPTED) == (0, 1, 3, 2, 6, 7, 130)
+            run_driver.EXIT_COST_CAP, run_driver.EXIT_BATCH_STOPPED, run_driver.EXIT_CODE_CHANGED,
+            run_driver.EXIT_INTERRUPTED) == (0, 1, 3, 2, 6, 7, 8, 130)

@@ -63,15 +63,21 @@ def test_fake_server_run_labels_follow_the_answer_policy(tmp_path, fake_llm):
     assert all(q["body"]["temperature"] == 0 and q["body"]["n"] == 1 for q in judge_calls)
 
 
-def test_max_caps_this_invocation_and_resume_finishes_with_one_row_per_question(tmp_path, fake_llm):
+def test_max_picks_the_runs_items_once_and_a_resume_adds_none(tmp_path, fake_llm, capsys):
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
     assert run(project, "--run-id", "r", "--max", "5") == 0
-    assert len(completed(project, "r")) == 5
+    first_five = [it["question_id"] for it in json.loads(SAMPLE.read_text())[:5]]
+    assert sorted(completed(project, "r")) == sorted(first_five)
+    manifest = json.loads((run_dir(project, "r") / "manifest.json").read_text())
+    assert manifest["n_total"] == 5 and [i["question_id"] for i in manifest["items"]] == first_five
+    assert "not run yet" not in capsys.readouterr().err  # the run is complete: its items were five
     assert run(project, "--run-id", "r") == 0
     rows = judged_rows(project, "r")
-    assert len(rows) == N_SAMPLE and len({r["question_id"] for r in rows}) == N_SAMPLE
-    assert len(meta(project, "r")["invocations"]) == 2
+    assert len(rows) == 5 and len({r["question_id"] for r in rows}) == 5
+    m = meta(project, "r")
+    assert len(m["invocations"]) == 2 and m["invocations"][-1]["planned_now"] == 0
+    assert m["dataset"]["items"] == N_SAMPLE and m["counts"]["n_total"] == 5
 
 
 def test_item_error_is_recorded_not_completed_and_retried_on_resume(tmp_path, fake_llm):
@@ -426,9 +432,10 @@ def test_an_unforeseen_judge_failure_is_an_error_row_not_a_crash(tmp_path, monke
 def test_a_resume_continues_with_the_runs_own_settings_after_the_config_changed(tmp_path, fake_llm):
     from lme.core import config as config_mod
 
-    project = make_project(tmp_path / "p")
+    project = make_project(tmp_path / "p", concurrency=1)
     register_answers(fake_llm)
-    assert run(project, "--run-id", "keep", "--max", "3", "--target-option", "mode=direct") == 0
+    fake_llm.fail_next("400")  # the first item fails: the run stops with items pending
+    assert run(project, "--run-id", "keep", "--target-option", "mode=direct") == 1
     cfg = config_mod.load_config(project)
     cfg.update(target="offline", targetProvider="offline", targetModel="extractive", judgeProvider="offline",
                judgeModel="offline-containment-v1", targetOptions={})
@@ -477,16 +484,24 @@ def test_the_cost_gate_refuses_above_the_threshold_with_nothing_written_and_runs
     assert fake_llm.requests == [] and _nothing_written(project)
     assert run(project, "--run-id", "g", "--background") == 5 and _nothing_written(project)
     assert run(project, "--run-id", "g", "--max", "2", "--confirm-cost") == 0
-    assert run(project, "--run-id", "g", "--yes") == 0
-    assert len(completed(project, "g")) == N_SAMPLE
+    assert len(completed(project, "g")) == 2
+    assert run(project, "--run-id", "g2", "--yes") == 0
+    assert len(completed(project, "g2")) == N_SAMPLE
 
 
 def test_the_gate_counts_only_the_items_this_invocation_runs(tmp_path, fake_llm, capsys):
-    project = make_project(tmp_path / "p", confirmCostUsd=0.005)
+    from lme.core import config as config_mod
+
+    project = make_project(tmp_path / "p", confirmCostUsd=1000, concurrency=1)
     register_answers(fake_llm)
-    assert run(project, "--run-id", "part", "--max", "2") == 0  # two items cost well under half a cent
+    fake_llm.fail_next("400")  # the first item fails: the run stops with most items pending
+    assert run(project, "--run-id", "part") == 1
+    done = len(completed(project, "part"))
+    cfg = config_mod.load_config(project)
+    config_mod.write_config(project, {**cfg, "confirmCostUsd": 0.001}, force=True)
+    capsys.readouterr()
     assert run(project, "--run-id", "part") == 5
-    assert f"estimate: {N_SAMPLE - 2} items" in capsys.readouterr().out
+    assert f"estimate: {N_SAMPLE - done} items" in capsys.readouterr().out
 
 
 def test_an_unknown_price_gates_and_offline_or_dry_runs_never_do(tmp_path, fake_llm, capsys):
@@ -546,12 +561,19 @@ def test_an_approved_run_paused_at_max_cost_resumes_without_a_second_approval(tm
 
 
 def test_an_approval_covers_only_its_own_estimate(tmp_path, fake_llm, capsys):
-    project = make_project(tmp_path / "p", confirmCostUsd=0.001, cacheEnabled=False)
+    project = make_project(tmp_path / "p", confirmCostUsd=0.001, cacheEnabled=False, concurrency=1)
     register_answers(fake_llm)
-    assert run(project, "--run-id", "part", "--yes", "--max", "2") == 0  # approved: two items
-    assert run(project, "--run-id", "part") == 5  # the other 22 were never approved: the gate asks
+    fake_llm.fail_next("400")
+    assert run(project, "--run-id", "part", "--yes") == 1  # approved: the whole run; it stopped at an error
+    path = run_dir(project, "part") / "run-meta.json"
+    m = json.loads(path.read_text())
+    approved = m["invocations"][-1]["approved_usd"]
+    m["invocations"][-1]["approved_usd"] = approved / 1000  # as if the approval had covered a few items only
+    path.write_text(json.dumps(m))
+    done = len(completed(project, "part"))
+    assert run(project, "--run-id", "part") == 5  # the rest was never approved: the gate asks
     assert "cost gate: this run needs confirmation" in capsys.readouterr().out
-    assert len(completed(project, "part")) == 2
+    assert len(completed(project, "part")) == done
 
 
 def test_max_cost_needs_prices_and_a_positive_amount(tmp_path, capsys):
@@ -569,41 +591,44 @@ def test_a_resume_keeps_the_runs_no_cache(tmp_path, fake_llm):
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
     assert run(project, "--run-id", "warm") == 0  # every call is now in the cache
-    assert run(project, "--run-id", "cold", "--no-cache", "--max", "3") == 0
-    calls = len(fake_llm.requests)
+    fake_llm.fail_next("400")  # the cold run stops at its first item's error, the rest pending
+    assert run(project, "--run-id", "cold", "--no-cache", "--concurrency", "1") == 1
+    calls, done = len(fake_llm.requests), len(completed(project, "cold"))
     assert run(project, "--run-id", "cold") == 0  # no --no-cache: the run's own choice is kept
     m = meta(project, "cold")
     assert m["settings"]["cache_read"] is False
     assert m["invocations"][-1]["cache"]["read"] is False and m["invocations"][-1]["cached_calls"] == 0
-    assert len(fake_llm.requests) - calls == 2 * (N_SAMPLE - 3)  # a reader and a judge call per item, made afresh
+    assert len(fake_llm.requests) - calls == 2 * (N_SAMPLE - done)  # a reader and a judge call per item, afresh
 
 
-def test_a_run_cut_by_max_prints_the_command_that_finishes_it(tmp_path, fake_llm, capsys):
+def test_a_failed_max_run_prints_the_command_that_finishes_its_items(tmp_path, fake_llm, capsys):
     import shlex
     import subprocess
 
-    project = make_project(tmp_path / "p")
+    project = make_project(tmp_path / "p", concurrency=1)
     register_answers(fake_llm)
-    assert run(project, "--run-id", "cut", "--max", "5") == 0
+    fake_llm.fail_next("400")
+    assert run(project, "--run-id", "cut", "--max", "5") == 1
     err = capsys.readouterr().err
-    assert f"{N_SAMPLE - 5} items not run yet; finish with: " in err
+    pending = 5 - len(completed(project, "cut"))
+    assert f"{pending} of this run's 5 items pending; resume with: " in err
     assert f"in Claude Code: {command_names.RUN} --run-id cut" in err
-    command = err.split("finish with: ", 1)[1].splitlines()[0]
+    command = err.split("resume with: ", 1)[1].splitlines()[0]
     assert subprocess.run(shlex.split(command) + ["--progress", "quiet", "--no-scorecard"], capture_output=True,
                           text=True, timeout=120).returncode == 0
-    assert len(completed(project, "cut")) == N_SAMPLE
+    assert len(completed(project, "cut")) == 5
 
 
 def test_progress_status_prints_the_status_line_at_the_end(tmp_path, capsys):
     project = make_project(tmp_path / "p")
     assert run_benchmark.main(["--project", str(project), "--offline", "--run-id", "st", "--progress", "status",
                                "--no-scorecard", "--max", "4"]) == 0
-    assert run_benchmark.main(["--project", str(project), "--offline", "--run-id", "st", "--progress", "status",
+    assert run_benchmark.main(["--project", str(project), "--offline", "--run-id", "st2", "--progress", "status",
                                "--no-scorecard"]) == 0
     lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("completed")]
-    assert lines[0].startswith("completed  4/24 done (4 judged, 0 errors)  acc ")
+    assert lines[0].startswith("completed  4/4 done (4 judged, 0 errors)  acc ")
     assert lines[1].startswith(f"completed  {N_SAMPLE}/{N_SAMPLE} done ({N_SAMPLE} judged, 0 errors)")
-    assert "$0.0000" in lines[1] and "items/min" in lines[1] and lines[1].endswith("run st")
+    assert "$0.0000" in lines[1] and "items/min" in lines[1] and lines[1].endswith("run st2")
 
 
 def test_resuming_a_finished_run_reuses_its_scorecard(tmp_path, capsys):

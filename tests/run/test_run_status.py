@@ -86,10 +86,18 @@ def test_each_state_has_its_exit_status_and_the_resumable_ones_print_the_resume(
         assert "--max-cost <a higher USD>" in out
 
 
-def test_a_run_cut_by_max_says_how_to_finish_it(tmp_path, capsys):
+def test_a_max_run_is_complete_at_its_items_and_an_older_cut_run_says_how_to_finish_it(tmp_path, capsys):
     project = make_project(tmp_path / "p")
     offline_run(project, "cut", "--max", "5")
     capsys.readouterr()
+    assert status(project, "--run-id", "cut") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("completed  5/5 done") and "resume" not in out and "finish" not in out
+    # a run made before a run's items were fixed at its start listed the whole dataset, --max cut each invocation
+    items = [{"question_id": it["question_id"], "question_type": it["question_type"]}
+             for it in json.loads(SAMPLE.read_text())]
+    (run_dir(project, "cut") / "manifest.json").write_text(json.dumps(
+        {"schemaVersion": "1.0.0", "n_total": N_SAMPLE, "items": items}))
     assert status(project, "--run-id", "cut") == 0
     out = capsys.readouterr().out
     assert f"{N_SAMPLE - 5} items not run yet; finish with: " in out

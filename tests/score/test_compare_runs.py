@@ -6,29 +6,47 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pytest
 
 from lme.cli import compare_runs
 from lme.score import run_comparison
+from lme.score import run_differences
 from lme.store import run_store
 from lme.core.errors import UserError, run_main
 from factories import KU, MS, SSU, TR, official_row, write_run
 from lme.core.facts import OFFICIAL_JUDGE_MODEL
 
 
+def code(files: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
+    """A code version's id and its run-meta invocation entry, for files ``{path: content}``."""
+    hashes = {p: hashlib.sha256(c.encode()).hexdigest() for p, c in files.items()}
+    code_id = hashlib.sha256("".join(f"{p}\t{h}\n" for p, h in sorted(hashes.items())).encode()).hexdigest()[:16]
+    return code_id, {"code": {"id": code_id, "files": hashes, "sources": ["python file memsys.py"], "git": None}}
+
+
 def pair(tmp_path: Path, before: Mapping[str, bool | None], after: Mapping[str, bool | None],
-         types: Mapping[str, str] | None = None, **kw_b: Any) -> tuple[Path, Path]:
+         types: Mapping[str, str] | None = None, *, code_a: Mapping[str, str] | None = None,
+         code_b: Mapping[str, str] | None = None, items_a: Sequence[str] | None = None,
+         items_b: Sequence[str] | None = None, **kw_b: Any) -> tuple[Path, Path]:
+    """Runs ``before`` and ``after`` (label per id; None: an error row), of the code ``code_a`` / ``code_b`` (files
+    -> contents; None: rows that record none), over the item sets ``items_a`` / ``items_b`` (default: every id)."""
     ids = list(before) + [q for q in after if q not in before]
     types = types or {q: SSU for q in ids}
-    items = [(q, types[q]) for q in ids]
-    a = write_run(tmp_path / "before", items, [official_row(q, types[q], v, hypothesis=f"A {q}") for q, v in before.items()])
-    b = write_run(tmp_path / "after", items, [official_row(q, types[q], v, hypothesis=f"B {q}") for q, v in after.items()],
-                  **kw_b)
-    return a, b
+    dirs = []
+    for name, letter, labels, files, item_ids, fields in (("before", "A", before, code_a, items_a, {}),
+                                                          ("after", "B", after, code_b, items_b, kw_b)):
+        code_id, invocation = code(files) if files is not None else (None, None)
+        extra = {"code": code_id} if code_id else {}
+        if invocation is not None:
+            fields = {**fields, "invocations": [invocation]}
+        rows = [official_row(q, types[q], v, hypothesis=f"{letter} {q}", **extra) for q, v in labels.items()]
+        dirs.append(write_run(tmp_path / name, [(q, types[q]) for q in (item_ids or ids)], rows, **fields))
+    return dirs[0], dirs[1]
 
 
 def test_five_fixes_no_regressions_gives_p_0_0625(tmp_path):
@@ -49,24 +67,45 @@ def test_five_fixes_no_regressions_gives_p_0_0625(tmp_path):
     assert res["forced"] is False
 
 
-def test_errors_and_not_run_count_as_wrong_and_net_is_per_type(tmp_path):
-    types = {"s1": SSU, "s2": SSU, "m1": MS, "m2": MS, "t1": TR}
-    before = {"s1": True, "s2": None, "m1": True, "m2": True, "t1": True}   # s2 error
-    after = {"s1": None, "s2": True, "m1": False, "m2": True}                # s1 error, t1 not run
+def test_errors_and_items_not_run_are_counted_apart_never_as_fixes_or_regressions(tmp_path):
+    types = {"s1": SSU, "s2": SSU, "m1": MS, "m2": MS, "t1": TR, "k1": KU}
+    before = {"s1": True, "s2": None, "m1": True, "m2": True, "t1": True, "k1": None}   # s2, k1 errors
+    after = {"s1": None, "s2": True, "m1": False, "m2": True}                # s1 error; t1, k1 not run
     a, b = pair(tmp_path, before, after, types)
     res_record = run_comparison.compare(a, b)
     res = res_record.to_dict()
-    assert (res["fixes"], res["regressions"], res["net"]) == (1, 3, -2)
-    assert res["per_type"][SSU] == {"n": 2, "fixes": 1, "regressions": 1, "net": 0, "both_right": 0,
-                                        "both_wrong": 0}
-    assert res["per_type"][MS]["net"] == -1 and res["per_type"][TR]["net"] == -1
-    assert res["per_type"][KU]["n"] == 0
-    t1 = next(c for c in res["changed"] if c["question_id"] == "t1")
-    assert t1["after_status"] == "not_run" and t1["hypothesis_after"] is None
-    s1 = next(c for c in res["changed"] if c["question_id"] == "s1")
-    assert s1["after_status"] == "error"
-    # b=3 regressions, c=1 fix: p = 2 * (C(4,0)+C(4,1)) / 16 = 10/16
-    assert res["p_value"] == pytest.approx(0.625)
+    assert (res["n_compared"], res["fixes"], res["regressions"], res["net"]) == (2, 0, 1, -1)
+    assert res["per_type"][MS] == {"n": 2, "fixes": 0, "regressions": 1, "net": -1, "both_right": 1,
+                                   "both_wrong": 0}
+    assert res["per_type"][SSU]["n"] == res["per_type"][TR]["n"] == res["per_type"][KU]["n"] == 0
+    assert [c["question_id"] for c in res["changed"]] == ["m1"]
+    assert res["not_compared"] == {"n": 4, "judged_only_in_a": ["t1"], "judged_only_in_b": [], "error_in_a": ["s2"],
+                                   "error_in_b": ["s1"], "judged_in_neither": ["k1"]}
+    assert res["accuracy_a"] == 1.0 and res["accuracy_b"] == 0.5  # over the two items both judged
+    assert res["p_value"] == pytest.approx(1.0)  # one discordant pair: b=1, c=0
+    markdown = run_comparison.render_markdown(res_record)
+    assert ("Not compared (outside every figure above): 1 judged only in before, 1 an error in before, 1 an error "
+            "in after, 1 judged in neither.") in markdown and "- an error in after: s1" in markdown
+
+
+@pytest.mark.parametrize("items_b", [None, "own"], ids=["same item set", "a smaller item set"])
+def test_a_run_of_twenty_items_against_one_of_forty_invents_no_fix(tmp_path, items_b, capsys):
+    """The finding: a 40-item run compared with a 20-item run of the same code counted the 20 items the first run
+    never ran as wrong there, so the second run's right answers on them became fixes (p 0.0039)."""
+    labels = {f"q{i:02d}": i % 3 != 0 for i in range(40)}
+    short = {q: v for q, v in labels.items() if int(q[1:]) < 20}
+    same = {"memsys.py": "def generate(item, ctx): ..."}
+    a, b = pair(tmp_path, short, labels, code_a=same, code_b=same,
+                items_b=None if items_b is None else list(labels), items_a=None if items_b is None else list(short))
+    res = run_comparison.compare(a, b).to_dict()
+    assert (res["n_compared"], res["fixes"], res["regressions"], res["p_value"]) == (20, 0, 0, 1.0)
+    assert res["not_compared"]["judged_only_in_b"] == [f"q{i:02d}" for i in range(20, 40)]
+    assert res["forced"] is False and res["code"]["same"] is True
+    assert compare_runs.main([str(a), str(b), "--html"]) == 0
+    assert "Not compared (outside every figure above): 20 judged only in after." in capsys.readouterr().out
+    page = (b / "compare-before.html").read_text(encoding="utf-8")
+    assert ("The figures count the items both runs judged. Not compared: 20 judged only in after." in page
+            and "20 items judged in both" in page)
 
 
 @pytest.mark.parametrize("b,c,expected", [(0, 0, 1.0), (5, 0, 0.0625), (0, 5, 0.0625), (3, 3, 1.0),
@@ -79,7 +118,6 @@ def test_mcnemar_exact_p(b, c, expected):
     ({"judge": {"provider": "openai", "model": "gpt-4o-mini", "official": False}}, "judge differs"),
     ({"judge": {"provider": "offline", "model": "containment", "official": False}}, "judge differs"),
     ({"sha": "0" * 64}, "dataset sha256 differs"),
-    ({"n_total": 9}, "n_total differs"),
 ])
 def test_unlike_runs_are_refused_unless_forced(tmp_path, kw, needle, capsys):
     a, b = pair(tmp_path, {"q1": False, "q2": True}, {"q1": True, "q2": True}, **kw)
@@ -186,18 +224,47 @@ def test_scorecard_compare_prints_one_line_with_the_figures_and_what_differs_bet
     capsys.readouterr()
     assert scorecard.main([str(b), "7", "_s", "after", "--no-charts", "--compare", str(a)]) == 0
     line = capsys.readouterr().err.rstrip().splitlines()[-1]
-    assert line == ("compare before (before) -> after (after), 7 items: fixes 5, regressions 1, net +4, exact McNemar "
-                    "p 0.2188; what differs: target: t -> rag; target model: p:m -> openai:gpt-4o-mini; target option "
-                    "top_k: (default) -> 5; judge repeats: 1 -> 3")
+    assert line == ("compare before (before) -> after (after), 7 items judged in both: fixes 5, regressions 1, net +4, "
+                    "exact McNemar p 0.2188; what differs: target: t -> rag; target model: p:m -> openai:gpt-4o-mini; "
+                    "target option top_k: (default) -> 5; judge repeats: 1 -> 3; the code of the compared rows is not "
+                    "all recorded")
     page = (b / "compare-before.html").read_text(encoding="utf-8")
     assert "what differs: target: t -&gt; rag; target model: p:m -&gt; openai:gpt-4o-mini" in page
     res_record = run_comparison.compare(a, b)
     res = res_record.to_dict()
     assert res["differences"][-1] == "judge repeats: 1 -> 3"
     assert "Runs: what differs: target: t -> rag;" in run_comparison.render_markdown(res_record)
-    same_record = run_comparison.compare(*pair(tmp_path / "same", before, after))
-    same = same_record.to_dict()
-    assert same["differences"] == [] and "same target, models, options and code" in run_comparison.render_markdown(same_record)
+    unknown = run_comparison.compare(*pair(tmp_path / "unknown", before, after))
+    assert unknown.differences == () and "code" not in run_differences.describe_runs(unknown).split(";")[0]
+    assert run_differences.describe_runs(unknown) == ("same target, models and options; the code of the compared "
+                                                      "rows is not all recorded")  # never "same code" unrecorded
+    files = {"memsys.py": "v1"}
+    same_record = run_comparison.compare(*pair(tmp_path / "same", before, after, code_a=files, code_b=files))
+    assert same_record.differences == () and "same target, models, options and code" in \
+        run_comparison.render_markdown(same_record)
+
+
+def test_the_comparison_names_the_files_whose_code_differs(tmp_path, capsys):
+    """The finding: after memsys.py was edited, ``scorecard.py --compare`` printed "same target, models, options
+    and code" (the recorded hash was the adapter's). Each row now carries its code; the comparison names the files."""
+    from lme.cli import scorecard
+
+    before = {f"q{i}": i % 2 == 0 for i in range(6)}
+    after = {f"q{i}": True for i in range(6)}
+    v1 = {"memsys.py": "v1", "helpers.py": "h", "old.py": "o"}
+    v2 = {"memsys.py": "v2", "helpers.py": "h", "new.py": "n"}
+    a, b = pair(tmp_path, before, after, code_a=v1, code_b=v2)
+    capsys.readouterr()
+    assert scorecard.main([str(b), "6", "_s", "after", "--no-charts", "--compare", str(a)]) == 0
+    line = capsys.readouterr().err.rstrip().splitlines()[-1]
+    id1, id2 = code(v1)[0][:8], code(v2)[0][:8]
+    assert line.endswith(f"what differs: code: {id1} -> {id2} (changed memsys.py; added new.py; removed old.py)")
+    assert "same" not in line
+    res = run_comparison.compare(a, b).to_dict()
+    assert res["code"]["same"] is False and res["code"]["files"] == {"changed": ["memsys.py"], "added": ["new.py"],
+                                                                    "removed": ["old.py"]}
+    page = (b / "compare-before.html").read_text(encoding="utf-8")
+    assert f"code: {id1} -&gt; {id2} (changed memsys.py; added new.py; removed old.py)" in page
 
 
 def test_the_comparison_is_a_record_whose_json_is_compare_runs_json(tmp_path, capsys):
@@ -214,3 +281,15 @@ def test_the_comparison_is_a_record_whose_json_is_compare_runs_json(tmp_path, ca
     assert Comparison.from_dict(json.loads(json.dumps(printed))) == record
     assert record.changed[0].question_id == printed["changed"][0]["question_id"]
     assert run_differences.summary_line(record).startswith(f"compare {record.run_a.run_id} (before)")
+
+
+def test_a_run_whose_rows_record_no_code_is_never_called_the_same_code(tmp_path):
+    """Rows made before rows recorded their code: the comparison says the code is not recorded, whatever the other
+    run holds, and names no files."""
+    before, after = {"q1": True, "q2": False}, {"q1": True, "q2": True}
+    res = run_comparison.compare(*pair(tmp_path, before, after, code_b={"memsys.py": "v2"}))
+    assert res.code.same is None and res.code.files.to_dict() == {"changed": [], "added": [], "removed": []}
+    assert res.differences[-1] == f"code: not recorded -> {code({'memsys.py': 'v2'})[0][:8]} (a run's rows do not " \
+                                  "all record their code)"
+    assert "same" not in run_differences.describe_runs(res) and "not all recorded" not in \
+        run_differences.describe_runs(res)

@@ -77,7 +77,9 @@ def test_real_scoring_path_passes_every_check(capsys):
     assert selftest_scoring_cli.main([]) == 0
     out = capsys.readouterr().out
     assert "| all I don't know | strict macro | 0.2222 | 0.2222 | pass |" in out
-    assert "| compare A -> B (strict labels, exact McNemar) | p_value | 0.2188 | 0.2188 | pass |" in out
+    assert "| compare A -> B (items both judged, exact McNemar) | p_value | 0.6250 | 0.6250 | pass |" in out
+    assert ("| compare A -> B (items both judged, exact McNemar) | not compared: error_in_a | ssa-1, tr-2_abs | "
+            "ssa-1, tr-2_abs | pass |") in out
     scenarios = {c["scenario"] for c in checks}
     assert {"stored run A (reader output, shards)", "stored run B (a hypotheses file)",
             "stored run A without the registry's gold errors", "stored run A retrieval (session level)",

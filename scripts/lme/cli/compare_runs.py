@@ -10,8 +10,10 @@ Usage:
 than two runs it prints "need two runs to compare" and exits 0.
 
 Each argument is a run directory (or a snapshot of one): it holds item-results.jsonl, run-meta.json and
-manifest.json. Labels are strict: an error row or an item never run counts as wrong. Runs judged differently, on a
-different dataset file, or over a different number of items are refused unless --force, and forced output says so.
+manifest.json. The figures (fixes, regressions, McNemar, per type) count only the items both runs judged; the
+others are counted apart and named: judged only in one run (the other never ran it), an error row in one, judged in
+neither. Runs judged differently or on a different dataset file are refused unless --force, and forced output says
+so. What differs between the runs is named, the code file by file (each row records the code that made it).
 Two runs of the same hypotheses (every common question has the same hypothesis text) with different judges are a
 judge comparison: --judge-comparison (or --force) compares them, and the output says so, with the judges' label
 agreement and Cohen's kappa (judge_agreement.py measures a candidate against the official verdicts the same way).
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli_parser.add_project_argument(parser, "project root for --latest (default: current dir)")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of Markdown")
     parser.add_argument("--force", action="store_true",
-                        help="compare even when judge, dataset sha256 or n_total differ (output says so)")
+                        help="compare even when the judge or the dataset sha256 differ (output says so)")
     parser.add_argument("--judge-comparison", action="store_true",
                         help="the runs judged the same hypotheses (e.g. run_benchmark.py --hypotheses FILE twice) "
                              "with different judges: compare the judges (label agreement, kappa, flips); refused "

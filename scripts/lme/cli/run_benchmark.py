@@ -18,7 +18,8 @@ Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error (or th
 line names the verdict archive, the Azure route and --successor; those items stay pending), 3 blocked on billing,
 5 the estimate is above confirmCostUsd (nothing was started: ask, then add --yes), 6 paused at the --max-cost cap
 (resumable with a higher cap), 7 stopped at a cancelled batch (``--batch``: what ran is recorded, a resume submits
-the rest), 130 interrupted. ``--background`` exits 0 once the worker started (its own exit
+the rest), 8 stopped because the target's code changed during the run (the line names the file; resumable: the
+rest runs with the new code), 130 interrupted. ``--background`` exits 0 once the worker started (its own exit
 status is in its run-meta and log; run_status.py reports it).
 The run itself is ``run_driver``'s (one writer per run directory, a lock; an item that fails after retries gets
 an error row and is never marked completed).
@@ -52,6 +53,7 @@ from lme.models import provider_routes
 from lme.models import recent_probes
 from lme.run import judge_route
 from lme.run import driver as run_driver
+from lme.run import state as run_state
 from lme.run import settings as run_settings
 from lme.run import status as run_status
 from lme.run import unattended_gate
@@ -74,13 +76,22 @@ def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> 
         report_outputs.score_project_run(Path(settings.project), run_id)
 
 
+def _refuse_misuse(args: argparse.Namespace, settings: RunSettings) -> None:
+    """Arguments that contradict each other or the run they name: ``--json`` without ``--dry-run``; on a resume, a
+    ``--max`` naming another count (a run's items are chosen once, when it starts: a resume finishes them)."""
+    if args.json and not args.dry_run:
+        raise UserError("--json is the dry run's machine-readable form; a run prints its scorecard",
+                        fix="add --dry-run, or use --progress json for a run's records")
+    run_state.check_resume_max(settings, args.run_id)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = cli_parser.ArgumentParser(
         prog="run_benchmark.py",
         description="Run (or resume) a LongMemEval benchmark: generate, judge, checkpoint, score.",
         epilog="Exit status: 0 completed, 1 failed (resumable), 2 user error, 3 billing, 5 estimate above "
                "confirmCostUsd (add --yes after asking), 6 paused at --max-cost, 7 a batch was cancelled "
-               "(resumable), 130 interrupted. "
+               "(resumable), 8 the target's code changed during the run (resumable), 130 interrupted. "
                "--background: 0 once started; then run_status.py --run-id ID --wait 100.",
     )
     run_settings.add_arguments(parser)
@@ -96,9 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     project = Path(args.project).resolve()
     cfg = config_mod.load_config(project)
     settings = run_settings.resolve(cfg, args, project)
-    if args.json and not args.dry_run:
-        raise UserError("--json is the dry run's machine-readable form; a run prints its scorecard",
-                        fix="add --dry-run, or use --progress json for a run's records")
+    _refuse_misuse(args, settings)
     unattended_gate.check_worker(args)
     loop_session = unattended.loop_session(loop_flag=args.loop)
     if loop_session is not None:  # an agent with standing permissions: code only from the config
@@ -130,7 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
     approved = cost_gate.approval_to_record(settings, args.run_id) if args.yes else None  # a resume needs no second yes
     options = run_driver.RunOptions(progress_mode=progress, max_cost=args.max_cost, approved_usd=approved,
-                                    loop_check=loop_rules.check_settings)
+                                    loop_check=loop_rules.check_settings,
+                                    code_paths=tuple(loop_rules.fix_paths(project)))
     code, root = run_driver.execute(settings, args.run_id, options, scanned=scanned,
                                     on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
     run_id = root.name
@@ -141,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError(f"run {run_id} stopped: {meta.error or judge_official.CONTINUITY_HINT}; the items it could "
                         f"not judge stay pending (resume with --run-id {run_id})")
     print(f"run {run_id}: {run_driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)
+    if code == run_driver.EXIT_CODE_CHANGED:  # which file, and that the rest waits for a resume
+        meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
+        print(f"run {run_id} {meta.error}", file=sys.stderr)
     if code == run_driver.EXIT_COST_CAP:
         print(run_driver.resume_hint(settings, run_id, note=" --max-cost <a higher USD>"), file=sys.stderr)
     elif code != run_driver.EXIT_COMPLETED:

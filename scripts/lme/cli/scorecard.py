@@ -97,7 +97,7 @@ def _parser() -> cli_parser.ArgumentParser:
     parser.add_argument("--compare", metavar="OTHER_RUN",
                         help="also write compare-<OTHER>.html: OTHER_RUN (a run id or directory) before, this run after")
     parser.add_argument("--force", action="store_true",
-                        help="with --compare: compare even when judge, dataset sha256 or n_total differ (page says so)")
+                        help="with --compare: compare even when the judge or the dataset sha256 differ (page says so)")
     parser.add_argument("--rescore", action="store_true",
                         help="score even when nothing scoring reads changed since the last scoring (default: reuse)")
     return parser

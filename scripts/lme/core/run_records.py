@@ -110,7 +110,7 @@ class RowCost:
 
 _ROW_KEYS = ("schemaVersion", "question_id", "question_type", "question", "answer", "abstention", "status",
              "hypothesis", "judgment", "latencyMs", "tokensIn", "tokensOut", "target", "retrieval", "cost", "calls",
-             "error", "finished_at", "prompt_keys")
+             "error", "finished_at", "prompt_keys", "code")
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,9 @@ class ResultRow:
     finished_at: str = ""
     prompt_keys: tuple[str, ...] | None = None
     """``ChatRequest.key()`` of each request the target sent (the requests are in the run's prompts.jsonl)."""
+    code: str | None = None
+    """``CodeVersion.id`` of the code that made the row (the full record is in its invocation's run-meta entry);
+    None: made before rows recorded it, or no file of the target's code could be fingerprinted."""
     schemaVersion: str = SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Fields of a newer minor version this one does not know: kept, and written back."""
@@ -203,6 +206,8 @@ class ResultRow:
         }
         if self.prompt_keys is not None:
             d["prompt_keys"] = list(self.prompt_keys)
+        if self.code is not None:
+            d["code"] = self.code
         d.update(self.extra)
         return d
 
@@ -231,6 +236,7 @@ class ResultRow:
             error=RowError.from_dict(error) if isinstance(error, Mapping) else None,
             finished_at=str(d.get("finished_at") or ""),
             prompt_keys=None if keys is None else tuple(str(k) for k in keys),
+            code=d["code"] if isinstance(d.get("code"), str) else None,
             schemaVersion=str(d.get("schemaVersion", SCHEMA_VERSION)),
             extra={k: v for k, v in d.items() if k not in _ROW_KEYS},
         )
@@ -354,10 +360,92 @@ class Invocation(MetaBlock):
     cached_calls: int | None = None
     retries: int | None = None
     endpoints: Mapping[str, Any] | None = None
+    code: Mapping[str, Any] | None = None
+    """The code this invocation ran (``CodeVersion.to_dict``); None in invocations of older versions."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     key_order: tuple[str, ...] = ()
     _FIELDS = ("started_at", "finished_at", "status", "exit_status", "duration_seconds", "pending_before",
-               "planned_now", "evaluated", "errors", "calls", "cached_calls", "retries", "endpoints")
+               "planned_now", "evaluated", "errors", "calls", "cached_calls", "retries", "endpoints", "code")
+
+    @property
+    def code_version(self) -> "CodeVersion | None":
+        return CodeVersion.from_dict(self.code) if isinstance(self.code, Mapping) else None
+
+
+@dataclass(frozen=True)
+class FileChanges:
+    """The files that differ between two ``CodeVersion``s: changed (in both, other bytes), added, removed."""
+
+    changed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.added or self.removed)
+
+    def describe(self, most: int = 5) -> str:
+        """``changed memsys.py; added helper.py`` (at most ``most`` names per kind, then how many more)."""
+        def names(paths: tuple[str, ...]) -> str:
+            shown = ", ".join(paths[:most])
+            return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+        return "; ".join(f"{kind} {names(paths)}" for kind, paths in
+                         (("changed", self.changed), ("added", self.added), ("removed", self.removed)) if paths)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"changed": list(self.changed), "added": list(self.added), "removed": list(self.removed)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "FileChanges":
+        return cls(*(tuple(str(p) for p in d.get(k) or ()) for k in ("changed", "added", "removed")))
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    """The code an invocation ran (``invocations[].code`` of run-meta.json): each file that makes the target's
+    answers with its sha256, what was fingerprinted (``sources``) and ``id``, one digest of them all that each row
+    the invocation wrote carries as ``code``. See ``lme.run.code_version`` for which files a target has."""
+
+    id: str | None
+    """The first 16 hex digits of the sha256 over the sorted (path, sha256) pairs; None when no file could be
+    fingerprinted (then no row carries a ``code``, and no comparison calls the code the same)."""
+    files: Mapping[str, str] = field(default_factory=dict)
+    """Path (relative to the project when inside it, to the plugin for its built-in targets) -> sha256."""
+    sources: tuple[str, ...] = ()
+    """What was fingerprinted, one phrase each (``python file memsys.py``, ``folder memory_system/ (git)``)."""
+    git: Mapping[str, Any] | None = None
+    """For files in the project's git work tree: ``commit`` (HEAD) and ``uncommitted`` (those files that differ
+    from it or are untracked); None outside git."""
+    capped: bool = False
+    """A folder held more files than are fingerprinted (``code_version.MAX_FILES``): only the first were."""
+    note: str | None = None
+    """Why nothing (or not everything) could be fingerprinted, with what to do."""
+
+    def changes_to(self, other: "CodeVersion") -> FileChanges:
+        """The files that differ from this version to ``other``."""
+        a, b = self.files, other.files
+        return FileChanges(changed=tuple(sorted(p for p in a if p in b and a[p] != b[p])),
+                           added=tuple(sorted(p for p in b if p not in a)),
+                           removed=tuple(sorted(p for p in a if p not in b)))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "files": dict(self.files), "sources": list(self.sources),
+                               "git": None if self.git is None else dict(self.git)}
+        if self.capped:
+            out["capped"] = True
+        if self.note:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CodeVersion":
+        files = d.get("files") if isinstance(d.get("files"), Mapping) else {}
+        git = d.get("git")
+        return cls(id=d["id"] if isinstance(d.get("id"), str) else None,
+                   files={str(k): str(v) for k, v in files.items()},
+                   sources=tuple(str(s) for s in d.get("sources") or ()),
+                   git=dict(git) if isinstance(git, Mapping) else None, capped=bool(d.get("capped")),
+                   note=d["note"] if isinstance(d.get("note"), str) else None)
 
 
 # --------------------------------------------------------------------------- manifest
@@ -385,6 +473,11 @@ class Manifest:
     @property
     def question_ids(self) -> list[str]:
         return [i.question_id for i in self.items]
+
+    def first(self, n: int) -> "Manifest":
+        """The first ``n`` items (all when there are fewer): the item set of a run started with ``--max n``."""
+        return self if n >= self.n_total else Manifest(items=self.items[:n], n_total=min(n, len(self.items)),
+                                                       schemaVersion=self.schemaVersion)
 
     def types(self) -> dict[str, str]:
         return {i.question_id: i.question_type for i in self.items}

@@ -1,5 +1,11 @@
 """Keep or revert a fix: compare the pre-fix snapshot with the post-fix run and apply the loop's decision table.
 
+The comparison (``run_comparison.compare``) counts only the items both sides judged and names the rest. The snapshot
+and the run hold one item set, so a decision also counts, strictly, the items the comparison leaves out whose label
+changed: an item the re-test left as an error row (or without a row, with ``--allow-errors``) that the snapshot had
+right is a regression (the fix broke it), one the snapshot had as an error and the re-test gets right is a fix.
+The record names them (``error_flips``) and the code that changed between the two sides (``code``).
+
 The command (its parser, ``main()`` and help text) is ``lme/cli/decide.py``."""
 
 from __future__ import annotations
@@ -55,16 +61,34 @@ def within_noise(noise: Mapping[str, Any], net: int) -> bool:
     return bool(noise.get("measured")) and noise["low"] <= net <= noise["high"]
 
 
-def parts(comparison: Comparison, failing: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
+def parts(flips: Mapping[str, bool], failing: Sequence[str], control: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Fixes and regressions per part of the re-test set: ``failing`` (wrong in the snapshot: it can only be
-    fixed) and ``control`` (right in the snapshot: it can only be broken)."""
-    flipped = {c.question_id: c for c in comparison.changed}
+    fixed) and ``control`` (right in the snapshot: it can only be broken). ``flips``: ``strict_flips``."""
     out = {}
     for name, ids in (("failing", failing), ("control", control)):
-        changes = [flipped[q] for q in ids if q in flipped]
-        out[name] = {"n": len(ids), "fixes": sum(1 for c in changes if c.after),
-                     "regressions": sum(1 for c in changes if not c.after)}
+        changes = [flips[q] for q in ids if q in flips]
+        out[name] = {"n": len(ids), "fixes": sum(1 for fixed in changes if fixed),
+                     "regressions": sum(1 for fixed in changes if not fixed)}
     return out
+
+
+def error_flips(comparison: Comparison, snapshot_rows: Mapping[str, ResultRow],
+                run_rows: Mapping[str, ResultRow]) -> dict[str, bool]:
+    """The items the comparison leaves out (an error row, or no row, on one side) whose strict label still changed
+    between the snapshot and the run: ``{question_id: fixed?}``."""
+    left_out = comparison.not_compared
+    out = {}
+    for qid in (*left_out.error_in_a, *left_out.error_in_b, *left_out.judged_only_in_a, *left_out.judged_only_in_b):
+        before = qid in snapshot_rows and snapshot_rows[qid].correct
+        after = qid in run_rows and run_rows[qid].correct
+        if before != after:
+            out[qid] = after
+    return out
+
+
+def strict_flips(comparison: Comparison, errors: Mapping[str, bool]) -> dict[str, bool]:
+    """Every flip a decision counts: the comparison's (items both sides judged) and ``error_flips``."""
+    return {**{c.question_id: c.after for c in comparison.changed}, **errors}
 
 
 def readiness_problems(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]) -> list[str]:
@@ -224,9 +248,14 @@ def _retest_set(project: Path, pair: _ReadyPair) -> _RetestSet:
 def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, retest: _RetestSet, *,
                      reusable: bool, fix_commit: str | None) -> dict[str, Any]:
     """The decisions.jsonl record: the comparison, the decision on it, the re-test set and its noise band."""
-    decided_net = comparison.net_excluding_flaky
+    errors = error_flips(comparison, pair.snap_rows, pair.run_rows)
+    flips = strict_flips(comparison, errors)
+    fixes = sum(1 for fixed in flips.values() if fixed)
+    regressions = len(flips) - fixes
+    decided_net = fixes - regressions - comparison.flaky_flips.net
     decision = decide(decided_net, reusable)  # a flip of an unstable label is noise
     failing, control = list(retest.failing), list(retest.control)
+    per_type = _per_type(comparison, errors, pair.snap_rows, pair.run_rows)
     floor = noise_floor.measured_for(project, run_store.read_meta(pair.run_dir))
     noise = noise_floor.band(floor, [pair.snap_rows[q].question_type for q in failing],
                              [pair.snap_rows[q].question_type for q in control])
@@ -237,22 +266,27 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
         "run_id": pair.run_id,
         "fix_commit": fix_commit,
         "reusable": reusable,
-        "fixes": comparison.fixes,
-        "regressions": comparison.regressions,
-        "net": comparison.net,
+        "fixes": fixes,
+        "regressions": regressions,
+        "net": fixes - regressions,
         "flaky_flips": comparison.flaky_flips.to_dict(),
-        "net_excluding_flaky": comparison.net_excluding_flaky,
-        "p_value": comparison.p_value,
-        "per_type_net": {t: b.net for t, b in comparison.per_type.items() if b.n},
+        "net_excluding_flaky": decided_net,
+        "p_value": compare_runs.mcnemar_exact_p(regressions, fixes),
+        "judged_in_both": {"n": comparison.n_compared, "fixes": comparison.fixes,
+                           "regressions": comparison.regressions},
+        "error_flips": {"fixes": sum(1 for fixed in errors.values() if fixed),
+                        "regressions": sum(1 for fixed in errors.values() if not fixed), "ids": sorted(errors)},
+        "not_compared": comparison.not_compared.to_dict(),
+        "code": None if comparison.code is None else comparison.code.to_dict(),
+        "per_type_net": {t: b["net"] for t, b in per_type.items() if b["n"]},
         "retested": len(retest.changed_ids),
         "retest_ids": list(retest.ids),
         "retest_set": {"size": len(failing) + len(control), "failing": len(failing), "control": len(control),
                        "control_sampled": retest.control_sampled, "recorded": bool(retest.recorded),
-                       "parts": parts(comparison, failing, control)},
+                       "parts": parts(flips, failing, control)},
         "noise": {**noise, "within": within_noise(noise, decided_net),
                   "measured_at": None if floor is None else floor.get("measured_at")},
-        "per_type": {t: {"n": b.n, "fixes": b.fixes, "regressions": b.regressions, "net": b.net}
-                     for t, b in comparison.per_type.items() if b.n},
+        "per_type": {t: b for t, b in per_type.items() if b["n"]},
         "decision": decision,
         "label": decision_label(decision, noise, decided_net),
         "applied": False,
@@ -264,6 +298,20 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
     except UserError:
         record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
     return record
+
+
+def _per_type(comparison: Comparison, errors: Mapping[str, bool], snapshot_rows: Mapping[str, ResultRow],
+              run_rows: Mapping[str, ResultRow]) -> dict[str, dict[str, int]]:
+    """Fixes, regressions and net per question type: the comparison's, plus the ``error_flips``."""
+    out = {t: {"n": b.n, "fixes": b.fixes, "regressions": b.regressions, "net": b.net}
+           for t, b in comparison.per_type.items()}
+    for qid, fixed in errors.items():
+        row = snapshot_rows.get(qid) or run_rows[qid]
+        bucket = out.setdefault(row.question_type, {"n": 0, "fixes": 0, "regressions": 0, "net": 0})
+        bucket["n"] += 1
+        bucket["fixes" if fixed else "regressions"] += 1
+        bucket["net"] += 1 if fixed else -1
+    return out
 
 
 def _log_decision(project: Path, record: dict[str, Any], retest: _RetestSet, *, apply: bool) -> dict[str, Any]:
@@ -324,6 +372,14 @@ def describe(record: Mapping[str, Any]) -> str:
         f"McNemar p={record['p_value']:.3g}) vs snapshot {record['snapshot']}"
     )
     line += describe_noise(record)
+    errors = record.get("error_flips") or {}
+    if errors.get("ids"):
+        line += (f"; {len(errors['ids'])} of them to or from an error row, counted strictly "
+                 f"({', '.join(errors['ids'][:5])}{' ...' if len(errors['ids']) > 5 else ''})")
+    code = record.get("code")
+    if code and not code.get("same"):
+        changed = "; ".join(f"{kind} {', '.join(paths)}" for kind, paths in (code.get("files") or {}).items() if paths)
+        line += f"; code changed: {changed}" if changed else "; code: not recorded for every row"
     flaky = record.get("flaky_flips") or {}
     if flaky.get("ids"):
         line += (f"; decided on net {record['net_excluding_flaky']:+d} without {len(flaky['ids'])} flip(s) of "

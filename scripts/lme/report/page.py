@@ -149,7 +149,9 @@ def _figures_html(card: Scorecard) -> str:
                  f'official one is above): strict overall {escape(scorecard_md.acc(ex.overall, "strict"))}, '
                  f'task-averaged {escape(metrics.fmt(ex.task_averaged.accuracy_strict))}, abstention '
                  f'{escape(scorecard_md.acc(ex.abstention, "strict"))}.</p>')
-    return (f'<p class="status">{status}</p>' + "".join(parts) + '<section class="cols"><div>' + table + extra
+    code = "".join(f'<p class="note" id="code-versions">{escape(line.replace("**", ""))}</p>'
+                   for line in scorecard_md.code_lines(card))
+    return (f'<p class="status">{status}</p>' + code + "".join(parts) + '<section class="cols"><div>' + table + extra
             + _money_html(card) + "</div><div>" + per_type + "</div></section>")
 
 
@@ -239,8 +241,8 @@ def compare_page(result: Comparison, before: RunData, after: RunData,
         banner += ('<section class="banner"><strong>FORCED comparison of runs made differently — not a like-for-like '
                    'result:</strong><ul>' + "".join(f"<li>{escape(m)}</li>" for m in result.mismatches)
                    + "</ul></section>")
-    tiles = [("Strict accuracy", f"{metrics.fmt(result.accuracy_a)} → {metrics.fmt(result.accuracy_b)}",
-              f"{result.n_compared} items compared"),
+    tiles = [("Accuracy on the compared items", f"{metrics.fmt(result.accuracy_a)} → {metrics.fmt(result.accuracy_b)}",
+              f"{result.n_compared} items judged in both"),
              ("Fixes (wrong → right)", str(result.fixes), f"regressions {result.regressions}"),
              ("Net change", f"{result.net:+d}", f"{result.both_right} both right, {result.both_wrong} both wrong"),
              ("Exact McNemar p (two-sided)", f"{result.p_value:.4g}",
@@ -269,13 +271,15 @@ def compare_page(result: Comparison, before: RunData, after: RunData,
             "types": [t for t in QUESTION_TYPES if any(f["type"] == t for f in flips)]}
     datasets = (f"dataset {a.dataset}" if a.dataset == b.dataset
                 else f"datasets: before {a.dataset}; after {b.dataset}")
-    runs = (f'<p class="note" id="differences">{escape(run_differences.describe(list(result.differences)))}'
+    runs = (f'<p class="note" id="differences">{escape(run_differences.describe_runs(result))}'
             f' · {escape(datasets)}</p>')
+    outside = result.not_compared.describe()
     body = (f'<header><h1>{escape(title)}</h1><p class="sub">{escape(shown_paths.shown(a.path, root))} → '
             f'{escape(shown_paths.shown(b.path, root))}</p></header>'
-            f'<main>{banner}{runs}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note">Labels are '
-            'strict: an error row or an item never run counts as wrong. Only in before: '
-            f'{len(result.only_in_a)}; only in after: {len(result.only_in_b)}.</p></div></section>'
+            f'<main>{banner}{runs}{tiles_html}<section class="cols"><div>{per_type}</div><div><p class="note" '
+            'id="not-compared">The figures count the items both runs judged. '
+            + (f'Not compared: {escape(outside)}.' if outside else 'Every item of both runs was compared.')
+            + '</p></div></section>'
             '<section class="questions"><h2>Flipped questions</h2><div class="filters" id="filters"></div>'
             '<div id="flips"></div></section></main>')
     return _page(title, body, data, {}, "compare.js")

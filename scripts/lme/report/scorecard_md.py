@@ -137,6 +137,7 @@ def figures_lines(card: Scorecard) -> list[str]:
         f"not run {card.not_run} · judge {judge_text(card)} · dataset "
         f"{dataset_label.recognition_line(card.dataset.to_dict())}",
         "",
+        *[line for text in code_lines(card) for line in (text, "")],
         *[line for text in verdict_lines(card) for line in (text, "")],
         *hypotheses_lines(card),
         f"| figure | strict (all {card.n_total} items; errors/not run = wrong) | "
@@ -168,6 +169,16 @@ def figures_lines(card: Scorecard) -> list[str]:
         lines += ["", f"{card.unattributed} items beyond the manifest were never run: wrong in the strict "
                       "overall figure, in no per-type figure."]
     return lines
+
+
+def code_lines(card: Scorecard) -> list[str]:
+    """Which code made the scored rows: ``Code: 1a2b3c4d (24 rows)``, or how many rows each version made when
+    there is more than one (none for a run made before rows recorded their code)."""
+    versions = card.code_versions
+    if versions is None:
+        return []
+    text = versions.describe()
+    return [f"Code: **{text}**" if versions.mixed else f"Code: {text}"]
 
 
 def gold_error_lines(ex: GoldExclusion) -> list[str]:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 from lme.run import background
 from lme.run import batch_runner
+from lme.run import code_version
 from lme.run import cost_gate
 from lme.models import prices
 from lme.data import dataset
@@ -54,6 +55,7 @@ from lme.run.settings import RunSettings
 from lme.run.outcome import (  # noqa: F401  (the exit statuses, re-exported: callers name them from here)
     EXIT_BATCH_STOPPED,
     EXIT_BILLING,
+    EXIT_CODE_CHANGED,
     EXIT_COMPLETED,
     EXIT_COST_CAP,
     EXIT_FAILED,
@@ -81,6 +83,8 @@ class _Stop:
         """Items left pending because the official judge is gone (404 / 410) and no successor was named."""
         self.judge_message: str | None = None
         """The first judge response that named another model (the run stops there)."""
+        self.code_changed: str | None = None
+        """The first change to the target's code seen before an item started (``memsys.py changed``)."""
 
     def request(self, reason: str) -> None:
         if self.reason is None:
@@ -188,9 +192,10 @@ def _drive(run: "_Session", questions: Iterator[Question], gateway: Any, endpoin
                 if cap is not None and not cap.admit(q):
                     stop.request("cost_cap")
                     break
+                if run.code_changed():
+                    break
                 requests: list = []
-                fut = pool.submit(item_runner.run_item, q, settings, gateway, requests, endpoint,
-                                  run_id=run.run_id)
+                fut = pool.submit(_start_item, run, q, gateway, requests, endpoint)
                 requests_of[fut] = requests
                 in_flight.add(fut)
             if not in_flight:
@@ -199,11 +204,13 @@ def _drive(run: "_Session", questions: Iterator[Question], gateway: Any, endpoin
             finished, in_flight = cf.wait(in_flight, timeout=0.5, return_when=cf.FIRST_COMPLETED)
             rows: list[tuple[ResultRow, list]] = []
             for fut in finished:
-                row: ResultRow = fut.result()
+                row: ResultRow | None = fut.result()
                 item_prompts = requests_of.pop(fut)
+                if row is None:
+                    continue  # not started: the code changed; the item stays pending
                 if _judge_stop(row, settings, stop):
                     continue  # no row: the item stays pending for a resume with another route
-                rows.append((row, item_prompts))
+                rows.append((row if run.code.id is None else row.with_(code=run.code.id), item_prompts))
             # Items that finished together are written together: prompts, then the rows that name them, then the
             # completed marks of the judged ones, one fsync per file (not three per item: the writer kept up less).
             prompts.add([request for _, item_prompts in rows for request in item_prompts])
@@ -217,6 +224,16 @@ def _drive(run: "_Session", questions: Iterator[Question], gateway: Any, endpoin
                 in_flight = {fut for fut in in_flight if not fut.cancel()}
             if stop.abandon.is_set():
                 run.abandon()
+
+
+def _start_item(run: "_Session", q: Question, gateway: Any, requests: list, endpoint: Any) -> ResultRow | None:
+    """One item on a pool thread, unless the target's code changed since the invocation hashed it: then None, not
+    started (it stays pending), and the run stops taking items. Checked as the item starts (a stat per file), so no
+    item begun after an edit is recorded under the code the run started with. ``endpoint``: the run's target
+    endpoint (a user's own system), or None."""
+    if run.code_changed():
+        return None
+    return item_runner.run_item(q, run.settings, gateway, requests, endpoint, run_id=run.run_id)
 
 
 def _judge_stop(row: ResultRow, settings: RunSettings, stop: _Stop) -> bool:
@@ -304,12 +321,14 @@ class RunOptions:
     """What the command asked of this invocation beyond the run's settings: ``progress_mode``; ``max_cost`` (see
     ``cost_gate.CostCap``); ``approved_usd``, what the user's ``--yes`` covers (recorded:
     ``cost_gate.APPROVAL_KEY``); ``loop_check``, the loop's hard rules a ``--loop`` run must pass
-    (``run_state.LoopCheck``)."""
+    (``run_state.LoopCheck``); ``code_paths``, the project-relative folders the user declared as their memory
+    system's code (the loop's fix paths), fingerprinted with a user's target (``code_version``)."""
 
     progress_mode: str = "auto"
     max_cost: float | None = None
     approved_usd: float | None = None
     loop_check: run_state.LoopCheck | None = None
+    code_paths: tuple[str, ...] = ()
 
 
 class _Session:
@@ -329,7 +348,9 @@ class _Session:
         self.done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
         self.planned = [qid for qid in self.manifest.question_ids if run_store.in_shard(qid, settings.shard)]
         pending_all = [qid for qid in self.planned if qid not in self.done]
-        self.pending = pending_all[: settings.max_evals]
+        self.pending = pending_all  # the run's own items: --max chose them when the run started (run_state)
+        self.code, self.code_watch = code_version.fingerprint(settings, options.code_paths)
+        self.code_before = _last_code(stored_meta)
 
         self.tally = _Tally()
         self.limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
@@ -351,6 +372,7 @@ class _Session:
             self.invocation["max_cost_usd"] = max_cost
         if options.approved_usd is not None:
             self.invocation[cost_gate.APPROVAL_KEY] = options.approved_usd
+        self.invocation["code"] = self.code.to_dict()
         self.meta = _MetaWriter(work, stored_meta, self.invocation)
         self.meta.write()
         self.batched: Any = None
@@ -365,6 +387,27 @@ class _Session:
                                  pacing=self.limiter.pacing)
         self.pacing_file = PacingFile(self.work, self.limiter.pacing)
         self.stop = _Stop()
+        self.say_code_change()
+
+    def say_code_change(self) -> None:
+        """A resume whose code differs from the last invocation's: one line (its rows will come from two
+        versions, which the scorecard counts)."""
+        before, now = self.code_before, self.code
+        if before is None or before.id == now.id or not self.pending or self.options.progress_mode in ("quiet", "json"):
+            return
+        print(f"the code changed since this run's last invocation ({before.changes_to(now).describe() or 'other files'}"
+              f"): the rows of this invocation carry code {now.id}, the earlier ones {before.id}", file=sys.stderr)
+
+    def code_changed(self) -> bool:
+        """The target's code is not as the invocation hashed it (a stat per file): the run stops taking items."""
+        stop = self.stop
+        if stop.code_changed is None:
+            what = self.code_watch.changed()
+            if what is None:
+                return False
+            stop.code_changed = what
+        stop.request("code_changed")
+        return True
 
     def record(self, status: str, error: str | None, exit_status: int) -> None:
         """This invocation's entry and the run-meta, as the run ends (however it ends)."""
@@ -473,6 +516,7 @@ class _Session:
     def ending(self) -> Ending:
         stop, tally, batched, cap = self.stop, self.tally, self.batched, self.cap
         return Ending(stop_reason=stop.reason, judge_gone=stop.judge_gone, judge_message=stop.judge_message,
+                      code_changed=stop.code_changed,
                       batch_stop=None if batched is None else batched.stop,
                       batch_message=None if batched is None else batched.message,
                       errors=tally.errors, error_threshold=self.settings.error_threshold,
@@ -516,6 +560,11 @@ def disk_full_line(err: BaseException, settings: RunSettings, run_id: str) -> st
             f"then resume: {command}")
 
 
+def _last_code(meta: RunMeta) -> Any:
+    """The code of the run's last invocation that recorded one (None: a new run, or one made before)."""
+    return next((i.code_version for i in reversed(meta.invocations) if i.code_version is not None), None)
+
+
 def _run_figures(work: Path) -> dict[str, Any]:
     """The run's counts before this invocation (for status lines that count the whole run)."""
     last = run_store.load_results(work, include_shards=False)
@@ -532,8 +581,12 @@ def _shard_text(settings: RunSettings) -> str | None:
 
 
 def resume_hint(settings: RunSettings, run_id: str, *, note: str = "", verb: str = "resume with") -> str:
-    """The shell command and the slash command that continue the run (its settings come from its run-meta)."""
-    return "\n".join(run_status.resume_lines(settings.project, run_id, _shard_text(settings), note=note, verb=verb))
+    """The shell command and the slash command that continue the run (its settings and items come from its
+    run-meta and manifest), saying how many of the run's items it finishes."""
+    root = run_store.run_dir_for(Path(settings.runs_dir), run_id)
+    shard = _shard_text(settings)
+    return "\n".join(run_status.resume_lines(settings.project, run_id, shard, note=note, verb=verb,
+                                              counts=run_status.pending_of(root, shard)))
 
 
 def _provider_settings(settings: RunSettings) -> Any:

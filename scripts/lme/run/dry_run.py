@@ -192,27 +192,38 @@ def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bo
 
 
 def pending_questions(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
-    """The items this invocation would run: pending, in the shard, up to ``--max``, in dataset order."""
+    """The items this invocation would run, in dataset order: a resume's pending items of its own item set (its
+    manifest), in the shard; a new run's first ``--max`` items, in the shard."""
     return _pending(settings, run_id)
 
 
 def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     done: set[str] = set()
+    wanted: set[str] | None = None
     if run_id:
         run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
         if run_dir.exists():
             done = run_store.load_completed(run_dir)
             if _nothing_pending(run_dir, done, settings):
                 return  # a resume of a finished run: no need to stream the dataset
-    items = 0
-    for raw in dataset.iter_items(Path(settings.dataset_path)):
-        if items >= settings.max_evals:
+            wanted = _run_item_ids(run_dir)
+    for index, raw in enumerate(dataset.iter_items(Path(settings.dataset_path))):
+        if wanted is None and index >= settings.max_evals:
             return
         q = Question.from_dict(raw)
-        if q.question_id in done or not run_store.in_shard(q.question_id, settings.shard):
+        if (wanted is not None and q.question_id not in wanted) or q.question_id in done \
+                or not run_store.in_shard(q.question_id, settings.shard):
             continue
-        items += 1
         yield q
+
+
+def _run_item_ids(run_dir: Path) -> set[str] | None:
+    """The ids of an existing run's manifest (its item set); None when it has none yet (a new run)."""
+    manifest = run_store.peek_json(run_store.manifest_path(run_dir))
+    items = None if manifest is None else manifest.get("items")
+    if not isinstance(items, list):
+        return None
+    return {str(it.get("question_id")) for it in items if isinstance(it, dict)}
 
 
 class EstimateTally:
@@ -230,10 +241,13 @@ class EstimateTally:
         self.seen: set[str] = set()
         self.items = 0
         self.unknown = 0
+        self.offered = 0
 
     def offer_new(self, raw: Mapping[str, Any]) -> None:
-        """One raw dataset item of a new run: counted when the run would run it (in the shard, within ``--max``)."""
-        if self.items >= self.settings.max_evals:
+        """One raw dataset item of a new run, in dataset order: counted when the run would run it (among the first
+        ``--max``, in the shard)."""
+        self.offered += 1
+        if self.offered > self.settings.max_evals:
             return
         qid = str(raw["question_id"])
         if run_store.in_shard(qid, self.settings.shard):

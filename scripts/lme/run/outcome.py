@@ -17,9 +17,12 @@ EXIT_JUDGE_GONE = 2
 one: one line naming the ways on, as for a user mistake; the items not judged stay pending."""
 EXIT_BATCH_STOPPED = 7
 """A batch was cancelled: what ran is recorded, the rest stays pending (resumable: it is submitted fresh)."""
+EXIT_CODE_CHANGED = 8
+"""The target's code changed during the run: the items in flight finished under the code they started with, the rest
+stay pending (resumable: the resume runs them with the new code, and the scorecard counts the rows per version)."""
 STATUS_BY_EXIT = {EXIT_COMPLETED: "completed", EXIT_FAILED: "failed", EXIT_BILLING: "blocked on billing",
                   EXIT_COST_CAP: "paused at the cost cap", EXIT_INTERRUPTED: "interrupted",
-                  EXIT_BATCH_STOPPED: "stopped at a cancelled batch"}
+                  EXIT_BATCH_STOPPED: "stopped at a cancelled batch", EXIT_CODE_CHANGED: "stopped: the code changed"}
 
 
 @dataclass(frozen=True)
@@ -27,12 +30,14 @@ class Ending:
     """What one invocation's drive left behind."""
 
     stop_reason: str | None = None
-    """The first reason the intake stopped: ``judge_mismatch``, ``judge_gone``, ``billing``, ``interrupted``,
-    ``errors``, ``cost_cap``, or None (the items ran out)."""
+    """The first reason the intake stopped: ``judge_mismatch``, ``judge_gone``, ``code_changed``, ``billing``,
+    ``interrupted``, ``errors``, ``cost_cap``, or None (the items ran out)."""
     judge_gone: int = 0
     """Items left pending because the official judge is gone and no successor was named."""
     judge_message: str | None = None
     """The first judge response that named another model."""
+    code_changed: str | None = None
+    """The first change to the target's code seen before an item started (``memsys.py changed``)."""
     batch_stop: str | None = None
     """Why the batch phase stopped (``batch_failed``, ``billing``, ``cancelled``), or None (no batch phase, or it ran
     through)."""
@@ -57,8 +62,8 @@ class Outcome:
 
 def outcome_of(end: Ending) -> Outcome:
     """The exit status, run-meta status and error line of an invocation that ended as ``end`` says (the first rule
-    that applies wins: a judge that is not the pinned one or is gone, a failed or cancelled batch, billing, a
-    signal, too many item errors, the cost cap, else completed)."""
+    that applies wins: a judge that is not the pinned one or is gone, a failed or cancelled batch, billing, the
+    target's code changed, a signal, too many item errors, the cost cap, else completed)."""
     if end.stop_reason == "judge_mismatch":
         return Outcome(EXIT_JUDGE_GONE, "failed", f"stopped at the first judge response naming another model: "
                                                   f"{end.judge_message}; the items not judged stay pending")
@@ -70,6 +75,11 @@ def outcome_of(end: Ending) -> Outcome:
         return Outcome(EXIT_BATCH_STOPPED, "paused", end.batch_message)
     if end.stop_reason == "billing":
         return Outcome(EXIT_BILLING, "failed", f"blocked on API billing: {end.billing_message}")
+    if end.stop_reason == "code_changed":
+        return Outcome(EXIT_CODE_CHANGED, "paused", f"stopped taking items: the code changed during the run "
+                                                    f"({end.code_changed}); the items in flight finished under the "
+                                                    "code they started with, the rest stay pending: resume to run "
+                                                    "them with the new code")
     if end.stop_reason == "interrupted":
         return Outcome(EXIT_INTERRUPTED, "interrupted", None)
     if end.errors > end.error_threshold:

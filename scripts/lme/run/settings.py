@@ -88,6 +88,9 @@ class RunSettings:
     official_judge_gone: bool = False
     """Set by the start-up check (``judge_route``), not by the user: the official judge answered 404 / 410, so
     its calls are not made (archived verdicts still score; the successor, if named, judges the rest)."""
+    max_given: bool = False
+    """``--max`` was on the command line (not the config's ``maxEvals``): a new run covers its first ``max_evals``
+    items either way; a resume checks that it names the run's own item set (``run_state.item_set_conflict``)."""
 
     @property
     def successor(self) -> tuple[str, str] | None:
@@ -257,8 +260,8 @@ def _counts(cfg: Mapping[str, Any], args: argparse.Namespace) -> dict[str, int]:
     judge_repeat = args.judge_repeat if args.judge_repeat is not None else int(cfg.get("judgeRepeat", 1))
     if judge_repeat < 1:
         raise UserError(f"--judge-repeat {judge_repeat} must be >= 1", fix="e.g. --judge-repeat 3")
-    return {"max_evals": max_evals, "concurrency": concurrency, "error_threshold": error_threshold,
-            "judge_repeat": judge_repeat}
+    return {"max_evals": max_evals, "max_given": args.max is not None, "concurrency": concurrency,
+            "error_threshold": error_threshold, "judge_repeat": judge_repeat}
 
 
 def _provider_blocks(cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -344,7 +347,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", default=".", help="project root holding .longmemeval-benchmarks/ (default: .)")
     parser.add_argument("--variant", help="_s, _m or _oracle (also s, m, oracle); default from config, else _s")
     parser.add_argument("--dataset", help="dataset file (default: datasetPath from config)")
-    parser.add_argument("--max", type=int, help="evaluate at most this many pending items now (default: maxEvals, 500)")
+    parser.add_argument("--max", type=int,
+                        help="a new run covers the dataset's first N items (default: maxEvals, 500); a resume "
+                             "finishes the run's own items (a --max naming another count is refused)")
     parser.add_argument("--target", help="target (memory system under test): full-context, oracle, rag, offline, command, python, memory-ref, "
                              "or the path to your own system: a .py file defining generate(item, ctx), or an "
                              "executable (plugins/README.md)")

@@ -152,6 +152,7 @@ def recorded_settings(settings: RunSettings) -> dict[str, Any]:
     if d["azure"].get("endpoint"):
         d["azure"] = {**d["azure"], "endpoint": redact(d["azure"]["endpoint"])}
     d.pop("official_judge_gone", None)  # this invocation's finding, in its invocations entry
+    d.pop("max_given", None)  # how this invocation was asked, not how the run was made
     return d
 
 
@@ -168,8 +169,8 @@ def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
     """
     meta, manifest = check_run(settings, run_id, root, work, scanned, loop_check)
-    if not run_store.manifest_path(root).exists():
-        run_store.write_manifest(root, manifest)
+    if not run_store.has_meta(root) or not run_store.manifest_path(root).exists():
+        run_store.write_manifest(root, manifest)  # a new run's item set (a start that crashed may have left one)
     return meta, manifest
 
 
@@ -189,15 +190,7 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     if not run_store.has_meta(work) and settings.shard is not None and run_store.has_meta(root):
         meta_dir = root  # this shard is new: the run's own settings are in the root meta
     meta = run_store.read_meta(meta_dir) if run_store.has_meta(meta_dir) else None
-    stored = {} if meta is None else meta.dataset
-    unchanged = stored.get("path") == settings.dataset_path and all(
-        stored.get(k) == v for k, v in _file_stamp(settings).items()
-    )
-    manifest = run_store.read_manifest(root) if meta is not None and unchanged else None
-    if meta is not None and manifest is not None:
-        ds = dict(meta.dataset)
-    else:
-        manifest, ds = scanned or build_manifest(settings)
+    manifest, ds = _run_items(settings, meta, root, scanned)
     if meta is None or meta_dir != work:
         fresh = new_meta(run_id, settings, ds)
         if meta is not None:
@@ -213,9 +206,62 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
                 f"cannot resume run {run_id}: " + "; ".join(conflicts),
                 fix="resume with the run's own settings, or start a new run (omit --run-id)",
             )
+    if meta is not None:
+        refuse_another_item_set(settings, run_id, manifest, ds)
     if settings.loop:
-        loop_guard_check(settings, manifest, loop_check)
+        loop_guard_check(settings, int(ds.get("items") or manifest.n_total), loop_check)
     return meta, manifest
+
+
+def _run_items(settings: RunSettings, meta: RunMeta | None, root: Path,
+               scanned: tuple[Manifest, dict[str, Any]] | None) -> tuple[Manifest, dict[str, Any]]:
+    """The run's item set (its manifest) and what its dataset file is. A new run covers the first ``max_evals``
+    items of the dataset, chosen once; a resume keeps its stored manifest (the dataset is scanned again only when
+    the file's size or mtime changed, to check its sha256)."""
+    stored = {} if meta is None else meta.dataset
+    unchanged = stored.get("path") == settings.dataset_path and all(
+        stored.get(k) == v for k, v in _file_stamp(settings).items()
+    )
+    manifest = run_store.read_manifest(root) if meta is not None and run_store.manifest_path(root).exists() else None
+    if manifest is not None and unchanged:
+        return manifest, dict(stored)
+    scan, ds = scanned or build_manifest(settings)
+    if manifest is None:  # a new run (or one whose manifest is gone: the whole file, as it was written then)
+        manifest = scan.first(settings.max_evals) if meta is None else scan
+    return manifest, ds
+
+
+def item_set_conflict(settings: RunSettings, manifest: Manifest, dataset_items: int | None) -> str | None:
+    """Why an explicit ``--max`` on a resume names another item set than the run's own (None: it does not, or
+    none was given). A run's items are chosen once, when it starts, so every resume finishes exactly them."""
+    if not settings.max_given:
+        return None
+    wanted = min(settings.max_evals, dataset_items or manifest.n_total)
+    if wanted == manifest.n_total:
+        return None
+    return (f"--max {settings.max_evals} would make it {wanted} items, but the run covers the {manifest.n_total} "
+            "chosen when it started (a run's items are fixed then; a resume finishes them)")
+
+
+def refuse_another_item_set(settings: RunSettings, run_id: str, manifest: Manifest, ds: dict[str, Any]) -> None:
+    problem = item_set_conflict(settings, manifest, int(ds.get("items") or 0) or None)
+    if problem:
+        raise UserError(f"cannot resume run {run_id}: {problem}",
+                        fix=f"drop --max to finish this run's items, or start a new run (omit --run-id) with "
+                            f"--max {settings.max_evals}")
+
+
+def check_resume_max(settings: RunSettings, run_id: str | None) -> None:
+    """``refuse_another_item_set`` for ``run_id`` when it names an existing run, before anything else runs
+    (the dry run, the cost gate): reads its run-meta and manifest only."""
+    if not run_id or not settings.max_given:
+        return
+    root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    meta_dir = root if run_store.has_meta(root) else run_store.shard_dir(root, settings.shard)
+    if not run_store.has_meta(meta_dir) or not run_store.manifest_path(root).exists():
+        return
+    meta = run_store.read_meta(meta_dir)
+    refuse_another_item_set(settings, run_id, run_store.read_manifest(root), dict(meta.dataset))
 
 
 def needs_scan(settings: RunSettings, run_id: str | None) -> bool:
@@ -236,9 +282,10 @@ def scan_new_run(settings: RunSettings, on_item: Callable[[dict], None] | None =
     return manifest, ds
 
 
-def loop_guard_check(settings: RunSettings, manifest: Manifest, loop_check: LoopCheck | None) -> None:
+def loop_guard_check(settings: RunSettings, dataset_items: int, loop_check: LoopCheck | None) -> None:
+    """The loop's rules on the run: ``dataset_items``, the dataset's size (a run's item set may be fewer)."""
     problems = ["the loop's rules were not handed to this run"] if loop_check is None else \
-        loop_check(settings, manifest.n_total)
+        loop_check(settings, dataset_items)
     if problems:
         raise UserError("loop mode refuses this run: " + "; ".join(problems), fix="see references/iteration-rules.md")
 

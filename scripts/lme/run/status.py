@@ -139,15 +139,34 @@ def _batches(root: Path) -> dict[str, Any] | None:
 
 
 def resume_lines(project: Path | str, run_id: str, shard: str | None = None, *, note: str = "",
-                 verb: str = "resume with") -> list[str]:
+                 verb: str = "resume with", counts: tuple[int, int] | None = None) -> list[str]:
     """The command that continues ``run_id``, for the shell and as the slash command Claude Code expands.
 
-    A resume needs only the run id (and its shard): the run's settings are read back from its run-meta.
+    A resume needs only the run id (and its shard): the run's settings, and its items, are read back from its
+    run-meta and manifest. ``counts`` (``pending_of``): what it finishes, said before the command
+    (``9 of this run's 10 items pending; resume with: ...``), so everything after ``: `` is the command alone.
     """
     extra = f" --shard {shard}" if shard else ""
     command = [sys.executable, str(SCRIPTS / "run_benchmark.py"), "--project", str(project), "--run-id", run_id]
+    if counts is not None:
+        verb = f"{counts[0]} of this {'shard' if shard else 'run'}'s {counts[1]} items pending; {verb}"
     return [f"{verb}: " + " ".join(shlex.quote(c) for c in command) + extra + note,
             "in Claude Code: " + command_names.slash(command_names.RUN, f"--run-id {run_id}{extra}") + note]
+
+
+def pending_of(root: Path, shard: str | None) -> tuple[int, int] | None:
+    """``(pending, items)`` of the run's item set (its manifest; a shard's share of it): what a resume finishes.
+    None when the run has no readable manifest."""
+    manifest = run_store.peek_json(run_store.manifest_path(root))
+    items = None if manifest is None else manifest.get("items")
+    if not isinstance(items, list):
+        return None
+    i, _, n = (shard or "").partition("/")
+    share = (int(i), int(n)) if shard else None
+    ids = [str(it.get("question_id")) for it in items
+           if isinstance(it, dict) and run_store.in_shard(str(it.get("question_id")), share)]
+    done = run_store.load_completed(root)
+    return sum(1 for q in ids if q not in done), len(ids)
 
 
 def wait_line(run_id: str) -> str:
@@ -264,10 +283,11 @@ def collect(root: Path, project: Path) -> Status:
     status.batches = _batches(root)
     shard = meta.get("shard")
     pending = status.total - len(run_store.load_completed(root))
+    counts = pending_of(root, shard)
     if state in ("failed", "interrupted", "dead", "blocked"):
-        status.resume = resume_lines(project, root.name, shard)
-    elif state == "paused" and meta.get("exit_status") == 7:  # a cancelled batch: the resume submits it fresh
-        status.resume = resume_lines(project, root.name, shard)
+        status.resume = resume_lines(project, root.name, shard, counts=counts)
+    elif state == "paused" and meta.get("exit_status") in (7, 8):  # a cancelled batch, the code changed: resume
+        status.resume = resume_lines(project, root.name, shard, counts=counts)
     elif state == "paused":
         status.resume = resume_lines(project, root.name, shard, note=" --max-cost <a higher USD>")
     elif state == "completed" and pending > 0 and not meta.get("shards"):

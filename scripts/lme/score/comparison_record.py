@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from lme.core.run_records import JudgeIdentity
+from lme.core.run_records import FileChanges, JudgeIdentity
+from lme.score.scorecard_record import VersionRows, short_code
 
 Json = Mapping[str, Any]
 
@@ -123,8 +124,87 @@ class LabelAgreement:
 
 
 @dataclass(frozen=True)
+class NotCompared:
+    """The items of either run's item set that are not in the comparison's figures, named by why: judged in one
+    run only (the other never ran it, or it is not in the other's item set), an error row in one run while the
+    other judged it, or judged in neither. Fixes, regressions, McNemar and the per-type changes count only the
+    items both runs judged."""
+
+    judged_only_in_a: tuple[str, ...] = ()
+    judged_only_in_b: tuple[str, ...] = ()
+    error_in_a: tuple[str, ...] = ()
+    """An error row in run A; run B judged it."""
+    error_in_b: tuple[str, ...] = ()
+    """An error row in run B; run A judged it."""
+    judged_in_neither: tuple[str, ...] = ()
+
+    _KEYS = ("judged_only_in_a", "judged_only_in_b", "error_in_a", "error_in_b", "judged_in_neither")
+
+    @property
+    def n(self) -> int:
+        return sum(len(getattr(self, k)) for k in self._KEYS)
+
+    def describe(self, before: str = "before", after: str = "after") -> str:
+        """``20 judged only in before, 1 an error in after`` (empty when every item was compared)."""
+        words = {"judged_only_in_a": f"judged only in {before}", "judged_only_in_b": f"judged only in {after}",
+                 "error_in_a": f"an error in {before}", "error_in_b": f"an error in {after}",
+                 "judged_in_neither": "judged in neither"}
+        return ", ".join(f"{len(getattr(self, k))} {words[k]}" for k in self._KEYS if getattr(self, k))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, **{k: list(getattr(self, k)) for k in self._KEYS}}
+
+    @classmethod
+    def from_dict(cls, d: Json) -> "NotCompared":
+        return cls(*(tuple(str(q) for q in d.get(k) or ()) for k in cls._KEYS))
+
+
+@dataclass(frozen=True)
+class CodeChange:
+    """The comparison's ``code``: the versions behind each side's compared rows, whether they are the same, and
+    the files that differ between the two sides."""
+
+    same: bool | None
+    """True: every compared row of both sides came from one and the same version; False: they differ; None: a
+    side has rows whose code was not recorded (never called the same)."""
+    before: tuple[VersionRows, ...]
+    after: tuple[VersionRows, ...]
+    files: FileChanges
+    """Paths whose content differs between the sides' versions (changed), only after's (added), only before's
+    (removed)."""
+
+    def line(self) -> str | None:
+        """``code: 1a2b3c4d -> 5e6f7a8b (changed memsys.py)``; None when the code is the same."""
+        if self.same:
+            return None
+
+        def side(versions: tuple[VersionRows, ...]) -> str:
+            if not versions:
+                return "not recorded"
+            if len(versions) == 1:
+                return short_code(versions[0].id)
+            return ", ".join(f"{short_code(v.id)} ({v.rows} rows)" for v in versions)
+
+        what = self.files.describe()
+        known = "" if self.same is not None else " (a run's rows do not all record their code)"
+        return f"code: {side(self.before)} -> {side(self.after)}" + (f" ({what})" if what else "") + known
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"same": self.same, "before": [v.to_dict() for v in self.before],
+                "after": [v.to_dict() for v in self.after], "files": self.files.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CodeChange":
+        return cls(same=d.get("same") if isinstance(d.get("same"), bool) else None,
+                   before=tuple(VersionRows.from_dict(v) for v in d.get("before") or ()),
+                   after=tuple(VersionRows.from_dict(v) for v in d.get("after") or ()),
+                   files=FileChanges.from_dict(d.get("files") or {}))
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """Run A (before) against run B (after), question by question, with strict labels (error or not run = wrong)."""
+    """Run A (before) against run B (after), question by question, on the items both judged (``n_compared``); the
+    others are counted apart, by why (``not_compared``)."""
 
     schema_version: str
     kind: str
@@ -152,6 +232,10 @@ class Comparison:
     per_type: Mapping[str, TypeChange]
     changed: tuple[ChangedItem, ...]
     judge_agreement: LabelAgreement | None = None
+    not_compared: NotCompared = NotCompared()
+    """The items outside the figures, by why (the figures count only items both runs judged)."""
+    code: CodeChange | None = None
+    """What differs between the code behind each side's compared rows; None when neither run recorded any."""
 
     @property
     def is_judge_comparison(self) -> bool:
@@ -170,11 +254,13 @@ class Comparison:
             "changed": [c.to_dict() for c in self.changed]}
         if self.judge_agreement is not None:
             out["judge_agreement"] = self.judge_agreement.to_dict()
+        out["not_compared"] = self.not_compared.to_dict()
+        out["code"] = None if self.code is None else self.code.to_dict()
         return out
 
     @classmethod
     def from_dict(cls, d: Json) -> "Comparison":
-        agreement = d.get("judge_agreement")
+        agreement, not_compared, code = d.get("judge_agreement"), d.get("not_compared"), d.get("code")
         return cls(
             schema_version=d["schemaVersion"], kind=d.get("kind", "runs"), run_a=RunSide.from_dict(d["run_a"]),
             run_b=RunSide.from_dict(d["run_b"]), forced=d["forced"], mismatches=tuple(d["mismatches"]),
@@ -185,4 +271,6 @@ class Comparison:
             flaky_flips=FlakyFlips.from_dict(d["flaky_flips"]), net_excluding_flaky=d["net_excluding_flaky"],
             per_type={t: TypeChange.from_dict(c) for t, c in d["per_type"].items()},
             changed=tuple(ChangedItem.from_dict(c) for c in d["changed"]),
-            judge_agreement=None if agreement is None else LabelAgreement.from_dict(agreement))
+            judge_agreement=None if agreement is None else LabelAgreement.from_dict(agreement),
+            not_compared=NotCompared.from_dict(not_compared) if isinstance(not_compared, Mapping) else NotCompared(),
+            code=CodeChange.from_dict(code) if isinstance(code, Mapping) else None)

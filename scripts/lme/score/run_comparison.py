@@ -1,9 +1,12 @@
 """Two runs compared question by question: fixes, regressions, net change and an exact McNemar p-value.
 
-The comparison ``compare_runs.py`` prints and the diff page (``report_html.build_compare``) draws. Labels are
-strict: an error row or an item never run counts as wrong. Runs judged differently, on a different dataset file, or
-over a different number of items are refused unless ``force``. Two runs of the same hypotheses with different
-judges are a judge comparison (``judge_comparison``): the judges' label agreement and Cohen's kappa.
+The comparison ``compare_runs.py`` prints and the diff page (``report_html.build_compare``) draws. Its figures
+(fixes, regressions, McNemar, the per-type changes) count only the items both runs judged: an item one run never
+ran (or holds no row of), or whose row is an error in one run, is not a fix or a regression of anything; those are
+counted apart and named (``not_compared``: judged only in A, only in B, an error in one, judged in neither). Runs
+judged differently or on a different dataset file are refused unless ``force``; runs of different item sets are
+compared on the items they share. Two runs of the same hypotheses with different judges are a judge comparison
+(``judge_comparison``): the judges' label agreement and Cohen's kappa.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from typing import Any, Mapping, Sequence
 
 from lme.data import dataset_label
 from lme.judge import stability as judge_stability
+from lme.score import code_versions
 from lme.score import metrics
 from lme.score import run_differences
-from lme.score.comparison_record import ChangedItem, Comparison
+from lme.score.comparison_record import ChangedItem, Comparison, NotCompared
 from lme.store.run_store import RunData, load_run
 from lme.core import schemas
 from lme.core.errors import UserError
@@ -51,8 +55,6 @@ def _mismatches(a: RunData, b: RunData) -> list[str]:
         problems.append(f"{JUDGE_DIFFERS}: {a.judge} vs {b.judge}")
     if a.dataset_sha256 != b.dataset_sha256:
         problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")
-    if a.n_total != b.n_total:
-        problems.append(f"n_total differs: {a.n_total} vs {b.n_total}")
     return problems
 
 
@@ -83,20 +85,40 @@ def _hypothesis(row: ResultRow | None) -> str | None:
 
 @dataclass(frozen=True)
 class _RunPair:
-    """The two runs loaded, each item's question type, and the items both cover (in run A's order)."""
+    """The two runs loaded, each item's question type, the items both item sets hold (in run A's order), the
+    items both runs judged (the comparison's figures) and the others, by why."""
 
     a: RunData
     b: RunData
     types_a: Mapping[str, str]
     types_b: Mapping[str, str]
     common: tuple[str, ...]
+    compared: tuple[str, ...]
+    not_compared: NotCompared
 
     @classmethod
     def load(cls, run_a: Path, run_b: Path) -> "_RunPair":
         a, b = load_run(Path(run_a)), load_run(Path(run_b))
         types_a, _ = a.item_types()
         types_b, _ = b.item_types()
-        return cls(a, b, types_a, types_b, tuple(qid for qid in types_a if qid in types_b))
+        union = [*types_a, *(q for q in types_b if q not in types_a)]
+        sides = {q: (_state(a.rows.get(q) if q in types_a else None), _state(b.rows.get(q) if q in types_b else None))
+                 for q in union}
+        return cls(a, b, types_a, types_b, tuple(qid for qid in types_a if qid in types_b),
+                   tuple(q for q in union if sides[q] == ("judged", "judged")), _not_compared(sides))
+
+
+_WHY_NOT = {("judged", "not_run"): "judged_only_in_a", ("not_run", "judged"): "judged_only_in_b",
+            ("error", "judged"): "error_in_a", ("judged", "error"): "error_in_b"}
+"""(A's state, B's state) -> why the item is not compared; any other pair but judged in both: judged in neither."""
+
+
+def _not_compared(sides: Mapping[str, tuple[str, str]]) -> NotCompared:
+    named: dict[str, list[str]] = {}
+    for qid, pair in sides.items():
+        if pair != ("judged", "judged"):
+            named.setdefault(_WHY_NOT.get(pair, "judged_in_neither"), []).append(qid)
+    return NotCompared(**{key: tuple(ids) for key, ids in named.items()})
 
 
 @dataclass(frozen=True)
@@ -114,9 +136,10 @@ _OUTCOME = {(False, True): "fixes", (True, False): "regressions", (True, True): 
 
 
 def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> Comparison:
-    """Per-question change from run A (before) to run B (after), over the items both runs cover.
+    """Per-question change from run A (before) to run B (after), over the items both runs judged (the rest:
+    ``not_compared``).
 
-    Raises UserError when the judge, dataset sha256 or n_total differ, unless ``force`` (then ``forced`` is true
+    Raises UserError when the judge or the dataset sha256 differ, unless ``force`` (then ``forced`` is true
     and ``mismatches`` lists what differs). Runs with the same hypotheses on every common item and different
     judges are a judge comparison (``kind: "judge"``, with ``judge_agreement``): given ``judge_comparison`` or
     ``force``, the judge is then not a mismatch. ``judge_comparison`` on runs whose hypotheses differ is refused.
@@ -159,13 +182,14 @@ def _empty_bucket() -> dict[str, int]:
 
 
 def _tally(pair: _RunPair) -> _Tally:
-    """Count each common item into its outcome, overall and for its type; a flip becomes a changed item."""
+    """Count each item both runs judged into its outcome, overall and for its type; a flip becomes a changed
+    item."""
     flaky_a, flaky_b = _flaky_keys(pair.a), _flaky_keys(pair.b)
     per_type = {t: _empty_bucket() for t in QUESTION_TYPES}
     overall = {"fixes": 0, "regressions": 0, "both_right": 0, "both_wrong": 0}
     changed = []
-    for qid in pair.common:
-        qtype = pair.types_a[qid]
+    for qid in pair.compared:
+        qtype = pair.types_a.get(qid) or pair.types_b[qid]
         row_a, row_b = pair.a.rows.get(qid), pair.b.rows.get(qid)
         before = row_a is not None and row_a.correct
         after = row_b is not None and row_b.correct
@@ -194,7 +218,8 @@ def _flaky_flips(tally: _Tally) -> dict[str, Any]:
 
 def _result(pair: _RunPair, kind: str, mismatches: list[str], tally: _Tally) -> dict[str, Any]:
     """The comparison as its schema's dict (``judge_agreement`` added by the caller for a judge comparison)."""
-    n, overall = len(pair.common), tally.overall
+    n, overall = len(pair.compared), tally.overall
+    code = code_versions.change(pair.a, pair.b, pair.compared)
     net = overall["fixes"] - overall["regressions"]
     flaky_flips = _flaky_flips(tally)
     return {
@@ -204,7 +229,7 @@ def _result(pair: _RunPair, kind: str, mismatches: list[str], tally: _Tally) -> 
         "run_b": _run_summary(pair.b),
         "forced": bool(mismatches),
         "mismatches": mismatches,
-        "differences": run_differences.differences(pair.a.meta, pair.b.meta),
+        "differences": run_differences.differences(pair.a.meta, pair.b.meta, code),
         "n_compared": n,
         "only_in_a": [qid for qid in pair.types_a if qid not in pair.types_b],
         "only_in_b": [qid for qid in pair.types_b if qid not in pair.types_a],
@@ -220,6 +245,8 @@ def _result(pair: _RunPair, kind: str, mismatches: list[str], tally: _Tally) -> 
         "net_excluding_flaky": net - flaky_flips["net"],
         "per_type": tally.per_type,
         "changed": list(tally.changed),
+        "not_compared": pair.not_compared.to_dict(),
+        "code": None if code is None else code.to_dict(),
     }
 
 
@@ -256,7 +283,7 @@ def _short(text: Any, width: int = 80) -> str:
 
 
 def render_markdown(result: Comparison) -> str:
-    """The comparison as a Markdown report."""
+    """The comparison as a Markdown report (the items not compared named by why)."""
     a, b = result.run_a, result.run_b
     lines = [f"# Comparison: {a.run_id} (before) -> {b.run_id} (after)", ""]
     if result.is_judge_comparison:
@@ -266,9 +293,9 @@ def render_markdown(result: Comparison) -> str:
         lines += [f"> - {m}" for m in result.mismatches]
         lines.append("")
     lines += [
-        f"Items compared: {result.n_compared} (strict labels: error or not run = wrong)",
-        f"Runs: {run_differences.describe(list(result.differences))}",
-        f"Strict accuracy: {metrics.fmt(result.accuracy_a)} -> {metrics.fmt(result.accuracy_b)}",
+        f"Items compared: {result.n_compared} (those both runs judged)",
+        f"Runs: {run_differences.describe_runs(result)}",
+        f"Accuracy on those items: {metrics.fmt(result.accuracy_a)} -> {metrics.fmt(result.accuracy_b)}",
         f"Fixes (wrong -> right): {result.fixes}; regressions (right -> wrong): {result.regressions}; "
         f"net {result.net:+d}",
         f"Unchanged: {result.both_right} both right, {result.both_wrong} both wrong",
@@ -280,9 +307,16 @@ def render_markdown(result: Comparison) -> str:
         lines += [f"Flips on unstable judge labels (counted above, and here on their own): {flaky.fixes} fixes, "
                   f"{flaky.regressions} regressions ({', '.join(flaky.ids)}); net without them "
                   f"{result.net_excluding_flaky:+d}", ""]
-    if result.only_in_a or result.only_in_b:
-        lines += [f"Not compared: {len(result.only_in_a)} items only in before, "
-                  f"{len(result.only_in_b)} only in after.", ""]
+    outside = result.not_compared
+    if outside.n:
+        lines += [f"Not compared (outside every figure above): {outside.describe()}.", ""]
+        for key, label in (("judged_only_in_a", "judged only in before"), ("judged_only_in_b", "judged only in after"),
+                           ("error_in_a", "an error in before"), ("error_in_b", "an error in after"),
+                           ("judged_in_neither", "judged in neither")):
+            ids = getattr(outside, key)
+            if ids:
+                lines.append(f"- {label}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
+        lines.append("")
     lines += ["| type | n | fixes | regressions | net |", "|---|---:|---:|---:|---:|"]
     for qtype, t in result.per_type.items():
         lines.append(f"| {qtype} | {t.n} | {t.fixes} | {t.regressions} | {t.net:+d} |")

@@ -2,7 +2,9 @@
 
 The comparison (``run_comparison.compare``) carries these lines as ``differences``; ``scorecard.py --compare`` prints
 them in the terminal next to the fixes and regressions, and the diff page and ``compare_runs.py`` show them, so a
-reader knows what the flips are flips of. Read from each run's ``run-meta.json`` only.
+reader knows what the flips are flips of. Read from each run's ``run-meta.json``, and for the code from the
+comparison's ``code`` (``code_versions.change``: the versions behind each side's compared rows, file by file);
+runs made before rows recorded their code fall back to the target's source hash, and are never called the same code.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any, Callable
 
 from lme.core.run_records import RunMeta
 from lme.data import dataset_label
-from lme.score.comparison_record import Comparison
+from lme.score.comparison_record import CodeChange, Comparison
 
 _DEFAULT = "(default)"
 
@@ -40,8 +42,10 @@ _HASHES = (("target_source_sha256", "target code sha256"), ("reader_template_sha
            ("judge_template_sha256", "judge template sha256"))
 
 
-def differences(a: RunMeta, b: RunMeta) -> list[str]:
-    """One line per thing that differs from run ``a`` (before) to run ``b`` (after), ``label: before -> after``."""
+def differences(a: RunMeta, b: RunMeta, code: CodeChange | None = None) -> list[str]:
+    """One line per thing that differs from run ``a`` (before) to run ``b`` (after), ``label: before -> after``.
+    ``code``: what differs between the code behind their compared rows (its line replaces the target source hash,
+    which for a user's own system is the adapter's, not theirs)."""
     lines: list[str] = []
 
     def differ(label: str, before: Any, after: Any) -> None:
@@ -63,14 +67,24 @@ def differences(a: RunMeta, b: RunMeta) -> list[str]:
     ha = (a.provenance or {}).get("prompt_hashes") or {}
     hb = (b.provenance or {}).get("prompt_hashes") or {}
     for key, label in _HASHES:
+        if key == "target_source_sha256" and code is not None:
+            continue
         if ha.get(key) and hb.get(key):
             differ(label, _short_sha(ha.get(key)), _short_sha(hb.get(key)))
+    code_line = None if code is None else code.line()
+    if code_line:
+        lines.append(code_line)
     return lines
 
 
-def describe(lines: list[str]) -> str:
-    """The differences as one clause: ``what differs: a; b``, or that the runs were made alike."""
-    return "what differs: " + "; ".join(lines) if lines else "same target, models, options and code"
+def describe(lines: list[str], same_code: bool | None = None) -> str:
+    """The differences as one clause: ``what differs: a; b``, or that the runs were made alike. ``same_code``
+    (``Comparison.code.same``): only True lets it say the code is the same; None says it was not recorded."""
+    said = any(line.startswith("code: ") for line in lines)
+    unknown = "" if same_code is not None or said else "; the code of the compared rows is not all recorded"
+    if lines:
+        return "what differs: " + "; ".join(lines) + unknown
+    return "same target, models, options and code" if same_code else "same target, models and options" + unknown
 
 
 def summary_line(result: Comparison) -> str:
@@ -78,6 +92,13 @@ def summary_line(result: Comparison) -> str:
     a, b = result.run_a.run_id, result.run_b.run_id
     flaky = result.flaky_flips.ids
     unstable = f" ({len(flaky)} on unstable labels; net without them {result.net_excluding_flaky:+d})" if flaky else ""
-    return (f"compare {a} (before) -> {b} (after), {result.n_compared} items: fixes {result.fixes}, "
+    outside = result.not_compared.describe()
+    return (f"compare {a} (before) -> {b} (after), {result.n_compared} items judged in both: fixes {result.fixes}, "
             f"regressions {result.regressions}, net {result.net:+d}{unstable}, exact McNemar p "
-            f"{result.p_value:.4g}; {describe(list(result.differences))}")
+            f"{result.p_value:.4g}" + (f"; not compared: {outside}" if outside else "")
+            + f"; {describe_runs(result)}")
+
+
+def describe_runs(result: Comparison) -> str:
+    """``describe`` of a comparison's differences and code."""
+    return describe(list(result.differences), None if result.code is None else result.code.same)

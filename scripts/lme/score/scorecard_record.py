@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from lme.core.facts import SCHEMA_VERSION
-from lme.core.run_records import JudgeIdentity
+from lme.core.run_records import FileChanges, JudgeIdentity
 
 Json = Mapping[str, Any]
 
@@ -727,8 +727,70 @@ class OfficialEstimate:
 # --------------------------------------------------------------------------- the scorecard
 
 
+SHOWN_HEX = 8
+"""Digits of a code version's id shown to people (the records keep all 16)."""
+
+
+def short_code(code_id: str | None) -> str:
+    return "unknown" if code_id is None else code_id[:SHOWN_HEX]
+
+
+@dataclass(frozen=True)
+class VersionRows:
+    """One version of a run's code: its id (None: rows that carry none), how many rows it made, how many files
+    it fingerprinted, and the files that changed from the version before it (in invocation order)."""
+
+    id: str | None
+    rows: int
+    files: int | None = None
+    changes: FileChanges | None = None
+    """None for the first version, or when either record is missing."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "rows": self.rows, "files": self.files,
+                "changes_from_previous": None if self.changes is None else self.changes.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "VersionRows":
+        changes = d.get("changes_from_previous")
+        return cls(id=d.get("id") if isinstance(d.get("id"), str) else None, rows=int(d.get("rows") or 0),
+                   files=d.get("files") if isinstance(d.get("files"), int) else None,
+                   changes=FileChanges.from_dict(changes) if isinstance(changes, Mapping) else None)
+
+
+@dataclass(frozen=True)
+class CodeVersions:
+    """metrics.json's ``code_versions``: the versions of the code that made the scored rows, with their row
+    counts, in the order the run first ran them."""
+
+    versions: tuple[VersionRows, ...]
+
+    @property
+    def mixed(self) -> bool:
+        """The rows come from more than one version (rows without a recorded code count as one more)."""
+        return len(self.versions) > 1
+
+    def describe(self) -> str:
+        """``code 1a2b3c4d (24 rows)`` or ``rows from 2 code versions: 1a2b3c4d 3 rows, 5e6f7a8b 21 rows (changed
+        memsys.py)``."""
+        parts = [f"{short_code(v.id)} {v.rows} row{'s' if v.rows != 1 else ''}" for v in self.versions]
+        if not self.mixed:
+            return f"code {short_code(self.versions[0].id)} ({self.versions[0].rows} rows)"
+        changed = "; ".join(v.changes.describe() for v in self.versions if v.changes)
+        return (f"rows from {len(self.versions)} code versions: {', '.join(parts)}"
+                + (f" ({changed})" if changed else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"versions": [v.to_dict() for v in self.versions], "mixed": self.mixed}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CodeVersions":
+        return cls(tuple(VersionRows.from_dict(v) for v in d.get("versions") or () if isinstance(v, Mapping)))
+
+
 _LATER_BLOCKS = ("batches", "usage", "latency", "retrieval", "truncation", "pipeline_health", "loop_rows",
-                 "judge_stability", "judge_agreement", "verdicts", "empty_hypotheses", "official_estimate")
+                 "judge_stability", "judge_agreement", "verdicts", "empty_hypotheses", "official_estimate",
+                 "code_versions")
 """The blocks after ``cost``, in metrics.json's order; a metrics.json of an older version may lack some."""
 
 
@@ -778,6 +840,9 @@ class Scorecard:
     official_estimate: OfficialEstimate | None = None
     """The accuracy the official judge would have given, estimated from a calibrated judge's labels (never
     official); None when no label came from a non-official judge (every verdict official, or judged offline)."""
+    code_versions: CodeVersions | None = None
+    """The versions of the target's code that made the scored rows, with their row counts (``code_versions``);
+    None when the run recorded none (made before rows carried their code)."""
     schema_version: str = SCHEMA_VERSION
     fingerprint: str | None = None
     """sha256 of what scoring read (``score_fingerprint``); None when not computed."""
@@ -871,6 +936,7 @@ class Scorecard:
             judge_agreement=opt("judge_agreement", dict), verdicts=opt("verdicts", dict),
             empty_hypotheses=opt("empty_hypotheses", EmptyHypotheses.from_dict),
             official_estimate=opt("official_estimate", OfficialEstimate.from_dict),
+            code_versions=opt("code_versions", CodeVersions.from_dict),
             schema_version=str(d.get("schemaVersion") or SCHEMA_VERSION),
             fingerprint=d.get("fingerprint") if isinstance(d.get("fingerprint"), str) else None,
             extra={k: v for k, v in d.items() if k not in known},

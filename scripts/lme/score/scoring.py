@@ -22,6 +22,7 @@ from lme.data import gold_registry
 from lme.data import hypotheses_file
 from lme.judge import agreement as judge_agreement
 from lme.judge import stability as judge_stability
+from lme.score import code_versions
 from lme.score import corrected_figures
 from lme.score import judge_provenance
 from lme.score import loop_rows
@@ -298,6 +299,14 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: S
     if trunc and trunc.lost_evidence_unknown:
         notes.append(f"history truncated on {trunc.lost_evidence_unknown} item(s) whose rows do not say whether "
                      "an evidence session was dropped (run made before that was recorded)")
+    return notes + _what_made_it_notes(run, card, variant, run_id)
+
+
+def _what_made_it_notes(run: RunData, card: Scorecard, variant: str | None, run_id: str | None) -> list[str]:
+    """Notes on what made the rows: more than one version of the code; a variant or run id given otherwise."""
+    notes = []
+    if card.code_versions is not None and card.code_versions.mixed:
+        notes.append(f"{card.code_versions.describe()}: the figures are not one version's")
     if variant and run.meta.variant and variant != run.meta.variant:
         notes.append(f"variant given as {variant!r} but the run recorded {run.meta.variant!r}")
     if run_id and run_id != run.run_id:
@@ -349,8 +358,9 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
         **_judge_blocks(run, covered, judge, project),
         "official_estimate": None,  # made below from the scored figures
+        "code_versions": None,
     }
-    record = Scorecard.from_dict(card)
+    record = replace(Scorecard.from_dict(card), code_versions=code_versions.summary(run, covered))
     notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
     record = replace(record, comparability_notes=tuple(notes),
                      official_estimate=corrected_figures.estimate_block(run.meta, run.rows, types, record, project))

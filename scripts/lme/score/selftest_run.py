@@ -13,7 +13,8 @@ of the way from an answer to a figure, in a temporary directory it removes:
   no row at all (wrong in the strict figure);
 - the figures ``scoring.build_scorecard`` makes of run A (micro, macro, abstention, strict and judged-only, the
   Wilson intervals, the figure without the registry's gold errors, retrieval metrics, ``--n-total`` beyond the
-  manifest) and the comparison of A with B (fixes, regressions, the exact McNemar p-value).
+  manifest) and the comparison of A with B (fixes, regressions, the exact McNemar p-value on the items both judged,
+  the others named apart).
 
 Every expected value is written here by hand; none is computed by the code under test.
 """
@@ -312,12 +313,16 @@ B_FILE: dict[str, Any] = {
 }
 """Run B's hypotheses file (ms-3 has no line: a missing_hypothesis error row)."""
 B_COMPARED: dict[str, Any] = {
-    # A -> B, strict (error or not run = wrong): fixes ssu-2_abs, ssa-1, ms-1, tr-2_abs, ku-2; regression ssa-2;
-    # both right ssu-1, ssu-3, ssp-1, ms-2_abs, ms-4_abs, tr-1, ku-1; both wrong ms-3
-    "fixes": 5, "regressions": 1, "both_right": 7, "both_wrong": 1,
-    "accuracy_a": F(8, 14), "accuracy_b": F(12, 14),
-    "p_value": F(2 * (1 + 6), 2 ** 6),  # two-sided exact: 2 * (C(6,0) + C(6,1)) / 2^6 = 0.21875
+    # A -> B on the 11 items both judged (A's errors ssa-1, tr-2_abs and ms-3, no row in A and an error in B, are
+    # counted apart): fixes ssu-2_abs, ms-1, ku-2; regression ssa-2; both right ssu-1, ssu-3, ssp-1, ms-2_abs,
+    # ms-4_abs, tr-1, ku-1
+    "n_compared": 11, "fixes": 3, "regressions": 1, "both_right": 7, "both_wrong": 0,
+    "accuracy_a": F(8, 11), "accuracy_b": F(10, 11),
+    "p_value": F(2 * (1 + 4), 2 ** 4),  # two-sided exact: 2 * (C(4,0) + C(4,1)) / 2^4 = 0.625
 }
+B_NOT_COMPARED: dict[str, str] = {"judged_only_in_a": "none", "judged_only_in_b": "none",
+                                  "error_in_a": "ssa-1, tr-2_abs", "error_in_b": "none", "judged_in_neither": "ms-3"}
+"""The items the comparison leaves out, by why (ms-3: no row in A, an error row in B)."""
 
 # --------------------------------------------------------------------------- doing it
 
@@ -498,8 +503,11 @@ def _run_b(tmp: Path) -> tuple[list[dict[str, Any]], Path]:
 
 def _comparison(run_a: Path, run_b: Path) -> list[dict[str, Any]]:
     result = run_comparison.compare(run_a, run_b).to_dict()  # the figures as compare_runs.py --json prints them
-    return [check("compare A -> B (strict labels, exact McNemar)", name, want, result[name])
-            for name, want in B_COMPARED.items()]
+    scenario = "compare A -> B (items both judged, exact McNemar)"
+    left_out = result["not_compared"]
+    return [*(check(scenario, name, want, result[name]) for name, want in B_COMPARED.items()),
+            *(check(scenario, f"not compared: {key}", want, ", ".join(left_out[key]) or "none")
+              for key, want in B_NOT_COMPARED.items())]
 
 
 def guarded(scenario: str, step: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -533,6 +541,6 @@ def stored_run_checks() -> list[dict[str, Any]]:
         checks = guarded("stored run A (reader output, shards)", run_a)
         checks += guarded("stored run B (a hypotheses file)", run_b)
         if "a" in made and "b" in made:
-            checks += guarded("compare A -> B (strict labels, exact McNemar)",
+            checks += guarded("compare A -> B (items both judged, exact McNemar)",
                                lambda: _comparison(made["a"], made["b"]))
         return checks
