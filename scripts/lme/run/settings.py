@@ -87,6 +87,9 @@ class RunSettings:
     official_judge_gone: bool = False
     """Set by the start-up check (``judge_route``), not by the user: the official judge answered 404 / 410, so
     its calls are not made (archived verdicts still score; the successor, if named, judges the rest)."""
+    successor_only: bool = False
+    """Set for a loop run after the day (``lme.loop.judge_day``), never by a flag: the successor judges every item
+    (no archived official verdict, no official call), so every verdict a loop's rounds compare is one judge's."""
 
     @property
     def successor(self) -> tuple[str, str] | None:
