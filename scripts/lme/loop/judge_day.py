@@ -199,6 +199,7 @@ def successor_baseline(project: Path, run_id: str) -> tuple[int, list[str]]:
         return EXIT_HALTED, blocked_lines(project, "recorded in judge-day.json", named)
     loop_rules.assert_on_loop_branch(project=project)
     run_dir = run_store.existing_run_dir(project, run_id)
+    loop_state.init(project)
     voided = void_round(project, run_id)
     void_confirmation(project)
     rejudged = [q for q, row in run_store.load_results(run_dir).items() if not judged_by(row, named.spec)]
