@@ -337,8 +337,8 @@ def test_status_and_the_hook_name_the_successor_baseline_once_a_calibrated_succe
     name_successor(project)
     lines = loop_state.status(project)
     assert "judge: the official judge retired; no successor baseline yet (the config names openai:o3-mini)" in lines
-    assert lines[-1].startswith("next: the official judge retired: the successor baseline: rounds.py "
-                                "successor-baseline")
+    assert lines[-1].startswith("next: the official judge retired: the successor baseline (the skill's \"The "
+                                "official judge retired\": rounds.py successor-baseline")
     loop_session.start(project, SESSION)
     context = loop_stop_hook.decide({"session_id": SESSION, "cwd": str(project)})["hookSpecificOutput"]
     assert "judge: the official one retired, no successor baseline yet" in context["additionalContext"]

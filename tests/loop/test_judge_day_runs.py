@@ -81,7 +81,7 @@ def test_a_404_mid_round_halts_the_loop_blocked_and_never_hands_an_item_to_a_suc
     capsys.readouterr()
     assert loop_run(project, "--no-cache") == 2  # (a fix changes the prompts: no cached verdict serves them)
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("BLOCKED: official judge retired") and "a 404 / 410 mid-run, in run loop" in out[0]
+    assert out[0].startswith("BLOCKED: official judge retired") and "found mid-run, in run loop" in out[0]
     assert out[1].lstrip().startswith("1. archive-only figures") and out[2].lstrip().startswith("2. a successor")
     assert any("the config names openai:o3-mini, uncalibrated" in line for line in out)
     assert judge_calls(fake_llm, "o3-mini") == [] and not [p for p in fake_llm.probes
@@ -90,7 +90,7 @@ def test_a_404_mid_round_halts_the_loop_blocked_and_never_hands_an_item_to_a_suc
     [blocked] = [r for r in history(project) if r.startswith("| BLOCKED |")]
     assert "the successor the config names is uncalibrated" in blocked
     day = json.loads((project / JUDGE_DAY_FILE).read_text())
-    assert day["found_by"]["how"] == "a 404 / 410 mid-run, in run loop" and day["successor"] is None
+    assert day["found_by"]["how"] == "found mid-run, in run loop" and day["successor"] is None
 
     fake_llm.reset()  # the step again: refused from the loop's record, before any call
     assert loop_run(project) == 2

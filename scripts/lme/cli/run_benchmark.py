@@ -168,7 +168,7 @@ def _after_run(settings: RunSettings, args: argparse.Namespace, code: int, root:
     if code == run_driver.EXIT_JUDGE_GONE:  # the official judge gone, or a judge answering as another model
         meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
         if args.loop and meta.error == judge_official.CONTINUITY_HINT:
-            return _loop_halt(args, f"a 404 / 410 mid-run, in run {run_id}")
+            return _loop_halt(args, f"found mid-run, in run {run_id}")
         raise UserError(f"run {run_id} stopped: {meta.error or judge_official.CONTINUITY_HINT}; the items it could "
                         f"not judge stay pending (resume with --run-id {run_id})")
     print(f"run {run_id}: {run_driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)

@@ -93,7 +93,7 @@ def for_loop_run(settings: RunSettings, given: str | None) -> RunSettings:
         return dataclasses.replace(settings, successor_judge=None, successor_only=False)
     if judge.kind == "successor":
         return dataclasses.replace(settings, successor_judge=judge.successor, successor_only=True)
-    raise JudgeRetired("recorded earlier in judge-day.json")
+    raise JudgeRetired("recorded earlier, in judge-day.json")
 
 
 def record_day(project: Path, run_id: str | None, how: str) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def block_once(project: Path, reason: str) -> None:
 
 def blocked_lines(project: Path, how: str, named: NamedSuccessor) -> list[str]:
     """``BLOCKED: official judge retired`` and the user's choices (the agent chooses none)."""
-    lines = [f"BLOCKED: official judge retired ({OFFICIAL_JUDGE_MODEL} answers 404 / 410; {how}): the loop is "
+    lines = [f"BLOCKED: official judge retired ({OFFICIAL_JUDGE_MODEL} answers 404 / 410, {how}): the loop is "
              "halted until the user chooses:",
              f"  1. archive-only figures: {archive_coverage(project)}; nothing new can be judged officially, so the "
              "loop cannot go on officially (judge_shim.py archive-status --project . counts what the archive holds; "
@@ -196,7 +196,7 @@ def successor_baseline(project: Path, run_id: str) -> tuple[int, list[str]]:
     named = named_successor(project)
     if named.spec is None or named.calibration is None:
         block_once(project, "judge-retired" if named.spec is None else "judge-uncalibrated")
-        return EXIT_HALTED, blocked_lines(project, "recorded in judge-day.json", named)
+        return EXIT_HALTED, blocked_lines(project, "recorded earlier, in judge-day.json", named)
     loop_rules.assert_on_loop_branch(project=project)
     run_dir = run_store.existing_run_dir(project, run_id)
     loop_state.init(project)

@@ -289,8 +289,8 @@ set aside by ``judge_day.successor_baseline``)."""
 DECISIONS = ("keep", "revert", "void")
 """What ``decide`` records as a round's decision (``void``: a round in flight when the official judge retired, its
 fix never measured by one judge and reverted, ``judge_day.successor_baseline``)."""
-SUCCESSOR_BASELINE_STEP = ("the successor baseline: rounds.py successor-baseline --run-id <loop run> (it says "
-                           "BLOCKED until the user names a calibrated successor in the config)")
+SUCCESSOR_BASELINE_STEP = ("the successor baseline (the skill's \"The official judge retired\": rounds.py "
+                           "successor-baseline; BLOCKED until the user names a calibrated successor in the config)")
 
 
 @dataclass(frozen=True)
