@@ -91,8 +91,9 @@ def for_loop_run(settings: RunSettings, given: str | None) -> RunSettings:
                         fix=f"drop --successor; only the user sets successorJudge in {_CONFIG}")
     if judge.kind == "official":
         return dataclasses.replace(settings, successor_judge=None, successor_only=False)
-    if judge.kind == "successor":
-        return dataclasses.replace(settings, successor_judge=judge.successor, successor_only=True)
+    if judge.kind == "successor":  # the loop recorded the official judge gone: estimates price the successor
+        return dataclasses.replace(settings, successor_judge=judge.successor, successor_only=True,
+                                   official_judge_gone=True)
     raise JudgeRetired("recorded earlier, in judge-day.json")
 
 
