@@ -30,6 +30,7 @@ successor in the config (successorJudge):
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -41,7 +42,7 @@ from lme.core import PROPOSAL_FILE
 STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish", "successor-baseline")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser, sub = cli_parser.loop_command_parser(__doc__)
     sub.add_parser("init", help="create .max_effort_round (0) and history_max_effort.md when missing")
     sub.add_parser("current", help="print the current round number")
@@ -73,7 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                            help="after the official judge retired: the config's calibrated successor judges the "
                                 "loop from here on (the round in flight voided, every item judged again by it)")
     p_day.add_argument("--run-id", required=True, help="the loop's run id")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     project = args.project
     from lme.loop import state  # after parsing: --help and usage errors need none of the loop
     if args.command in STEP_COMMANDS:  # the steps need the venv; init, current, bump, blocked, status do not

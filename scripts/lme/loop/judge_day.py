@@ -134,7 +134,7 @@ def halt(project: Path, run_id: str | None, how: str, *, log: bool = True) -> li
 
 
 def baseline_step(project: Path) -> str:
-    """The line that takes the successor's baseline (the skill's "The loop across the day")."""
+    """The line that takes the successor's baseline (the skill's "The official judge retired")."""
     run_id = loop_rules.loop_config(project).get("run_id")
     return f'bash "{VENV_RUN}" rounds.py successor-baseline --run-id {run_id}'
 
