@@ -269,6 +269,20 @@ def _round(project: Path, number: int, hook_reasons: list[str], *, fix_no: int |
             once(stop_here), after_the_hook]
 
 
+def _confirmed(text: str) -> list[Any]:
+    """The loop's last steps at the target: step 1 (nothing left to run), its wait, the confirmation; then stop."""
+    return [play_blocks(loop_body, "--background", "run_status.py --run-id longmemeval-iter", "--confirm"), say(text)]
+
+
+def _loop_session(cc: harness.ClaudeCode, project: Path, env: dict[str, str], script: list[Any],
+                  timeout: float = 400) -> tuple[harness.Session, ScriptedClaude]:
+    """``/longmemeval-iterate`` in ``project``, the model playing ``script``; it ran clean."""
+    with ScriptedClaude(script) as fake:
+        session = cc.session(command_names.ITERATE, cwd=project, base_url=fake.base_url, env=env, timeout=timeout)
+    assert_clean(session, fake)
+    return session, fake
+
+
 def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc, tmp_path, fake_llm):
     project, env = make_project(tmp_path, upstream=True)
     markdown_harness.SETUPS["loop"](project, env, fake_llm)
@@ -281,12 +295,9 @@ def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc,
                     "loop_guard.py config"),
         *_round(project, 1, hook_reasons),
         *_round(project, 2, hook_reasons),
-        play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm"),
-        say("CONFIRMED: the loop is over."),
+        *_confirmed("CONFIRMED: the loop is over."),
     ]
-    with ScriptedClaude(script) as fake:
-        session = cc.session(command_names.ITERATE, cwd=project, base_url=fake.base_url, env=env, timeout=400)
-    assert_clean(session, fake)
+    session, fake = _loop_session(cc, project, env, script)
     transcript = session.describe()
 
     # The slash command was the skill; its blocks ran under the skill's rules, across the hook's continuations.
@@ -365,9 +376,7 @@ def test_the_loop_through_claude_code_across_the_official_judges_retirement(cc, 
         say("BLOCKED: the official judge retired. Your choices: archive-only figures, or name a calibrated "
             "successor in the config. I stop here."),
     ]
-    with ScriptedClaude(script) as fake:
-        first = cc.session(command_names.ITERATE, cwd=project, base_url=fake.base_url, env=env, timeout=400)
-    assert_clean(first, fake)
+    first, fake = _loop_session(cc, project, env, script)
     transcript = first.describe()
     retest = calls_of(first, "drop_qids.py")[0][1]
     assert "started in the background" in retest, transcript
@@ -391,12 +400,9 @@ def test_the_loop_through_claude_code_across_the_official_judges_retirement(cc, 
         play_blocks(skill, "check_setup.sh", "loop_session.py\" start", "loop_guard.py config"),
         play_blocks(skill, "rounds.py successor-baseline"),
         *_round(project, 2, hook_reasons, fix_no=1),
-        play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm"),
-        say("CONFIRMED by the successor openai:o3-mini: its figure, not an official one."),
+        *_confirmed("CONFIRMED by the successor openai:o3-mini: its figure, not an official one."),
     ]
-    with ScriptedClaude(script) as fake:
-        second = cc.session(command_names.ITERATE, cwd=project, base_url=fake.base_url, env=env, timeout=500)
-    assert_clean(second, fake)
+    second, fake = _loop_session(cc, project, env, script, timeout=500)
     transcript = second.describe()
     status = calls_of(second, "rounds.py status")[0][1]
     assert "next: the official judge retired: the successor baseline" in status, transcript
