@@ -26,7 +26,8 @@
 # variant, target, target model, judge, target options. The symbolic flags are passed exactly as configured,
 # so a flag that is off makes the driver refuse the run instead of being silently switched on.
 # Exit status is the driver's: 0 completed (or started, with --background), 1 failed (resume by running this
-# again), 2 user error, 3 billing (then: rounds.py blocked --reason billing), 4 the confirmation rerun is running
+# again), 2 user error (or the official judge retired: "BLOCKED: official judge retired" and the user's choices,
+# or the successor baseline to take; see the loop skill), 3 billing (then: rounds.py blocked --reason billing), 4 the confirmation rerun is running
 # (--confirm), 5 the estimate is above confirmCostUsd (ask, then add --yes), 130 interrupted.
 set -u
 

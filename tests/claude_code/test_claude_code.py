@@ -226,22 +226,26 @@ def loop_body(exchange: Exchange) -> str:
     return loaded[LOOP_SKILL] if LOOP_SKILL in loaded else command_body(exchange)
 
 
-def _round(project: Path, number: int, hook_reasons: list[str]) -> list[Any]:
-    """One round as the skill has it (steps 1-10), then the model stops; the Stop hook must send it on."""
+def _round(project: Path, number: int, hook_reasons: list[str], *, fix_no: int | None = None,
+           until_the_fix: bool = False) -> list[Any]:
+    """One round as the skill has it (steps 1-10), then the model stops; the Stop hook must send it on. ``fix_no``:
+    which of ``FIXES`` the round makes (default: the round's own, on top of the ones before); ``until_the_fix``:
+    only steps 1-6 (the round's fix committed, nothing re-tested)."""
     skill = loop_body
     state = project / ".longmemeval-benchmarks"
     reader = project / "memory_system" / "reader.py"
+    fix_no = number if fix_no is None else fix_no
 
     def trigger_set(exchange: Exchange) -> Any:
         return tool("Write", {"file_path": str(state / "trigger_set.txt"), "content": "\n".join(_wrong_ids(project)) + "\n"})
 
     def proposal(exchange: Exchange) -> Any:
         return tool("Write", {"file_path": str(state / "proposal.md"),
-                              "content": f"{FIXES[number - 1]} (reader instructions)\n\nFiles: memory_system/reader.py.\n"})
+                              "content": f"{FIXES[fix_no - 1]} (reader instructions)\n\nFiles: memory_system/reader.py.\n"})
 
     def fix(exchange: Exchange) -> Any:
-        old = _READER_LINE if number == 1 else _READER_LINE.replace('it."', f'it. {FIXES[0]}"')
-        new = f'{old[:-1]} {FIXES[number - 1]}"'
+        old = _READER_LINE if fix_no == 1 else _READER_LINE.replace('it."', f'it. {FIXES[0]}"')
+        new = f'{old[:-1]} {FIXES[fix_no - 1]}"'
         return tool("Edit", {"file_path": str(reader), "old_string": old, "new_string": new})
 
     def stop_here(exchange: Exchange) -> Any:
@@ -251,16 +255,32 @@ def _round(project: Path, number: int, hook_reasons: list[str]) -> list[Any]:
         hook_reasons.append(exchange.last_text())
         return None
 
-    return [
+    steps = [
         play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm",
                     "--noise-floor", "rounds.py begin", "cluster_failures.py --run-id longmemeval-iter", "--ids 1"),
         once(lambda ex: tool("Read", {"file_path": str(state / "trigger_set.txt")})), once(trigger_set),
         *([once(lambda ex: tool("Read", {"file_path": str(state / "proposal.md")}))] if number > 1 else []),
         once(proposal), once(lambda ex: tool("Read", {"file_path": str(reader)})), once(fix),
-        play_blocks(skill, "rounds.py commit-fix", "drop_qids.py", "run_status.py --run-id longmemeval-iter",
-                    "rounds.py finish"),
-        once(stop_here), after_the_hook,
+        play_blocks(skill, "rounds.py commit-fix"),
     ]
+    if until_the_fix:
+        return steps
+    return [*steps, play_blocks(skill, "drop_qids.py", "run_status.py --run-id longmemeval-iter", "rounds.py finish"),
+            once(stop_here), after_the_hook]
+
+
+def _confirmed(text: str) -> list[Any]:
+    """The loop's last steps at the target: step 1 (nothing left to run), its wait, the confirmation; then stop."""
+    return [play_blocks(loop_body, "--background", "run_status.py --run-id longmemeval-iter", "--confirm"), say(text)]
+
+
+def _loop_session(cc: harness.ClaudeCode, project: Path, env: dict[str, str], script: list[Any],
+                  timeout: float = 400) -> tuple[harness.Session, ScriptedClaude]:
+    """``/longmemeval-iterate`` in ``project``, the model playing ``script``; it ran clean."""
+    with ScriptedClaude(script) as fake:
+        session = cc.session(command_names.ITERATE, cwd=project, base_url=fake.base_url, env=env, timeout=timeout)
+    assert_clean(session, fake)
+    return session, fake
 
 
 def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc, tmp_path, fake_llm):
@@ -275,12 +295,9 @@ def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc,
                     "loop_guard.py config"),
         *_round(project, 1, hook_reasons),
         *_round(project, 2, hook_reasons),
-        play_blocks(skill, "--background", "run_status.py --run-id longmemeval-iter", "--confirm"),
-        say("CONFIRMED: the loop is over."),
+        *_confirmed("CONFIRMED: the loop is over."),
     ]
-    with ScriptedClaude(script) as fake:
-        session = cc.session(command_names.ITERATE, cwd=project, base_url=fake.base_url, env=env, timeout=400)
-    assert_clean(session, fake)
+    session, fake = _loop_session(cc, project, env, script)
     transcript = session.describe()
 
     # The slash command was the skill; its blocks ran under the skill's rules, across the hook's continuations.
@@ -307,6 +324,105 @@ def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc,
     assert log[0].startswith("FINAL: LongMemEval 24/24"), log
     assert [s for s in log if s.startswith("fix(")] == [f"fix(v2): {FIXES[1]} (reader instructions)",
                                                        f"fix(v1): {FIXES[0]} (reader instructions)"]
+
+
+# --------------------------------------------------------------------------- the loop across the official judge's retirement
+
+OFFICIAL = "gpt-4o-2024-08-06"
+SUCCESSOR = "openai:o3-mini"
+
+
+class OneFixReader(FixAwareReader):
+    """The fake reader: gold for a stable half of the questions, for all of them once the first fix is in."""
+
+    def __call__(self, body: Any) -> str | None:
+        question = self.server._find_question(prompt_text(body))
+        return None if question is None or FIXES[0] not in prompt_text(body) else str(self.server.answers[question])
+
+
+def _the_user_names_a_calibrated_successor(project: Path) -> None:
+    """What only the user does: successorJudge in the config, and its calibration record (judge_agreement.py --all
+    measures one on official verdicts; the fake server's are not official, so the record is the user's own)."""
+    from lme.judge import agreement as judge_agreement
+    from lme.judge import request_shapes as judge_shapes
+
+    edit_config(project, successorJudge=SUCCESSOR)
+    judge_agreement.append_record(project, {
+        "candidate": SUCCESSOR, "candidate_provider": "openai", "candidate_model": "o3-mini",
+        "request_shape": judge_shapes.shape_for("openai", "o3-mini", None).to_dict(), "verdict_set_sha256": "ab" * 32,
+        "n": 500, "agree": 489, "agreement": 0.978, "kappa": 0.94, "kappa_ci95": [0.91, 0.97], "flips": [],
+        "measured_at": "2027-01-10T09:00:00Z", "source": "--all"})
+
+
+def test_the_loop_through_claude_code_across_the_official_judges_retirement(cc, tmp_path, fake_llm):
+    project, env = make_project(tmp_path, upstream=True)
+    markdown_harness.SETUPS["loop"](project, env, fake_llm)
+    fake_llm.answer_fn = markdown_harness.writer_aware(OneFixReader(fake_llm))
+    env |= llm_env(fake_llm)
+    skill = loop_body
+
+    def the_day(exchange: Exchange) -> None:  # mid-round: the re-test's judge calls answer 404 from now on
+        fake_llm.gone_models[OFFICIAL] = 404
+        return None
+
+    # Session 1: a round up to its fix; the official judge disappears; its re-test stops; BLOCKED, the session ends.
+    script = [
+        play_blocks(skill, "loop_target.py use-copy", "check_setup.sh", "loop_session.py\" start",
+                    "loop_guard.py config"),
+        *_round(project, 1, [], until_the_fix=True),
+        the_day,
+        play_blocks(skill, "drop_qids.py", "run_status.py --run-id longmemeval-iter"),  # failed: step 1 again
+        play_blocks(skill, "--background"),
+        say("BLOCKED: the official judge retired. Your choices: archive-only figures, or name a calibrated "
+            "successor in the config. I stop here."),
+    ]
+    first, fake = _loop_session(cc, project, env, script)
+    transcript = first.describe()
+    retest = calls_of(first, "drop_qids.py")[0][1]
+    assert "started in the background" in retest, transcript
+    assert calls_of(first, "run_status.py")[-1][1].startswith("Exit code 1\nfailed"), transcript
+    halt = calls_of(first, "--background")[-1][1]
+    assert halt.startswith("Exit code 2\n") and "\nBLOCKED: official judge retired (" in halt, transcript
+    assert "1. archive-only figures" in halt and "2. a successor the user names" in halt and "calibrated" in halt
+    assert len(fake.main_requests) == len(fake.turns), transcript  # the Stop hook let it end, at once
+    notices = [e.get("content", "") for e in first.events if e.get("subtype") == "informational"]
+    assert any("LongMemEval loop: BLOCKED: official judge retired" in n for n in notices), notices
+    state = project / ".longmemeval-benchmarks"
+    history = (project / "history_max_effort.md").read_text()
+    assert len([r for r in history.splitlines() if r.startswith("| BLOCKED |")]) == 1  # logged by the run itself
+    assert json.loads((state / "judge-day.json").read_text())["found_by"]["how"].startswith("found mid-run")
+    assert not [q for q in fake_llm.requests if (q.get("body") or {}).get("model") == "o3-mini"]
+
+    # The user (never the agent) names a calibrated successor; the next session takes its baseline and goes on.
+    _the_user_names_a_calibrated_successor(project)
+    hook_reasons: list[str] = []
+    script = [
+        play_blocks(skill, "check_setup.sh", "loop_session.py\" start", "loop_guard.py config"),
+        play_blocks(skill, "rounds.py successor-baseline"),
+        *_round(project, 2, hook_reasons, fix_no=1),
+        *_confirmed("CONFIRMED by the successor openai:o3-mini: its figure, not an official one."),
+    ]
+    second, fake = _loop_session(cc, project, env, script, timeout=500)
+    transcript = second.describe()
+    status = calls_of(second, "rounds.py status")[0][1]
+    assert "next: the official judge retired: the successor baseline" in status, transcript
+    baseline = calls_of(second, "successor-baseline")[0][1]
+    assert baseline.startswith("successor baseline: official judge retired: from here on the successor "
+                               "openai:o3-mini") and "round v1 voided" in baseline, transcript
+    assert len(hook_reasons) == 1 and "judge: the successor openai:o3-mini" in hook_reasons[0], hook_reasons
+    confirmed = calls_of(second, "--confirm")[-1][1]
+    assert "CONFIRMED by the successor openai:o3-mini, not official" in confirmed, transcript
+    assert "no official-scale estimate" in confirmed and "no official figure is claimed" in confirmed
+    decisions = [json.loads(line) for line in (state / "decisions.jsonl").read_text().splitlines()]
+    assert [(d["round"], d["decision"]) for d in decisions] == [(1, "void"), (2, "keep")], decisions
+    assert decisions[-1]["judge"] == "the successor openai:o3-mini"
+    rows = [json.loads(line) for line in (state / "runs" / "longmemeval-iter" / "item-results.jsonl").read_text()
+            .splitlines()]
+    assert rows and all(r["judgment"]["successor"] and not r["judgment"]["official"] for r in rows)
+    log = subprocess.run(["git", "log", "--format=%s", "longmemeval-iter"], cwd=tmp_path / "origin.git",
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert log[0].startswith("FINAL: LongMemEval 24/24 by the successor openai:o3-mini (not official)"), log
+    assert any(s.startswith("successor baseline: openai:o3-mini") for s in log), log
 
 
 # --------------------------------------------------------------------------- "iterate LongMemEval" in chat: permissions

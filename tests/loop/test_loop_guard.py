@@ -284,7 +284,7 @@ def test_a_runs_settings_become_the_request_the_rules_read(project):
 
     settings = SimpleNamespace(project=str(project), max_evals=500, judge_provider="openai",
                                judge_model="gpt-4o-2024-08-06", target_options={"symbolic_bypass": False, "top_k": 5},
-                               target="memory-ref")
+                               target="memory-ref", successor_judge=None, successor_only=False)
     assert loop_rules.LoopRunRequest.of_settings(settings, 499) == loop_rules.LoopRunRequest(
         n_total=499, max_items=500, judge_provider="openai", judge_model="gpt-4o-2024-08-06",
         symbolic={"symbolic_resolver": True, "symbolic_temporal": True, "symbolic_bypass": False},

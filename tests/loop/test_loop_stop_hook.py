@@ -101,7 +101,9 @@ def test_blocked_after_the_start_lets_go_but_an_older_blocked_row_does_not(proje
     start(project)
     assert sent_on(hook(project)[1])
     loop_state.blocked(project, "cost")
-    assert hook(project) == (0, None, "")
+    code, out, _ = hook(project)  # lets go, and says why
+    assert code == 0 and sent_on(out) is None and set(out) == {"systemMessage"}
+    assert "BLOCKED: run estimate above confirmCostUsd: waiting for the user's approval" in out["systemMessage"]
     assert "waiting for the user's approval" in (project / "history_max_effort.md").read_text()
 
 

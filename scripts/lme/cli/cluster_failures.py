@@ -74,6 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is not None and why is not None:  # the agent writes the trigger set, nothing else
         unattended.refuse_outside(args.out, "--out", why, cwd=Path.cwd() / STATE_DIR, where="the loop's state folder",
                                   fix=f"e.g. --out {STATE_DIR}/trigger_set.txt")
+        if Path(args.out).suffix != ".txt":  # never the config or the judge's records the user keeps there
+            raise UserError(f"--out {args.out}: in a loop session ({why}) a trigger set is a .txt file",
+                            fix=f"e.g. --out {STATE_DIR}/trigger_set.txt")
     run_dir = args.run_dir if args.run_dir else run_store.existing_run_dir(args.project, args.run_id)
     if not Path(run_dir).is_dir():
         raise UserError(f"no run directory at {run_dir}")

@@ -5,7 +5,9 @@ When the loop's run reaches it, ``start`` records a confirmation: a NEW run id, 
 ``--no-cache`` (fresh model calls, no cached answer reused). ``finish`` reads that run: if it also reaches the
 target the loop ends (``--commit`` commits the loop state and pushes); if not, the confirmation's fresh verdicts
 replace the loop run's (the honest, lower baseline; a backup is kept) and the loop goes on.
-Both run ids are recorded in ``.longmemeval-benchmarks/confirmation.json``.
+Both run ids are recorded in ``.longmemeval-benchmarks/confirmation.json``. After the official judge retired the
+loop's runs are the successor's (``lme.loop.judge_day``): a confirmation is then reported as the successor's
+figure, with the run's official-scale estimate when its metrics.json has one, never as the official target met.
 
 Usage:
     python scripts/confirm.py check --run-id longmemeval-iter          # reached? prints JSON
@@ -57,6 +59,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         state = confirm.finish(project, commit=args.commit)
         print(json.dumps({k: v for k, v in state.items() if k != "history"}))
-        print("CONFIRMED: the loop ends here" if state["status"] == "confirmed"
-              else "NOT CONFIRMED: its verdicts are the new baseline; continue the loop", file=sys.stderr)
+        print(confirm.outcome_line(state), file=sys.stderr)
     return 0

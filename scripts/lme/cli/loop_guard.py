@@ -1,8 +1,8 @@
 """Print the iteration loop's configuration, or check a planned loop run against its hard rules (``lme/loop/rules.py``).
 
 The rules (``lme/loop/rules.py``, which a ``--loop`` run is handed by run_benchmark.py): the full question set
-every round, the official judge only, the three symbolic layers on, the work tree on the loop branch, the configured
-target.
+every round, the official judge (after the day it retires, the user's calibrated successor for every item), the
+three symbolic layers on, the work tree on the loop branch, the configured target.
 The settings are the ``loop`` object of ``.longmemeval-benchmarks/config.json`` over ``rules.LOOP_DEFAULTS``
 (``references/iteration-rules.md`` documents each key).
 
@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_tgt.add_argument("--n-total", type=int, required=True, help="items in the full set (e.g. 500)")
     args = parser.parse_args(argv)
     from lme.core import config  # after parsing: --help and usage errors need neither the config nor the loop
-    from lme.loop import LoopRunRequest, check_loop_run, loop_config, target_correct
+    from lme.loop import LoopRunRequest, check_loop_run, loop_config, loop_judge, target_correct
 
     if args.command == "target":
         if args.n_total < 1:
@@ -50,8 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(cfg, indent=2, sort_keys=True))
         return 0
     provider, model = config.parse_model_arg(str(cfg["judge"]), "")  # a bare name: no provider, not the loop's judge
+    judge = loop_judge(args.project)  # after the day: the user's calibrated successor, for every item
     planned = LoopRunRequest(n_total=args.n_total, max_items=args.max, judge_provider=provider, judge_model=model,
-                             symbolic={k: cfg["targetOptions"].get(k) for k in SYMBOLIC_FLAGS}, target=cfg["target"])
+                             symbolic={k: cfg["targetOptions"].get(k) for k in SYMBOLIC_FLAGS}, target=cfg["target"],
+                             successor=judge.successor, successor_only=judge.kind == "successor")
     problems = check_loop_run(planned, args.project)
     for p in problems:
         print(f"FAIL {p}")

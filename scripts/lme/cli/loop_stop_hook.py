@@ -7,7 +7,8 @@ enabled, with a JSON object on stdin (``session_id``, ``cwd``, ``hook_event_name
 calls that "non-error feedback delivered to the model; the conversation continues", and it reaches the model as a
 system reminder. (``{"decision": "block", "reason": ...}`` continues the session too, but the CLI reports every
 such stop as a hook error: a ``stop-hook-error`` notification, "stop hook problem" on the screen.) Printing
-nothing lets the session stop; ``{"systemMessage": ...}`` lets it stop and tells the user why.
+nothing lets the session stop; ``{"systemMessage": ...}`` lets it stop and tells the user why (a BLOCKED loop: the
+halt's reason in our words, e.g. "BLOCKED: official judge retired").
 
 It sends the session on only when ``loop_session.verdict`` says so: a loop that THIS session started
 (``loop_session.py start``) in this project, not cancelled, not CONFIRMED, not BLOCKED. Anything else - another

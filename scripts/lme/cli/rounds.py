@@ -21,10 +21,16 @@ The loop's steps as one command each (the skill's steps 4, 6 and 8-10; each can 
                                                                  # broken stack or without its noise floor)
     python scripts/rounds.py commit-fix                          # commit the fix as "fix(v<N>): <proposal>"
     python scripts/rounds.py finish --run-id longmemeval-iter    # decide (revert applied), commit, push
+
+After the official judge retired (a loop run recorded it and said BLOCKED), once the user named a calibrated
+successor in the config (successorJudge):
+    python scripts/rounds.py successor-baseline --run-id longmemeval-iter   # void the round in flight, re-judge
+                                   # every item by the successor from step 1 on; exit 2 and BLOCKED until then
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -33,10 +39,10 @@ from lme.core import cli_parser
 from lme.core import PROPOSAL_FILE
 
 
-STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish")
+STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish", "successor-baseline")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser, sub = cli_parser.loop_command_parser(__doc__)
     sub.add_parser("init", help="create .max_effort_round (0) and history_max_effort.md when missing")
     sub.add_parser("current", help="print the current round number")
@@ -50,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_log.add_argument("--round", type=int, default=None, help="round number (default: the current round)")
     p_blk = sub.add_parser("blocked", help="log that the loop is blocked and needs a human")
     p_blk.add_argument("--reason", required=True,
-                       help="'billing' (logged as 'API billing'), 'cost' (the cost gate needs the user), or free text")
+                       help="'billing' (logged as 'API billing'), 'cost' (the cost gate needs the user), "
+                            "'judge-retired' (the official judge is gone, no successor named), or free text")
     sub.add_parser("status", help="print where the loop stands and the skill step to run next")
     p_begin = sub.add_parser("begin", help="step 4: bump, snapshot, log the baseline, commit the state, push")
     p_begin.add_argument("--run-id", required=True, help="the loop's run id")
@@ -63,7 +70,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                           help="the fix is infrastructure later fixes build on: keep it at net 0 or -1")
     p_finish.add_argument("--allow-errors", action="store_true",
                           help="decide although re-tested items ended in errors (they count as wrong)")
-    args = parser.parse_args(argv)
+    p_day = sub.add_parser("successor-baseline",
+                           help="after the official judge retired: the config's calibrated successor judges the "
+                                "loop from here on (the round in flight voided, every item judged again by it)")
+    p_day.add_argument("--run-id", required=True, help="the loop's run id")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     project = args.project
     from lme.loop import state  # after parsing: --help and usage errors need none of the loop
     if args.command in STEP_COMMANDS:  # the steps need the venv; init, current, bump, blocked, status do not
@@ -89,6 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(steps.begin(project, args.run_id))
     elif args.command == "commit-fix":
         print(steps.commit_fix(project, args.proposal))
+    elif args.command == "successor-baseline":
+        from lme.loop import judge_day  # the venv's: the judge's calibration and the verdict archive
+
+        code, lines = judge_day.successor_baseline(project, args.run_id)
+        print("\n".join(lines))
+        return code
     else:
         print(steps.finish(project, args.run_id, reusable=args.reusable, allow_errors=args.allow_errors))
     return 0

@@ -104,6 +104,27 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    if not args.loop:
+        return _run(args, argv)
+    from lme.loop import judge_day  # a loop run's only: its judge across the official judge's retirement
+
+    try:
+        return _run(args, argv)
+    except (judge_day.JudgeRetired, judge_route.OfficialJudgeGone) as stop:
+        return _loop_halt(args, getattr(stop, "how", "found by a loop run's start-up check"))
+
+
+def _loop_halt(args: argparse.Namespace, how: str) -> int:
+    """The official judge retired under a loop run: the loop's halt (``judge_day.halt``: BLOCKED and the user's
+    choices, or the successor's baseline to take) printed; exit 2."""
+    from lme.loop import judge_day
+
+    for line in judge_day.halt(Path(args.project).resolve(), args.run_id, how, log=not args.dry_run):
+        print(line, flush=True)
+    return judge_day.EXIT_HALTED
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
     project = Path(args.project).resolve()
     cfg = config_mod.load_config(project)
     settings = run_settings.resolve(cfg, args, project)
@@ -111,7 +132,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     unattended_gate.check_worker(args)
     loop_session = unattended.loop_session(loop_flag=args.loop)
     if loop_session is not None:  # an agent with standing permissions: code only from the config
-        unattended_gate.check_code(settings, cfg, project, loop_session)
+        unattended_gate.check_code(settings, cfg, project, loop_session, given_successor=args.successor)
+    if args.loop:  # the official judge, or after the day the user's calibrated successor throughout
+        from lme.loop import judge_day
+
+        settings = judge_day.for_loop_run(settings, args.successor)
     if args.dry_run:
         return dry_run.run(settings, run_id=args.run_id, as_json=args.json)
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
@@ -143,11 +168,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                                     code_paths=tuple(loop_rules.fix_paths(project)))
     code, root = run_driver.execute(settings, args.run_id, options, scanned=scanned,
                                     on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
+    return _after_run(settings, args, code, root)
+
+
+def _after_run(settings: RunSettings, args: argparse.Namespace, code: int, root: Path) -> int:
+    """The scorecard, then what the run's end means for the user (the loop's halt when its judge retired)."""
     run_id = root.name
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
     if code == run_driver.EXIT_JUDGE_GONE:  # the official judge gone, or a judge answering as another model
         meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
+        if args.loop and meta.error == judge_official.CONTINUITY_HINT:
+            return _loop_halt(args, f"found mid-run, in run {run_id}")
         raise UserError(f"run {run_id} stopped: {meta.error or judge_official.CONTINUITY_HINT}; the items it could "
                         f"not judge stay pending (resume with --run-id {run_id})")
     print(f"run {run_id}: {run_driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)

@@ -8,7 +8,7 @@ from lme import lazy_face
 
 _EXPORTS = {
     "loop_config": "lme.loop.rules", "LoopRunRequest": "lme.loop.rules", "check_loop_run": "lme.loop.rules",
-    "check_settings": "lme.loop.rules", "target_correct": "lme.loop.rules",
+    "check_settings": "lme.loop.rules", "target_correct": "lme.loop.rules", "loop_judge": "lme.loop.rules",
     "RoundFigures": "lme.loop.state",
     "run_decision": "lme.loop.decide",
     "current_session": "lme.loop.session", "SESSION_ENV": "lme.loop.session",

@@ -16,6 +16,7 @@ from lme.core.facts import (
     DECISIONS_FILE,
     HISTORY_FILE,
     HISTORY_RECORDS,
+    JUDGE_DAY_FILE,
     NOISE_FLOOR_FILE,
     RETEST_FILE,
     PROPOSAL_FILE,
@@ -32,7 +33,7 @@ FORBIDDEN_COMMANDS = ("checkout", "switch", "reset", "rebase", "stash", "branch"
 """Commands that move HEAD to another branch or rewrite history; the loop never runs them."""
 
 STATE_PATHS = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, SNAPSHOTS_DIR, TRIGGER_SET_FILE,
-               PROPOSAL_FILE, RETEST_FILE, NOISE_FLOOR_FILE, HISTORY_RECORDS)
+               PROPOSAL_FILE, RETEST_FILE, NOISE_FLOOR_FILE, HISTORY_RECORDS, JUDGE_DAY_FILE)
 CONFIG_PATH = f"{STATE_DIR}/{CONFIG_FILE}"
 SNAPSHOT_COMMITTED = ("labels.jsonl", "snapshot.json")
 """What the loop commits of a snapshot: what the next round needs (ids, labels, hashes), never the rows' text;

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lme.loop import decide
+from lme.loop import judge_day
 from lme.core import bounded_json
 from lme.core import fileio
 from lme.loop import branch as loop_git
@@ -95,6 +96,9 @@ def finish(project: Path, *, commit: bool = False) -> dict[str, Any]:
         raise UserError(f"confirmation covers {result['n_total']} items, the loop run {state['n_total']}",
                         fix="the confirmation must run the full set")
     state.update(confirm_correct=result["correct"], finished_at=utc_now())
+    judged = judge_day.reported_judge(project, state["confirm_run_id"])  # a successor's figure is never official
+    if judged is not None:
+        state["judge"] = judged
     confirmed = result["correct"] >= state["threshold"]
     state["status"] = "confirmed" if confirmed else "not_confirmed"
     state["history"] = [*state.get("history", []), {k: state.get(k) for k in (
@@ -103,18 +107,33 @@ def finish(project: Path, *, commit: bool = False) -> dict[str, Any]:
         adopt(project, state["source_run_id"], state["confirm_run_id"])
         state["adopted"] = True
     fileio.write_atomic_json(project / CONFIRMATION_FILE, state)
-    note = (f"confirmation {state['confirm_run_id']}: {result['correct']}/{result['n_total']} "
-            f"({'CONFIRMED' if confirmed else 'not confirmed, adopted as baseline'})")
+    outcome = "CONFIRMED" if confirmed else "not confirmed, adopted as baseline"
+    by = f" {judge_day.describe_reported(judged)}" if judged is not None else ""
+    note = f"confirmation {state['confirm_run_id']}: {result['correct']}/{result['n_total']} ({outcome}{by})"
     loop_steps.log(project, state["confirm_run_id"], note)
     if confirmed and commit:
+        by = f" by the successor {judged['successor']} (not official)," if judged is not None else ""
         sha = loop_git.commit(
-            f"FINAL: LongMemEval {state['source_correct']}/{state['n_total']} confirmed by clean rerun "
+            f"FINAL: LongMemEval {state['source_correct']}/{state['n_total']}{by} confirmed by clean rerun "
             f"{state['confirm_run_id']} ({result['correct']}/{result['n_total']})",
             loop_git.state_paths(project), project=project)
         state["final_commit"] = sha
         state["pushed"] = loop_git.push(project=project)
         fileio.write_atomic_json(project / CONFIRMATION_FILE, state)
     return state
+
+
+def outcome_line(state: dict[str, Any]) -> str:
+    """What ``confirm.py finish`` says of the outcome: a successor-judged confirmation is reported as that, with its
+    official-scale estimate (or "no official-scale estimate"), never as the official target met."""
+    if state["status"] != "confirmed":
+        return "NOT CONFIRMED: its verdicts are the new baseline; continue the loop"
+    judged = state.get("judge")
+    if not judged:
+        return "CONFIRMED: the loop ends here"
+    return (f"CONFIRMED {judge_day.describe_reported(judged)}: {state['source_correct']}/{state['n_total']} and "
+            f"{state['confirm_correct']}/{state['n_total']} by the successor; the loop ends here. Report it as the "
+            "successor's figure: the official judge did not judge it, so no official figure is claimed")
 
 
 def adopt(project: Path, loop_run_id: str, confirm_run_id: str) -> dict:

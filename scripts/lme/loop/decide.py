@@ -201,6 +201,11 @@ def judge_mismatches(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[s
     return out
 
 
+def common_judge(rows: Mapping[str, ResultRow], ids: Sequence[str]) -> str | None:
+    """Who judged the re-tested items (``judge_of``; one judge: mixed judges are refused first), None if none."""
+    return next((j for j in (judge_of(rows[q]) for q in ids if q in rows) if j is not None), None)
+
+
 def _refuse_mixed_judges(round_no: int, run_id: str, snap_rows: Mapping[str, ResultRow],
                          run_rows: Mapping[str, ResultRow]) -> None:
     """A keep or revert on items judged by two judges would measure the judges, not the fix: refused, always."""
@@ -210,8 +215,10 @@ def _refuse_mixed_judges(round_no: int, run_id: str, snap_rows: Mapping[str, Res
         raise UserError(
             f"snapshot v{round_no} and run {run_id} were judged by different judges on {len(mixed)} item(s) "
             f"(e.g. {q}: {before} before, {after} after): their difference is not the fix's",
-            fix="judge the baseline and the re-test with one judge: take a new baseline judged by the judge the "
-                "re-test used (rounds.py begin on a full run), then re-test the fix against it")
+            fix="judge the baseline and the re-test with one judge: after the official judge retired, rounds.py "
+                "successor-baseline voids this round (its fix reverted) and takes a new baseline judged by the "
+                "user's calibrated successor throughout (references/judging-after-2027-01-14.md, \"The loop across "
+                "the day\")")
 
 
 def _ready_pair(project: Path, snapshot: str, run_id: str, *, allow_errors: bool) -> _ReadyPair:
@@ -292,6 +299,7 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
         "applied": False,
         "revert_commit": None,
         "readiness_problems": list(pair.problems),
+        "judge": common_judge(pair.run_rows, retest.ids),
     }
     try:
         record["retest_figures"] = loop_state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_record()
@@ -365,6 +373,10 @@ def describe_noise(record: Mapping[str, Any]) -> str:
 
 
 def describe(record: Mapping[str, Any]) -> str:
+    if record["decision"] == "void":
+        return (f"VOID: round {record['snapshot']} was in flight when the official judge retired; its fix "
+                f"{record.get('fix_commit') or '(none yet)'} was never measured by one judge"
+                + (f" and is reverted ({record['revert_commit']})" if record.get("revert_commit") else ""))
     label = record.get("label", record["decision"])
     verdict = record["decision"].upper() + label[len(record["decision"]):]  # KEEP (within noise)
     line = (
@@ -380,6 +392,8 @@ def describe(record: Mapping[str, Any]) -> str:
     if code and not code.get("same"):
         changed = "; ".join(f"{kind} {', '.join(paths)}" for kind, paths in (code.get("files") or {}).items() if paths)
         line += f"; code changed: {changed}" if changed else "; code: not recorded for every row"
+    if str(record.get("judge") or "").startswith("the successor "):
+        line += f"; judged by {record['judge']} before and after (the official judge retired): not official"
     flaky = record.get("flaky_flips") or {}
     if flaky.get("ids"):
         line += (f"; decided on net {record['net_excluding_flaky']:+d} without {len(flaky['ids'])} flip(s) of "

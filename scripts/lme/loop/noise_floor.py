@@ -38,8 +38,17 @@ def stack_of(meta: RunMeta) -> dict[str, Any]:
         "target": target.get("name"),
         "reader": f"{target.get('provider')}:{target.get('model')}",
         "stack": dict(options.get("stack") or {}),
-        "judge": f"{meta.judge_provider}:{meta.judge_model}",
+        "judge": judge_of(meta),
     }
+
+
+def judge_of(meta: RunMeta) -> str:
+    """The judge a run's labels come from: its judge, or the successor that judged every item of its last
+    invocation (a loop run after the official judge retired: ``successor_only``)."""
+    last = meta.invocations[-1].extra if meta.invocations else {}
+    if last.get("successor_only") and last.get("successor"):
+        return f"the successor {last['successor']}"
+    return f"{meta.judge_provider}:{meta.judge_model}"
 
 
 def stack_key(stack: Mapping[str, Any]) -> str:

@@ -4,7 +4,9 @@ A ``--loop`` run is handed ``check_settings`` by its command (``run_benchmark.py
 problem (the run stage sits below the loop and never imports it):
 
 - the full question set every round (``--max`` below the dataset's ``n_total`` is a partial run);
-- the official judge only (openai ``gpt-4o`` / ``gpt-4o-2024-08-06``), so rounds stay comparable;
+- the official judge (openai ``gpt-4o`` / ``gpt-4o-2024-08-06``), or, after the day it retires, the user's
+  calibrated successor throughout, so rounds stay comparable (``loop_judge``: judge-day.json, which
+  ``lme.loop.judge_day`` writes; a loop run never falls back to a successor item by item);
 - the three symbolic layers of the target on (``symbolic_resolver``, ``symbolic_temporal``, ``symbolic_bypass``);
 - the work tree on the loop branch (config ``loop.branch``, default ``longmemeval-iter``);
 - the configured target (``loop.target``): a built-in name, or a path in the project such as ``memory_system``
@@ -25,10 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from lme.core import command_names
+from lme.core import config as config_mod
 from lme.core import config_file
+from lme.core import state_reader
 from lme.core.errors import UserError
 from lme.core.facts import (
     BUILTIN_TARGETS,
+    JUDGE_DAY_FILE,
     OFFICIAL_JUDGE_MODEL,
     OFFICIAL_JUDGE_PROVIDER,
     SYMBOLIC_FLAGS,
@@ -137,8 +142,75 @@ def judge_problems(provider: str | None, model: str | None) -> list[str]:
         return []
     return [
         f"judge is {provider or '?'}:{model or '?'}: the loop uses only openai:gpt-4o "
-        "(gpt-4o-2024-08-06), or rounds stop being comparable"
+        "(gpt-4o-2024-08-06), or rounds stop being comparable (after the day it retires: the user's calibrated "
+        "successor, successorJudge in the config, never another judge model)"
     ]
+
+
+class LoopJudge(NamedTuple):
+    """Who judges the loop's runs (``loop_judge``)."""
+
+    kind: str
+    """``official`` (no judge-day record); ``successor`` (after the day: the successor the config names, whose
+    baseline the loop took); ``retired`` (after the day, no baseline of the config's successor yet: the loop waits
+    for the user)."""
+    successor: str | None
+    """``kind`` successor: the successor, ``provider:model``; else None."""
+    named: str | None
+    """The config's ``successorJudge`` (``successor_named``), None when the user named none."""
+    record: Mapping[str, Any] | None
+    """judge-day.json as the file has it (None: the official judge has not retired for this loop)."""
+
+
+def successor_named(project: Path) -> str | None:
+    """The config's ``successorJudge`` as ``provider:model`` (an alias resolved, as a run resolves it), None when
+    the user named none. Only the user names it: the loop's rules cannot edit the config."""
+    cfg = read_project_config(project)
+    value = cfg.get("successorJudge")
+    if not value:
+        return None
+    try:
+        provider, model = config_mod.parse_model_arg(str(value), OFFICIAL_JUDGE_PROVIDER, tuple(cfg.get("providers") or {}))
+    except UserError:
+        return str(value)  # the run refuses it with its own line
+    return f"{provider}:{resolve_judge_model(model)}"
+
+
+def judge_day_record(project: Path) -> Mapping[str, Any] | None:
+    """judge-day.json (``lme.loop.judge_day`` writes it when a loop run finds the official judge gone), or None."""
+    try:
+        data = state_reader.read_json(Path(project) / JUDGE_DAY_FILE)
+    except state_reader.StateFileError as err:
+        raise UserError(f"{err.path} {err.problem}", fix="restore it from git history (git log -- "
+                        f"{JUDGE_DAY_FILE})") from None
+    return data if isinstance(data, Mapping) else None
+
+
+def loop_judge(project: Path) -> LoopJudge:
+    """The official judge, or, after the day, the user's calibrated successor throughout (see ``LoopJudge``)."""
+    record = judge_day_record(project)
+    named = successor_named(project)
+    if record is None:
+        return LoopJudge("official", None, named, None)
+    if named is not None and record.get("successor") == named and record.get("baseline_at"):
+        return LoopJudge("successor", named, named, record)
+    return LoopJudge("retired", None, named, record)
+
+
+def successor_problems(successor: str | None, successor_only: bool, judge: LoopJudge) -> list[str]:
+    """A loop run's successor against the loop's judge: none before the day, the recorded one for every item after."""
+    if judge.kind == "official":
+        return [] if successor is None else [
+            f"successor {successor} before the day: the loop's judge is the official one until a loop run finds it "
+            "retired (a fallback item by item would mix two judges in one baseline)"]
+    if judge.kind == "retired":
+        return ["BLOCKED: official judge retired: no baseline judged by a calibrated successor the user named yet "
+                "(rounds.py successor-baseline; see references/judging-after-2027-01-14.md, \"The loop across the "
+                "day\")"]
+    if successor != judge.successor or not successor_only:
+        return [f"after the day the loop's judge is the successor {judge.successor} for every item "
+                f"(got {successor or 'none'}{'' if successor_only else ', not for every item'})"]
+    return []
 
 
 def size_problems(n_total: int | None, max_items: int | None) -> list[str]:
@@ -165,6 +237,10 @@ class LoopRunRequest(NamedTuple):
     are one flag); a flag missing is off."""
     target: str | None
     """The target as the run names it (None: not checked against ``loop.target``)."""
+    successor: str | None = None
+    """The successor judge the run names (``provider:model``), None for none."""
+    successor_only: bool = False
+    """The successor judges every item (a loop run after the day)."""
 
     @classmethod
     def of_settings(cls, settings: "RunSettings", n_total: int) -> "LoopRunRequest":
@@ -173,7 +249,8 @@ class LoopRunRequest(NamedTuple):
         return cls(n_total=n_total, max_items=settings.max_evals, judge_provider=settings.judge_provider,
                    judge_model=settings.judge_model,
                    symbolic={f: bool(settings.target_options.get(f, True)) for f in SYMBOLIC_FLAGS},
-                   target=settings.target)
+                   target=settings.target, successor=settings.successor_judge,
+                   successor_only=settings.successor_only)
 
 
 def check_loop_run(request: LoopRunRequest, project: Path) -> list[str]:
@@ -181,6 +258,7 @@ def check_loop_run(request: LoopRunRequest, project: Path) -> list[str]:
     project = Path(project)
     problems = size_problems(request.n_total, request.max_items)
     problems += judge_problems(request.judge_provider, request.judge_model)
+    problems += successor_problems(request.successor, request.successor_only, loop_judge(project))
     problems += symbolic_problems(request.symbolic)
     cfg = loop_config(project)
     actual = current_branch(project)

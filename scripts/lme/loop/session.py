@@ -23,12 +23,14 @@ from lme.core.facts import (  # noqa: E402
     CONFIRMATION_FILE,
     DECISIONS_FILE,
     HISTORY_FILE,
+    JUDGE_DAY_FILE,
     LOOP_SESSION_FILE,
     PROPOSAL_FILE,
     ROUND_FILE,
     RUNS_DIR,
     TRIGGER_SET_FILE,
 )
+from lme.loop.state import BLOCK_REASONS
 from lme.store.run_layout import WATCHED_FILES
 
 SESSION_FILE = LOOP_SESSION_FILE
@@ -42,7 +44,8 @@ MAX_RUNS_WATCHED = 1000
 """Run folders whose result files ``fingerprint`` looks at, at most."""
 HISTORY_ROWS_MAX = 1_000_000
 """Upper bound of the history row count the session file records (a larger value is clamped)."""
-_WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, TRIGGER_SET_FILE, PROPOSAL_FILE)
+_WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, TRIGGER_SET_FILE, PROPOSAL_FILE,
+            JUDGE_DAY_FILE)
 _RUN_FILES = WATCHED_FILES
 
 
@@ -101,9 +104,26 @@ def confirmed(project: Path) -> bool:
     return isinstance(data, dict) and data.get("status") == "confirmed"
 
 
-def blocked_since(project: Path, rows_at_start: int) -> bool:
-    """A BLOCKED row among the rows added to the history after the loop's start."""
-    return any(row.startswith("| BLOCKED |") for row in _history_rows(project)[rows_at_start:])
+def blocked_since(project: Path, rows_at_start: int) -> str | None:
+    """The last BLOCKED row among the rows added to the history after the loop's start (None: none)."""
+    rows = [row for row in _history_rows(project)[rows_at_start:] if row.startswith("| BLOCKED |")]
+    return rows[-1] if rows else None
+
+
+def rows_since_start(project: Path) -> list[str]:
+    """The history rows added since this project's loop session started (every row when none was started)."""
+    try:
+        state = read_state(project) or {}
+    except UserError:
+        state = {}
+    return _history_rows(project)[counter(state, "history_rows", HISTORY_ROWS_MAX):]
+
+
+def block_reason(row: str) -> str:
+    """What a BLOCKED row says, in our words: one of the known reasons (``loop_state.BLOCK_REASONS``) it holds, else
+    a pointer to the history (its text is the file's, never relayed)."""
+    found = [text for key, text in BLOCK_REASONS.items() if text in row]
+    return found[0] if found else "a reason logged in history_max_effort.md"
 
 
 def start(project: Path, session_id: str) -> str:
@@ -144,8 +164,9 @@ def verdict(project: Path, session_id: str | None) -> Verdict:
         return Verdict(False, f"the loop session was {state.get('status')}")
     if confirmed(project):
         return Verdict(False, "CONFIRMED: the loop is over")
-    if blocked_since(project, counter(state, "history_rows", HISTORY_ROWS_MAX)):
-        return Verdict(False, "BLOCKED: the loop is halted until a human fixes it")
+    row = blocked_since(project, counter(state, "history_rows", HISTORY_ROWS_MAX))
+    if row is not None:
+        return Verdict(False, f"BLOCKED: {block_reason(row)} (the loop is halted until a human acts)")
     return Verdict(True, "no CONFIRMED, no BLOCKED, not cancelled")
 
 

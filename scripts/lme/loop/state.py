@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from lme.core.clock import utc_today
 from lme.core import fileio
 from lme.loop import branch as loop_git
+from lme.loop import rules as loop_rules
 from lme.core.errors import UserError
 from lme.core import state_reader
 from lme.core.facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR
@@ -34,7 +35,10 @@ HISTORY_HEADER = (
     "|---|---|---|---|---|---|---|\n"
 )
 BLOCK_REASONS = {"billing": "API billing",
-                 "cost": "run estimate above confirmCostUsd: waiting for the user's approval"}
+                 "cost": "run estimate above confirmCostUsd: waiting for the user's approval",
+                 "judge-retired": "official judge retired: no successor named in the config; the user chooses",
+                 "judge-uncalibrated": "official judge retired: the successor the config names is uncalibrated; "
+                                       "the user calibrates it first"}
 
 
 COUNTER_LOCK = f"{ROUND_FILE}.lock"
@@ -241,6 +245,13 @@ def blocked(project: Path, reason: str) -> str:
     return row
 
 
+def judge_row(text: str, date: str | None = None) -> str:
+    """The history table row that records a change of the loop's judge (``| JUDGE | date | n/a ... | text |``): a
+    row, like BLOCKED's, that charts skip."""
+    text = " ".join(text.split()).replace("|", "/")
+    return f"| JUDGE | {date or utc_today()} | n/a | n/a | n/a | n/a | {text} |"
+
+
 def decision_for(project: Path, round_no: int) -> dict[str, Any] | None:
     """The last decision recorded for ``round_no`` in ``decisions.jsonl`` (None: the round is not decided)."""
     text = state_reader.read_text(Path(project) / DECISIONS_FILE)
@@ -272,10 +283,14 @@ def baseline_logged(project: Path, round_no: int) -> bool:
     return step_logged(project, round_no, baseline_note(round_no))
 
 
-CONFIRMATION_STATES = ("pending", "confirmed", "not_confirmed")
-"""What ``confirm.py`` writes as ``confirmation.json``'s status."""
-DECISIONS = ("keep", "revert")
-"""What ``decide`` records as a round's decision."""
+CONFIRMATION_STATES = ("pending", "confirmed", "not_confirmed", "void")
+"""What ``confirm.py`` writes as ``confirmation.json``'s status (``void``: pending when the official judge retired,
+set aside by ``judge_day.successor_baseline``)."""
+DECISIONS = ("keep", "revert", "void")
+"""What ``decide`` records as a round's decision (``void``: a round in flight when the official judge retired, its
+fix never measured by one judge and reverted, ``judge_day.successor_baseline``)."""
+SUCCESSOR_BASELINE_STEP = ("the successor baseline (the skill's \"The official judge retired\": rounds.py "
+                           "successor-baseline; BLOCKED until the user names a calibrated successor in the config)")
 
 
 @dataclass(frozen=True)
@@ -294,6 +309,8 @@ class Position:
     """The last three rows of ``history_max_effort.md``, as the file has them."""
     step: str
     """The skill step to run next (our words, chosen from the validated facts above)."""
+    judge: Any = None
+    """Who judges the loop's runs (``rules.LoopJudge``; None: not known)."""
 
 
 def position(project: Path) -> Position:
@@ -308,7 +325,10 @@ def position(project: Path) -> Position:
     text = state_reader.read_text(project / HISTORY_FILE) or ""
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")]
     status = confirmation.get("status") if confirmation else None
-    if status == "confirmed":
+    judge = loop_rules.loop_judge(project)
+    if judge.kind == "retired" and status != "confirmed":
+        step = f"the official judge retired: {SUCCESSOR_BASELINE_STEP}"
+    elif status == "confirmed":
         step = "the loop is over (confirmed): report both run ids and both counts"
     elif status == "pending":
         step = "steps 2-3 (the confirmation rerun resumes, then it is judged)"
@@ -321,13 +341,13 @@ def position(project: Path) -> Position:
     else:
         step = "step 7 (re-test the trigger set; the run resumes), then steps 8-10"
     return Position(round_no, has_snapshot, fix, record.get("decision") if record else None, confirmation,
-                    tuple(rows[-3:]), step)
+                    tuple(rows[-3:]), step, judge)
 
 
 def status(project: Path) -> list[str]:
     """Where the loop stands, as lines for people; the last line says which skill step to run next."""
     where = position(project)
-    lines = [f"round: v{where.round_no}"]
+    lines = [f"round: v{where.round_no}", f"judge: {judge_text(where.judge)}"]
     if where.round_no:
         lines.append(f"snapshot v{where.round_no}: {'present' if where.has_snapshot else 'missing'}")
         lines.append(f"fix commit of v{where.round_no}: {where.fix_sha[:12] if where.fix_sha else 'none'}")
@@ -338,3 +358,13 @@ def status(project: Path) -> list[str]:
     lines += [f"history: {row}" for row in where.history]
     lines.append(f"next: {where.step}")
     return lines
+
+
+def judge_text(judge: Any) -> str:
+    """``rules.LoopJudge`` in a few words, for ``status`` (the Stop hook checks the successor's name first)."""
+    if judge is None or judge.kind == "official":
+        return "the official judge (openai gpt-4o-2024-08-06)"
+    if judge.kind == "successor":
+        return f"the successor {judge.successor} for every item, since the official judge retired (not official)"
+    named = f"the config names {judge.named}" if judge.named else "the config names no successor"
+    return f"the official judge retired; no successor baseline yet ({named})"

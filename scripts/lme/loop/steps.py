@@ -243,6 +243,9 @@ def finish(project: Path, run_id: str, *, reusable: bool = False, allow_errors: 
     project = Path(project)
     round_no = current(project)
     record = decision_for(project, round_no)
+    if record is not None and record.get("decision") == "void":
+        raise UserError(f"round v{round_no} was voided when the official judge retired: {decide.describe(record)}",
+                        fix="go on at the step rounds.py status names (step 1, then rounds.py begin for a new round)")
     if record is not None and record.get("applying") and not record.get("applied"):
         record = decide.apply_revert(project, record)  # a crash while the revert was applied: finish applying it
     elif record is None or (record.get("decision") == "revert" and not record.get("applied")):

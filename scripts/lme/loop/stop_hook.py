@@ -33,7 +33,8 @@ MESSAGE_CHARS = 300
 """Characters of an error shown at most in the message that lets the session stop."""
 _SHA = re.compile(r"^[0-9a-f]{7,64}$")
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-_CELL_FIGURES = (re.compile(r"^(v\d{1,9}|BLOCKED)$"), re.compile(r"^\d{4}-\d{2}-\d{2}$"),
+_SUCCESSOR = re.compile(r"^[a-z][a-z0-9_-]{0,30}:[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$")
+_CELL_FIGURES = (re.compile(r"^(v\d{1,9}|BLOCKED|JUDGE)$"), re.compile(r"^\d{4}-\d{2}-\d{2}$"),
                  re.compile(r"^(\d{1,9}/\d{1,9}|n/a)$"), re.compile(r"^(\d\.\d{4}|n/a)$"))
 
 
@@ -83,7 +84,7 @@ def where_it_stands(project: Path) -> list[str]:
     except Exception as err:  # noqa: BLE001 - a status we cannot read is reported by kind; the loop still goes on
         return [f"the loop's state could not be read ({type(err).__name__}); run rounds.py status (the skill's "
                 "Setup) and fix what it names"]
-    facts = [f"round v{where.round_no}"]
+    facts = [f"round v{where.round_no}", judge_fact(where.judge)]
     if where.round_no:
         facts.append(f"snapshot {'present' if where.has_snapshot else 'missing'}")
         facts.append(f"fix commit {_checked(where.fix_sha[:12], _SHA) if where.fix_sha else 'none'}")
@@ -99,6 +100,15 @@ def where_it_stands(project: Path) -> list[str]:
     return lines
 
 
+def judge_fact(judge: Any) -> str:
+    """Who judges the loop (``rules.LoopJudge``), the successor's name checked."""
+    if judge is None or judge.kind == "official":
+        return "judge: the official one"
+    if judge.kind == "successor":
+        return f"judge: the successor {_checked(judge.successor, _SUCCESSOR)} (the official judge retired)"
+    return "judge: the official one retired, no successor baseline yet"
+
+
 def reason(project: Path, why: str) -> str:
     """What the model is told to do next (the continuation's text): short, our words, checked facts."""
     from lme.core import command_names
@@ -112,7 +122,8 @@ def reason(project: Path, why: str) -> str:
              f"written from the project root; wait for a background run with {venv_run} run_status.py --latest "
              "--wait 100.",
              f"It ends only on CONFIRMED, on BLOCKED ({venv_run} rounds.py blocked --reason billing on a billing "
-             f"error) or when the user cancels ({command_names.CANCEL})."]
+             "error; a loop run that finds the official judge retired logs its own) or when the user cancels "
+             f"({command_names.CANCEL})."]
     return "\n".join(lines)
 
 
@@ -133,7 +144,7 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
 
         found = loop_session.verdict(project, str(hook_input.get("session_id") or ""))
         if not found.keep_going:
-            return None
+            return halted(found.why)
         stalls = loop_session.note_stop(project)
         if stalls >= loop_session.STALL_LIMIT:
             from lme.core import command_names
@@ -143,6 +154,17 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
                                      f"{command_names.ITERATE})"}
         return continuation(reason(project, found.why))
     return None
+
+
+def halted(why: str) -> dict[str, Any] | None:
+    """The session may stop: None, or for a BLOCKED loop the message that tells the user why (``why`` is the
+    verdict's: our words only)."""
+    if not why.startswith("BLOCKED"):
+        return None
+    from lme.core import command_names
+
+    return {"systemMessage": f"LongMemEval loop: {why}; letting the session end so the user can decide (the loop's "
+                             f"last lines name the choices; resume with {command_names.ITERATE})"}
 
 
 def one_line_message(text: str) -> str:

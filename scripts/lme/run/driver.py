@@ -368,6 +368,8 @@ class _Session:
             self.invocation["successor"] = settings.successor_judge
         if settings.official_judge_gone:
             self.invocation["official_judge_gone"] = True
+        if settings.successor_only:
+            self.invocation["successor_only"] = True
         if max_cost is not None:
             self.invocation["max_cost_usd"] = max_cost
         if options.approved_usd is not None:

@@ -129,20 +129,22 @@ def judged_text(hyp: Hypothesis, settings: RunSettings) -> str | None:
 def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM, run_id: str | None = None) -> Verdict:
     """The run's judge on ``hypothesis``: an archived official verdict, else a call (an official verdict it makes
     goes into the project's archive, ``by`` the run ``run_id``; without one, as when a batch is planned, it is
-    not archived). When the official judge is gone (404 / 410) and the run
-    names a successor, the successor judges it (``Verdict.successor``)."""
+    not archived). When the official judge is gone (404 / 410) and the run names a successor, the successor judges
+    it (``Verdict.successor``); a loop run after the day (``successor_only``) asks the successor alone."""
     if is_offline(settings.judge_provider):
         return offline_judge.offline_verdict(q.question_id, q.question_type, q.question, q.answer, hypothesis)
 
     judged = judge_official.Judged(q.question_id, q.question_type, q.question, q.answer, hypothesis)
     route = judge_official.JudgeRoute(settings.longmemeval_root, settings.judge_provider, settings.judge_model, llm,
                                       repeat=settings.judge_repeat, reasoning_effort=settings.judge_reasoning_effort)
+    successor = settings.successor
+    if settings.successor_only and successor is not None:  # a loop after the day: one judge throughout
+        return judge_official.judge_verdict(judged, route.to(*successor, successor=True))
     archive = verdict_archive.for_project(settings.project)
     try:
         return judge_official.judge_verdict(judged, route.to(route.provider, route.model, archive=archive,
                                                              archive_as=None if run_id is None else f"run {run_id}"))
     except providers.ProviderError as err:
-        successor = settings.successor
         if successor is None or not judge_official.official_judge_gone(err, settings.judge_provider,
                                                                           settings.judge_model):
             raise

@@ -14,7 +14,10 @@ run uses:
   judges what the archive lacks (``official_judge_gone``: no official call is made). Without one, a ``--hypotheses``
   run scores what the archive holds and leaves the rest pending (the run ends with the one line naming the ways
   on, exit 2); a run that generates its answers stops here, before anything is written (it would pay for answers
-  no judge can score).
+  no judge can score): ``OfficialJudgeGone``, a UserError the loop's run turns into its halt.
+- **The successor throughout** (``successor_only``: a loop run after the day, set by ``lme.loop.judge_day``). The
+  loop recorded the official judge gone: it is not probed or called, no archived verdict is used, and the target
+  and the successor are probed.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ def archive_covers(settings: RunSettings, run_id: str | None) -> tuple[int, int]
     return pending, needed
 
 
+class OfficialJudgeGone(UserError):
+    """The start-up check found the official judge gone (404 / 410) and no successor or archive can judge the run:
+    nothing was started."""
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -67,6 +75,8 @@ def prepare(settings: RunSettings, run_id: str | None) -> tuple[RunSettings, lis
     """Probe what the run will call and decide its judge route (see the module docstring). Raises UserError with
     one line on a refusal; returns ``settings``, with ``official_judge_gone`` set when the run must not call the
     official judge, and the probes that passed now (``recent_probes.remember`` them once the run has started)."""
+    if settings.successor_only and settings.successor is not None:
+        return _successor_throughout(settings)
     covered = archive_covers(settings, run_id)
     if covered is not None and covered[0] and covered[1] == 0:
         _say(f"all {covered[0]} pending hypotheses have an archived official verdict: no judge call, no judge probe")
@@ -94,4 +104,15 @@ def prepare(settings: RunSettings, run_id: str | None) -> tuple[RunSettings, lis
     if settings.target == HYPOTHESES_TARGET:
         _say(f"{gone}: archived official verdicts score as official; the hypotheses the archive lacks stay pending")
         return dataclasses.replace(settings, official_judge_gone=True), passed
-    raise UserError(f"{gone}; nothing was started: {judge_official.CONTINUITY_HINT}")
+    raise OfficialJudgeGone(f"{gone}; nothing was started: {judge_official.CONTINUITY_HINT}")
+
+
+def _successor_throughout(settings: RunSettings) -> tuple[RunSettings, list[recent_probes.Passed]]:
+    """A loop run after the day: the target and the successor are probed, never the official judge (the loop
+    recorded it gone), and the run makes no official call."""
+    provider, model = settings.successor or ("", "")
+    others = [u for u in provider_probe.uses(settings) if u.role != "judge"]
+    passed = provider_probe.probe(settings, only=[*others, provider_probe.Use("judge", provider, model)])
+    _say(f"the loop's judge after the day: {successor_line(settings)}, for every item (no archived official "
+         "verdict, no official call); its figures are not official")
+    return dataclasses.replace(settings, official_judge_gone=True), passed

@@ -91,6 +91,9 @@ class RunSettings:
     max_given: bool = False
     """``--max`` was on the command line (not the config's ``maxEvals``): a new run covers its first ``max_evals``
     items either way; a resume checks that it names the run's own item set (``run_state.item_set_conflict``)."""
+    successor_only: bool = False
+    """Set for a loop run after the day (``lme.loop.judge_day``), never by a flag: the successor judges every item
+    (no archived official verdict, no official call), so every verdict a loop's rounds compare is one judge's."""
 
     @property
     def successor(self) -> tuple[str, str] | None:

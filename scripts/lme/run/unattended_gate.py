@@ -8,6 +8,9 @@ budget on its own ``--yes`` (``lme.core.unattended`` says when a process is in a
   ``loop.targetOptions``, ``longmemeval_root``). Repeating the config on the command line is fine (the loop's
   runner does); anything else is refused. The config is the project's own file, in its history; the loop's rules
   let the agent edit only the memory system's folder and the loop's proposal and trigger set.
+- **The successor judge is the user's.** ``--successor`` is accepted only when it is the config's
+  ``successorJudge``: the day the official judge retires, which judge stands in for it (and whether it was
+  calibrated first) is the user's decision, never the agent's (``lme.loop.judge_day``).
 - **``--yes`` only within the budget.** Above ``confirmCostUsd`` a run needs the user's approval. In a loop
   session ``--yes`` starts it only when its estimate is within ``loop.budgetUsd``, the most the user lets one loop
   run cost without being asked again (unset: ``--yes`` starts nothing above ``confirmCostUsd`` in a loop session).
@@ -24,6 +27,7 @@ from typing import Any, Mapping
 
 from lme.core import config as config_mod
 from lme.core.errors import UserError
+from lme.judge.successor_judge import successor_spec
 from lme.core.facts import BUILTIN_TARGETS, CONFIG_FILE, STATE_DIR
 from lme.run import cost_gate
 from lme.run import dry_run
@@ -71,8 +75,11 @@ def _refuse(what: str, why: str, where: str) -> UserError:
                      fix=f"if you mean it, set {where} in {_CONFIG} yourself, or run it yourself in a terminal")
 
 
-def check_code(settings: RunSettings, cfg: Mapping[str, Any], project: Path, why: str) -> None:
-    """UserError when the run would run code, or write somewhere, the config does not name."""
+def check_code(settings: RunSettings, cfg: Mapping[str, Any], project: Path, why: str, *,
+               given_successor: str | None = None) -> None:
+    """UserError when the run would run code, or write somewhere, or judge with a successor (``given_successor``:
+    the command line's ``--successor``), that the config does not name."""
+    check_successor(given_successor, settings, cfg, why)
     configured = [t for t in (cfg.get("target"), _loop(cfg).get("target")) if isinstance(t, str) and t]
     if runs_code(settings.target) and not any(same_target(settings.target, t, project) for t in configured):
         raise _refuse(f"target {settings.target} runs code", why, "target and loop.target")
@@ -84,6 +91,21 @@ def check_code(settings: RunSettings, cfg: Mapping[str, Any], project: Path, why
     wanted = cfg.get("longmemeval_root")
     if root is not None and (not wanted or Path(root) != config_mod.resolve_path(project, str(wanted))):
         raise _refuse(f"--longmemeval-root {root} (the judge runs its get_anscheck_prompt)", why, "longmemeval_root")
+
+
+def check_successor(given: str | None, settings: RunSettings, cfg: Mapping[str, Any], why: str) -> None:
+    """UserError for a ``--successor`` that is not the config's ``successorJudge`` (both resolved alike)."""
+    if given is None:
+        return
+    configured = cfg.get("successorJudge")
+    named = tuple(cfg.get("providers") or {})
+    if configured and successor_spec(str(configured), named, settings.judge_provider, settings.judge_model,
+                                     explicit=False) == settings.successor_judge:
+        return
+    raise UserError(f"--successor {given}: in a loop session ({why}) the successor judge is the user's choice, named "
+                    "in the config, never on the command line",
+                    fix=f"if you mean it, set successorJudge in {_CONFIG} yourself (calibrated first: "
+                        f"judge_agreement.py --all --candidate {given}), or run it yourself in a terminal")
 
 
 def budget(cfg: Mapping[str, Any]) -> float | None:
