@@ -133,11 +133,20 @@ def test_settle_waits_for_a_call_in_flight_which_lands_in_its_items_calls(endpoi
 
 def test_what_waits_for_the_endpoints_stop_is_called_once(tmp_path, fake_llm):
     ep = make_endpoint(tmp_path)
-    stopped: list[int] = []
-    ep.when_stopped(lambda: stopped.append(ep.port if ep._server else 0))
+    port = ep.port
+    closed: list[bool] = []
+
+    def port_closed() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        return False
+
+    ep.when_stopped(lambda: closed.append(port_closed()))
     ep.stop()
     ep.stop()
-    assert stopped == [0]  # after the port closed, once
+    assert closed == [True]  # once, after the port closed
 
 
 def test_an_identical_call_is_served_from_the_cache_and_no_cache_calls_again(tmp_path, fake_llm):

@@ -81,12 +81,12 @@ def generate(item, ctx):
 
 
 def echo(fake) -> None:
-    """The provider answers each reader call with its prompt (and holds a ``slow:`` one for 4 s)."""
+    """The provider answers each reader call with its prompt (and holds a ``slow:`` one for 4.5 s, within the run's 5 s)."""
 
     def answer(body):
         prompt = prompt_text(body)
         if prompt.startswith("slow: "):
-            fake.sleep(4.0)
+            fake.sleep(4.5)
         return prompt
 
     fake.answer_fn = answer
@@ -161,7 +161,7 @@ def test_a_worker_killed_at_its_timeout_keeps_its_call_in_its_row_and_its_token_
                                                                                               monkeypatch):
     echo(fake_llm)
     monkeypatch.setenv("DEAD_URL_FILE", str(tmp_path / "dead_url"))
-    project = project_for(tmp_path, "memsys.py", timeout_s=1.5)
+    project = project_for(tmp_path, "memsys.py", timeout_s=2.5)
     (project / "memsys.py").write_text(HANGS_WITH_A_CALL_IN_FLIGHT)
     assert run(project, "t", "--max", "4", "--concurrency", "1", "--error-threshold", "3") == 0
     hung, *rest = rows(project, "t")

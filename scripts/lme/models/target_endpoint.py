@@ -180,15 +180,12 @@ class TargetEndpoint:
         return self
 
     def stop(self) -> None:
-        """Stop serving, close the port and every open connection, and wait for the handlers to end."""
+        """Stop serving, close the port and every open connection, wait for the handlers to end, then call what
+        waits for the stop (``when_stopped``)."""
         server, thread = self._server, self._thread
         self._server = self._thread = None
         if server is None:
             return
-        with self._lock:
-            on_stop, self._on_stop = self._on_stop, []
-        for callback in on_stop:  # the workers that call it first: none keeps a dead endpoint's URL
-            callback()
         server.shutdown()
         server.server_close()
         with server.lock:
@@ -202,6 +199,10 @@ class TargetEndpoint:
         for worker in (*workers, thread):           # (Ctrl-C mid-call) is a daemon and ends with the process
             if worker is not None:
                 worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            on_stop, self._on_stop = self._on_stop, []
+        for callback in on_stop:  # the workers that called it: none keeps a stopped endpoint's URL
+            callback()
 
     def when_stopped(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` when the endpoint stops (a long-lived worker that calls it is stopped with it)."""
