@@ -3,8 +3,8 @@
 Options:
 - ``command``: the program, as an argv list (no shell) or a string split with ``shlex``. Required.
 - ``mode``: ``per-item`` (default; one process per item: the item JSON on stdin, one JSON object on stdout, log
-  lines before or after it tolerated) or ``jsonl`` (one long-lived process: one JSON line in, one JSON line out
-  per item; restarted after a crash, a timeout or a protocol error; items are sent one at a time).
+  lines before or after it tolerated) or ``jsonl`` (one long-lived process, ``processes.Worker``: one JSON line in,
+  one JSON line out per item; restarted after a crash, a timeout or a protocol error; items are sent one at a time).
 - ``timeout_s``: seconds per item (default 300). On timeout the whole process group is killed and the item is an
   error row of kind ``timeout``.
 - ``cwd``: working directory for the process (a run resolves it against the project, and runs the command in the
@@ -12,7 +12,8 @@ Options:
 
 The process receives the public item (``question``, ``question_date``, ``sessions`` with aliased ids; no gold)
 and the environment ``processes.environment`` builds (``LONGMEMEVAL_TARGET_PROVIDER``,
-``LONGMEMEVAL_TARGET_MODEL``, ``LONGMEMEVAL_CACHE_DIR``). It answers ``{"hypothesis": str, "tokensIn"?,
+``LONGMEMEVAL_TARGET_MODEL``, ``LONGMEMEVAL_CACHE_DIR``; during a run, the run's target endpoint: the item's own
+URLs per item, a token of its own bound to the item it serves now in ``jsonl`` mode). It answers ``{"hypothesis": str, "tokensIn"?,
 "tokensOut"?, "retrieved_session_ids"?, "debug"?}``. A timeout, a non-zero exit, no JSON object or a missing
 (or non-string) ``hypothesis`` is a TargetError whose first line is the cause and which carries the last ~2 KB of
 the process's stderr; never a hang. An empty string is an answer, judged as upstream judges it.
@@ -86,7 +87,7 @@ def _jsonl_pool(argv: list[str], cwd: str | None, ctx: TargetContext) -> process
     source = f"command {shlex.join(argv)!r} (jsonl)"
 
     def worker(slot: int) -> processes.Worker:
-        return processes.Worker(argv, cwd, processes.environment(ctx, worker=slot), source, slot=slot)
+        return processes.Worker(argv, cwd, source, slot=slot)
 
     key = (NAME, tuple(argv), cwd, ctx.provider, ctx.model, ctx.cache_dir)
     return processes.pool(key, lambda: processes.WorkerPool(worker, limit=1))
@@ -103,12 +104,15 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
     t0 = time.monotonic()
     if cfg["mode"] == "per-item":
         payload = json.dumps(item.to_dict(), ensure_ascii=False).encode("utf-8")
-        reply = processes.run_once(cfg["command"], payload, cfg["timeout_s"], cfg["cwd"],
-                                   processes.environment(ctx))
+        try:
+            reply = processes.run_once(cfg["command"], payload, cfg["timeout_s"], cfg["cwd"],
+                                       processes.environment(ctx))
+        finally:  # the process is gone: a call it left in flight is waited for, into this item's row
+            processes.settle(ctx.endpoint)  # type: ignore[arg-type]
         adapter: dict[str, Any] = {"mode": "per-item"}
     else:
         with _jsonl_pool(cfg["command"], cfg["cwd"], ctx).checkout() as worker:
-            reply = worker.request(item.to_dict(), cfg["timeout_s"])
+            reply = worker.request(item.to_dict(), cfg["timeout_s"], ctx)
             adapter = {"mode": "jsonl", "process_starts": worker.starts}
     hyp = hypothesis_from_response(reply, source)
     elapsed = (time.monotonic() - t0) * 1000.0

@@ -11,7 +11,9 @@ Options:
 The contract:
 - ``item``: ``{"question", "question_date", "sessions": [{"session_id", "date", "turns": [{"role",
   "content"}]}]}`` (no gold, aliased session ids, no question id or type);
-- ``ctx``: ``{"provider", "model", "options", "cache_dir"}`` (``options`` are the other target options);
+- ``ctx``: ``{"provider", "model", "options", "cache_dir", "endpoints"}`` (``options`` are the other target
+  options; ``endpoints``: ``{"openai", "anthropic"}``, the base URLs of the run's target endpoint this worker
+  calls, each None outside a run);
 - returns ``{"hypothesis": str, "tokensIn"?, "tokensOut"?, "retrieved_session_ids"?, "debug"?}``.
 
 The file runs in worker processes (``lme/targets/python_worker.py``), never in the run's own process: each
@@ -19,6 +21,11 @@ worker imports it once and serves one item at a time; the run keeps up to its co
 (``processes.WorkerPool``). So a hung item is a timeout, not a stalled run; a crash (even a segfault) is one item's
 error and a fresh worker takes the next item; an exception is the item's error with its traceback. What the file
 prints goes to the worker's stderr, whose tail an error row keeps.
+
+During a run each worker process has the run's target endpoint in its environment (``OPENAI_BASE_URL``,
+``ANTHROPIC_BASE_URL``, as ``processes.environment`` builds it for its own token), so an ``openai.OpenAI()`` or
+``anthropic.Anthropic()`` the file builds at its import calls through the run: each call is cached, paced, retried,
+priced and recorded in the row of the item the worker serves at that moment (``processes.Worker``).
 """
 
 from __future__ import annotations
@@ -115,9 +122,9 @@ def _pool(path: Path, ctx: TargetContext, limit: int | None) -> processes.Worker
     source = f"python target {path.name}"
 
     def worker(slot: int) -> processes.Worker:
-        return processes.Worker([sys.executable, str(WORKER_SCRIPT), str(path)], None,
-                                processes.environment(ctx, worker=slot), source, slot=slot, ready=_ready(path),
-                                no_reply="generate gave no answer", no_start="did not finish importing")
+        return processes.Worker([sys.executable, str(WORKER_SCRIPT), str(path)], None, source, slot=slot,
+                                ready=_ready(path), no_reply="generate gave no answer",
+                                no_start="did not finish importing")
 
     key = (NAME, str(path), sys.executable, ctx.provider, ctx.model, ctx.cache_dir)
     return processes.pool(key, lambda: processes.WorkerPool(worker, limit=limit),
@@ -143,7 +150,7 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
         "cache_dir": ctx.cache_dir,
     }
     with _pool(path, ctx, cfg["workers"]).checkout() as worker:  # this item's worker, serving nothing else until it answers
-        answer = worker.request({"item": item.to_dict(), "ctx": user_ctx}, cfg["timeout_s"])
+        answer = worker.request({"item": item.to_dict(), "ctx": user_ctx}, cfg["timeout_s"], ctx)
         adapter = {"worker": worker.slot, "process_starts": worker.starts}
     if not isinstance(answer, Mapping) or ("reply" not in answer and "error" not in answer):
         raise TargetError(f"python target {path.name}: its worker answered {str(answer)[:200]!r}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import anthropic
 import openai
@@ -81,6 +82,71 @@ def test_a_worker_token_is_refused_until_a_scope_binds_it_and_again_after(endpoi
         third.bind(worker)
         with pytest.raises(ValueError, match="another item"):
             other.bind(worker)
+
+
+def test_a_released_worker_token_is_refused_while_its_last_scope_is_still_open(endpoint, fake_llm):
+    worker = endpoint.worker_token()
+    client = openai_client(endpoint.worker_env(worker)["OPENAI_BASE_URL"])
+    with endpoint.item_scope() as first:
+        first.bind(worker)
+        chat(client)
+        first.release(worker)  # its worker went back to the pool: the item's row is still being made
+        with pytest.raises(openai.PermissionDeniedError):
+            chat(client, temperature=0.1)
+        with endpoint.item_scope() as second:
+            second.bind(worker)  # the next item takes the worker at once
+            chat(client, temperature=0.2)
+    assert (len(first.calls()), len(second.calls())) == (1, 1) and len(fake_llm.requests) == 2
+
+
+def test_a_retired_token_is_refused_for_good(endpoint, fake_llm):
+    worker = endpoint.worker_token()
+    client = openai_client(endpoint.worker_env(worker)["OPENAI_BASE_URL"])
+    with endpoint.item_scope() as scope:
+        scope.bind(worker)
+        endpoint.retire(worker)  # its process was killed
+        with pytest.raises(openai.PermissionDeniedError):
+            chat(client)
+        with pytest.raises(ValueError, match="not a worker token"):
+            scope.bind(worker)
+    assert fake_llm.requests == [] and scope.calls() == ()
+
+
+def test_settle_waits_for_a_call_in_flight_which_lands_in_its_items_calls(endpoint, fake_llm):
+    fake_llm.latency = 1.0
+    worker = endpoint.worker_token()
+    client = openai_client(endpoint.worker_env(worker)["OPENAI_BASE_URL"])
+    with endpoint.item_scope() as scope:
+        scope.bind(worker)
+        caller = threading.Thread(target=chat, args=(client,), daemon=True)
+        caller.start()
+        deadline = time.monotonic() + 5
+        while not fake_llm.requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        endpoint.retire(worker)  # the worker is killed with its call in flight
+        assert scope.settle(0.05) == 1 and scope.calls() == ()
+        assert scope.settle(10) == 0
+        (late,) = scope.calls()
+        assert late.tokensIn > 0 and not late.extra.get("error")
+    assert scope.settle(0) == 0
+
+
+def test_what_waits_for_the_endpoints_stop_is_called_once(tmp_path, fake_llm):
+    ep = make_endpoint(tmp_path)
+    port = ep.port
+    closed: list[bool] = []
+
+    def port_closed() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return True
+        return False
+
+    ep.when_stopped(lambda: closed.append(port_closed()))
+    ep.stop()
+    ep.stop()
+    assert closed == [True]  # once, after the port closed
 
 
 def test_an_identical_call_is_served_from_the_cache_and_no_cache_calls_again(tmp_path, fake_llm):

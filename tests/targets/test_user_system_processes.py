@@ -128,7 +128,7 @@ def test_the_files_folder_is_importable_and_the_toolkits_modules_do_not_shadow_t
 def test_each_worker_gets_the_environment_one_function_builds_for_its_slot(tmp_path, monkeypatch):
     built = []
 
-    def environment(ctx, worker=None):
+    def environment(ctx, worker=None, token=None):
         built.append(worker)
         return {**processes.os.environ, "LONGMEMEVAL_TARGET_MODEL": ctx.model, "MY_WORKER": str(worker)}
 

@@ -12,9 +12,12 @@ v1/messages`` (Anthropic); anything else is a 404 in the API's error shape. The 
   is the ``CallRecord`` of every call made under it, in the order they were answered.
 - A long-lived worker gets a fixed token once (``endpoint.worker_token()``, its environment
   ``endpoint.worker_env(token)``); ``scope.bind(token)`` attributes the worker's calls to this item until the scope
-  ends, so SDK clients a worker builds once are attributed to the item it serves now.
+  ends or ``scope.release(token)`` hands the worker back, so SDK clients a worker builds once are attributed to the
+  item it serves now. ``endpoint.retire(token)``: the worker's process is gone, its token is refused for good.
 - A call with a token that is unknown, ended, or a worker's that serves no item now is refused (403, never made):
   no call goes unattributed.
+- A call already being forwarded when its item ends (its process killed at the item's timeout) is finished:
+  ``scope.settle(seconds)`` waits for it, so that it lands in the item's row.
 
 Why a small ``ThreadingHTTPServer`` over ``lme/models`` and not a library proxy (LiteLLM's): the toolkit already
 owns the cache keys, the pacer's budgets, the retry policy and the price table the run's own calls use; a proxy
@@ -32,7 +35,7 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from lme.core.records import CallRecord
 from lme.models import endpoint_sse
@@ -46,6 +49,9 @@ PLACEHOLDER_KEY = "longmemeval-target-endpoint"
 the endpoint never reads a client's key: it calls with the run's."""
 KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 _STOP_JOIN_S = 5.0
+SETTLE_S = 30.0
+"""How long an item that ended waits for the calls still in flight under it (``ItemScope.settle``): a call the
+provider is working on is finished either way; waiting puts it in the item's row."""
 THREAD_NAME = "target-endpoint"
 """The name of the endpoint's threads (its server loop and one per connection)."""
 
@@ -59,7 +65,14 @@ class ItemScope:
         self._calls: list[CallRecord] = []
         self._lock = threading.Lock()
         self._bound: list[str] = []
+        self._in_flight = 0
+        self._answered = threading.Condition(self._lock)
         self.closed = False
+
+    @property
+    def endpoint(self) -> "TargetEndpoint":
+        """The run's endpoint this scope belongs to (a long-lived worker's token is made by it)."""
+        return self._endpoint
 
     @property
     def openai_base_url(self) -> str:
@@ -83,9 +96,31 @@ class ItemScope:
         with self._lock:
             self._bound.append(worker_token)
 
+    def release(self, worker_token: str) -> None:
+        """The worker holding ``worker_token`` serves this item no more (it goes back to its pool): its calls are
+        refused until another scope binds it."""
+        self._endpoint._unbind(worker_token, self)
+
     def record(self, call: CallRecord) -> None:
         with self._lock:
             self._calls.append(call)
+
+    def _began(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+
+    def _done(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._answered.notify_all()
+
+    def settle(self, seconds: float = SETTLE_S) -> int:
+        """Wait up to ``seconds`` for the calls in flight under this scope to be answered (each then is in
+        ``calls()``); returns how many still run. Call it once no new call can start (the item's process is gone
+        or its worker released): a call the provider is working on is finished either way."""
+        with self._answered:
+            self._answered.wait_for(lambda: self._in_flight == 0, timeout=seconds)
+            return self._in_flight
 
     def close(self) -> None:
         with self._lock:
@@ -132,6 +167,7 @@ class TargetEndpoint:
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._on_stop: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -144,7 +180,8 @@ class TargetEndpoint:
         return self
 
     def stop(self) -> None:
-        """Stop serving, close the port and every open connection, and wait for the handlers to end."""
+        """Stop serving, close the port and every open connection, wait for the handlers to end, then call what
+        waits for the stop (``when_stopped``)."""
         server, thread = self._server, self._thread
         self._server = self._thread = None
         if server is None:
@@ -162,6 +199,15 @@ class TargetEndpoint:
         for worker in (*workers, thread):           # (Ctrl-C mid-call) is a daemon and ends with the process
             if worker is not None:
                 worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            on_stop, self._on_stop = self._on_stop, []
+        for callback in on_stop:  # the workers that called it: none keeps a stopped endpoint's URL
+            callback()
+
+    def when_stopped(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the endpoint stops (a long-lived worker that calls it is stopped with it)."""
+        with self._lock:
+            self._on_stop.append(callback)
 
     def __enter__(self) -> "TargetEndpoint":
         return self.start()
@@ -220,6 +266,17 @@ class TargetEndpoint:
                 raise ValueError("this worker token serves another item now: its scope must end first")
             self._tokens[worker_token] = scope
 
+    def _unbind(self, worker_token: str, scope: ItemScope) -> None:
+        with self._lock:
+            if self._tokens.get(worker_token) is scope:
+                self._tokens[worker_token] = None
+
+    def retire(self, worker_token: str) -> None:
+        """A worker's process is gone: its token is refused for good (a call it left behind, or a child of it that
+        outlived it, is never attributed to the item its worker serves next)."""
+        with self._lock:
+            self._tokens.pop(worker_token, None)
+
     def _end(self, token: str, bound: list[str], scope: ItemScope) -> None:
         with self._lock:
             self._tokens.pop(token, None)
@@ -232,6 +289,16 @@ class TargetEndpoint:
         with self._lock:
             scope = self._tokens.get(token)
         return None if scope is None or scope.closed else scope
+
+    def _begin_call(self, token: str) -> ItemScope | None:
+        """``scope_of(token)``, the call counted in flight under it (``ItemScope.settle``) in the same step as the
+        token is looked up: a worker released after this waits for the call; one released before refuses it."""
+        with self._lock:
+            scope = self._tokens.get(token)
+            if scope is None or scope.closed:
+                return None
+            scope._began()
+            return scope
 
 
 def _split_path(path: str) -> tuple[str | None, str]:
@@ -316,12 +383,20 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(request, dict) or not isinstance(request.get("model"), str):
             self._refuse(400, api, "bad_request", "the request body must be a JSON object with a model")
             return
-        self._forward(scope, api, request)
+        self._forward(token, api, request)
 
-    def _forward(self, scope: ItemScope, api: str, request: dict[str, Any]) -> None:
+    def _forward(self, token: str, api: str, request: dict[str, Any]) -> None:
+        endpoint = self.server.endpoint
+        scope = endpoint._begin_call(token)
+        if scope is None:  # its item ended while the request was read
+            self._refuse(403, api, "permission_denied", "the item of this LongMemEval target-endpoint token ended")
+            return
         headers = {k.lower(): v for k, v in self.headers.items()}
-        answer = self.server.endpoint.forwarder.forward(api, request, headers)
-        scope.record(answer.call)
+        try:
+            answer = endpoint.forwarder.forward(api, request, headers)
+            scope.record(answer.call)
+        finally:
+            scope._done()
         if answer.reply is not None and request.get("stream") is True and api != "embeddings":
             self._reply(200, endpoint_sse.stream_body(api, answer.reply, request), endpoint_sse.CONTENT_TYPE)
             return

@@ -5,7 +5,8 @@ long-lived workers that speak JSON lines, one item at a time each.
 - ``run_once``: one process for one item (the item on stdin, one JSON object on stdout; log lines around it are
   tolerated, ``parse_reply``).
 - ``Worker``: one long-lived process that serves **one item at a time** (``serving`` says which, while it does);
-  killed on a timeout, a crash or a bad line, and started again for the next item.
+  killed on a timeout, a crash or a bad line, and started again for the next item. During a run each of its
+  processes has a token of the run's target endpoint of its own, bound to the item it serves now.
 - ``WorkerPool``: the workers of one system; an item checks one out (an idle one, else a new one, up to ``limit``:
   the pool grows to the number of items in flight, the run's concurrency) and gives it back.
 - ``pool(key, factory)`` / ``stop_pools()``: the run's pools, stopped when the interpreter exits.
@@ -28,10 +29,13 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import IO, Any, Callable, Iterator, Mapping
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from lme.core.records import TargetContext
 from lme.targets.targets import TargetError
+
+if TYPE_CHECKING:  # what a worker needs of the item's scope beyond TargetEndpointScope: its endpoint, release, settle
+    from lme.models.target_endpoint import ItemScope, TargetEndpoint
 
 STDERR_TAIL_BYTES = 2048
 QUOTED_CHARS = 300
@@ -55,19 +59,29 @@ def timeout_option(options: Mapping[str, Any]) -> float:
     return timeout
 
 
-def environment(ctx: TargetContext, worker: int | None = None) -> dict[str, str]:
+def environment(ctx: TargetContext, worker: int | None = None, token: str | None = None) -> dict[str, str]:
     """The environment of a user process: ours (the user's keys and settings), plus the run's model
-    (``LONGMEMEVAL_TARGET_PROVIDER`` / ``_MODEL``) and a cache folder (``LONGMEMEVAL_CACHE_DIR``).
+    (``LONGMEMEVAL_TARGET_PROVIDER`` / ``_MODEL``), a cache folder (``LONGMEMEVAL_CACHE_DIR``) and, during a run,
+    the base URLs of the run's target endpoint (``ctx.endpoint``).
 
-    ``worker``: the pool slot of a long-lived worker (None: a process for one item). A worker serves one item at a
-    time, so an environment built here per worker (a base URL of its own, say) names one item at any moment: see
-    ``Worker.serving``."""
+    ``worker``: the pool slot of a long-lived worker (None: a process for one item, which gets the item's own
+    URLs); ``token``: that worker process's own token of the endpoint (``Worker``: one per process start, bound to
+    the item it serves now), whose URLs it gets. Outside a run (no endpoint) no URL is set."""
     env = dict(os.environ)
     env.update(LONGMEMEVAL_TARGET_PROVIDER=ctx.provider, LONGMEMEVAL_TARGET_MODEL=ctx.model,
                LONGMEMEVAL_CACHE_DIR=ctx.cache_dir or "")
-    if worker is None and ctx.endpoint is not None:  # a process for this item only: the item's endpoint URLs
+    if ctx.endpoint is not None and worker is None:  # a process for this item only: the item's endpoint URLs
         env.update(ctx.endpoint.env())
+    elif ctx.endpoint is not None and token is not None:
+        env.update(ctx.endpoint.endpoint.worker_env(token))
     return env
+
+
+def settle(scope: "ItemScope | None") -> None:
+    """Wait (a bounded time) for the calls still in flight under an item that ended, so that they land in its row
+    (``ItemScope.settle``): called once its process is gone or its worker released."""
+    if scope is not None:
+        scope.settle()
 
 
 # --------------------------------------------------------------------------- process life
@@ -192,13 +206,19 @@ class Worker:
     a time (its pool hands it to one caller at a time); a timeout, a crash or a bad line kills it, and the next
     item starts it again.
 
+    During a run each process it starts gets a token of the run's target endpoint of its own (in its environment,
+    ``environment(ctx, worker=slot, token=...)``), bound to the item it serves while it serves it (its import too,
+    when that item started it) and released when the item ends (answered, timed out, crashed); a killed process's
+    token is retired (refused for good). An item of another run (another endpoint) or of none restarts it: a worker
+    never holds a stopped endpoint's URLs, and it is stopped when its endpoint stops.
+
     ``ready``: the process first prints one line of its own (the python worker: its import of the user's file)
     before it reads any request; ``ready(line)`` checks it (raising the TargetError to report)."""
 
-    def __init__(self, argv: list[str], cwd: str | None, env: Mapping[str, str], source: str, *, slot: int = 0,
+    def __init__(self, argv: list[str], cwd: str | None, source: str, *, slot: int = 0,
                  ready: Callable[[Any], None] | None = None, no_reply: str = "gave no reply line",
                  no_start: str = "printed no first line") -> None:
-        self.argv, self.cwd, self.env, self.source = argv, cwd, dict(env), source
+        self.argv, self.cwd, self.source = argv, cwd, source
         self.no_reply, self.no_start = no_reply, no_start
         """What the timeout error says the process did not do: answer an item; start (its ``ready`` line)."""
         self.slot = slot
@@ -210,11 +230,21 @@ class Worker:
         self.stderr: IO[bytes] | None = None
         self.buffer = b""
         self.starts = 0
+        self.endpoint: TargetEndpoint | None = None
+        """The run's target endpoint its process calls (None: outside a run)."""
+        self.token: str | None = None
+        """Its process's token of ``endpoint`` (None when there is no process or no endpoint)."""
+        self.scope: ItemScope | None = None
+        """The item's scope its token is bound to while it serves that item."""
 
-    def _start(self, timeout: float) -> None:
+    def _start(self, timeout: float, ctx: TargetContext) -> None:
         self.stop()
+        if self.endpoint is not None:
+            self.token = self.endpoint.worker_token()
+            if self.scope is not None:  # bound before it starts: calls made at its import are this item's
+                self.scope.bind(self.token)
         self.stderr = tempfile.TemporaryFile()
-        self.proc = spawn(self.argv, self.cwd, self.env, self.stderr)
+        self.proc = spawn(self.argv, self.cwd, environment(ctx, worker=self.slot, token=self.token), self.stderr)
         self.buffer = b""
         self.starts += 1
         if self.ready is not None:
@@ -237,6 +267,34 @@ class Worker:
         if self.stderr is not None:
             self.stderr.close()
         self.proc, self.stderr = None, None
+        if self.token is not None and self.endpoint is not None:
+            self.endpoint.retire(self.token)  # its process is gone: a call with its token is refused for good
+        self.token = None
+
+    def _adopt(self, endpoint: "TargetEndpoint | None") -> None:
+        """Serve items of ``endpoint`` (the item's run's; None outside a run): a process started for another one
+        is stopped (the next request starts one with this one's URLs), and this one's stop stops it."""
+        if endpoint is self.endpoint:
+            return
+        self.stop()
+        self.endpoint = endpoint
+        if endpoint is not None:
+            endpoint.when_stopped(lambda: self.stop() if self.endpoint is endpoint else None)
+
+    @contextlib.contextmanager
+    def _serving(self, scope: "ItemScope | None") -> Iterator[None]:
+        """Its token bound to the item's ``scope`` while it serves it; released (and the calls still in flight
+        waited for, ``settle``) when the item ends, before the worker goes back to its pool."""
+        self.scope = scope
+        if scope is not None and self.token is not None:
+            scope.bind(self.token)
+        try:
+            yield
+        finally:
+            scope, self.scope = self.scope, None
+            if scope is not None and self.token is not None:
+                scope.release(self.token)
+            settle(scope)
 
     def fail(self, message: str, kind: str | None = None) -> TargetError:
         """Stop the process (the next item restarts it) and build the error with its stderr tail."""
@@ -270,17 +328,21 @@ class Worker:
             raise self.fail(f"{self.source} printed an invalid JSON line ({err.msg}): "
                             f"{_quoted(line.decode('utf-8', errors='replace'))!r}") from None
 
-    def request(self, payload: Mapping[str, Any], timeout: float) -> Any:
-        """Send one item, return the parsed reply line. Starts the process when it is not running."""
-        if self.proc is None or self.proc.poll() is not None:
-            self._start(timeout)
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self.fail(f"{self.source} is not reading its stdin (it exited?)") from None
-        return self._reply(timeout, self.no_reply)
+    def request(self, payload: Mapping[str, Any], timeout: float, ctx: TargetContext) -> Any:
+        """Send one item (``ctx``: its context), return the parsed reply line. Starts the process when it is not
+        running, or runs for another endpoint than the item's."""
+        scope: ItemScope | None = ctx.endpoint  # type: ignore[assignment]  # the run's ItemScope
+        self._adopt(None if scope is None else scope.endpoint)
+        with self._serving(scope):
+            if self.proc is None or self.proc.poll() is not None:
+                self._start(timeout, ctx)
+            assert self.proc is not None and self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                raise self.fail(f"{self.source} is not reading its stdin (it exited?)") from None
+            return self._reply(timeout, self.no_reply)
 
 
 class WorkerPool:

@@ -8,6 +8,10 @@ one line saying so: ``{"ready": true}``, or ``{"ready": false, "error": ...}``. 
 line ``{"item": ..., "ctx": ...}`` with one line ``{"reply": <what generate returned>}`` or ``{"error": {"type",
 "message", "traceback"}}``, one item at a time, until stdin closes. What the user's code prints goes to stderr:
 stdout carries only these lines. It exits on its own when the run that started it is gone.
+
+Each item's ``ctx`` gets ``endpoints``: ``{"openai", "anthropic"}``, the base URLs of the run's target endpoint this
+process was started with (``LONGMEMEVAL_OPENAI_BASE_URL`` / ``LONGMEMEVAL_ANTHROPIC_BASE_URL``, read before the
+user's file is imported; each None outside a run).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ TRACEBACK_CHARS = 1500
 """The end of a traceback kept in an error reply (the frames nearest the failure)."""
 MESSAGE_CHARS = 300
 PARENT_CHECK_S = 0.5
+ENDPOINT_VARIABLES = {"openai": "LONGMEMEVAL_OPENAI_BASE_URL", "anthropic": "LONGMEMEVAL_ANTHROPIC_BASE_URL"}
+"""Where ``ctx["endpoints"]`` comes from: the variables ``lme.models.target_endpoint`` sets for a worker's token."""
 
 
 def protocol_streams() -> tuple[BinaryIO, BinaryIO]:
@@ -114,11 +120,16 @@ def send(replies: BinaryIO, message: dict[str, Any]) -> None:
     replies.flush()
 
 
-def answer(module: Any, line: bytes, user_file: str) -> dict[str, Any]:
+def endpoints() -> dict[str, str | None]:
+    """The run's target endpoint URLs this process was given (each None outside a run)."""
+    return {api: os.environ.get(name) or None for api, name in ENDPOINT_VARIABLES.items()}
+
+
+def answer(module: Any, line: bytes, user_file: str, urls: dict[str, str | None]) -> dict[str, Any]:
     """One item's reply line (its ``generate``'s answer, or the failure)."""
     try:
         request = json.loads(line)
-        reply = module.generate(request["item"], request["ctx"])
+        reply = module.generate(request["item"], {**request["ctx"], "endpoints": dict(urls)})
         json.dumps(reply, default=plain)  # fails here, as this item's error, not while sending
         return {"reply": reply}
     except BaseException as exc:  # noqa: BLE001 - the user's bug (even a SystemExit) is this item's error
@@ -129,6 +140,7 @@ def serve(user_file: str) -> None:
     requests, replies = protocol_streams()
     exit_with_parent()
     user_file = str(Path(user_file).resolve())
+    urls = endpoints()  # before the user's code can change the environment
     try:
         module = load(user_file)
     except BaseException as exc:  # noqa: BLE001 - reported to the run, which records it as the item's error
@@ -137,7 +149,7 @@ def serve(user_file: str) -> None:
     send(replies, {"ready": True})
     for line in requests:
         if line.strip():
-            send(replies, answer(module, line, user_file))
+            send(replies, answer(module, line, user_file, urls))
 
 
 if __name__ == "__main__":
