@@ -301,7 +301,8 @@ def test_a_successor_judged_confirmation_is_reported_as_the_successors_never_as_
     assert said in err and "no official figure is claimed" in err and "official target met" not in err
     state = json.loads((project / ".longmemeval-benchmarks/confirmation.json").read_text())
     assert state["status"] == "confirmed" and state["judge"]["successor"] == SUCCESSOR
-    assert state["judge"]["official_estimate"] == estimate
+    stored = state["judge"]["official_estimate"]  # the confirmation run's block as it is (scoring always writes one)
+    assert stored == estimate if estimate else stored is None or stored["accuracy"] is None
     subject = git(["log", "-1", "--format=%s"], project).stdout.strip()
     assert subject == (f"FINAL: LongMemEval 20/20 by the successor openai:o3-mini (not official), confirmed by "
                        f"clean rerun {record['confirm_run_id']} (20/20)")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lme.core import bounded_json
+from lme.core import command_names
 from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
@@ -156,7 +157,7 @@ def blocked_lines(project: Path, how: str, named: NamedSuccessor) -> list[str]:
              "the last official figures stay in history_max_effort.md)",
              f"  2. a successor the user names: \"successorJudge\": \"provider:model\" in {_CONFIG}, calibrated "
              "first on the official verdicts (judge_agreement.py --all --candidate provider:model --project .); "
-             "then /longmemeval-iterate again takes a new baseline judged by it throughout: its figures are "
+             f"then {command_names.ITERATE} again takes a new baseline judged by it throughout: its figures are "
              "labelled, never official"]
     if named.spec is not None:
         lines.append(f"  the config names {named.spec}, uncalibrated (no judge_agreement.py record of it with the "
@@ -292,7 +293,8 @@ def estimate_text(judged: Mapping[str, Any]) -> str:
     """The run's official-scale estimate (metrics.json ``official_estimate``), or "no official-scale estimate"."""
     estimate = judged.get("official_estimate")
     if not isinstance(estimate, Mapping) or not _number(estimate.get("accuracy")):
-        return "no official-scale estimate"
+        reason = estimate.get("reason") if isinstance(estimate, Mapping) else None
+        return "no official-scale estimate" + (f" ({' '.join(str(reason).split())[:160]})" if reason else "")
     text = f"official-scale estimate {estimate['accuracy']:.4f}"
     interval = estimate.get("ci95")
     if isinstance(interval, (list, tuple)) and len(interval) == 2 and all(_number(x) for x in interval):
