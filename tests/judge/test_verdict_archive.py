@@ -140,6 +140,8 @@ def test_runs_made_before_verdicts_were_archived_are_archived_once(fake_llm, tmp
     assert run(project, "--hypotheses", str(hyps), "--run-id", "new", "--max", "1") == 0
     assert f"archived {N} official verdict(s) of older runs" in capsys.readouterr().err
     assert len(archive_lines(project)) == N
+    marked = json.loads((state / verdict_archive.BACKFILL_MARK).read_text())["runs"]
+    assert marked == ["new", "old"]  # a run new at its start archives as it judges: never read back
 
 
 def test_an_archive_an_older_version_wrote_whole_is_appended_to_without_losing_a_line(

@@ -321,13 +321,34 @@ class VerdictArchive:
     def add_made(self, line: dict[str, Any]) -> bool:
         """Archive a verdict this project's judge made (``made_line``), unless the archive holds its prompt with
         the same label already; True when it was appended."""
-        with self._lock, self._write_lock():
+        return self.add_made_lines([line]) == 1
+
+    def add_made_lines(self, lines: Iterable[dict[str, Any]]) -> int:
+        """``add_made`` for many lines in one append (the lock is taken only when some line is new); -> added."""
+        lines = list(lines)
+        with self._lock:
             self._catch_up()
-            votes = self._votes.get((line["prompt_sha256"], line["model"]))
-            if votes is not None and (votes.yes if line["label"] else votes.no):
-                return False
-            self._append([line])
-            return True
+            if not self._new_made(lines):
+                return 0
+            with self._write_lock():
+                self._catch_up()  # another process may have appended since
+                new = self._new_made(lines)
+                if new:
+                    self._append(new)
+                return len(new)
+
+    def _new_made(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The lines whose prompt the archive (or an earlier line of ``lines``) lacks with their label."""
+        seen: set[tuple[str, str, bool]] = set()
+        new = []
+        for line in lines:
+            key = (line["prompt_sha256"], line["model"], bool(line["label"]))
+            votes = self._votes.get(key[:2])
+            if key in seen or (votes is not None and (votes.yes if key[2] else votes.no)):
+                continue
+            seen.add(key)
+            new.append(line)
+        return new
 
     def add_lines(self, lines: Iterable[dict[str, Any]]) -> tuple[int, int]:
         """Append the lines whose act of judging the archive lacks -> (added, already present)."""
@@ -476,23 +497,25 @@ def run_verdicts(runs_dir: Path, skipped: list[int] | None = None, *, made_only:
             skipped[0] += 1
 
 
-def backfill(project: Path) -> int:
+def backfill(project: Path, *, starting: Path | None = None) -> int:
     """Archive the official verdicts of the project's runs that no run archived as it made them (runs of versions
     before verdicts were archived by default); each run is read once (its id is remembered in
-    ``.verdicts-backfilled``). Returns how many verdicts were added."""
+    ``.verdicts-backfilled``). ``starting``: the directory of a run this process is starting; with no row yet,
+    every verdict it makes will be archived as made, so it is remembered unread. Returns how many were added."""
     project = Path(project)
     runs_dir = run_store.runs_dir(project)
-    if not runs_dir.is_dir():
-        return 0
     mark = project / STATE_DIR / BACKFILL_MARK
     done = _backfilled(mark)
     todo = {run.name for run in run_store.runs_with_meta(runs_dir)} - done
-    if not todo:
+    fresh = set()
+    if starting is not None and starting.name not in done and next(run_store.iter_rows(starting), None) is None:
+        fresh, todo = {starting.name}, todo - {starting.name}
+    if not todo and not fresh:
         return 0
     archive = for_project(project)
     assert archive is not None
-    added = sum(archive.add_made(line) for line in run_verdicts(runs_dir, made_only=True, only=todo))
-    fileio.write_atomic_json(mark, {"schemaVersion": ARCHIVE_VERSION, "runs": sorted(done | todo)})
+    added = archive.add_made_lines(run_verdicts(runs_dir, made_only=True, only=todo)) if todo else 0
+    fileio.write_atomic_json(mark, {"schemaVersion": ARCHIVE_VERSION, "runs": sorted(done | todo | fresh)})
     return added
 
 

@@ -344,7 +344,7 @@ class _Session:
         stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned, options.loop_check)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
             dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
-        _archive_older_runs(settings)
+        _archive_older_runs(settings, root)
         self.done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
         self.planned = [qid for qid in self.manifest.question_ids if run_store.in_shard(qid, settings.shard)]
         pending_all = [qid for qid in self.planned if qid not in self.done]
@@ -538,13 +538,14 @@ class _Session:
         return code
 
 
-def _archive_older_runs(settings: RunSettings) -> None:
+def _archive_older_runs(settings: RunSettings, root: Path) -> None:
     """The official verdicts of runs made before runs archived theirs go into the project's archive (once per
-    run: ``verdict_archive.backfill``); a run that cannot read them says so and goes on."""
+    run: ``verdict_archive.backfill``; this run ``root`` too, when it is new); a run that cannot read them says so
+    and goes on."""
     if is_offline(settings.judge_provider):
         return
     try:
-        added = verdict_archive.backfill(Path(settings.project))
+        added = verdict_archive.backfill(Path(settings.project), starting=Path(root))
     except UserError as err:
         print(f"warning: the official verdicts of older runs were not archived: {err}", file=sys.stderr)
         return
