@@ -12,6 +12,10 @@ Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs
 - The project's ``.claude/settings.local.json`` is read even before the workspace is trusted; its
   ``.claude/settings.json`` is ignored until then. So the rules go to ``settings.local.json`` (personal, not
   meant to be committed).
+- The loop's Edit rules are the skill's (``memory_system/``, the proposal, the trigger set) plus the project's fix
+  paths (``loop.fix_paths``, else the folder of ``loop.target``: a user's own system, ``loop_target.py use PATH``),
+  read from its config when setup writes the rules, and added by ``loop_target.py`` when it changes them
+  (``refresh_edit_rules``). Never the whole project nor the loop's state, the venv, ``.git`` or ``.claude``.
 - The plugin's commands and its loop skill answer to their plain names (``command_names``): nothing to write for
   that. ``--short-commands``, which once wrote project commands for them, is kept only to say so
   (``SHORT_COMMANDS_NOTICE``); wrappers it wrote earlier still work and can be deleted.
@@ -31,6 +35,10 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from lme.core import command_names  # noqa: E402  (stdlib only)
+from lme.core.errors import UserError  # noqa: E402  (stdlib only)
+from lme.core.facts import STATE_DIR, VENV_DIR  # noqa: E402  (stdlib only)
+from lme.core.unattended import standing_rules_in  # noqa: E402  (stdlib only)
+from lme.loop import rules as loop_rules  # noqa: E402  (stdlib only: the hooks read it on a bare python)
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 PLUGIN = command_names.PLUGIN
@@ -92,19 +100,56 @@ def loop_skills(plugin_root: Path = PLUGIN_ROOT) -> list[Path]:
             if ARMS_THE_STOP_HOOK in frontmatter(skill).get("allowed-tools", "")]
 
 
-def permission_rules(plugin_root: Path = PLUGIN_ROOT) -> list[str]:
+def permission_rules(plugin_root: Path = PLUGIN_ROOT, project: Path | None = None) -> list[str]:
     """The loop's rules and nothing more: the loop skill's Bash rules (the plugin's path written in) and its Edit
-    rules (the memory system's folder, the proposal, the trigger set), and a Skill rule for it. Not the other
-    commands' and skills' rules: a standing rule for ``run_benchmark.py`` or ``setup_project.py``, or for a skill
-    that allows them, would let a session run them with any argument, unasked."""
+    rules (the memory system's folder, the proposal, the trigger set), the Edit rules of ``project``'s fix paths
+    (``fix_path_rules``), and a Skill rule for the skill. Not the other commands' and skills' rules: a standing
+    rule for ``run_benchmark.py`` or ``setup_project.py``, or for a skill that allows them, would let a session run
+    them with any argument, unasked."""
     rules: list[str] = []
     for skill in loop_skills(plugin_root):
         meta = frontmatter(skill)
         for entry in split_entries(meta.get("allowed-tools", "")):
             if entry.startswith(RULE_KINDS):
                 rules.append(entry.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_root)))
+        rules += [] if project is None else fix_path_rules(project)
         rules.append(f"Skill({PLUGIN}:{meta.get('name', skill.parent.name)})")
     return list(dict.fromkeys(rules))
+
+
+NEVER_EDITABLE = (STATE_DIR, VENV_DIR, ".git", ".claude")
+"""Folders no standing Edit rule covers, whatever the fix paths say: the loop's state and the config (the user's),
+the venv, git's own files, Claude Code's settings."""
+
+
+def fix_path_rules(project: Path) -> list[str]:
+    """``Edit(...)`` rules for the project's fix paths (``loop_rules.fix_paths``, from its config): a folder as
+    ``Edit(/folder/**)``, a file as ``Edit(/file)``. None for the whole project or a path in ``NEVER_EDITABLE``
+    (the loop then asks before such an edit), none when the config names no fix path or cannot be read (the loop's
+    own commands say what is wrong with it)."""
+    try:
+        paths = loop_rules.fix_paths(project)
+    except (UserError, OSError):
+        return []
+    return [f"Edit(/{path}**)" if path.endswith("/") else f"Edit(/{path})" for path in paths
+            if path and path.split("/")[0] not in NEVER_EDITABLE]
+
+
+def refresh_edit_rules(project: Path, write_json: Any) -> list[str]:
+    """After the loop's target changed: when the project holds the rules ``--allow-unattended`` wrote, add the Edit
+    rules of its fix paths now (returns those added). A project without them is left alone: no rule is written
+    that the user did not ask for."""
+    path = Path(project) / SETTINGS_FILE
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not standing_rules_in(current):
+        return []
+    merged, added = merge_rules(current, fix_path_rules(Path(project)))
+    if added:
+        write_json(path, merged)
+    return added
 
 
 def merge_rules(settings: dict[str, Any], rules: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
@@ -124,7 +169,7 @@ def write_permissions(project: Path, write_json: Any, plugin_root: Path = PLUGIN
         current = {}
     if not isinstance(current, dict):
         raise ValueError(f"{path} is not a JSON object")
-    merged, added = merge_rules(current, permission_rules(plugin_root))
+    merged, added = merge_rules(current, permission_rules(plugin_root, Path(project)))
     if added:
         write_json(path, merged)
     return added
