@@ -10,6 +10,7 @@ completed.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
@@ -453,6 +454,19 @@ class CodeVersion:
     """A folder held more files than are fingerprinted (``code_version.MAX_FILES``): only the first were."""
     note: str | None = None
     """Why nothing (or not everything) could be fingerprinted, with what to do."""
+
+    @staticmethod
+    def digest(files: Mapping[str, str]) -> str | None:
+        """The sha256 over the sorted (path, sha256) pairs (``id`` is its first 16 hex digits; run-meta's
+        ``target_source_sha256`` is all of it); None for no file."""
+        if not files:
+            return None
+        return hashlib.sha256("".join(f"{p}\t{h}\n" for p, h in sorted(files.items())).encode("utf-8")).hexdigest()
+
+    @property
+    def sha256(self) -> str | None:
+        """``digest`` of this version's files."""
+        return self.digest(self.files)
 
     def changes_to(self, other: "CodeVersion") -> FileChanges:
         """The files that differ from this version to ``other``."""
