@@ -267,6 +267,14 @@ def test_use_adds_the_edit_rule_when_the_project_holds_the_unattended_rules(proj
     assert allow.count("Edit(/memsys.py)") == 1
 
 
+def test_allow_unattended_covers_the_system_the_config_names_before_use_runs(project):
+    write_config(project, target="memsys.py")  # the user's system, for runs; the loop's target not set yet
+    assert claude_settings.fix_path_rules(project) == ["Edit(/memsys.py)"]
+    assert "Edit(/memsys.py)" in claude_settings.permission_rules(project=project)
+    write_config(project, target="../outside.py")
+    assert claude_settings.fix_path_rules(project) == []
+
+
 @pytest.mark.parametrize("fix_paths", [["."], [".longmemeval-benchmarks/"], [".claude/"]])
 def test_no_standing_edit_rule_covers_the_whole_project_or_the_loops_state(project, fix_paths):
     write_config(project, loop={"target": "memsys.py", "fix_paths": fix_paths})

@@ -13,9 +13,11 @@ Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs
   ``.claude/settings.json`` is ignored until then. So the rules go to ``settings.local.json`` (personal, not
   meant to be committed).
 - The loop's Edit rules are the skill's (``memory_system/``, the proposal, the trigger set) plus the project's fix
-  paths (``loop.fix_paths``, else the folder of ``loop.target``: a user's own system, ``loop_target.py use PATH``),
-  read from its config when setup writes the rules, and added by ``loop_target.py`` when it changes them
-  (``refresh_edit_rules``). Never the whole project nor the loop's state, the venv, ``.git`` or ``.claude``.
+  paths (``loop.fix_paths``, else the folder of ``loop.target``; and the user's own system the config's ``target``
+  names, which ``loop_target.py use PATH`` makes the fix paths), read from its config when setup writes the rules,
+  and added by ``loop_target.py`` when it changes them (``refresh_edit_rules``). Never the whole project nor the
+  loop's state, the venv, ``.git`` or ``.claude``. Claude Code 2.1.332 reads a changed ``settings.local.json`` about
+  a second later (observed: an Edit right after the change was still asked for; one after a 1 s command ran).
 - The plugin's commands and its loop skill answer to their plain names (``command_names``): nothing to write for
   that. ``--short-commands``, which once wrote project commands for them, is kept only to say so
   (``SHORT_COMMANDS_NOTICE``); wrappers it wrote earlier still work and can be deleted.
@@ -36,9 +38,11 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
 
 from lme.core import command_names  # noqa: E402  (stdlib only)
 from lme.core.errors import UserError  # noqa: E402  (stdlib only)
-from lme.core.facts import STATE_DIR, VENV_DIR  # noqa: E402  (stdlib only)
+from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR  # noqa: E402  (stdlib only)
 from lme.core.unattended import standing_rules_in  # noqa: E402  (stdlib only)
 from lme.loop import rules as loop_rules  # noqa: E402  (stdlib only: the hooks read it on a bare python)
+from lme.loop import target as loop_target  # noqa: E402  (stdlib only)
+from lme.targets.identity import is_reference  # noqa: E402  (stdlib only)
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 PLUGIN = command_names.PLUGIN
@@ -123,16 +127,33 @@ the venv, git's own files, Claude Code's settings."""
 
 
 def fix_path_rules(project: Path) -> list[str]:
-    """``Edit(...)`` rules for the project's fix paths (``loop_rules.fix_paths``, from its config): a folder as
-    ``Edit(/folder/**)``, a file as ``Edit(/file)``. None for the whole project or a path in ``NEVER_EDITABLE``
-    (the loop then asks before such an edit), none when the config names no fix path or cannot be read (the loop's
-    own commands say what is wrong with it)."""
+    """``Edit(...)`` rules for the project's fix paths, from its config: ``loop.fix_paths`` (else the folder of
+    ``loop.target``), and the file or folder ``loop_target.py use`` makes the fix paths of the user's own system the
+    config's ``target`` names (so the rule is there before a session runs ``use``). A folder as ``Edit(/folder/**)``,
+    a file as ``Edit(/file)``. None for the whole project or a path in ``NEVER_EDITABLE`` (the loop then asks before
+    such an edit), none when the config names no fix path or cannot be read (the loop's own commands say what is
+    wrong with it)."""
     try:
         paths = loop_rules.fix_paths(project)
     except (UserError, OSError):
-        return []
-    return [f"Edit(/{path}**)" if path.endswith("/") else f"Edit(/{path})" for path in paths
-            if path and path.split("/")[0] not in NEVER_EDITABLE]
+        paths = []
+    own = _own_system(project)
+    paths += [own] if own is not None else []
+    return list(dict.fromkeys(f"Edit(/{path}**)" if path.endswith("/") else f"Edit(/{path})" for path in paths
+                              if path and path.split("/")[0] not in NEVER_EDITABLE))
+
+
+def _own_system(project: Path) -> str | None:
+    """The fix path ``loop_target.py use`` would set for the config's ``target`` when it names the user's own
+    system in the project (None: a built-in target, memory-ref's copy, or no such file or folder)."""
+    try:
+        target = loop_rules.read_project_config(project).get("target")
+        if not isinstance(target, str) or target in BUILTIN_TARGETS or is_reference(target, Path(project)):
+            return None
+        relative, folder = loop_target.own_system_path(Path(project).resolve(), target)
+    except (UserError, OSError):
+        return None
+    return f"{relative}/" if folder else relative
 
 
 def refresh_edit_rules(project: Path, write_json: Any) -> list[str]:
