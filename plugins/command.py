@@ -21,6 +21,7 @@ the process's stderr; never a hang. An empty string is an answer, judged as upst
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -116,11 +117,5 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
             adapter = {"mode": "jsonl", "process_starts": worker.starts}
     hyp = hypothesis_from_response(reply, source)
     elapsed = (time.monotonic() - t0) * 1000.0
-    return Hypothesis(
-        hypothesis=hyp.hypothesis,
-        tokensIn=hyp.tokensIn,
-        tokensOut=hyp.tokensOut,
-        latencyMs=hyp.latencyMs or round(elapsed, 3),
-        retrieved_session_ids=hyp.retrieved_session_ids,
-        debug={**hyp.debug, "command_adapter": adapter},
-    )
+    return dataclasses.replace(hyp, latencyMs=hyp.latencyMs or round(elapsed, 3),
+                               debug={**hyp.debug, "command_adapter": adapter})

@@ -3,8 +3,9 @@
 Options: ``mode`` (``direct`` | ``con``, Chain-of-Note), ``history_format`` (``json`` | ``nl``),
 ``context_window`` (tokens; default from ``reader.CONTEXT_WINDOWS``), ``max_tokens`` (default 500 / 800).
 When the prompt does not fit upstream's budget (context window - max_tokens - 1000, counted with tiktoken for OpenAI
-models, Anthropic's count API for Claude, else estimated), the OLDEST sessions are dropped; ``debug.truncation``
-says how many and which (real ids, mapped by the driver) and ``dropped_evidence`` how many of them were evidence.
+models, Anthropic's count API for Claude, else estimated), the OLDEST sessions are dropped; the Hypothesis's
+``truncation`` says how many and which (real ids, mapped by the driver) and ``dropped_evidence`` how many of them
+were evidence.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Options:
 - ``top_k``: at most this many sessions reach the reader (default 10); ``adaptive_k`` (default true) shows fewer
   when the retrieval score falls below a fifth of the best, never fewer than ``min_k`` (default 3), except for
   questions that count, order or compare, which get ``top_k`` (``index.adaptive_k``). Never every session: with ``top_k`` >=
-  the number of sessions a warning goes to stderr once per process, ``debug.retrieval.top_k_covers_all`` is true,
+  the number of sessions a warning goes to stderr once per process, the row's ``retrieval.top_k_covers_all`` is true,
   and the reader still gets one session fewer than the item has.
 - ``bm25``: use the lexical retriever (default true).
 - ``embed_model``: ``provider:model`` (e.g. ``openai:text-embedding-3-small``) to add dense retrieval through
@@ -185,4 +185,5 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
     ranked, info = rank_sessions(item, ctx)
     top = _top_sessions(item, ranked, info["shown"])
     hyp = reader.answer_with_reader(item, top, ctx, debug={"retrieval": info})
-    return dataclasses.replace(hyp, retrieved_session_ids=tuple(ranked))
+    return dataclasses.replace(hyp, retrieved_session_ids=tuple(ranked),
+                               retrieval={"top_k": info["top_k"], "granularity": info["granularity"]})

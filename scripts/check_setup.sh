@@ -6,7 +6,8 @@
 #
 # Checks: the venv python exists; the work tree is on the loop branch (config loop.branch, default
 # longmemeval-iter); the loop remote exists and accepts a push (git push --dry-run); the API keys the loop
-# needs are set; the loop judge is openai:gpt-4o; the three symbolic flags are on. When all of them pass,
+# needs are set; the loop judge is openai:gpt-4o; memory-ref's three symbolic flags are on (memory-ref and its
+# copies only: your own system gets no symbolic option, nothing to check). When all of them pass,
 # creates history_max_effort.md and .max_effort_round (0) when missing.
 set -u
 
@@ -15,7 +16,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --project) PROJECT="${2:?--project needs a path}"; shift 2 ;;
     --project=*) PROJECT="${1#--project=}"; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "error: unknown argument '$1' (usage: check_setup.sh [--project P])" >&2; exit 2 ;;
   esac
 done
@@ -107,12 +108,10 @@ else
   fail "loop judge is '$JUDGE', not openai:gpt-4o" "set loop.judge to openai:gpt-4o in .longmemeval-benchmarks/config.json"
 fi
 
-# 6. symbolic stack on
-for FLAG in symbolic_resolver symbolic_temporal symbolic_bypass; do
-  if [ "$(cfg "targetOptions.$FLAG")" = "true" ]; then ok "$FLAG is on"; else
-    fail "$FLAG is off" "set loop.targetOptions.$FLAG to true in .longmemeval-benchmarks/config.json"
-  fi
-done
+# 6. memory-ref's symbolic stack on (its copies too; another target gets no symbolic option: one ok line)
+SYMBOLIC="$("$PY" "$SCRIPTS/loop_guard.py" symbolic --project . 2>&1)"
+printf '%s\n' "$SYMBOLIC"
+FAILED=$((FAILED + $(printf '%s\n' "$SYMBOLIC" | grep -c '^FAIL')))
 
 # 7. loop state files: only in a project that passed every check above (never litter a folder that is not one)
 if [ "$FAILED" -gt 0 ]; then

@@ -83,7 +83,6 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
         answer = _read(item, ctx, settings, ranked[:shown], current, superseded, notes, describe, annotations,
                        calls, debug)
 
-    debug["health"] = health.item_health(debug)
     return Hypothesis(
         hypothesis=answer,
         tokensIn=sum(int(c.get("tokensIn", 0)) for c in calls),
@@ -92,6 +91,9 @@ def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
         calls=tuple(calls),
         retrieved_session_ids=aliases,
         debug=debug,
+        stages=health.item_stages(debug),
+        truncation=health.item_truncation(debug),
+        retrieval={"top_k": settings.top_k, "granularity": settings.granularity},
     )
 
 

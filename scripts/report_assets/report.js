@@ -226,14 +226,15 @@
     }
 
     drawer.appendChild(h('h3', { text: 'Target' }));
-    var tr = q.debug && q.debug.truncation;
+    var tr = q.trunc;
     drawer.appendChild(kv([['cost', fmtUsd(q.cost)], ['latency', fmtS(q.lat)],
       ['tokens in / out', (q.tokens[0] || 0) + ' / ' + (q.tokens[1] || 0)], ['cached calls', q.cached],
       ['model calls', q.calls.map(function (c) { return (c.role || '?') + ' ' + c.model + (c.cached ? ' (cached)' : ''); }).join(', ') || 'none'],
       ['truncation', tr ? (tr.truncated ? 'history cut: ' + tr.dropped_sessions + ' oldest session(s) dropped' +
-        (tr.dropped_evidence ? ', ' + tr.dropped_evidence + ' of them evidence' : '') : 'none (' + tr.kept_sessions +
-        ' sessions, ' + tr.tokens + ' tokens ' + tr.counted_with + ')') : undefined],
-      ['symbolic layers', q.layers.length ? q.layers.join('\n') : undefined]]));
+        (tr.dropped_evidence ? ', ' + tr.dropped_evidence + ' of them evidence' : '') : 'none' +
+        (tr.kept_sessions !== null ? ' (' + tr.kept_sessions + ' sessions' + (tr.tokens !== null ? ', ' + tr.tokens +
+        ' tokens ' + (tr.counted_with || '') : '') + ')' : '')) : undefined],
+      ['pipeline stages', q.stages.length ? q.stages.join('\n') : undefined]]));
     var dbg = h('details', null, h('summary', { text: 'debug (as the target reported it)' }));
     dbg.appendChild(h('pre', { text: JSON.stringify(q.debug, null, 2) }));
     drawer.appendChild(dbg);

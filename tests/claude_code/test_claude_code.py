@@ -20,7 +20,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import pytest
 
@@ -226,27 +226,34 @@ def loop_body(exchange: Exchange) -> str:
     return loaded[LOOP_SKILL] if LOOP_SKILL in loaded else command_body(exchange)
 
 
+def _reader_fix(project: Path, fix_no: int, fixes: Sequence[str]) -> tuple[Path, str, str]:
+    """memory-ref's copy: fix ``fix_no`` adds its sentence to memory_system/reader.py's instructions, after the
+    fixes before it."""
+    old = _READER_LINE if fix_no == 1 else _READER_LINE.replace('it."', f'it. {fixes[0]}"')
+    return project / "memory_system" / "reader.py", old, f'{old[:-1]} {fixes[fix_no - 1]}"'
+
+
 def _round(project: Path, number: int, hook_reasons: list[str], *, fix_no: int | None = None,
-           until_the_fix: bool = False) -> list[Any]:
+           until_the_fix: bool = False, fixes: Sequence[str] = FIXES,
+           site: Callable[[Path, int, Sequence[str]], tuple[Path, str, str]] = _reader_fix) -> list[Any]:
     """One round as the skill has it (steps 1-10), then the model stops; the Stop hook must send it on. ``fix_no``:
-    which of ``FIXES`` the round makes (default: the round's own, on top of the ones before); ``until_the_fix``:
-    only steps 1-6 (the round's fix committed, nothing re-tested)."""
+    which of ``fixes`` the round makes (default: the round's own, on top of the ones before); ``until_the_fix``:
+    only steps 1-6 (the round's fix committed, nothing re-tested); ``site(project, fix_no, fixes)``: the file the
+    fix edits, and the edit (old, new) that makes it (default: memory-ref's copy, ``_reader_fix``)."""
     skill = loop_body
     state = project / ".longmemeval-benchmarks"
-    reader = project / "memory_system" / "reader.py"
     fix_no = number if fix_no is None else fix_no
+    path, old, new = site(project, fix_no, fixes)
 
     def trigger_set(exchange: Exchange) -> Any:
         return tool("Write", {"file_path": str(state / "trigger_set.txt"), "content": "\n".join(_wrong_ids(project)) + "\n"})
 
     def proposal(exchange: Exchange) -> Any:
-        return tool("Write", {"file_path": str(state / "proposal.md"),
-                              "content": f"{FIXES[fix_no - 1]} (reader instructions)\n\nFiles: memory_system/reader.py.\n"})
+        return tool("Write", {"file_path": str(state / "proposal.md"), "content": f"{fixes[fix_no - 1]} (reader "
+                              f"instructions)\n\nFiles: {path.relative_to(project).as_posix()}.\n"})
 
     def fix(exchange: Exchange) -> Any:
-        old = _READER_LINE if fix_no == 1 else _READER_LINE.replace('it."', f'it. {FIXES[0]}"')
-        new = f'{old[:-1]} {FIXES[fix_no - 1]}"'
-        return tool("Edit", {"file_path": str(reader), "old_string": old, "new_string": new})
+        return tool("Edit", {"file_path": str(path), "old_string": old, "new_string": new})
 
     def stop_here(exchange: Exchange) -> Any:
         return say(f"Round {number} is decided; I stop here.")
@@ -260,7 +267,7 @@ def _round(project: Path, number: int, hook_reasons: list[str], *, fix_no: int |
                     "--noise-floor", "rounds.py begin", "cluster_failures.py --run-id longmemeval-iter", "--ids 1"),
         once(lambda ex: tool("Read", {"file_path": str(state / "trigger_set.txt")})), once(trigger_set),
         *([once(lambda ex: tool("Read", {"file_path": str(state / "proposal.md")}))] if number > 1 else []),
-        once(proposal), once(lambda ex: tool("Read", {"file_path": str(reader)})), once(fix),
+        once(proposal), once(lambda ex: tool("Read", {"file_path": str(path)})), once(fix),
         play_blocks(skill, "rounds.py commit-fix"),
     ]
     if until_the_fix:

@@ -196,6 +196,10 @@ def test_confirmation_below_target_is_adopted_as_the_new_baseline(loop_project):
 )
 def test_driver_refuses_loop_runs_that_break_a_rule(loop_project, extra, needle):
     project, _, _ = loop_project
+    if "--no-symbolic-bypass" in extra:  # memory-ref's layers: checked for memory-ref (and its copies) only
+        config = project / ".longmemeval-benchmarks" / "config.json"
+        cfg = json.loads(config.read_text())
+        config.write_text(json.dumps({**cfg, "target": "memory-ref", "loop": {**cfg["loop"], "target": "memory-ref"}}))
     total = "10" if not extra else "24"
     proc = subprocess.run(
         ["bash", str(SCRIPTS / "parallel_longmemeval.sh"), "4", "133", total, *extra],

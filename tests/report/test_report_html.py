@@ -180,11 +180,24 @@ def test_the_flaky_mark_reads_the_rows_repeats_or_the_registrys_exact_prompt():
     assert report_data.flaky_mark(repeated, {})["source"] == "this run's repeated verdicts"
 
 
-def test_the_symbolic_layers_say_which_one_acted():
-    debug = {"symbolic": {"temporal": {"resolved": [{"expression": "last week"}]}, "resolver": {"off": True},
-                          "bypass": {"taken": True, "reason": "counted 3 items"}}}
-    assert report_data._layers(debug) == ["temporal: 1 expression(s) resolved", "resolver: off",
-                                          "bypass: ANSWERED (reader skipped) — counted 3 items"]
+def test_the_pipeline_panel_shows_the_stages_and_truncation_a_target_declared_not_its_debug():
+    row = ResultRow.from_dict(result_row("q1", target={
+        "name": "memsys.py", "provider": "openai", "model": "m", "debug": {"symbolic": {"bypass": {"taken": True}}},
+        "stages": [{"name": "index", "status": "ok", "detail": "40 sessions"}, {"name": "graph", "status": "fallback"}],
+        "truncation": {"truncated": True, "dropped_sessions": 2, "dropped_session_ids": ["s1", "s2"]}}))
+    assert report_data._stages(row) == ["index: ok — 40 sessions", "graph: fallback"]
+    assert report_data._truncation(row)["dropped_sessions"] == 2
+    assert report_data._session_refs(row.with_(retrieval=None), None) == []
+
+
+def test_a_row_written_before_the_contract_keeps_memory_refs_panel_through_its_old_debug():
+    row = ResultRow.from_dict(result_row("q1", target={"name": "memory-ref", "provider": "openai", "model": "m",
+                                                       "debug": {"health": {"writer": {"facts": 3},
+                                                                            "retrieval": {"ranked": 4},
+                                                                            "bypass": {"taken": True}},
+                                                                 "reader": {"skipped": "bypass"}}}))
+    assert report_data._stages(row) == ["writer: ok — 3 facts, 0 malformed writer lines", "retrieval: ok — 4 ranked",
+                                        "bypass: ok — answered", "reader: skipped — the bypass answered"]
 
 
 def test_a_loop_run_charts_accuracy_over_the_rounds(report_run, tmp_path):

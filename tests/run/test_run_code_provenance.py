@@ -106,6 +106,25 @@ def test_two_runs_of_the_users_file_before_and_after_an_edit_compare_as_differen
     assert capsys.readouterr().err.rstrip().endswith("same target, models, options and code")
 
 
+def test_run_metas_target_source_hash_is_the_users_file_as_its_code_fingerprint_says(tmp_path):
+    import hashlib
+
+    project = make_project(tmp_path / "p", **OFFLINE_ROUTES)
+    system = project / "memsys.py"
+    system.write_text("def generate(item, ctx):\n    return {'hypothesis': item['question']}\n")
+    for run_id, target in (("by-option", ["--target", "python", "--target-option", f"path={system}"]),
+                           ("by-path", ["--target", "memsys.py"])):
+        assert run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet", "--no-scorecard",
+                                             "--max", "2", "--run-id", run_id, *target]) == 0
+        recorded = meta(project, run_id)
+        code = recorded["invocations"][0]["code"]
+        file_sha = hashlib.sha256(system.read_bytes()).hexdigest()
+        assert code["files"] == {"memsys.py": file_sha}
+        digest = hashlib.sha256(f"memsys.py\t{file_sha}\n".encode()).hexdigest()
+        assert recorded["provenance"]["prompt_hashes"]["target_source_sha256"] == digest  # not the adapter's
+        assert digest.startswith(code["id"])
+
+
 def test_a_command_targets_script_is_its_code(tmp_path, capsys, monkeypatch):
     project = make_project(tmp_path / "p", **OFFLINE_ROUTES)
     (project / "mem_cmd.py").write_text(COMMAND)

@@ -1,5 +1,6 @@
 """Pipeline health: a stage broken across the run is a loud line on the scorecard and the clusters, and no round
-starts on it; memory-ref reports each stage's health per item."""
+starts on it. Read from the stages rows declare (``target.stages``: any target's, memory-ref's like a user's),
+never from a target's debug; rows written before the contract still count, through memory-ref's old keys."""
 
 from __future__ import annotations
 
@@ -15,12 +16,20 @@ from factories import typed
 from loop_testing import item_ids, make_loop_project, make_row, measure_noise_floor, write_run
 
 
+def _memory_ref_debug(facts: int, malformed: int, ranked: int, dropped: int) -> dict:
+    return {"writer": {"facts": facts, "malformed_lines": malformed, "sessions": 40, "calls": 40},
+            "retrieval": {"top": [f"s{i}" for i in range(ranked)], "shown": ranked},
+            "symbolic": {"bypass": {"taken": False, "reason": "no dated match"}},
+            "reader": {"sessions": 3, "facts": 2, "sessions_dropped": dropped}}
+
+
 def _debug(facts: int, malformed: int = 0, ranked: int = 5, dropped: int = 0) -> dict:
-    return {"target": {"name": "memory-ref", "provider": "openai", "model": "m", "debug": {
-        "writer": {"facts": facts, "malformed_lines": malformed, "sessions": 40, "calls": 40},
-        "retrieval": {"top": [f"s{i}" for i in range(ranked)], "shown": ranked},
-        "symbolic": {"bypass": {"taken": False, "reason": "no dated match"}},
-        "reader": {"sessions_dropped": dropped}}}}
+    """A memory-ref row as it writes them now: its stages and truncation declared, its debug its own."""
+    from plugins.memory_ref import health
+
+    debug = _memory_ref_debug(facts, malformed, ranked, dropped)
+    return {"target": {"name": "memory-ref", "provider": "openai", "model": "m", "debug": debug,
+                       "stages": health.item_stages(debug), "truncation": health.item_truncation(debug)}}
 
 
 def _rows(types, **debug):
@@ -32,13 +41,41 @@ def test_a_writer_with_no_facts_on_every_item_is_named_broken_with_the_count_of_
     summary = pipeline_health.summarise(typed(_rows(types, facts=0, malformed=1984)).values())
     assert [p["stage"] for p in summary["broken"]] == ["writer"]
     [line] = pipeline_health.loud_lines(summary)
-    assert line.startswith("PIPELINE BROKEN: writer: 0 facts extracted on all 12 items (23,808 malformed")
+    assert line.startswith("PIPELINE BROKEN: writer: failed on all 12 items (0 facts from 40 sessions, 1,984 "
+                           "malformed writer lines; check the writer model")
     healthy = pipeline_health.summarise(typed(_rows(types, facts=30, malformed=2)).values())
-    assert healthy["broken"] == [] and healthy["facts"] == 360
+    assert healthy["broken"] == [] and healthy["stages"]["writer"] == {"ok": 12}
     garbled = pipeline_health.summarise(typed(_rows(types, facts=3, malformed=9)).values())
-    assert "malformed writer lines against" in garbled["broken"][0]["line"]
+    assert "3 facts from 40 sessions, 9 malformed writer lines" in garbled["broken"][0]["line"]
     empty = pipeline_health.summarise(typed(_rows(types, facts=3, ranked=0, dropped=2)).values())
-    assert [p["stage"] for p in empty["broken"]] == ["retrieval"] and empty["warnings"][0]["stage"] == "reader"
+    assert [p["stage"] for p in empty["broken"]] == ["retrieval"] and empty["warnings"][0]["stage"] == "truncation"
+
+
+def test_a_users_own_system_declares_its_stages_and_gets_the_same_loud_line():
+    types = item_ids(6)
+    rows = {q: make_row(q, t, True) | {"target": {"name": "memsys.py", "provider": "openai", "model": "m",
+                                                      "debug": {"whatever": 1},
+                                                      "stages": [{"name": "index", "status": "ok"},
+                                                                 {"name": "graph", "status": "failed",
+                                                                  "detail": "neo4j unreachable"}]}}
+            for q, t in types.items()}
+    summary = pipeline_health.summarise(typed(rows).values())
+    assert summary["stages"] == {"graph": {"failed": 6}, "index": {"ok": 6}}
+    assert pipeline_health.loud_lines(summary) == [
+        "PIPELINE BROKEN: graph: failed on all 6 items (neo4j unreachable). Fix: read the graph stage of a row "
+        "(target.stages, and the target's debug)"]
+
+
+def test_rows_written_before_the_contract_still_show_memory_refs_broken_writer():
+    types = item_ids(6)
+    old = {q: make_row(q, t, True) | {"target": {"name": "memory-ref", "provider": "openai", "model": "m", "debug": {
+        **_memory_ref_debug(0, 50, 5, 0), "health": {"writer": {"off": False, "facts": 0, "malformed_lines": 50},
+                                                       "retrieval": {"ranked": 5}, "bypass": {"taken": False},
+                                                       "reader": {"sessions_dropped": 0}}}}}
+           for q, t in types.items()}
+    summary = pipeline_health.summarise(typed(old).values())
+    assert [p["stage"] for p in summary["broken"]] == ["writer"]
+    assert summary["broken"][0]["line"].startswith("writer: failed on all 6 items (0 facts, 50 malformed")
 
 
 def test_the_scorecard_the_clusters_and_rounds_begin_all_say_the_stack_is_broken(tmp_path, capsys):
@@ -48,24 +85,28 @@ def test_the_scorecard_the_clusters_and_rounds_begin_all_say_the_stack_is_broken
     measure_noise_floor(project, "loop")
     report_outputs.score_project_run(project, "loop", charts=False)
     card = (project / ".longmemeval-benchmarks/runs/loop/scorecard.md").read_text()
-    assert card.splitlines()[2].startswith("> **PIPELINE BROKEN: writer: 0 facts extracted on all 12 items")
+    assert card.splitlines()[2].startswith("> **PIPELINE BROKEN: writer: failed on all 12 items (0 facts from")
     capsys.readouterr()
     assert run_main(cluster_failures_cli.main, ["--project", str(project), "--run-id", "loop"]) == 0
     assert capsys.readouterr().out.startswith("> **PIPELINE BROKEN: writer")
-    with pytest.raises(UserError, match="the stack is broken across the run: writer: 0 facts"):
+    with pytest.raises(UserError, match="the stack is broken across the run: writer: failed on all 12 items"):
         loop_steps.begin(project, "loop")
 
 
-def test_memory_ref_reports_each_stages_health_per_item():
+def test_memory_ref_reports_each_stage_per_item_as_any_target_may():
     from plugins.memory_ref import health
 
-    out = health.item_health({"writer": {"facts": 4, "malformed_lines": 1, "sessions": 3, "calls": 3},
-                              "retrieval": {"top": ["a", "b"], "shown": 2},
-                              "symbolic": {"bypass": {"taken": True, "reason": "order"}},
-                              "reader": {"skipped": "bypass"}})
-    assert out["writer"] == {"off": False, "facts": 4, "malformed_lines": 1, "sessions": 3, "calls": 3}
-    assert out["retrieval"] == {"ranked": 2, "shown": 2} and out["bypass"]["taken"] is True
-    assert out["reader"] == {"skipped": "bypass", "sessions_dropped": 0}
+    debug = {"writer": {"facts": 4, "malformed_lines": 1, "sessions": 3, "calls": 3},
+             "retrieval": {"top": ["a", "b"], "shown": 2},
+             "symbolic": {"temporal": {"off": True}, "resolver": {"superseded": [{}], "count_noun": "books", "count": 3},
+                          "bypass": {"taken": True, "reason": "order"}},
+             "reader": {"skipped": "bypass"}}
+    assert [(s["name"], s["status"], s["detail"]) for s in health.item_stages(debug)] == [
+        ("writer", "ok", "4 facts from 3 sessions, 1 malformed writer lines"),
+        ("retrieval", "ok", "2 of 2 ranked sessions shown"), ("temporal", "skipped", "off"),
+        ("resolver", "ok", "1 superseded fact(s), counted 3 'books'"), ("bypass", "ok", "answered alone: order"),
+        ("reader", "skipped", "the symbolic bypass answered")]
+    assert health.item_truncation(debug) is None
 
 
 def _rag_rows(types, ranked: int, covers_all: bool):

@@ -209,10 +209,10 @@ def test_a_prompt_rejected_as_too_long_is_retried_once_with_more_old_sessions_dr
     assert hyp.hypothesis == "Denver" and len(llm.requests) == 2
     first, second = (r.messages[0]["content"] for r in llm.requests)
     assert "2023/05/10" in first and "2023/05/10" not in second and "2023/05/19" in second
-    info = hyp.debug["truncation"]
-    assert info["truncated"] and info["dropped_session_ids"][0] == "session_000"
-    assert info["retried_after_too_long"]["dropped_sessions"] == 0
-    assert info["tokens"] <= info["retried_after_too_long"]["tokens"] * reader.RETRY_BUDGET_SHARE
+    info, first_try = hyp.truncation, hyp.debug["reader"]["retried_after_too_long"]
+    assert info.truncated and info.dropped_session_ids[0] == "session_000" and info.retried_after_too_long
+    assert first_try["dropped_sessions"] == 0
+    assert info.tokens <= first_try["tokens"] * reader.RETRY_BUDGET_SHARE
 
 
 def test_a_second_too_long_rejection_and_other_bad_requests_are_not_retried(monkeypatch):

@@ -177,13 +177,13 @@ def test_dropped_session_aliases_become_real_ids_with_a_count_of_lost_evidence(t
     path.write_text(
         "from records import Hypothesis\n"
         "def generate(item, ctx):\n"
-        "    return Hypothesis(hypothesis='x', debug={'truncation': {'truncated': True,\n"
-        "        'dropped_session_ids': ['session_003', 'session_002', 'session_999']}})\n"
+        "    return Hypothesis(hypothesis='x', truncation={'truncated': True, 'dropped_sessions': 3,\n"
+        "        'dropped_session_ids': ['session_003', 'session_002', 'session_999']})\n"
     )
     out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", target=str(path), llm=RecordingLLM())
-    info = out["debug"]["truncation"]
+    info = out["truncation"]
     assert info["dropped_session_ids"] == ["ultrachat_bbb_2", f"answer_{GOLD}_1"]
-    assert info["dropped_evidence"] == 1 and info["unknown_dropped_session_ids"] == 1
+    assert info["dropped_evidence"] == 1 and info["unknown_dropped"] == 1
     assert info["truncated"] is True
 
 
@@ -192,21 +192,23 @@ def test_oracle_truncation_maps_aliases_within_the_evidence_only_view():
     # a model with no local tokenizer: counted by estimate, no tiktoken load
     out = gd.generate_hypothesis(item, "vllm", "llama-3-70b", target="oracle", llm=RecordingLLM(),
                                  options={"context_window": 1500 + 10, "max_tokens": 500})
-    info = out["debug"]["truncation"]
+    info = out["truncation"]
     assert info["dropped_session_ids"] == [f"answer_{GOLD}_1"] and info["dropped_evidence"] == 1
 
 
-def test_retrieval_debug_names_the_real_session_ids_not_the_targets_aliases(tmp_path):
+def test_the_retrieval_detail_says_whether_top_k_covered_every_session_and_debug_is_kept_as_it_came(tmp_path):
     path = tmp_path / "retrieving_target.py"
     path.write_text(
         "from records import Hypothesis\n"
         "def generate(item, ctx):\n"
+        "    k = ctx.options['top_k']\n"
         "    return Hypothesis(hypothesis='x', retrieved_session_ids=('session_003',), debug={'retrieval': {\n"
-        "        'top': ['session_003', 'session_002'], 'per_source_top': {'user': ['session_002']},\n"
-        "        'duplicates_dropped': ['session_999'], 'top_k': 10}})\n"
+        "        'top': ['session_003', 'session_002']}}, retrieval={'top_k': k, 'granularity': 'turn'})\n"
     )
-    out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", target=str(path), llm=RecordingLLM())
-    block = out["debug"]["retrieval"]
-    assert block["top"] == ["ultrachat_bbb_2", f"answer_{GOLD}_1"] == [*out["retrieved_session_ids"], block["top"][1]]
-    assert block["per_source_top"] == {"user": [f"answer_{GOLD}_1"]} and block["top_k"] == 10
-    assert block["duplicates_dropped"] == ["session_999"]  # an unknown alias is left as it came
+    item = make_raw_item()
+    for k, covers in ((2, False), (len(item["haystack_sessions"]), True)):
+        out = gd.generate_hypothesis(item, "openai", "gpt-4o", target=str(path), llm=RecordingLLM(),
+                                     options={"top_k": k})
+        assert out["retrieval"] == {"top_k": k, "granularity": "turn", "top_k_covers_all": covers}
+        assert out["retrieved_session_ids"] == ["ultrachat_bbb_2"]
+        assert out["debug"]["retrieval"]["top"] == ["session_003", "session_002"]  # the target's own, unread

@@ -40,7 +40,7 @@ def test_full_context_answers_through_each_sdk_with_sessions_in_date_order(fake_
              "2023/05/25 (Thu) 18:30", "2023/05/28 (Sun) 09:00"]
     assert [prompt.index(d) for d in dates] == sorted(prompt.index(d) for d in dates)
     assert prompt.index(dates[-1]) < prompt.index("Current date: 2023/06/01") < prompt.index(item["question"])
-    assert out["debug"]["truncation"]["truncated"] is False
+    assert out["truncation"]["truncated"] is False
 
 
 def test_chain_of_note_mode_and_nl_history_reach_the_request(fake_llm, gateway):
@@ -66,7 +66,7 @@ def test_full_context_drops_oldest_sessions_when_the_window_is_small(fake_llm, g
     # budget 1750 - 600 - 1000 = 150 tokens: only the newest session (Denver) fits
     out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway,
                                  options={"context_window": 1750, "max_tokens": 600})
-    info = out["debug"]["truncation"]
+    info = out["truncation"]
     assert info["truncated"] and info["dropped_sessions"] == 4 and info["counted_with"] == "estimate"
     prompt = body_prompt(reader_bodies(fake_llm)[0])
     assert "bicycle" not in prompt  # the oldest session went first
@@ -79,11 +79,11 @@ def test_full_context_drops_oldest_sessions_when_the_window_is_small(fake_llm, g
 def test_truncation_that_keeps_the_evidence_reports_none_lost(fake_llm, gateway):
     out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway,
                                  options={"context_window": 1850, "max_tokens": 600})
-    info = out["debug"]["truncation"]
+    info = out["truncation"]
     assert info["dropped_sessions"] == 2 and info["dropped_evidence"] == 0
     untruncated = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway)
-    assert untruncated["debug"]["truncation"]["dropped_session_ids"] == []
-    assert untruncated["debug"]["truncation"]["dropped_evidence"] == 0
+    assert untruncated["truncation"]["dropped_session_ids"] == []
+    assert untruncated["truncation"]["dropped_evidence"] == 0
 
 
 def test_openai_prompts_near_the_window_are_counted_with_tiktoken(fake_llm, gateway, monkeypatch):
@@ -92,9 +92,9 @@ def test_openai_prompts_near_the_window_are_counted_with_tiktoken(fake_llm, gate
     use_encodings(monkeypatch, lambda name: WordEncoding())
     out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway,
                                  options={"context_window": 1750, "max_tokens": 600})
-    info = out["debug"]["truncation"]
+    info = out["truncation"]
     # counted exactly (one token per word here), two sessions go where the estimate dropped four
-    assert info["counted_with"] == "tiktoken" and info["budget_tokens"] == 150
+    assert info["counted_with"] == "tiktoken" and out["debug"]["reader"]["budget_tokens"] == 150
     assert info["dropped_sessions"] == 2 and info["tokens"] == 149 and info["dropped_evidence"] == 0
 
 
@@ -104,9 +104,11 @@ def test_a_prompt_the_server_rejects_as_too_long_is_retried_once_with_fewer_sess
     out = gd.generate_hypothesis(make_raw_item(), "openai", "gpt-4o", llm=gateway)
     first, second = (body_prompt(b) for b in reader_bodies(fake_llm))
     assert "bicycle" in first and "bicycle" not in second and "Denver" in second
-    info = out["debug"]["truncation"]
+    info = out["truncation"]
     assert info["truncated"] and info["dropped_session_ids"][0] == "ultrachat_bbb_2"
-    assert info["retried_after_too_long"] == {"tokens": 319, "counted_with": "estimate", "dropped_sessions": 0}
+    assert info["retried_after_too_long"] is True
+    assert out["debug"]["reader"]["retried_after_too_long"] == {"tokens": 319, "counted_with": "estimate",
+                                                                 "dropped_sessions": 0}
 def test_oracle_reads_only_evidence_through_the_fake_server(fake_llm, gateway):
     item = make_raw_item()
     fake_llm.answers = {item["question"]: "Luna"}
@@ -122,7 +124,7 @@ def test_rag_ranks_every_session_and_reads_only_the_top_k_in_date_order(fake_llm
     assert ranked[0] == f"answer_{GOLD}_1" and len(ranked) == 5
     prompt = body_prompt(reader_bodies(fake_llm)[0])
     assert prompt.count("| date: 2023/") == 2 and "kitten" in prompt
-    assert out["debug"]["retrieval"]["top_k_covers_all"] is False
+    assert out["retrieval"] == {"top_k": 2, "granularity": "session", "top_k_covers_all": False}
     q = Question.from_dict(make_raw_item())
     assert evaluate(ranked, q.gold_session_ids(), ks=(1,))["recall_all@1"] == 1.0
 

@@ -12,6 +12,12 @@ Facts of Claude Code 2.1.332 this rests on (observed with the real CLI, see docs
 - The project's ``.claude/settings.local.json`` is read even before the workspace is trusted; its
   ``.claude/settings.json`` is ignored until then. So the rules go to ``settings.local.json`` (personal, not
   meant to be committed).
+- The loop's Edit rules are the skill's (``memory_system/``, the proposal, the trigger set) plus the project's fix
+  paths (``loop.fix_paths``, else the folder of ``loop.target``; and the user's own system the config's ``target``
+  names, which ``loop_target.py use PATH`` makes the fix paths), read from its config when setup writes the rules,
+  and added by ``loop_target.py`` when it changes them (``refresh_edit_rules``). Never the whole project nor the
+  loop's state, the venv, ``.git`` or ``.claude``. Claude Code 2.1.332 reads a changed ``settings.local.json`` about
+  a second later (observed: an Edit right after the change was still asked for; one after a 1 s command ran).
 - The plugin's commands and its loop skill answer to their plain names (``command_names``): nothing to write for
   that. ``--short-commands``, which once wrote project commands for them, is kept only to say so
   (``SHORT_COMMANDS_NOTICE``); wrappers it wrote earlier still work and can be deleted.
@@ -31,6 +37,12 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from lme.core import command_names  # noqa: E402  (stdlib only)
+from lme.core.errors import UserError  # noqa: E402  (stdlib only)
+from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR  # noqa: E402  (stdlib only)
+from lme.core.unattended import standing_rules_in  # noqa: E402  (stdlib only)
+from lme.loop import rules as loop_rules  # noqa: E402  (stdlib only: the hooks read it on a bare python)
+from lme.loop import target as loop_target  # noqa: E402  (stdlib only)
+from lme.targets.identity import is_reference  # noqa: E402  (stdlib only)
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 PLUGIN = command_names.PLUGIN
@@ -92,19 +104,73 @@ def loop_skills(plugin_root: Path = PLUGIN_ROOT) -> list[Path]:
             if ARMS_THE_STOP_HOOK in frontmatter(skill).get("allowed-tools", "")]
 
 
-def permission_rules(plugin_root: Path = PLUGIN_ROOT) -> list[str]:
+def permission_rules(plugin_root: Path = PLUGIN_ROOT, project: Path | None = None) -> list[str]:
     """The loop's rules and nothing more: the loop skill's Bash rules (the plugin's path written in) and its Edit
-    rules (the memory system's folder, the proposal, the trigger set), and a Skill rule for it. Not the other
-    commands' and skills' rules: a standing rule for ``run_benchmark.py`` or ``setup_project.py``, or for a skill
-    that allows them, would let a session run them with any argument, unasked."""
+    rules (the memory system's folder, the proposal, the trigger set), the Edit rules of ``project``'s fix paths
+    (``fix_path_rules``), and a Skill rule for the skill. Not the other commands' and skills' rules: a standing
+    rule for ``run_benchmark.py`` or ``setup_project.py``, or for a skill that allows them, would let a session run
+    them with any argument, unasked."""
     rules: list[str] = []
     for skill in loop_skills(plugin_root):
         meta = frontmatter(skill)
         for entry in split_entries(meta.get("allowed-tools", "")):
             if entry.startswith(RULE_KINDS):
                 rules.append(entry.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_root)))
+        rules += [] if project is None else fix_path_rules(project)
         rules.append(f"Skill({PLUGIN}:{meta.get('name', skill.parent.name)})")
     return list(dict.fromkeys(rules))
+
+
+NEVER_EDITABLE = (STATE_DIR, VENV_DIR, ".git", ".claude")
+"""Folders no standing Edit rule covers, whatever the fix paths say: the loop's state and the config (the user's),
+the venv, git's own files, Claude Code's settings."""
+
+
+def fix_path_rules(project: Path) -> list[str]:
+    """``Edit(...)`` rules for the project's fix paths, from its config: ``loop.fix_paths`` (else the folder of
+    ``loop.target``), and the file or folder ``loop_target.py use`` makes the fix paths of the user's own system the
+    config's ``target`` names (so the rule is there before a session runs ``use``). A folder as ``Edit(/folder/**)``,
+    a file as ``Edit(/file)``. None for the whole project or a path in ``NEVER_EDITABLE`` (the loop then asks before
+    such an edit), none when the config names no fix path or cannot be read (the loop's own commands say what is
+    wrong with it)."""
+    try:
+        paths = loop_rules.fix_paths(project)
+    except (UserError, OSError):
+        paths = []
+    own = _own_system(project)
+    paths += [own] if own is not None else []
+    return list(dict.fromkeys(f"Edit(/{path}**)" if path.endswith("/") else f"Edit(/{path})" for path in paths
+                              if path and path.split("/")[0] not in NEVER_EDITABLE))
+
+
+def _own_system(project: Path) -> str | None:
+    """The fix path ``loop_target.py use`` would set for the config's ``target`` when it names the user's own
+    system in the project (None: a built-in target, memory-ref's copy, or no such file or folder)."""
+    try:
+        target = loop_rules.read_project_config(project).get("target")
+        if not isinstance(target, str) or target in BUILTIN_TARGETS or is_reference(target, Path(project)):
+            return None
+        relative, folder = loop_target.own_system_path(Path(project).resolve(), target)
+    except (UserError, OSError):
+        return None
+    return f"{relative}/" if folder else relative
+
+
+def refresh_edit_rules(project: Path, write_json: Any) -> list[str]:
+    """After the loop's target changed: when the project holds the rules ``--allow-unattended`` wrote, add the Edit
+    rules of its fix paths now (returns those added). A project without them is left alone: no rule is written
+    that the user did not ask for."""
+    path = Path(project) / SETTINGS_FILE
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not standing_rules_in(current):
+        return []
+    merged, added = merge_rules(current, fix_path_rules(Path(project)))
+    if added:
+        write_json(path, merged)
+    return added
 
 
 def merge_rules(settings: dict[str, Any], rules: Iterable[str]) -> tuple[dict[str, Any], list[str]]:
@@ -124,7 +190,7 @@ def write_permissions(project: Path, write_json: Any, plugin_root: Path = PLUGIN
         current = {}
     if not isinstance(current, dict):
         raise ValueError(f"{path} is not a JSON object")
-    merged, added = merge_rules(current, permission_rules(plugin_root))
+    merged, added = merge_rules(current, permission_rules(plugin_root, Path(project)))
     if added:
         write_json(path, merged)
     return added

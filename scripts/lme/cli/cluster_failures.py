@@ -17,8 +17,9 @@ Every item whose last row is not judged correct (strict: errors count) gets one 
     preference_not_personalised   single-session-preference: generic advice instead of the user's preference
     reading_error           evidence retrieved (or no retrieval recorded) and the reader still got it wrong
 
-When a row carries the target's debug, the symbolic layers that acted on it (``symbolic_resolver``,
-``symbolic_temporal``, ``symbolic_bypass``) are listed per cluster, so a failure can be pinned on a layer.
+When rows carry the target's pipeline stages (``target.stages``, which any target may report: memory-ref does),
+the stages that did not run as meant (skipped, failed, fell back) are counted per cluster, so a failure can be
+pinned on a stage (memory-ref: ``reader skipped`` is its symbolic bypass answering).
 
 Usage:
     python scripts/cluster_failures.py --run-id longmemeval-iter            # Markdown for the agent

@@ -2,13 +2,15 @@
 
 The rules (``lme/loop/rules.py``, which a ``--loop`` run is handed by run_benchmark.py): the full question set
 every round, the official judge (after the day it retires, the user's calibrated successor for every item), the
-three symbolic layers on, the work tree on the loop branch, the configured target.
+three symbolic layers on (memory-ref and its copies only: another target gets no symbolic option), the work tree
+on the loop branch, the configured target.
 The settings are the ``loop`` object of ``.longmemeval-benchmarks/config.json`` over ``rules.LOOP_DEFAULTS``
 (``references/iteration-rules.md`` documents each key).
 
 Usage (prints the loop configuration, or the problems for a planned run):
     python scripts/loop_guard.py config [--project P]
     python scripts/loop_guard.py check [--project P] [--max N] [--n-total N]
+    python scripts/loop_guard.py symbolic [--project P]    # check_setup.sh's lines for the symbolic layers
     python scripts/loop_guard.py target --n-total 500          # the loop's target: 475 of 500
 """
 
@@ -33,11 +35,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_chk.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     p_chk.add_argument("--max", type=int, default=None, help="the --max the run would use (default: all)")
     p_chk.add_argument("--n-total", type=int, default=500, help="questions in the dataset file (default 500)")
+    p_sym = sub.add_parser("symbolic", help="one ok/FAIL line per symbolic layer (memory-ref and its copies only)")
+    p_sym.add_argument("--project", type=Path, default=Path.cwd(), help="project root (default: cwd)")
     p_tgt = sub.add_parser("target", help="print the strict-correct count that ends the loop for N items")
     p_tgt.add_argument("--n-total", type=int, required=True, help="items in the full set (e.g. 500)")
     args = parser.parse_args(argv)
     from lme.core import config  # after parsing: --help and usage errors need neither the config nor the loop
-    from lme.loop import LoopRunRequest, check_loop_run, loop_config, loop_judge, target_correct
+    from lme.loop import LoopRunRequest, check_loop_run, loop_config, loop_judge, rules, target_correct
 
     if args.command == "target":
         if args.n_total < 1:
@@ -45,6 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         needed = target_correct(args.n_total)
         print(f"{needed} of {args.n_total} strict correct ({needed / args.n_total:.1%}; ceil(0.95 * n_total))")
         return 0
+    if args.command == "symbolic":
+        lines = rules.symbolic_setup(args.project)
+        print("\n".join(lines))
+        return 1 if any(line.startswith("FAIL") for line in lines) else 0
     cfg = loop_config(args.project)
     if args.command == "config":
         print(json.dumps(cfg, indent=2, sort_keys=True))

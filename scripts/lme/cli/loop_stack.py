@@ -6,6 +6,10 @@ reader model, and a first round costs about $184 in writer calls with a gpt-4o r
 advice: the writer ``openai:gpt-4o-mini`` unless one is configured, the reader the loop's ``target_model``. It
 keeps a writer the user chose, and says when that writer is the reader model.
 
+The writer is memory-ref's (and its copies'). When the loop's target is your own system (``loop_target.py use
+PATH``), ``set`` writes only its model (``loop.target_model``, when unset) and says what it left out; ``--writer``
+is refused there.
+
 Usage:
     python scripts/loop_stack.py show
     python scripts/loop_stack.py set [--writer openai:gpt-4o-mini]
@@ -28,6 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "show":
         cfg = loop_stack.read_config(args.project)
+        target, reference = loop_stack.loop_target(args.project)
+        if not reference:
+            print(f"stack: target model {loop_stack.reader_of(cfg)} ({target}, your own system: no writer)")
+            return 0
         stack = loop_stack.stack_of(cfg)
         print(f"stack: writer {stack.get('writer') or 'the reader model (' + loop_stack.reader_of(cfg) + ')'}, "
               f"reader {stack.get('reader') or loop_stack.reader_of(cfg)}")

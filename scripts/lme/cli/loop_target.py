@@ -1,7 +1,10 @@
-"""Give the iteration loop a target whose code lives in the project's git: a copy of memory-ref in ./memory_system.
+"""Give the iteration loop a target whose code lives in the project's git: a copy of memory-ref in ./memory_system,
+or your own memory system.
 
 The loop's fixes are commits on the loop branch and its reverts undo them, so the memory system it improves must
-be in the project. The default target, ``memory-ref``, lives in the plugin. ``use-copy`` does, once, what a user
+be in the project. Two ways, each done once (run again, it has nothing to do and says so):
+
+``use-copy``: the reference system. The default target, ``memory-ref``, lives in the plugin; this does what a user
 would otherwise do by hand (and what Claude Code cannot run unattended: it always asks before ``cp -r``):
 
 1. copy the plugin's ``plugins/memory_ref`` to ``memory_system/`` (skipped when that folder exists: it is the
@@ -9,17 +12,25 @@ would otherwise do by hand (and what Claude Code cannot run unattended: it alway
 2. set ``target`` and ``loop.target`` to ``memory_system`` in ``.longmemeval-benchmarks/config.json``;
 3. commit the copy alone on the loop branch, so the first fix commit holds only the fix.
 
-Run again, it has nothing to do and says so.
+``use PATH``: your own system, a ``.py`` file (``generate(item, ctx)``), an executable or a package folder in the
+project (``plugins/README.md``). It sets ``target`` and ``loop.target`` to PATH and ``loop.fix_paths`` to the file
+(or the folder), takes memory-ref's settings (the symbolic layers, the model stack) out of the target options,
+commits PATH on the loop branch, and, when setup's ``--allow-unattended`` wrote the loop's permission rules, adds
+the rule that lets the loop edit PATH. A path outside the project, reached through a symbolic link, or missing is
+refused with one line.
 
 Usage (from the project root, on the loop branch):
     python scripts/loop_target.py use-copy [--dest memory_system]
+    python scripts/loop_target.py use memsys.py
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from lme.cli import claude_settings
 from lme.core import cli_parser
+from lme.core import fileio
 from lme.loop import target as loop_target
 
 
@@ -28,6 +39,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")
     p_copy.add_argument("--dest", default=loop_target.DEFAULT_DEST,
                         help=f"folder for the copy (default: {loop_target.DEFAULT_DEST})")
+    p_use = sub.add_parser("use", help="make your own memory system (a file or folder in the project) the loop's "
+                                       "target")
+    p_use.add_argument("path", help="your system's .py file, executable or package folder, relative to the project")
     args = parser.parse_args(argv)
-    print("\n".join(loop_target.use_copy(args.project, args.dest)))
+    if args.command == "use-copy":
+        done = loop_target.use_copy(args.project, args.dest)
+    else:
+        done = loop_target.use_path(args.project, args.path)
+    added = claude_settings.refresh_edit_rules(args.project, fileio.write_atomic_json)
+    if added:
+        done.append(f"added {', '.join(added)} to {claude_settings.SETTINGS_FILE.as_posix()} (the loop may edit "
+                    "your system unattended)")
+    print("\n".join(done))
     return 0

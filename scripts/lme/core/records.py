@@ -399,9 +399,156 @@ class TargetContext:
 # --------------------------------------------------------------------------- stage outputs
 
 
+STAGE_STATUSES = ("ok", "skipped", "failed", "fallback")
+"""A pipeline stage on one item: it ran as meant; it did not run (off, or nothing to do); it failed; it ran a
+fallback instead of its own way."""
+
+
+class ReportError(ValueError):
+    """A target's ``stages``, ``truncation`` or ``retrieval`` is malformed: its one-line message names the field."""
+
+
+def _count(value: Any, where: str, *, optional: bool = True) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ReportError(f"{where} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+def _object(value: Any, where: str, known: Sequence[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ReportError(f"{where} must be an object, got {type(value).__name__}")
+    unknown = sorted(str(k) for k in value if k not in known)
+    if unknown:
+        raise ReportError(f"{where} has unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    return value
+
+
+def _text(value: Any, where: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ReportError(f"{where} must be a string, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class PipelineStage:
+    """One stage of a target's pipeline on one item: the report's stage lines and the run's pipeline health (a
+    stage failed on every item is a broken stage) read these, never a target's ``debug``."""
+
+    name: str
+    status: str
+    """One of ``STAGE_STATUSES``."""
+    detail: str | None = None
+    """What it did, or why not, in a few words (``0 facts from 40 sessions``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, **({"detail": self.detail} if self.detail else {})}
+
+    @classmethod
+    def parse(cls, value: Any, where: str = "stages[]") -> "PipelineStage":
+        """The stage ``value`` (a record, or its JSON); ReportError naming ``where`` when it is malformed."""
+        if isinstance(value, PipelineStage):
+            return value
+        d = _object(value, where, ("name", "status", "detail"))
+        name, status = d.get("name"), d.get("status")
+        if not isinstance(name, str) or not name.strip():
+            raise ReportError(f"{where}.name must be a non-empty string, got {name!r}")
+        if status not in STAGE_STATUSES:
+            raise ReportError(f"{where}.status must be one of {', '.join(STAGE_STATUSES)}, got {status!r}")
+        return cls(name=name.strip(), status=status, detail=_text(d.get("detail"), f"{where}.detail"))
+
+
+def pipeline_stages(value: Any, where: str = "stages") -> tuple[PipelineStage, ...] | None:
+    """A target's ``stages`` (None: it reported none); ReportError when it is not a list of stages."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise ReportError(f"{where} must be a list of {{name, status, detail?}} objects")
+    return tuple(PipelineStage.parse(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+
+_TRUNCATION_KEYS = ("truncated", "dropped_sessions", "kept_sessions", "dropped_session_ids", "tokens",
+                    "counted_with", "retried_after_too_long", "dropped_evidence", "unknown_dropped")
+
+
+@dataclass(frozen=True)
+class ItemTruncation:
+    """The history the target's reader got, cut to fit its context window (oldest sessions dropped first)."""
+
+    truncated: bool
+    dropped_sessions: int = 0
+    kept_sessions: int | None = None
+    dropped_session_ids: tuple[str, ...] = ()
+    """As the target named them (aliases); the run records the real ids."""
+    tokens: int | None = None
+    """The prompt's tokens after the cut."""
+    counted_with: str | None = None
+    """How they were counted (``tiktoken``, ``provider``, ``estimate``)."""
+    retried_after_too_long: bool = False
+    """The provider refused the first prompt as too long, and a shorter one was sent."""
+    dropped_evidence: int | None = None
+    """Set by the run, never by the target (only the run holds the gold): how many dropped sessions were evidence;
+    None when it cannot say (no dropped ids)."""
+    unknown_dropped: int = 0
+    """Set by the run: dropped ids that named no session of the item."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"truncated": self.truncated, "dropped_sessions": self.dropped_sessions,
+               "kept_sessions": self.kept_sessions, "dropped_session_ids": list(self.dropped_session_ids),
+               "tokens": self.tokens, "counted_with": self.counted_with,
+               "retried_after_too_long": self.retried_after_too_long, "dropped_evidence": self.dropped_evidence}
+        return out | ({"unknown_dropped": self.unknown_dropped} if self.unknown_dropped else {})
+
+    @classmethod
+    def parse(cls, value: Any, where: str = "truncation") -> "ItemTruncation | None":
+        """``value`` (a record, its JSON, or None); ReportError naming ``where`` when it is malformed."""
+        if value is None or isinstance(value, ItemTruncation):
+            return value
+        d = _object(value, where, _TRUNCATION_KEYS)
+        if not isinstance(d.get("truncated"), bool):
+            raise ReportError(f"{where}.truncated must be true or false, got {d.get('truncated')!r}")
+        ids = d.get("dropped_session_ids") or []
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ReportError(f"{where}.dropped_session_ids must be a list of session id strings")
+        return cls(truncated=d["truncated"], dropped_sessions=_count(d.get("dropped_sessions") or 0,
+                                                                     f"{where}.dropped_sessions") or 0,
+                   kept_sessions=_count(d.get("kept_sessions"), f"{where}.kept_sessions"),
+                   dropped_session_ids=tuple(ids), tokens=_count(d.get("tokens"), f"{where}.tokens"),
+                   counted_with=_text(d.get("counted_with"), f"{where}.counted_with"),
+                   retried_after_too_long=bool(d.get("retried_after_too_long")),
+                   dropped_evidence=_count(d.get("dropped_evidence"), f"{where}.dropped_evidence"),
+                   unknown_dropped=_count(d.get("unknown_dropped") or 0, f"{where}.unknown_dropped") or 0)
+
+
+@dataclass(frozen=True)
+class RetrievalDetail:
+    """How the target used its ranking (``retrieved_session_ids``): how many it read, at which granularity."""
+
+    top_k: int | None = None
+    """At most this many of the ranked sessions were read (the report marks them)."""
+    granularity: str | None = None
+    """What was indexed: ``session`` or ``turn`` (a turn ranks its session); the scorecard counts rows per value."""
+    covers_all: bool | None = None
+    """Set by the run: ``top_k`` is at least the item's number of sessions (retrieval chose nothing)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"top_k": self.top_k, "granularity": self.granularity, "top_k_covers_all": self.covers_all}
+
+    @classmethod
+    def parse(cls, value: Any, where: str = "retrieval") -> "RetrievalDetail | None":
+        if value is None or isinstance(value, RetrievalDetail):
+            return value
+        d = _object(value, where, ("top_k", "granularity", "top_k_covers_all"))
+        covers = d.get("top_k_covers_all")
+        return cls(top_k=_count(d.get("top_k"), f"{where}.top_k"), granularity=_text(d.get("granularity"),
+                   f"{where}.granularity"), covers_all=covers if isinstance(covers, bool) else None)
+
+
 @dataclass(frozen=True)
 class Hypothesis:
-    """A target's answer to one item, with its accounting."""
+    """A target's answer to one item, with its accounting and what the harness shows of its pipeline (``stages``,
+    ``truncation``, ``retrieval``: typed, optional, any target may fill them; ``debug`` is the target's own)."""
 
     hypothesis: str
     tokensIn: int = 0
@@ -413,17 +560,29 @@ class Hypothesis:
     retrieved_session_ids: tuple[str, ...] | None = None
     """Ranked, as the target returned them (aliases until the driver maps them to real ids)."""
     debug: Mapping[str, Any] = field(default_factory=dict)
-    """Target-specific details: truncation, symbolic layers, subprocess info."""
+    """Target-specific details, kept in the row as they came; the harness reads none of them."""
+    stages: tuple[PipelineStage, ...] | None = None
+    """The pipeline's stages on this item, in order (a target may pass their JSON: it is read into records)."""
+    truncation: ItemTruncation | None = None
+    """The reader's history cut to fit (None: the target does not say)."""
+    retrieval: RetrievalDetail | None = None
+    """How the ranking was used (None: the target does not say)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "calls", call_records(self.calls))
+        object.__setattr__(self, "stages", pipeline_stages(self.stages))
+        object.__setattr__(self, "truncation", ItemTruncation.parse(self.truncation))
+        object.__setattr__(self, "retrieval", RetrievalDetail.parse(self.retrieval))
 
     def to_dict(self) -> dict[str, Any]:
         return {"hypothesis": self.hypothesis, "tokensIn": self.tokensIn, "tokensOut": self.tokensOut,
                 "latencyMs": self.latencyMs, "calls": [c.to_dict() for c in self.calls],
                 "retrieved_session_ids": None if self.retrieved_session_ids is None
                 else list(self.retrieved_session_ids),
-                "debug": dict(self.debug)}
+                "debug": dict(self.debug),
+                "stages": None if self.stages is None else [s.to_dict() for s in self.stages],
+                "truncation": None if self.truncation is None else self.truncation.to_dict(),
+                "retrieval": None if self.retrieval is None else self.retrieval.to_dict()}
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,14 @@ completed.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from lme.core.facts import SCHEMA_VERSION, is_abstention
-from lme.core.records import CallRecord, Question, Verdict, call_records
+from lme.core import old_debug
+from lme.core.records import (CallRecord, ItemTruncation, PipelineStage, Question, ReportError, RetrievalDetail,
+                              Verdict, call_records, pipeline_stages)
 
 JUDGED, ERROR = "judged", "error"
 RUN_STATUSES = ("running", "completed", "failed", "interrupted", "paused")
@@ -53,39 +56,69 @@ class RowError:
 
 @dataclass(frozen=True)
 class RowTarget:
-    """The target that answered: its name, provider and model, and its own ``debug`` details."""
+    """The target that answered: its name, provider and model, what the harness shows of its pipeline (``stages``,
+    ``truncation``: the target's own, typed) and its own ``debug`` details (kept, never read by the harness)."""
 
     name: str
     provider: str
     model: str
     debug: Mapping[str, Any] = field(default_factory=dict)
+    stages: tuple[PipelineStage, ...] | None = None
+    truncation: ItemTruncation | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "provider": self.provider, "model": self.model, "debug": dict(self.debug)}
+        return {"name": self.name, "provider": self.provider, "model": self.model, "debug": dict(self.debug),
+                "stages": None if self.stages is None else [s.to_dict() for s in self.stages],
+                "truncation": None if self.truncation is None else self.truncation.to_dict()}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RowTarget":
-        debug = d.get("debug")
+        """A row's target block; one written before the debug contract (neither ``stages`` nor ``truncation``)
+        gets them from its old debug keys (``old_debug``)."""
+        debug = d.get("debug") if isinstance(d.get("debug"), Mapping) else {}
+        if "stages" in d or "truncation" in d:
+            stages = _stored(pipeline_stages, d.get("stages"))
+            truncation = _stored(ItemTruncation.parse, d.get("truncation"))
+        else:
+            stages, truncation = old_debug.old_stages(debug), old_debug.old_truncation(debug)
         return cls(name=str(d.get("name", "")), provider=str(d.get("provider", "")), model=str(d.get("model", "")),
-                   debug=debug if isinstance(debug, Mapping) else {})
+                   debug=debug, stages=stages, truncation=truncation)
+
+
+def _stored(parse: Any, value: Any) -> Any:
+    """A stored stages, truncation or retrieval value; None when a row holds one this version cannot read."""
+    try:
+        return parse(value)
+    except ReportError:
+        return None
 
 
 @dataclass(frozen=True)
 class RowRetrieval:
-    """The sessions the target ranked (real ids, best first) and the item's evidence sessions (upstream's rule)."""
+    """The sessions the target ranked (real ids, best first), the item's evidence sessions (upstream's rule), and
+    how the target used the ranking (``detail``: top_k, granularity, whether top_k covered every session)."""
 
     retrieved_session_ids: tuple[str, ...] | None
     gold_session_ids: tuple[str, ...] = ()
+    detail: RetrievalDetail | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"retrieved_session_ids": None if self.retrieved_session_ids is None else list(self.retrieved_session_ids),
-                "gold_session_ids": list(self.gold_session_ids)}
+        out = {"retrieved_session_ids": None if self.retrieved_session_ids is None
+               else list(self.retrieved_session_ids), "gold_session_ids": list(self.gold_session_ids)}
+        return out | (self.detail or RetrievalDetail()).to_dict()  # its keys always: this row is not an old one
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RowRetrieval":
+    def from_dict(cls, d: Mapping[str, Any], debug: Mapping[str, Any] | None = None) -> "RowRetrieval":
+        """A row's retrieval block; one written before the debug contract (no ``top_k`` key) takes its detail
+        from the target's old debug (``old_debug``)."""
         ranked = d.get("retrieved_session_ids")
+        if "top_k" in d:
+            detail = _stored(RetrievalDetail.parse, {k: d.get(k) for k in ("top_k", "granularity", "top_k_covers_all")})
+            detail = None if detail == RetrievalDetail() else detail
+        else:
+            detail = old_debug.old_retrieval(debug or {})
         return cls(retrieved_session_ids=None if ranked is None else tuple(str(s) for s in ranked),
-                   gold_session_ids=tuple(str(s) for s in d.get("gold_session_ids") or ()))
+                   gold_session_ids=tuple(str(s) for s in d.get("gold_session_ids") or ()), detail=detail)
 
 
 @dataclass(frozen=True)
@@ -230,7 +263,8 @@ class ResultRow:
             tokensIn=_opt_int(d.get("tokensIn")),
             tokensOut=_opt_int(d.get("tokensOut")),
             target=RowTarget.from_dict(target) if isinstance(target, Mapping) else None,
-            retrieval=RowRetrieval.from_dict(retrieval) if isinstance(retrieval, Mapping) else None,
+            retrieval=RowRetrieval.from_dict(retrieval, target.get("debug") if isinstance(target, Mapping) else None)
+            if isinstance(retrieval, Mapping) else None,
             cost=RowCost.from_dict(cost) if isinstance(cost, Mapping) else None,
             calls=tuple(CallRecord.from_dict(c) for c in d.get("calls") or () if isinstance(c, Mapping)),
             error=RowError.from_dict(error) if isinstance(error, Mapping) else None,
@@ -420,6 +454,19 @@ class CodeVersion:
     """A folder held more files than are fingerprinted (``code_version.MAX_FILES``): only the first were."""
     note: str | None = None
     """Why nothing (or not everything) could be fingerprinted, with what to do."""
+
+    @staticmethod
+    def digest(files: Mapping[str, str]) -> str | None:
+        """The sha256 over the sorted (path, sha256) pairs (``id`` is its first 16 hex digits; run-meta's
+        ``target_source_sha256`` is all of it); None for no file."""
+        if not files:
+            return None
+        return hashlib.sha256("".join(f"{p}\t{h}\n" for p, h in sorted(files.items())).encode("utf-8")).hexdigest()
+
+    @property
+    def sha256(self) -> str | None:
+        """``digest`` of this version's files."""
+        return self.digest(self.files)
 
     def changes_to(self, other: "CodeVersion") -> FileChanges:
         """The files that differ from this version to ``other``."""

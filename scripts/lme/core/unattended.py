@@ -59,6 +59,11 @@ def _has_standing_rules(folder: Path) -> bool:
         settings = state_reader.read_json(folder / SETTINGS_FILE)
     except state_reader.StateFileError:
         return False
+    return standing_rules_in(settings)
+
+
+def standing_rules_in(settings: Any) -> bool:
+    """``settings`` (``settings.local.json``'s object) holds the rules ``setup --allow-unattended`` wrote."""
     permissions = settings.get("permissions") if isinstance(settings, dict) else None
     allow = permissions.get("allow") if isinstance(permissions, dict) else None
     return isinstance(allow, list) and any(isinstance(r, str) and r.startswith(RULE_MARK) for r in allow)

@@ -7,10 +7,13 @@ problem (the run stage sits below the loop and never imports it):
 - the official judge (openai ``gpt-4o`` / ``gpt-4o-2024-08-06``), or, after the day it retires, the user's
   calibrated successor throughout, so rounds stay comparable (``loop_judge``: judge-day.json, which
   ``lme.loop.judge_day`` writes; a loop run never falls back to a successor item by item);
-- the three symbolic layers of the target on (``symbolic_resolver``, ``symbolic_temporal``, ``symbolic_bypass``);
+- memory-ref's three symbolic layers on (``symbolic_resolver``, ``symbolic_temporal``, ``symbolic_bypass``), when the
+  target is memory-ref or a copy of it (``identity.is_reference``); a user's own system gets no symbolic option;
 - the work tree on the loop branch (config ``loop.branch``, default ``longmemeval-iter``);
-- the configured target (``loop.target``): a built-in name, or a path in the project such as ``memory_system``
-  (a copy of the plugin's ``plugins/memory_ref`` that the loop's fixes edit, committed on the loop branch).
+- the configured target (``loop.target``): a built-in name, or a path in the project: ``memory_system`` (a copy of
+  the plugin's ``plugins/memory_ref``, ``loop_target.py use-copy``) or the user's own system (a ``.py`` file, an
+  executable or a package folder, ``loop_target.py use PATH``), which the loop's fixes edit, committed on the loop
+  branch.
   Paths are compared as files, so ``memory_system``, ``./memory_system/`` and its absolute path are one target.
 
 The loop's settings live in the ``loop`` object of ``.longmemeval-benchmarks/config.json``; ``loop_config``
@@ -39,7 +42,7 @@ from lme.core.facts import (
     SYMBOLIC_FLAGS,
     resolve_judge_model,
 )
-from lme.targets.identity import same_target
+from lme.targets.identity import is_reference, same_target
 
 if TYPE_CHECKING:  # the run stage's record, for the hints only: the run hands its settings to the check
     from lme.run.settings import RunSettings
@@ -56,11 +59,16 @@ LOOP_DEFAULTS: dict[str, Any] = {
     "judge": "openai:gpt-4o",
     "target": "memory-ref",
     "target_model": None,
-    "targetOptions": {flag: True for flag in SYMBOLIC_FLAGS},
+    "targetOptions": {},
     "n_parallel": 8,
     "required_keys": ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"],
     "budgetUsd": None,
 }
+REFERENCE_OPTIONS: dict[str, Any] = {flag: True for flag in SYMBOLIC_FLAGS}
+"""The target options the loop gives memory-ref and its copies by default (its three symbolic layers on); never
+another target."""
+REFERENCE_ONLY_OPTIONS = (*SYMBOLIC_FLAGS, "stack")
+"""memory-ref's own settings among the target options (the symbolic layers; the model stack with its writer)."""
 
 
 def target_correct(n_total: int) -> int:
@@ -79,16 +87,17 @@ def read_project_config(project: Path) -> dict[str, Any]:
 
 
 def loop_config(project: Path) -> dict[str, Any]:
-    """Config ``loop`` object merged over ``LOOP_DEFAULTS`` (``targetOptions`` merged key by key)."""
+    """Config ``loop`` object merged over ``LOOP_DEFAULTS`` (``targetOptions`` merged key by key, over
+    ``REFERENCE_OPTIONS`` when the target is memory-ref or a copy of it)."""
     raw = read_project_config(project).get("loop") or {}
     if not isinstance(raw, dict):
         raise UserError("config.json: 'loop' must be an object", fix="see references/iteration-rules.md")
+    if not isinstance(raw.get("targetOptions", {}), dict):
+        raise UserError("config.json: loop.targetOptions must be an object", fix="see references/iteration-rules.md")
     merged = copy.deepcopy(LOOP_DEFAULTS)
-    for key, value in raw.items():
-        if key == "targetOptions" and isinstance(value, dict):
-            merged["targetOptions"].update(value)
-        else:
-            merged[key] = value
+    merged.update(copy.deepcopy(raw))
+    if is_reference(str(merged.get("target") or ""), Path(project)):
+        merged["targetOptions"] = {**REFERENCE_OPTIONS, **merged["targetOptions"]}
     return merged
 
 
@@ -128,13 +137,29 @@ def _normalise_flag(name: str) -> str:
 
 
 def symbolic_problems(symbolic: Mapping[str, Any] | None) -> list[str]:
-    """One problem per symbolic layer that is missing or off."""
+    """One problem per symbolic layer that is missing or off (memory-ref's layers: ``check_loop_run`` asks only
+    for memory-ref and its copies)."""
     given = {_normalise_flag(k): v for k, v in (symbolic or {}).items()}
     return [
         f"--{flag.replace('_', '-')} is off: the loop keeps all three symbolic layers on"
         for flag in SYMBOLIC_FLAGS
         if given.get(flag) is not True
     ]
+
+
+def symbolic_setup(project: Path) -> list[str]:
+    """The pre-flight's lines for the symbolic layers (``loop_guard.py symbolic``, ``check_setup.sh``): ``ok`` or
+    ``FAIL ... -> fix`` per layer for memory-ref and its copies; one ``ok`` line saying none are checked (nor
+    given) for any other target."""
+    cfg = loop_config(project)
+    target = str(cfg.get("target") or "")
+    if not is_reference(target, Path(project)):
+        return [f"ok   symbolic layers: memory-ref's settings, not checked: the loop's target {target} gets no "
+                "symbolic option"]
+    options = cfg["targetOptions"]
+    return [f"ok   {flag} is on" if options.get(flag) is True else
+            f"FAIL {flag} is off -> set loop.targetOptions.{flag} to true in .longmemeval-benchmarks/config.json"
+            for flag in SYMBOLIC_FLAGS]
 
 
 def judge_problems(provider: str | None, model: str | None) -> list[str]:
@@ -259,8 +284,9 @@ def check_loop_run(request: LoopRunRequest, project: Path) -> list[str]:
     problems = size_problems(request.n_total, request.max_items)
     problems += judge_problems(request.judge_provider, request.judge_model)
     problems += successor_problems(request.successor, request.successor_only, loop_judge(project))
-    problems += symbolic_problems(request.symbolic)
     cfg = loop_config(project)
+    if is_reference(str(request.target or cfg.get("target") or ""), project):
+        problems += symbolic_problems(request.symbolic)
     actual = current_branch(project)
     if actual != cfg["branch"]:
         problems.append(

@@ -185,8 +185,8 @@ def fix_files(project: Path) -> list[str]:
         target = loop_rules.loop_config(project).get("target")
         raise UserError(f"the loop's target {target} is built in (it lives in the plugin, not in this project's "
                         "git): a fix to it cannot be committed or reverted here",
-                        fix="copy it into the project first: loop_target.py use-copy (the skill's \"Where a fix "
-                            "goes\"), or set loop.fix_paths to the folders of your memory system")
+                        fix="copy it into the project first: loop_target.py use-copy, or loop on your own system: "
+                            "loop_target.py use PATH (the skill's \"Where a fix goes\")")
     changed = loop_git.changed_paths(project)
     ours = [p for p in changed if loop_rules.in_fix_paths(p, allowed)]
     others = [p for p in changed if p not in ours]

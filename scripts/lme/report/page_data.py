@@ -28,7 +28,7 @@ STABILITY_FILE = STABILITY_REGISTRY
 """The judge-stability registry, in ``.longmemeval-benchmarks/``."""
 DEFAULT_MAX_TEXT_MB = 24.0
 DEFAULT_TOP_K = 10
-"""Retrieved sessions listed per question when the target's debug does not say how many the reader got."""
+"""Retrieved sessions listed per question when the target does not say how many it read (``retrieval.top_k``)."""
 
 
 # --------------------------------------------------------------------------- the judge-stability registry
@@ -198,35 +198,20 @@ def _cached(row: ResultRow | None) -> str | None:
 
 
 def _top_k(row: ResultRow | None) -> int:
-    retrieval = None if row is None else row.debug.get("retrieval")
-    k = retrieval.get("top_k") if isinstance(retrieval, Mapping) else None
-    return int(k) if isinstance(k, int) and not isinstance(k, bool) and k > 0 else DEFAULT_TOP_K
+    detail = None if row is None or row.retrieval is None else row.retrieval.detail
+    k = None if detail is None else detail.top_k
+    return k if k else DEFAULT_TOP_K
 
 
-def _layers(debug: Mapping[str, Any]) -> list[str]:
-    """One line per symbolic layer of the target (memory-ref's ``debug.symbolic``): what it did, or that it was off."""
-    symbolic = debug.get("symbolic")
-    if not isinstance(symbolic, Mapping):
-        return []
-    out = []
-    for name, info in symbolic.items():
-        if not isinstance(info, Mapping):
-            continue
-        if info.get("off"):
-            out.append(f"{name}: off")
-        elif name == "bypass":
-            out.append(f"bypass: {'ANSWERED (reader skipped)' if info.get('taken') else 'not taken'}"
-                       + (f" — {info.get('reason')}" if info.get("reason") else ""))
-        elif name == "temporal":
-            resolved = info.get("resolved") or []
-            out.append(f"temporal: {len(resolved)} expression(s) resolved" + (f" ({info['error']})" if info.get("error") else ""))
-        elif name == "resolver":
-            superseded = info.get("superseded") or []
-            extra = f", counted {info.get('count')} '{info.get('count_noun')}'" if info.get("count_noun") else ""
-            out.append(f"resolver: {len(superseded)} superseded fact(s){extra}")
-        else:
-            out.append(f"{name}: {json.dumps(info, ensure_ascii=False)[:160]}")
-    return out
+def _stages(row: ResultRow | None) -> list[str]:
+    """One line per pipeline stage the target declared (``target.stages``): ``name: status — detail``."""
+    stages = None if row is None or row.target is None else row.target.stages
+    return [f"{s.name}: {s.status}" + (f" — {s.detail}" if s.detail else "") for s in stages or ()]
+
+
+def _truncation(row: ResultRow | None) -> dict[str, Any] | None:
+    trunc = None if row is None or row.target is None else row.target.truncation
+    return None if trunc is None else trunc.to_dict()
 
 
 def _session_refs(row: ResultRow | None, facts: _ItemFacts | None) -> list[tuple[str, int | None, str]]:
@@ -234,9 +219,8 @@ def _session_refs(row: ResultRow | None, facts: _ItemFacts | None) -> list[tuple
     ``d`` dropped to fit the context window, ``x`` evidence left outside the top k."""
     retrieval = None if row is None else row.retrieval
     evidence = set(facts.evidence if facts else (retrieval.gold_session_ids if retrieval else ()))
-    debug = {} if row is None else row.debug
-    trunc = debug.get("truncation")
-    dropped = set(trunc.get("dropped_session_ids") or []) if isinstance(trunc, Mapping) else set()
+    trunc = None if row is None or row.target is None else row.target.truncation
+    dropped = set() if trunc is None else set(trunc.dropped_session_ids)
     ranked = None if retrieval is None or retrieval.retrieved_session_ids is None else list(retrieval.retrieved_session_ids)
     refs: list[tuple[str, int | None, str]] = []
     if ranked is not None:
@@ -385,7 +369,7 @@ def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | N
         "q": None if row is None else row.question, "qdate": facts.question_date if facts else None,
         "gold": None if row is None else row.answer, "hyp": None if row is None else row.hypothesis,
         "judge": None if row is None or row.judgment is None else row.judgment.to_dict(), "debug": debug,
-        "layers": _layers(debug),
+        "stages": _stages(row), "trunc": _truncation(row),
         "tokens": [None if row is None else row.tokensIn, None if row is None else row.tokensOut],
         "calls": [_call_view(c) for c in (row.calls if row else ())],
         "finished": None if row is None else row.finished_at,

@@ -14,7 +14,11 @@ Which files a target has (``references/SPEC.md``, "Code provenance"):
   (``loop.fix_paths``, else the folder of ``loop.target``), handed in by the command (the run never imports the
   loop);
 - the plugin's built-in targets (``full-context``, ``oracle``, ``rag``, ``offline``, ``memory-ref``,
-  ``hypotheses``): the target's own files in the plugin, as ``provenance.target_source_sha256`` hashes them.
+  ``hypotheses``): the target's own files in the plugin (a package: its ``.py`` files).
+
+Run-meta's ``provenance.prompt_hashes.target_source_sha256`` is this record's whole digest (``CodeVersion.sha256``)
+as the run's first invocation took it: one definition of a run's target code, the user's file for ``python``, never
+the adapter's.
 
 A folder's files: in a git work tree, the tracked files and the untracked ones git does not ignore (``git
 ls-files``, run once, with fsmonitor off: a project's git config runs nothing); elsewhere every file outside hidden
@@ -24,7 +28,6 @@ project's git work tree the record also says HEAD and which of them differ from 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import subprocess
@@ -240,11 +243,11 @@ def fingerprint(settings: RunSettings, declared: Sequence[str] = ()) -> tuple[Co
         except OSError:
             continue
         stamps[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
-    digest = hashlib.sha256("".join(f"{p}\t{h}\n" for p, h in sorted(hashes.items())).encode("utf-8"))
+    digest = CodeVersion.digest(hashes)
     note = "; ".join(picked.notes) or None
     if not hashes:
         note = _nothing_found(settings)
-    version = CodeVersion(id=digest.hexdigest()[:ID_HEX] if hashes else None, files=hashes,
+    version = CodeVersion(id=digest[:ID_HEX] if digest else None, files=hashes,
                           sources=tuple(picked.sources), git=_git_block(picked), capped=picked.capped, note=note)
     return version, CodeWatch(stamps, {p: s for p, s in picked.files.items() if p in stamps})
 

@@ -341,7 +341,9 @@ class _Session:
         self.settings, self.run_id, self.root, self.work = settings, run_id, root, work
         self.cache, self.reserve, self.t_start, self.options = cache, reserve, t_start, options
         run_store.reconcile(work)
-        stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned, options.loop_check)
+        self.code, self.code_watch = code_version.fingerprint(settings, options.code_paths)
+        stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned, options.loop_check,
+                                                        self.code)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
             dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
         _archive_older_runs(settings, root)
@@ -349,7 +351,6 @@ class _Session:
         self.planned = [qid for qid in self.manifest.question_ids if run_store.in_shard(qid, settings.shard)]
         pending_all = [qid for qid in self.planned if qid not in self.done]
         self.pending = pending_all  # the run's own items: --max chose them when the run started (run_state)
-        self.code, self.code_watch = code_version.fingerprint(settings, options.code_paths)
         self.code_before = _last_code(stored_meta)
 
         self.tally = _Tally()

@@ -53,7 +53,8 @@ class RecordingLLM:
 
 def _target_block(settings: RunSettings, hyp: Hypothesis | None) -> RowTarget:
     return RowTarget(name=settings.target, provider=settings.target_provider, model=settings.target_model,
-                     debug={} if hyp is None else dict(hyp.debug))
+                     debug={} if hyp is None else dict(hyp.debug), stages=None if hyp is None else hyp.stages,
+                     truncation=None if hyp is None else hyp.truncation)
 
 
 def _failure(stage: str, kind: str, message: str, attempts: int = 1) -> RowError:
@@ -223,7 +224,8 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None,
         tokensIn=int(hyp.tokensIn),
         tokensOut=int(hyp.tokensOut),
         target=_target_block(settings, hyp),
-        retrieval=None if retrieved is None else RowRetrieval(tuple(retrieved), tuple(q.gold_session_ids())),
+        retrieval=None if retrieved is None else RowRetrieval(tuple(retrieved), tuple(q.gold_session_ids()),
+                                                              hyp.retrieval),
         cost=None,
         calls=gen_calls,
         error=None,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
 from functools import lru_cache
@@ -12,7 +11,7 @@ from typing import Any
 
 from lme.core import fileio
 from lme.core.facts import JUDGE_TEMPLATE_RELPATH
-from lme.targets.targets import target_path
+from lme.core.run_records import CodeVersion
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 PACKAGES = ("anthropic", "openai", "backoff", "jsonschema", "ijson", "tqdm", "matplotlib", "tiktoken")
@@ -67,20 +66,6 @@ def file_sha256(path: Path) -> str | None:
         return None
 
 
-def target_source_sha256(target: str) -> str | None:
-    """Hash of the target's source (its prompts live there): a file, or every .py file of a package."""
-    try:
-        path = Path(target_path(target))
-    except Exception:
-        return None
-    files = sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
-    digest = hashlib.sha256()
-    for f in files:
-        digest.update(f.name.encode())
-        digest.update(f.read_bytes())
-    return digest.hexdigest()
-
-
 def judge_template_path(longmemeval_root: str | None) -> Path | None:
     return Path(longmemeval_root) / JUDGE_TEMPLATE_RELPATH if longmemeval_root else None
 
@@ -91,7 +76,8 @@ def judge_template_sha256(longmemeval_root: str | None) -> str | None:
     return file_sha256(path) if path else None
 
 
-def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[str, Any]:
+def describe(project: Path, code: CodeVersion | None, longmemeval_root: str | None) -> dict[str, Any]:
+    """``code``: the run's code fingerprint (``code_version``); its whole digest is ``target_source_sha256``."""
     return {
         "plugin_version": plugin_version(),
         "plugin_git_commit": _plugin_git_commit(),
@@ -100,6 +86,6 @@ def describe(project: Path, target: str, longmemeval_root: str | None) -> dict[s
         "prompt_hashes": {
             "judge_template_sha256": judge_template_sha256(longmemeval_root),
             "reader_template_sha256": file_sha256(PLUGIN_ROOT / "scripts" / "lme" / "target_kit" / "reader.py"),
-            "target_source_sha256": target_source_sha256(target),
+            "target_source_sha256": None if code is None else code.sha256,
         },
     }

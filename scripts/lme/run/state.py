@@ -18,7 +18,7 @@ from lme.models import providers
 from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import OFFLINE, is_official_judge, is_offline
-from lme.core.run_records import Manifest, RunMeta, counts_of
+from lme.core.run_records import CodeVersion, Manifest, RunMeta, counts_of
 from lme.run.settings import RunSettings
 from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
 
@@ -96,8 +96,10 @@ def _shard_layout_conflicts(root: Path, shard: tuple[int, int] | None) -> list[s
     return problems
 
 
-def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any]) -> RunMeta:
-    prov = provenance.describe(Path(settings.project), settings.target, settings.longmemeval_root)
+def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any], code: CodeVersion | None = None) -> RunMeta:
+    """A new run's run-meta; ``code``: the fingerprint of its target's code (``code_version``), whose digest is the
+    provenance's ``target_source_sha256``."""
+    prov = provenance.describe(Path(settings.project), code, settings.longmemeval_root)
     return RunMeta(
         runId=run_id,
         status="running",
@@ -163,12 +165,13 @@ question count in, the problems out. The command hands it over; the run stage ne
 
 def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
              scanned: tuple[Manifest, dict[str, Any]] | None,
-             loop_check: LoopCheck | None = None) -> tuple[RunMeta, Manifest]:
+             loop_check: LoopCheck | None = None, code: CodeVersion | None = None) -> tuple[RunMeta, Manifest]:
     """Load or create run-meta and the manifest; refuse a resume whose dataset, target, options or judge changed.
+    ``code``: the invocation's code fingerprint (a new run's meta records its digest).
 
     A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
     """
-    meta, manifest = check_run(settings, run_id, root, work, scanned, loop_check)
+    meta, manifest = check_run(settings, run_id, root, work, scanned, loop_check, code)
     if not run_store.has_meta(root) or not run_store.manifest_path(root).exists():
         run_store.write_manifest(root, manifest)  # a new run's item set (a start that crashed may have left one)
     return meta, manifest
@@ -176,7 +179,7 @@ def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
 
 def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
               scanned: tuple[Manifest, dict[str, Any]] | None,
-              loop_check: LoopCheck | None = None) -> tuple[RunMeta, Manifest]:
+              loop_check: LoopCheck | None = None, code: CodeVersion | None = None) -> tuple[RunMeta, Manifest]:
     """``open_run``'s refusals and the (meta, manifest) it would use, writing nothing: a caller that starts the
     run in another process (``--background``) runs them first, so a mistake is refused where the user sees it.
     A ``--loop`` run is refused without its ``loop_check`` (fail closed)."""
@@ -192,7 +195,7 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     meta = run_store.read_meta(meta_dir) if run_store.has_meta(meta_dir) else None
     manifest, ds = _run_items(settings, meta, root, scanned)
     if meta is None or meta_dir != work:
-        fresh = new_meta(run_id, settings, ds)
+        fresh = new_meta(run_id, settings, ds, code)
         if meta is not None:
             conflicts = _stored_settings_conflicts(meta, settings, ds)
             if conflicts:

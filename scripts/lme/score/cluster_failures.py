@@ -15,7 +15,7 @@ from lme.score import pipeline_health
 from lme.store import run_store
 from lme.score import trigger_set
 from lme.core.errors import UserError
-from lme.core.facts import QUESTION_TYPES, SYMBOLIC_FLAGS, is_abstention
+from lme.core.facts import QUESTION_TYPES, is_abstention
 from lme.core.run_records import ResultRow
 
 KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
@@ -92,35 +92,12 @@ def retrieval_state(row: ResultRow, top_k: int) -> str | None:
     return "hit" if found == len(gold) else ("miss" if found == 0 else "partial")
 
 
-def _fired(value: Any) -> bool:
-    """Whether a layer's debug record says it acted.
-
-    memory-ref records ``bypass.taken``, ``temporal.resolved`` (list), ``resolver.superseded`` (list) and
-    ``resolver.deduplicated`` (count); other targets may use a boolean ``fired``/``applied``/``used``/``changed``.
-    """
-    if isinstance(value, Mapping):
-        if any(value.get(k) is True for k in ("fired", "applied", "used", "answered", "changed", "taken")):
-            return True
-        if any(isinstance(value.get(k), list) and value.get(k) for k in ("resolved", "superseded")):
-            return True
-        return isinstance(value.get("deduplicated"), int) and value["deduplicated"] > 0
-    return value is True
-
-
-def symbolic_layers(row: ResultRow) -> list[str]:
-    """The symbolic layers the target's debug says acted on this item (any of the debug shapes we accept).
-
-    Accepted: ``debug.symbolic = {"resolver": {...fired: true}, ...}`` (names with or without ``symbolic_``),
-    or top-level ``debug.symbolic_resolver = true|{...}``.
-    """
-    debug = row.debug
-    found = []
-    nested = debug.get("symbolic") if isinstance(debug.get("symbolic"), Mapping) else {}
-    for flag in SYMBOLIC_FLAGS:
-        short = flag.removeprefix("symbolic_")
-        if _fired(debug.get(flag)) or _fired(nested.get(flag)) or _fired(nested.get(short)):
-            found.append(flag)
-    return found
+def stage_marks(row: ResultRow) -> list[str]:
+    """The pipeline stages the target declared on this item (``target.stages``) that did not run as meant:
+    ``name status`` for each one ``skipped``, ``failed`` or ``fallback`` (memory-ref: ``reader skipped`` when its
+    symbolic bypass answered), so a cluster can be pinned on a stage."""
+    stages = None if row.target is None else row.target.stages
+    return [f"{s.name} {s.status}" for s in stages or () if s.status != "ok"]
 
 
 def failure_mode(row: ResultRow, gold_bad: set[str], top_k: int) -> str:
@@ -168,14 +145,14 @@ def cluster(
         groups[(qtype, mode)].append(
             {
                 "question_id": qid,
-                "layers": [] if row is None else symbolic_layers(row),
+                "stages": [] if row is None else stage_marks(row),
                 "hypothesis": None if row is None else row.hypothesis,
                 "answer": None if row is None else row.answer,
             }
         )
     clusters = []
     for (qtype, mode), members in groups.items():
-        layer_counts = Counter(layer for m in members for layer in m["layers"])
+        stage_counts = Counter(mark for m in members for mark in m["stages"])
         clusters.append(
             {
                 "question_type": qtype,
@@ -183,7 +160,7 @@ def cluster(
                 "count": len(members),
                 "question_ids": [m["question_id"] for m in members],
                 "examples": members[:EXAMPLES_PER_CLUSTER],
-                "symbolic_layers": dict(sorted(layer_counts.items())),
+                "stages": dict(sorted(stage_counts.items())),
                 "infrastructure": mode.startswith("error:") or mode == "not_run",
             }
         )
@@ -231,11 +208,11 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         "Pick ONE cluster (not infrastructure, not gold_reported_bad), read its rows, then propose one fix "
         "(references/iteration-rules.md, steps B and C).",
         "",
-        "| # | type | mode | count | symbolic layers | example ids |",
+        "| # | type | mode | count | stages not ok | example ids |",
         "|---|---|---|---|---|---|",
     ]
     for i, c in enumerate(result["clusters"], 1):
-        layers = ", ".join(f"{k} {v}" for k, v in c["symbolic_layers"].items()) or "—"
+        layers = ", ".join(f"{k}: {v}" for k, v in c["stages"].items()) or "—"
         mode = c["mode"] + (" (infrastructure)" if c["infrastructure"] else "")
         lines.append(f"| {i} | {c['question_type']} | {mode} | {c['count']} | {layers} | {', '.join(c['question_ids'][:EXAMPLES_PER_CLUSTER])} |")
     for i, c in enumerate(result["clusters"], 1):

@@ -44,8 +44,8 @@ _HASHES = (("target_source_sha256", "target code sha256"), ("reader_template_sha
 
 def differences(a: RunMeta, b: RunMeta, code: CodeChange | None = None) -> list[str]:
     """One line per thing that differs from run ``a`` (before) to run ``b`` (after), ``label: before -> after``.
-    ``code``: what differs between the code behind their compared rows (its line replaces the target source hash,
-    which for a user's own system is the adapter's, not theirs)."""
+    ``code``: what differs between the code behind their compared rows (its line, file by file, replaces the
+    target source hash, that code's digest when each run started)."""
     lines: list[str] = []
 
     def differ(label: str, before: Any, after: Any) -> None:

@@ -161,16 +161,12 @@ def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
     }
 
 
-def _target_debug(row: ResultRow | None) -> Mapping[str, Any]:
-    return {} if row is None else row.debug
-
-
 def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -> dict[str, Any] | None:
     """Session-level retrieval metrics at ``RETRIEVAL_KS`` over rows that carry ranked ids; None when none do.
 
     Always metrics of the SESSION ranking, whatever the target indexed: ``granularity`` lists what rows report
-    in ``target.debug.retrieval.granularity`` (a turn-granularity target ranks a session at its best turn; this is
-    not upstream's turn-level evaluation).
+    in ``retrieval.granularity`` (a turn-granularity target ranks a session at its best turn; this is not
+    upstream's turn-level evaluation).
     """
     per_item: dict[str, list[dict[str, float]]] = {t: [] for t in QUESTION_TYPES}
     carried = skipped_abstention = skipped_no_gold = covers_all = repeated_ids = 0
@@ -182,10 +178,9 @@ def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -
         if ranked is None:
             continue
         carried += 1
-        target_retrieval = _target_debug(rows.get(qid)).get("retrieval")
-        granularity = target_retrieval.get("granularity") if isinstance(target_retrieval, Mapping) else None
-        granularities[str(granularity or "unreported")] += 1
-        covers_all += bool(isinstance(target_retrieval, Mapping) and target_retrieval.get("top_k_covers_all"))
+        detail = retrieval.detail
+        granularities[str((detail and detail.granularity) or "unreported")] += 1
+        covers_all += bool(detail and detail.covers_all)
         repeated_ids += len(set(ranked)) < len(ranked)
         gold = list(retrieval.gold_session_ids)
         if retrieval_metrics.should_skip(qid, gold):
@@ -214,22 +209,21 @@ def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -
 
 
 def truncation_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
-    """How often the reader's history was cut to fit the context window (rows' ``target.debug.truncation``), and
-    how often that dropped an evidence session (``dropped_evidence``; rows of older runs lack it: ``unknown``).
-    None when no row reports truncation."""
+    """How often the reader's history was cut to fit the context window (rows' ``target.truncation``), and how
+    often that dropped an evidence session (``dropped_evidence``; unknown when the target named no dropped ids, and
+    in rows of older runs). None when no row reports truncation."""
     reported = truncated = lost = unknown = retried = 0
     for row in rows:
-        info = _target_debug(row).get("truncation")
-        if not isinstance(info, Mapping):
+        info = None if row is None or row.target is None else row.target.truncation
+        if info is None:
             continue
         reported += 1
-        retried += bool(info.get("retried_after_too_long"))
-        if not info.get("truncated"):
+        retried += info.retried_after_too_long
+        if not info.truncated:
             continue
         truncated += 1
-        dropped = info.get("dropped_evidence")
-        if isinstance(dropped, int) and not isinstance(dropped, bool):
-            lost += dropped > 0
+        if info.dropped_evidence is not None:
+            lost += info.dropped_evidence > 0
         else:
             unknown += 1
     if reported == 0:

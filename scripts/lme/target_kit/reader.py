@@ -14,8 +14,8 @@ Token counting and the budget: ``count_request_tokens`` counts exactly where it 
 tiktoken for OpenAI models, Anthropic's count API for Claude) and otherwise estimates (``providers.estimate_tokens``,
 characters / 4.3). The whole prompt must fit upstream's history budget, context window - max_tokens - 1000; with
 exact counts that is the whole margin. Where the estimate is used and the provider still answers that the prompt is
-too long, ``answer_with_reader`` drops more of the oldest sessions and retries once (``debug.truncation``
-records it).
+too long, ``answer_with_reader`` drops more of the oldest sessions and retries once (the Hypothesis's
+``truncation.retried_after_too_long`` records it).
 
 Calibration of the estimate (2026-11-29, our reader prompt over the 499 items of the ``_s`` copy, counted with an
 offline o200k / cl100k implementation): characters per token, JSON history, o200k min 4.386 / p1 4.442 /
@@ -341,7 +341,9 @@ def answer_with_reader(
     *,
     debug: Mapping[str, Any] | None = None,
 ) -> Hypothesis:
-    """Read ``sessions`` with ``ctx``'s model (one call) and return the Hypothesis; truncation goes in debug.
+    """Read ``sessions`` with ``ctx``'s model (one call) and return the Hypothesis with its ``truncation``
+    (``records.ItemTruncation``; the window facts, and the first attempt's when it was retried, in
+    ``debug.reader``).
 
     If the provider rejects the prompt as too long, the oldest sessions are dropped to ``RETRY_BUDGET_SHARE`` of
     the rejected prompt's tokens and the call is made once more; ``debug.truncation.retried_after_too_long``
@@ -361,12 +363,19 @@ def answer_with_reader(
                                           "dropped_sessions": first["dropped_sessions"]}
         completion = complete_reader(ctx.llm, request)
     cfg = reader_settings(ctx.options)
+    truncation = {k: v for k, v in info.items() if k in TRUNCATION_KEYS}
+    window = {k: v for k, v in info.items() if k not in TRUNCATION_KEYS}
     return Hypothesis(
         hypothesis=completion.text,
         tokensIn=completion.tokensIn,
         tokensOut=completion.tokensOut,
         latencyMs=completion.latencyMs,
         calls=({**completion.to_dict(), "role": "reader"},),
-        debug={**(debug or {}), "reader": {"mode": cfg["mode"], "history_format": cfg["history_format"]},
-               "truncation": info},
+        debug={**(debug or {}), "reader": {"mode": cfg["mode"], "history_format": cfg["history_format"], **window}},
+        truncation={**truncation, "retried_after_too_long": "retried_after_too_long" in info},
     )
+
+
+TRUNCATION_KEYS = ("truncated", "dropped_sessions", "kept_sessions", "tokens", "counted_with", "dropped_session_ids")
+"""What of ``build_fitted_request``'s info is the Hypothesis's ``truncation``; the rest (the window, a retry's
+first attempt) stays in ``debug.reader``."""

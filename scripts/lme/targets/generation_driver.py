@@ -18,8 +18,8 @@ from lme.data import dataset
 from lme.models import providers
 from lme.core.errors import UserError
 from lme.core.facts import BUILTIN_TARGETS, HYPOTHESES_TARGET, ORACLE_TARGET
-from lme.core.records import (LLM, ChatRequest, Completion, Hypothesis, PublicItem, Question, TargetContext,
-                              TargetEndpointScope)
+from lme.core.records import (LLM, ChatRequest, Completion, Hypothesis, ItemTruncation, PublicItem, Question,
+                              RetrievalDetail, TargetContext, TargetEndpointScope)
 from lme.targets.targets import PLUGINS_DIR, parse_option, target_path  # noqa: F401  (where targets are found; read here too)
 from lme.targets.targets import TargetError, load_module, user_adapter
 
@@ -116,42 +116,25 @@ def _real_ids(q: Question, aliases: Sequence[str]) -> tuple[list[str], int]:
     return real, unknown
 
 
-def _map_retrieval_debug(q: Question, debug: dict[str, Any]) -> None:
-    """Give ``debug.retrieval`` (memory-ref and rag: ``top``, ``per_source_top``, ``duplicates_dropped``) real
-    session ids, so a row's debug names the sessions its ``retrieval`` block and the dataset name."""
-    block = debug.get("retrieval")
-    if not isinstance(block, Mapping):
-        return
-
-    def real(value: Any) -> Any:
-        if isinstance(value, str):
-            return q.real_session_id(value) or value
-        if isinstance(value, list):
-            return [real(v) for v in value]
-        return value
-
-    mapped = dict(block)
-    for key in ("top", "duplicates_dropped"):
-        if key in mapped:
-            mapped[key] = real(mapped[key])
-    if isinstance(mapped.get("per_source_top"), Mapping):
-        mapped["per_source_top"] = {k: real(v) for k, v in mapped["per_source_top"].items()}
-    debug["retrieval"] = mapped
-
-
-def _map_truncation(q: Question, debug: dict[str, Any]) -> None:
-    """Give ``debug.truncation`` real dropped ids and ``dropped_evidence``: how many of them are evidence sessions
-    (the item's ``answer_session_ids``, the sessions the oracle reads). Only the driver holds the gold to say so."""
-    trunc = debug.get("truncation")
-    aliases = trunc.get("dropped_session_ids") if isinstance(trunc, Mapping) else None
-    if not isinstance(aliases, list):
-        return
-    real, unknown = _real_ids(q, [str(a) for a in aliases])
+def _mapped_truncation(q: Question, trunc: ItemTruncation | None) -> ItemTruncation | None:
+    """The target's truncation with real dropped ids and ``dropped_evidence``: how many of them are evidence
+    sessions (the item's ``answer_session_ids``, the sessions the oracle reads). Only the driver holds the gold to
+    say so; without dropped ids it cannot (None, unless nothing was dropped)."""
+    if trunc is None:
+        return None
+    real, unknown = _real_ids(q, trunc.dropped_session_ids)
     evidence = set(q.answer_session_ids)
-    debug["truncation"] = {**trunc, "dropped_session_ids": real,
-                           "dropped_evidence": sum(1 for sid in real if sid in evidence)}
-    if unknown:
-        debug["truncation"]["unknown_dropped_session_ids"] = unknown
+    known = bool(trunc.dropped_session_ids) or not trunc.dropped_sessions
+    return dataclasses.replace(trunc, dropped_session_ids=tuple(real), unknown_dropped=unknown,
+                               dropped_evidence=sum(1 for sid in real if sid in evidence) if known else None)
+
+
+def _mapped_retrieval(q: Question, detail: RetrievalDetail | None) -> RetrievalDetail | None:
+    """The target's retrieval detail with ``covers_all``: its top_k reaches the item's number of sessions."""
+    if detail is None:
+        return None
+    covers = None if detail.top_k is None else detail.top_k >= len(q.sessions)
+    return dataclasses.replace(detail, covers_all=covers)
 
 
 def run_target(
@@ -166,8 +149,9 @@ def run_target(
     endpoint: TargetEndpointScope | None = None,
 ) -> Hypothesis:
     """Run ``target`` on one item: its Hypothesis with real session ids in ``retrieved_session_ids`` and in
-    ``debug.truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_map_truncation``), and the wall
-    time as ``latencyMs`` when the target reported none. ``endpoint``: the item's scope of the run's target
+    ``truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_mapped_truncation``), the retrieval
+    detail's ``covers_all``, and the wall time as ``latencyMs`` when the target reported none (its ``debug`` as it
+    came). ``endpoint``: the item's scope of the run's target
     endpoint (``TargetContext.endpoint``), for a user's own system.
 
     A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
@@ -196,10 +180,9 @@ def run_target(
         retrieved = tuple(real)
         if unknown:
             debug["unknown_retrieved_session_ids"] = unknown
-    _map_truncation(q, debug)
-    _map_retrieval_debug(q, debug)
     return dataclasses.replace(hyp, latencyMs=hyp.latencyMs or round(wall_ms, 3), retrieved_session_ids=retrieved,
-                               debug=debug)
+                               debug=debug, truncation=_mapped_truncation(q, hyp.truncation),
+                               retrieval=_mapped_retrieval(q, hyp.retrieval))
 
 
 TRACEBACK_CHARS = 1500

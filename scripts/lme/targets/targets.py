@@ -37,6 +37,7 @@ from lme.core.records import (  # noqa: F401  (the records a target receives and
     PublicItem,
     PublicSession,
     PublicTurn,
+    ReportError,
     TargetContext,
 )
 
@@ -187,7 +188,9 @@ def parse_option(text: str) -> tuple[str, Any]:
 
 def hypothesis_from_response(obj: Any, source: str) -> Hypothesis:
     """Validate a user system's reply (command and python adapters): ``{"hypothesis": str, "tokensIn"?,
-    "tokensOut"?, "retrieved_session_ids"?, "debug"?}``. Anything else is a TargetError naming ``source``."""
+    "tokensOut"?, "retrieved_session_ids"?, "debug"?, "stages"?, "truncation"?, "retrieval"?}`` (the last three:
+    ``records.PipelineStage``, ``ItemTruncation``, ``RetrievalDetail``). Anything else is a TargetError naming
+    ``source``, in one line."""
     if not isinstance(obj, Mapping):
         raise TargetError(f"{source} returned {type(obj).__name__}, expected a JSON object with 'hypothesis'")
     text = obj.get("hypothesis")
@@ -204,11 +207,17 @@ def hypothesis_from_response(obj: Any, source: str) -> Hypothesis:
         latency = float(obj.get("latencyMs") or 0.0)
     except (TypeError, ValueError) as err:
         raise TargetError(f"{source}: tokensIn/tokensOut/latencyMs must be numbers ({err})") from err
-    return Hypothesis(
-        hypothesis=text,
-        tokensIn=tokens_in,
-        tokensOut=tokens_out,
-        latencyMs=latency,
-        retrieved_session_ids=None if retrieved is None else tuple(retrieved),
-        debug=dict(debug),
-    )
+    try:
+        return Hypothesis(
+            hypothesis=text,
+            tokensIn=tokens_in,
+            tokensOut=tokens_out,
+            latencyMs=latency,
+            retrieved_session_ids=None if retrieved is None else tuple(retrieved),
+            debug=dict(debug),
+            stages=obj.get("stages"),
+            truncation=obj.get("truncation"),
+            retrieval=obj.get("retrieval"),
+        )
+    except ReportError as err:
+        raise TargetError(f"{source}: {err} (plugins/README.md, \"What it returns\")") from None
