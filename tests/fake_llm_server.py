@@ -112,6 +112,7 @@ FAULT_KINDS = (
     "400",
     "401",
     "404",
+    "404_plain",
     "410",
     "reset",
     "timeout",
@@ -828,6 +829,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif kind == "404":
             self._error(404, "not_found_error", "The model does not exist or you do not have access to it.",
                         anthropic, code="model_not_found")
+        elif kind == "404_plain":  # a gateway or proxy without the route: a 404 that says nothing of the model
+            self._send(404, {"detail": "Not Found"})
         elif kind == "410":
             self._gone(str((self._entry.get("body") or {}).get("model") or "the model"), 410)
         elif kind == "reset":

@@ -245,6 +245,23 @@ def test_404_and_410_mid_run_stop_with_the_same_line_and_leave_items_pending(fak
     assert meta["counts"]["pending"] == len(ITEMS) - len(rows) >= 1
 
 
+def test_a_404_that_says_nothing_of_the_model_mid_run_is_an_items_error_not_a_retirement(fake_llm, tmp_path, capsys):
+    """A proxy answering one judge call with a bare 404 (no ``model_not_found``): that item's error row, and the run
+    goes on; no retirement advice (issue 36, finding 9)."""
+    project = make_project(tmp_path / "p", concurrency=1, maxAttempts=1, errorThreshold=5)
+    register_answers(fake_llm)
+    hyps = tmp_path / "hyps.jsonl"
+    write_hyps(hyps)
+    fake_llm.fail_next("404_plain")  # the probe passed; the first judge call gets it
+    assert run(project, "--hypotheses", str(hyps), "--run-id", "mid") == 0  # one error row, under errorThreshold
+    err = capsys.readouterr().err
+    assert "--successor" not in err and "import-verdicts" not in err
+    rows = rows_of(project, "mid")
+    errors = [r for r in rows if r["status"] == "error"]
+    assert len(rows) == len(ITEMS) and len(errors) == 1
+    assert errors[0]["error"]["kind"] == "not_found" and "gone" not in errors[0]["error"]
+
+
 # --------------------------------------------------------------------------- build 4: the countdown
 
 

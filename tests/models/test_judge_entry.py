@@ -40,7 +40,7 @@ def test_a_gateway_without_the_models_route_keeps_its_official_judge(fake_llm, t
 
 
 def test_only_a_410_or_a_404_model_not_found_from_the_judges_own_call_means_gone():
-    from lme.models.judge_entry import answered_gone
+    from lme.models.provider_errors import answered_gone
     from lme.models.provider_errors import ProviderError
 
     plain = ProviderError("not_found", "openai gpt-4o: not found (HTTP 404: no route)", status=404)

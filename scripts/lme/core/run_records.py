@@ -44,14 +44,21 @@ class RowError:
     kind: str
     message: str
     attempts: int
+    gone: bool = False
+    """A ``not_found`` that says the model is not served any more (410 Gone, or 404 ``model_not_found``:
+    ``provider_errors.answered_gone``), not a wrong URL or a route a gateway lacks."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"stage": self.stage, "kind": self.kind, "message": self.message, "attempts": self.attempts}
+        d = {"stage": self.stage, "kind": self.kind, "message": self.message, "attempts": self.attempts}
+        if self.gone:
+            d["gone"] = True
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RowError":
         return cls(stage=str(d.get("stage", "")), kind=str(d.get("kind", "unknown")),
-                   message=str(d.get("message", "")), attempts=int(d.get("attempts") or 0))
+                   message=str(d.get("message", "")), attempts=int(d.get("attempts") or 0),
+                   gone=d.get("gone") is True)
 
 
 @dataclass(frozen=True)

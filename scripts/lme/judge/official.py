@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping
 
 from lme.core import command_names
 from lme.models import providers
+from lme.models.provider_errors import answered_gone
 from lme.core.endpoint_urls import is_official_host
 from lme.core.errors import UserError
 from lme.core.facts import (
@@ -219,9 +220,11 @@ MODEL_MISMATCH = "judge_model_mismatch"
 
 def official_judge_gone(err: Any, provider: str, model: str) -> bool:
     """True when ``err`` (a ProviderError, or a row's ``error`` dict) is the official judge answering 404
-    ``model_not_found`` or 410 Gone (the snapshot retired from the API, a deployment retired)."""
-    kind = err.get("kind") if isinstance(err, dict) else getattr(err, "kind", None)
-    return kind == "not_found" and is_official_judge(provider, resolve_judge_model(model))
+    ``model_not_found`` or 410 Gone (the snapshot retired from the API, a deployment retired:
+    ``provider_errors.answered_gone``); a 404 without that code (a wrong base URL, a route a gateway lacks) is not."""
+    gone = err.get("gone") is True if isinstance(err, dict) else (isinstance(err, providers.ProviderError)
+                                                                   and answered_gone(err))
+    return gone and is_official_judge(provider, resolve_judge_model(model))
 
 
 def model_mismatch(err: Any) -> bool:

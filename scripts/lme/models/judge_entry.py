@@ -2,8 +2,9 @@
 countdown line) and whether it is gone, so the run can use the verdict archive and a successor instead of stopping.
 
 Gone means one of two answers, nothing else: the judge's own chat call (the probe) answered 410 Gone or 404
-``model_not_found`` (``answered_gone``), or the model list's entry names a shutdown date that has passed. A model
-list that cannot be read (a gateway without ``GET /v1/models/{id}``: 404 there while chat works) says nothing.
+``model_not_found`` (``provider_errors.answered_gone``), or the model list's entry names a shutdown date that has
+passed. A model list that cannot be read (a gateway without ``GET /v1/models/{id}``: 404 there while chat works)
+says nothing.
 
 - ``read_entry(settings)``: ``GET /v1/models/gpt-4o-2024-08-06`` through the run's route (OpenAI; Azure deployments
   have no such entry): the entry's ``shutdown_date`` where present (``gone`` when it has passed); None when the
@@ -30,7 +31,7 @@ from typing import Any
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_SHUTDOWN, is_official_judge
 from lme.models import provider_probe, provider_routes, recent_probes
-from lme.models.provider_errors import ProviderError
+from lme.models.provider_errors import ProviderError, answered_gone
 
 ARCHIVE_NOW = ("archive your verdicts now (python scripts/judge_shim.py export-verdicts --out verdicts.jsonl; "
                "judge_shim.py archive-status counts the hypotheses that have no official verdict yet and what "
@@ -55,13 +56,6 @@ class JudgeEntry:
         if self.status is None and self.shutdown_date is not None:
             return f"its model-list entry says it shut down on {self.shutdown_date}"
         return f"HTTP {self.status or 404}"
-
-
-def answered_gone(err: ProviderError) -> bool:
-    """The judge's own call says the model is not served there any more: 410 Gone, or 404 with OpenAI's
-    ``model_not_found`` code. A 404 without it (a wrong base URL, a route a gateway lacks) is a refusal to report,
-    not a retirement."""
-    return err.kind == "not_found" and (err.status == 410 or err.code == "model_not_found")
 
 
 def _use(settings: Any) -> provider_probe.Use:

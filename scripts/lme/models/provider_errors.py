@@ -75,7 +75,8 @@ class ProviderError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:  # survives pickling (process pools, subprocess targets)
         return (_rebuild_error, (self.kind, self.message, self.attempts, self.status, self.retry_after,
-                                 self.retryable), {"empty": self.empty, "finish_reason": self.finish_reason, "code": self.code})
+                                 self.retryable),
+                {"empty": self.empty, "finish_reason": self.finish_reason, "code": self.code})
 
 
 def _rebuild_error(kind: str, message: str, attempts: int, status: int | None, retry_after: float | None,
@@ -222,3 +223,9 @@ def outcome(err: ProviderError) -> str:
     if err.kind == "server":
         return "server"
     return "error"
+
+
+def answered_gone(err: ProviderError) -> bool:
+    """The call says the model is not served there any more: 410 Gone, or 404 with OpenAI's ``model_not_found``
+    code. A 404 without it (a wrong base URL, a route a gateway lacks) is a refusal to report, not a retirement."""
+    return err.kind == "not_found" and (err.status == 410 or err.code == "model_not_found")

@@ -16,6 +16,7 @@ from lme.models.call_cache import CallCache
 from lme.core.facts import returned_model_matches
 from lme.core.records import ChatRequest, Completion, Limiter
 from lme.models import providers
+from lme.models.provider_errors import answered_gone
 
 
 def cacheable(request: ChatRequest, completion: Completion) -> bool:
@@ -123,8 +124,11 @@ class RunGateway:
         threads), else None."""
         with self._gone_lock:
             gone = self._gone.get((request.provider, request.model))
-        return None if gone is None else providers.ProviderError(gone.kind, gone.message, attempts=0,
-                                                                  status=gone.status)
+        if gone is None:
+            return None
+        fresh = providers.ProviderError(gone.kind, gone.message, attempts=0, status=gone.status)
+        fresh.code = gone.code  # what the provider said (model_not_found, or a bare 404) stays said
+        return fresh
 
     def _call(self, request: ChatRequest) -> Completion:
         gone = self.gone(request)
@@ -135,7 +139,7 @@ class RunGateway:
                 request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
             )
         except providers.ProviderError as err:
-            if err.kind == "not_found":
+            if answered_gone(err):  # a bare 404 (a proxy's missing route) says nothing of the model: not kept
                 with self._gone_lock:
                     self._gone[(request.provider, request.model)] = err
             raise

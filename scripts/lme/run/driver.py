@@ -359,7 +359,8 @@ class _Session:
                                   stats=RunStats())
         if settings.official_judge_gone:  # the start-up check saw 404 / 410: no official call is made
             self.gateway.mark_gone(settings.judge_provider, settings.judge_model, providers.ProviderError(
-                "not_found", f"{settings.judge_provider} {settings.judge_model}: gone (the start-up check)"))
+                "not_found", f"{settings.judge_provider} {settings.judge_model}: gone (the start-up check)",
+                status=410))
         max_cost = options.max_cost
         self.cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         self.before = _run_figures(work)

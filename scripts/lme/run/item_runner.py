@@ -16,6 +16,7 @@ from lme.core.clock import utc_now_precise
 from lme.targets import generation_driver
 from lme.judge import official as judge_official
 from lme.models import providers
+from lme.models.provider_errors import answered_gone
 from lme.judge import verdict_archive
 from lme.core.errors import UserError
 from lme.core.facts import HYPOTHESES_TARGET, is_offline
@@ -57,9 +58,10 @@ def _target_block(settings: RunSettings, hyp: Hypothesis | None) -> RowTarget:
                      truncation=None if hyp is None else hyp.truncation)
 
 
-def _failure(stage: str, kind: str, message: str, attempts: int = 1) -> RowError:
-    """Why the item failed at ``stage`` (``generate`` or ``judge``), its message cut to the row's 2000 characters."""
-    return RowError(stage=stage, kind=kind, message=message[:2000], attempts=int(attempts))
+def _failure(stage: str, kind: str, message: str, attempts: int = 1, *, gone: bool = False) -> RowError:
+    """Why the item failed at ``stage`` (``generate`` or ``judge``), its message cut to the row's 2000 characters;
+    ``gone``: a provider's answer that the model is not served any more."""
+    return RowError(stage=stage, kind=kind, message=message[:2000], attempts=int(attempts), gone=gone)
 
 
 def _error_row(q: Question, settings: RunSettings, failure: RowError, hyp: Hypothesis | None = None,
@@ -202,7 +204,7 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None,
     try:
         verdict = judge(q, hypothesis, settings, llm, run_id)
     except providers.ProviderError as err:
-        failure = _failure("judge", err.kind, str(err), getattr(err, "attempts", 1))
+        failure = _failure("judge", err.kind, str(err), getattr(err, "attempts", 1), gone=answered_gone(err))
         return _error_row(q, settings, failure, hyp, hypothesis)
     except UserError as err:
         return _error_row(q, settings, _failure("judge", "judge_input", str(err)), hyp, hypothesis)
