@@ -298,6 +298,18 @@ class SessionThread(threading.Thread):
         thread.start()
         return thread
 
+    @classmethod
+    def joined(cls, started: "SessionThread | None", installed: ClaudeCode, root: Path,
+               timeout: float = 560) -> "SessionThread":
+        """The session conftest.py started with the suite's first test (or one started now, when this test runs
+        alone), once it ended; what failed in it (an assertion of its ``play`` included) is raised here."""
+        thread = started or cls.launch(installed, root)
+        thread.join(timeout=timeout)
+        assert not thread.is_alive(), f"the {cls.__name__} session did not end within {timeout:g} s"
+        if thread.error is not None:
+            raise thread.error
+        return thread
+
 
 # --------------------------------------------------------------------------- an interactive session (tmux)
 

@@ -113,8 +113,14 @@ LONG_CLAUDE_CODE_TEST = "test_a_run_longer_than_the_bash_tools_limit_completes_t
 """The slow test: a Claude Code session of about four minutes, most of it waiting on a slow fake model."""
 SLOW_SETUP_TEST = "test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_summary"
 """A setup session of over two minutes (tests/claude_code/test_claude_code_names.py), waiting on a slow package index."""
+ACROSS_THE_DAY_TEST = "test_the_loop_through_claude_code_across_the_official_judges_retirement"
+"""Two loop sessions (about 40 s) across the official judge's retirement (tests/claude_code/test_claude_code.py)."""
+OWN_SYSTEM_LOOP_TEST = "test_the_loop_on_the_users_own_file_keeps_one_fix_reverts_one_and_each_row_names_its_code"
+"""A loop session (about 45 s) on the user's own file (tests/claude_code/test_claude_code_own_system.py)."""
 LONG_SESSIONS = {LONG_CLAUDE_CODE_TEST: ("test_claude_code", "LongRun"),
-                 SLOW_SETUP_TEST: ("test_claude_code_names", "SlowSetup")}
+                 SLOW_SETUP_TEST: ("test_claude_code_names", "SlowSetup"),
+                 ACROSS_THE_DAY_TEST: ("test_claude_code", "AcrossTheDay"),
+                 OWN_SYSTEM_LOOP_TEST: ("test_claude_code_own_system", "OwnSystemLoop")}
 """Each slow test's session, started in a thread with the session's first test (it waits while the suite runs)."""
 
 

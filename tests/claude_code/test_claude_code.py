@@ -361,7 +361,21 @@ def _the_user_names_a_calibrated_successor(project: Path) -> None:
         "measured_at": "2027-01-10T09:00:00Z", "source": "--all"})
 
 
-def test_the_loop_through_claude_code_across_the_official_judges_retirement(cc, tmp_path, fake_llm):
+class AcrossTheDay(harness.SessionThread):
+    """Two loop sessions across the official judge's retirement, in a thread while the suite runs (conftest.py)."""
+
+    def play(self) -> None:
+        with FakeLLMServer() as llm:
+            _across_the_day(self.cc, self.root, llm)
+
+
+def test_the_loop_through_claude_code_across_the_official_judges_retirement(claude_code_installed,
+                                                                            long_claude_code_sessions, tmp_path,
+                                                                            request):
+    AcrossTheDay.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
+
+
+def _across_the_day(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     project, env = make_project(tmp_path, upstream=True)
     markdown_harness.SETUPS["loop"](project, env, fake_llm)
     fake_llm.answer_fn = markdown_harness.writer_aware(OneFixReader(fake_llm))

@@ -28,7 +28,7 @@ import pytest
 import claude_code_harness as harness
 import markdown_harness
 from fake_claude_api import Exchange, ScriptedClaude, bash, once, play_blocks, say, tool
-from fake_llm_server import prompt_text
+from fake_llm_server import FakeLLMServer, prompt_text
 from lme.core import command_names
 from test_claude_code import FIXES, _round, assert_clean, calls_of, edit_config, llm_env, loop_body, make_project
 
@@ -94,7 +94,20 @@ def cc(claude_code_installed, tmp_path) -> harness.ClaudeCode:
     return claude_code_installed.clone(tmp_path / "home")
 
 
-def test_the_loop_on_the_users_own_file_keeps_one_fix_reverts_one_and_each_row_names_its_code(cc, tmp_path, fake_llm):
+class OwnSystemLoop(harness.SessionThread):
+    """The loop session on the user's own file, in a thread while the suite runs (conftest.py)."""
+
+    def play(self) -> None:
+        with FakeLLMServer() as llm:
+            _own_system_loop(self.cc, self.root, llm)
+
+
+def test_the_loop_on_the_users_own_file_keeps_one_fix_reverts_one_and_each_row_names_its_code(
+        claude_code_installed, long_claude_code_sessions, tmp_path, request):
+    OwnSystemLoop.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
+
+
+def _own_system_loop(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     project, env = make_project(tmp_path, upstream=True)
     markdown_harness.SETUPS["loop"](project, env, fake_llm)
     fake_llm.answer_fn = OwnSystemReader(fake_llm)
