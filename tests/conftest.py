@@ -120,8 +120,13 @@ OWN_SYSTEM_LOOP_TEST = "test_the_loop_on_the_users_own_file_keeps_one_fix_revert
 LONG_SESSIONS = {LONG_CLAUDE_CODE_TEST: ("test_claude_code", "LongRun"),
                  SLOW_SETUP_TEST: ("test_claude_code_names", "SlowSetup"),
                  ACROSS_THE_DAY_TEST: ("test_claude_code", "AcrossTheDay"),
-                 OWN_SYSTEM_LOOP_TEST: ("test_claude_code_own_system", "OwnSystemLoop")}
-"""Each slow test's session, started in a thread with the session's first test (it waits while the suite runs)."""
+                 OWN_SYSTEM_LOOP_TEST: ("test_claude_code_own_system", "OwnSystemLoop"),
+                 "test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook":
+                     ("test_claude_code", "TwoRounds"),
+                 "test_the_standing_rules_allow_the_loop_and_refuse_the_rest":
+                     ("test_claude_code_unattended", "StandingRules")}
+"""Each slow test's session, started in a thread with the session's first test (it waits while the suite runs); the
+loop sessions (about 40 s each) mostly wait on fake models too."""
 
 
 @pytest.fixture(scope="session")

@@ -290,7 +290,19 @@ def _loop_session(cc: harness.ClaudeCode, project: Path, env: dict[str, str], sc
     return session, fake
 
 
-def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(cc, tmp_path, fake_llm):
+class TwoRounds(harness.SessionThread):
+    """Two rounds of the loop on memory-ref's copy, kept going by the Stop hook, in a thread while the suite runs (conftest.py)."""
+
+    def play(self) -> None:
+        with FakeLLMServer() as llm:
+            _two_rounds(self.cc, self.root, llm)
+
+
+def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(claude_code_installed, long_claude_code_sessions, tmp_path, request):
+    TwoRounds.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
+
+
+def _two_rounds(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     project, env = make_project(tmp_path, upstream=True)
     markdown_harness.SETUPS["loop"](project, env, fake_llm)
     fake_llm.answer_fn = markdown_harness.writer_aware(FixAwareReader(fake_llm))

@@ -31,6 +31,7 @@ import pytest
 import claude_code_harness as harness
 import markdown_harness
 from fake_claude_api import Exchange, ScriptedClaude, bash, once, play_blocks, say, skill_body, tool
+from fake_llm_server import FakeLLMServer
 from test_claude_code import LOOP_SKILL, FixAwareReader, _round, calls_of, llm_env, make_project
 
 REPO = harness.REPO
@@ -76,7 +77,19 @@ CLI_REFUSES = ("run: --target command", "setup: --project outside", "run: --proj
 """No standing rule matches these lines (the rules are the loop skill's): the CLI denies them."""
 
 
-def test_the_standing_rules_allow_the_loop_and_refuse_the_rest(cc, tmp_path, fake_llm):
+class StandingRules(harness.SessionThread):
+    """The loop under setup's standing rules, and what they refuse, in a thread while the suite runs (conftest.py)."""
+
+    def play(self) -> None:
+        with FakeLLMServer() as llm:
+            _standing_rules(self.cc, self.root, llm)
+
+
+def test_the_standing_rules_allow_the_loop_and_refuse_the_rest(claude_code_installed, long_claude_code_sessions, tmp_path, request):
+    StandingRules.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
+
+
+def _standing_rules(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMServer) -> None:
     project, env = make_project(tmp_path, upstream=True)
     markdown_harness.SETUPS["loop"](project, env, fake_llm)
     fake_llm.answer_fn = markdown_harness.writer_aware(FixAwareReader(fake_llm))
