@@ -311,6 +311,21 @@ class SessionThread(threading.Thread):
         return thread
 
 
+def played(body: Callable[[ClaudeCode, Path, Any], None]) -> type[SessionThread]:
+    """A ``SessionThread`` whose ``play`` is ``body(cc, root, server)``: a test's whole body, given a fake model
+    server of its own (``fake_llm_server.FakeLLMServer``), so it runs in a thread while the suite runs."""
+
+    class Played(SessionThread):
+        def play(self) -> None:
+            from fake_llm_server import FakeLLMServer
+
+            with FakeLLMServer() as server:
+                body(self.cc, self.root, server)
+
+    Played.__name__ = Played.__qualname__ = body.__name__.strip("_").title().replace("_", "")
+    return Played
+
+
 # --------------------------------------------------------------------------- an interactive session (tmux)
 
 

@@ -290,15 +290,8 @@ def _loop_session(cc: harness.ClaudeCode, project: Path, env: dict[str, str], sc
     return session, fake
 
 
-class TwoRounds(harness.SessionThread):
-    """Two rounds of the loop on memory-ref's copy, kept going by the Stop hook, in a thread while the suite runs (conftest.py)."""
-
-    def play(self) -> None:
-        with FakeLLMServer() as llm:
-            _two_rounds(self.cc, self.root, llm)
-
-
-def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(claude_code_installed, long_claude_code_sessions, tmp_path, request):
+def test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook(
+        claude_code_installed, long_claude_code_sessions, tmp_path, request):
     TwoRounds.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
 
 
@@ -345,6 +338,10 @@ def _two_rounds(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMServer)
                                                        f"fix(v1): {FIXES[0]} (reader instructions)"]
 
 
+TwoRounds = harness.played(_two_rounds)
+"""Its session, in a thread while the suite runs (conftest.py)."""
+
+
 # --------------------------------------------------------------------------- the loop across the official judge's retirement
 
 OFFICIAL = "gpt-4o-2024-08-06"
@@ -371,14 +368,6 @@ def _the_user_names_a_calibrated_successor(project: Path) -> None:
         "request_shape": judge_shapes.shape_for("openai", "o3-mini", None).to_dict(), "verdict_set_sha256": "ab" * 32,
         "n": 500, "agree": 489, "agreement": 0.978, "kappa": 0.94, "kappa_ci95": [0.91, 0.97], "flips": [],
         "measured_at": "2027-01-10T09:00:00Z", "source": "--all"})
-
-
-class AcrossTheDay(harness.SessionThread):
-    """Two loop sessions across the official judge's retirement, in a thread while the suite runs (conftest.py)."""
-
-    def play(self) -> None:
-        with FakeLLMServer() as llm:
-            _across_the_day(self.cc, self.root, llm)
 
 
 def test_the_loop_through_claude_code_across_the_official_judges_retirement(claude_code_installed,
@@ -456,6 +445,10 @@ def _across_the_day(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMSer
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert log[0].startswith("FINAL: LongMemEval 24/24 by the successor openai:o3-mini (not official)"), log
     assert any(s.startswith("successor baseline: openai:o3-mini") for s in log), log
+
+
+AcrossTheDay = harness.played(_across_the_day)
+"""Its session, in a thread while the suite runs (conftest.py)."""
 
 
 # --------------------------------------------------------------------------- "iterate LongMemEval" in chat: permissions

@@ -94,14 +94,6 @@ def cc(claude_code_installed, tmp_path) -> harness.ClaudeCode:
     return claude_code_installed.clone(tmp_path / "home")
 
 
-class OwnSystemLoop(harness.SessionThread):
-    """The loop session on the user's own file, in a thread while the suite runs (conftest.py)."""
-
-    def play(self) -> None:
-        with FakeLLMServer() as llm:
-            _own_system_loop(self.cc, self.root, llm)
-
-
 def test_the_loop_on_the_users_own_file_keeps_one_fix_reverts_one_and_each_row_names_its_code(
         claude_code_installed, long_claude_code_sessions, tmp_path, request):
     OwnSystemLoop.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
@@ -176,6 +168,10 @@ def _own_system_loop(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMSe
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert f"fix(v2): {OWN_FIXES[1]} (reader instructions)" in log
     assert "loop target: memsys.py, your own memory system" in log
+
+
+OwnSystemLoop = harness.played(_own_system_loop)
+"""Its session, in a thread while the suite runs (conftest.py)."""
 
 
 SETTINGS_RELOAD_S = 5

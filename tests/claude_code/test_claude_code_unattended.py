@@ -77,15 +77,8 @@ CLI_REFUSES = ("run: --target command", "setup: --project outside", "run: --proj
 """No standing rule matches these lines (the rules are the loop skill's): the CLI denies them."""
 
 
-class StandingRules(harness.SessionThread):
-    """The loop under setup's standing rules, and what they refuse, in a thread while the suite runs (conftest.py)."""
-
-    def play(self) -> None:
-        with FakeLLMServer() as llm:
-            _standing_rules(self.cc, self.root, llm)
-
-
-def test_the_standing_rules_allow_the_loop_and_refuse_the_rest(claude_code_installed, long_claude_code_sessions, tmp_path, request):
+def test_the_standing_rules_allow_the_loop_and_refuse_the_rest(
+        claude_code_installed, long_claude_code_sessions, tmp_path, request):
     StandingRules.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
 
 
@@ -179,6 +172,10 @@ def _standing_rules(cc: harness.ClaudeCode, tmp_path: Path, fake_llm: FakeLLMSer
     problems = [e for e in session.events if e.get("type") == "system" and (
         e.get("key") == "stop-hook-error" or "hook problem" in str(e.get("text", "")))]
     assert problems == [], problems
+
+
+StandingRules = harness.played(_standing_rules)
+"""Its session, in a thread while the suite runs (conftest.py)."""
 
 
 # --------------------------------------------------------------------------- interactive: what the screen shows
