@@ -23,9 +23,12 @@ import shutil
 import subprocess
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+
+import shared_work
 
 REPO = Path(__file__).resolve().parent.parent
 CLAUDE_CODE_VERSION = "2.1.332"
@@ -247,6 +250,8 @@ class ClaudeCode:
     home: Path
     plugin_dir: Path
     extra_env: dict[str, str] = field(default_factory=dict)
+    on_start: Callable[[subprocess.Popen], None] | None = None
+    """Called with each session's process as it starts (a session thread's, to kill it)."""
 
     def env(self, base_url: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         return base_env(self.home, base_url, {**self.extra_env, **(extra or {})})
@@ -255,7 +260,7 @@ class ClaudeCode:
                 timeout: float = 240, extra_args: Iterable[str] = (),
                 on_start: Callable[[subprocess.Popen], None] | None = None) -> Session:
         return run_session(self.binary, prompt, cwd=cwd, env=self.env(base_url, env), timeout=timeout,
-                           extra_args=extra_args, on_start=on_start)
+                           extra_args=extra_args, on_start=on_start or self.on_start)
 
     def clone(self, home: Path) -> "ClaudeCode":
         """A copy of this HOME (the plugin stays where it was installed from)."""
@@ -265,16 +270,16 @@ class ClaudeCode:
 
 class SessionThread(threading.Thread):
     """A long Claude Code session played in a thread while the rest of the suite runs (conftest.py starts it with
-    the first test; its test joins it last). ``play`` sets ``session``, ``fake`` and ``project``."""
+    the first test; its test joins it last). ``played`` makes one from a test's body."""
 
     def __init__(self, cc: ClaudeCode, root: Path) -> None:
         super().__init__(name=f"claude-code-{type(self).__name__}", daemon=True)
         self.cc, self.root = cc, root
-        self.session: Session | None = None
-        self.fake: Any = None
-        self.project: Path | None = None
+        cc.on_start = self.on_start
         self.error: BaseException | None = None
         self.proc: subprocess.Popen | None = None
+        self.outcome_file: Path | None = None
+        """Where the session's outcome is written when it ends, for a test in another test process to read."""
 
     def play(self) -> None:
         raise NotImplementedError
@@ -284,6 +289,10 @@ class SessionThread(threading.Thread):
             self.play()
         except BaseException as err:  # noqa: BLE001 - reported by the test
             self.error = err
+        finally:
+            if self.outcome_file is not None:
+                shared_work.publish(self.outcome_file, None if self.error is None
+                                    else "".join(traceback.format_exception(self.error)))
 
     def on_start(self, proc: subprocess.Popen) -> None:
         self.proc = proc
@@ -293,22 +302,27 @@ class SessionThread(threading.Thread):
             os.killpg(self.proc.pid, 9)
 
     @classmethod
-    def launch(cls, installed: ClaudeCode, root: Path) -> "SessionThread":
+    def launch(cls, installed: ClaudeCode, root: Path, outcome_file: Path | None = None) -> "SessionThread":
         thread = cls(installed.clone(root / "home"), root)
+        thread.outcome_file = outcome_file
         thread.start()
         return thread
 
     @classmethod
-    def joined(cls, started: "SessionThread | None", installed: ClaudeCode, root: Path,
-               timeout: float = 560) -> "SessionThread":
-        """The session conftest.py started with the suite's first test (or one started now, when this test runs
-        alone), once it ended; what failed in it (an assertion of its ``play`` included) is raised here."""
+    def joined(cls, started: "SessionThread | Path | None", installed: ClaudeCode, root: Path,
+               timeout: float = 560) -> None:
+        """Wait for the session conftest.py started with the suite's first test (a thread here, or the outcome file
+        of one played in another test process), or for one started now when this test runs alone; what failed in
+        it (an assertion of its ``play`` included) is raised here."""
+        if isinstance(started, Path):
+            error = shared_work.wait_for(started, f"the {cls.__name__} session", timeout)
+            assert error is None, f"the {cls.__name__} session, played in another test process, failed:\n{error}"
+            return
         thread = started or cls.launch(installed, root)
         thread.join(timeout=timeout)
         assert not thread.is_alive(), f"the {cls.__name__} session did not end within {timeout:g} s"
         if thread.error is not None:
             raise thread.error
-        return thread
 
 
 def played(body: Callable[[ClaudeCode, Path, Any], None]) -> type[SessionThread]:

@@ -109,24 +109,22 @@ def upstream_prompt(request, monkeypatch, tmp_path):
 
 # --------------------------------------------------------------------------- Claude Code (tests/claude_code/test_claude_code.py)
 
-LONG_CLAUDE_CODE_TEST = "test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks"
-"""The slow test: a Claude Code session of about four minutes, most of it waiting on a slow fake model."""
-SLOW_SETUP_TEST = "test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_summary"
-"""A setup session of over two minutes (tests/claude_code/test_claude_code_names.py), waiting on a slow package index."""
-ACROSS_THE_DAY_TEST = "test_the_loop_through_claude_code_across_the_official_judges_retirement"
-"""Two loop sessions (about 40 s) across the official judge's retirement (tests/claude_code/test_claude_code.py)."""
-OWN_SYSTEM_LOOP_TEST = "test_the_loop_on_the_users_own_file_keeps_one_fix_reverts_one_and_each_row_names_its_code"
-"""A loop session (about 45 s) on the user's own file (tests/claude_code/test_claude_code_own_system.py)."""
-LONG_SESSIONS = {LONG_CLAUDE_CODE_TEST: ("test_claude_code", "LongRun"),
-                 SLOW_SETUP_TEST: ("test_claude_code_names", "SlowSetup"),
-                 ACROSS_THE_DAY_TEST: ("test_claude_code", "AcrossTheDay"),
-                 OWN_SYSTEM_LOOP_TEST: ("test_claude_code_own_system", "OwnSystemLoop"),
-                 "test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook":
-                     ("test_claude_code", "TwoRounds"),
-                 "test_the_standing_rules_allow_the_loop_and_refuse_the_rest":
-                     ("test_claude_code_unattended", "StandingRules")}
-"""Each slow test's session, started in a thread with the session's first test (it waits while the suite runs); the
-loop sessions (about 40 s each) mostly wait on fake models too."""
+LONG_SESSIONS = {
+    # about four minutes, most of it waiting on a slow fake model
+    "test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks":
+        ("test_claude_code", "LongRun"),
+    # over two minutes, waiting on a slow package index
+    "test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_summary":
+        ("test_claude_code_names", "SlowSetup"),
+    # the loop sessions, about 40 s each, mostly waiting on fake models too
+    "test_the_loop_through_claude_code_across_the_official_judges_retirement": ("test_claude_code", "AcrossTheDay"),
+    "test_the_loop_on_the_users_own_file_keeps_one_fix_reverts_one_and_each_row_names_its_code":
+        ("test_claude_code_own_system", "OwnSystemLoop"),
+    "test_the_loop_through_claude_code_two_rounds_kept_going_by_the_stop_hook": ("test_claude_code", "TwoRounds"),
+    "test_the_standing_rules_allow_the_loop_and_refuse_the_rest": ("test_claude_code_unattended", "StandingRules"),
+}
+"""Each slow test's session (module, ``SessionThread`` class), started in a thread with the suite's first test so
+that it waits while the suite runs; the test joins it last."""
 
 
 @pytest.fixture(scope="session")
@@ -162,28 +160,32 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session", autouse=True)
 def long_claude_code_sessions(request, tmp_path_factory):
-    """Start each slow Claude Code session with the session's first test, so it waits while the suite runs."""
+    """Start each slow Claude Code session with the suite's first test, so it waits while the suite runs: {test name:
+    its thread}. Under pytest-xdist the first worker to start a test plays them all and publishes each one's outcome
+    (tests/shared_work.py); in the other workers the map gives the test the file to wait for."""
     import importlib
 
     import claude_code_harness as harness
+    import shared_work
 
     wanted = {item.name for item in request.session.items} & set(LONG_SESSIONS)
     if not wanted or harness.unusable_reason() is not None:
         yield {}
+        return
+    shared = shared_work.shared_folder(tmp_path_factory)
+    if shared is not None and not shared_work.claim(shared, "claude-code-sessions"):
+        yield {name: shared / f"{LONG_SESSIONS[name][1]}.pickle" for name in wanted}
         return
     threads = {}
     for name in sorted(wanted):
         module, cls = LONG_SESSIONS[name]
         launcher = getattr(importlib.import_module(module), cls)
         threads[name] = launcher.launch(request.getfixturevalue("claude_code_installed"),
-                                        tmp_path_factory.mktemp(cls.lower()))
+                                        tmp_path_factory.mktemp(cls.lower()),
+                                        None if shared is None else shared / f"{cls}.pickle")
     yield threads
     for thread in threads.values():
+        if shared is not None and not request.session.shouldstop:  # tests in other workers may wait on it
+            thread.join(timeout=560)
         thread.kill()
         thread.join(timeout=30)
-
-
-@pytest.fixture(scope="session")
-def long_claude_code_run(long_claude_code_sessions):
-    """The long run's session thread (None when it was not started here)."""
-    return long_claude_code_sessions.get(LONG_CLAUDE_CODE_TEST)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command: install what the tests need (a venv from PyPI, the pinned Claude Code CLI from npm, Chromium
-# and tmux from apt when missing), then run pytest. Extra arguments go to pytest; --install-only stops after the
-# install step. The venv and the CLI live outside the checkout (tests/test_tools.sh: under
-# ${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/, or LONGMEMEVAL_TEST_VENV / LONGMEMEVAL_CLAUDE_CODE_DIR),
+# and tmux from apt when missing), then run pytest, one process per core. Extra arguments go to pytest;
+# --install-only stops after the install step. The venv and the CLI live outside the checkout (tests/test_tools.sh:
+# under ${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/, or LONGMEMEVAL_TEST_VENV / LONGMEMEVAL_CLAUDE_CODE_DIR),
 # so installing the plugin from this checkout installs only the plugin.
 # Exits non-zero when the install or the tests fail, or no test ran.
 set -uo pipefail
@@ -62,7 +62,10 @@ if [ "$INSTALL_ONLY" = 1 ]; then
   echo "tests: installed (venv $VENV, Claude Code CLI $TOOLS)" >&2
   exit 0
 fi
-"$VENV/bin/python" -m pytest "$@"
+# One test process per core (pytest-xdist): in one process the suite kept one core of two busy and took over 10
+# minutes. Work done once for many tests is shared between the processes (tests/shared_work.py).
+# LONGMEMEVAL_TEST_WORKERS=0 runs everything in this process.
+"$VENV/bin/python" -m pytest -n "${LONGMEMEVAL_TEST_WORKERS:-auto}" "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi
 exit "$rc"

@@ -531,27 +531,22 @@ def test_the_stop_hook_lets_other_sessions_go_and_a_spinning_session_go_after_th
 LONG_RUN_LATENCY = 5.1
 """Seconds per fake model call: 24 items x (reader + judge) at concurrency 1 = at least 245 s, past the Bash tool's
 120 s default twice over. The session runs in a thread while the rest of the suite runs (conftest.py)."""
-class LongRun(harness.SessionThread):
-    def play(self) -> None:
-        project, env = _priced_project(self.root, concurrency=1)
-        self.project = project
-        with FakeLLMServer() as llm, ScriptedClaude([play_blocks(command_body), say("The run completed.")]) as fake:
-            llm.latency = LONG_RUN_LATENCY
-            items = json.loads((REPO / "data" / "sample" / "longmemeval_sample.json").read_text())
-            llm.answers = {item["question"]: item["answer"] for item in items}
-            self.fake = fake
-            self.session = self.cc.session(command_names.RUN, cwd=project, base_url=fake.base_url,
-                                           env=env | llm_env(llm), timeout=600, on_start=self.on_start)
 
 
 def test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented_blocks(
-        claude_code_installed, long_claude_code_run, tmp_path):
+        claude_code_installed, long_claude_code_sessions, tmp_path, request):
     # conftest.py started it with the session's first test and runs this test last: it waited meanwhile
-    long_run = long_claude_code_run or LongRun.launch(claude_code_installed, tmp_path)
-    long_run.join(timeout=560)
-    assert not long_run.is_alive(), "the long session did not end within 560 s"
-    assert long_run.error is None, repr(long_run.error)
-    session, fake = long_run.session, long_run.fake
+    LongRun.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
+
+
+def _long_run(cc: harness.ClaudeCode, tmp_path: Path, llm: FakeLLMServer) -> None:
+    project, env = _priced_project(tmp_path, concurrency=1)
+    llm.latency = LONG_RUN_LATENCY
+    items = json.loads((REPO / "data" / "sample" / "longmemeval_sample.json").read_text())
+    llm.answers = {item["question"]: item["answer"] for item in items}
+    with ScriptedClaude([play_blocks(command_body), say("The run completed.")]) as fake:
+        session = cc.session(command_names.RUN, cwd=project, base_url=fake.base_url, env=env | llm_env(llm),
+                             timeout=600)
     assert_clean(session, fake)
     transcript = session.describe()
     assert session.seconds > 240, transcript  # longer than two of the Bash tool's 120 s default limits
@@ -565,5 +560,9 @@ def test_a_run_longer_than_the_bash_tools_limit_completes_through_the_documented
     assert re.search(r"acc \d\.\d{3}  \$\d", waits[0][1]) and "ETA" in waits[0][1], waits[0][1]
     [started] = [out for line, out, _ in calls if "--background" in line]
     run_id = re.search(r"run (\S+) started in the background", started)[1]
-    meta = json.loads((long_run.project / ".longmemeval-benchmarks" / "runs" / run_id / "run-meta.json").read_text())
+    meta = json.loads((project / ".longmemeval-benchmarks" / "runs" / run_id / "run-meta.json").read_text())
     assert meta["status"] == "completed"
+
+
+LongRun = harness.played(_long_run)
+"""Its session, in a thread while the suite runs (conftest.py)."""

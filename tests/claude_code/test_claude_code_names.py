@@ -186,49 +186,32 @@ def slow_pip_env(index: SlowIndex) -> dict[str, str]:
             "PIP_DEFAULT_TIMEOUT": "600", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
-class SlowSetup(harness.SessionThread):
-    """``/longmemeval-setup --sample`` whose pip install takes over two minutes, played as the command says (the
-    ``--background`` line, then the ``--wait`` line while it exits 4). Runs in a thread while the suite runs."""
-
-    index: SlowIndex | None = None
-
-    def play(self) -> None:
-        project, env = make_project(self.root, setup=False)
-        (project / ".longmemeval-venv" / ".longmemeval-requirements.sha256").unlink()  # not installed yet
-        self.project, self.index = project, SlowIndex(SLOW_INDEX_SECONDS)
-
-        def follow(exchange: Exchange) -> Any:
-            [result] = exchange.last_tool_results()[-1:] or [None]
-            if result is None or result.exit_code != 4:
-                return None
-            return bash(next(b for b in expanded_blocks(exchange) if "--wait" in b))
-
-        script = [play_blocks(command_body, "--background", again_on=None), follow, say("Set up.")]
-        try:
-            with ScriptedClaude(script) as fake:
-                self.fake = fake
-                self.session = self.cc.session(f"{command_names.SETUP} --sample", cwd=project, base_url=fake.base_url,
-                                               env=env | slow_pip_env(self.index), timeout=560,
-                                               on_start=self.on_start)
-        finally:
-            self.index.shutdown()
-
-
-def expanded_blocks(exchange: Exchange) -> list[str]:
-    from fake_claude_api import bash_blocks
-
-    return [b.strip() for b in bash_blocks(command_body(exchange))]
-
-
 def test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_summary(
-        claude_code_installed, long_claude_code_sessions, tmp_path):
-    from conftest import SLOW_SETUP_TEST
+        claude_code_installed, long_claude_code_sessions, tmp_path, request):
+    # conftest.py started it with the session's first test and runs this test last: it waited meanwhile
+    SlowSetup.joined(long_claude_code_sessions.get(request.node.name), claude_code_installed, tmp_path)
 
-    slow = long_claude_code_sessions.get(SLOW_SETUP_TEST) or SlowSetup.launch(claude_code_installed, tmp_path)
-    slow.join(timeout=560)
-    assert not slow.is_alive(), "the slow setup session did not end within 560 s"
-    assert slow.error is None, repr(slow.error)
-    session, fake, index = slow.session, slow.fake, slow.index
+
+def _slow_setup(cc: harness.ClaudeCode, tmp_path: Path, _llm: Any) -> None:
+    """``/longmemeval-setup --sample`` whose pip install takes over two minutes, played as the command says (the
+    ``--background`` line, then the ``--wait`` line while it exits 4)."""
+    project, env = make_project(tmp_path, setup=False)
+    (project / ".longmemeval-venv" / ".longmemeval-requirements.sha256").unlink()  # not installed yet
+    index = SlowIndex(SLOW_INDEX_SECONDS)
+
+    def follow(exchange: Exchange) -> Any:
+        [result] = exchange.last_tool_results()[-1:] or [None]
+        if result is None or result.exit_code != 4:
+            return None
+        return bash(next(b for b in expanded_blocks(exchange) if "--wait" in b))
+
+    script = [play_blocks(command_body, "--background", again_on=None), follow, say("Set up.")]
+    try:
+        with ScriptedClaude(script) as fake:
+            session = cc.session(f"{command_names.SETUP} --sample", cwd=project, base_url=fake.base_url,
+                                 env=env | slow_pip_env(index), timeout=560)
+    finally:
+        index.shutdown()
     assert_clean(session, fake)
     transcript = session.describe()
     assert index.first_answered is not None and index.first_answered >= SLOW_INDEX_SECONDS, index.paths
@@ -237,12 +220,22 @@ def test_setup_on_a_pip_install_slower_than_the_bash_tools_limit_ends_with_its_s
     assert not [c for c in calls if "moved to the background" in c[1]], transcript  # never handed to the background
     first, *waits = calls
     assert "--background" in first[0] and first[1].startswith("Exit code 4") and "setup: still running" in first[1]
-    assert f'wait: python3 "{slow.cc.plugin_dir}/scripts/setup_project.py" --wait 100' in first[1], first[1]
+    assert f'wait: python3 "{cc.plugin_dir}/scripts/setup_project.py" --wait 100' in first[1], first[1]
     assert waits and all("--wait 100" in line for line, _, _ in waits), transcript
     summary = waits[-1][1]
     assert not waits[-1][2] and "venv      ready: updated" in summary and "next: /longmemeval-run --max 3" in summary, summary
-    assert (slow.project / ".longmemeval-venv" / ".longmemeval-requirements.sha256").is_file()
-    assert json.loads((slow.project / ".longmemeval-benchmarks" / "config.json").read_text())["judgeProvider"] == "offline"
+    assert (project / ".longmemeval-venv" / ".longmemeval-requirements.sha256").is_file()
+    assert json.loads((project / ".longmemeval-benchmarks" / "config.json").read_text())["judgeProvider"] == "offline"
+
+
+SlowSetup = harness.played(_slow_setup)
+"""Its session, in a thread while the suite runs (conftest.py)."""
+
+
+def expanded_blocks(exchange: Exchange) -> list[str]:
+    from fake_claude_api import bash_blocks
+
+    return [b.strip() for b in bash_blocks(command_body(exchange))]
 
 
 # --------------------------------------------------------------------------- the installed plugin's size

@@ -48,6 +48,7 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
+import shared_work
 from fake_llm_server import FakeLLMServer
 from markdown_harness import prepare_project
 from upstream_standin import make_upstream_tree
@@ -963,13 +964,15 @@ def _outcome(outcomes: Mapping[str, Outcome], case_: Case) -> Outcome:
 
 @pytest.fixture(scope="session")
 def outcomes(request, tmp_path_factory) -> dict[str, Outcome]:
-    """Every case this session selected, run at once before the first of them is checked."""
+    """Every case this session selected, run at once before the first of them is checked (under pytest-xdist, by
+    the first worker to get one of them, for all)."""
     selected: list[Case] = []
     for item in request.session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if item.module.__name__ == __name__ and isinstance(params.get("case_"), Case):
             selected.append(params["case_"])
-    return run_all(selected, tmp_path_factory.mktemp("bad-inputs"))
+    return shared_work.once(tmp_path_factory, "bad-inputs",
+                            lambda: run_all(selected, tmp_path_factory.mktemp("bad-inputs")), timeout=900)
 
 
 def test_the_table_is_large_and_its_ids_unique():
