@@ -389,3 +389,51 @@ def test_an_unchanged_run_is_not_scored_again_and_any_change_rescores_it(seven, 
     extra = dict(seven_item_rows()[0], question_id="q-new")
     factories.append_unmarked(seven, extra)
     assert scorecard.main(args) == 0 and rescored()
+
+
+PAGES = ("scorecard.md", "report.html", "charts/per-type-accuracy.svg", "charts/per-type-accuracy.png")
+
+
+def _pages(run_dir: Path) -> dict[str, bytes]:
+    return {name: (run_dir / name).read_bytes() for name in PAGES}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_a_kill_after_metrics_json_never_leaves_an_old_page_served(seven, capsys, page):
+    """Killed after metrics.json was rewritten for new rows but before ``page`` was (each page is written on its
+    own, so a kill can fall between any two): the next scorecard rebuilds the page from the rows, never reuses it
+    as "unchanged since it was last scored"."""
+    import factories
+
+    args = [str(seven), "7", "_s", "seven", "--png"]
+    assert scorecard.main(args) == 0
+    old = _pages(seven)
+    factories.append_row(seven, official_row("c2", TR, True))  # c2 had not run: 5/7 right now, 6 judged
+    capsys.readouterr()
+    assert scorecard.main(args) == 0
+    new_out, new = capsys.readouterr().out, _pages(seven)
+    assert "judged 6/7" in new_out and old[page] != new[page]
+
+    (seven / page).write_bytes(old[page])  # the kill: every other output is the new scoring's, this page the old
+    assert scorecard.main(args) == 0
+    out, err = capsys.readouterr()
+    assert "unchanged since it was last scored" not in err
+    assert out == new_out and _pages(seven) == new
+    assert scorecard.main(args) == 0  # repaired: reused again
+    assert "unchanged since it was last scored" in capsys.readouterr().err
+
+
+def test_a_page_that_records_no_fingerprint_is_rebuilt_once(seven, capsys):
+    """A page that says nothing of what it was made from (written by an older version, or by report_html.py) is
+    rebuilt by the next scorecard, then reused."""
+    args = [str(seven), "7", "_s", "seven", "--no-charts"]
+    assert scorecard.main(args) == 0
+    first = (seven / "scorecard.md").read_text()
+    capsys.readouterr()
+    stamp = first.splitlines()[-1]
+    assert stamp.startswith("<!-- score-fingerprint: ")
+    (seven / "scorecard.md").write_text(first.removesuffix(stamp + "\n"))
+    assert scorecard.main(args) == 0
+    assert "unchanged since" not in capsys.readouterr().err and (seven / "scorecard.md").read_text() == first
+    assert scorecard.main(args) == 0
+    assert "unchanged since it was last scored" in capsys.readouterr().err

@@ -18,7 +18,8 @@ are shown when there are any.
 Works on completed, interrupted, failed and still-running runs (it only reads the run's files). Every scoring also
 writes report.html, a self-contained page with the figures, charts and a drill-down per question
 (``report_html``; open it in a browser). A run scored before and unchanged since (``score_fingerprint``: its files,
-dataset, project state, the scoring code) is not scored again: its outputs are reused and printed.
+dataset, project state, the scoring code) is not scored again: its outputs are reused and printed, unless one of
+them was made from other inputs (a kill between two writes): then it is scored again.
 
 Example:
     python scripts/scorecard.py --run-id baseline --format json

@@ -13,6 +13,7 @@ from lme.core import fileio
 
 from lme.core.errors import UserError
 from lme.core.fileio import write_atomic_bytes
+from lme.score import fingerprint as score_fingerprint
 from lme.score.scorecard_record import Figures, Scorecard, require
 
 SHORT_TYPE_NAMES = {
@@ -33,13 +34,16 @@ def _figure(width: float, height: float) -> tuple[Any, Any]:
     return fig, fig.subplots()
 
 
-def _save_atomic(fig: Any, out_png: Path) -> Path:
+def _save_atomic(fig: Any, out_png: Path, fingerprint: str | None = None) -> Path:
+    """The PNG of ``fig``, written atomically; with ``fingerprint`` (of what the chart was made from) recorded in
+    its Description text chunk (``score_fingerprint.recorded`` reads it back)."""
     import io
 
     out_png = Path(out_png)
     fileio.make_dirs(out_png.parent)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    metadata = None if fingerprint is None else {"Description": score_fingerprint.stamp(fingerprint)}
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata=metadata)
     write_atomic_bytes(out_png, buffer.getvalue())
     return out_png
 
@@ -82,7 +86,7 @@ def per_type_chart(card: Scorecard, out_png: Path) -> Path:
     """Bar chart of strict per-type accuracy with 95% Wilson error bars, the overall and macro lines and the 95%
     target; a partial run (items not judged) also gets judged-only bars beside the strict ones. The legend sits
     below the axes, so it never covers a bar."""
-    return _save_atomic(per_type_figure(card), out_png)
+    return _save_atomic(per_type_figure(card), out_png, card.fingerprint)
 
 
 def per_type_figure(card: Scorecard) -> Any:

@@ -2,8 +2,9 @@
 diff page, each replaced atomically; the Markdown (or metrics.json) on stdout, the files written on stderr.
 
 A run scored before and unchanged since (``score_fingerprint``: its files, dataset, project state, the scoring
-code) is not scored again: its outputs are reused and printed. ``scorecard.py`` is the command; the run's driver and
-the loop's decisions score through here too.
+code) is not scored again: its outputs are reused and printed, once every one of them records that fingerprint (a
+kill between two writes leaves an old page behind: it is made again). ``scorecard.py`` is the command; the run's
+driver and the loop's decisions score through here too.
 
 The charts are SVG files drawn by ``report_svg`` (the same drawings as the page's); PNGs (matplotlib, about a second
 of imports and drawing) only when asked for (``png=True``, ``scorecard.py --png``).
@@ -32,15 +33,16 @@ from lme.score.scorecard_record import Scorecard, require
 from lme.report import charts as charts_mod
 
 
-def _write_svg(path: Path, svg: str) -> Path:
-    fileio.write_atomic_bytes(path, svg.encode("utf-8"))
+def _write_svg(path: Path, svg: str, fp: str | None = None) -> Path:
+    fileio.write_atomic_bytes(path, score_fingerprint.stamped(svg, fp).encode("utf-8"))
     return path
 
 
 def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool = True,
                   history: Path | None = None, png: bool = False) -> list[Path]:
     """metrics.json, scorecard.md and (unless ``charts`` is False) the SVG charts under charts/, and with ``png``
-    the same charts as PNGs, all written atomically."""
+    the same charts as PNGs, all written atomically; the pages made from ``card`` record its fingerprint (``markdown``
+    comes stamped, see ``score_run``)."""
     card = require(card)
     run_dir = Path(run_dir)
     chart_dir = run_store.charts_dir(run_dir)
@@ -52,7 +54,7 @@ def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool
     written = run_store.write_scorecard_files(run_dir, card.to_dict(), markdown)
     if charts:
         chart_dir.mkdir(parents=True, exist_ok=True)
-        written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card)))
+        written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card), card.fingerprint))
         if rounds is not None:
             written.append(_write_svg(chart_dir / HISTORY_SVG, report_svg.history_chart(rounds)))
         if png:
@@ -101,10 +103,10 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
     card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
     if reuse is not None:
         card = card.with_fingerprint(reuse)
-    markdown = render_markdown(card)
+    markdown = score_fingerprint.stamped(render_markdown(card), card.fingerprint)
     # The pages are built before anything is written: a bad --history, OTHER_RUN or unlike runs write nothing.
-    page = None if not html else report_html.build_report(
-        run, card, project=project, history=report_html.loop_history(run, project, history))
+    page = None if not html else score_fingerprint.stamped(report_html.build_report(
+        run, card, project=project, history=report_html.loop_history(run, project, history)), card.fingerprint)
     comparison = None
     if compare:
         other = Path(compare) if Path(compare).is_dir() else run_store.run_dir_for(run_store.runs_dir(project), compare)

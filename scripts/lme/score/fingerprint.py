@@ -11,7 +11,11 @@ finished run changes none of it. The fingerprint covers:
 - the scoring code and its reference data, by their bytes (a new plugin version rescores);
 - the options that shape the outputs (``--n-total``, variant, run id, charts, PNGs, html).
 
-Same fingerprint and every output still there: ``scorecard.py`` reuses them (``--rescore`` scores anyway).
+Each output records the fingerprint it was made from: ``metrics.json`` in its ``fingerprint`` field, the pages
+(scorecard.md, report.html, the per-type charts) in a stamp (``stamped``). The outputs are written one after another,
+so a kill can leave some of them new and some old: ``current`` holds only when every output records the fingerprint
+of the inputs as they are now, and ``scorecard.py`` then reuses them (``--rescore`` scores anyway). A page that
+records another fingerprint, or none, is made again.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -47,6 +52,9 @@ OUTPUTS = (METRICS_FILE, SCORECARD_FILE, REPORT_FILE)
 NOT_INPUTS = (*OUTPUTS, LOG_FILE, PACING_FILE, WORKER_FILE)
 """Files in a run directory that scoring does not read (besides charts/, compare pages and dot files: the lock,
 temporary files)."""
+_STAMP = "score-fingerprint"
+_STAMPED = re.compile(_STAMP.encode("ascii") + rb": ([0-9a-f]{64})")
+_HEAD, _TAIL = 4096, 512
 
 
 def _stat(path: Path) -> list[Any]:
@@ -105,16 +113,45 @@ def fingerprint(run_dir: Path, project: Path | None, options: Mapping[str, Any])
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def stamp(fp: str) -> str:
+    """What a page records of the fingerprint ``fp`` of the inputs it was made from."""
+    return f"{_STAMP}: {fp}"
+
+
+def stamped(text: str, fp: str | None) -> str:
+    """``text`` (Markdown, HTML or SVG) ending with ``stamp(fp)`` in a comment line; ``text`` itself when ``fp`` is
+    None (a scoring that is never reused: ``--history``, ``--compare``)."""
+    if fp is None:
+        return text
+    if not text.endswith("\n"):
+        text += "\n"
+    return f"{text}<!-- {stamp(fp)} -->\n"
+
+
+def recorded(path: Path) -> str | None:
+    """The fingerprint the page at ``path`` records (None: missing, or it records none). Reads its first 4 KiB (a
+    PNG's text chunk) and last 512 bytes (a text page's last line), never the whole page."""
+    try:
+        with fileio.open_file(path) as page:
+            blob = page.read(_HEAD)
+            size = os.fstat(page.fileno()).st_size
+            if size > _HEAD:
+                page.seek(max(_HEAD, size - _TAIL))
+                blob += page.read(_TAIL)
+    except OSError:
+        return None
+    found = _STAMPED.findall(blob)  # the last: a page's own stamp comes after anything its text quotes
+    return found[-1].decode("ascii") if found else None
+
+
 def current(run_dir: Path, fp: str, *, html: bool, charts: bool, png: bool = False) -> bool:
-    """The outputs in ``run_dir`` were made from inputs with fingerprint ``fp`` and are all still there."""
+    """Every output in ``run_dir`` is still there and was made from inputs with fingerprint ``fp``: metrics.json,
+    scorecard.md, and as asked report.html and the per-type charts."""
     run_dir = Path(run_dir)
     written = fileio.peek_json(run_dir / METRICS_FILE)
-    if not isinstance(written, dict) or Scorecard.from_dict(written).fingerprint != fp \
-            or not (run_dir / SCORECARD_FILE).is_file():
+    if not isinstance(written, dict) or Scorecard.from_dict(written).fingerprint != fp:
         return False
-    if html and not (run_dir / REPORT_FILE).is_file():
-        return False
-    if not charts:
-        return True
-    wanted = (PER_TYPE_SVG, PER_TYPE_CHART) if png else (PER_TYPE_SVG,)
-    return all((run_dir / CHARTS_DIR / name).is_file() for name in wanted)
+    pages = [SCORECARD_FILE, *([REPORT_FILE] if html else [])]
+    if charts:
+        pages += [f"{CHARTS_DIR}/{name}" for name in ((PER_TYPE_SVG, PER_TYPE_CHART) if png else (PER_TYPE_SVG,))]
+    return all(recorded(run_dir / page) == fp for page in pages)
