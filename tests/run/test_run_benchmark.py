@@ -643,6 +643,22 @@ def test_resuming_a_finished_run_reuses_its_scorecard(tmp_path, capsys):
     assert "unchanged since it was last scored" in capsys.readouterr().err
 
 
+def test_the_end_of_a_resume_remakes_a_page_a_kill_left_from_other_rows(tmp_path, capsys):
+    """Killed after metrics.json was rewritten but before scorecard.md was: the page still holds figures of other
+    rows (here a 2-item run's). The end of the next invocation makes it again from the rows, never reuses it."""
+    project = make_project(tmp_path / "p")
+    quiet = ["--project", str(project), "--progress", "quiet", "--offline"]
+    assert run_benchmark.main([*quiet, "--run-id", "two", "--max", "2"]) == 0
+    assert run_benchmark.main([*quiet, "--run-id", "r"]) == 0
+    page = run_dir(project, "r") / "scorecard.md"
+    made = page.read_text()
+    page.write_text((run_dir(project, "two") / "scorecard.md").read_text())  # judged 2/2: not this run's figures
+    capsys.readouterr()
+    assert run_benchmark.main([*quiet, "--run-id", "r"]) == 0
+    assert "unchanged since it was last scored" not in capsys.readouterr().err
+    assert page.read_text() == made and f"judged {N_SAMPLE}/{N_SAMPLE}" in made
+
+
 def test_a_run_scored_by_its_driver_is_reused_by_the_report_command_from_the_project(tmp_path, capsys, monkeypatch):
     """The driver scores with the project's absolute path; the report command runs ``scorecard.py --latest`` from
     the project root (``--project .``): the same files, so the run is shown, not scored again."""
