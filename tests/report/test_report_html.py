@@ -20,6 +20,7 @@ from lme.cli import report_html as report_html_cli
 from lme.cli import run_benchmark
 from lme.cli import scorecard
 from lme.score import scoring
+from lme.score import fingerprint as score_fingerprint
 from lme.core.errors import run_main
 from factories import result_row
 from report_testing import NASTY, make_report_run
@@ -249,7 +250,7 @@ def test_every_report_names_the_dataset_and_what_it_is_in_the_same_words(report_
     card = json.loads((report_run.run_dir / "metrics.json").read_text())
     assert (card["dataset"]["line"], card["dataset"]["name"]) == (line, name)
     markdown = (report_run.run_dir / "scorecard.md").read_text()
-    assert terminal == markdown and f"· dataset {line}\n" in markdown and f"({name})" in markdown.splitlines()[0]
+    assert terminal == score_fingerprint.unstamped(markdown) and f"· dataset {line}\n" in markdown and f"({name})" in markdown.splitlines()[0]
     page = (report_run.run_dir / "report.html").read_text(encoding="utf-8")
     status = unescape(re.sub(r"<[^>]+>", "", re.search(r'<p class="status">(.*?)</p>', page, re.S).group(1)))
     assert status.endswith(f"· dataset {line}")

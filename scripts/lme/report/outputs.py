@@ -41,8 +41,7 @@ def _write_svg(path: Path, svg: str, fp: str | None = None) -> Path:
 def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool = True,
                   history: Path | None = None, png: bool = False) -> list[Path]:
     """metrics.json, scorecard.md and (unless ``charts`` is False) the SVG charts under charts/, and with ``png``
-    the same charts as PNGs, all written atomically; the pages made from ``card`` record its fingerprint (``markdown``
-    comes stamped, see ``score_run``)."""
+    the same charts as PNGs, all written atomically; the pages made from ``card`` record its fingerprint."""
     card = require(card)
     run_dir = Path(run_dir)
     chart_dir = run_store.charts_dir(run_dir)
@@ -51,7 +50,8 @@ def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool
     rounds = charts_mod.load_history(history) if charts and history is not None else None
     if rounds is not None and not rounds:
         raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
-    written = run_store.write_scorecard_files(run_dir, card.to_dict(), markdown)
+    written = run_store.write_scorecard_files(run_dir, card.to_dict(),
+                                              score_fingerprint.stamped(markdown, card.fingerprint))
     if charts:
         chart_dir.mkdir(parents=True, exist_ok=True)
         written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card), card.fingerprint))
@@ -95,7 +95,7 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
     if reuse is not None and not rescore and score_fingerprint.current(run_dir, reuse, html=html, charts=charts,
                                                                        png=png):
         out = run_store.METRICS_FILE if fmt == "json" else run_store.SCORECARD_FILE
-        print((run_dir / out).read_text(encoding="utf-8"), end="")
+        print(score_fingerprint.unstamped((run_dir / out).read_text(encoding="utf-8")), end="")
         print(f"unchanged since it was last scored: {run_dir / run_store.METRICS_FILE} (--rescore scores it again)",
               file=sys.stderr)
         return 0
@@ -103,7 +103,7 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
     card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
     if reuse is not None:
         card = card.with_fingerprint(reuse)
-    markdown = score_fingerprint.stamped(render_markdown(card), card.fingerprint)
+    markdown = render_markdown(card)
     # The pages are built before anything is written: a bad --history, OTHER_RUN or unlike runs write nothing.
     page = None if not html else score_fingerprint.stamped(report_html.build_report(
         run, card, project=project, history=report_html.loop_history(run, project, history)), card.fingerprint)

@@ -128,6 +128,12 @@ def stamped(text: str, fp: str | None) -> str:
     return f"{text}<!-- {stamp(fp)} -->\n"
 
 
+def unstamped(text: str) -> str:
+    """``text`` without the stamp ``stamped`` added (what is printed of a page: the stamp is for the files)."""
+    body, newline, last = text.rstrip("\n").rpartition("\n")
+    return body + newline if last.startswith(f"<!-- {_STAMP}: ") else text
+
+
 def recorded(path: Path) -> str | None:
     """The fingerprint the page at ``path`` records (None: missing, or it records none). Reads its first 4 KiB (a
     PNG's text chunk) and last 512 bytes (a text page's last line), never the whole page."""
