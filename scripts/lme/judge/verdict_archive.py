@@ -57,10 +57,11 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from lme.core import fileio
 from lme.core.clock import utc_now, utc_now_precise
-from lme.core.endpoint_urls import host_of, is_official_host
+from lme.core.endpoint_urls import is_official_host
 from lme.core.errors import UserError
 from lme.core.facts import STATE_DIR, VERDICT_ARCHIVE, is_official_judge
 from lme.core.run_records import ResultRow
+from lme.judge import verdict_sources
 from lme.judge.request_shapes import is_upstream_shape
 from lme.store import run_store
 
@@ -464,9 +465,8 @@ def verdict_line(row: ResultRow, source: str, *, fallback_host: str | None = Non
 def run_host(run: Path, provider: str | None) -> str | None:
     """The host run-meta recorded for ``provider`` (rows written before verdicts carried one)."""
     meta = run_store.peek_meta(run) or {}
-    endpoints = meta.get("endpoints") if isinstance(meta.get("endpoints"), dict) else {}
-    url = endpoints.get(provider) if provider else None
-    return host_of(url) if isinstance(url, str) and url not in ("default", "unknown") else None
+    return verdict_sources.run_host(meta.get("endpoints") if isinstance(meta.get("endpoints"), dict) else None,
+                                    provider)
 
 
 def runs_rows(runs_dir: Path, only: set[str] | None = None) -> Iterator[tuple[Path, ResultRow]]:
