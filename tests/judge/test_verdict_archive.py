@@ -290,3 +290,25 @@ def test_conflicting_official_verdicts_are_kept_scored_by_the_majority_and_count
     text = (run_dir(project, "scored") / "scorecard.md").read_text()
     assert "Conflicting official verdicts: 2 item(s)" in text and verdict_archive.CONFLICT_RULE in text
     assert scorecard.main(["--project", str(project), "--run-id", "scored"]) == 0
+
+
+@pytest.mark.parametrize("recorded,endpoints,archived_at", [
+    ({}, {"openai": "http://127.0.0.1:8123/v1"}, None),   # an older version's "official" row at the fake server
+    ({}, {"openai": "https://api.openai.com/v1"}, "api.openai.com"),
+    ({}, None, None),                                      # no host anywhere: the scorecard trusts it, the archive not
+    ({"source": "archive"}, {"openai": "https://api.openai.com/v1"}, None),  # an old archive line's, host unknown
+    ({"source": "archive", "origin": {"kind": "imported", "file": "x.jsonl"}}, None, "claim"),
+])
+def test_a_run_row_enters_the_archive_only_when_the_scorecards_rule_calls_its_verdict_official(
+        recorded, endpoints, archived_at):
+    """Issue 38, 3: the archive reads a row's verdict by ``verdict_sources.classify``, never its stored flag alone,
+    and wants where it was made (an imported line's host stays its author's claim)."""
+    import factories
+    from lme.core.run_records import ResultRow
+
+    row = ResultRow.from_dict(factories.result_row("q1", judgment={"prompt_sha256": "ab" * 32, **recorded}))
+    line = verdict_archive.verdict_line(row, "run old", endpoints=endpoints)
+    if archived_at is None:
+        assert line is None
+    else:
+        assert line is not None and line["endpoint_host"] == (None if archived_at == "claim" else archived_at)

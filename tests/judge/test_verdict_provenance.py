@@ -355,3 +355,25 @@ def test_the_kappa_interval_holds_kappa_and_narrows_with_more_items():
     simple = 1.96 * ((0.9 * 0.1) / (200 * 0.25)) ** 0.5  # the rough large-sample formula for this balanced table
     assert (large[1] - large[0]) / 2 == pytest.approx(simple, rel=0.1)
     assert judge_agreement.kappa_interval(5, 0, 0, 0) is None and -1 <= small[0] and small[1] <= 1
+
+
+@pytest.mark.parametrize("recorded,endpoints,source", [
+    ({}, {"openai": "http://127.0.0.1:8123/v1"}, "other"),       # an older version's row: its run's host decides
+    ({}, {"openai": "https://api.openai.com/v1"}, "official_live"),
+    ({}, {}, "official_live"),                                     # no host anywhere: trusted as before hosts were
+    ({"endpoint_host": "127.0.0.1:8123"}, {}, "other"),            # the flag never outweighs the recorded host
+    ({"endpoint_host": "api.openai.com", "official": False}, {}, "other"),  # nor makes official what its judge did not
+    ({"endpoint_host": "api.openai.com", "request_shape": {"family": "reasoning"}}, {}, "other"),
+])
+def test_a_rows_stored_official_flag_is_recomputed_from_what_the_row_and_its_run_recorded(recorded, endpoints,
+                                                                                        source):
+    """Issue 38, 3: older versions wrote ``official: true`` for the official model at any host. The one rule
+    (``verdict_sources.classify``, which the scorecard, decide and judge_shim use) reads the host the row, else its
+    run, recorded."""
+    from lme.core.records import Verdict
+    from lme.judge import verdict_sources
+
+    verdict = Verdict.from_dict({"label": True, "raw": "yes", "provider": "openai", "model": OFFICIAL,
+                                 "requested_model": "gpt-4o", "official": True, **recorded})
+    assert verdict_sources.source_of(verdict, endpoints) == source
+    assert verdict_sources.is_official(verdict, endpoints) is (source == "official_live")

@@ -172,7 +172,7 @@ def test_a_re_test_judged_by_a_successor_is_refused_against_an_official_snapshot
 
 def test_an_official_verdict_from_the_archive_or_the_cache_is_the_same_judge(project):
     run_dir, retest, types = _round(project, fixes=2, regressions=0)
-    archived = {"source": "archive"}
+    archived = {"source": "archive", "endpoint_host": "api.openai.com", "origin": {"kind": "made", "by": "run loop"}}
     write_run(project, "loop", types, {q: True for q in retest},
               rows={q: make_row(q, types[q], True, judgment=archived) for q in retest})
     assert decide.run_decision(project, "v1", "loop")["net"] == 2
@@ -227,3 +227,79 @@ def test_a_fix_that_leaves_right_items_as_error_rows_is_reverted_and_the_changed
     assert line.startswith("REVERT: net -2 (fixes 1, regressions 3")
     assert "3 of them to or from an error row, counted strictly" in line
     assert "code changed: changed memory_system/reader.py" in line
+
+
+# --------------------------------------------------------------------------- rows of older versions (issue 38, 3)
+# Rows written before verdicts recorded their host carry ``judgment.official: true`` for any host. Today a verdict
+# is official only when the official judge was called at an official host: the flag is recomputed from what the
+# row and its run recorded (``verdict_sources.classify``), never trusted, by the scorecard and decide alike.
+
+FAKE_HOST = "127.0.0.1:8123"
+UPSTREAM_SHAPE = {"family": "upstream", "max_tokens": 10, "temperature": 0, "n": 1}
+JUDGED_HERE_TODAY = {"official": False, "endpoint_host": FAKE_HOST, "request_shape": UPSTREAM_SHAPE,
+                     "requested_model": "gpt-4o-2024-08-06"}
+"""What today's version writes for a verdict of gpt-4o-2024-08-06 made at the fake server (not an official host)."""
+
+
+def _judge_endpoint(run_dir, url):
+    """Run-meta's ``endpoints``: where the run's judge was called (what an old row's verdict is judged by)."""
+    path = run_dir / "run-meta.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "endpoints": {"openai": url}}))
+
+
+def _old_round(project, endpoint: str, retest_judgment: dict, fixes: int = 2):
+    """A baseline of old-version rows (``official: true``, no host, no shape) judged at ``endpoint``, snapshot v1,
+    then a re-test of ``fixes`` wrong items (and one right one) judged by today's version with ``retest_judgment``."""
+    types = item_ids(12)
+    ids = list(types)
+    run_dir = write_run(project, "loop", types, {q: i % 2 == 0 for i, q in enumerate(ids)})
+    _judge_endpoint(run_dir, endpoint)
+    loop_state.init(project)
+    loop_state.bump(project)
+    loop_steps.snapshot(project, "loop")
+    retest = [q for i, q in enumerate(ids) if i % 2 == 1][:fixes] + [ids[-2]]
+    drop_qids.drop_qids(run_dir, retest)
+    write_run(project, "loop", types, {q: True for q in retest},
+              rows={q: make_row(q, types[q], True, judgment=retest_judgment) for q in retest})
+    _judge_endpoint(run_dir, endpoint)
+    return run_dir, retest
+
+
+def _official_on_the_scorecard(run_dir) -> int:
+    from lme.score import scoring
+
+    verdicts = scoring.build_scorecard(run_store.load_run(run_dir)).to_dict()["verdicts"]
+    return verdicts["official_live"] + verdicts["official_archived"]
+
+
+def test_old_rows_flagged_official_at_a_host_that_is_not_are_the_same_judge_as_todays_rows_there(project):
+    """Old rows say ``official: true`` although their judge was called at the fake server; today's re-test rows at
+    the same server say ``official: false``. Same judge, same host: decide keeps or reverts, and it names the judge
+    as the scorecard counts it (not official, on either side)."""
+    run_dir, retest = _old_round(project, f"http://{FAKE_HOST}/v1", JUDGED_HERE_TODAY)
+    snap = loop_state.snapshot_dir(project, 1)
+    assert _official_on_the_scorecard(snap) == 0 and _official_on_the_scorecard(run_dir) == 0
+    record = decide.run_decision(project, "v1", "loop")
+    assert (record["net"], record["decision"]) == (2, "keep")
+    assert record["judge"] == "openai:gpt-4o-2024-08-06"  # not "the official judge": the scorecard says it is not
+
+
+def test_old_rows_at_the_official_host_against_todays_rows_at_another_host_are_different_judges(project, capsys):
+    """The same model called at api.openai.com before and at the fake server after: the official judge against one
+    that is not (the scorecard says so of each side), refused as before."""
+    run_dir, retest = _old_round(project, "https://api.openai.com/v1", JUDGED_HERE_TODAY)
+    assert _official_on_the_scorecard(loop_state.snapshot_dir(project, 1)) == 12
+    code = run_main(decide_cli.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"different judges on {len(retest)} item(s)" in err
+    assert "the official judge before, openai:gpt-4o-2024-08-06 after" in err
+    assert "judge the re-test at the endpoint the baseline was judged at" in err
+
+
+def test_old_rows_at_a_host_that_is_not_official_against_a_successor_are_still_different_judges(project, capsys):
+    successor = {"official": False, "successor": True, "provider": "openai", "model": "o3-2025-04-16",
+                 "requested_model": "o3-2025-04-16", "endpoint_host": FAKE_HOST}
+    _old_round(project, f"http://{FAKE_HOST}/v1", successor)
+    code = run_main(decide_cli.main, ["--project", str(project), "--snapshot", "v1", "--run-id", "loop"])
+    err = capsys.readouterr().err
+    assert code == 2 and "openai:gpt-4o-2024-08-06 before, the successor openai:o3-2025-04-16 after" in err

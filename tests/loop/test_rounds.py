@@ -21,7 +21,7 @@ from lme.loop import steps as loop_steps
 from lme.cli import rounds
 from lme.store import run_store
 from lme.core.errors import UserError, run_main
-from loop_testing import git, item_ids, make_loop_project, measure_noise_floor, write_run
+from loop_testing import git, item_ids, make_loop_project, make_row, measure_noise_floor, write_run
 
 
 def test_init_creates_counter_at_zero_and_history_once(tmp_path):
@@ -443,3 +443,29 @@ def test_finish_killed_at_any_point_between_its_writes_then_run_again_ends_as_if
         assert _no_shas(loop_steps.finish(project, "loop")) == _no_shas(summary), f"killed after write {writes}"
         assert _outcome(project) == expected, f"killed after write {writes}"
     assert points >= 10  # the pre-record, the revert, the restore, the rescore, the applied record, six rows, commit
+
+
+def test_a_round_over_rows_an_older_version_flagged_official_finishes_and_the_next_begins(loop_project):
+    """Issue 38, 3: the baseline's rows (an older version's) say ``official: true`` although their judge was called
+    at the fake server; the re-test's rows (today's) at the same server say ``official: false``. The scorecard calls
+    both not official, so finish decides (no "different judges") and the next round begins: no wedge, no bump."""
+    project, types, labels = loop_project
+    endpoints = {"openai": "http://127.0.0.1:8123/v1"}
+
+    def judged_at_the_fake_server():
+        path = project / ".longmemeval-benchmarks" / "runs" / "loop" / "run-meta.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "endpoints": endpoints}))
+
+    judged_at_the_fake_server()
+    measure_noise_floor(project, "loop")
+    assert loop_steps.begin(project, "loop") == 1
+    _write_fix(project)
+    loop_steps.commit_fix(project)
+    today = {"official": False, "endpoint_host": "127.0.0.1:8123", "requested_model": "gpt-4o-2024-08-06",
+             "request_shape": {"family": "upstream", "max_tokens": 10, "temperature": 0, "n": 1}}
+    wrong = [q for q, ok in labels.items() if not ok][:2]
+    write_run(project, "loop", types, {q: True for q in wrong},
+              rows={q: make_row(q, types[q], True, judgment=today) for q in wrong})
+    judged_at_the_fake_server()
+    assert loop_steps.finish(project, "loop").startswith("KEEP")
+    assert loop_steps.begin(project, "loop") == 2

@@ -598,7 +598,9 @@ class Verdict:
     """The model id the API returned (or the offline judge's name)."""
     requested_model: str
     official: bool
-    """True only for upstream's prompt, sent to openai gpt-4o-2024-08-06 with upstream's settings."""
+    """What the judge's rule said when the verdict was made (upstream's prompt, sent to openai gpt-4o-2024-08-06
+    with upstream's settings at an official host). Older versions wrote True at any host: read a row's through
+    ``verdict_sources.classify`` (the scorecard's rule), never alone."""
     prompt_sha256: str | None = None
     template_sha256: str | None = None
     """sha256 of the upstream ``evaluate_qa.py`` the prompt came from."""

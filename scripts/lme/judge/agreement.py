@@ -50,10 +50,9 @@ def official_records(project: Path, run_id: str | None, archive: Path | None, *,
     run_dir = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run_id or ""))
     if not run_store.has_meta(run_dir):
         raise UserError(f"no run {run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
-    lines = []
+    lines, endpoints = [], verdict_archive.run_endpoints(run_dir)
     for row in run_store.iter_rows(run_dir):
-        host = None if row.judgment is None else verdict_archive.run_host(run_dir, row.judgment.provider)
-        line = verdict_archive.verdict_line(row, f"run {run_dir.name}", fallback_host=host)
+        line = verdict_archive.verdict_line(row, f"run {run_dir.name}", endpoints=endpoints)
         if line is not None:
             lines.append(line)
     last = {line["question_id"]: line for line in lines}  # the last row per question is its result

@@ -57,10 +57,11 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from lme.core import fileio
 from lme.core.clock import utc_now, utc_now_precise
-from lme.core.endpoint_urls import host_of, is_official_host
+from lme.core.endpoint_urls import is_official_host
 from lme.core.errors import UserError
 from lme.core.facts import STATE_DIR, VERDICT_ARCHIVE, is_official_judge
 from lme.core.run_records import ResultRow
+from lme.judge import verdict_sources
 from lme.judge.request_shapes import is_upstream_shape
 from lme.store import run_store
 
@@ -431,22 +432,20 @@ def made_line(item: Any, verdict: Any, by: str) -> dict[str, Any] | None:
     }
 
 
-def verdict_line(row: ResultRow, source: str, *, fallback_host: str | None = None) -> dict[str, Any] | None:
-    """The archive line for a result row, or None when the row holds no official verdict by the rule above.
+def verdict_line(row: ResultRow, source: str, *, endpoints: Mapping[str, Any] | None = None
+                 ) -> dict[str, Any] | None:
+    """The archive line for a result row, or None when the row holds no official verdict, by the scorecard's rule
+    (``verdict_sources.classify``: never the row's stored flag alone), or none made where its run recorded.
 
-    ``fallback_host``: for a row written before verdicts recorded their host, the host its run recorded for the
-    judge's provider (run-meta ``endpoints``). A row whose verdict came from the archive keeps that line's
-    origin (it was not made by this row)."""
+    ``endpoints``: the run's run-meta ``endpoints``, the host of a row written before verdicts recorded theirs. A
+    row with no host anywhere stays out (unlike the scorecard, which trusts it: the archive serves its lines as
+    official to later runs); one whose verdict came from the archive keeps that line's origin (it made none)."""
     verdict = row.judgment
-    if not row.judged or verdict is None or verdict.official is not True or not verdict.prompt_sha256:
+    if not row.judged or verdict is None or not verdict.prompt_sha256:
         return None
-    if not is_official_judge(verdict.provider, verdict.model) or verdict.successor:
-        return None
-    host = verdict.endpoint_host or fallback_host
+    host, why = verdict_sources.classify(verdict, endpoints)
     archived = verdict.source == "archive"
-    if not (is_official_host(verdict.provider, host) or (archived and host is None)):
-        return None
-    if not is_upstream_shape(verdict.request_shape):
+    if why is not None or (host is None and not archived):
         return None
     origin = dict(verdict.origin) if archived and verdict.origin else {"kind": "made", "by": source}
     return {
@@ -461,12 +460,10 @@ def verdict_line(row: ResultRow, source: str, *, fallback_host: str | None = Non
     }
 
 
-def run_host(run: Path, provider: str | None) -> str | None:
-    """The host run-meta recorded for ``provider`` (rows written before verdicts carried one)."""
+def run_endpoints(run: Path) -> Mapping[str, Any] | None:
+    """The endpoints run-meta recorded (``verdict_line``'s ``endpoints``), None when it recorded none."""
     meta = run_store.peek_meta(run) or {}
-    endpoints = meta.get("endpoints") if isinstance(meta.get("endpoints"), dict) else {}
-    url = endpoints.get(provider) if provider else None
-    return host_of(url) if isinstance(url, str) and url not in ("default", "unknown") else None
+    return meta.get("endpoints") if isinstance(meta.get("endpoints"), dict) else None
 
 
 def runs_rows(runs_dir: Path, only: set[str] | None = None) -> Iterator[tuple[Path, ResultRow]]:
@@ -482,15 +479,14 @@ def run_verdicts(runs_dir: Path, skipped: list[int] | None = None, *, made_only:
     """The official verdicts of every run (and shard) under ``runs_dir``, oldest run first; ``skipped`` (a one-item
     list) counts the judged rows left out as not official. ``made_only``: without the rows that took their verdict
     from the archive (they made none)."""
-    hosts: dict[tuple[Path, str], str | None] = {}
+    endpoints: dict[Path, Mapping[str, Any] | None] = {}
     for run, row in runs_rows(runs_dir, only):
         verdict = row.judgment
         if not row.judged or verdict is None or (made_only and verdict.source == "archive"):
             continue
-        key = (run, verdict.provider)
-        if key not in hosts:
-            hosts[key] = run_host(run, verdict.provider)
-        line = verdict_line(row, f"run {run.name}", fallback_host=hosts[key])
+        if run not in endpoints:
+            endpoints[run] = run_endpoints(run)
+        line = verdict_line(row, f"run {run.name}", endpoints=endpoints[run])
         if line is not None:
             yield line
         elif skipped is not None and verdict.provider != "offline":

@@ -28,7 +28,8 @@ from lme.store import run_store
 from lme.score import trigger_set
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
-from lme.core.facts import DECISIONS_FILE
+from lme.core.facts import DECISIONS_FILE, OFFICIAL_JUDGE_MODEL, resolve_judge_model
+from lme.judge import verdict_sources
 from lme.loop.rules import assert_on_loop_branch
 from lme.core.run_records import ResultRow
 
@@ -178,47 +179,74 @@ def run_decision(
     return _log_decision(project, record, retest, apply=apply)
 
 
-def judge_of(row: ResultRow) -> str | None:
+def judge_of(row: ResultRow, endpoints: Mapping[str, Any] | None = None) -> str | None:
     """Who made a row's verdict, as one name (None: not judged): the official judge (a call, the call cache or the
-    verdict archive alike), else ``provider:model``, marked when it is the run's successor judge."""
+    verdict archive alike), else ``provider:model``, marked when it is the run's successor judge. Official is
+    ``verdict_sources``' rule, the scorecard's, recomputed from what the row and its run (``endpoints``, run-meta's)
+    recorded: never the row's stored flag (older versions wrote ``true`` for the official model at any host)."""
     verdict = row.judgment
     if verdict is None:
         return None
-    if verdict.official:
+    if verdict_sources.is_official(verdict, endpoints):
         return "the official judge"
-    return f"{'the successor ' if verdict.successor else ''}{verdict.provider}:{verdict.requested_model}"
+    model = resolve_judge_model(verdict.requested_model or verdict.model)
+    return f"{'the successor ' if verdict.successor else ''}{verdict.provider}:{model}"
 
 
-def judge_mismatches(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]
-                     ) -> list[tuple[str, str, str]]:
+@dataclass(frozen=True)
+class JudgedRows:
+    """One side of a decision: its last row per item and its run's recorded endpoints (run-meta ``endpoints``)."""
+
+    rows: Mapping[str, ResultRow]
+    endpoints: Mapping[str, Any] | None = None
+
+    def judge(self, question_id: str) -> str | None:
+        row = self.rows.get(question_id)
+        return None if row is None else judge_of(row, self.endpoints)
+
+
+def judge_mismatches(snapshot: JudgedRows, run: JudgedRows) -> list[tuple[str, str, str]]:
     """``(question_id, snapshot's judge, run's judge)`` for each item both judged, by different judges: a run that
-    met a retired official judge mid-loop and judged its re-test with a successor, or a judge changed by hand."""
+    met a retired official judge mid-loop and judged its re-test with a successor, or a judge changed by hand. A row
+    the re-test left as it was is its own judge on both sides."""
     out = []
-    for q, row in run_rows.items():
-        before, after = (judge_of(snapshot_rows[q]) if q in snapshot_rows else None), judge_of(row)
+    for q, row in run.rows.items():
+        if snapshot.rows.get(q) == row:
+            continue
+        before, after = snapshot.judge(q), run.judge(q)
         if before is not None and after is not None and before != after:
             out.append((q, before, after))
     return out
 
 
-def common_judge(rows: Mapping[str, ResultRow], ids: Sequence[str]) -> str | None:
+def common_judge(run: JudgedRows, ids: Sequence[str]) -> str | None:
     """Who judged the re-tested items (``judge_of``; one judge: mixed judges are refused first), None if none."""
-    return next((j for j in (judge_of(rows[q]) for q in ids if q in rows) if j is not None), None)
+    return next((j for j in (run.judge(q) for q in ids) if j is not None), None)
 
 
-def _refuse_mixed_judges(round_no: int, run_id: str, snap_rows: Mapping[str, ResultRow],
-                         run_rows: Mapping[str, ResultRow]) -> None:
+def _refuse_mixed_judges(round_no: int, run_id: str, snapshot: JudgedRows, run: JudgedRows) -> None:
     """A keep or revert on items judged by two judges would measure the judges, not the fix: refused, always."""
-    mixed = judge_mismatches(snap_rows, run_rows)
+    mixed = judge_mismatches(snapshot, run)
     if mixed:
         q, before, after = mixed[0]
         raise UserError(
             f"snapshot v{round_no} and run {run_id} were judged by different judges on {len(mixed)} item(s) "
             f"(e.g. {q}: {before} before, {after} after): their difference is not the fix's",
-            fix="judge the baseline and the re-test with one judge: after the official judge retired, rounds.py "
-                "successor-baseline voids this round (its fix reverted) and takes a new baseline judged by the "
-                "user's calibrated successor throughout (references/judging-after-2027-01-14.md, \"The loop across "
-                "the day\")")
+            fix=_one_judge_fix(before, after))
+
+
+def _one_judge_fix(before: str, after: str) -> str:
+    """How to judge both sides with one judge: the same endpoint when only where the judge was called differs (the
+    scorecard's ``verdicts.endpoints`` names each side's), else a successor baseline after the official judge
+    retired."""
+    other = after if before == "the official judge" else before if after == "the official judge" else ""
+    if other.endswith(f":{OFFICIAL_JUDGE_MODEL}") and not other.startswith("the successor "):
+        return ("judge the re-test at the endpoint the baseline was judged at (official: api.openai.com or an Azure "
+                "OpenAI resource; each scorecard's verdicts.endpoints names its hosts), then decide again")
+    return ("judge the baseline and the re-test with one judge: after the official judge retired, rounds.py "
+            "successor-baseline voids this round (its fix reverted) and takes a new baseline judged by the "
+            "user's calibrated successor throughout (references/judging-after-2027-01-14.md, \"The loop across "
+            "the day\")")
 
 
 def _ready_pair(project: Path, snapshot: str, run_id: str, *, allow_errors: bool) -> _ReadyPair:
@@ -230,7 +258,8 @@ def _ready_pair(project: Path, snapshot: str, run_id: str, *, allow_errors: bool
     run_dir = run_store.existing_run_dir(project, run_id)
     snap_rows = run_store.load_results(snap_dir)
     run_rows = run_store.load_results(run_dir)
-    _refuse_mixed_judges(round_no, run_id, snap_rows, run_rows)
+    _refuse_mixed_judges(round_no, run_id, JudgedRows(snap_rows, run_store.read_meta(snap_dir).endpoints),
+                         JudgedRows(run_rows, run_store.read_meta(run_dir).endpoints))
     problems = readiness_problems(snap_rows, run_rows)
     if problems and not allow_errors:
         raise UserError(
@@ -299,7 +328,7 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
         "applied": False,
         "revert_commit": None,
         "readiness_problems": list(pair.problems),
-        "judge": common_judge(pair.run_rows, retest.ids),
+        "judge": common_judge(JudgedRows(pair.run_rows, run_store.read_meta(pair.run_dir).endpoints), retest.ids),
     }
     try:
         record["retest_figures"] = loop_state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_record()

@@ -1,7 +1,7 @@
 """``metrics.json`` ``official_estimate``: a run's figures as the official judge would likely have given them, where
 some labels came from a successor (or the run's own non-official judge) rather than the official judge.
 
-Which labels are official and which a non-official judge gave is ``judge_provenance.classify``'s rule (the
+Which labels are official and which a non-official judge gave is ``verdict_sources.classify``'s rule (the
 ``verdicts`` block counts by it). Each non-official judge's calibration is the record its ``verdicts.successors``
 or ``judge_agreement`` block cites: the latest ``judge_agreement.py`` measurement of that candidate with the same
 request shape. Official labels count as they are; the others are corrected by ``official_estimate`` (Rogan-Gladen,
@@ -21,9 +21,8 @@ from typing import Any, Mapping
 
 from lme.core.facts import is_abstention, is_offline, resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
-from lme.judge import agreement as judge_agreement
+from lme.judge import agreement as judge_agreement, verdict_sources
 from lme.judge.request_shapes import describe as describe_shape
-from lme.score import judge_provenance
 from lme.score import official_estimate as est
 from lme.score.scorecard_record import (EstimateCalibration, EstimatedFigure, OfficialEstimate, Scorecard,
                                         SourceEstimate, SourceSpread)
@@ -78,7 +77,7 @@ class _Split:
         if not row.judged or verdict is None:
             return
         scopes = [self.by_type.setdefault(qtype, _Labels())] + ([self.abstention] if is_abstention(qid) else [])
-        why = "offline" if is_offline(verdict.provider) else judge_provenance.classify(meta, verdict)[1]
+        why = "offline" if is_offline(verdict.provider) else verdict_sources.classify(verdict, meta.endpoints)[1]
         if why is None:
             self.official += 1
             for labels in scopes:

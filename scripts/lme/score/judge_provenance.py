@@ -3,10 +3,10 @@ comparability notes: the three counts (official judged live, official from the v
 endpoint hosts verdicts were made at, each invocation's judge endpoint, a successor's calibration (or
 "uncalibrated"), and why a verdict of the official judge is not official (endpoint, request shape, prompt).
 
-A verdict is official by ``judge_official``'s rule; a row written before verdicts recorded their host is judged by
-the host its run recorded (run-meta ``endpoints``), as before. The run is comparable only if every verdict is
-official: a run whose verdicts come from more than one endpoint says so, and a successor's verdict makes the mixed
-figure not official whatever its calibration.
+A verdict is official by ``verdict_sources.classify`` (the one rule, recomputed from what the row and its run
+recorded; a row written before verdicts recorded their host is judged by the host its run recorded, run-meta
+``endpoints``). The run is comparable only if every verdict is official: a run whose verdicts come from more than
+one endpoint says so, and a successor's verdict makes the mixed figure not official whatever its calibration.
 """
 
 from __future__ import annotations
@@ -14,48 +14,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from lme.core.endpoint_urls import host_of, is_official_endpoint, is_official_host, redact
-from lme.core.facts import is_official_judge, resolve_judge_model
-from lme.core.records import Verdict
+from lme.core.endpoint_urls import is_official_endpoint, is_official_host, redact
+from lme.core.facts import resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
 from lme.judge import agreement as judge_agreement, verdict_archive, verdict_sources
-from lme.judge.request_shapes import describe as describe_shape, is_upstream_shape
-
-
-def _legacy_host(meta: RunMeta, provider: str | None) -> str | None:
-    url = meta.endpoints.get(provider) if provider else None
-    return host_of(url) if isinstance(url, str) and url not in ("default", "unknown") else None
-
-
-def _why_not(verdict: Any, host: str | None, unrecorded: bool) -> str | None:
-    """Why a verdict of the official judge's model is not official: ``endpoint``, ``shape``, ``prompt``; None
-    when it is official (a row with no host anywhere is trusted as before hosts were recorded)."""
-    if getattr(verdict, "successor", False):
-        return "successor"
-    if not is_official_judge(verdict.provider, verdict.model):
-        return "judge"
-    if not unrecorded and not is_official_host(verdict.provider, host):
-        return "endpoint"
-    if not is_upstream_shape(verdict.request_shape):
-        return "shape"
-    if verdict.official is not True:
-        return "prompt"
-    return None
-
-
-def classify(meta: RunMeta, verdict: Verdict) -> tuple[str | None, str | None]:
-    """(the host a verdict was made at, why it is not official): the reason is None for an official verdict,
-    ``successor``, ``judge`` (another judge than the official one) or one of ``_why_not``'s and the archive's."""
-    archived = verdict.source == "archive"
-    host = verdict.endpoint_host or (None if archived else _legacy_host(meta, verdict.provider))
-    if archived and host is None and not verdict.successor:  # where it was made is unknown
-        # served by an older version from an older archive line: recorded not official; since origins are
-        # recorded, an imported line without a host is its author's claim (``origins`` names the file)
-        return host, "archive_without_endpoint" if verdict.origin is None else _why_not(verdict, host, True)
-    why = _why_not(verdict, host, verdict.endpoint_host is None and host is None)
-    if why == "endpoint" and verdict.endpoint_host is None:
-        why = "endpoint_unrecorded"  # the run's recorded endpoint decides (the note says which)
-    return host, why
+from lme.judge.request_shapes import describe as describe_shape
 
 
 def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str, Any]:
@@ -73,7 +36,7 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
         verdict = row.judgment
         if not row.judged or verdict is None or verdict.provider == "offline":
             continue
-        host, why = classify(meta, verdict)
+        host, why = verdict_sources.classify(verdict, meta.endpoints)
         if verdict.endpoint_host is None:
             unrecorded += 1
         hosts[host or "unrecorded"] += 1
