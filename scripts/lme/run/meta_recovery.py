@@ -139,9 +139,10 @@ def _way_out(settings: RunSettings, run_id: str, makers: RowMakers) -> str:
     flags = ["run_benchmark.py", "--run-id", run_id]
     if settings.shard is not None:
         flags += ["--shard", f"{settings.shard[0]}/{settings.shard[1]}"]
-    for name, provider, model in makers.targets:
+    mine = {(settings.target, settings.target_provider, settings.target_model)}
+    for name, provider, model in makers.targets or mine:  # rows that recorded none (a judge: successor rows only)
         flags += ["--target", name, "--target-model", f"{provider}:{model}"]
-    for provider, model in makers.judges:
+    for provider, model in makers.judges or {(settings.judge_provider, settings.judge_model)}:
         flags += ["--judge-model", f"{provider}:{model}"]
     code = " (and the code that made them)" if makers.codes else ""
     return (f"{restore}; or resume it with the settings its rows recorded{code}: "
