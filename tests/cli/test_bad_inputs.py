@@ -603,6 +603,11 @@ CASES: list[Case] = [
     case(ARGS_S, "run-id-with-a-newline", f"{RUN} --run-id 'r2\nerror: fake'"),
     case(FS_S, "run-meta-nan", f"{RESUME} --run-id {RUN_ID}", lambda p: (p / R1 / "run-meta.json").write_text(
         (p / R1 / "run-meta.json").read_text().replace('"duration_seconds": ', '"duration_seconds": NaN, "x": ', 1))),
+    # a run-meta.json gone or broken: a resume takes nothing from the config alone (issue 38, finding 5)
+    case(FS_S, "resume-run-meta-empty", f"{RESUME} --run-id {RUN_ID}", write(f"{R1}/run-meta.json", "")),
+    case(FS_S, "resume-run-meta-missing", f"{RESUME} --run-id {RUN_ID}", remove(f"{R1}/run-meta.json")),
+    case(FS_S, "resume-run-meta-empty-rows-of-another-reader", f"{RESUME} --run-id {RUN_ID} --target-model "
+         "openai:gpt-4o-mini --judge-model openai:gpt-4o", write(f"{R1}/run-meta.json", ""), PAID, server="ok"),
     case(FS_S, "results-line-nesting-bomb", f"{RESUME} --run-id {RUN_ID}", lambda p: (p / R1 / "item-results.jsonl")
          .write_bytes(b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n" + (p / R1 / "item-results.jsonl").read_bytes())),
     case(FS_S, "confirmation-nesting-bomb", "rounds.py status", write(".max_effort_round", "0\n"),
@@ -616,6 +621,9 @@ CONTROLS: list[Case] = [
     case("control", "paid-openai-run", PAID_RUN, PAID, server="ok"),
     case("control", "paid-anthropic-run", PAID_RUN, PAID_ANTHROPIC, server="ok"),
     case("control", "scorecard-r1", f"scorecard.py --run-id {RUN_ID}"),
+    case("control", "resume-r1-without-its-run-meta-naming-the-models-its-rows-recorded",
+         f"{RESUME} --run-id {RUN_ID} --target offline --target-model offline:extractive --judge-model "
+         "offline:offline-containment-v1", write(f"{R1}/run-meta.json", "")),
     case("control", "preflight-paid", "preflight.py", PAID, server="ok"),
     case("control", "setup-after-removing-the-config", SETUP, remove(CONFIG)),
     case("control", "setup-in-the-background", f"{SETUP} --background", remove(CONFIG)),

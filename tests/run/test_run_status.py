@@ -188,3 +188,20 @@ def test_the_script_runs_from_the_shell_with_its_exit_status(tmp_path):
     none = subprocess.run([sys.executable, str(run_status.SCRIPTS / "run_status.py")], cwd=project,
                           capture_output=True, text=True)
     assert none.returncode == 2 and "Traceback" not in none.stderr
+
+
+@pytest.mark.parametrize("content", ["", "{not json"])
+def test_a_completed_run_whose_run_meta_is_broken_is_broken_never_never_started_and_has_no_resume_line(
+        tmp_path, capsys, content):
+    project = make_project(tmp_path / "p")
+    offline_run(project, "b")
+    meta_path = run_dir(project, "b") / "run-meta.json"
+    meta_path.write_text(content)
+    capsys.readouterr()
+    assert status(project, "--run-id", "b") == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].startswith("broken") and f"{N_SAMPLE}/{N_SAMPLE} done" in lines[0], out
+    assert len(lines) == 2 and "metadata is broken" in lines[1] and str(meta_path) in lines[1], out
+    assert "never started" not in out and "run_benchmark.py" not in out and "/longmemeval:" not in out
+    assert "delete" not in out.lower()

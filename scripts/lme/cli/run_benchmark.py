@@ -48,6 +48,7 @@ from lme.run import dry_run
 from lme.judge import official as judge_official
 from lme.loop import rules as loop_rules
 from lme.run import preflight
+from lme.run import meta_recovery
 from lme.models import provider_probe
 from lme.models import provider_routes
 from lme.models import recent_probes
@@ -129,6 +130,10 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     cfg = config_mod.load_config(project)
     settings = run_settings.resolve(cfg, args, project)
     _refuse_misuse(args, settings)
+    named = bool(args.offline or (args.target_model and args.judge_model))  # not the config's alone
+    lost = meta_recovery.check(settings, args.run_id, named=named)  # no readable run-meta: its rows' settings
+    if lost and not args.worker:
+        print(lost, file=sys.stderr)
     unattended_gate.check_worker(args)
     loop_session = unattended.loop_session(loop_flag=args.loop)
     if loop_session is not None:  # an agent with standing permissions: code only from the config

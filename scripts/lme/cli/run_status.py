@@ -14,7 +14,9 @@ States and exit status: ``completed`` 0; ``running`` 4; ``failed`` 1 (resumable;
 ``--max-cost`` cap was reached; resume with a higher cap; or a batch was cancelled: resume to submit the rest);
 ``dead`` 1: run-meta says running but no process writes
 the run (killed, machine restarted) or the background worker exited before starting it; prints the resume
-command. A user mistake (unknown run id, bad arguments) is one line and exit 2.
+command. ``broken`` 1: its run-meta.json cannot be read (empty, not JSON, not a run-meta) or is missing though the
+run has rows; says which file and what is wrong, and prints no resume command (a resume checks the run's rows
+first: ``run_benchmark.py --run-id``). A user mistake (unknown run id, bad arguments) is one line and exit 2.
 """
 
 from __future__ import annotations

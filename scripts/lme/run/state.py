@@ -13,6 +13,7 @@ from lme.core.endpoint_urls import redact
 from lme.data import dataset
 from lme.data import dataset_scans
 from lme.data import fingerprints
+from lme.run import meta_recovery
 from lme.run import provenance
 from lme.models import providers
 from lme.store import run_store
@@ -172,6 +173,7 @@ def open_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     A shard also checks the run's root meta, which the first shard writes, so shards of one run agree.
     """
     meta, manifest = check_run(settings, run_id, root, work, scanned, loop_check, code)
+    meta_recovery.keep_broken(work)  # a broken run-meta the resume may replace (its rows allowed it): kept aside
     if not run_store.has_meta(root) or not run_store.manifest_path(root).exists():
         run_store.write_manifest(root, manifest)  # a new run's item set (a start that crashed may have left one)
     return meta, manifest
@@ -189,10 +191,9 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     layout = _shard_layout_conflicts(root, settings.shard)
     if layout:
         raise UserError(f"cannot write run {run_id} this way: " + "; ".join(layout))
-    meta_dir = work
-    if not run_store.has_meta(work) and settings.shard is not None and run_store.has_meta(root):
-        meta_dir = root  # this shard is new: the run's own settings are in the root meta
-    meta = run_store.read_meta(meta_dir) if run_store.has_meta(meta_dir) else None
+    meta_recovery.check(settings, run_id, code)  # no readable run-meta: only the settings its rows recorded
+    meta_dir = meta_recovery.meta_dir(settings, root)  # a new shard: the run's own settings are in the root meta
+    meta = None if meta_recovery.lost_meta(meta_dir) else run_store.read_meta(meta_dir)
     manifest, ds = _run_items(settings, meta, root, scanned)
     if meta is None or meta_dir != work:
         fresh = new_meta(run_id, settings, ds, code)
@@ -225,7 +226,8 @@ def _run_items(settings: RunSettings, meta: RunMeta | None, root: Path,
     unchanged = stored.get("path") == settings.dataset_path and all(
         stored.get(k) == v for k, v in _file_stamp(settings).items()
     )
-    manifest = run_store.read_manifest(root) if meta is not None and run_store.manifest_path(root).exists() else None
+    kept = meta is not None or next(iter(run_store.iter_rows(root)), None) is not None  # rows: its items were chosen
+    manifest = run_store.read_manifest(root) if kept and run_store.manifest_path(root).exists() else None
     if manifest is not None and unchanged:
         return manifest, dict(stored)
     scan, ds = scanned or build_manifest(settings)
@@ -261,8 +263,8 @@ def check_resume_max(settings: RunSettings, run_id: str | None) -> None:
         return
     root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
     meta_dir = root if run_store.has_meta(root) else run_store.shard_dir(root, settings.shard)
-    if not run_store.has_meta(meta_dir) or not run_store.manifest_path(root).exists():
-        return
+    if meta_recovery.lost_meta(meta_dir) or not run_store.manifest_path(root).exists():
+        return  # no readable run-meta: the resume's own check (meta_recovery) speaks first
     meta = run_store.read_meta(meta_dir)
     refuse_another_item_set(settings, run_id, run_store.read_manifest(root), dict(meta.dataset))
 

@@ -25,7 +25,7 @@ from lme.store import batch_ledger
 POLL_S = 1.0
 """Seconds between two looks at the run's files while ``--wait`` blocks."""
 EXIT_BY_STATE = {"completed": 0, "running": 4, "failed": 1, "dead": 1, "blocked": 3, "interrupted": 130,
-                 "paused": 6}
+                 "paused": 6, "broken": 1}
 SCRIPTS = Path(__file__).resolve().parents[2]
 
 
@@ -212,6 +212,9 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
         info = worker if directory == root else background.read_worker(directory)
         if background.worker_alive(info):
             return "running", meta, info, None
+    broken = _broken_meta(root) if meta is None else None
+    if broken is not None:  # never "never started": the run has rows or a run-meta nobody can read
+        return "broken", meta, worker, f"the run's metadata is broken: {broken}; {BROKEN_WAY_OUT}"
     if meta is None:
         if worker is not None:
             return "dead", meta, worker, "the background worker exited before it wrote run-meta.json; see its log"
@@ -230,6 +233,19 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
     if status == "failed" and meta.get("exit_status") == 3:
         return "blocked", meta, worker, None
     return status, meta, worker, None
+
+
+BROKEN_WAY_OUT = ("restore run-meta.json from a copy of the run, or resume it with the settings its rows recorded "
+                  "(a resume that cannot continue them says which)")
+
+
+def _broken_meta(root: Path) -> str | None:
+    """Why the run's run-meta cannot be read (the store's verdict), or that it is missing though the run has rows;
+    None: it reads, or the run never wrote anything."""
+    fault = run_store.meta_fault(root)
+    if fault is None and not run_store.has_meta(root) and next(iter(run_store.iter_rows(root)), None) is not None:
+        return f"{run_store.meta_path(root)} is missing, but the run has rows"
+    return fault
 
 
 FULL_BELOW_BYTES = 1 << 20

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lme.core import fileio
+from lme.core.errors import UserError
 from lme.core.run_records import Manifest, RunMeta
 from lme.store import meta_migrations
 from lme.store.run_layout import MANIFEST_FILE, META_FILE, shard_dirs
@@ -22,6 +23,11 @@ def has_meta(directory: Path) -> bool:
     return meta_path(directory).is_file()
 
 
+RESTORE_FIX = "restore it from a copy of the run; never delete it: `run_benchmark.py --run-id` of the run says how to go on"
+"""What to do about a broken run-meta.json. Never "delete it": a resume would then know the run only from today's
+config (issue 38); the resume's refusal (``lme.run.meta_recovery``) names the settings the run's rows recorded."""
+
+
 def read_meta(directory: Path) -> RunMeta:
     """The directory's run-meta, schema-checked (UserError when missing or invalid), an old run's brought up to
     date by ``meta_migrations``."""
@@ -29,7 +35,21 @@ def read_meta(directory: Path) -> RunMeta:
 
 
 def _meta_at(path: Path) -> RunMeta:
-    return RunMeta.from_dict(meta_migrations.migrate(read_json(path, schema="run-meta")))
+    return RunMeta.from_dict(meta_migrations.migrate(read_json(path, schema="run-meta", fix=RESTORE_FIX)))
+
+
+def meta_fault(directory: Path) -> str | None:
+    """Why the directory's run-meta.json is broken (empty, not JSON, not a run-meta: ``read_meta``'s own line,
+    without its fix), or None when it is absent or reads. The one "broken" verdict: status and resume ask here."""
+    path = meta_path(directory)
+    if not (path.exists() or path.is_symlink()):
+        return None
+    try:
+        _meta_at(path)
+    except UserError as err:
+        text = str(err)
+        return text[: -len(f" ({RESTORE_FIX})")] if text.endswith(f"({RESTORE_FIX})") else text
+    return None
 
 
 def peek_json(path: Path) -> dict[str, Any] | None:
@@ -72,8 +92,9 @@ def write_manifest(root: Path, manifest: Manifest) -> None:
 
 
 def stored_settings(root: Path) -> dict[str, Any] | None:
-    """The settings the run was started with (the root's run-meta, else the first shard's), or None."""
-    for path in [meta_path(root), *shard_meta_paths(root)]:
-        if path.is_file():
-            return dict(_meta_at(path).settings)
+    """The settings the run was started with (the root's run-meta, else the first shard's), or None (none reads:
+    ``lme.run.meta_recovery`` decides whether the run may go on)."""
+    for directory in [root, *shard_dirs(root)]:
+        if has_meta(directory) and meta_fault(directory) is None:  # a broken one: the resume's check says so
+            return dict(read_meta(directory).settings)
     return None

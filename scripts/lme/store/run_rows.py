@@ -51,9 +51,10 @@ def _checker(schema: str):
     return check
 
 
-def read_json(path: Path, *, schema: str | None = None) -> Any:
-    """Read one JSON file; with ``schema``, check its ``schemaVersion`` major and validate it."""
-    return fileio.read_json(path, check=None if schema is None else _checker(schema))
+def read_json(path: Path, *, schema: str | None = None, fix: str = "fix or delete the file") -> Any:
+    """Read one JSON file; with ``schema``, check its ``schemaVersion`` major and validate it. ``fix``: what to do
+    about a file that is not JSON."""
+    return fileio.read_json(path, check=None if schema is None else _checker(schema), fix=fix)
 
 
 def iter_jsonl(path: Path, *, schema: str | None = None) -> Iterator[tuple[int, dict]]:

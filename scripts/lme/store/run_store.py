@@ -71,6 +71,7 @@ from lme.store.run_rows import (  # noqa: F401  (re-exported: the store's one fa
 from lme.store.run_meta import (  # noqa: F401  (re-exported: the store's one face)
     has_meta,
     manifest_path,
+    meta_fault,
     meta_path,
     peek_json,
     peek_meta,
