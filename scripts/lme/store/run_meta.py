@@ -23,7 +23,8 @@ def has_meta(directory: Path) -> bool:
     return meta_path(directory).is_file()
 
 
-RESTORE_FIX = "restore it from a copy of the run; never delete it: `run_benchmark.py --run-id` of the run says how to go on"
+RESTORE_FIX = ("restore it from a copy of the run; never delete it: `run_benchmark.py --run-id` of the run says how "
+               "to go on")
 """What to do about a broken run-meta.json. Never "delete it": a resume would then know the run only from today's
 config (issue 38); the resume's refusal (``lme.run.meta_recovery``) names the settings the run's rows recorded."""
 
