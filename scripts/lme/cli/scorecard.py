@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
+from lme.core import fileio
 from lme.core import unattended
 from lme.report import outputs as report_outputs
 from lme.store import run_store
@@ -69,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if n_total is not None and n_total <= 0:
         raise UserError(f"N_TOTAL must be positive, got {n_total}", fix="pass the number of items, e.g. 500")
 
+    runs_folder = (run_dir.parent,) if run_id is None else ()  # not the four-argument form's: any folder it names
+    fileio.clean_leftovers(args.project, *runs_folder)  # killed writes' temps
     return report_outputs.score_run(run_dir, args.project, report_outputs.ScoreOptions(
         n_total=n_total, variant=variant, run_id=run_id, fmt=args.format, charts=not args.no_charts,
         html=not args.no_html, history=args.history, compare=args.compare, force=args.force, rescore=args.rescore,

@@ -26,16 +26,18 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping
 
 from lme.core import bounded_json
 from lme.core.errors import UserError
-from lme.core.facts import STATE_DIR
+from lme.core.facts import STATE_DIR, UPSTREAM_DIR
 
 IsComplete = Callable[[dict], bool]
 """Whether a parsed last line is a whole record (a schema check); None: any JSON object is."""
@@ -237,7 +239,7 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     check_no_symlinks(path)  # mkstemp makes its file with O_EXCL: never through a link; os.replace replaces one
     try:
-        fd, tmp = _mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = _mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=_TEMP_SUFFIX)
     except OSError as err:  # name the file the caller wrote, not a temporary name
         raise OSError(err.errno, err.strerror, str(path)) from err
     try:
@@ -312,12 +314,121 @@ def ensure_writable_dir(path: Path) -> Path:
     if not path.is_dir():
         raise UserError(f"{path} exists and is not a directory", fix="choose another runs_dir")
     try:
-        fd, probe = _mkstemp(dir=path, prefix=".write-probe.")
+        fd, probe = _mkstemp(dir=path, prefix=".write-probe.", suffix=_TEMP_SUFFIX)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
         raise UserError(f"directory {path} is not writable ({e.strerror})", fix="fix its permissions or choose another runs_dir") from None
     return path
+
+
+# --------------------------------------------------------------------------- leftovers of killed writes
+
+STALE_TEMP_AGE_S = 3600.0
+"""How long (by mtime) a temp file or partial folder of ours stays untouched before ``clean_leftovers`` removes it.
+Several processes write in one project at once (the shards of a run, a background worker, the scorecard), so a
+sweep must never take a temp a live writer is about to rename: a write, even of a large report, renames its temp
+within seconds (a snapshot's copy touches its folder at each file), so one an hour old has no writer left: it was
+killed."""
+_TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"\A\..+\.[a-z0-9_]{8}\.tmp\Z", re.DOTALL)
+"""Our temps: ``.<name>.<mkstemp's or mkdtemp's 8 random characters>.tmp`` (``write_atomic_bytes``,
+``ensure_writable_dir``, ``make_temp_dir``)."""
+_OLD_SNAPSHOT_TEMP = re.compile(r"\A\.v[0-9]+\.[a-z0-9_]{8}\Z")
+"""A partial loop snapshot's folder as the snapshot step named it before ``make_temp_dir``: ``.v<round>.XXXXXXXX``."""
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is one our writers give their temp files and folders."""
+    return _TEMP_NAME.match(name) is not None
+
+
+def make_temp_dir(dest: Path) -> Path:
+    """A new empty folder beside ``dest`` to build it in before renaming it into place; a build killed on the way
+    leaves it behind, and ``clean_leftovers`` removes it once it is stale."""
+    import tempfile  # see _mkstemp
+
+    return Path(tempfile.mkdtemp(dir=Path(dest).parent, prefix=f".{Path(dest).name}.", suffix=_TEMP_SUFFIX))
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What a sweep removed: temp files and partial folders, and their bytes."""
+
+    count: int = 0
+    bytes: int = 0
+
+    def __add__(self, other: "Removed") -> "Removed":
+        return Removed(self.count + other.count, self.bytes + other.bytes)
+
+
+def clean_leftovers(project: str | os.PathLike[str], *folders: str | os.PathLike[str]) -> Removed:
+    """Remove the stale temps (``STALE_TEMP_AGE_S``) that killed writes left in the project's state folder and in
+    ``folders`` (a configured runs or cache folder; one outside the project is never searched), the upstream
+    checkout aside; says on stderr, in one line, what went when something did. Never follows a symbolic link,
+    never fails: a temp it cannot remove stays for the next start."""
+    project = os.path.abspath(project)
+    state = os.path.join(project, STATE_DIR)
+    roots = [state, *(os.path.abspath(f) for f in folders)]
+    inside = [r for r in roots if r.startswith(project + os.sep)]
+    roots = [r for r in dict.fromkeys(inside) if not any(r.startswith(o + os.sep) for o in inside)]
+    oldest = time.time() - STALE_TEMP_AGE_S
+    removed = Removed()
+    for root in roots:
+        if _is_real_dir(root):
+            removed += _sweep(root, oldest, skip=os.path.join(project, UPSTREAM_DIR))
+    if removed.count:
+        print(f"removed {removed.count} stale temporary file(s) or partial folder(s) left by killed writes "
+              f"({removed.bytes:,} bytes)", file=sys.stderr)
+    return removed
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _sweep(folder: str, oldest: float, *, skip: str) -> Removed:
+    removed = Removed()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if is_temp_name(entry.name) or _OLD_SNAPSHOT_TEMP.match(entry.name):
+                    removed += _remove_partial(entry.path, oldest)
+                elif entry.path != skip:
+                    removed += _sweep(entry.path, oldest, skip=skip)
+            elif entry.is_file(follow_symlinks=False) and is_temp_name(entry.name):
+                info = entry.stat(follow_symlinks=False)
+                if info.st_mtime < oldest:
+                    os.unlink(entry.path)
+                    removed += Removed(1, info.st_size)
+        except OSError:
+            continue  # gone meanwhile (another sweep), or not ours to remove: left for the next start
+    return removed
+
+
+def _remove_partial(folder: str, oldest: float) -> Removed:
+    """Remove a partial folder when nothing in it was touched since ``oldest`` (a live build touches it)."""
+    newest, size = os.lstat(folder).st_mtime, 0
+    for here, dirs, files in os.walk(folder):  # never into a linked folder
+        for name in dirs + files:
+            info = os.lstat(os.path.join(here, name))
+            newest = max(newest, info.st_mtime)
+            size += info.st_size if stat.S_ISREG(info.st_mode) else 0
+    if newest >= oldest:
+        return Removed()
+    import shutil  # here: few commands ever remove a partial folder
+
+    shutil.rmtree(folder)  # on POSIX through file descriptors: never follows a link swapped in meanwhile
+    return Removed(1, size)
 
 
 # --------------------------------------------------------------------------- appends

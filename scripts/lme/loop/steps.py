@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from lme.core import fileio
@@ -52,7 +51,7 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
     if not run_store.has_rows(source):
         raise UserError(f"run {run_id} has no {run_store.RESULTS_FILE} yet", fix="finish the baseline run first")
     fileio.make_dirs(dest.parent)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".v{round_no}."))
+    tmp = fileio.make_temp_dir(dest)  # a copy killed on the way: removed at a later start (clean_leftovers)
     try:
         run_store.copy_run(source, tmp)
         write_labels(tmp, run_store.load_results(source))

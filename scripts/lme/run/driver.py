@@ -300,6 +300,7 @@ def execute(settings: RunSettings, run_id: str | None, options: RunOptions | Non
                        t_start=t_start, options=options)
         if on_start is not None:
             on_start()
+        fileio.clean_leftovers(settings.project, settings.runs_dir, settings.cache_dir)  # killed writes' temps
         run.start()
         run.drive()
         code = run.finish()
