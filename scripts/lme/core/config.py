@@ -69,6 +69,20 @@ def rate_limits(cfg: Mapping[str, Any]) -> dict[str, dict[str, float]]:
             if isinstance(p, Mapping) and (p.get("rpm") is not None or p.get("tpm") is not None)}
 
 
+def moved_path(recorded: str, old_project: str | None, project: Path) -> str:
+    """A path a run recorded, where it is now: one under the project's recorded root, gone from there, is taken at
+    the same place under the project's current root (the project was moved); any other path is as recorded.
+    Content checks (the dataset's sha256, the judge file's hash) still decide whether it is the same file."""
+    path = Path(recorded)
+    if not old_project or path.exists() or not path.is_absolute():
+        return recorded
+    try:
+        inside = path.relative_to(old_project)
+    except ValueError:
+        return recorded
+    return str(Path(project) / inside)
+
+
 def resolve_path(project: Path, value: str | Path) -> Path:
     """A config path as an absolute path: relative values are taken from the project root; ``~`` expands. A loop of
     symbolic links is a UserError naming it."""

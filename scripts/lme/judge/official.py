@@ -54,7 +54,8 @@ from lme.core.records import LLM, ChatRequest, Verdict
 TEMPLATE_RELPATH = Path(JUDGE_TEMPLATE_RELPATH)
 PROMPT_FUNCTION = JUDGE_PROMPT_FUNCTION
 JUDGE_MAX_TOKENS = UPSTREAM_MAX_TOKENS
-SETUP_HINT = f"run {command_names.SETUP} (it clones xiaowu0162/LongMemEval) or set longmemeval_root in the config"
+SETUP_HINT = (f"pass --longmemeval-root <your LongMemEval checkout> (a run resumes with it), set longmemeval_root "
+              f"in the config for new runs, or run {command_names.SETUP} (it clones xiaowu0162/LongMemEval)")
 
 
 class JudgeInputError(UserError):

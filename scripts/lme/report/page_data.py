@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from lme.data import dataset
-from lme.core import fileio
+from lme.core import config, fileio
 from lme.store import prompt_store
 from lme.report import shown_paths
 from lme.core.facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abstention
@@ -123,7 +123,7 @@ class _DatasetView:
 
 def _dataset_note(meta: RunMeta, project: Path) -> tuple[Path | None, str | None]:
     ds = meta.dataset
-    path = Path(str(ds.get("path") or ""))
+    path = Path(config.moved_path(str(ds.get("path") or ""), meta.project, project))  # a moved project's own file
     named = shown_paths.shown(ds.get("path"), project) or "(none recorded)"
     if not ds.get("path") or not path.is_file():
         return None, (f"the run's dataset file {named} is not here: question dates and session texts are missing "

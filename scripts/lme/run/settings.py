@@ -161,6 +161,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     refuse_empty_values(args)
     stored = stored_run_settings(cfg, args.run_id, project)
     if stored:
+        stored = _relocated(stored, args, project)
         cfg = {**cfg, **{key: stored[name] for key, name in _RESUMED_FROM_META.items() if name in stored}}
     path = partial(_project_path, project)
     variant = dataset.resolve_variant(args.variant or cfg.get("variant") or "_s")
@@ -191,6 +192,37 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
     )
     batch_settings.check_settings(settings)
     return settings
+
+
+def _relocated(stored: Mapping[str, Any], args: argparse.Namespace, project: Path) -> dict[str, Any]:
+    """The run's recorded dataset and upstream checkout where they are now (``config.moved_path``: a moved
+    project's own files at its new place). A recorded dataset that is gone and not given again is refused: a
+    resume never picks another file by itself."""
+    out = dict(stored)
+    for name in ("dataset_path", "longmemeval_root"):
+        if out.get(name):
+            out[name] = config_mod.moved_path(str(out[name]), stored.get("project"), project)
+    if out.get("target"):
+        out["target"], out["target_options"] = moved_target(
+            str(out["target"]), out.get("target_options") or {}, stored.get("project"), project)
+    if out.get("dataset_path") and not args.dataset and not Path(out["dataset_path"]).exists():
+        raise UserError(f"the run's dataset file {out['dataset_path']} is gone (moved or renamed?)",
+                        fix="pass --dataset <its new place> (the resume checks its sha256), and "
+                            "--longmemeval-root <the upstream checkout> if that moved too")
+    return out
+
+
+_OPTION_PATHS = ("path", "cwd", "file")
+"""Target options that name a place: the ``python`` adapter's file, the ``command`` adapter's folder, the
+hypotheses file (checked by its sha256)."""
+
+
+def moved_target(name: str, options: Mapping[str, Any], old_project: str | None, project: Path
+                 ) -> tuple[str, dict[str, Any]]:
+    """A run's recorded target and options with the paths in them where they are now (``config.moved_path``)."""
+    def moved(value: Any) -> Any:
+        return config_mod.moved_path(value, old_project, project) if isinstance(value, str) and value else value
+    return moved(name), {key: moved(v) if key in _OPTION_PATHS else v for key, v in options.items()}
 
 
 def _project_path(project: Path, value: str | None) -> str | None:

@@ -20,7 +20,7 @@ from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import OFFLINE, is_official_judge, is_offline
 from lme.core.run_records import CodeVersion, Manifest, RunMeta, counts_of
-from lme.run.settings import RunSettings
+from lme.run.settings import RunSettings, moved_target
 from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
 
 
@@ -193,7 +193,7 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
         raise UserError(f"cannot write run {run_id} this way: " + "; ".join(layout))
     meta_recovery.check(settings, run_id, code)  # no readable run-meta: only the settings its rows recorded
     meta_dir = meta_recovery.meta_dir(settings, root)  # a new shard: the run's own settings are in the root meta
-    meta = None if meta_recovery.lost_meta(meta_dir) else run_store.read_meta(meta_dir)
+    meta = None if meta_recovery.lost_meta(meta_dir) else _target_moved(run_store.read_meta(meta_dir), settings)
     manifest, ds = _run_items(settings, meta, root, scanned)
     if meta is None or meta_dir != work:
         fresh = new_meta(run_id, settings, ds, code)
@@ -210,11 +210,35 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
                 f"cannot resume run {run_id}: " + "; ".join(conflicts),
                 fix="resume with the run's own settings, or start a new run (omit --run-id)",
             )
+        meta = _followed(meta, settings, ds)
     if meta is not None:
         refuse_another_item_set(settings, run_id, manifest, ds)
     if settings.loop:
         loop_guard_check(settings, int(ds.get("items") or manifest.n_total), loop_check)
     return meta, manifest
+
+
+_MOVABLE = ("project", "dataset_path", "longmemeval_root", "runs_dir", "cache_dir")
+"""Recorded settings that say where files are, not what the run is: a resume records where they are now."""
+
+
+def _followed(meta: RunMeta, settings: RunSettings, ds: dict[str, Any]) -> RunMeta:
+    """A resumed run's meta with its files where this resume found them (a moved project, a dataset given again by
+    ``--dataset``): the same content, its sha256 checked above."""
+    if meta.dataset.get("path") == ds.get("path") and meta.project == settings.project:
+        return meta
+    now = recorded_settings(settings)
+    return meta.with_(dataset={**meta.dataset, "path": ds["path"], **_file_stamp(settings)},
+                      settings={**meta.settings, **{k: now[k] for k in _MOVABLE if k in meta.settings}})
+
+
+def _target_moved(meta: RunMeta, settings: RunSettings) -> RunMeta:
+    """The run's target as this resume resolves it: its files inside a moved project at their new place."""
+    name, options = moved_target(meta.target["name"], meta.target.get("options") or {}, meta.project,
+                                 Path(settings.project))
+    if (name, options) == (meta.target["name"], dict(meta.target.get("options") or {})):
+        return meta
+    return meta.with_(target={**meta.target, "name": name, "options": options})
 
 
 def _run_items(settings: RunSettings, meta: RunMeta | None, root: Path,
