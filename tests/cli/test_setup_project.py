@@ -383,7 +383,31 @@ def test_clone_from_a_local_bare_repo_at_the_pinned_commit(tmp_path, upstream_ba
     before = tree(root)
     setup_project.clone_upstream(root, report, url=str(bare), commit=pinned)
     assert "nothing to do" in report.lines[-1] and tree(root) == before
-    assert not [p for p in root.parent.iterdir() if p.name.startswith(".LongMemEval-clone-")]
+    assert [p.name for p in root.parent.iterdir()] == [root.name]
+
+
+def test_a_killed_clone_leaves_a_folder_the_next_start_sweeps(tmp_path, monkeypatch):
+    from lme.core import fileio
+
+    project = tmp_path / "proj"
+    root = project / ".longmemeval-benchmarks" / "LongMemEval"
+    staged = []
+
+    def killed(argv, **kw):  # the clone writes, then the process dies before it can tidy up
+        staged.append(Path(argv[-1]))
+        (staged[-1] / "partial").write_text("x")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(setup_project.shutil, "rmtree", lambda *a, **k: None)
+    with pytest.raises(KeyboardInterrupt):
+        setup_project.clone_upstream(root, setup_project.Report(), url="https://example.invalid/x.git",
+                                     runner=killed)
+    assert staged[0].parent == root.parent and staged[0].is_dir() and fileio.is_temp_name(staged[0].name)
+    old = staged[0].stat().st_mtime - 2 * fileio.STALE_TEMP_AGE_S
+    for path in (staged[0] / "partial", staged[0]):
+        os.utime(path, (old, old))
+    monkeypatch.undo()
+    assert fileio.clean_leftovers(project).count >= 1 and not staged[0].exists()
 
 
 def test_clone_upstream_flag_sets_longmemeval_root_in_config(tmp_path, upstream_bare):

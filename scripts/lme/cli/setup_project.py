@@ -21,7 +21,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 from dataclasses import dataclass, field
@@ -560,7 +559,7 @@ def clone_upstream(root: Path, report: Report, *, url: str = UPSTREAM_URL, commi
         raise UserError("git is not installed, so the upstream checkout cannot be cloned",
                         fix=f"install git, then run: {manual}; {have_one}")
     fileio.make_dirs(root.parent)
-    staging = Path(tempfile.mkdtemp(prefix=".LongMemEval-clone-", dir=root.parent))
+    staging = fileio.make_temp_dir(root)  # a killed clone leaves it for fileio.clean_leftovers
     try:
         print(f"cloning {url} into {root} ...", file=sys.stderr)
         done = _git(runner, "clone", "--quiet", "--no-checkout", url, str(staging))
