@@ -9,6 +9,7 @@ every item; the data is never edited.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -67,3 +68,11 @@ def listed(entries: Sequence[Mapping[str, Any]], variant: str | None, release: s
            statuses: Sequence[str] = STATUSES) -> dict[str, Mapping[str, Any]]:
     """Entries of the given statuses that apply to the run, by question id."""
     return {str(e["question_id"]): e for e in entries if e["status"] in statuses and applies(e, variant, release)}
+
+
+def identity(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Which registry a figure used: the sha256 of its normalized entries (key order and file layout aside) and
+    how many it has; metrics.json records it so a rescore with another registry can say the figure moved."""
+    blob = json.dumps(sorted((dict(e) for e in entries), key=lambda e: str(e.get("question_id"))), sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return {"sha256": hashlib.sha256(blob.encode("utf-8")).hexdigest(), "items": len(entries)}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from lme.store.run_layout import HISTORY_SVG, PER_TYPE_SVG
 from lme.store.run_store import load_run
 from lme.report.scorecard_md import render_markdown
 from lme.score.scoring import build_scorecard
-from lme.score.scorecard_record import Scorecard, require
+from lme.score.scorecard_record import GoldExclusion, Scorecard, require
 from lme.report import charts as charts_mod
 
 
@@ -101,6 +101,7 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
         return 0
     run = load_run(run_dir)
     card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
+    card = noting_registry_change(card, run_dir)
     if reuse is not None:
         card = card.with_fingerprint(reuse)
     markdown = render_markdown(card)
@@ -122,6 +123,17 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
     if comparison is not None:  # for people, after the scorecard: what the diff page holds, in one line
         print(run_differences.summary_line(comparison[2]), file=sys.stderr)
     return 0
+
+
+def noting_registry_change(card: Scorecard, run_dir: Path) -> Scorecard:
+    """``card`` noting, beside its figure excluding gold errors, that the gold-error registry changed since the
+    run's metrics.json (read before it is rewritten) was written; unchanged when there is none or it is unreadable."""
+    try:
+        before = json.loads((run_dir / run_store.METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return card
+    previous = GoldExclusion.from_dict(before.get("excluding_gold_errors") if isinstance(before, dict) else None)
+    return replace(card, excluding_gold_errors=card.excluding_gold_errors.since(previous))
 
 
 def project_run_dir(project: Path, run_id: str) -> Path:

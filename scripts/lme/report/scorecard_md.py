@@ -190,6 +190,8 @@ def gold_error_lines(ex: GoldExclusion) -> list[str]:
                   f"Left out (status wrong): {ids}. Strict overall {acc(ex.overall, 'strict')}, task-averaged "
                   f"{metrics.fmt(ex.task_averaged.accuracy_strict)}, abstention "
                   f"{acc(ex.abstention, 'strict')}."]
+    if ex.registry_change is not None:
+        lines += ["", f"**Note: {ex.registry_change.line()}.**"]
     listed = Counter(e.status for e in ex.listed_entries)
     if listed:
         lines += ["", "Also in the known-defect registry, counted in both figures: " + ", ".join(

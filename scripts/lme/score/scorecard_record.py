@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from lme.core.facts import SCHEMA_VERSION
 from lme.core.run_records import FileChanges, JudgeIdentity
+from lme.score import metrics
 
 Json = Mapping[str, Any]
 
@@ -122,6 +123,33 @@ class GoldEntry:
 
 
 @dataclass(frozen=True)
+class RegistryChange:
+    """The gold-error registry changed since the run was last scored: its size and the strict overall figure
+    excluding gold errors then (as the metrics.json before rescoring recorded them) and now."""
+
+    items_before: int
+    items_now: int
+    strict_before: float | None
+    strict_now: float | None
+
+    def line(self) -> str:
+        return (f"the gold-error registry changed since this run was last scored ({self.items_before} items before, "
+                f"{self.items_now} now): this figure moved from {metrics.fmt(self.strict_before)} to "
+                f"{metrics.fmt(self.strict_now)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items_before": self.items_before, "items_now": self.items_now,
+                "strict_before": self.strict_before, "strict_now": self.strict_now}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "RegistryChange | None":
+        if not isinstance(d, Mapping):
+            return None
+        return cls(_count(d.get("items_before")), _count(d.get("items_now")), _frac(d.get("strict_before")),
+                   _frac(d.get("strict_now")))
+
+
+@dataclass(frozen=True)
 class GoldExclusion:
     """The second figure: the same run without the items whose gold was reported wrong upstream."""
 
@@ -135,6 +163,19 @@ class GoldExclusion:
     overall: Figures
     task_averaged: TaskAveraged
     abstention: Figures
+    registry: Json | None = None
+    """``{sha256, items}``: which registry the figure used (``gold_registry.identity``); None before it was kept."""
+    registry_change: RegistryChange | None = None
+
+    def since(self, previous: "GoldExclusion") -> "GoldExclusion":
+        """This figure, noting that the registry changed since ``previous`` (the run's metrics.json before
+        rescoring) when ``previous`` recorded another registry."""
+        before = previous.registry
+        if not before or not self.registry or before.get("sha256") == self.registry.get("sha256"):
+            return replace(self, registry_change=None)
+        return replace(self, registry_change=RegistryChange(
+            _count(before.get("items")), _count(self.registry.get("items")),
+            previous.overall.accuracy_strict, self.overall.accuracy_strict))
 
     @property
     def excluded_entries(self) -> tuple[GoldEntry, ...]:
@@ -151,7 +192,9 @@ class GoldExclusion:
                 "listed_not_excluded": [dict(e) for e in self.listed_not_excluded],
                 "n_total": self.n_total, "correct": self.correct, "judged": self.judged,
                 "overall": self.overall.to_dict(), "task_averaged": self.task_averaged.to_dict(),
-                "abstention": self.abstention.to_dict()}
+                "abstention": self.abstention.to_dict(),
+                **({"registry": dict(self.registry)} if self.registry is not None else {}),
+                **({"registry_change": self.registry_change.to_dict()} if self.registry_change else {})}
 
     @classmethod
     def from_dict(cls, d: Any) -> "GoldExclusion":
@@ -159,7 +202,9 @@ class GoldExclusion:
         return cls(excluded=tuple(d.get("excluded") or ()), listed_not_excluded=tuple(d.get("listed_not_excluded") or ()),
                    n_total=_count(d.get("n_total")), correct=_count(d.get("correct")), judged=_count(d.get("judged")),
                    overall=Figures.from_dict(d.get("overall")), task_averaged=TaskAveraged.from_dict(d.get("task_averaged")),
-                   abstention=Figures.from_dict(d.get("abstention")))
+                   abstention=Figures.from_dict(d.get("abstention")),
+                   registry=dict(d["registry"]) if isinstance(d.get("registry"), Mapping) else None,
+                   registry_change=RegistryChange.from_dict(d.get("registry_change")))
 
 
 # --------------------------------------------------------------------------- identity of what was scored

@@ -349,7 +349,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "retrieval": retrieval_summary(run.rows, types),
         "truncation": truncation_summary(covered),
         "pipeline_health": pipeline_health.summarise(covered),
-        "loop_rows": loop_rows.summary(project, run.run_id, len(types)),
+        "loop_rows": loop_rows.summary(project, run.run_id, [r.question_id for r in covered]),
         **_judge_blocks(run, covered, judge, project),
         "official_estimate": None,  # made below from the scored figures
         "code_versions": None,
@@ -391,6 +391,7 @@ def _without_gold_errors(run: RunData, types: Mapping[str, str], unattributed: i
                                 if q in also_listed and q not in bad],
         "n_total": excl["n_total"], "correct": excl["correct"], "judged": excl["judged"],
         "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
+        "registry": gold_registry.identity(entries), "registry_change": None,
     }
 
 
