@@ -9,14 +9,16 @@ Read from ``.longmemeval-benchmarks/decisions.jsonl`` (kept decisions of this ru
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from lme.core import fileio
 from lme.core.facts import DECISIONS_FILE
 
 
-def summary(project: Path | None, run_id: str, n_total: int) -> dict[str, Any] | None:
-    """``{kept_rounds, retested, pre_fix}`` for a run with kept fixes (None: no kept fix, or no loop here)."""
+def summary(project: Path | None, run_id: str, scored: Collection[str]) -> dict[str, Any] | None:
+    """``{kept_rounds, retested, pre_fix, rows}`` for a run with kept fixes (None: no kept fix, or no loop here),
+    counted over ``scored``, the ids of the rows the scorecard scores (as its Code line counts them): items not run
+    yet and re-tested ids outside them are no rows."""
     if project is None:
         return None
     path = Path(project) / DECISIONS_FILE
@@ -32,9 +34,9 @@ def summary(project: Path | None, run_id: str, n_total: int) -> dict[str, Any] |
             kept.pop(record["round"], None)
     if not kept:
         return None
-    retested = set().union(*kept.values())
-    return {"kept_rounds": sorted(kept), "retested": len(retested), "pre_fix": max(n_total - len(retested), 0),
-            "n_total": n_total}
+    retested = set().union(*kept.values()) & set(scored)
+    return {"kept_rounds": sorted(kept), "retested": len(retested), "pre_fix": len(scored) - len(retested),
+            "rows": len(scored)}
 
 
 def scorecard_lines(mixed: Mapping[str, Any] | None) -> list[str]:
@@ -42,6 +44,7 @@ def scorecard_lines(mixed: Mapping[str, Any] | None) -> list[str]:
     if not mixed or not mixed.get("pre_fix"):
         return []
     rounds = ", ".join(f"v{r}" for r in mixed["kept_rounds"])
-    return [f"MIXED ROWS: {mixed['pre_fix']} of {mixed['n_total']} rows predate the kept fix(es) of {rounds}; "
+    rows = mixed.get("rows", mixed.get("n_total"))  # n_total: a metrics.json of an older version
+    return [f"MIXED ROWS: {mixed['pre_fix']} of {rows} rows predate the kept fix(es) of {rounds}; "
             f"{mixed['retested']} were re-tested after one. This is the loop's working figure, not a clean run of "
             "the current code: the confirmation rerun (new run id, no cache) is."]
