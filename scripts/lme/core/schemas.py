@@ -142,7 +142,7 @@ def is_valid(name: str, obj: Any) -> bool:
     return _fast_yes(name, obj) or _validator(name).is_valid(obj)
 
 
-UPDATE_FIX = (f"update the plugin (claude plugin update {PLUGIN}@{PLUGIN}), or use the version that wrote it")
+UPDATE_FIX = f"update the plugin: claude plugin update {PLUGIN}@{PLUGIN}; or use the version that wrote it"
 
 
 class NewerVersionError(SchemaError):
