@@ -330,6 +330,7 @@ CASES: list[Case] = [
     case(CONFIG_S, "config-unknown-key", RUN, cfg(concurency=8)),
     case(CONFIG_S, "config-variant-unknown", RUN, cfg(variant="_x")),
     case(CONFIG_S, "config-schema-version-future", RUN, cfg(schemaVersion="9.0.0")),
+    case(CONFIG_S, "config-newer-minor-with-its-keys", RUN, cfg(schemaVersion="1.1.0", batch=True)),
     case(CONFIG_S, "config-timeout-zero", RUN, cfg(requestTimeoutSeconds=0)),
     case(CONFIG_S, "config-target-options-list", RUN, cfg(targetOptions=["top_k=5"])),
     case(CONFIG_S, "config-error-threshold-negative", RUN, cfg(errorThreshold=-1)),

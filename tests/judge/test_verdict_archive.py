@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lme.cli import judge_agreement as judge_agreement_cli, judge_shim, run_benchmark, scorecard
-from lme.core.errors import run_main
+from lme.core.errors import UserError, run_main
 from lme.core.records import Question
 from lme.judge import verdict_archive
 from lme.run import item_runner, settings as run_settings
@@ -312,3 +312,52 @@ def test_a_run_row_enters_the_archive_only_when_the_scorecards_rule_calls_its_ve
         assert line is None
     else:
         assert line is not None and line["endpoint_host"] == (None if archived_at == "claim" else archived_at)
+
+
+# --------------------------------------------------------------------------- from a newer version (issue 38, finding 7)
+
+
+def test_a_verdict_archive_a_newer_version_wrote_is_refused_in_one_line_naming_both_versions_and_nothing_written(
+        fake_llm, tmp_path, capsys, upstream_prompt):
+    project, hyps, _ = project_with_hyps(tmp_path, fake_llm, judged_by="first")
+    path = verdict_archive.archive_path(project)
+    newer = [{**x, "schemaVersion": "1.3.0", "raw": None} for x in archive_lines(project)]  # a shape 1.2 cannot read
+    path.unlink()
+    path.write_text("".join(json.dumps(x) + "\n" for x in newer))
+    verdict_archive._OPEN.clear()  # as a new process finds it
+    before = path.read_bytes()
+    runs = sorted(p.name for p in run_dir(project, "first").parent.iterdir())
+    capsys.readouterr()
+    assert run(project, "--hypotheses", str(hyps), "--run-id", "after") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "verdicts.jsonl:1 was written by a newer version of longmemeval-benchmarker" in err
+    assert "schemaVersion 1.3.0" in err and "1.2.0" in err and "claude plugin update" in err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in run_dir(project, "first").parent.iterdir()) == runs
+
+
+def test_a_bad_line_of_todays_version_is_still_a_bad_line_not_a_newer_version(tmp_path):
+    good = {"schemaVersion": "1.2.0", "prompt_sha256": "0" * 64, "model": OFFICIAL, "label": "yes", "raw": "yes",
+            "official": True, "provider": "openai"}
+    path = tmp_path / "v.jsonl"
+    path.write_text(json.dumps(good) + "\n")
+    with pytest.raises(UserError, match="label is not true/false") as info:
+        verdict_archive.read_archive(path)
+    assert "newer version" not in str(info.value)
+
+
+def test_a_run_that_generates_stops_on_a_newer_archive_instead_of_failing_its_items(
+        fake_llm, tmp_path, capsys, upstream_prompt):
+    project, hyps, _ = project_with_hyps(tmp_path, fake_llm, judged_by="first")
+    path = verdict_archive.archive_path(project)
+    newer = [{**x, "schemaVersion": "1.3.0", "raw": None} for x in archive_lines(project)]
+    path.unlink()
+    path.write_text("".join(json.dumps(x) + "\n" for x in newer))
+    verdict_archive._OPEN.clear()
+    capsys.readouterr()
+    runs = sorted(p.name for p in run_dir(project, "first").parent.iterdir())
+    assert run(project, "--run-id", "gen", "--max", "2") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "was written by a newer version of longmemeval-benchmarker" in err, err
+    assert sorted(p.name for p in run_dir(project, "first").parent.iterdir()) == runs  # no run "gen", no error rows

@@ -55,12 +55,34 @@ def test_read_json_errors_are_clear(tmp_path):
         run_store.read_json(bad)
     newer = tmp_path / "manifest.json"
     newer.write_text(json.dumps({"schemaVersion": "2.0.0", "n_total": 0, "items": []}))
-    with pytest.raises(UserError, match="upgrade the plugin"):
+    with pytest.raises(UserError, match="newer version of longmemeval-benchmarker"):
         run_store.read_json(newer, schema="manifest")
     wrong = tmp_path / "manifest2.json"
     wrong.write_text(json.dumps({"schemaVersion": "1.0.0", "n_total": "x", "items": []}))
     with pytest.raises(UserError, match=r"manifest2.json: invalid manifest record: field n_total"):
         run_store.read_json(wrong, schema="manifest")
+
+
+@pytest.mark.parametrize("name, schema", [("run-meta.json", "run-meta"), ("metrics.json", "metrics")])
+def test_a_run_file_a_newer_version_wrote_that_this_one_cannot_read_names_both_versions(tmp_path, name, schema):
+    path = tmp_path / name
+    path.write_text(json.dumps({"schemaVersion": "1.4.0"}))  # a newer shape: its fields are not this version's
+    with pytest.raises(UserError) as info:
+        run_store.read_json(path, schema=schema)
+    said = str(info.value)
+    assert "\n" not in said and f"{path} was written by a newer version of longmemeval-benchmarker" in said
+    assert "schemaVersion 1.4.0" in said and "reads up to 1.0.0" in said and "claude plugin update" in said
+
+
+def test_a_newer_minor_this_version_can_read_is_read_and_todays_bad_file_is_still_a_bad_file(tmp_path):
+    readable = tmp_path / "manifest.json"
+    readable.write_text(json.dumps({"schemaVersion": "1.4.0", "n_total": 0, "items": [], "added_later": 1}))
+    assert run_store.read_json(readable, schema="manifest")["n_total"] == 0
+    bad = tmp_path / "metrics.json"
+    bad.write_text(json.dumps({"schemaVersion": "1.0.0"}))
+    with pytest.raises(UserError, match="invalid metrics record") as info:
+        run_store.read_json(bad, schema="metrics")
+    assert "newer version" not in str(info.value)
 
 
 # --------------------------------------------------------------------------- appends

@@ -16,7 +16,7 @@ from lme.core.fileio import write_atomic_json
 from lme.core.config_defaults import default_config
 from lme.core.errors import UserError
 from lme.core.facts import SCHEMA_VERSION
-from lme.core.schemas import check_version, validate
+from lme.core.schemas import check_version, validate, validate_versioned
 
 SETUP_COMMAND = command_names.SETUP
 KNOWN_PROVIDERS = ("anthropic", "openai", "azure", "offline")
@@ -42,7 +42,7 @@ def load_config(project: Path) -> dict[str, Any]:
         raise UserError(f"no config at {path}", fix=f"set this project up first: {command_names.step(command_names.SETUP)}")
     check_version(raw, where=str(path))
     cfg = {**default_config(), **raw}
-    validate("config", cfg, where=str(path))
+    validate_versioned("config", cfg, where=str(path))
     return cfg
 
 

@@ -9,7 +9,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from lme.core.command_names import PLUGIN
 from lme.core.errors import UserError
+from lme.core.facts import SCHEMA_VERSION
 
 if TYPE_CHECKING:  # imported where a validator is first built: jsonschema costs ~0.1 s, before a run's first call
     from jsonschema import Draft202012Validator
@@ -140,20 +142,55 @@ def is_valid(name: str, obj: Any) -> bool:
     return _fast_yes(name, obj) or _validator(name).is_valid(obj)
 
 
+UPDATE_FIX = f"update the plugin: claude plugin update {PLUGIN}@{PLUGIN}; or use the version that wrote it"
+
+
+class NewerVersionError(SchemaError):
+    """A file written by a newer version of the plugin that this one cannot read: refused as such, never read as a
+    bad file (and never turned into an item's error row)."""
+
+
+def _major_minor(version: Any) -> tuple[int, int] | None:
+    parts = version.split(".") if isinstance(version, str) else []
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])
+
+
+def from_newer_version(obj: Any, known: str = SCHEMA_VERSION) -> bool:
+    """Whether ``obj`` carries a ``schemaVersion`` whose major.minor is newer than ``known``."""
+    found = _major_minor(obj.get("schemaVersion")) if isinstance(obj, dict) else None
+    return found is not None and found > (_major_minor(known) or (0, 0))
+
+
+def newer_version_error(where: str, found: Any, known: str = SCHEMA_VERSION) -> NewerVersionError:
+    return NewerVersionError(f"{where} was written by a newer version of {PLUGIN} (schemaVersion {found}; this "
+                             f"version reads up to {known})", fix=UPDATE_FIX)
+
+
+def validate_versioned(name: str, obj: Any, *, where: str, known: str = SCHEMA_VERSION) -> None:
+    """``validate``, except that a record this version cannot read that a newer version wrote (a newer
+    ``schemaVersion`` major.minor) is refused as from a newer version: its fields are not wrong, this reader is
+    old. A newer record this version can read (a minor that only added fields readers ignore) is read."""
+    try:
+        validate(name, obj, where=where)
+    except SchemaError:
+        if from_newer_version(obj, known):
+            raise newer_version_error(where, obj["schemaVersion"], known) from None
+        raise
+
+
 def check_version(obj: Any, *, where: str) -> None:
     """Refuse a record whose ``schemaVersion`` major is not one this plugin reads."""
     if not isinstance(obj, dict) or "schemaVersion" not in obj:
         raise SchemaError(f"{where}: field schemaVersion: required but missing")
     version = obj["schemaVersion"]
-    parts = version.split(".") if isinstance(version, str) else []
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    found = _major_minor(version)
+    if found is None:
         raise SchemaError(f"{where}: field schemaVersion: expected MAJOR.MINOR.PATCH, got {_short(version)}")
-    major = int(parts[0])
+    major = found[0]
     if major > SUPPORTED_MAJOR:
-        raise SchemaError(
-            f"{where}: schemaVersion {version} was written by a newer longmemeval-benchmarker; "
-            f"upgrade the plugin (this one reads {SUPPORTED_MAJOR}.x)"
-        )
+        raise newer_version_error(where, version)
     if major < SUPPORTED_MAJOR:
         raise SchemaError(
             f"{where}: schemaVersion {version} is older than this plugin reads ({SUPPORTED_MAJOR}.x); "

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from lme.core import fileio
+from lme.core import fileio, schemas
 from lme.core.clock import utc_now, utc_now_precise
 from lme.core.endpoint_urls import is_official_host
 from lme.core.errors import UserError
@@ -122,6 +122,8 @@ def _check_line(line: Any, where: str) -> dict[str, Any]:
                         "judge's: api.openai.com or <resource>.openai.azure.com)")
     elif not is_upstream_shape(line.get("request_shape")):
         problems.append("not an official verdict (its request shape is not upstream's)")
+    if problems and schemas.from_newer_version(line, ARCHIVE_VERSION):
+        raise schemas.newer_version_error(where, line["schemaVersion"], ARCHIVE_VERSION)
     if problems:
         raise UserError(f"{where}: {'; '.join(problems)}", fix=FIX)
     return line
@@ -407,6 +409,19 @@ def for_project(project: str | Path | None) -> VerdictArchive | None:
             archive = VerdictArchive(path)
             _OPEN[str(path)] = archive
         return archive
+
+
+def refuse_if_newer(project: str | Path | None) -> None:
+    """Refuse (``schemas.NewerVersionError``, one line) a project archive with a line a newer version wrote that
+    this one cannot read, before a run writes anything: every item would meet it. Any other fault of the archive
+    is left to the reads that meet it, as before."""
+    archive = for_project(project)
+    try:
+        len(archive or ())
+    except schemas.NewerVersionError:
+        raise
+    except UserError:
+        pass
 
 
 # --------------------------------------------------------------------------- verdicts made here

@@ -286,6 +286,8 @@ def execute(settings: RunSettings, run_id: str | None, options: RunOptions | Non
     run_id, root, work, scanned = _locate(settings, run_id, scanned)
     run_state.check_run(settings, run_id, root, work, scanned, options.loop_check)  # its refusals before any
     # directory, lock or cache
+    if not is_offline(settings.judge_provider):
+        verdict_archive.refuse_if_newer(settings.project)
     cache = CallCache(Path(settings.cache_dir), read=settings.cache_read) if settings.cache_enabled else None
     fileio.make_dirs(work)
     t_start = time.monotonic()

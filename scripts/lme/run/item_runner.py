@@ -19,6 +19,7 @@ from lme.models import providers
 from lme.models.provider_errors import answered_gone
 from lme.judge import verdict_archive
 from lme.core.errors import UserError
+from lme.core.schemas import NewerVersionError
 from lme.core.facts import HYPOTHESES_TARGET, is_offline
 from lme.judge import offline_judge
 from lme.models.prices import priced_row
@@ -206,6 +207,8 @@ def _run_item(q: Question, settings: RunSettings, llm: LLM, gen_llm: LLM | None,
     except providers.ProviderError as err:
         failure = _failure("judge", err.kind, str(err), getattr(err, "attempts", 1), gone=answered_gone(err))
         return _error_row(q, settings, failure, hyp, hypothesis)
+    except NewerVersionError:
+        raise  # the project's verdict archive is from a newer version: the run stops, no item is failed by it
     except UserError as err:
         return _error_row(q, settings, _failure("judge", "judge_input", str(err)), hyp, hypothesis)
     except Exception as err:  # an unforeseen reply must fail this item, not the run

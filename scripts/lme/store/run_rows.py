@@ -13,7 +13,7 @@ from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.fileio import APPENDS, json_line, repair_tail, write_atomic_bytes
 from lme.core.run_records import ResultRow
-from lme.core.schemas import check_version, is_valid, validate
+from lme.core.schemas import check_version, is_valid, validate, validate_versioned
 from lme.store.run_layout import COMPLETED_FILE, RESULTS_FILE, run_dirs
 
 _SCHEMA_OF_FILE = {RESULTS_FILE: "item-result", COMPLETED_FILE: "completed"}
@@ -44,7 +44,7 @@ def _checker(schema: str):
         seen = None if raw is None else _line_digest(schema, raw)
         if seen is not None and seen in _VALID_LINES:
             return
-        validate(schema, obj, where=where)
+        validate_versioned(schema, obj, where=where)
         if seen is not None:
             _remember_valid([seen])
 
