@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lme.core.errors import UserError
-from lme.models import call_cache
+from lme.models import call_cache, sqlite_store
 from lme.models.call_cache import CallCache
 from lme.models.run_gateway import RunGateway
 from lme.core.records import ChatRequest, Completion
@@ -114,7 +114,7 @@ def hold_lock(path, seconds):
 
 def test_a_cache_locked_by_another_process_is_waited_for_with_a_line_naming_the_holder(tmp_path, capsys,
                                                                                         monkeypatch):
-    monkeypatch.setattr(call_cache, "BUSY_NOTICE_S", 0.2)
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.2)
     cache = CallCache(tmp_path)
     holder = hold_lock(cache.path, 1.0)
     cache.put(request(), completion())  # waits for the other process, then writes
@@ -129,7 +129,7 @@ def test_a_cache_locked_by_another_process_is_waited_for_with_a_line_naming_the_
 
 def test_a_lock_held_past_the_wait_is_named_never_called_a_full_disk_nor_to_be_deleted(tmp_path, capsys,
                                                                                        monkeypatch):
-    monkeypatch.setattr(call_cache, "BUSY_NOTICE_S", 0.1)
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_S", 0.1)
     monkeypatch.setattr(call_cache, "LOCK_WAIT_S", 0.3)
     gateway = RunGateway(cache=CallCache(tmp_path))  # a run already under way
     holder = hold_lock(tmp_path / CallCache.FILE_NAME, 1.5)

@@ -55,8 +55,6 @@ _MIGRATIONS: tuple[str, ...] = (
 
 LOCK_WAIT_S = 300.0
 """How long a cache locked by another process is waited for, in all, before the cache is given up."""
-BUSY_NOTICE_S = 5.0
-"""How long a statement waits silently for a lock before the wait is said on stderr (``_wait_for_lock``)."""
 
 _T = TypeVar("_T")
 
@@ -140,7 +138,7 @@ class CallCache:
             conn.close()  # its file was moved aside as damaged
             conn = None
         if conn is None:
-            conn = sqlite_store.connect(self.path, busy_timeout_s=BUSY_NOTICE_S)
+            conn = sqlite_store.connect(self.path)
             self._local.conn, self._local.generation = conn, generation
             if generation:
                 self._migrate_tables(conn)

@@ -20,9 +20,9 @@ from typing import Sequence
 
 from lme.core import fileio
 
-BUSY_TIMEOUT_S = 60.0
-"""How long a statement waits, silently, for a lock another connection holds (``connect``'s default; the call
-cache waits less, then says so on stderr before waiting longer). Our own writes hold the lock for milliseconds."""
+BUSY_TIMEOUT_S = 5.0
+"""How long a statement waits, silently, for a lock another connection holds before its owner is told (and says
+so on stderr before waiting longer). Our own writes hold the lock for milliseconds."""
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 _CORRUPT, _NOTADB, _BUSY, _LOCKED = 11, 26, 5, 6
@@ -38,12 +38,11 @@ def refuse_links(path: str | Path) -> None:
         fileio.check_no_symlinks(name, include_self=True)
 
 
-def connect(path: str | Path, *, autocommit: bool = True, busy_timeout_s: float | None = None) -> sqlite3.Connection:
+def connect(path: str | Path, *, autocommit: bool = True) -> sqlite3.Connection:
     refuse_links(path)
-    busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
-    conn = sqlite3.connect(str(path), timeout=busy, isolation_level=None if autocommit else "")
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else "")
     try:
-        conn.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
+        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         for attempt in range(50):
             try:
                 if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
