@@ -44,13 +44,3 @@ def test_existing_keys_reads_without_creating_files_and_sees_rows_still_in_the_l
     assert sqlite_store.existing_keys(db, "calls", ["a", "b"]) == {"a"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.sqlite3"]  # read as immutable: no -wal/-shm left
     assert sqlite_store.existing_keys(db, "no_such_table", ["a"]) == set()
-
-
-def test_a_second_file_quarantined_within_the_same_second_keeps_the_first(tmp_path):
-    db = tmp_path / "calls.sqlite3"
-    db.write_bytes(b"first")
-    first = sqlite_store.quarantine(db)
-    db.write_bytes(b"second")
-    second = sqlite_store.quarantine(db)
-    assert first != second and first.read_bytes() == b"first" and second.read_bytes() == b"second"
-    assert not db.exists() and ".corrupt-" in first.name

@@ -352,24 +352,6 @@ def test_a_bad_or_empty_dataset_leaves_no_run_directory_behind(tmp_path, capsys,
     assert not run_dir(project, "x").exists()
 
 
-def test_a_damaged_cache_page_is_moved_aside_and_the_run_pays_the_calls_again(tmp_path, fake_llm, capsys):
-    from test_call_cache import damage_pages
-
-    project = make_project(tmp_path / "p")
-    register_answers(fake_llm)
-    assert run(project, "--run-id", "first") == 0
-    calls = len(fake_llm.requests)
-    cache = project / ".longmemeval-benchmarks" / "cache" / "calls.sqlite3"
-    damage_pages(cache)
-    capsys.readouterr()
-    assert run(project, "--run-id", "second") == 0  # no item fails for the cache's damage, none blames the target
-    err = capsys.readouterr().err
-    assert len(completed(project, "second")) == N_SAMPLE and len(fake_llm.requests) == 2 * calls
-    assert f"call cache {cache} is damaged" in err and f"{cache}.corrupt-" in err and "paid again" in err
-    assert run(project, "--run-id", "third") == 0  # the fresh cache serves a later run
-    assert len(fake_llm.requests) == 2 * calls
-
-
 def test_an_unusable_cache_is_a_one_line_error(tmp_path, capsys):
     project = make_project(tmp_path / "p")
     cache_dir = project / ".longmemeval-benchmarks" / "cache"

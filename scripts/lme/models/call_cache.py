@@ -8,23 +8,17 @@ they are not served (the call is made again, once), so an old entry can never pa
 resumed or repeated run, or a re-judge, is served from here. ``read=False`` (``--no-cache``) still writes, so a
 confirmation rerun refreshes the cache without reading it. Schema changes are numbered migrations on
 ``PRAGMA user_version``.
-
-A damaged file is moved aside (``sqlite_store.quarantine``) and a fresh cache started, said in one line: no entry
-is read from a file known damaged, and the calls it held are paid again. A lock another process holds is waited for
-(``LOCK_WAIT_S``), said on stderr with who holds it where the system tells.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
-import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Mapping
 
 from lme.core import fileio
 from lme.models import sqlite_store
@@ -53,21 +47,6 @@ _MIGRATIONS: tuple[str, ...] = (
 )
 
 
-LOCK_WAIT_S = 300.0
-"""How long a cache locked by another process is waited for, in all, before the cache is given up."""
-
-_T = TypeVar("_T")
-
-
-class CacheLocked(sqlite3.OperationalError):
-    """The cache stayed locked by another process for ``LOCK_WAIT_S``: its message names the file and the holder."""
-
-
-def _holder(path: Path) -> str:
-    pids = sqlite_store.lock_holders(path)
-    return f"pid {', '.join(map(str, pids))}" if pids else "another process (a run or an SQLite tool)"
-
-
 def cache_key(request: ChatRequest, host: str | None) -> str:
     """The cache key of ``request`` sent to ``host``: ``request.key()``, bound to the host for a judge call."""
     if not request.judge:
@@ -87,24 +66,11 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         self._count_lock = threading.Lock()
-        self._fault_lock = threading.Lock()
-        self._generation = 0
-        """Bumped when a damaged file is moved aside: a thread's connection to an older generation is closed."""
-        self._inode: int | None = None
-        self._pins: list[sqlite3.Connection] = []
-        """Connections to moved-aside files, by their new names, open until the process ends: while one is open,
-        no older connection to that file (opened by the old name) is its last, and so none deletes the -wal and
-        -shm of the fresh cache by that name when it closes."""
-        self._lock_told_at: float | None = None
         sidecars = [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
         existed = {path for path in sidecars if path.exists()}
         try:
             fileio.make_dirs(directory)
             self._migrate()
-        except CacheLocked as err:
-            self._forget_failed_open(set(sidecars) - existed)
-            raise UserError(f"{err}", fix="let the other run finish or stop it, or set cacheEnabled to false "
-                            "for this run") from None
         except (OSError, sqlite3.DatabaseError) as err:
             self._forget_failed_open(set(sidecars) - existed)
             raise UserError(
@@ -128,84 +94,15 @@ class CallCache:
             except OSError:
                 pass  # gone already, or cannot be removed either (a read-only folder): the error still says why
 
-    def _conn(self, generation: int | None = None) -> sqlite3.Connection:
-        """This thread's connection to the file of ``generation`` (default: the current one); a fresh file (after
-        a damaged one) is migrated by whichever thread opens it first."""
-        generation = self._generation if generation is None else generation
+    def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "generation", None) != generation:
-            self._local.conn = None
-            conn.close()  # its file was moved aside as damaged
-            conn = None
         if conn is None:
             conn = sqlite_store.connect(self.path)
-            self._local.conn, self._local.generation = conn, generation
-            if generation:
-                self._migrate_tables(conn)
-            with self._fault_lock:
-                if self._inode is None and generation == self._generation:
-                    self._inode = os.stat(self.path).st_ino
+            self._local.conn = conn
         return conn
 
-    def _guarded(self, action: Callable[[sqlite3.Connection], _T]) -> _T:
-        """``action`` on this thread's connection: a damaged file is moved aside once and the action repeated on
-        a fresh cache; a lock another process holds is waited for, said on stderr, up to ``LOCK_WAIT_S``."""
-        started, quarantined = time.monotonic(), False
-        while True:
-            generation = self._generation
-            try:
-                return action(self._conn(generation))
-            except sqlite3.DatabaseError as err:
-                if not quarantined and sqlite_store.is_corrupt(err, self.path):
-                    self._quarantine(generation, err)
-                    quarantined = True
-                elif sqlite_store.is_locked(err):
-                    self._wait_for_lock(started)
-                else:
-                    raise
-
-    def _quarantine(self, generation: int, err: sqlite3.DatabaseError) -> None:
-        """Move the damaged file aside and start a fresh one, once per damaged file whichever thread sees it."""
-        with self._fault_lock:
-            if generation != self._generation:
-                return  # another thread moved it already
-            try:  # no inode known: the damage showed on opening it, by this process
-                same_file = self._inode is None or os.stat(self.path).st_ino == self._inode
-            except OSError:
-                same_file = False
-            moved = sqlite_store.quarantine(self.path) if same_file else None
-            if moved is not None:
-                try:
-                    self._pins.append(sqlite_store.connect(moved))
-                except sqlite3.Error:
-                    pass  # its first page is damaged too: no connection can read it, so none checkpoints it
-            self._generation += 1
-            self._inode = None
-        where = f"moved aside to {moved}" if moved else "moved aside by another process"
-        print(f"warning: the call cache {self.path} is damaged ({err}): {where}, and a fresh cache started at "
-              f"{self.path}; the calls it held are paid again", file=sys.stderr, flush=True)
-
-    def _wait_for_lock(self, started: float) -> None:
-        """Say once a minute that another process holds the cache; give up after ``LOCK_WAIT_S`` (CacheLocked)."""
-        waited = time.monotonic() - started
-        who = _holder(self.path)
-        if waited >= LOCK_WAIT_S:
-            raise CacheLocked(f"the call cache {self.path} is locked by {who} (waited {waited:.0f} s)")
-        with self._fault_lock:
-            now = time.monotonic()
-            tell = self._lock_told_at is None or now - self._lock_told_at >= 60
-            if tell:
-                self._lock_told_at = now
-        time.sleep(0.05)  # a lock SQLite reports at once (no busy wait) is not retried in a hot loop
-        if tell:
-            print(f"note: the call cache {self.path} is locked by {who}; waiting for it (up to "
-                  f"{LOCK_WAIT_S:g} s)", file=sys.stderr, flush=True)
-
     def _migrate(self) -> None:
-        self._guarded(self._migrate_tables)
-
-    @staticmethod
-    def _migrate_tables(conn: sqlite3.Connection) -> None:
+        conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -229,8 +126,7 @@ class CallCache:
         """The stored reply of ``request``; ``host``: where the call would go (a judge call's key includes it)."""
         if not self.read:
             return None
-        key = cache_key(request, host)
-        row = self._guarded(lambda c: c.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone())
+        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (cache_key(request, host),)).fetchone()
         self._count(row is not None)
         if row is None:
             return None
@@ -243,7 +139,7 @@ class CallCache:
         response = completion.to_dict()
         for field in ("cached", "billing", "batch_id"):  # a hit is free, however the call was first billed
             response.pop(field, None)
-        self._write(
+        self._conn().execute(
             "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at, endpoint_host) "
             "VALUES (?,?,?,?,?,?,?)",
             (
@@ -257,14 +153,11 @@ class CallCache:
             ),
         )
 
-    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
-        self._guarded(lambda conn: conn.execute(sql, params))
-
     def get_body(self, key: str) -> dict[str, Any] | None:
         """The stored reply body of a call the target endpoint forwarded (``endpoint_forward.cache_key``)."""
         if not self.read:
             return None
-        row = self._guarded(lambda c: c.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone())
+        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
         self._count(row is not None)
         return None if row is None else json.loads(row[0])
 
@@ -272,7 +165,7 @@ class CallCache:
                  reply: Mapping[str, Any]) -> None:
         """Store the reply body of a call the target endpoint forwarded: the request and the reply as JSON, in the
         table of every call (its keys are another namespace: a ``ChatRequest`` key never equals one)."""
-        self._write(
+        self._conn().execute(
             "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at) VALUES (?,?,?,?,?,?)",
             (key, provider, model, json.dumps(request, ensure_ascii=False), json.dumps(reply, ensure_ascii=False),
              time.time()),
@@ -281,12 +174,12 @@ class CallCache:
     def get_embedding(self, key: str) -> list[float] | None:
         if not self.read:
             return None
-        row = self._guarded(lambda c: c.execute("SELECT vector FROM embeddings WHERE key = ?", (key,)).fetchone())
+        row = self._conn().execute("SELECT vector FROM embeddings WHERE key = ?", (key,)).fetchone()
         self._count(row is not None)
         return None if row is None else json.loads(row[0])
 
     def put_embedding(self, key: str, vector: list[float]) -> None:
-        self._write(
+        self._conn().execute(
             "INSERT OR REPLACE INTO embeddings (key, vector, created_at) VALUES (?,?,?)",
             (key, json.dumps(vector), time.time()),
         )

@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any, Sequence
 
-from lme.models.call_cache import CacheLocked, CallCache
+from lme.models.call_cache import CallCache
 from lme.core.facts import returned_model_matches
 from lme.core.records import ChatRequest, Completion, Limiter
 from lme.models import providers
@@ -108,17 +108,15 @@ class RunGateway:
             self._gone[(provider, model)] = err
 
     def store(self, put: Any, *args: Any) -> None:
-        """Write to the cache; a cache that can no longer be written (disk full, locked by another process past
-        ``call_cache.LOCK_WAIT_S``) costs the cache, never the paid reply: the call's row keeps it, and one warning
-        says why later calls are not cached."""
+        """Write to the cache; a cache that can no longer be written (disk full) costs the cache, never the paid
+        reply: the call's row keeps it, and one warning says why later calls are not cached."""
         try:
             put(*args)
         except (sqlite3.DatabaseError, OSError) as err:
             with self._gone_lock:
                 first, self.cache_write_error = self.cache_write_error is None, str(err)
             if first:
-                why = str(err) if isinstance(err, CacheLocked) else f"{err}: disk full?"
-                print(f"warning: the call cache cannot be written ({why}); replies are kept in the "
+                print(f"warning: the call cache cannot be written ({err}: disk full?); replies are kept in the "
                       "run's rows but no longer cached", file=sys.stderr, flush=True)
 
     def gone(self, request: ChatRequest) -> providers.ProviderError | None:

@@ -1,18 +1,13 @@
 """Opening the SQLite caches (calls, embeddings, extracted facts) safely from many threads and processes.
 
-WAL lets readers and one writer work at once, and the busy timeout makes writers wait a moment instead of failing
-(a longer wait is the owner's, who says so). Switching
+WAL lets readers and one writer work at once, and the busy timeout makes writers wait instead of failing. Switching
 a new file to WAL needs a moment alone with it, and SQLite does not apply the busy timeout to that switch, so
 several workers opening a fresh file together could get "database is locked": the switch is retried briefly, and
 skipped once the file is WAL (the mode is stored in the file).
-
-Two faults are told apart here for the caches' owners: a damaged file (``is_corrupt``; ``quarantine`` moves it
-aside) and a lock another process holds (``is_locked``; ``lock_holders`` says who, where the system tells).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -20,12 +15,7 @@ from typing import Sequence
 
 from lme.core import fileio
 
-BUSY_TIMEOUT_S = 5.0
-"""How long a statement waits, silently, for a lock another connection holds before its owner is told (and says
-so on stderr before waiting longer). Our own writes hold the lock for milliseconds."""
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
-_CORRUPT, _NOTADB, _BUSY, _LOCKED = 11, 26, 5, 6
+BUSY_TIMEOUT_S = 60.0
 
 
 SIDECARS = ("-wal", "-shm", "-journal")
@@ -83,65 +73,3 @@ def existing_keys(path: str | Path, table: str, keys: Sequence[str]) -> set[str]
             conn.close()
     except sqlite3.Error:
         return set()
-
-
-def is_corrupt(err: BaseException, path: str | Path) -> bool:
-    """``err`` says the file at ``path`` is damaged: a malformed page, or a header that no longer reads although the
-    file starts as an SQLite file (a file that never was one is not ours to move aside)."""
-    code = getattr(err, "sqlite_errorcode", None)
-    if code == _CORRUPT:
-        return True
-    if code != _NOTADB:
-        return False
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
-
-
-def is_locked(err: BaseException) -> bool:
-    """``err`` is a lock another connection held past the busy timeout (never a full disk)."""
-    return getattr(err, "sqlite_errorcode", None) in (_BUSY, _LOCKED)
-
-
-def quarantine(path: str | Path) -> Path:
-    """Move the damaged database at ``path`` and its sidecars aside as ``<name>.corrupt-<UTC time>`` (never
-    deleted: it is evidence); returns the new name of the database."""
-    path = Path(path)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    moved = path.with_name(f"{path.name}.corrupt-{stamp}")
-    for number in range(2, 1000):  # a second damaged file within the second keeps the first one
-        if not any(Path(f"{moved}{suffix}").exists() for suffix in ("", *SIDECARS)):
-            break
-        moved = path.with_name(f"{path.name}.corrupt-{stamp}-{number}")
-    for suffix in ("", *SIDECARS):
-        source = Path(f"{path}{suffix}")
-        if source.exists():
-            os.replace(source, f"{moved}{suffix}")
-    return moved
-
-
-def lock_holders(path: str | Path) -> list[int]:
-    """The other processes holding a write lock on the database at ``path`` or its -shm file, as far as the system
-    tells (Linux's /proc/locks); an empty list when it does not."""
-    inodes = set()
-    for name in (str(path), f"{path}-shm"):
-        try:
-            inodes.add(os.stat(name).st_ino)
-        except OSError:
-            pass
-    try:
-        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
-            lines = handle.read().splitlines()
-    except OSError:
-        return []
-    holders: set[int] = set()
-    for line in lines:
-        fields = line.split()
-        if "->" in fields or len(fields) < 6 or fields[3] != "WRITE" or not fields[4].isdigit():
-            continue
-        inode = fields[5].rsplit(":", 1)[-1]
-        if inode.isdigit() and int(inode) in inodes and int(fields[4]) != os.getpid():
-            holders.add(int(fields[4]))
-    return sorted(holders)
