@@ -165,8 +165,14 @@ def pending_of(root: Path, shard: str | None) -> tuple[int, int] | None:
     share = (int(i), int(n)) if shard else None
     ids = [str(it.get("question_id")) for it in items
            if isinstance(it, dict) and run_store.in_shard(str(it.get("question_id")), share)]
-    done = run_store.load_completed(root)
+    done = done_after_resume(root)
     return sum(1 for q in ids if q not in done), len(ids)
+
+
+def done_after_resume(root: Path) -> set[str]:
+    """The ids a resume counts done: every judged last row (its reconcile marks one a kill left unmarked, between
+    the row's append and its mark's), not only the ids marked in ``questions_completed.jsonl``."""
+    return {qid for qid, row in run_store.load_results(root).items() if row.judged}
 
 
 def wait_line(run_id: str) -> str:
@@ -298,7 +304,7 @@ def collect(root: Path, project: Path) -> Status:
     status.pacing = _pacing(root, state)
     status.batches = _batches(root)
     shard = meta.get("shard")
-    pending = status.total - len(run_store.load_completed(root))
+    pending = status.total - len(done_after_resume(root))
     counts = pending_of(root, shard)
     if state in ("failed", "interrupted", "dead", "blocked"):
         status.resume = resume_lines(project, root.name, shard, counts=counts)
