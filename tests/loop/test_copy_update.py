@@ -22,22 +22,26 @@ from run_project import REPO, make_project, register_answers, run_dir
 
 OLD = "d0bf04d"
 """A real older memory-ref (2026-12-01): it imports ``lme.targets.bm25_index`` and ``lme.targets.reader``, which
-moved to ``lme.target_kit`` since. The test takes its files from this repository's history."""
+moved to ``lme.target_kit`` since. The tests take its files from this repository's history."""
+OLDEST = "a5a6983"
+"""The oldest memory-ref a use-copy copy can hold (2026-11-29): ``import sqlite_store``, ``from bm25_index import``,
+``from errors import`` (top-level modules of ``scripts/`` then)."""
 USER_EDIT = "\n\ndef users_own_helper(text: str) -> str:\n    \"\"\"The user's fix, kept across updates.\"\"\"\n" \
             "    return normalise(text)\n"
 RUN_ARGS = ["--progress", "quiet", "--no-scorecard", "--target-option", "embedder=none"]
 
 
-def old_copy(project: Path, *, message: str = loop_target.COMMIT_MESSAGE.format(dest="memory_system")) -> Path:
+def old_copy(project: Path, *, message: str = loop_target.COMMIT_MESSAGE.format(dest="memory_system"),
+             version: str = OLD) -> Path:
     """``project/memory_system``: memory-ref as of ``OLD``, committed as the older use-copy did, then the user's
     edit committed on top."""
-    names = git(["ls-tree", "--name-only", OLD, "plugins/memory_ref/"], REPO, check=False)
+    names = git(["ls-tree", "--name-only", version, "plugins/memory_ref/"], REPO, check=False)
     if names.returncode != 0:
-        pytest.skip(f"this checkout has no history back to {OLD} (a shallow clone)")
+        pytest.skip(f"this checkout has no history back to {version} (a shallow clone)")
     copy = project / "memory_system"
     copy.mkdir()
     for name in names.stdout.split():
-        (copy / Path(name).name).write_text(git(["show", f"{OLD}:{name}"], REPO).stdout)
+        (copy / Path(name).name).write_text(git(["show", f"{version}:{name}"], REPO).stdout)
     git(["add", "memory_system"], project)
     git(["commit", "-q", "-m", message], project)
     with open(copy / "text.py", "a") as fh:
@@ -65,16 +69,18 @@ def state(project: Path) -> tuple[str, str, str]:
             git(["for-each-ref"], project).stdout)
 
 
+@pytest.mark.parametrize("version, gone", [(OLD, "lme.targets.bm25_index"), (OLDEST, "sqlite_store")])
 def test_an_old_copy_is_refused_at_run_start_then_update_copy_keeps_the_users_edit_and_the_run_completes(
-        project, capsys, fake_llm):
+        project, capsys, fake_llm, version, gone):
     register_answers(fake_llm)
-    copy = old_copy(project)
+    copy = old_copy(project, version=version)
     argv = ["--project", str(project), "--run-id", "r1", *RUN_ARGS]
-    assert run_main(run_benchmark.main, argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "memory_system/" in err and "lme.targets.bm25_index" in err
-    assert "loop_target.py update-copy" in err and "bad target options" not in err
-    assert not run_dir(project, "r1").exists()
+    for dry in ([], ["--dry-run"]):
+        assert run_main(run_benchmark.main, [*argv, *dry]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "memory_system/" in err and gone in err
+        assert "loop_target.py update-copy" in err and "bad target options" not in err
+        assert not run_dir(project, "r1").exists()
 
     assert update(project) == 0
     out = capsys.readouterr().out

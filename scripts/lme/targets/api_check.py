@@ -147,9 +147,9 @@ def _gone(found: Import) -> str | None:
 
 
 def _listed(names: list[str]) -> str:
-    """The first three distinct names, and how many more."""
+    """The first five distinct names, and how many more."""
     distinct = list(dict.fromkeys(names))
-    return ", ".join(distinct[:3]) + (f" and {len(distinct) - 3} more" if len(distinct) > 3 else "")
+    return ", ".join(distinct[:5]) + (f" and {len(distinct) - 5} more" if len(distinct) > 5 else "")
 
 
 def _shown(path: Path, project: Path) -> str:
