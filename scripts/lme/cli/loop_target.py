@@ -7,8 +7,9 @@ be in the project. Two ways, each done once (run again, it has nothing to do and
 ``use-copy``: the reference system. The default target, ``memory-ref``, lives in the plugin; this does what a user
 would otherwise do by hand (and what Claude Code cannot run unattended: it always asks before ``cp -r``):
 
-1. copy the plugin's ``plugins/memory_ref`` to ``memory_system/`` (skipped when that folder exists: it is the
-   user's code now, never overwritten);
+1. copy the plugin's ``plugins/memory_ref`` to ``memory_system/`` with ``memory_system/target_api.json``, the
+   target API and plugin version it was copied against (skipped when that folder exists: it is the user's code
+   now, never overwritten);
 2. set ``target`` and ``loop.target`` to ``memory_system`` in ``.longmemeval-benchmarks/config.json``;
 3. commit the copy alone on the loop branch, so the first fix commit holds only the fix.
 
