@@ -26,9 +26,9 @@ class EmbeddingCache:
                 db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vector TEXT NOT NULL)")
 
     def _connect(self) -> sqlite3.Connection:
-        from lme.models import sqlite_store
+        from lme.target_kit import connect_cache_db
 
-        return sqlite_store.connect(self.path, autocommit=False)
+        return connect_cache_db(self.path, autocommit=False)
 
     @staticmethod
     def key(model: str, text: str) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from lme.models import sqlite_store
+from lme.target_kit import cached_keys as keys_in_cache, connect_cache_db
 from lme.targets import LLM, ChatRequest
 
 from .facts import Fact, parse_fact_lines, with_session
@@ -94,7 +94,7 @@ class FactCache:
             )
 
     def _connect(self) -> sqlite3.Connection:
-            return sqlite_store.connect(self.path)
+            return connect_cache_db(self.path)
 
     def get(self, key: str) -> list[dict[str, Any]] | None:
         conn = self._connect()
@@ -127,7 +127,7 @@ class FactCache:
 
 def cached_keys(directory: str | Path, keys: Sequence[str]) -> set[str]:
     """Which of ``keys`` the facts cache in ``directory`` holds, read-only (nothing is created): for dry runs."""
-    return sqlite_store.existing_keys(Path(directory) / CACHE_FILE, "facts", keys)
+    return keys_in_cache(Path(directory) / CACHE_FILE, "facts", keys)
 
 
 def _one_session(role: Role, session: Any, llm: LLM, cache: FactCache | None) -> tuple[list[Fact], dict[str, Any]]:

@@ -272,7 +272,7 @@ IN_LOOP = {"CLAUDE_CODE_SESSION_ID": LOOP_SESSION}
 """What Claude Code sets for every Bash command it runs; with the setups below, the command is in a loop session."""
 PWNED = "pwned.txt"
 """What the code a refused spec names would write (the tree check proves it never ran)."""
-EVIL_PY = ("import pathlib\nfrom lme.targets.targets import Hypothesis\n"
+EVIL_PY = ("import pathlib\nfrom lme.targets import Hypothesis\n"
            "pathlib.Path(__file__).with_name('pwned.txt').write_text('ran')\n"
            "def generate(item, ctx):\n    return Hypothesis(hypothesis='x')\n")
 """A target file that leaves ``pwned.txt`` beside itself when it is imported (a valid target otherwise)."""

@@ -58,6 +58,7 @@ from lme.run import state as run_state
 from lme.run import settings as run_settings
 from lme.run import status as run_status
 from lme.run import unattended_gate
+from lme.targets import api_check
 from lme.core import unattended
 from lme.store import run_store
 from lme.core.clock import utc_now
@@ -143,6 +144,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
 
         settings = judge_day.for_loop_run(settings, args.successor)
     if args.dry_run:
+        api_check.check_target(settings.target, project)  # a copy made for another target API: one line
         return dry_run.run(settings, run_id=args.run_id, as_json=args.json)
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
     if not args.worker:

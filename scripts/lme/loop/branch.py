@@ -4,10 +4,11 @@ The command (its parser, ``main()`` and help text) is ``lme/cli/loop_git.py``.""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from lme.core.errors import UserError
 from lme.core.facts import (
@@ -63,10 +64,13 @@ def refuse_dangerous(args: Sequence[str]) -> None:
                 raise UserError(f"refused: forced refspec '{arg}'", fix="never force-push the loop branch")
 
 
-def run_git(args: Sequence[str], project: Path, *, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """Run one guarded git command in ``project``; a failure with ``check`` raises UserError with git's words."""
+def run_git(args: Sequence[str], project: Path, *, check: bool = True,
+            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run one guarded git command in ``project`` (``env``: variables added to the environment, e.g. a temporary
+    ``GIT_INDEX_FILE``); a failure with ``check`` raises UserError with git's words."""
     refuse_dangerous(args)
-    proc = subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=False)
+    proc = subprocess.run(["git", *args], cwd=project, capture_output=True, text=True, check=False,
+                          env={**os.environ, **env} if env else None)
     if check and proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().replace("\n", " | ")
         raise UserError(f"git {' '.join(args)} failed in {project}: {detail}")

@@ -5,6 +5,7 @@ The command (its parser, ``main()`` and help text) is ``lme/cli/loop_target.py``
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from lme.loop import rules as loop_rules
 from lme.core.errors import UserError
 from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR
 from lme.core import unattended
+from lme.run import provenance
+from lme.targets import api
 from lme.targets.identity import is_reference, same_target
 
 SOURCE = Path(__file__).resolve().parents[3] / "plugins" / "memory_ref"
@@ -28,9 +31,7 @@ OWN_COMMIT_MESSAGE = "loop target: {path}, your own memory system"
 def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
     """Copy, configure, commit (each only when needed); returns what was done, one line each."""
     project = Path(project)
-    if Path(dest).is_absolute() or ".." in Path(dest).parts or not dest.strip("./"):
-        raise UserError(f"--dest {dest!r} is not a folder inside the project", fix="pass a relative name such as memory_system")
-    dest = Path(dest).as_posix().strip("/")
+    dest = dest_name(dest)
     path = config.config_path(project)
     if not path.is_file():
         raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
@@ -47,11 +48,29 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
         done.append(f"{dest}/ exists: kept as it is (your code)")
     else:
         fileio.copy_tree(SOURCE, target, skip=("__pycache__",))
-        done.append(f"copied memory-ref ({SOURCE}) to {dest}/")
+        fileio.write_atomic_text(target / api.RECORD_FILE, copy_record(dest))
+        done.append(f"copied memory-ref ({SOURCE}) to {dest}/ (target API {api.version_text(api.TARGET_API)}, "
+                    f"recorded in {dest}/{api.RECORD_FILE})")
     done += _configure(project, dest, None)
     sha = loop_git.commit(COMMIT_MESSAGE.format(dest=dest), [dest], project=project)
     done.append(f"committed {dest}/ ({sha[:12]})" if sha else f"{dest}/ is committed already")
     return done
+
+
+def dest_name(dest: str) -> str:
+    """``--dest`` as a project-relative folder name; UserError for an absolute path or one leading out."""
+    if Path(dest).is_absolute() or ".." in Path(dest).parts or not dest.strip("./"):
+        raise UserError(f"--dest {dest!r} is not a folder inside the project", fix="pass a relative name such as memory_system")
+    return Path(dest).as_posix().strip("/")
+
+
+def copy_record(dest: str) -> str:
+    """The copy's record (``api.RECORD_FILE``, SPEC "The copy's record"): the target API and plugin version it
+    was copied against, and how ``update-copy`` finds the commit that holds the copy as first made (its merge
+    base): the loop branch's commit with ``COMMIT_MESSAGE`` (or update-copy's side commit, ``SIDE_MESSAGE``)."""
+    record = {"targetApi": api.version_text(api.TARGET_API), "pluginVersion": provenance.plugin_version(),
+              "copiedFrom": "memory-ref (plugins/memory_ref)", "baseCommitMessage": COMMIT_MESSAGE.format(dest=dest)}
+    return json.dumps(record, indent=2) + "\n"
 
 
 def use_path(project: Path, given: str) -> list[str]:

@@ -18,7 +18,7 @@ from lme.core.errors import UserError
 from lme.judge import official as judge_official
 from lme.core.endpoint_urls import redact
 from lme.models import judge_entry
-from lme.targets import generation_driver
+from lme.targets import api_check, generation_driver
 from lme.targets.targets import users_system
 from lme.models import providers
 from lme.data import dataset
@@ -33,10 +33,15 @@ def check_inputs(settings) -> None:
 
     Run before anything is written or paid for; raises UserError.
     """
+    api_check.check_target(settings.target, Path(settings.project))  # an outdated copy: one line, not per item
     try:
         generation_driver.describe_target(settings.target, settings.target_options)
     except UserError:
         raise
+    except ImportError as err:  # not an option's fault: the code imports what is not there
+        raise UserError(f"target {settings.target} cannot be loaded: {err}",
+                        fix='import from the toolkit only what plugins/README.md lists ("The public target API")'
+                        ) from None
     except Exception as err:  # a target's own validation (ValueError, TypeError, ...): it names the option
         raise UserError(f"target {settings.target}: bad target options {dict(settings.target_options)}: {err}",
                         fix="set them with --target-option key=value or targetOptions; plugins/README.md") from None
@@ -57,6 +62,7 @@ def checks(settings) -> list[tuple[bool | None, str]]:
     """(passed, message) per check, for the resolved RunSettings; passed None is a warning that does not fail."""
     results: list[tuple[bool | None, str]] = []
     try:
+        api_check.check_target(settings.target, Path(settings.project))
         generation_driver.describe_target(settings.target, settings.target_options)
         target_ok = True
         results.append((True, f"target {settings.target} and its options"))

@@ -2,7 +2,8 @@
 
 The target API a plugin imports (``from lme.targets import ChatRequest, Hypothesis, PublicItem, TargetContext``),
 loading a target by path, and the generation driver that hands it a gold-free ``PublicItem``. The judge stage
-receives the ``Hypothesis``. A plugin never imports the driver (``run_target``, ``load_target``)."""
+receives the ``Hypothesis``. A plugin imports only the public names ``lme.targets.api.PUBLIC`` lists (versioned:
+``TARGET_API``), never the driver (``run_target``, ``load_target``) nor a submodule."""
 
 from lme import lazy_face
 
@@ -16,7 +17,7 @@ _EXPORTS = {
     "run_target": "lme.targets.generation_driver", "load_target": "lme.targets.generation_driver",
     "describe_target": "lme.targets.generation_driver", "prepare_requests_by_role": "lme.targets.generation_driver",
     "find_item": "lme.targets.generation_driver", "generate_hypothesis": "lme.targets.generation_driver",
-    "same_target": "lme.targets.identity",
+    "same_target": "lme.targets.identity", "TARGET_API": "lme.targets.api",
 }
 """Name -> the module that holds it (full dotted path, so a rename is found by grep)."""
 
