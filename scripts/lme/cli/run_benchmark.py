@@ -144,7 +144,8 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
 
         settings = judge_day.for_loop_run(settings, args.successor)
     if args.dry_run:
-        api_check.check_target(settings.target, project)  # a copy made for another target API: one line
+        for warning in api_check.check_target(settings.target, project):  # an outdated copy: refused, one line
+            print(warning, file=sys.stderr)
         return dry_run.run(settings, run_id=args.run_id, as_json=args.json)
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
     if not args.worker:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import sys
 from pathlib import Path
 
 from lme.core import command_names
@@ -33,7 +34,8 @@ def check_inputs(settings) -> None:
 
     Run before anything is written or paid for; raises UserError.
     """
-    api_check.check_target(settings.target, Path(settings.project))  # an outdated copy: one line, not per item
+    for warning in api_check.check_target(settings.target, Path(settings.project)):  # an outdated copy: refused
+        print(warning, file=sys.stderr)
     try:
         generation_driver.describe_target(settings.target, settings.target_options)
     except UserError:
@@ -62,10 +64,11 @@ def checks(settings) -> list[tuple[bool | None, str]]:
     """(passed, message) per check, for the resolved RunSettings; passed None is a warning that does not fail."""
     results: list[tuple[bool | None, str]] = []
     try:
-        api_check.check_target(settings.target, Path(settings.project))
+        warnings = api_check.check_target(settings.target, Path(settings.project))
         generation_driver.describe_target(settings.target, settings.target_options)
         target_ok = True
         results.append((True, f"target {settings.target} and its options"))
+        results += [(None, warning) for warning in warnings]
     except Exception as err:  # noqa: BLE001 - reported as a FAIL line
         target_ok = False
         results.append((False, f"target {settings.target}: {err}"))

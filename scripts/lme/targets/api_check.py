@@ -3,9 +3,10 @@
 A memory system loaded in the run's process (a package folder such as the loop's copy of memory-ref, or a ``.py``
 file that imports ``lme``) is read with ``ast``, without running it. A copy of memory-ref (``use-copy``'s, or one
 made by hand) whose record names another major of the target API, or that imports a module or name this toolkit no
-longer has, is refused in one line naming ``update-copy``; the user's own system that imports a name outside the
-public API (``api.PUBLIC``) is refused in one line pointing to ``plugins/README.md``. Never an error row per item,
-never "bad target options"."""
+longer has, is refused in one line naming ``update-copy``. The user's own system that imports a toolkit name that is
+gone is refused in one line pointing to ``plugins/README.md``; one that imports a name outside the public API
+(``api.PUBLIC``) that still exists runs, with a warning (their working code is not broken by this check). Never an
+error row per item, never "bad target options"."""
 
 from __future__ import annotations
 
@@ -51,24 +52,25 @@ def update_copy_command(folder: str) -> str:
     return f'bash "{venv_run}" loop_target.py update-copy{dest}'
 
 
-def check_target(target: str, project: Path) -> None:
-    """UserError (one line) when ``target``'s code cannot run against today's target API; nothing otherwise.
-    Built-in names, adapters and programs run outside the toolkit's API and are not read."""
+def check_target(target: str, project: Path) -> list[str]:
+    """UserError (one line) when ``target``'s code cannot run against today's target API; otherwise the warnings
+    (one line each) for the user's own system importing names outside the public API. Built-in names, adapters and
+    programs run outside the toolkit's API and are not read."""
     if target in BUILTIN_TARGETS or target in ("python", "command"):
-        return
+        return []
     where = Path(target).expanduser()
     try:
         file = Path(target_path(str(where if where.is_absolute() else Path(project) / where)))
     except UserError:
-        return  # the target's own loading names a missing path
+        return []  # the target's own loading names a missing path
     package = file.name == "__init__.py"
     if not package and not (file.suffix == ".py" and imports_the_toolkit(file)):
-        return
+        return []
     folder = _shown(file.parent if package else file, project)
     if package and is_reference(str(file.parent), project):
         _check_copy(file.parent, folder)
-    else:
-        _check_own(file.parent if package else file, folder)
+        return []
+    return _check_own(file.parent if package else file, folder)
 
 
 def _check_copy(root: Path, folder: str) -> None:
@@ -83,12 +85,17 @@ def _check_copy(root: Path, folder: str) -> None:
                         "longer has", fix=fix)
 
 
-def _check_own(where: Path, shown: str) -> None:
-    outside = [i.spelled for i in imports(where) if _from_toolkit(i) and not _public(i)]
-    if outside:
-        raise UserError(f"{shown} imports {_listed(outside)}, which is not in the toolkit's public target API "
-                        f"(version {api.version_text(api.TARGET_API)})",
-                        fix="import only the names plugins/README.md lists under \"The public target API\"")
+def _check_own(where: Path, shown: str) -> list[str]:
+    outside = [i for i in imports(where) if _from_toolkit(i) and not _public(i)]
+    fix = "import only the names plugins/README.md lists under \"The public target API\""
+    gone = [name for name in (_gone(i) for i in outside) if name]
+    if gone:
+        raise UserError(f"{shown} imports {_listed(gone)}, which this toolkit does not have (its public target API "
+                        f"is version {api.version_text(api.TARGET_API)})", fix=fix)
+    if not outside:
+        return []
+    return [f"warning: {shown} imports {_listed([i.spelled for i in outside])}, outside the toolkit's public target "
+            f"API (version {api.version_text(api.TARGET_API)}): an update may move it; {fix}"]
 
 
 def read_record(root: Path) -> tuple[int, int] | None:
