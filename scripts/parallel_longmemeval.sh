@@ -25,10 +25,12 @@
 # Everything else comes from the loop configuration (.longmemeval-benchmarks/config.json "loop"): run id,
 # variant, target, target model, judge, target options. The symbolic flags are passed exactly as configured,
 # so a flag that is off makes the driver refuse the run instead of being silently switched on.
-# Exit status is the driver's: 0 completed (or started, with --background), 1 failed (resume by running this
-# again), 2 user error (or the official judge retired: "BLOCKED: official judge retired" and the user's choices,
-# or the successor baseline to take; see the loop skill), 3 billing (then: rounds.py blocked --reason billing), 4 the confirmation rerun is running
-# (--confirm), 5 the estimate is above confirmCostUsd (ask, then add --yes), 130 interrupted.
+# Exit status is the driver's, one code per ending (lme/run/exit_codes.py; the table: skills/run-benchmark/SKILL.md,
+# "What the exit status means"): 0 completed (or started, with --background), 1 failed (run this again: it
+# resumes), 2 user error (or "BLOCKED: official judge retired" with the user's choices, or the successor baseline
+# to take: the loop skill), 3 billing (then: rounds.py blocked --reason billing), 5 the estimate is above
+# confirmCostUsd (ask, then add --yes), 6/7/8 paused (cost cap, cancelled batch, code changed), 130 interrupted;
+# and 4 while the --confirm or --noise-floor rerun is still running.
 set -u
 
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0; fi

@@ -67,6 +67,8 @@ def test_json_has_the_same_facts(tmp_path, capsys):
     ({"status": "failed", "exit_status": 3, "error": "blocked on API billing: quota"}, 3, "blocked"),
     ({"status": "interrupted", "exit_status": 130}, 130, "interrupted"),
     ({"status": "paused", "exit_status": 6, "error": "cost cap reached"}, 6, "paused"),
+    ({"status": "paused", "exit_status": 7, "error": "batch b1 cancelled"}, 7, "paused"),  # run_benchmark.py's 7
+    ({"status": "paused", "exit_status": 8, "error": "memsys.py changed"}, 8, "paused"),  # and its 8
     ({"status": "running", "finished_at": None}, 1, "dead"),
 ])
 def test_each_state_has_its_exit_status_and_the_resumable_ones_print_the_resume(tmp_path, capsys, meta_status,
@@ -83,7 +85,7 @@ def test_each_state_has_its_exit_status_and_the_resumable_ones_print_the_resume(
     if expected == "dead":
         assert "no process writes the run" in out
     if expected == "paused":
-        assert "--max-cost <a higher USD>" in out
+        assert ("--max-cost <a higher USD>" in out) == (exit_status == 6)  # 7, 8: resume as it is
 
 
 def test_a_max_run_is_complete_at_its_items_and_an_older_cut_run_says_how_to_finish_it(tmp_path, capsys):

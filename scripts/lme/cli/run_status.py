@@ -9,10 +9,10 @@ Usage:
 ends; keep it under the caller's own time limit (Claude Code's Bash tool: 120 s by default, so 100).
 It only reads the run directory: it never changes a run.
 
-States and exit status: ``completed`` 0; ``running`` 4; ``failed`` 1 (resumable; prints the resume command);
-``blocked`` 3 (API billing or quota); ``interrupted`` 130 (prints the resume command); ``paused`` 6 (the
-``--max-cost`` cap was reached; resume with a higher cap; or a batch was cancelled: resume to submit the rest);
-``dead`` 1: run-meta says running but no process writes
+States and exit status (the same code ``run_benchmark.py`` ended with; ``lme/run/exit_codes.py``): ``completed``
+0; ``running`` 4; ``failed`` 1 (resumable; prints the resume command); ``blocked`` 3 (API billing or quota);
+``interrupted`` 130 (prints the resume command); ``paused`` 6 at the ``--max-cost`` cap (resume with a higher cap),
+7 at a cancelled batch, 8 because the memory system's code changed (both: resume to run the rest); ``dead`` 1: run-meta says running but no process writes
 the run (killed, machine restarted) or the background worker exited before starting it; prints the resume
 command. ``broken`` 1: its run-meta.json cannot be read (empty, not JSON, not a run-meta) or is missing though the
 run has rows; says which file and what is wrong, and prints no resume command (a resume checks the run's rows

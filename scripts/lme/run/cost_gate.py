@@ -31,14 +31,13 @@ from lme.core.run_records import ResultRow
 from lme.run.settings import RunSettings
 from lme.data import dataset
 from lme.run import dry_run
+from lme.run.exit_codes import EXIT_COST_CAP, EXIT_NEEDS_CONFIRMATION  # noqa: F401  (this module's exits)
 from lme.run.estimate_record import Estimate
 from lme.run import state as run_state
 from lme.models import prices
 from lme.run.dry_run import dollars as dry_run_dollars
 
 DEFAULT_CONFIRM_COST_USD = 5.0
-EXIT_NEEDS_CONFIRMATION = 5
-EXIT_COST_CAP = 6
 ASK_LINE = ("to start it, run the same command again with --yes once the cost is approved (an agent asks the user "
             "first), or raise confirmCostUsd in .longmemeval-benchmarks/config.json")
 """The gate's last line: for a person at a shell and for an agent, who must not add --yes on its own."""

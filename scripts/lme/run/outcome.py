@@ -9,17 +9,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from lme.judge.official import CONTINUITY_HINT
-from lme.run.cost_gate import EXIT_COST_CAP
+from lme.run.exit_codes import (EXIT_BATCH_STOPPED, EXIT_BILLING, EXIT_CODE_CHANGED, EXIT_COMPLETED,
+                                 EXIT_COST_CAP, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_JUDGE_GONE)
 
-EXIT_COMPLETED, EXIT_FAILED, EXIT_BILLING, EXIT_INTERRUPTED = 0, 1, 3, 130
-EXIT_JUDGE_GONE = 2
-"""The official judge answered not_found / gone (retired), or a judge response named another model than the pinned
-one: one line naming the ways on, as for a user mistake; the items not judged stay pending."""
-EXIT_BATCH_STOPPED = 7
-"""A batch was cancelled: what ran is recorded, the rest stays pending (resumable: it is submitted fresh)."""
-EXIT_CODE_CHANGED = 8
-"""The target's code changed during the run: the items in flight finished under the code they started with, the rest
-stay pending (resumable: the resume runs them with the new code, and the scorecard counts the rows per version)."""
 STATUS_BY_EXIT = {EXIT_COMPLETED: "completed", EXIT_FAILED: "failed", EXIT_BILLING: "blocked on billing",
                   EXIT_COST_CAP: "paused at the cost cap", EXIT_INTERRUPTED: "interrupted",
                   EXIT_BATCH_STOPPED: "stopped at a cancelled batch", EXIT_CODE_CHANGED: "stopped: the code changed"}

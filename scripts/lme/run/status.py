@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lme.run import background
+from lme.run import exit_codes as codes
 from lme.core import command_names
 from lme.core import fileio
 from lme.models import prices
@@ -24,8 +25,10 @@ from lme.store import batch_ledger
 
 POLL_S = 1.0
 """Seconds between two looks at the run's files while ``--wait`` blocks."""
-EXIT_BY_STATE = {"completed": 0, "running": 4, "failed": 1, "dead": 1, "blocked": 3, "interrupted": 130,
-                 "paused": 6, "broken": 1}
+EXIT_BY_STATE = {"completed": codes.EXIT_COMPLETED, "running": codes.EXIT_RUNNING, "failed": codes.EXIT_FAILED,
+                 "dead": codes.EXIT_FAILED, "blocked": codes.EXIT_BILLING, "interrupted": codes.EXIT_INTERRUPTED,
+                 "paused": codes.EXIT_COST_CAP, "broken": codes.EXIT_FAILED}
+"""A ``paused`` run exits what its run recorded (``Status.paused_exit``: the cap, a cancelled batch, the code changed)."""
 SCRIPTS = Path(__file__).resolve().parents[2]
 
 
@@ -63,6 +66,9 @@ class Status:
     batches: dict[str, Any] | None = None
     """Batch API progress from the run's ledger (``batch_ledger.progress``): totals and one entry per batch, with
     the provider's counts as of the last poll; None when the run used no batch."""
+    paused_exit: int | None = field(default=None, repr=False)
+    """A ``paused`` run's recorded exit status (``exit_codes.PAUSED_EXITS``): the same ending, the same code as the
+    run's own exit. Not in ``to_dict``: ``exit_status`` says it."""
 
     @property
     def accuracy(self) -> float | None:
@@ -70,10 +76,14 @@ class Status:
 
     @property
     def exit_status(self) -> int:
-        return EXIT_BY_STATE.get(self.state, 1)
+        if self.state == "paused" and self.paused_exit is not None:
+            return self.paused_exit
+        return EXIT_BY_STATE.get(self.state, codes.EXIT_FAILED)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "accuracy": None if self.accuracy is None else round(self.accuracy, 4),
+        facts = asdict(self)
+        del facts["paused_exit"]
+        return {**facts, "accuracy": None if self.accuracy is None else round(self.accuracy, 4),
                 "exit_status": self.exit_status}
 
 
@@ -236,7 +246,7 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
     worker_start, meta_end = _parse_time((worker or {}).get("started_at")), _parse_time(meta.get("finished_at"))
     if worker_start and meta_end and meta_end < worker_start:
         return "dead", meta, worker, "the background worker exited without running the run; see its log"
-    if status == "failed" and meta.get("exit_status") == 3:
+    if status == "failed" and meta.get("exit_status") == codes.EXIT_BILLING:
         return "blocked", meta, worker, None
     return status, meta, worker, None
 
@@ -306,10 +316,12 @@ def collect(root: Path, project: Path) -> Status:
     shard = meta.get("shard")
     pending = status.total - len(done_after_resume(root))
     counts = pending_of(root, shard)
+    if state == "paused" and meta.get("exit_status") in codes.PAUSED_EXITS:
+        status.paused_exit = int(meta["exit_status"])
     if state in ("failed", "interrupted", "dead", "blocked"):
         status.resume = resume_lines(project, root.name, shard, counts=counts)
-    elif state == "paused" and meta.get("exit_status") in (7, 8):  # a cancelled batch, the code changed: resume
-        status.resume = resume_lines(project, root.name, shard, counts=counts)
+    elif state == "paused" and status.paused_exit in (codes.EXIT_BATCH_STOPPED, codes.EXIT_CODE_CHANGED):
+        status.resume = resume_lines(project, root.name, shard, counts=counts)  # resume as it is
     elif state == "paused":
         status.resume = resume_lines(project, root.name, shard, note=" --max-cost <a higher USD>")
     elif state == "completed" and pending > 0 and not meta.get("shards"):
