@@ -134,7 +134,6 @@ def test_the_loop_goes_on_from_an_older_versions_round(old):
     assert "Failure clusters" in clusters
 
 
-@pytest.mark.xfail(strict=True, reason="needs loop_target.py update-copy (issue 38 finding 2)")
 def test_the_older_memory_system_copy_runs_with_todays_plugin_after_update_copy(old, fake_llm):
     """The loop's next re-test runs items through ``memory_system/``, the copy the old version made of its
     memory-ref: ``loop_target.py update-copy`` brings today's memory-ref into it, and the run completes."""
