@@ -337,8 +337,9 @@ class BatchPhase:
                     else:
                         to_submit[key] = len(chunks)
                     continue
-                self.llm.answers[key] = ProviderError(
-                    answer.kind, answer.message, attempts=len(chunks), status=answer.status)
+                final = ProviderError(answer.kind, answer.message, attempts=len(chunks), status=answer.status)
+                final.empty, final.finish_reason = answer.empty, answer.finish_reason  # a reader's "" (as sync)
+                self.llm.answers[key] = final
             if pending and not open_chunks:
                 return "cancelled", "a batch was cancelled: its unanswered items stay pending", pending
             if not to_submit and not open_chunks:
@@ -503,7 +504,8 @@ class BatchPhase:
             if cid in entries:
                 got = batch_api.parse_line(kind, line, provider=chunk.provider, model=chunk.model,
                                            allow_empty=bool(entries[cid].get("allow_empty")),
-                                           batch_id=str(chunk.batch_id))
+                                           batch_id=str(chunk.batch_id),
+                                           request=self._requests.get(entries[cid]["key"]))
                 parsed[cid] = dataclasses.replace(got, endpoint_host=host) if isinstance(got, Completion) else got
         self._results[chunk.name] = parsed
         return parsed
