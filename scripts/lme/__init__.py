@@ -7,8 +7,8 @@ loads a name's module on its first use only, so importing a face imports none of
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing is not imported at start-up: the faces load on every command
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 
