@@ -5,7 +5,7 @@ JSONL with ``client.files.create(purpose="batch")``, then ``client.batches.creat
 ``client.messages.batches.create(requests=...)``), ``find`` (a batch created for a chunk whose ``submitted`` event
 a crash cut off: OpenAI by ``metadata.lme_chunk``, Anthropic by size and time), ``retrieve``, ``results`` (the
 result lines as JSON bytes: OpenAI's output and error files, Anthropic's results stream) and ``cancel``.
-``parse_line`` turns one result line into a ``Completion`` (``billing: "batch"``) or the ``ProviderError`` the
+``parse_line`` turns one result line into a ``Completion`` (``pricing`` ``batch``) or the ``ProviderError`` the
 synchronous path would have raised for the same answer (``replies`` reads both). Every HTTP call goes through the one
 retry policy.
 """
@@ -217,4 +217,4 @@ def parse_line(provider_kind: str, line: Mapping[str, Any], *, provider: str, mo
     tokens_in, tokens_out = reply.usage(request)
     return Completion(text=reply.text, tokensIn=tokens_in, tokensOut=tokens_out, latencyMs=0.0, provider=provider,
                       model=str(reply.model or model), request_id=request_id or reply.reply_id, attempts=1,
-                      stop_reason=reply.stop_reason, billing="batch", batch_id=batch_id)
+                      stop_reason=reply.stop_reason, pricing="batch", batch_id=batch_id)

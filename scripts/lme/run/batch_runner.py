@@ -4,7 +4,7 @@ Collect, then replay: for the pending items this phase finds the calls a stage w
 ``--batch all`` also a single-call target's reader call), leaves out the ones the call cache or the verdict archive
 already answers, submits the rest as batches (``batch_api``), polls, collects, and keeps every answer in a
 ``BatchLLM``. The run driver then runs its usual items through that LLM: ``complete(request)`` returns the batch's
-Completion for ``request.key()`` (``billing: "batch"``), so rows, verdicts, prompt hashes and checkpoints come
+Completion for ``request.key()`` (``pricing`` ``batch``), so rows, verdicts, prompt hashes and checkpoints come
 from the same code as a synchronous run. Every step is in the run directory's ledger (``batch_ledger``) before the
 next one starts: a resume from any process polls and collects the same batches, never creating them again.
 
