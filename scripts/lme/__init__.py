@@ -7,8 +7,8 @@ loads a name's module on its first use only, so importing a face imports none of
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # not typing's: importing the faces loads nothing (tests/structure/test_stage_faces.py)
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 
