@@ -18,15 +18,15 @@
 - ``offline``: no chat model; the offline target and offline judge never call this module.
 
 Base URLs: ``settings.base_urls[provider]`` when given, else the SDKs' own ``OPENAI_BASE_URL`` /
-``ANTHROPIC_BASE_URL``. A 200 whose body holds no reply at all (``{}``) is ``malformed`` and retried like an
-unparseable body; an empty reply (no choices, no text) is ``malformed`` (not retried) and a refusal ``refusal``; a request
-with ``allow_empty`` (the judge's: upstream labels an empty reply False) gets an empty or blank text back. Each
-attempt goes through the limiter (a pacer reserves its model and input tokens: ``rate_pacer``) and reports the
-reply's headers, read through the SDKs' ``with_raw_response``.
+``ANTHROPIC_BASE_URL``. The reply is read by ``replies`` (as the batch path reads it): no reply at all (``{}``),
+no choices, a refusal, no text are errors there; a request with ``allow_empty`` (the judge's: upstream labels an
+empty reply False) gets an empty or blank text back. Each attempt goes through the limiter (a pacer reserves its
+model and input tokens: ``rate_pacer``) and reports the reply's headers, read through the SDKs'
+``with_raw_response``.
 
 The parts: ``provider_routes`` (routes, settings, the shared SDK clients), ``provider_errors`` (``ProviderError``
-and the classification of SDK errors), ``retries`` (the one retry policy), ``token_counts`` (exact and estimated
-input tokens). Keys never appear in a Completion or in an error message.
+and the classification of SDK errors), ``replies`` (reading a reply), ``retries`` (the one retry policy),
+``token_counts`` (exact and estimated input tokens). Keys never appear in a Completion or in an error message.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from lme.models import replies
-from lme.models.provider_errors import KINDS, ProviderError, classify, empty_reply, scrub  # noqa: F401  (the provider layer's interface)
+from lme.models.provider_errors import KINDS, ProviderError, classify, scrub  # noqa: F401  (the provider layer's interface)
 from lme.models.provider_routes import (  # noqa: F401
     ProviderSettings,
     _POOL,
@@ -48,7 +48,7 @@ from lme.models.provider_routes import (  # noqa: F401
     shown_base_url,
 )
 from lme.core.records import ChatRequest, Completion, Limiter
-from lme.models.request_bodies import anthropic_body, openai_body, request_body  # noqa: F401  (request_body: batches)
+from lme.models.request_bodies import anthropic_body, openai_body
 from lme.models.retries import OnRetry, TokenDraw, call_with_retries  # noqa: F401
 from lme.models.token_counts import count_tokens, count_tokens_how, estimate_tokens, pacing_tokens  # noqa: F401
 
