@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing is not imported at start-up: the faces load on every command
+TYPE_CHECKING = False  # not typing's: importing the faces loads nothing (tests/structure/test_stage_faces.py)
 if TYPE_CHECKING:
     from typing import Any, Callable, Mapping
 

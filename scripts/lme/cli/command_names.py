@@ -19,7 +19,8 @@ these values.
 from __future__ import annotations
 
 import sys
-TYPE_CHECKING = False  # typing costs ~4 ms: command_names.py is the cheapest command
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Sequence
 

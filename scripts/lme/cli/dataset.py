@@ -6,7 +6,7 @@ string sizes, Unicode text: a nesting bomb is refused in one line naming the ite
 is checked against ``references/schemas/item.schema.json``.
 
 Usage:
-    python scripts/dataset.py data/longmemeval_s_cleaned.json          # prints the DatasetInfo as JSON
+    python scripts/dataset.py data/longmemeval_s_cleaned.json          # prints the file's scan as JSON
     python scripts/dataset.py data/longmemeval_oracle.json.xz --ids 001be529,e47becba
 """
 

@@ -63,7 +63,6 @@ from lme.core import unattended
 from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core.errors import UserError, run_main
-from lme.run.forked_call import ForkedCall
 from lme.run.settings import RunSettings
 
 
@@ -208,9 +207,8 @@ def _probe_and_gate(settings: RunSettings, run_id: str | None, probe: bool, thre
     """``(settings, passed probes, the gate's block or None, the new run's dataset scan or None)``: the probe
     (``judge_route.prepare``, when ``probe``) and the cost gate (``cost_gate.check``, when ``threshold`` is given).
 
-    All three at once: the estimate in a forked child on the other core (``ForkedCall``; here when a fork is not
-    safe) while this process imports the SDKs, then the probe's round trip in a thread, so the first model call
-    comes sooner. The probe is still acted on first: its refusal wins over
+    Both at once once the SDKs are imported (CPU work, like the estimate): the probe's round trip then overlaps the
+    estimate, so the first model call comes sooner. The probe is still acted on first: its refusal wins over
     anything the estimate raised, and the gate is decided on the settings the probe returned (estimated again when
     it changed them: the official judge gone)."""
     if not probe or threshold is None:
@@ -219,16 +217,15 @@ def _probe_and_gate(settings: RunSettings, run_id: str | None, probe: bool, thre
             settings, passed = judge_route.prepare(settings, run_id)
         block, scanned = cost_gate.check(settings, run_id, threshold) if threshold is not None else (None, None)
         return settings, passed, block, scanned
+    provider_routes.import_sdks(use.provider for use in provider_probe.uses(settings))
     failed: Exception | None = None
-    with ForkedCall(cost_gate.check, settings, run_id, threshold) as estimate:  # on the other core, during the import
-        provider_routes.import_sdks(use.provider for use in provider_probe.uses(settings))
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-route") as pool:
-            routed = pool.submit(judge_route.prepare, settings, run_id)
-            try:
-                block, scanned = estimate.result()
-            except Exception as exc:  # a dataset the scan refuses: said after the probe, as when they ran in turn
-                failed = exc
-            probed, passed = routed.result()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe-route") as pool:
+        routed = pool.submit(judge_route.prepare, settings, run_id)
+        try:
+            block, scanned = cost_gate.check(settings, run_id, threshold)
+        except Exception as exc:  # a dataset the scan refuses: said after the probe, as when they ran in turn
+            failed = exc
+        probed, passed = routed.result()
     if probed is not settings:
         block, scanned = cost_gate.check(probed, run_id, threshold)
     elif failed is not None:

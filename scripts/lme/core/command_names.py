@@ -6,7 +6,8 @@ The command (its parser, ``main()`` and help text) is ``lme/cli/command_names.py
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False  # typing costs ~4 ms: command_names.py is the cheapest command
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Mapping
 

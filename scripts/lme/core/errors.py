@@ -11,7 +11,8 @@ import errno
 import gc
 import os
 import sys
-TYPE_CHECKING = False  # typing costs ~4 ms, and the Stop hook loads this module
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Callable, NoReturn, Sequence
 

@@ -240,15 +240,17 @@ class Completion:
     """1 + the number of retries this call took."""
     cached: bool = False
     stop_reason: str | None = None
-    billing: str = "sync"
-    """``batch`` for a reply that came through a provider's Batch API (billed at ``prices.BATCH_DISCOUNT``)."""
+    pricing: str = "sync"
+    """``batch`` for a reply that came through a provider's Batch API (priced at ``prices.BATCH_DISCOUNT``). The
+    file field is ``billing`` (``FILE_FIELD``); the code's name is ``pricing``, as ``billing`` also names the error
+    kind of an account out of quota."""
     batch_id: str | None = None
     endpoint_host: str | None = None
     """The host (``host[:port]``) the call went to, parsed from the route's resolved base URL (no credentials)."""
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if self.billing == "sync":  # a synchronous call's record stays as it always was
+        d = _file_fields(asdict(self))
+        if self.pricing == "sync":  # a synchronous call's record stays as it always was
             del d["billing"], d["batch_id"]
         if self.endpoint_host is None:
             del d["endpoint_host"]
@@ -256,7 +258,23 @@ class Completion:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Completion":
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        return cls(**_attributes(cls, d))
+
+
+FILE_FIELD = {"pricing": "billing"}
+"""Attribute -> file field, where the two differ (Completion, CallRecord, Verdict)."""
+_ATTRIBUTE = {field: attribute for attribute, field in FILE_FIELD.items()}
+
+
+def _file_fields(d: Mapping[str, Any]) -> dict[str, Any]:
+    """``asdict`` output with the file's field names, in the same order."""
+    return {FILE_FIELD.get(k, k): v for k, v in d.items()}
+
+
+def _attributes(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
+    """The known fields of a file's record, under the dataclass's attribute names."""
+    return {_ATTRIBUTE.get(k, k): v for k, v in d.items()
+            if k not in FILE_FIELD and _ATTRIBUTE.get(k, k) in cls.__dataclass_fields__}
 
 
 _CALL_FIELDS = ("text", "tokensIn", "tokensOut", "latencyMs", "provider", "model", "request_id", "attempts", "cached",
@@ -288,8 +306,8 @@ class CallRecord:
     """1 + the number of retries this call took."""
     cached: bool = False
     stop_reason: str | None = None
-    billing: str = "sync"
-    """``batch``: billed through a provider's Batch API."""
+    pricing: str = "sync"
+    """``batch``: priced as a call through a provider's Batch API (the file field ``billing``)."""
     batch_id: str | None = None
     endpoint_host: str | None = None
     request_id: str | None = None
@@ -310,7 +328,7 @@ class CallRecord:
                    tokensIn=_int(d.get("tokensIn")), tokensOut=_int(d.get("tokensOut")),
                    latencyMs=float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool)
                    else None, attempts=_int(d.get("attempts"), 1) or 1, cached=bool(d.get("cached")),
-                   stop_reason=d.get("stop_reason"), billing=str(d.get("billing") or "sync"),
+                   stop_reason=d.get("stop_reason"), pricing=str(d.get("billing") or "sync"),
                    batch_id=d.get("batch_id"), endpoint_host=d.get("endpoint_host"), request_id=d.get("request_id"),
                    text=d.get("text"), extra={k: v for k, v in d.items() if k not in _CALL_FIELDS} or _NO_EXTRA,
                    key_order=_KEY_ORDERS.setdefault(tuple(d), tuple(d)))
@@ -326,7 +344,7 @@ class CallRecord:
             if key in self.extra:
                 out[key] = self.extra[key]
             elif key in _CALL_FIELDS:
-                out[key] = getattr(self, key)
+                out[key] = getattr(self, _ATTRIBUTE.get(key, key))
         out.update({k: v for k, v in self.extra.items() if k not in out})
         return out
 
@@ -615,8 +633,9 @@ class Verdict:
     """``--judge-repeat K``: all K verdicts in call order (the first is the label); None without repeats."""
     stability: Mapping[str, Any] | None = None
     """``--judge-repeat K``: ``{n, yes, no, flaky}`` over ``verdicts``."""
-    billing: str = "sync"
-    """``batch``: the judge call went through a provider's Batch API (``batch_id``), at batch prices."""
+    pricing: str = "sync"
+    """``batch``: the judge call went through a provider's Batch API (``batch_id``), at batch prices (the file
+    field ``billing``)."""
     batch_id: str | None = None
     endpoint_host: str | None = None
     """Where the verdict was made: the judge endpoint's host (``host[:port]``, parsed; for an archived verdict the
@@ -634,13 +653,13 @@ class Verdict:
     rule's); None otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = _file_fields(asdict(self))
         for extra in ("verdicts", "stability", "batch_id", "endpoint_host", "request_shape", "origin", "conflict"):
             if d[extra] is None:
                 del d[extra]
         if not self.successor:
             del d["successor"]
-        if self.billing == "sync":
+        if self.pricing == "sync":
             del d["billing"]
         if self.request_shape is not None:
             d["request_shape"] = dict(self.request_shape)
@@ -657,7 +676,7 @@ class Verdict:
     def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
         """From ``to_dict()`` output, or a row's judgment written by an older version (missing fields default:
         no provider, the returned model as the requested one, not official)."""
-        fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        fields = _attributes(cls, d)
         fields.setdefault("provider", "")
         fields.setdefault("requested_model", str(d.get("model", "")))
         fields.setdefault("official", False)

@@ -57,7 +57,10 @@ def is_known_official(sha256: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class DatasetInfo:
+class DatasetScan:
+    """What one streaming pass over a dataset file found (``scan``). A run's run-meta records the file as
+    ``lme.core.run_records.DatasetInfo``, built from this in ``lme.run.state``."""
+
     path: str
     sha256: str
     """sha256 of the decompressed JSON bytes (equals the published file's hash for an unmodified copy)."""
@@ -265,9 +268,9 @@ class _ItemStream:
                 f"{path}: expected a JSON array of LongMemEval items, found {found}", fix=_REDOWNLOAD
             )
 
-    def info(self) -> DatasetInfo:
+    def info(self) -> DatasetScan:
         reader = self.reader
-        return DatasetInfo(
+        return DatasetScan(
             path=str(self.path),
             sha256=reader.sha.hexdigest() if reader else hashlib.sha256(b"").hexdigest(),
             items=self.count,
@@ -302,7 +305,7 @@ def guess_variant(path: Path, max_sessions: int | None = None) -> str | None:
     return "_s" if max_sessions <= 120 else "_m"
 
 
-def scan(path: Path, on_item: Callable[[dict], None] | None = None) -> DatasetInfo:
+def scan(path: Path, on_item: Callable[[dict], None] | None = None) -> DatasetScan:
     """Validate every item and hash the decompressed bytes in one streaming pass; ``on_item`` sees each validated
     item on the way (the cost gate's estimate rides on a new run's scan)."""
     stream = _ItemStream(Path(path))
@@ -314,10 +317,10 @@ def scan(path: Path, on_item: Callable[[dict], None] | None = None) -> DatasetIn
 
 def load_questions(
     path: Path, *, limit: int | None = None, ids: Iterable[str] | None = None
-) -> tuple[list[Question], DatasetInfo]:
+) -> tuple[list[Question], DatasetScan]:
     """The items as Questions (dataset order), optionally only ``ids`` and/or the first ``limit``.
 
-    The whole file is still streamed (and validated) so the DatasetInfo hash and count describe the file; only
+    The whole file is still streamed (and validated) so the DatasetScan hash and count describe the file; only
     the selected items are kept in memory.
     """
     if limit is not None and limit < 0:

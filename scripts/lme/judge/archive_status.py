@@ -65,7 +65,7 @@ def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]
         "without_official_verdict": len(missing_tokens), "unbuildable": unbuildable,
         "judge_tokens_in": tokens_in, "judge_tokens_out_at_most": tokens_out,
         "cost_sync_usd": prices.cost_usd(OFFICIAL_JUDGE_MODEL, tokens_in, tokens_out),
-        "cost_batch_usd": prices.cost_usd(OFFICIAL_JUDGE_MODEL, tokens_in, tokens_out, billing="batch"),
+        "cost_batch_usd": prices.cost_usd(OFFICIAL_JUDGE_MODEL, tokens_in, tokens_out, pricing="batch"),
         "official_judge_shutdown": OFFICIAL_JUDGE_SHUTDOWN,
         "archive": str(verdict_archive.archive_path(project)),
     }

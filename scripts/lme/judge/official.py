@@ -409,7 +409,7 @@ class _Made:
             attempts=0 if completion is None else completion.attempts,
             cached=not called,
             source=source,
-            billing=str(getattr(completion, "billing", None) or "sync") if called else "sync",
+            pricing=str(getattr(completion, "pricing", None) or "sync") if called else "sync",
             batch_id=getattr(completion, "batch_id", None) if called else None,
             endpoint_host=host,
             request_shape=recorded_shape,

@@ -10,7 +10,8 @@ import re
 import signal
 import sys
 from pathlib import Path
-TYPE_CHECKING = False  # typing costs ~4 ms, and the Stop hook starts on every stop
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any, Mapping
 

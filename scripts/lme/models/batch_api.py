@@ -5,8 +5,9 @@ JSONL with ``client.files.create(purpose="batch")``, then ``client.batches.creat
 ``client.messages.batches.create(requests=...)``), ``find`` (a batch created for a chunk whose ``submitted`` event
 a crash cut off: OpenAI by ``metadata.lme_chunk``, Anthropic by size and time), ``retrieve``, ``results`` (the
 result lines as JSON bytes: OpenAI's output and error files, Anthropic's results stream) and ``cancel``.
-``parse_line`` turns one result line into a ``Completion`` (``billing: "batch"``) or the ``ProviderError`` the
-synchronous path would have raised for the same answer. Every HTTP call goes through the one retry policy.
+``parse_line`` turns one result line into a ``Completion`` (``pricing`` ``batch``) or the ``ProviderError`` the
+synchronous path would have raised for the same answer (``replies`` reads both). Every HTTP call goes through the one
+retry policy.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import fileio
-from lme.models import retries
+from lme.models import replies, retries
 from lme.models.provider_errors import ProviderError
 from lme.models.provider_routes import ProviderSettings, _POOL, _route
-from lme.core.records import Completion
-from lme.models.token_counts import estimate_tokens
+from lme.core.records import ChatRequest, Completion
 
 OPENAI_ENDPOINT = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -180,10 +180,10 @@ _ANTHROPIC_STATUS = {"rate_limit_error": 429, "api_error": 500, "overloaded_erro
 
 
 def parse_line(provider_kind: str, line: Mapping[str, Any], *, provider: str, model: str, allow_empty: bool,
-               batch_id: str) -> Any:
-    """A ``Completion`` for an answered request, else a ``ProviderError`` (``batch_expired`` / ``batch_cancelled``
-    for requests the provider never ran)."""
-
+               batch_id: str, request: ChatRequest | None = None) -> Any:
+    """A ``Completion`` for an answered request (its reply read by ``replies``, as the synchronous path reads it;
+    a missing usage estimated from ``request``'s prompt when given), else a ``ProviderError`` (``batch_expired`` /
+    ``batch_cancelled`` for requests the provider never ran)."""
     where = f"{provider} {model}"
     if provider_kind == "anthropic":
         result = dict(line.get("result") or {})
@@ -196,13 +196,7 @@ def parse_line(provider_kind: str, line: Mapping[str, Any], *, provider: str, mo
             error = dict((result.get("error") or {}).get("error") or {})
             status = _ANTHROPIC_STATUS.get(str(error.get("type")), 400)
             return _status_error(status, str(error.get("message", "")), where)
-        message = dict(result.get("message") or {})
-        if message.get("stop_reason") == "refusal":
-            return ProviderError("refusal", f"{where}: the model refused to answer (stop_reason refusal)")
-        text = "".join(str(b.get("text", "")) for b in message.get("content") or () if b.get("type") == "text")
-        usage = dict(message.get("usage") or {})
-        tokens_in, tokens_out = usage.get("input_tokens"), usage.get("output_tokens")
-        stop, returned, request_id = message.get("stop_reason"), message.get("model"), message.get("id")
+        body, request_id = result.get("message"), None
     else:
         response = line.get("response")
         if not response:
@@ -211,27 +205,16 @@ def parse_line(provider_kind: str, line: Mapping[str, Any], *, provider: str, mo
             return ProviderError(kind, f"{where}: the batch {batch_id} ended before this request ran ({code})",
                                  retryable=kind == "batch_expired")
         status = int(response.get("status_code") or 0)
-        body = response.get("body") or {}
+        body = response.get("body")
         if status != 200:
             error = body.get("error") if isinstance(body, dict) else None
             return _status_error(status, str((error or {}).get("message", body)), where)
-        choices = body.get("choices") or []
-        if not choices or not isinstance(choices[0].get("message"), dict):
-            return ProviderError("malformed", f"{where}: empty reply in a batch (no choices)")
-        msg = choices[0]["message"]
-        if msg.get("refusal"):
-            return ProviderError("refusal", f"{where}: the model refused to answer ({str(msg['refusal'])[:200]})")
-        text = msg.get("content")
-        if not isinstance(text, str):
-            return ProviderError("malformed", f"{where}: empty reply in a batch (no message content)")
-        usage = dict(body.get("usage") or {})
-        tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        stop, returned = choices[0].get("finish_reason"), body.get("model")
-        request_id = response.get("request_id") or body.get("id")
-    if not text.strip() and not allow_empty:
-        return ProviderError("malformed", f"{where}: empty reply in a batch (stop_reason {stop})")
-
-    return Completion(text=text, tokensIn=int(tokens_in if tokens_in is not None else estimate_tokens(text)),
-                      tokensOut=int(tokens_out if tokens_out is not None else estimate_tokens(text)),
-                      latencyMs=0.0, provider=provider, model=str(returned or model), request_id=request_id,
-                      attempts=1, stop_reason=stop, billing="batch", batch_id=batch_id)
+        request_id = response.get("request_id")
+    try:
+        reply = replies.read(provider_kind, body or {}, where=f"{where} in batch {batch_id}", allow_empty=allow_empty)
+    except ProviderError as err:
+        return err
+    tokens_in, tokens_out = reply.usage(request)
+    return Completion(text=reply.text, tokensIn=tokens_in, tokensOut=tokens_out, latencyMs=0.0, provider=provider,
+                      model=str(reply.model or model), request_id=request_id or reply.reply_id, attempts=1,
+                      stop_reason=reply.stop_reason, pricing="batch", batch_id=batch_id)

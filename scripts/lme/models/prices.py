@@ -81,14 +81,14 @@ def price_for(model: str) -> tuple[float, float] | None:
     return None
 
 
-def cost_usd(model: str, tokens_in: int, tokens_out: int, billing: str = "sync") -> float | None:
-    """Dollars for one call, or None for an unknown model (unknown is not free). ``billing`` ``batch``: a call
+def cost_usd(model: str, tokens_in: int, tokens_out: int, pricing: str = "sync") -> float | None:
+    """Dollars for one call, or None for an unknown model (unknown is not free). ``pricing`` ``batch``: a call
     through a Batch API, at ``BATCH_DISCOUNT`` of the list price."""
     price = price_for(model)
     if price is None:
         return None
     usd = (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
-    return usd * BATCH_DISCOUNT if billing == "batch" else usd
+    return usd * BATCH_DISCOUNT if pricing == "batch" else usd
 
 
 def call_cost(calls: Iterable[CallRecord | Mapping[str, Any]]) -> float | None:
@@ -98,7 +98,7 @@ def call_cost(calls: Iterable[CallRecord | Mapping[str, Any]]) -> float | None:
     for call in call_records(list(calls)):
         if call.cached:
             continue
-        usd = cost_usd(str(call.model or ""), call.tokensIn, call.tokensOut, call.billing)
+        usd = cost_usd(str(call.model or ""), call.tokensIn, call.tokensOut, call.pricing)
         if usd is None:
             return None
         total += usd
@@ -116,7 +116,7 @@ def judge_call(verdict: Verdict) -> CallRecord:
     """The judge call behind ``verdict`` as a call record (what pricing and the batch figures read)."""
     return CallRecord(provider=verdict.provider, model=verdict.model, tokensIn=int(verdict.tokensIn or 0),
                       tokensOut=int(verdict.tokensOut or 0), cached=bool(verdict.cached),
-                      billing=str(verdict.billing or "sync"), batch_id=verdict.batch_id)
+                      pricing=str(verdict.pricing or "sync"), batch_id=verdict.batch_id)
 
 
 def generation_cost(calls: Sequence[CallRecord], tokens_in: int, tokens_out: int, model: str) -> float | None:

@@ -18,15 +18,15 @@
 - ``offline``: no chat model; the offline target and offline judge never call this module.
 
 Base URLs: ``settings.base_urls[provider]`` when given, else the SDKs' own ``OPENAI_BASE_URL`` /
-``ANTHROPIC_BASE_URL``. A 200 whose body holds no reply at all (``{}``) is ``malformed`` and retried like an
-unparseable body; an empty reply (no choices, no text) is ``malformed`` (not retried) and a refusal ``refusal``; a request
-with ``allow_empty`` (the judge's: upstream labels an empty reply False) gets an empty or blank text back. Each
-attempt goes through the limiter (a pacer reserves its model and input tokens: ``rate_pacer``) and reports the
-reply's headers, read through the SDKs' ``with_raw_response``.
+``ANTHROPIC_BASE_URL``. The reply is read by ``replies`` (as the batch path reads it): no reply at all (``{}``),
+no choices, a refusal, no text are errors there; a request with ``allow_empty`` (the judge's: upstream labels an
+empty reply False) gets an empty or blank text back. Each attempt goes through the limiter (a pacer reserves its
+model and input tokens: ``rate_pacer``) and reports the reply's headers, read through the SDKs'
+``with_raw_response``.
 
 The parts: ``provider_routes`` (routes, settings, the shared SDK clients), ``provider_errors`` (``ProviderError``
-and the classification of SDK errors), ``retries`` (the one retry policy), ``token_counts`` (exact and estimated
-input tokens). Keys never appear in a Completion or in an error message.
+and the classification of SDK errors), ``replies`` (reading a reply), ``retries`` (the one retry policy),
+``token_counts`` (exact and estimated input tokens). Keys never appear in a Completion or in an error message.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from lme.models.provider_errors import KINDS, ProviderError, classify, empty_reply, scrub  # noqa: F401  (the provider layer's interface)
+from lme.models import replies
+from lme.models.provider_errors import KINDS, ProviderError, classify, scrub  # noqa: F401  (the provider layer's interface)
 from lme.models.provider_routes import (  # noqa: F401
     ProviderSettings,
     _POOL,
@@ -47,7 +48,7 @@ from lme.models.provider_routes import (  # noqa: F401
     shown_base_url,
 )
 from lme.core.records import ChatRequest, Completion, Limiter
-from lme.models.request_bodies import anthropic_body, openai_body, request_body  # noqa: F401  (request_body: batches)
+from lme.models.request_bodies import anthropic_body, openai_body
 from lme.models.retries import OnRetry, TokenDraw, call_with_retries  # noqa: F401
 from lme.models.token_counts import count_tokens, count_tokens_how, estimate_tokens, pacing_tokens  # noqa: F401
 
@@ -56,29 +57,22 @@ EMBED_BATCH = 256
 
 @dataclass(frozen=True)
 class _Reply:
-    """One answered attempt: the parsed reply and what its headers say (``rate_headers`` reads them)."""
+    """One answered attempt: the SDK's reply, what it says (``replies``) and its headers (``rate_headers`` reads
+    them)."""
 
-    text: str
     response: Any
-    stop_reason: str | None
+    parsed: replies.Reply | None
     headers: Any = None
 
     @property
     def input_tokens(self) -> int | None:
-        usage = getattr(self.response, "usage", None)
-        value = getattr(usage, "input_tokens", None) or getattr(usage, "prompt_tokens", None)
-        return int(value) if isinstance(value, (int, float)) else None
+        return None if self.parsed is None else self.parsed.tokens_in
 
 
 def _answered(raw: Any) -> tuple[Any, Any]:
     """``(parsed reply, headers)`` of a ``with_raw_response`` call: the SDK's own way to read the headers; the
     request it sends is the same (body byte for byte)."""
     return raw.parse(), raw.headers
-
-
-def _failed_reply(err: ProviderError, headers: Any) -> ProviderError:
-    err.headers = headers  # an answered call that we refuse (empty, refusal) still drew on the budget
-    return err
 
 
 def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply:
@@ -98,53 +92,23 @@ def _send_anthropic(client: Any, request: ChatRequest, timeout: float) -> _Reply
         _POOL.mark_rejects_temperature(request.model)
         kwargs.pop("extra_body")
         message, headers = _answered(client.messages.with_raw_response.create(**kwargs))
-    where = f"anthropic {request.model}"
-    if getattr(message, "content", None) is None:  # a 200 whose body holds no message (``{}``): retried
-        raise _failed_reply(ProviderError("malformed", f"{where}: the reply holds no message (no content field)",
-                                          retryable=True), headers)
-    if message.stop_reason == "refusal":
-        raise _failed_reply(ProviderError("refusal", f"{where}: the model refused to answer (stop_reason refusal)"),
-                            headers)
-    text = "".join(getattr(b, "text", "") for b in (message.content or ()) if getattr(b, "type", "") == "text")
-    if not text.strip() and not request.allow_empty:
-        raise _failed_reply(empty_reply(where, message.stop_reason, "no text content"), headers)
-    return _Reply(text, message, message.stop_reason, headers)
+    return _read(route_kind="anthropic", response=message, headers=headers, request=request)
 
 
 def _send_openai(client: Any, request: ChatRequest, timeout: float) -> _Reply:
     kwargs: dict[str, Any] = {**openai_body(request), "timeout": timeout}
     response, headers = _answered(client.chat.completions.with_raw_response.create(**kwargs))
-    where = f"{request.provider} {request.model}"
-    if isinstance(response, (str, bytes)) or getattr(response, "choices", None) is None:  # ``{}``: retried
-        raise _failed_reply(ProviderError("malformed", f"{where}: the reply holds no completion (no choices field)",
-                                          retryable=True), headers)
-    if not response.choices:
-        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (no choices)"), headers)
-    choice = response.choices[0]
-    message = getattr(choice, "message", None)
-    if message is None:
-        raise _failed_reply(ProviderError("malformed", f"{where}: empty reply (a choice without a message)"), headers)
-    refusal = getattr(message, "refusal", None)
-    if refusal:
-        raise _failed_reply(ProviderError("refusal", f"{where}: the model refused to answer ({str(refusal)[:200]})"),
-                            headers)
-    text = message.content
-    if not isinstance(text, str) or (not text.strip() and not request.allow_empty):
-        raise _failed_reply(empty_reply(where, choice.finish_reason, "no message content"), headers)
-    return _Reply(text, response, choice.finish_reason, headers)
+    return _read(route_kind="openai", response=response, headers=headers, request=request)
 
 
-def _usage(response: Any, request: ChatRequest, text: str) -> tuple[int, int]:
-    usage = getattr(response, "usage", None)
-    tokens_in = getattr(usage, "input_tokens", None) or getattr(usage, "prompt_tokens", None)
-    tokens_out = getattr(usage, "output_tokens", None) or getattr(usage, "completion_tokens", None)
-    if tokens_in is None:
-        prompt = (request.system or "") + "".join(str(m.get("content", "")) for m in request.messages)
-        tokens_in = estimate_tokens(prompt)
-    if tokens_out is None:
-        tokens_out = estimate_tokens(text)
-    return int(tokens_in), int(tokens_out)
-
+def _read(*, route_kind: str, response: Any, headers: Any, request: ChatRequest) -> _Reply:
+    try:
+        parsed = replies.read(route_kind, response, where=f"{request.provider} {request.model}",
+                              allow_empty=request.allow_empty)
+    except ProviderError as err:
+        err.headers = headers  # an answered call that we refuse (empty, refusal) still drew on the budget
+        raise
+    return _Reply(response, parsed, headers)
 
 
 def complete(
@@ -170,18 +134,18 @@ def complete(
         draw=TokenDraw(lambda: pacing_tokens(request),  # OpenAI counts max_tokens
                        extra_tokens=0 if route.kind == "anthropic" else int(request.max_tokens or 0)),
     )
-    text, response, stop_reason = reply.text, reply.response, reply.stop_reason
-    tokens_in, tokens_out = _usage(response, request, text)
+    parsed, response = reply.parsed, reply.response
+    tokens_in, tokens_out = parsed.usage(request)
     return Completion(
-        text=text,
+        text=parsed.text,
         tokensIn=tokens_in,
         tokensOut=tokens_out,
         latencyMs=round((time.monotonic() - started) * 1000.0, 3),
         provider=request.provider,
-        model=str(getattr(response, "model", None) or request.model),
-        request_id=getattr(response, "_request_id", None) or getattr(response, "id", None),
+        model=str(parsed.model or request.model),
+        request_id=getattr(response, "_request_id", None) or parsed.reply_id,
         attempts=attempts,
-        stop_reason=stop_reason,
+        stop_reason=parsed.stop_reason,
         endpoint_host=endpoint_host(request.provider, settings),
     )
 
@@ -210,9 +174,11 @@ def embed(
             response, headers = _answered(client.embeddings.with_raw_response.create(
                 model=model, input=batch, encoding_format="float", timeout=settings.timeout_s))
             if len(response.data) != len(batch):
-                raise _failed_reply(ProviderError("malformed", f"{provider} {model}: {len(response.data)} embeddings "
-                                                  f"for {len(batch)} texts", retryable=True), headers)
-            return _Reply("", response, None, headers)
+                err = ProviderError("malformed", f"{provider} {model}: {len(response.data)} embeddings for "
+                                    f"{len(batch)} texts", retryable=True)
+                err.headers = headers
+                raise err
+            return _Reply(response, None, headers)
 
         reply, _ = call_with_retries(attempt, provider=provider, model=model, settings=settings, limiter=limiter,
                                      on_retry=on_retry, draw=TokenDraw(sum(estimate_tokens(t) for t in batch)))

@@ -4,7 +4,7 @@ Collect, then replay: for the pending items this phase finds the calls a stage w
 ``--batch all`` also a single-call target's reader call), leaves out the ones the call cache or the verdict archive
 already answers, submits the rest as batches (``batch_api``), polls, collects, and keeps every answer in a
 ``BatchLLM``. The run driver then runs its usual items through that LLM: ``complete(request)`` returns the batch's
-Completion for ``request.key()`` (``billing: "batch"``), so rows, verdicts, prompt hashes and checkpoints come
+Completion for ``request.key()`` (``pricing`` ``batch``), so rows, verdicts, prompt hashes and checkpoints come
 from the same code as a synchronous run. Every step is in the run directory's ledger (``batch_ledger``) before the
 next one starts: a resume from any process polls and collects the same batches, never creating them again.
 
@@ -337,8 +337,9 @@ class BatchPhase:
                     else:
                         to_submit[key] = len(chunks)
                     continue
-                self.llm.answers[key] = ProviderError(
-                    answer.kind, answer.message, attempts=len(chunks), status=answer.status)
+                final = ProviderError(answer.kind, answer.message, attempts=len(chunks), status=answer.status)
+                final.empty, final.finish_reason = answer.empty, answer.finish_reason  # a reader's "" (as sync)
+                self.llm.answers[key] = final
             if pending and not open_chunks:
                 return "cancelled", "a batch was cancelled: its unanswered items stay pending", pending
             if not to_submit and not open_chunks:
@@ -503,7 +504,8 @@ class BatchPhase:
             if cid in entries:
                 got = batch_api.parse_line(kind, line, provider=chunk.provider, model=chunk.model,
                                            allow_empty=bool(entries[cid].get("allow_empty")),
-                                           batch_id=str(chunk.batch_id))
+                                           batch_id=str(chunk.batch_id),
+                                           request=self._requests.get(entries[cid]["key"]))
                 parsed[cid] = dataclasses.replace(got, endpoint_host=host) if isinstance(got, Completion) else got
         self._results[chunk.name] = parsed
         return parsed

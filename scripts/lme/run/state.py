@@ -41,7 +41,7 @@ def build_manifest(settings: RunSettings, on_item: Callable[[dict], None] | None
     return manifest, described
 
 
-def describe_content(path: str, info: dataset.DatasetInfo) -> dict[str, Any]:
+def describe_content(path: str, info: dataset.DatasetScan) -> dict[str, Any]:
     """What the file's items are: the release they match (by fingerprint) and the duplicated sessions (#54)."""
     recognition = fingerprints.recognize_file(path, info.item_sha256, info.sha256)
     return {"release": recognition["release"], "recognition": recognition,

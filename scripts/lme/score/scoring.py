@@ -102,7 +102,7 @@ def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
         if call.cached:
             return
         entry = stages[stage]
-        if call.billing == "batch":
+        if call.pricing == "batch":
             entry["batch_calls"] += 1
             entry["batch_ids"].add(call.batch_id)
             usd = call_cost([call])
