@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-from lme.core.facts import SCHEMA_VERSION
+from lme.core import migrations
+from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS
 from lme.core.run_records import FileChanges, JudgeIdentity
 from lme.score import metrics
 
@@ -888,7 +889,7 @@ class Scorecard:
     code_versions: CodeVersions | None = None
     """The versions of the target's code that made the scored rows, with their row counts (``code_versions``);
     None when the run recorded none (made before rows carried their code)."""
-    schema_version: str = SCHEMA_VERSION
+    schema_version: str = SCHEMA_VERSIONS["metrics"]
     fingerprint: str | None = None
     """sha256 of what scoring read (``score_fingerprint``); None when not computed."""
     extra: Json = field(default_factory=dict)
@@ -954,7 +955,9 @@ class Scorecard:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Scorecard":
-        """A scorecard from metrics.json's form (``build_scorecard`` checks ``to_dict`` against the schema)."""
+        """A scorecard from metrics.json's form (``build_scorecard`` checks ``to_dict`` against the schema); an
+        older file's brought up to today's shape first (``migrations``)."""
+        d = migrations.upgrade("metrics", d)
         def opt(name: str, reader: Any) -> Any:
             value = d.get(name)
             return None if not isinstance(value, Mapping) else reader(value)
