@@ -109,13 +109,26 @@ def _row_official_by_host(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _metrics_loop_rows(card: Mapping[str, Any]) -> dict[str, Any]:
     """1.0.0 -> 1.1.0. ``loop_rows`` counted its rows as ``n_total`` until ec6ed1a (the MIXED ROWS banner counts
-    the scored rows): named ``rows`` since. 1.1.0 also added the blocks ``batches``, ``code_versions``,
+    the scored rows): named ``rows`` since; the ``cost`` block's parts (``_metrics_cost_parts``). 1.1.0 also added the blocks ``batches``, ``code_versions``,
     ``empty_hypotheses``, ``fingerprint``, ``judge_agreement``, ``judge_stability``, ``official_estimate``,
     ``truncation`` and ``verdicts`` (absent in an older file, and not written back when it is rewritten)."""
+    out = {**card, "cost": _metrics_cost_parts(card.get("cost"))} if "cost" in card else dict(card)
     mixed = card.get("loop_rows")
     if not isinstance(mixed, Mapping) or "rows" in mixed or "n_total" not in mixed:
-        return dict(card)
-    return {**card, "loop_rows": {("rows" if k == "n_total" else k): v for k, v in mixed.items()}}
+        return out
+    return {**out, "loop_rows": {("rows" if k == "n_total" else k): v for k, v in mixed.items()}}
+
+
+def _metrics_cost_parts(cost: Any) -> Any:
+    """A ``cost`` block written before the memory system's dollars were apart from the judge's (2278474): no
+    ``generation_usd``/``judge_usd``; their known sums stand for them where no row's cost was unknown."""
+    if not isinstance(cost, Mapping):
+        return cost
+    unknown = bool(cost.get("rows_unknown_cost"))
+    out = dict(cost)
+    for part in ("generation", "judge"):
+        out.setdefault(f"{part}_usd", None if unknown else cost.get(f"known_{part}_usd") or 0.0)
+    return out
 
 
 # --------------------------------------------------------------------------- verdicts.jsonl
@@ -145,7 +158,8 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                "invocations[].code added", _meta_judge_snapshot),),
     "item-result": (Step("2.0.0", "judgment.official by the official host; the debug contract's fields",
                          _row_official_by_host),),
-    "metrics": (Step("1.1.0", "loop_rows.n_total named rows; blocks added", _metrics_loop_rows),),
+    "metrics": (Step("1.1.0", "loop_rows.n_total named rows; cost's generation_usd and judge_usd; blocks added",
+                     _metrics_loop_rows),),
     "comparison": (Step("1.1.0", "fields added: code, differences, flaky_flips, judge_agreement, kind, "
                                  "net_excluding_flaky, not_compared", _no_change),),
     "verdict-archive": (Step("1.1.0", "the header line, endpoint_host and request_shape added (a line without a host "

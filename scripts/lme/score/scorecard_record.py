@@ -300,18 +300,13 @@ class Cost:
 
     @classmethod
     def from_dict(cls, d: Any) -> "Cost":
-        """Also a metrics.json written before the parts were apart: their sums stand for them where no row was
-        unknown."""
+        """From metrics.json's ``cost`` (an older file's parts are set by ``migrations``)."""
         d = _mapping(d)
-        known_generation = _frac(d.get("known_generation_usd")) or 0.0
-        known_judge = _frac(d.get("known_judge_usd")) or 0.0
-        unknown = _count(d.get("rows_unknown_cost"))
-        return cls(rows=_count(d.get("rows")), rows_unknown_cost=unknown,
+        return cls(rows=_count(d.get("rows")), rows_unknown_cost=_count(d.get("rows_unknown_cost")),
                    total_usd=_frac(d.get("total_usd")), known_total_usd=_frac(d.get("known_total_usd")) or 0.0,
-                   known_generation_usd=known_generation, known_judge_usd=known_judge,
-                   generation_usd=_frac(d["generation_usd"]) if "generation_usd" in d
-                   else (None if unknown else known_generation),
-                   judge_usd=_frac(d["judge_usd"]) if "judge_usd" in d else (None if unknown else known_judge),
+                   known_generation_usd=_frac(d.get("known_generation_usd")) or 0.0,
+                   known_judge_usd=_frac(d.get("known_judge_usd")) or 0.0,
+                   generation_usd=_frac(d.get("generation_usd")), judge_usd=_frac(d.get("judge_usd")),
                    rows_unknown_generation=_count(d.get("rows_unknown_generation")),
                    rows_unknown_judge=_count(d.get("rows_unknown_judge")))
 
