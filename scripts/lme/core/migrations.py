@@ -51,7 +51,7 @@ def _no_change(obj: Mapping[str, Any]) -> dict[str, Any]:
 def _meta_judge_snapshot(meta: Mapping[str, Any]) -> dict[str, Any]:
     """1.0.0 -> 1.1.0. Runs made before ``run_settings`` resolved the judge's alias (before d58e599) recorded
     ``judge.model`` as upstream's alias ``gpt-4o``: it names the snapshot ``gpt-4o-2024-08-06``. 1.1.0 also added
-    ``endpoints``, ``pacing``, ``exit_status``, ``shards`` and ``invocations[].code`` (readers take them as absent)."""
+    ``endpoints``, ``pacing``, ``exit_status``, ``shards`` and ``invocations`` (readers take them as absent)."""
     judge = meta.get("judge")
     if not (isinstance(judge, Mapping) and isinstance(judge.get("model"), str)):
         return dict(meta)
@@ -155,7 +155,7 @@ STEPS: dict[str, tuple[Step, ...]] = {
     "config": (Step("1.1.0", "keys added: successorJudge, judgeReasoningEffort, confirmCostUsd, batch, batchFallback, "
                              "batchPollSeconds (a config without them takes their defaults)", _no_change),),
     "run-meta": (Step("1.1.0", "the judge's alias recorded as its snapshot; endpoints, pacing, exit_status, shards, "
-                               "invocations[].code added", _meta_judge_snapshot),),
+                               "invocations added", _meta_judge_snapshot),),
     "item-result": (Step("2.0.0", "judgment.official by the official host; the debug contract's fields",
                          _row_official_by_host),),
     "metrics": (Step("1.1.0", "loop_rows.n_total named rows; cost's generation_usd and judge_usd; blocks added",
@@ -165,8 +165,8 @@ STEPS: dict[str, tuple[Step, ...]] = {
     "verdict-archive": (Step("1.1.0", "the header line, endpoint_host and request_shape added (a line without a host "
                                       "is its author's claim)", _no_change),
                         Step("1.2.0", "origin (and verdict_id) on every line", _archive_origin)),
-    "judge-agreement": (Step("1.1.0", "confusion and by_source added (an older record lacks them: the estimate "
-                                      "says so)", _no_change),),
+    "judge-agreement": (Step("1.1.0", "by_source added at f8eaf73 (an older record lacks it: the estimate says "
+                                      "so)", _no_change),),
 }
 """Each kind's steps in version order. A kind absent here has had one version since it carried one."""
 
