@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          concurrency=args.concurrency, shape=judge_shape)
         shape = judge_shape.to_dict()
     _refuse_nothing_compared(report, source)
-    record = {"schemaVersion": SCHEMA_VERSIONS["judge-agreement"], "candidate": f"{provider}:{model}", "candidate_provider": provider,
+    record = {"schemaVersion": SCHEMA_VERSIONS["judge-agreement"], "candidate": f"{provider}:{model}",
+              "candidate_provider": provider,
               "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
               "measured_at": utc_now(), "source": source, **report}
     judge_agreement.append_record(project, record)

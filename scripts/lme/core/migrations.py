@@ -109,9 +109,10 @@ def _row_official_by_host(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def _metrics_loop_rows(card: Mapping[str, Any]) -> dict[str, Any]:
     """1.0.0 -> 1.1.0. ``loop_rows`` counted its rows as ``n_total`` until ec6ed1a (the MIXED ROWS banner counts
-    the scored rows): named ``rows`` since; the ``cost`` block's parts (``_metrics_cost_parts``). 1.1.0 also added the blocks ``batches``, ``code_versions``,
-    ``empty_hypotheses``, ``fingerprint``, ``judge_agreement``, ``judge_stability``, ``official_estimate``,
-    ``truncation`` and ``verdicts`` (absent in an older file, and not written back when it is rewritten)."""
+    the scored rows): named ``rows`` since; the ``cost`` block's parts (``_metrics_cost_parts``). 1.1.0 also added
+    the blocks ``batches``, ``code_versions``, ``empty_hypotheses``, ``fingerprint``, ``judge_agreement``,
+    ``judge_stability``, ``official_estimate``, ``truncation`` and ``verdicts`` (absent in an older file, and not
+    written back when it is rewritten)."""
     out = {**card, "cost": _metrics_cost_parts(card.get("cost"))} if "cost" in card else dict(card)
     mixed = card.get("loop_rows")
     if not isinstance(mixed, Mapping) or "rows" in mixed or "n_total" not in mixed:
@@ -134,7 +135,8 @@ def _metrics_cost_parts(cost: Any) -> Any:
 # --------------------------------------------------------------------------- verdicts.jsonl
 
 
-BEFORE_ORIGINS = {"kind": "imported", "file": None, "format": "archive", "note": "imported before origins were recorded"}
+BEFORE_ORIGINS = {"kind": "imported", "file": None, "format": "archive",
+                  "note": "imported before origins were recorded"}
 """The origin of an archive line written before lines recorded theirs: such lines entered an archive only by import."""
 
 
@@ -164,7 +166,8 @@ STEPS: dict[str, tuple[Step, ...]] = {
                                  "net_excluding_flaky, not_compared", _no_change),),
     "verdict-archive": (Step("1.1.0", "the header line, endpoint_host and request_shape added (a line without a host "
                                       "is its author's claim)", _no_change),
-                        Step("1.2.0", "origin (and verdict_id) on every line", _archive_origin)),
+                        Step("1.2.0", "origin on every line (an older line's verdict_id is computed from "
+                                      "what it says: verdict_archive.verdict_id)", _archive_origin)),
     "judge-agreement": (Step("1.1.0", "by_source added at f8eaf73 (an older record lacks it: the estimate says "
                                       "so)", _no_change),),
 }

@@ -65,9 +65,8 @@ class PacingFile:
         if not any(e.get("requests") for e in entries):
             return
         # atomic, and a failed write (a full disk) leaves no temporary file behind
-        fileio.write_atomic_bytes(self.path, (json.dumps({"schemaVersion": SCHEMA_VERSIONS["run-pacing"], "at": time.time(),
-                                                          "pacing": entries}, indent=1)
-                                              + "\n").encode("utf-8"))
+        record = {"schemaVersion": SCHEMA_VERSIONS["run-pacing"], "at": time.time(), "pacing": entries}
+        fileio.write_atomic_bytes(self.path, (json.dumps(record, indent=1) + "\n").encode("utf-8"))
 
 
 def read_pacing_file(directory: Path) -> list[dict[str, Any]]:
