@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from lme.store import run_store
+from lme.store import run_rows, run_store
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION
 from lme.core.run_records import Manifest, ResultRow, RunMeta
 
@@ -80,7 +80,7 @@ def official_row(qid: str, qtype: str, label: bool | None, *, hypothesis: str | 
 
 def typed(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, ResultRow]:
     """Rows by question id as the records the readers take."""
-    return {qid: ResultRow.from_dict(r) for qid, r in rows.items()}
+    return {qid: run_rows.row_of(r) for qid, r in rows.items()}
 
 
 def run_meta(run_id: str, n_items: int, *, status: str = "completed", sha: str = OFFICIAL_SHA,
@@ -119,7 +119,7 @@ def write_run(run_dir: Path, items: Mapping[str, str] | Sequence[tuple[str, str]
 
 def append_row(run_dir: Path, row: Mapping[str, Any], *, mark: bool = True) -> None:
     """Append one row's JSON form as the driver does (validated), and its completed mark when judged."""
-    run_store.append_row(run_dir, ResultRow.from_dict(row))
+    run_store.append_row(run_dir, run_rows.row_of(row))
     if mark and row["status"] == "judged":
         run_store.mark_completed(run_dir, str(row["question_id"]))
 

@@ -58,12 +58,12 @@ def test_newer_config_major_asks_for_an_upgrade(tmp_path):
 def test_a_config_a_newer_version_wrote_with_keys_this_one_lacks_says_so_in_one_line(tmp_path):
     path = config.config_path(tmp_path)
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({**config.default_config(), "schemaVersion": "1.1.0", "batch": True}))
+    path.write_text(json.dumps({**config.default_config(), "schemaVersion": "1.2.0", "batch": True}))
     with pytest.raises(UserError) as info:
         config.load_config(tmp_path)
     said = str(info.value)
     assert "\n" not in said and str(path) in said and "newer version of longmemeval-benchmarker" in said
-    assert "schemaVersion 1.1.0" in said and "reads up to 1.0.0" in said and "claude plugin update" in said
+    assert "schemaVersion 1.2.0" in said and "reads up to 1.1.0" in said and "claude plugin update" in said
 
 
 def test_an_unknown_key_in_todays_config_is_still_refused_as_a_typo(tmp_path):

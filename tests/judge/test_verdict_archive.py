@@ -304,9 +304,9 @@ def test_a_run_row_enters_the_archive_only_when_the_scorecards_rule_calls_its_ve
     """Issue 38, 3: the archive reads a row's verdict by ``verdict_sources.classify``, never its stored flag alone,
     and wants where it was made (an imported line's host stays its author's claim)."""
     import factories
-    from lme.core.run_records import ResultRow
+    from lme.store import run_rows
 
-    row = ResultRow.from_dict(factories.result_row("q1", judgment={"prompt_sha256": "ab" * 32, **recorded}))
+    row = run_rows.row_of(factories.result_row("q1", judgment={"prompt_sha256": "ab" * 32, **recorded}))
     line = verdict_archive.verdict_line(row, "run old", endpoints=endpoints)
     if archived_at is None:
         assert line is None

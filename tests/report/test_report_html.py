@@ -14,6 +14,7 @@ from lme.cli import compare_runs
 from lme.score import run_comparison
 from lme.store import run_store
 from lme.store import prompt_store
+from lme.store import run_rows
 from lme.report import page_data as report_data
 from lme.report import page as report_html
 from lme.cli import report_html as report_html_cli
@@ -25,7 +26,6 @@ from lme.core.errors import run_main
 from factories import result_row
 from report_testing import NASTY, make_report_run
 from run_project import make_project, run_dir
-from lme.core.run_records import ResultRow
 
 
 def blobs(page: str) -> tuple[dict, dict]:
@@ -171,7 +171,7 @@ def test_embedded_json_has_no_markup_and_parses_back(text):
 
 
 def test_the_flaky_mark_reads_the_rows_repeats_or_the_registrys_exact_prompt():
-    row = ResultRow.from_dict(result_row("q1", judgment={"model": "gpt-4o-2024-08-06", "prompt_sha256": "a" * 64}))
+    row = run_rows.row_of(result_row("q1", judgment={"model": "gpt-4o-2024-08-06", "prompt_sha256": "a" * 64}))
     key = ("q1", "gpt-4o-2024-08-06", "a" * 64)
     assert report_data.flaky_mark(row, {}) is None
     assert report_data.flaky_mark(row, {key: {"yes": 3, "no": 0, "flaky": False}}) is None
@@ -182,7 +182,7 @@ def test_the_flaky_mark_reads_the_rows_repeats_or_the_registrys_exact_prompt():
 
 
 def test_the_pipeline_panel_shows_the_stages_and_truncation_a_target_declared_not_its_debug():
-    row = ResultRow.from_dict(result_row("q1", target={
+    row = run_rows.row_of(result_row("q1", target={
         "name": "memsys.py", "provider": "openai", "model": "m", "debug": {"symbolic": {"bypass": {"taken": True}}},
         "stages": [{"name": "index", "status": "ok", "detail": "40 sessions"}, {"name": "graph", "status": "fallback"}],
         "truncation": {"truncated": True, "dropped_sessions": 2, "dropped_session_ids": ["s1", "s2"]}}))
@@ -192,7 +192,7 @@ def test_the_pipeline_panel_shows_the_stages_and_truncation_a_target_declared_no
 
 
 def test_a_row_written_before_the_contract_keeps_memory_refs_panel_through_its_old_debug():
-    row = ResultRow.from_dict(result_row("q1", target={"name": "memory-ref", "provider": "openai", "model": "m",
+    row = run_rows.row_of(result_row("q1", target={"name": "memory-ref", "provider": "openai", "model": "m",
                                                        "debug": {"health": {"writer": {"facts": 3},
                                                                             "retrieval": {"ranked": 4},
                                                                             "bypass": {"taken": True}},

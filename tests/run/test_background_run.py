@@ -19,6 +19,7 @@ import pytest
 
 from lme.run import background
 from lme.core import command_names
+from lme.core.facts import SCHEMA_VERSIONS
 from lme.run import status as run_status
 from lme.cli import run_status as run_status_cli
 from run_project import REPO, SAMPLE, judged_rows, make_project, register_answers, run_dir
@@ -77,7 +78,8 @@ def test_background_returns_at_once_and_the_worker_completes_the_run(tmp_path, f
                      f"{run_dir(project, 'bg') / 'run.log'}")
     assert second == f'wait: bash "{REPO / "scripts" / "venv_run.sh"}" run_status.py --run-id bg --wait 100'
     assert {"pid", "started_at", "hostname", "log"} <= set(info) <= {"pid", "started_at", "hostname", "log",
-                                                                     "boot_id", "proc_start"}
+                                                                     "boot_id", "proc_start", "schemaVersion"}
+    assert info["schemaVersion"] == SCHEMA_VERSIONS["run-worker"]
     t0 = time.monotonic()
     waited = status(project, "bg", "--wait", "100")
     assert waited.returncode == 0, waited.stdout + waited.stderr

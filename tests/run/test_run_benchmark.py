@@ -13,7 +13,7 @@ from lme.core.errors import UserError
 from lme.cli import run_benchmark
 from lme.run import cost_gate
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
-from lme.core.run_records import ResultRow
+from lme.store import run_rows
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
 
@@ -527,12 +527,12 @@ def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_p
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
     assert 0 < len(rows) < N_SAMPLE and all(r["status"] == "judged" for r in rows)
     assert sorted(completed(project, "cap")) == sorted(r["question_id"] for r in rows)  # nothing half-recorded
-    spent, unknown = prices.spent(ResultRow.from_dict(r) for r in rows)
+    spent, unknown = prices.spent(run_rows.row_of(r) for r in rows)
     assert unknown == 0 and 0 < spent <= 0.004 and m["invocations"][-1]["spent_usd"] == pytest.approx(spent, abs=1e-6)
     # the cap counts the run's whole spending: resumed under the same cap, it never passes it in total
     assert run(project, "--run-id", "cap", "--max-cost", "0.004") == 6
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
-    assert prices.spent(ResultRow.from_dict(r) for r in rows)[0] <= 0.004 and len(rows) < N_SAMPLE
+    assert prices.spent(run_rows.row_of(r) for r in rows)[0] <= 0.004 and len(rows) < N_SAMPLE
     assert run(project, "--run-id", "cap", "--max-cost", "1") == 0
     rows = judged_rows(project, "cap")
     assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})

@@ -13,7 +13,7 @@ from lme.score import trigger_set
 from lme.core.errors import run_main
 from factories import typed
 from loop_testing import make_row, write_run
-from lme.core.run_records import ResultRow
+from lme.store import run_rows
 
 GOLD = ["answer_a1", "answer_a2"]
 
@@ -113,10 +113,10 @@ def test_unknown_run_is_a_user_error(tmp_path, capsys):
 def test_stages_are_read_from_the_declared_stages_never_from_a_targets_debug():
     from lme.score.cluster_failures import stage_marks
 
-    declared = ResultRow.from_dict({"question_id": "q", "target": {"debug": {"symbolic": {"bypass": {"taken": True}}},
+    declared = run_rows.row_of({"question_id": "q", "target": {"debug": {"symbolic": {"bypass": {"taken": True}}},
                                                                    "stages": [{"name": "bypass", "status": "ok"},
                                                                               {"name": "reader", "status": "skipped"}]}})
     assert stage_marks(declared) == ["reader skipped"]
-    private = ResultRow.from_dict({"question_id": "q", "target": {"debug": {"symbolic_bypass": {"answered": True}},
+    private = run_rows.row_of({"question_id": "q", "target": {"debug": {"symbolic_bypass": {"answered": True}},
                                                                   "stages": None}})
     assert stage_marks(private) == []

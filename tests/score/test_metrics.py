@@ -8,7 +8,8 @@ import pytest
 
 from lme.score import metrics
 from lme.core.records import QUESTION_TYPES
-from lme.core.run_records import ResultRow, item_set, label_of
+from lme.core.run_records import item_set, label_of
+from lme.store import run_rows
 
 from factories import result_row, typed
 from helpers_data import error_row, judged_row
@@ -97,9 +98,9 @@ def test_label_for_id_outside_item_set_or_unknown_type_is_refused():
 
 
 def test_a_rows_label_is_read_from_judged_rows_only():
-    assert label_of(ResultRow.from_dict(judged_row("a", label=True))) is True
-    assert label_of(ResultRow.from_dict(judged_row("b", label=False))) is False
-    assert label_of(ResultRow.from_dict(error_row("c"))) is None
+    assert label_of(run_rows.row_of(judged_row("a", label=True))) is True
+    assert label_of(run_rows.row_of(judged_row("b", label=False))) is False
+    assert label_of(run_rows.row_of(error_row("c"))) is None
     assert label_of(None) is None
 
 

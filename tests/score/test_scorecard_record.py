@@ -18,6 +18,7 @@ from lme.report import svg as report_svg
 from lme.report import scorecard_md
 from lme.score import scoring
 from lme.score.scorecard_record import Scorecard
+from lme.store import run_rows
 from lme.store.run_store import load_run
 from lme.core import schemas
 from lme.core.errors import UserError
@@ -135,7 +136,7 @@ def test_a_model_call_is_a_record_and_its_row_on_disk_is_unchanged():
     assert isinstance(record, CallRecord) and (record.role, record.retries, record.latencyMs) == ("reader", 2, 40.5)
     assert record.to_dict() == call and list(record.to_dict()) == list(call)
     row = official_row("k1", SSU, True, calls=[call, {"model": "m", "cached": True}])
-    back = ResultRow.from_dict(row)
+    back = run_rows.row_of(row)
     assert all(isinstance(c, CallRecord) for c in back.calls)
     assert json.dumps(back.to_dict()) == json.dumps(ResultRow.from_dict(back.to_dict()).to_dict())
     assert back.to_dict()["calls"] == row["calls"]

@@ -14,6 +14,7 @@ import pytest
 
 import factories
 from lme.core import fileio
+from lme.core.facts import SCHEMA_VERSIONS
 from lme.store import run_store
 from lme.core.errors import UserError
 from helpers_data import error_row, judged_row, make_item
@@ -71,7 +72,8 @@ def test_a_run_file_a_newer_version_wrote_that_this_one_cannot_read_names_both_v
         run_store.read_json(path, schema=schema)
     said = str(info.value)
     assert "\n" not in said and f"{path} was written by a newer version of longmemeval-benchmarker" in said
-    assert "schemaVersion 1.4.0" in said and "reads up to 1.0.0" in said and "claude plugin update" in said
+    assert "schemaVersion 1.4.0" in said and f"reads up to {SCHEMA_VERSIONS[schema]}" in said
+    assert "claude plugin update" in said
 
 
 def test_a_newer_minor_this_version_can_read_is_read_and_todays_bad_file_is_still_a_bad_file(tmp_path):

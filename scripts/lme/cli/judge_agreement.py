@@ -39,7 +39,7 @@ from lme.judge.successor_judge import reasoning_effort
 from lme.models import providers
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
-from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION, is_offline, resolve_judge_model
+from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSIONS, is_offline, resolve_judge_model
 from lme.judge import agreement as judge_agreement, upstream_verdicts
 
 
@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          concurrency=args.concurrency, shape=judge_shape)
         shape = judge_shape.to_dict()
     _refuse_nothing_compared(report, source)
-    record = {"schemaVersion": SCHEMA_VERSION, "candidate": f"{provider}:{model}", "candidate_provider": provider,
+    record = {"schemaVersion": SCHEMA_VERSIONS["judge-agreement"], "candidate": f"{provider}:{model}",
+              "candidate_provider": provider,
               "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
               "measured_at": utc_now(), "source": source, **report}
     judge_agreement.append_record(project, record)

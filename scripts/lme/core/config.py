@@ -11,11 +11,11 @@ from typing import Any, Mapping, Sequence
 from lme.core import bounded_json
 from lme.core import command_names
 from lme.core import config_file
-from lme.core import fileio
+from lme.core import fileio, migrations
 from lme.core.fileio import write_atomic_json
 from lme.core.config_defaults import default_config
 from lme.core.errors import UserError
-from lme.core.facts import SCHEMA_VERSION
+from lme.core.facts import schema_version
 from lme.core.schemas import check_version, validate, validate_versioned
 
 SETUP_COMMAND = command_names.SETUP
@@ -40,8 +40,8 @@ def load_config(project: Path) -> dict[str, Any]:
                                   not_object_fix=f"re-run {SETUP_COMMAND}")
     if raw is None:
         raise UserError(f"no config at {path}", fix=f"set this project up first: {command_names.step(command_names.SETUP)}")
-    check_version(raw, where=str(path))
-    cfg = {**default_config(), **raw}
+    check_version(raw, where=str(path), kind="config")
+    cfg = migrations.upgrade("config", {**default_config(), **raw})
     validate_versioned("config", cfg, where=str(path))
     return cfg
 
@@ -52,7 +52,7 @@ def write_config(project: Path, cfg: Mapping[str, Any], *, force: bool = False) 
     if path.exists() and not force:
         raise UserError(f"{path} already exists", fix="pass --force to overwrite it, or edit it by hand")
     data = dict(cfg)
-    data.setdefault("schemaVersion", SCHEMA_VERSION)
+    data.setdefault("schemaVersion", schema_version("config"))
     validate("config", data, where=str(path))
     try:
         fileio.make_dirs(path.parent)

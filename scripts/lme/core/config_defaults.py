@@ -14,7 +14,7 @@ from lme.core.facts import (  # noqa: F401  (STATE_DIR re-exported for config.py
     OFFICIAL_JUDGE_MODEL,
     OFFICIAL_JUDGE_PROVIDER,
     RUNS_DIR,
-    SCHEMA_VERSION,
+    SCHEMA_VERSIONS,
     STATE_DIR,
     UPSTREAM_DIR,
 )
@@ -23,7 +23,7 @@ from lme.core.facts import (  # noqa: F401  (STATE_DIR re-exported for config.py
 def default_config() -> dict[str, Any]:
     """Every field with its default; ``datasetPath`` and the target model are placeholders setup replaces."""
     return {
-        "schemaVersion": SCHEMA_VERSION,
+        "schemaVersion": SCHEMA_VERSIONS["config"],
         "datasetPath": f"{DATA_DIR}/longmemeval_s_cleaned.json",
         "variant": "_s",
         "runs_dir": RUNS_DIR,

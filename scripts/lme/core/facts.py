@@ -14,7 +14,41 @@ from pathlib import PurePosixPath
 from lme.core.errors import UserError
 
 SCHEMA_VERSION = "1.0.0"
-"""Written in every record; ``schemas.check_version`` reads majors up to this one."""
+"""The version every kind of file started at (and the one files that carried none are read as). What a file is
+written at today is its kind's entry in ``SCHEMA_VERSIONS``."""
+
+SCHEMA_VERSIONS: dict[str, str] = {
+    "config": "1.1.0",
+    "run-meta": "1.1.0",
+    "manifest": "1.0.0",
+    "item-result": "2.0.0",
+    "completed": "1.0.0",
+    "prompt-store": "1.0.0",
+    "metrics": "1.1.0",
+    "comparison": "1.1.0",
+    "verdict-archive": "1.2.0",
+    "judge-stability": "1.0.0",
+    "judge-agreement": "1.1.0",
+    "judge-day": "1.0.0",
+    "noise-floor": "1.0.0",
+    "loop-session": "1.0.0",
+    "loop-decision": "1.0.0",
+    "loop-history": "1.0.0",
+    "loop-confirmation": "1.0.0",
+    "loop-retest": "1.0.0",
+    "loop-snapshot": "1.0.0",
+    "run-worker": "1.0.0",
+    "run-pacing": "1.0.0",
+}
+"""The ``schemaVersion`` each kind of file (or JSONL line) is written at, a version per kind (``references/SPEC.md``,
+"Versions"): a field added that older readers may ignore raises the minor; a field removed, renamed or given a new
+meaning raises the major. An older file is brought up to date where it is read, by the kind's numbered steps in
+``lme/core/migrations.py``; ``tests/core/test_migrations.py`` holds each kind's steps to reach this version."""
+
+
+def schema_version(kind: str) -> str:
+    """The ``schemaVersion`` a file of ``kind`` (a key of ``SCHEMA_VERSIONS``) is written at."""
+    return SCHEMA_VERSIONS[kind]
 
 # --------------------------------------------------------------------------- the protocol
 

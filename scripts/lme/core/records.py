@@ -674,12 +674,8 @@ class Verdict:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
-        """From ``to_dict()`` output, or a row's judgment written by an older version (missing fields default:
-        no provider, the returned model as the requested one, not official)."""
+        """From ``to_dict()`` output (a row's judgment: an older row's is brought up to today's by ``migrations``)."""
         fields = _attributes(cls, d)
-        fields.setdefault("provider", "")
-        fields.setdefault("requested_model", str(d.get("model", "")))
-        fields.setdefault("official", False)
         if fields.get("verdicts") is not None:
             fields["verdicts"] = tuple(fields["verdicts"])
         return cls(**fields)

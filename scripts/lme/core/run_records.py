@@ -14,8 +14,7 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from lme.core.facts import SCHEMA_VERSION, is_abstention
-from lme.core import old_debug
+from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS, is_abstention
 from lme.core.records import (CallRecord, ItemTruncation, PipelineStage, Question, ReportError, RetrievalDetail,
                               Verdict, call_records, pipeline_stages)
 
@@ -80,14 +79,10 @@ class RowTarget:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RowTarget":
-        """A row's target block; one written before the debug contract (neither ``stages`` nor ``truncation``)
-        gets them from its old debug keys (``old_debug``)."""
+        """A row's target block, in today's shape (an older row's is brought up to it by ``migrations``)."""
         debug = d.get("debug") if isinstance(d.get("debug"), Mapping) else {}
-        if "stages" in d or "truncation" in d:
-            stages = _stored(pipeline_stages, d.get("stages"))
-            truncation = _stored(ItemTruncation.parse, d.get("truncation"))
-        else:
-            stages, truncation = old_debug.old_stages(debug), old_debug.old_truncation(debug)
+        stages = _stored(pipeline_stages, d.get("stages"))
+        truncation = _stored(ItemTruncation.parse, d.get("truncation"))
         return cls(name=str(d.get("name", "")), provider=str(d.get("provider", "")), model=str(d.get("model", "")),
                    debug=debug, stages=stages, truncation=truncation)
 
@@ -115,15 +110,11 @@ class RowRetrieval:
         return out | (self.detail or RetrievalDetail()).to_dict()  # its keys always: this row is not an old one
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], debug: Mapping[str, Any] | None = None) -> "RowRetrieval":
-        """A row's retrieval block; one written before the debug contract (no ``top_k`` key) takes its detail
-        from the target's old debug (``old_debug``)."""
+    def from_dict(cls, d: Mapping[str, Any]) -> "RowRetrieval":
+        """A row's retrieval block, in today's shape (an older row's is brought up to it by ``migrations``)."""
         ranked = d.get("retrieved_session_ids")
-        if "top_k" in d:
-            detail = _stored(RetrievalDetail.parse, {k: d.get(k) for k in ("top_k", "granularity", "top_k_covers_all")})
-            detail = None if detail == RetrievalDetail() else detail
-        else:
-            detail = old_debug.old_retrieval(debug or {})
+        detail = _stored(RetrievalDetail.parse, {k: d.get(k) for k in ("top_k", "granularity", "top_k_covers_all")})
+        detail = None if detail == RetrievalDetail() else detail
         return cls(retrieved_session_ids=None if ranked is None else tuple(str(s) for s in ranked),
                    gold_session_ids=tuple(str(s) for s in d.get("gold_session_ids") or ()), detail=detail)
 
@@ -185,7 +176,7 @@ class ResultRow:
     code: str | None = None
     """``CodeVersion.id`` of the code that made the row (the full record is in its invocation's run-meta entry);
     None: made before rows recorded it, or no file of the target's code could be fingerprinted."""
-    schemaVersion: str = SCHEMA_VERSION
+    schemaVersion: str = SCHEMA_VERSIONS["item-result"]
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Fields of a newer minor version this one does not know: kept, and written back."""
 
@@ -270,8 +261,7 @@ class ResultRow:
             tokensIn=_opt_int(d.get("tokensIn")),
             tokensOut=_opt_int(d.get("tokensOut")),
             target=RowTarget.from_dict(target) if isinstance(target, Mapping) else None,
-            retrieval=RowRetrieval.from_dict(retrieval, target.get("debug") if isinstance(target, Mapping) else None)
-            if isinstance(retrieval, Mapping) else None,
+            retrieval=RowRetrieval.from_dict(retrieval) if isinstance(retrieval, Mapping) else None,
             cost=RowCost.from_dict(cost) if isinstance(cost, Mapping) else None,
             calls=tuple(CallRecord.from_dict(c) for c in d.get("calls") or () if isinstance(c, Mapping)),
             error=RowError.from_dict(error) if isinstance(error, Mapping) else None,
@@ -517,7 +507,7 @@ class Manifest:
 
     items: tuple[ManifestItem, ...]
     n_total: int
-    schemaVersion: str = SCHEMA_VERSION
+    schemaVersion: str = SCHEMA_VERSIONS["manifest"]
 
     @classmethod
     def of(cls, questions: Iterable[tuple[str, str]]) -> "Manifest":
@@ -598,7 +588,7 @@ class RunMeta:
     retries: int | None = None
     shards: Mapping[str, str] | None = None
     """The root meta of a sharded run: each shard's status."""
-    schemaVersion: str = SCHEMA_VERSION
+    schemaVersion: str = SCHEMA_VERSIONS["run-meta"]
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from lme.core.command_names import PLUGIN
 from lme.core.errors import UserError
-from lme.core.facts import SCHEMA_VERSION
+from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS
 
 if TYPE_CHECKING:  # imported where a validator is first built: jsonschema costs ~0.1 s, before a run's first call
     from jsonschema import Draft202012Validator
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # imported where a validator is first built: jsonschema costs
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "references" / "schemas"
 SUPPORTED_MAJOR = 1
+"""The major of a kind that has had only one (a kind's own major is that of ``facts.SCHEMA_VERSIONS``)."""
 
 
 class SchemaError(UserError):
@@ -168,10 +169,16 @@ def newer_version_error(where: str, found: Any, known: str = SCHEMA_VERSION) -> 
                              f"version reads up to {known})", fix=UPDATE_FIX)
 
 
-def validate_versioned(name: str, obj: Any, *, where: str, known: str = SCHEMA_VERSION) -> None:
+def known_version(name: str) -> str:
+    """The newest ``schemaVersion`` this version writes for schema ``name`` (its kind's)."""
+    return SCHEMA_VERSIONS.get(name, SCHEMA_VERSION)
+
+
+def validate_versioned(name: str, obj: Any, *, where: str, known: str | None = None) -> None:
     """``validate``, except that a record this version cannot read that a newer version wrote (a newer
     ``schemaVersion`` major.minor) is refused as from a newer version: its fields are not wrong, this reader is
     old. A newer record this version can read (a minor that only added fields readers ignore) is read."""
+    known = known or known_version(name)
     try:
         validate(name, obj, where=where)
     except SchemaError:
@@ -180,17 +187,18 @@ def validate_versioned(name: str, obj: Any, *, where: str, known: str = SCHEMA_V
         raise
 
 
-def check_version(obj: Any, *, where: str) -> None:
-    """Refuse a record whose ``schemaVersion`` major is not one this plugin reads."""
+def check_version(obj: Any, *, where: str, kind: str | None = None) -> None:
+    """Refuse a record whose ``schemaVersion`` major is not one this plugin reads: for ``kind``, majors 1 up to its
+    own (older majors are brought up to date by ``migrations``); without, major 1."""
     if not isinstance(obj, dict) or "schemaVersion" not in obj:
         raise SchemaError(f"{where}: field schemaVersion: required but missing")
     version = obj["schemaVersion"]
     found = _major_minor(version)
     if found is None:
         raise SchemaError(f"{where}: field schemaVersion: expected MAJOR.MINOR.PATCH, got {_short(version)}")
-    major = found[0]
-    if major > SUPPORTED_MAJOR:
-        raise newer_version_error(where, version)
+    major, newest = found[0], (SCHEMA_VERSIONS[kind] if kind in SCHEMA_VERSIONS else SCHEMA_VERSION)
+    if major > int(newest.split(".")[0]):
+        raise newer_version_error(where, version, newest)
     if major < SUPPORTED_MAJOR:
         raise SchemaError(
             f"{where}: schemaVersion {version} is older than this plugin reads ({SUPPORTED_MAJOR}.x); "

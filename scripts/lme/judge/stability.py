@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping
 
 from lme.core.clock import utc_now
 from lme.core import fileio
-from lme.core.facts import SCHEMA_VERSION, STABILITY_REGISTRY, STATE_DIR
+from lme.core.facts import SCHEMA_VERSIONS, STABILITY_REGISTRY, STATE_DIR
 from lme.core.records import Verdict
 from lme.core.run_records import ResultRow, RunMeta
 
@@ -100,7 +100,7 @@ class StabilityRegistry:
             yes = int(before.get("yes", 0)) + measured["yes"]
             no = int(before.get("no", 0)) + measured["no"]
             line = {
-                "schemaVersion": SCHEMA_VERSION, "question_id": key[0],
+                "schemaVersion": SCHEMA_VERSIONS["judge-stability"], "question_id": key[0],
                 "judge_provider": verdict.provider, "judge_model": key[1], "prompt_sha256": key[2],
                 "yes": yes, "no": no, "n": yes + no, "flaky": yes > 0 and no > 0,
                 "first_label": before.get("first_label", verdicts[0].get("label")),

@@ -55,11 +55,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from lme.core import fileio, schemas
+from lme.core import fileio, migrations, schemas
 from lme.core.clock import utc_now, utc_now_precise
 from lme.core.endpoint_urls import is_official_host
 from lme.core.errors import UserError
-from lme.core.facts import STATE_DIR, VERDICT_ARCHIVE, is_official_judge
+from lme.core.facts import SCHEMA_VERSIONS, STATE_DIR, VERDICT_ARCHIVE, is_official_judge
 from lme.core.run_records import ResultRow
 from lme.judge import verdict_sources
 from lme.judge.request_shapes import is_upstream_shape
@@ -69,7 +69,7 @@ ARCHIVE_NAME = VERDICT_ARCHIVE
 LOCK_NAME = ".verdicts.lock"
 BACKFILL_MARK = ".verdicts-backfilled"
 HEADER_KIND = "longmemeval-verdict-archive"
-ARCHIVE_VERSION = "1.2.0"
+ARCHIVE_VERSION = SCHEMA_VERSIONS["verdict-archive"]
 """1.2: ``verdict_id`` and ``origin`` on every line, ``raw`` null for a label-only verdict, the project's archive
 appended to by every run; 1.1: the header line, ``endpoint_host`` and ``request_shape`` (1.0 and 1.1 are read)."""
 CONFLICT_RULE = "majority of the official verdicts; a tie is not correct"
@@ -96,11 +96,9 @@ def verdict_id(line: Mapping[str, Any]) -> str:
 
 
 def origin_of(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The line's ``origin``; lines written before origins were recorded entered the archive only by import."""
-    origin = line.get("origin")
-    if isinstance(origin, Mapping) and origin.get("kind") in ("made", "imported"):
-        return dict(origin)
-    return {"kind": "imported", "file": None, "format": "archive", "note": "imported before origins were recorded"}
+    """The ``origin`` of a line of the project's archive (an older line's is set where the archive is read:
+    ``migrations``)."""
+    return dict(line["origin"])
 
 
 def _check_line(line: Any, where: str) -> dict[str, Any]:
@@ -113,7 +111,8 @@ def _check_line(line: Any, where: str) -> dict[str, Any]:
         problems.append("no model")
     if not isinstance(line.get("label"), bool):
         problems.append("label is not true/false")
-    if not (isinstance(line.get("raw"), str) or (line.get("raw") is None and origin_of(line).get("label_only"))):
+    origin = line.get("origin") if isinstance(line.get("origin"), Mapping) else {}
+    if not (isinstance(line.get("raw"), str) or (line.get("raw") is None and origin.get("label_only"))):
         problems.append("raw is not a string")
     if line.get("official") is not True or not is_official_judge(line.get("provider"), line.get("model")):
         problems.append("not an official verdict (official true, openai/azure gpt-4o-2024-08-06)")
@@ -263,7 +262,7 @@ class VerdictArchive:
             if number == 1 and _is_header(line):
                 self._has_header = True
                 continue
-            self._add(_check_line(line, f"{self.path}:{number}"))
+            self._add(migrations.upgrade("verdict-archive", _check_line(line, f"{self.path}:{number}")))
         self._lines_read = number
         self._offset += end
 

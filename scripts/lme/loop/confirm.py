@@ -16,7 +16,7 @@ from lme.loop import steps as loop_steps
 from lme.store import run_store
 from lme.core.clock import utc_now, utc_stamp
 from lme.core.errors import UserError
-from lme.core.facts import CONFIRMATION_FILE
+from lme.core.facts import CONFIRMATION_FILE, SCHEMA_VERSIONS
 from lme.score.scorecard_record import Scorecard
 from lme.loop.rules import target_correct
 
@@ -68,6 +68,7 @@ def start(project: Path, run_id: str, confirm_run_id: str | None = None, *, resu
     if (run_store.runs_dir(project) / confirm_id).exists():
         raise UserError(f"run {confirm_id} already exists", fix="a confirmation must be a new run id")
     record = {
+        "schemaVersion": SCHEMA_VERSIONS["loop-confirmation"],
         "source_run_id": run_id,
         "source_correct": result["correct"],
         "n_total": result["n_total"],

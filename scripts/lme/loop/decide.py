@@ -28,7 +28,7 @@ from lme.store import run_store
 from lme.score import trigger_set
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
-from lme.core.facts import DECISIONS_FILE, OFFICIAL_JUDGE_MODEL, resolve_judge_model
+from lme.core.facts import DECISIONS_FILE, OFFICIAL_JUDGE_MODEL, SCHEMA_VERSIONS, resolve_judge_model
 from lme.judge import verdict_sources
 from lme.loop.rules import assert_on_loop_branch
 from lme.core.run_records import ResultRow
@@ -111,6 +111,7 @@ def append_decision(project: Path, record: Mapping[str, Any]) -> Path:
     """Append one JSON line to decisions.jsonl, fsynced (the file only grows; a torn last line is cut first)."""
     path = Path(project) / DECISIONS_FILE
     fileio.make_dirs(path.parent)
+    record = {"schemaVersion": SCHEMA_VERSIONS["loop-decision"], **record}
     line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     fileio.append_jsonl(path, record, line=line)
     return path

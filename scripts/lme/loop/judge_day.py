@@ -30,7 +30,8 @@ from lme.core import command_names
 from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
-from lme.core.facts import CONFIG_FILE, CONFIRMATION_FILE, JUDGE_DAY_FILE, OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION, STATE_DIR
+from lme.core.facts import (CONFIG_FILE, CONFIRMATION_FILE, JUDGE_DAY_FILE, OFFICIAL_JUDGE_MODEL, SCHEMA_VERSIONS,
+                            STATE_DIR)
 from lme.judge import agreement as judge_agreement
 from lme.judge import request_shapes as judge_shapes
 from lme.judge import verdict_archive
@@ -108,7 +109,7 @@ def record_day(project: Path, run_id: str | None, how: str) -> dict[str, Any]:
         round_no = loop_state.current(project)
     except UserError:
         round_no = 0
-    record = {"schemaVersion": SCHEMA_VERSION, "official_judge": f"openai:{OFFICIAL_JUDGE_MODEL}",
+    record = {"schemaVersion": SCHEMA_VERSIONS["judge-day"], "official_judge": f"openai:{OFFICIAL_JUDGE_MODEL}",
               "retired_found_at": utc_now(), "found_by": {"run_id": run_id, "how": how, "round": round_no},
               "successor": None, "request_shape": None, "calibration": None, "baseline_at": None}
     fileio.write_atomic_json(project / JUDGE_DAY_FILE, record)

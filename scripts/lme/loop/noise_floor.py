@@ -15,7 +15,7 @@ from lme.core import fileio
 from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
-from lme.core.facts import NOISE_FLOOR_FILE, SCHEMA_VERSION
+from lme.core.facts import NOISE_FLOOR_FILE, SCHEMA_VERSIONS
 from lme.core.run_records import ResultRow, RunMeta
 from lme.score import drop_qids
 
@@ -117,7 +117,7 @@ def start(project: Path, run_id: str, *, size: int = DEFAULT_SAMPLE, seed: str |
     if not ids:
         raise UserError(f"run {run_id} has no judged item to re-run", fix="finish the loop's full run first (step 1)")
     record = {
-        "schemaVersion": SCHEMA_VERSION, "status": "pending", "run_id": run_id, "seed": seed,
+        "schemaVersion": SCHEMA_VERSIONS["noise-floor"], "status": "pending", "run_id": run_id, "seed": seed,
         "stack": stack, "stack_key": stack_key(stack), "started_at": utc_now(),
         "sample": ids,
         "before": {q: {"type": types[q], "label": rows[q].correct, "hypothesis_sha256": _sha(rows[q].hypothesis)}

@@ -28,6 +28,7 @@ from lme.core.facts import (  # noqa: E402
     PROPOSAL_FILE,
     ROUND_FILE,
     RUNS_DIR,
+    SCHEMA_VERSIONS,
     TRIGGER_SET_FILE,
 )
 from lme.loop.state import BLOCK_REASONS
@@ -87,7 +88,7 @@ def counter(state: Mapping[str, Any], key: str, high: int) -> int:
 def _write_state(project: Path, state: dict[str, Any]) -> None:
     path = session_path(project)
     fileio.make_dirs(path.parent)
-    fileio.write_atomic_json(path, state)
+    fileio.write_atomic_json(path, {"schemaVersion": SCHEMA_VERSIONS["loop-session"], **state})
 
 
 def _history_rows(project: Path) -> list[str]:

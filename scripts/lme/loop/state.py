@@ -20,7 +20,8 @@ from lme.loop import branch as loop_git
 from lme.loop import rules as loop_rules
 from lme.core.errors import UserError
 from lme.core import state_reader
-from lme.core.facts import CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE, SNAPSHOTS_DIR
+from lme.core.facts import (CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE,
+                            SCHEMA_VERSIONS, SNAPSHOTS_DIR)
 
 if TYPE_CHECKING:
     from lme.score.scorecard_record import Scorecard
@@ -195,7 +196,8 @@ def log_step(project: Path, round_no: int, step: str, figures: RoundFigures, not
 
 def _step_record(round_no: int, step: str, figures: RoundFigures, note: str,
                  extra: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {"label": f"v{round_no} {step}", "round": round_no, "step": step, "date": utc_today(),
+    return {"schemaVersion": SCHEMA_VERSIONS["loop-history"], "label": f"v{round_no} {step}", "round": round_no,
+            "step": step, "date": utc_today(),
             **figures.to_record(), "note": note, **dict(extra or {})}
 
 

@@ -20,7 +20,7 @@ from lme.loop import rules as loop_rules
 from lme.score import pipeline_health
 from lme.store import run_store
 from lme.core.errors import UserError
-from lme.core.facts import PROPOSAL_FILE
+from lme.core.facts import PROPOSAL_FILE, SCHEMA_VERSIONS
 from lme.loop.state import (
     baseline_logged,
     baseline_note,
@@ -56,7 +56,8 @@ def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
         run_store.copy_run(source, tmp)
         write_labels(tmp, run_store.load_results(source))
         fileio.write_atomic_text(tmp / run_store.SNAPSHOT_RECORD, json.dumps(
-            {"round": round_no, "run_id": run_id, "created": utc_now_iso()}) + "\n")
+            {"schemaVersion": SCHEMA_VERSIONS["loop-snapshot"], "round": round_no, "run_id": run_id,
+             "created": utc_now_iso()}) + "\n")
         os.rename(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

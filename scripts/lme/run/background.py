@@ -20,6 +20,7 @@ from lme.core.errors import UserError
 from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core import process_life
+from lme.core.facts import SCHEMA_VERSIONS
 from lme.core.process_life import pid_alive  # noqa: F401  (run_status and tests use it from here)
 
 WORKER_FILE = run_store.WORKER_FILE
@@ -69,7 +70,8 @@ def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header
                 kwargs["start_new_session"] = True
             proc = subprocess.Popen(list(argv), cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=fh,
                                     stderr=subprocess.STDOUT, close_fds=True, **kwargs)
-        info = {**process_life.identity(proc.pid), "started_at": started_at, "log": str(log)}
+        info = {"schemaVersion": SCHEMA_VERSIONS["run-worker"], **process_life.identity(proc.pid),
+                "started_at": started_at, "log": str(log)}
         run_store.write_atomic_json(root / WORKER_FILE, info)
     proc.returncode = 0  # never waited for here; keeps Popen's destructor from warning about a running child
     return info

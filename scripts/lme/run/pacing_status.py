@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from lme.core import fileio
+from lme.core.facts import SCHEMA_VERSIONS
 from lme.store.run_layout import PACING_FILE
 
 
@@ -64,8 +65,8 @@ class PacingFile:
         if not any(e.get("requests") for e in entries):
             return
         # atomic, and a failed write (a full disk) leaves no temporary file behind
-        fileio.write_atomic_bytes(self.path, (json.dumps({"at": time.time(), "pacing": entries}, indent=1)
-                                              + "\n").encode("utf-8"))
+        record = {"schemaVersion": SCHEMA_VERSIONS["run-pacing"], "at": time.time(), "pacing": entries}
+        fileio.write_atomic_bytes(self.path, (json.dumps(record, indent=1) + "\n").encode("utf-8"))
 
 
 def read_pacing_file(directory: Path) -> list[dict[str, Any]]:

@@ -44,7 +44,6 @@ def scorecard_lines(mixed: Mapping[str, Any] | None) -> list[str]:
     if not mixed or not mixed.get("pre_fix"):
         return []
     rounds = ", ".join(f"v{r}" for r in mixed["kept_rounds"])
-    rows = mixed.get("rows", mixed.get("n_total"))  # n_total: a metrics.json of an older version
-    return [f"MIXED ROWS: {mixed['pre_fix']} of {rows} rows predate the kept fix(es) of {rounds}; "
+    return [f"MIXED ROWS: {mixed['pre_fix']} of {mixed['rows']} rows predate the kept fix(es) of {rounds}; "
             f"{mixed['retested']} were re-tested after one. This is the loop's working figure, not a clean run of "
             "the current code: the confirmation rerun (new run id, no cache) is."]

@@ -26,7 +26,7 @@ from lme.score.comparison_record import ChangedItem, Comparison, NotCompared
 from lme.store.run_store import RunData, load_run
 from lme.core import schemas
 from lme.core.errors import UserError
-from lme.core.facts import QUESTION_TYPES, SCHEMA_VERSION, is_official_judge
+from lme.core.facts import QUESTION_TYPES, SCHEMA_VERSIONS, is_official_judge
 from lme.judge.agreement_figures import cohens_kappa
 from lme.core.run_records import ResultRow, label_of
 
@@ -223,7 +223,7 @@ def _result(pair: _RunPair, kind: str, mismatches: list[str], tally: _Tally) -> 
     net = overall["fixes"] - overall["regressions"]
     flaky_flips = _flaky_flips(tally)
     return {
-        "schemaVersion": SCHEMA_VERSION,
+        "schemaVersion": SCHEMA_VERSIONS["comparison"],
         "kind": kind,
         "run_a": _run_summary(pair.a),
         "run_b": _run_summary(pair.b),

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-from lme.core.facts import SCHEMA_VERSION
+from lme.core import migrations
+from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS
 from lme.core.run_records import FileChanges, JudgeIdentity
 from lme.score import metrics
 
@@ -299,18 +300,13 @@ class Cost:
 
     @classmethod
     def from_dict(cls, d: Any) -> "Cost":
-        """Also a metrics.json written before the parts were apart: their sums stand for them where no row was
-        unknown."""
+        """From metrics.json's ``cost`` (an older file's parts are set by ``migrations``)."""
         d = _mapping(d)
-        known_generation = _frac(d.get("known_generation_usd")) or 0.0
-        known_judge = _frac(d.get("known_judge_usd")) or 0.0
-        unknown = _count(d.get("rows_unknown_cost"))
-        return cls(rows=_count(d.get("rows")), rows_unknown_cost=unknown,
+        return cls(rows=_count(d.get("rows")), rows_unknown_cost=_count(d.get("rows_unknown_cost")),
                    total_usd=_frac(d.get("total_usd")), known_total_usd=_frac(d.get("known_total_usd")) or 0.0,
-                   known_generation_usd=known_generation, known_judge_usd=known_judge,
-                   generation_usd=_frac(d["generation_usd"]) if "generation_usd" in d
-                   else (None if unknown else known_generation),
-                   judge_usd=_frac(d["judge_usd"]) if "judge_usd" in d else (None if unknown else known_judge),
+                   known_generation_usd=_frac(d.get("known_generation_usd")) or 0.0,
+                   known_judge_usd=_frac(d.get("known_judge_usd")) or 0.0,
+                   generation_usd=_frac(d.get("generation_usd")), judge_usd=_frac(d.get("judge_usd")),
                    rows_unknown_generation=_count(d.get("rows_unknown_generation")),
                    rows_unknown_judge=_count(d.get("rows_unknown_judge")))
 
@@ -888,7 +884,7 @@ class Scorecard:
     code_versions: CodeVersions | None = None
     """The versions of the target's code that made the scored rows, with their row counts (``code_versions``);
     None when the run recorded none (made before rows carried their code)."""
-    schema_version: str = SCHEMA_VERSION
+    schema_version: str = SCHEMA_VERSIONS["metrics"]
     fingerprint: str | None = None
     """sha256 of what scoring read (``score_fingerprint``); None when not computed."""
     extra: Json = field(default_factory=dict)
@@ -954,7 +950,9 @@ class Scorecard:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Scorecard":
-        """A scorecard from metrics.json's form (``build_scorecard`` checks ``to_dict`` against the schema)."""
+        """A scorecard from metrics.json's form (``build_scorecard`` checks ``to_dict`` against the schema); an
+        older file's brought up to today's shape first (``migrations``)."""
+        d = migrations.upgrade("metrics", d)
         def opt(name: str, reader: Any) -> Any:
             value = d.get(name)
             return None if not isinstance(value, Mapping) else reader(value)

@@ -41,7 +41,7 @@ from lme.core.facts import (
     OFFICIAL_SET_SIZE,
     QUESTION_TYPES,
     RETRIEVAL_KS,
-    SCHEMA_VERSION,
+    SCHEMA_VERSIONS,
     is_abstention,
     is_official_judge,
     is_offline,
@@ -329,7 +329,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     judge = JudgeIdentity.from_dict(run.judge)  # aliases resolved
     project = judge_stability.project_of_run(run.meta, run.path)
     card: dict[str, Any] = {
-        "schemaVersion": SCHEMA_VERSION,
+        "schemaVersion": SCHEMA_VERSIONS["metrics"],
         "run_id": run.run_id,
         "variant": variant or run.meta.variant,
         "status": run.meta.status,

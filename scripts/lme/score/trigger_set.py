@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from lme.core import bounded_json
 from lme.core import fileio
 from lme.core.errors import UserError
-from lme.core.facts import RETEST_FILE, ROUND_FILE
+from lme.core.facts import RETEST_FILE, ROUND_FILE, SCHEMA_VERSIONS
 from lme.core.run_records import ResultRow
 
 FAILING_HEADER = "# failing"
@@ -133,7 +133,8 @@ def parse(text: str) -> TriggerSet:
 def record_retest(project: Path, trigger: TriggerSet, *, run_id: str, round_no: int | None) -> Path:
     """``retest.json``: which ids a round re-tests, in which part (decide.py reads it)."""
     path = Path(project) / RETEST_FILE
-    fileio.write_atomic_json(path, {"round": round_no, "run_id": run_id, **trigger.to_dict()})
+    fileio.write_atomic_json(path, {"schemaVersion": SCHEMA_VERSIONS["loop-retest"], "round": round_no,
+                                    "run_id": run_id, **trigger.to_dict()})
     return path
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import fileio
-from lme.core.facts import SCHEMA_VERSION
+from lme.core.facts import SCHEMA_VERSIONS
 from lme.core.records import ChatRequest
 from lme.store.run_layout import PROMPTS_FILE, run_dirs
 SHARED_LINE_CHARS = 200
@@ -71,7 +71,7 @@ def encode_request(request: ChatRequest) -> tuple[dict[str, Any], dict[str, str]
         return segments
 
     record = {
-        "schemaVersion": SCHEMA_VERSION,
+        "schemaVersion": SCHEMA_VERSIONS["prompt-store"],
         "kind": "prompt",
         "key": request.key(),
         "provider": request.provider,
@@ -86,7 +86,7 @@ def encode_request(request: ChatRequest) -> tuple[dict[str, Any], dict[str, str]
 
 
 def line_record(key: str, text: str) -> dict[str, Any]:
-    record: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "kind": "line", "sha256": key}
+    record: dict[str, Any] = {"schemaVersion": SCHEMA_VERSIONS["prompt-store"], "kind": "line", "sha256": key}
     if len(text) >= COMPRESS_LINE_CHARS:
         record["z"] = base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
     else:

@@ -1,5 +1,5 @@
 """A run directory's ``run-meta.json`` and ``manifest.json``: read (schema-checked; an old run's run-meta brought
-up to date by ``meta_migrations``), peeked at by status polls, replaced atomically. Part of ``run_store`` (which
+up to date by ``migrations``), peeked at by status polls, replaced atomically. Part of ``run_store`` (which
 re-exports these names)."""
 
 from __future__ import annotations
@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lme.core import fileio
+from lme.core import fileio, migrations
 from lme.core.errors import UserError
 from lme.core.run_records import Manifest, RunMeta
-from lme.store import meta_migrations
 from lme.store.run_layout import MANIFEST_FILE, META_FILE, shard_dirs
 from lme.store.run_rows import read_json
 
@@ -31,12 +30,12 @@ config (issue 38); the resume's refusal (``lme.run.meta_recovery``) names the se
 
 def read_meta(directory: Path) -> RunMeta:
     """The directory's run-meta, schema-checked (UserError when missing or invalid), an old run's brought up to
-    date by ``meta_migrations``."""
+    date by its numbered steps (``migrations``)."""
     return _meta_at(meta_path(directory))
 
 
 def _meta_at(path: Path) -> RunMeta:
-    return RunMeta.from_dict(meta_migrations.migrate(read_json(path, schema="run-meta", fix=RESTORE_FIX)))
+    return RunMeta.from_dict(migrations.upgrade("run-meta", read_json(path, schema="run-meta", fix=RESTORE_FIX)))
 
 
 def meta_fault(directory: Path) -> str | None:
@@ -85,7 +84,8 @@ def manifest_path(root: Path) -> Path:
 def read_manifest(root: Path) -> Manifest | None:
     """The run's manifest (schema-checked), or None when the directory has none (a snapshot of an old run)."""
     path = manifest_path(root)
-    return Manifest.from_dict(read_json(path, schema="manifest")) if path.exists() else None
+    return Manifest.from_dict(migrations.upgrade("manifest", read_json(path, schema="manifest"))) if path.exists() \
+        else None
 
 
 def write_manifest(root: Path, manifest: Manifest) -> None:

@@ -9,9 +9,10 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence, TypeVar
 
-from lme.core import fileio
+from lme.core import fileio, migrations
 from lme.core.clock import utc_now
 from lme.core.fileio import APPENDS, json_line, repair_tail, write_atomic_bytes
+from lme.core.facts import SCHEMA_VERSIONS
 from lme.core.run_records import ResultRow
 from lme.core.schemas import check_version, is_valid, validate, validate_versioned
 from lme.store.run_layout import COMPLETED_FILE, RESULTS_FILE, run_dirs
@@ -40,7 +41,7 @@ def _remember_valid(seen: Iterable[tuple[str, bytes]]) -> None:
 def _checker(schema: str):
     def check(obj: Any, where: str, raw: bytes | None = None) -> None:
         if isinstance(obj, dict) and "schemaVersion" in obj:
-            check_version(obj, where=where)
+            check_version(obj, where=where, kind=schema)
         seen = None if raw is None else _line_digest(schema, raw)
         if seen is not None and seen in _VALID_LINES:
             return
@@ -99,7 +100,7 @@ def append_rows(run_dir: Path, rows: Sequence[ResultRow]) -> None:
     data = [row.to_dict() for row in rows]
     for d in data:
         where = _question_where(path, d)
-        check_version(d, where=where)
+        check_version(d, where=where, kind="item-result")
         validate("item-result", d, where=where)
     _append(path, data, valid_as="item-result")
 
@@ -112,10 +113,17 @@ def mark_completed(run_dir: Path, question_id: str) -> None:
 def mark_completed_many(run_dir: Path, question_ids: Sequence[str]) -> None:
     """``mark_completed`` for several questions with one write and one fsync."""
     path = Path(run_dir) / COMPLETED_FILE
-    records = [{"question_id": qid, "at": utc_now()} for qid in question_ids]
+    records = [{"schemaVersion": SCHEMA_VERSIONS["completed"], "question_id": qid, "at": utc_now()}
+               for qid in question_ids]
     for record in records:
         validate("completed", record, where=_question_where(path, record))
     _append(path, records, valid_as="completed")
+
+
+def row_of(line: Mapping[str, Any]) -> ResultRow:
+    """One schema-checked line of ``item-results.jsonl`` as a ``ResultRow``, an older row brought up to today's
+    shape first (``migrations``): the one place rows are read."""
+    return ResultRow.from_dict(migrations.upgrade("item-result", line))
 
 
 def _dirs(run_dir: Path, include_shards: bool) -> list[Path]:
@@ -126,7 +134,7 @@ def iter_rows(run_dir: Path, *, include_shards: bool = True) -> Iterator[ResultR
     """Every complete row of ``item-results.jsonl`` (then each ``shard-*/``), in append order."""
     for d in _dirs(run_dir, include_shards):
         for _, row in iter_jsonl(d / RESULTS_FILE, schema="item-result"):
-            yield ResultRow.from_dict(row)
+            yield row_of(row)
 
 
 def load_results(run_dir: Path, *, include_shards: bool = True) -> dict[str, ResultRow]:
@@ -142,7 +150,7 @@ def load_rows(run_dir: Path, *, include_shards: bool = True) -> tuple[dict[str, 
     for d in _dirs(run_dir, include_shards):
         this_file: dict[str, ResultRow] = {}
         for _, raw in iter_jsonl(d / RESULTS_FILE, schema="item-result"):
-            row = ResultRow.from_dict(raw)
+            row = row_of(raw)
             replaced = this_file.get(row.question_id)
             if replaced is not None:
                 earlier.append(replaced)

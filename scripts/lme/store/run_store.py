@@ -140,7 +140,7 @@ class RunData:
     @property
     def judge(self) -> dict[str, Any]:
         """The judge as comparable: provider and model (an old run's alias is its snapshot already:
-        ``meta_migrations`` 1). Whether verdicts were official is the scorecard's banner."""
+        ``migrations``, run-meta 1.1.0). Whether verdicts were official is the scorecard's banner."""
         judge = self.meta.judge
         return {"provider": judge.get("provider"), "model": str(judge.get("model")), "official": judge.get("official")}
 
