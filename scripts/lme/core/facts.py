@@ -39,6 +39,7 @@ SCHEMA_VERSIONS: dict[str, str] = {
     "loop-snapshot": "1.0.0",
     "run-worker": "1.0.0",
     "run-pacing": "1.0.0",
+    "target-api-record": "1.0.0",
 }
 """The ``schemaVersion`` each kind of file (or JSONL line) is written at, a version per kind (``references/SPEC.md``,
 "Versions"): a field added that older readers may ignore raises the minor; a field removed, renamed or given a new

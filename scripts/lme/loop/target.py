@@ -16,7 +16,7 @@ from lme.core import fileio
 from lme.loop import branch as loop_git
 from lme.loop import rules as loop_rules
 from lme.core.errors import UserError
-from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR
+from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR, schema_version
 from lme.core import unattended
 from lme.run import provenance
 from lme.targets import api
@@ -68,7 +68,7 @@ def copy_record(dest: str) -> str:
     """The copy's record (``api.RECORD_FILE``, SPEC "The copy's record"): the target API and plugin version it
     was copied against, and how ``update-copy`` finds the commit that holds the copy as first made (its merge
     base): the loop branch's commit with ``COMMIT_MESSAGE`` (or update-copy's side commit, ``SIDE_MESSAGE``)."""
-    record = {"targetApi": api.version_text(api.TARGET_API), "pluginVersion": provenance.plugin_version(),
+    record = {"schemaVersion": schema_version("target-api-record"), "targetApi": api.version_text(api.TARGET_API), "pluginVersion": provenance.plugin_version(),
               "copiedFrom": "memory-ref (plugins/memory_ref)", "baseCommitMessage": COMMIT_MESSAGE.format(dest=dest)}
     return json.dumps(record, indent=2) + "\n"
 
