@@ -195,7 +195,7 @@ class Forwarder:
         call = _Call(api, self.routes.provider_for(api), {k: v for k, v in request.items() if k not in STREAM_KEYS},
                      {h: headers[h] for h in FORWARDED_HEADERS if h in headers})
         cache = self.gateway.cache
-        stored = None if cache is None else cache.get_body(call.key)
+        stored = None if cache is None else self.gateway.lookup(cache.get_body, call.key)
         if stored is not None:
             self.gateway.stats.on_call(cached=True)
             return self._answered(call, stored, attempts=0, latency_ms=0.0, request_id=None, cached=True)

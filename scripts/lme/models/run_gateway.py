@@ -12,7 +12,7 @@ import sys
 import threading
 from typing import Any, Sequence
 
-from lme.models.call_cache import CallCache
+from lme.models.call_cache import CacheFault, CallCache
 from lme.core.facts import returned_model_matches
 from lme.core.records import ChatRequest, Completion, Limiter
 from lme.models import providers
@@ -80,7 +80,8 @@ class RunGateway:
         """Models that answered not_found: later calls to them fail the same way without a request."""
         self._gone_lock = threading.Lock()
         self.cache_write_error: str | None = None
-        """Why the cache could not be written (disk full...); the run goes on without caching."""
+        """Why the cache could not be used (disk full, damaged past repair, locked past the wait); the run goes on
+        without caching."""
 
     def host(self, request: ChatRequest) -> str | None:
         """The endpoint host ``request`` goes to (a judge call's cache entry is bound to it)."""
@@ -90,7 +91,17 @@ class RunGateway:
         """The call cache's reply for ``request`` at this gateway's host (None: not cached, or no cache)."""
         if self.cache is None:
             return None
-        return self.cache.get(request, self.host(request)) if request.judge else self.cache.get(request)
+        return self.lookup(self.cache.get, request, self.host(request)) if request.judge else \
+            self.lookup(self.cache.get, request)
+
+    def lookup(self, get: Any, *args: Any) -> Any:
+        """Read the cache; a cache that can no longer be read (damaged past repair, locked past the wait) is a miss
+        (the call is made), said once like a write that fails (``store``)."""
+        try:
+            return get(*args)
+        except CacheFault as err:
+            self._cache_failed("read", str(err))
+            return None
 
     def complete(self, request: ChatRequest) -> Completion:
         hit = self.cached(request)
@@ -108,16 +119,22 @@ class RunGateway:
             self._gone[(provider, model)] = err
 
     def store(self, put: Any, *args: Any) -> None:
-        """Write to the cache; a cache that can no longer be written (disk full) costs the cache, never the paid
-        reply: the call's row keeps it, and one warning says why later calls are not cached."""
+        """Write to the cache; a cache that can no longer be written (disk full, damaged past repair, locked by
+        another process past ``call_cache.LOCK_WAIT_S``) costs the cache, never the paid reply: the call's row keeps
+        it, and one warning says why later calls are not cached."""
         try:
             put(*args)
+        except CacheFault as err:  # it names the file and the fault (a lock is never a full disk)
+            self._cache_failed("written", str(err))
         except (sqlite3.DatabaseError, OSError) as err:
-            with self._gone_lock:
-                first, self.cache_write_error = self.cache_write_error is None, str(err)
-            if first:
-                print(f"warning: the call cache cannot be written ({err}: disk full?); replies are kept in the "
-                      "run's rows but no longer cached", file=sys.stderr, flush=True)
+            self._cache_failed("written", f"{err}: disk full?")
+
+    def _cache_failed(self, verb: str, why: str) -> None:
+        with self._gone_lock:
+            first, self.cache_write_error = self.cache_write_error is None, why
+        if first:
+            print(f"warning: the call cache cannot be {verb} ({why}); replies are kept in the run's rows but no "
+                  "longer cached", file=sys.stderr, flush=True)
 
     def gone(self, request: ChatRequest) -> providers.ProviderError | None:
         """A fresh not_found error when ``request``'s model is known gone (one exception object must not cross
@@ -159,7 +176,7 @@ class RunGateway:
         found: dict[int, list[float]] = {}
         if self.cache is not None:
             for i, key in enumerate(keys):
-                vec = self.cache.get_embedding(key)
+                vec = self.lookup(self.cache.get_embedding, key)
                 if vec is not None:
                     found[i] = vec
         missing = [i for i in range(len(texts)) if i not in found]

@@ -4,10 +4,14 @@ WAL lets readers and one writer work at once, and the busy timeout makes writers
 a new file to WAL needs a moment alone with it, and SQLite does not apply the busy timeout to that switch, so
 several workers opening a fresh file together could get "database is locked": the switch is retried briefly, and
 skipped once the file is WAL (the mode is stored in the file).
+
+Two faults are told apart here for the caches' owners: a damaged file (``is_corrupt``) and a lock another process
+holds (``is_locked``; ``lock_holders`` says who, where the system tells).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -16,6 +20,11 @@ from typing import Sequence
 from lme.core import fileio
 
 BUSY_TIMEOUT_S = 60.0
+"""How long a statement waits, silently, for a lock another connection holds (``connect``'s default; the call
+cache waits less, then says so on stderr before it waits longer). Our own writes hold the lock for milliseconds."""
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_CORRUPT, _NOTADB, _BUSY, _LOCKED = 11, 26, 5, 6
 
 
 SIDECARS = ("-wal", "-shm", "-journal")
@@ -28,11 +37,12 @@ def refuse_links(path: str | Path) -> None:
         fileio.check_no_symlinks(name, include_self=True)
 
 
-def connect(path: str | Path, *, autocommit: bool = True) -> sqlite3.Connection:
+def connect(path: str | Path, *, autocommit: bool = True, busy_timeout_s: float | None = None) -> sqlite3.Connection:
     refuse_links(path)
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None if autocommit else "")
+    busy = BUSY_TIMEOUT_S if busy_timeout_s is None else busy_timeout_s
+    conn = sqlite3.connect(str(path), timeout=busy, isolation_level=None if autocommit else "")
     try:
-        conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
         for attempt in range(50):
             try:
                 if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
@@ -73,3 +83,49 @@ def existing_keys(path: str | Path, table: str, keys: Sequence[str]) -> set[str]
             conn.close()
     except sqlite3.Error:
         return set()
+
+
+def is_corrupt(err: BaseException, path: str | Path) -> bool:
+    """``err`` says the file at ``path`` is damaged: a malformed page, or a header that no longer reads although the
+    file starts as an SQLite file (a file that never was one is not ours to repair)."""
+    code = getattr(err, "sqlite_errorcode", None)
+    if code == _CORRUPT:
+        return True
+    if code != _NOTADB:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def is_locked(err: BaseException) -> bool:
+    """``err`` is a lock another connection held past the busy timeout (never a full disk)."""
+    return getattr(err, "sqlite_errorcode", None) in (_BUSY, _LOCKED)
+
+
+def lock_holders(path: str | Path) -> list[int]:
+    """The other processes holding a write lock on the database at ``path`` or its -shm file (in WAL mode a writer
+    locks the -shm), as far as the system tells (Linux's /proc/locks); an empty list when it does not. Read
+    without opening the files: closing a descriptor of our own would drop this process's SQLite locks."""
+    inodes = set()
+    for name in (str(path), f"{path}-shm"):
+        try:
+            inodes.add(os.stat(name).st_ino)
+        except OSError:
+            pass
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    holders: set[int] = set()
+    for line in lines:
+        fields = line.split()
+        if "->" in fields or len(fields) < 6 or fields[3] != "WRITE" or not fields[4].isdigit():
+            continue
+        inode = fields[5].rsplit(":", 1)[-1]
+        if inode.isdigit() and int(inode) in inodes and int(fields[4]) != os.getpid():
+            holders.add(int(fields[4]))
+    return sorted(holders)
