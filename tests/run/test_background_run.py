@@ -22,6 +22,7 @@ from lme.core import command_names
 from lme.run import status as run_status
 from lme.cli import run_status as run_status_cli
 from run_project import REPO, SAMPLE, judged_rows, make_project, register_answers, run_dir
+from test_hypotheses_run import write_hypotheses
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
 DRIVER = REPO / "scripts" / "run_benchmark.py"
@@ -110,10 +111,14 @@ def test_a_live_run_is_refused_a_second_worker_and_a_foreground_writer(tmp_path,
 
 
 def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_the_run(tmp_path, fake_llm, workers):
+    """kill -9 of the worker mid-run: the status says dead, the printed command (no file named: the run's own
+    settings) resumes it to one judged row per question, none twice. The run judges a hypotheses file, so this one
+    kill also holds the hypotheses run's resume (once its own kill test: the same writer, the same crash point)."""
     register_answers(fake_llm)
     fake_llm.latency = 0.2
     project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
-    assert start(project, "--run-id", "k").returncode == 0
+    hyps = write_hypotheses(tmp_path / "hyps.jsonl", skip=())
+    assert start(project, "--run-id", "k", "--hypotheses", str(tmp_path / "hyps.jsonl")).returncode == 0
     pid = worker_of(project, "k")["pid"]
     workers.append(pid)
     wait_for_rows(project, "k", 3)
@@ -121,17 +126,20 @@ def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_th
     deadline = time.monotonic() + 10
     while background.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert 3 <= len(rows_of(project, "k")) < N_SAMPLE, "the kill did not land mid-run"
     seen = status(project, "k")
     assert seen.returncode == 1, seen.stdout
     assert seen.stdout.startswith("dead") and "no process writes the run" in seen.stdout
     assert f"in Claude Code: {command_names.RUN} --run-id k" in seen.stdout
     resume = seen.stdout.split("resume with: ", 1)[1].splitlines()[0]
+    assert "hyps.jsonl" not in resume
     fake_llm.latency = 0.0
     finish = subprocess.run(shlex.split(resume) + ["--progress", "quiet", "--no-scorecard"],
                             capture_output=True, text=True, timeout=120)
     assert finish.returncode == 0, finish.stderr
-    rows = judged_rows(project, "k")
-    assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})
+    rows = rows_of(project, "k")
+    assert sorted(r["question_id"] for r in rows) == sorted(hyps) and len(hyps) == N_SAMPLE
+    assert all(r["status"] == "judged" for r in rows)
     assert status(project, "k").returncode == 0
 
 
