@@ -65,6 +65,7 @@ def wait_for_rows(project: Path, run_id: str, n: int, timeout: float = 60) -> No
         time.sleep(0.1)
 
 
+@pytest.mark.background
 def test_background_returns_at_once_and_the_worker_completes_the_run(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 0.05
@@ -94,6 +95,7 @@ def test_background_returns_at_once_and_the_worker_completes_the_run(tmp_path, f
             assert b"DUMMY-openai-key" not in path.read_bytes(), path
 
 
+@pytest.mark.background
 def test_a_live_run_is_refused_a_second_worker_and_a_foreground_writer(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 0.3
@@ -110,6 +112,8 @@ def test_a_live_run_is_refused_a_second_worker_and_a_foreground_writer(tmp_path,
     assert status(project, "one").returncode == 4
 
 
+@pytest.mark.background
+@pytest.mark.kill
 def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_the_run(tmp_path, fake_llm, workers):
     """kill -9 of the worker mid-run: the status says dead, the printed command (no file named: the run's own
     settings) resumes it to one judged row per question, none twice. The run judges a hypotheses file, so this one
@@ -143,6 +147,8 @@ def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_th
     assert status(project, "k").returncode == 0
 
 
+@pytest.mark.background
+@pytest.mark.kill
 def test_the_worker_survives_the_death_of_the_session_that_started_it(tmp_path, fake_llm, workers):
     """As when Claude Code kills a Bash tool call's process group: the starter's whole group dies, the run goes on."""
     register_answers(fake_llm)
@@ -167,6 +173,7 @@ def test_the_worker_survives_the_death_of_the_session_that_started_it(tmp_path, 
     assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})
 
 
+@pytest.mark.background
 def test_wait_blocks_no_longer_than_its_bound_plus_one_poll(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 0.5
@@ -193,6 +200,7 @@ def test_background_mistakes_are_refused_by_the_caller_with_nothing_written(tmp_
     assert not (project / ".longmemeval-benchmarks" / "cache").exists()
 
 
+@pytest.mark.background
 def test_the_loops_full_run_in_the_background_and_the_reentrant_confirmation(tmp_path, fake_llm, workers):
     import markdown_harness as harness
     from upstream_standin import make_upstream_tree
@@ -232,6 +240,7 @@ def test_the_loops_full_run_in_the_background_and_the_reentrant_confirmation(tmp
     assert loop("--confirm", "--no-cache").returncode == 2
 
 
+@pytest.mark.background
 def test_two_shards_run_in_the_background_side_by_side(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 1.0  # shard 1 must still run when it is started again (each start also probes the models)
