@@ -153,8 +153,18 @@ def claude_code_installed(claude_binary, tmp_path_factory):
     return harness.ClaudeCode(claude_binary, home, plugin)
 
 
+MARKED_BY_FIXTURE = {"claude_binary": "claude_code", "browser": "browser"}
+"""A test that uses the fixture gets the marker (pytest.ini: the slow kinds ``run_tests.sh --fast`` leaves out)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(items):
-    """The slow Claude Code tests run last (their sessions started with the first test; see below)."""
+    """Each test using the real CLI or the browser is marked so; the slow Claude Code tests run last (their
+    sessions started with the first test; see below)."""
+    for item in items:
+        for fixture, marker in MARKED_BY_FIXTURE.items():
+            if fixture in item.fixturenames:
+                item.add_marker(marker)
     items.sort(key=lambda item: item.name in LONG_SESSIONS)
 
 

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # The test command: install what the tests need (a venv from PyPI, the pinned Claude Code CLI from npm, Chromium
 # and tmux from apt when missing), then run pytest, one process per core. Extra arguments go to pytest;
-# --install-only stops after the install step. The venv and the CLI live outside the checkout (tests/test_tools.sh:
-# under ${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/, or LONGMEMEVAL_TEST_VENV / LONGMEMEVAL_CLAUDE_CODE_DIR),
-# so installing the plugin from this checkout installs only the plugin.
+# --install-only stops after the install step; --fast (first) runs the tests a developer runs while working: all
+# but the slow kinds pytest.ini lists (real Claude Code CLI, browser, background and batch runs, kill and resume),
+# after installing only the venv (no CLI, Chromium or tmux). The venv and the CLI live outside the checkout
+# (tests/test_tools.sh: under ${XDG_CACHE_HOME:-~/.cache}/longmemeval-benchmarker/, or LONGMEMEVAL_TEST_VENV /
+# LONGMEMEVAL_CLAUDE_CODE_DIR), so installing the plugin from this checkout installs only the plugin.
 # Exits non-zero when the install or the tests fail, or no test ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/test_tools.sh
 VENV=$LONGMEMEVAL_TEST_VENV
 INSTALL_ONLY=0
+FAST=0
 if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; shift; fi
+if [ "${1:-}" = "--fast" ]; then FAST=1; shift; fi
 
 for old in .venv .tools; do  # what an older test command left in the checkout: it would be installed as plugin files
   if [ -d "$old" ] && [ ! -L "$old" ]; then
@@ -26,6 +30,23 @@ else
   echo "tests: checking $VENV against requirements-dev.txt (pip: a few seconds when nothing changed) ..." >&2
 fi
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
+
+# One test process per core (pytest-xdist): in one process the suite kept one core of two busy and took over 10
+# minutes. Work done once for many tests is shared between the processes (tests/shared_work.py).
+# LONGMEMEVAL_TEST_WORKERS=0 runs everything in this process.
+run_pytest() {
+  "$VENV/bin/python" -m pytest -n "${LONGMEMEVAL_TEST_WORKERS:-auto}" "$@"
+  local rc=$?
+  if [ "$rc" -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi
+  exit "$rc"
+}
+
+if [ "$FAST" = 1 ]; then
+  # the markers pytest.ini lists as slow ("name: slow: ..."), each left out
+  slow=$(sed -n 's/^ *\([a-z_]*\): slow:.*/\1/p' pytest.ini | paste -sd' ')
+  [ -n "$slow" ] || { echo "error: pytest.ini lists no slow marker" >&2; exit 1; }
+  run_pytest -m "not (${slow// / or })" "$@"
+fi
 
 # The pinned CLI (the Claude Code tests drive it; another version on PATH is not used).
 TOOLS=$LONGMEMEVAL_CLAUDE_CODE_DIR
@@ -62,10 +83,4 @@ if [ "$INSTALL_ONLY" = 1 ]; then
   echo "tests: installed (venv $VENV, Claude Code CLI $TOOLS)" >&2
   exit 0
 fi
-# One test process per core (pytest-xdist): in one process the suite kept one core of two busy and took over 10
-# minutes. Work done once for many tests is shared between the processes (tests/shared_work.py).
-# LONGMEMEVAL_TEST_WORKERS=0 runs everything in this process.
-"$VENV/bin/python" -m pytest -n "${LONGMEMEVAL_TEST_WORKERS:-auto}" "$@"
-rc=$?
-if [ "$rc" -eq 5 ]; then echo "error: pytest collected no tests" >&2; exit 1; fi
-exit "$rc"
+run_pytest "$@"

@@ -28,6 +28,7 @@ def frontmatter(path: Path) -> dict:
     return data
 
 
+@pytest.mark.claude_code
 def test_claude_plugin_validate_strict_passes():
     from claude_code_harness import claude_binary, cli_required
 

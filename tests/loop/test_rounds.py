@@ -421,6 +421,7 @@ def _outcome(project):
     }
 
 
+@pytest.mark.kill
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_finish_killed_at_any_point_between_its_writes_then_run_again_ends_as_if_never_killed(tmp_path):
     """Issue 25: a crash inside ``rounds.py finish`` between two history rows wrote the re-test row twice on the

@@ -23,6 +23,7 @@ from lme.core.facts import SCHEMA_VERSIONS
 from lme.run import status as run_status
 from lme.cli import run_status as run_status_cli
 from run_project import REPO, SAMPLE, judged_rows, make_project, register_answers, run_dir
+from test_hypotheses_run import write_hypotheses
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
 DRIVER = REPO / "scripts" / "run_benchmark.py"
@@ -65,6 +66,7 @@ def wait_for_rows(project: Path, run_id: str, n: int, timeout: float = 60) -> No
         time.sleep(0.1)
 
 
+@pytest.mark.background
 def test_background_returns_at_once_and_the_worker_completes_the_run(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 0.05
@@ -95,6 +97,7 @@ def test_background_returns_at_once_and_the_worker_completes_the_run(tmp_path, f
             assert b"DUMMY-openai-key" not in path.read_bytes(), path
 
 
+@pytest.mark.background
 def test_a_live_run_is_refused_a_second_worker_and_a_foreground_writer(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 0.3
@@ -111,11 +114,17 @@ def test_a_live_run_is_refused_a_second_worker_and_a_foreground_writer(tmp_path,
     assert status(project, "one").returncode == 4
 
 
+@pytest.mark.background
+@pytest.mark.kill
 def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_the_run(tmp_path, fake_llm, workers):
+    """kill -9 of the worker mid-run: the status says dead, the printed command (no file named: the run's own
+    settings) resumes it to one judged row per question, none twice. The run judges a hypotheses file, so this one
+    kill also holds the hypotheses run's resume (once its own kill test: the same writer, the same crash point)."""
     register_answers(fake_llm)
     fake_llm.latency = 0.2
     project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
-    assert start(project, "--run-id", "k").returncode == 0
+    hyps = write_hypotheses(tmp_path / "hyps.jsonl", skip=())
+    assert start(project, "--run-id", "k", "--hypotheses", str(tmp_path / "hyps.jsonl")).returncode == 0
     pid = worker_of(project, "k")["pid"]
     workers.append(pid)
     wait_for_rows(project, "k", 3)
@@ -123,20 +132,25 @@ def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_th
     deadline = time.monotonic() + 10
     while background.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
+    assert 3 <= len(rows_of(project, "k")) < N_SAMPLE, "the kill did not land mid-run"
     seen = status(project, "k")
     assert seen.returncode == 1, seen.stdout
     assert seen.stdout.startswith("dead") and "no process writes the run" in seen.stdout
     assert f"in Claude Code: {command_names.RUN} --run-id k" in seen.stdout
     resume = seen.stdout.split("resume with: ", 1)[1].splitlines()[0]
+    assert "hyps.jsonl" not in resume
     fake_llm.latency = 0.0
     finish = subprocess.run(shlex.split(resume) + ["--progress", "quiet", "--no-scorecard"],
                             capture_output=True, text=True, timeout=120)
     assert finish.returncode == 0, finish.stderr
-    rows = judged_rows(project, "k")
-    assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})
+    rows = rows_of(project, "k")
+    assert sorted(r["question_id"] for r in rows) == sorted(hyps) and len(hyps) == N_SAMPLE
+    assert all(r["status"] == "judged" for r in rows)
     assert status(project, "k").returncode == 0
 
 
+@pytest.mark.background
+@pytest.mark.kill
 def test_the_worker_survives_the_death_of_the_session_that_started_it(tmp_path, fake_llm, workers):
     """As when Claude Code kills a Bash tool call's process group: the starter's whole group dies, the run goes on."""
     register_answers(fake_llm)
@@ -161,6 +175,7 @@ def test_the_worker_survives_the_death_of_the_session_that_started_it(tmp_path, 
     assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})
 
 
+@pytest.mark.background
 def test_wait_blocks_no_longer_than_its_bound_plus_one_poll(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 0.5
@@ -187,6 +202,7 @@ def test_background_mistakes_are_refused_by_the_caller_with_nothing_written(tmp_
     assert not (project / ".longmemeval-benchmarks" / "cache").exists()
 
 
+@pytest.mark.background
 def test_the_loops_full_run_in_the_background_and_the_reentrant_confirmation(tmp_path, fake_llm, workers):
     import markdown_harness as harness
     from upstream_standin import make_upstream_tree
@@ -226,6 +242,7 @@ def test_the_loops_full_run_in_the_background_and_the_reentrant_confirmation(tmp
     assert loop("--confirm", "--no-cache").returncode == 2
 
 
+@pytest.mark.background
 def test_two_shards_run_in_the_background_side_by_side(tmp_path, fake_llm, workers):
     register_answers(fake_llm)
     fake_llm.latency = 1.0  # shard 1 must still run when it is started again (each start also probes the models)

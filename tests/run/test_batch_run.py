@@ -61,6 +61,7 @@ def ledger(project: Path, run_id: str) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+@pytest.mark.background
 def test_a_500_item_oracle_run_with_batch_judge_gives_the_sync_labels_and_sends_the_sync_bodies(tmp_path, fake_llm):
     sync = project_with(tmp_path, fake_llm, 500, "sync", concurrency=16)
     assert run(sync, "--run-id", "s") == 0
@@ -104,6 +105,8 @@ def wait_for_event(project: Path, run_id: str, event: str, proc: subprocess.Pope
     raise AssertionError(f"no {event} event within {timeout} s")
 
 
+@pytest.mark.background
+@pytest.mark.kill
 def test_kill_9_between_submit_and_collect_then_a_fresh_process_collects_the_same_batch(tmp_path, fake_llm):
     sync = project_with(tmp_path, fake_llm, 30, "sync")
     assert run(sync, "--run-id", "s") == 0
@@ -134,6 +137,8 @@ def drop_last_event(project: Path, run_id: str, event: str) -> None:
     path.write_text("".join(lines[:last]))
 
 
+@pytest.mark.background
+@pytest.mark.kill
 @pytest.mark.parametrize("judge", ["openai:gpt-4o", "anthropic:claude-haiku-4-5"])
 def test_a_batch_created_but_not_ledgered_is_adopted_not_created_again(tmp_path, fake_llm, judge):
     sync = project_with(tmp_path, fake_llm, 12, "sync")
@@ -352,6 +357,8 @@ def test_batch_all_sends_memory_refs_declared_writer_stage_through_batches(tmp_p
     assert {json.dumps(json.loads(x)["body"], sort_keys=True) for x in lines} <= sync_bodies  # the sync writer's
 
 
+@pytest.mark.background
+@pytest.mark.kill
 def test_an_adopted_anthropic_batch_with_other_custom_ids_is_abandoned_and_ours_is_found(tmp_path, fake_llm):
     import anthropic
 
@@ -401,6 +408,8 @@ def test_batch_all_with_the_rag_reader(tmp_path, fake_llm):
     assert [e["stage"] for e in ledger(project, "r") if e["event"] == "planned"] == ["generate", "judge"]
 
 
+@pytest.mark.background
+@pytest.mark.kill
 def test_sigterm_while_waiting_for_a_batch_stops_at_once_and_the_resume_collects_it(tmp_path, fake_llm):
     project = project_with(tmp_path, fake_llm, 6, batchPollSeconds=120)  # a nap far longer than any load stretches
     fake_llm.batches.auto_advance_every = None

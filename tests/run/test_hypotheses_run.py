@@ -1,15 +1,11 @@
 """A hypotheses file judged as a run (``run_benchmark.py --hypotheses FILE``): checked up front, judged through the
-run's machinery, scored like any run, refused on resume once the file changed, and crash-safe."""
+run's machinery, scored like any run, refused on resume once the file changed, and crash-safe (its kill -9 and
+resume: tests/run/test_background_run.py, a killed worker)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +20,7 @@ from lme.cli import scorecard
 from lme.score import scoring
 from lme.store.run_store import load_run
 from lme.core.errors import UserError, run_main
-from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
+from run_project import SAMPLE, make_project, register_answers, run_dir
 
 ITEMS = json.loads(SAMPLE.read_text())
 LEFT_OUT = sorted(it["question_id"] for it in ITEMS)[:2]
@@ -207,34 +203,6 @@ def test_a_resume_against_a_changed_file_is_refused_with_one_line(project, fake_
     write_hypotheses(hyp_file)  # restored byte for byte: the resume finishes the run
     assert run(project, "--run-id", "c") == 0
     assert sum(r["status"] == "judged" for r in rows_of(project, "c")) == len(ITEMS) - len(LEFT_OUT)
-
-
-# --------------------------------------------------------------------------- crash safety
-
-
-def test_kill_9_mid_run_then_resume_ends_with_one_row_per_question(tmp_path, fake_llm):
-    register_answers(fake_llm)
-    fake_llm.latency = 0.15
-    project = make_project(tmp_path / "p", concurrency=2, cacheEnabled=False)
-    hyp_file = tmp_path / "hyps.jsonl"
-    hyps = write_hypotheses(hyp_file, skip=())
-    env = {**os.environ, "OPENAI_BASE_URL": fake_llm.openai_base_url}
-    cmd = [sys.executable, str(REPO / "scripts" / "run_benchmark.py"), "--project", str(project), "--run-id", "k",
-           "--progress", "quiet", "--no-scorecard"]
-    proc = subprocess.Popen([*cmd, "--hypotheses", str(hyp_file)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    while len(rows_of(project, "k")) < 4 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
-    proc.stderr.close()
-    assert 4 <= len(rows_of(project, "k")) < len(ITEMS), "the kill did not land mid-run"
-    resumed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)  # the run's own settings
-    assert resumed.returncode == 0, resumed.stderr
-    rows = rows_of(project, "k")
-    assert sorted(r["question_id"] for r in rows) == sorted(hyps)  # one row per question, none twice
-    assert all(r["status"] == "judged" for r in rows)
 
 
 # --------------------------------------------------------------------------- the same file, another judge

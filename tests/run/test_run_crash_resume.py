@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from run_project import REPO, SAMPLE, make_project, register_answers, run_dir
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
@@ -42,6 +44,7 @@ def labels(project: Path, run_id: str) -> dict[str, bool]:
     return {r["question_id"]: r["judgment"]["label"] for r in judged}
 
 
+@pytest.mark.kill
 def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_path, fake_llm):
     register_answers(fake_llm, correct_share=0.5)
     fake_llm.latency = 0.02
@@ -69,6 +72,7 @@ def test_kill_9_at_random_moments_then_resume_matches_an_uninterrupted_run(tmp_p
     assert sorted(set(done)) == sorted(expected)
 
 
+@pytest.mark.kill
 def test_sigterm_finishes_in_flight_items_marks_interrupted_and_resume_completes(tmp_path, fake_llm):
     register_answers(fake_llm)
     fake_llm.latency = 0.05

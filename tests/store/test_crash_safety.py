@@ -84,6 +84,7 @@ def run_writer(run_dir: Path, kill_after: float | None) -> str:
     return ""
 
 
+@pytest.mark.kill
 def test_sigkill_during_appends_then_resume_keeps_exactly_one_judged_row_per_question(tmp_path):
     rng = random.Random(20261129)
     results, completed = tmp_path / run_store.RESULTS_FILE, tmp_path / run_store.COMPLETED_FILE
