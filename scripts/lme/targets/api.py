@@ -4,7 +4,7 @@ may move in any release; these names move only with a new major version.
 
 ``TARGET_API`` is its version: ``(major, minor)``. A minor adds names; a major removes or renames one (a copy
 made against another major is refused at a run's start and updated by ``loop_target.py update-copy``).
-``tests/targets/test_target_api.py`` holds the list of names of each major frozen."""
+``tests/targets/test_api.py`` holds the list of names of each major frozen."""
 
 from __future__ import annotations
 
