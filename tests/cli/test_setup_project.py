@@ -15,6 +15,10 @@ import pytest
 
 from lme.core import command_names
 from lme.cli import setup_project
+from lme.core import facts, project_venv
+from lme.data import dataset_download
+from lme.data.project_dataset import SAMPLE_DATASET
+from lme.judge import upstream_checkout
 from lme.core.errors import run_main
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "setup_project.py"
@@ -39,7 +43,7 @@ def test_sample_setup_points_config_at_the_offline_sample(tmp_path, capsys):
     assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
     cfg = config_of(tmp_path)
     data = tmp_path / cfg["datasetPath"]
-    assert data.read_bytes() == setup_project.SAMPLE_DATASET.read_bytes()
+    assert data.read_bytes() == SAMPLE_DATASET.read_bytes()
     items = json.loads(data.read_text(encoding="utf-8"))
     assert cfg["maxEvals"] == len(items)
     assert (cfg["variant"], cfg["target"], cfg["targetProvider"], cfg["targetModel"]) == (
@@ -58,10 +62,11 @@ def test_written_config_is_valid_against_the_config_schema(tmp_path):
     schemas.validate("config", config_of(fresh), where="config.json")
 
 
-def test_setup_writes_the_same_defaults_the_validated_config_uses():
+def test_setup_writes_the_same_defaults_the_validated_config_uses(tmp_path):
     from lme.core import config
 
-    assert setup_project.default_config() == config.default_config()
+    assert run(["--project", str(tmp_path), "--skip-venv"]) == 0
+    assert config_of(tmp_path) == config.default_config()
 
 
 def test_second_run_has_nothing_to_do_and_leaves_config_untouched(tmp_path, capsys):
@@ -192,7 +197,7 @@ def test_windows_venv_layout_is_detected(tmp_path):
     python = tmp_path / "Scripts" / "python.exe"
     python.parent.mkdir()
     python.write_text("")
-    assert setup_project.venv_python(tmp_path) == python
+    assert project_venv.venv_python(tmp_path) == python
 
 
 def test_failed_pip_install_leaves_no_marker(tmp_path):
@@ -207,7 +212,7 @@ def test_failed_pip_install_leaves_no_marker(tmp_path):
 
     with pytest.raises(setup_project.UserError, match="no network"):
         setup_project.ensure_venv(tmp_path, setup_project.Report(), requirements=requirements, runner=runner)
-    assert not (tmp_path / setup_project.VENV_DIR / setup_project.VENV_MARKER).exists()
+    assert not (tmp_path / setup_project.VENV_DIR / project_venv.VENV_MARKER).exists()
 
 
 # --------------------------------------------------------------------------- download
@@ -274,7 +279,7 @@ def test_download_resumes_after_a_cut_connection_and_verifies_sha256(tmp_path):
     sha = hashlib.sha256(PAYLOAD).hexdigest()
     with RangeServer({NAME: PAYLOAD}, cut_first_after=10_000) as server:
         target = tmp_path / NAME
-        digest = setup_project.download(f"{server.url}/x/{NAME}", target, expected_sha256=sha, retry_wait=0)
+        digest = dataset_download.download(f"{server.url}/x/{NAME}", target, expected_sha256=sha, retry_wait=0)
     assert digest == sha and target.read_bytes() == PAYLOAD
     assert not target.with_name(NAME + ".part").exists()
     assert [r for _, r in server.requests] == [None, "bytes=10000-"]
@@ -284,7 +289,7 @@ def test_a_later_run_resumes_from_the_part_file(tmp_path, monkeypatch, capsys):
     with RangeServer({NAME: PAYLOAD}, cut_first_after=5_000) as server:
         target = tmp_path / NAME
         with pytest.raises(setup_project.UserError, match="partial file .* is kept"):
-            setup_project.download(f"{server.url}/x/{NAME}", target, expected_sha256=None, attempts=1)
+            dataset_download.download(f"{server.url}/x/{NAME}", target, expected_sha256=None, attempts=1)
         assert target.with_name(NAME + ".part").stat().st_size == 5_000
         project = tmp_path / "q"
         data = project / ".longmemeval-benchmarks" / "data"
@@ -292,7 +297,7 @@ def test_a_later_run_resumes_from_the_part_file(tmp_path, monkeypatch, capsys):
         (data / (NAME + ".part")).write_bytes(PAYLOAD[:5_000])
         server.requests.clear()
         # The payload is not the real oracle file: give it as the official checksum (else its fingerprints refuse it)
-        monkeypatch.setitem(setup_project.KNOWN_SHA256, ("cleaned", NAME), hashlib.sha256(PAYLOAD).hexdigest())
+        monkeypatch.setitem(facts.KNOWN_SHA256, ("cleaned", NAME), hashlib.sha256(PAYLOAD).hexdigest())
         assert run(["--project", str(project), "--skip-venv", "--download", "_oracle", "--base-url", server.url]) == 0
     assert server.requests == [(f"/datasets/xiaowu0162/longmemeval-cleaned/resolve/main/{NAME}", "bytes=5000-")]
     assert (data / NAME).read_bytes() == PAYLOAD
@@ -301,7 +306,7 @@ def test_a_later_run_resumes_from_the_part_file(tmp_path, monkeypatch, capsys):
 
 
 def test_sha256_mismatch_deletes_the_part_and_exits_2(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(setup_project.KNOWN_SHA256, ("cleaned", NAME), "0" * 64)
+    monkeypatch.setitem(facts.KNOWN_SHA256, ("cleaned", NAME), "0" * 64)
     with RangeServer({NAME: PAYLOAD}) as server:
         assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle",
                     "--base-url", server.url]) == 2
@@ -313,7 +318,7 @@ def test_sha256_mismatch_deletes_the_part_and_exits_2(tmp_path, monkeypatch, cap
 
 
 def test_a_file_already_in_place_is_verified_and_reused(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(setup_project.KNOWN_SHA256, ("cleaned", NAME), hashlib.sha256(PAYLOAD).hexdigest())
+    monkeypatch.setitem(facts.KNOWN_SHA256, ("cleaned", NAME), hashlib.sha256(PAYLOAD).hexdigest())
     data = tmp_path / ".longmemeval-benchmarks" / "data"
     data.mkdir(parents=True)
     (data / NAME).write_bytes(PAYLOAD)
@@ -336,8 +341,8 @@ def test_a_download_that_404s_or_keeps_failing_names_dataset_path_in_its_one_lin
         assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--base-url", server.url]) == 2
     [line] = [e for e in capsys.readouterr().err.splitlines() if e.startswith("error: ")]
     assert "answered HTTP 404" in line and "--dataset PATH" in line
-    monkeypatch.setattr(setup_project, "_fetch_into", lambda url, part, timeout: False)  # cut every time
-    monkeypatch.setattr(setup_project.time, "sleep", lambda s: None)
+    monkeypatch.setattr(dataset_download, "_fetch_into", lambda url, part, timeout: False)  # cut every time
+    monkeypatch.setattr(dataset_download.time, "sleep", lambda s: None)
     assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "kept failing" in err and "--dataset PATH" in err
@@ -398,7 +403,7 @@ def test_a_killed_clone_leaves_a_folder_the_next_start_sweeps(tmp_path, monkeypa
         (staged[-1] / "partial").write_text("x")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(setup_project.shutil, "rmtree", lambda *a, **k: None)
+    monkeypatch.setattr(upstream_checkout.shutil, "rmtree", lambda *a, **k: None)
     with pytest.raises(KeyboardInterrupt):
         setup_project.clone_upstream(root, setup_project.Report(), url="https://example.invalid/x.git",
                                      runner=killed)
@@ -479,9 +484,9 @@ def test_a_file_where_setup_needs_a_folder_is_one_line_exit_2_and_writes_nothing
 def test_downloading_into_a_sample_project_says_the_offline_target_and_judge_remain(tmp_path, capsys, monkeypatch):
     assert run(["--project", str(tmp_path), "--sample", "--skip-venv"]) == 0
     data = tmp_path / ".longmemeval-benchmarks" / "data"
-    (data / "longmemeval_oracle.json").write_bytes(setup_project.SAMPLE_DATASET.read_bytes())
-    monkeypatch.setitem(setup_project.KNOWN_SHA256, ("cleaned", "longmemeval_oracle.json"),  # stands in for it
-                        hashlib.sha256(setup_project.SAMPLE_DATASET.read_bytes()).hexdigest())
+    (data / "longmemeval_oracle.json").write_bytes(SAMPLE_DATASET.read_bytes())
+    monkeypatch.setitem(facts.KNOWN_SHA256, ("cleaned", "longmemeval_oracle.json"),  # stands in for it
+                        hashlib.sha256(SAMPLE_DATASET.read_bytes()).hexdigest())
     capsys.readouterr()
     assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--offline"]) == 0
     out = capsys.readouterr().out
@@ -494,7 +499,7 @@ def test_downloading_into_a_sample_project_says_the_offline_target_and_judge_rem
 def test_a_local_dataset_is_verified_fingerprinted_and_linked(tmp_path, capsys):
     outside = tmp_path / "mine" / "longmemeval_s_cleaned.json"
     outside.parent.mkdir()
-    outside.write_bytes(setup_project.SAMPLE_DATASET.read_bytes())
+    outside.write_bytes(SAMPLE_DATASET.read_bytes())
     project = tmp_path / "p"
     assert run(["--project", str(project), "--skip-venv", "--dataset", str(outside)]) == 0
     link = project / ".longmemeval-benchmarks" / "data" / outside.name
@@ -521,7 +526,7 @@ def test_a_local_dataset_that_is_not_longmemeval_is_refused_before_anything_is_w
 def test_downloading_the_oracle_verifies_a_file_already_there_by_its_fingerprints(tmp_path, capsys):
     data = tmp_path / ".longmemeval-benchmarks" / "data"
     data.mkdir(parents=True)
-    (data / "longmemeval_oracle.json").write_bytes(setup_project.SAMPLE_DATASET.read_bytes())  # not the oracle
+    (data / "longmemeval_oracle.json").write_bytes(SAMPLE_DATASET.read_bytes())  # not the oracle
     assert run(["--project", str(tmp_path), "--skip-venv", "--download", "_oracle", "--offline"]) == 2
     assert "is not the cleaned _oracle file" in capsys.readouterr().err
 

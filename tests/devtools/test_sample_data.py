@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pytest
 
+from lme.data.project_dataset import SAMPLE_DATASET
 from lme.devtools import sample_data
 from lme.cli import sample_data as sample_data_cli
 from lme.core.records import QUESTION_TYPES, Question
@@ -18,13 +19,13 @@ DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 
 @pytest.fixture(scope="module")
 def items() -> list[dict]:
-    return json.loads(sample_data.SAMPLE_PATH.read_text(encoding="utf-8"))
+    return json.loads(SAMPLE_DATASET.read_text(encoding="utf-8"))
 
 
 def test_regenerating_gives_the_committed_file_byte_for_byte(tmp_path):
     out = tmp_path / "sample.json"
     assert sample_data_cli.main(["--out", str(out)]) == 0
-    assert out.read_bytes() == sample_data.SAMPLE_PATH.read_bytes()
+    assert out.read_bytes() == SAMPLE_DATASET.read_bytes()
 
 
 def test_check_flag_reports_a_stale_file(tmp_path, capsys):
@@ -32,18 +33,18 @@ def test_check_flag_reports_a_stale_file(tmp_path, capsys):
     stale.write_text("[]\n", encoding="utf-8")
     assert sample_data_cli.main(["--out", str(stale), "--check"]) == 1
     assert "out of date" in capsys.readouterr().err
-    assert sample_data_cli.main(["--out", str(sample_data.SAMPLE_PATH), "--check"]) == 0
+    assert sample_data_cli.main(["--out", str(SAMPLE_DATASET), "--check"]) == 0
 
 
 def test_sample_is_small(items):
-    assert sample_data.SAMPLE_PATH.stat().st_size < 200_000
+    assert SAMPLE_DATASET.stat().st_size < 200_000
     assert 20 <= len(items) <= 30
 
 
 def test_every_item_is_schema_valid_through_the_dataset_reader(items):
     from lme.data import dataset  # our own module: broken, this test fails (it never skips)
 
-    streamed = list(dataset.iter_items(sample_data.SAMPLE_PATH))
+    streamed = list(dataset.iter_items(SAMPLE_DATASET))
     assert [i["question_id"] for i in streamed] == [i["question_id"] for i in items]
 
 

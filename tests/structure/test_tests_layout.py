@@ -49,6 +49,7 @@ def test_test_file_names_are_unique_across_folders():
 
 PART = "a part of its stage's face, whose tests go through it"
 DRIVEN = "reached through the commands whose behaviour it shapes"
+SETUP = "a step of setup_project.py, tested through the command"
 TESTED_UNDER_ANOTHER_NAME: dict[str, tuple[str, str]] = {
     # module (stage/name): (the test file that holds its behaviour, why there)
     "cli/fingerprints": ("cli/test_entry_scripts.py", "a thin entry over data/fingerprints: its mistakes, one line"),
@@ -58,21 +59,27 @@ TESTED_UNDER_ANOTHER_NAME: dict[str, tuple[str, str]] = {
     "cli/loop_target": ("loop/test_loop_own_system.py", "the loop's target: the user's own file"),
     "core/clock": ("run/test_run_status.py", "the times a status prints"),
     "core/config_defaults": ("core/test_config.py", "the defaults as the config reads them"),
+    "core/config_setup": ("cli/test_setup_project.py", SETUP),
     "core/config_file": ("core/test_config.py", "the config's one reader"),
     "core/entry_guard": ("cli/test_entry_scripts.py", "what every entry script does at its start"),
     "core/errors": ("cli/test_bad_inputs.py", "one clear line, exit 2, for every bad input"),
     "core/facts": ("structure/test_import_structure.py", "constants only: each defined once"),
     "core/old_debug": ("structure/test_debug_reads.py", "old rows' debug, read in one place"),
+    "core/project_folder": ("cli/test_setup_project.py", SETUP),
     "core/process_life": ("cli/test_setup_job.py", "a background job's life"),
     "core/project_ignore": ("cli/test_setup_project.py", "what setup writes into the project"),
+    "core/project_venv": ("cli/test_setup_project.py", SETUP),
     "core/records": ("judge/test_verdict_provenance.py", "records are tested where each boundary uses them"),
+    "core/setup_steps": ("cli/test_setup_project.py", SETUP),
     "core/state_reader": ("core/test_fileio.py", "state files read with no link followed"),
     "core/unattended": ("cli/test_bad_inputs.py", "what a loop session refuses"),
+    "data/dataset_download": ("cli/test_setup_project.py", SETUP),
     "data/dataset_label": ("report/test_report_html.py", "the dataset's words on the pages"),
     "data/fingerprints": ("score/test_validity_defects.py", "a file recognised by its content"),
     "data/holdout": ("plugins/test_retrieval_index.py", "the held-out items memory-ref tunes without"),
     "data/hypotheses_file": ("run/test_hypotheses_run.py", "a hypotheses file judged as a run"),
     "data/item_hash": ("score/test_validity_defects.py", "an item's fingerprint"),
+    "data/project_dataset": ("cli/test_setup_project.py", SETUP),
     "data/upstream_files": ("score/test_interop.py", "upstream's files read as evaluate_qa.py reads them"),
     "judge/agreement": ("judge/test_judge_continuity.py", "agreement across the official judge's day"),
     "judge/agreement_figures": ("score/test_official_estimate.py", "the figures an estimate is made of"),
@@ -82,6 +89,7 @@ TESTED_UNDER_ANOTHER_NAME: dict[str, tuple[str, str]] = {
     "judge/request_shapes": ("loop/test_judge_day.py", "the judge's request across the day"),
     "judge/successor_judge": ("judge/test_judge_retirement.py", "the successor named for the day after"),
     "judge/upstream_verdicts": ("judge/test_verdict_archive.py", "upstream's eval-results imported into the archive"),
+    "judge/upstream_checkout": ("cli/test_setup_project.py", SETUP),
     "judge/verdict_sources": ("judge/test_verdict_provenance.py", "where each verdict came from"),
     "loop/branch": ("loop/test_loop_git.py", "the loop's git branch"),
     "loop/model_stack": ("loop/test_judge_day_runs.py", "the loop's models across the judge's day"),

@@ -38,6 +38,8 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
 
 from lme.core import command_names  # noqa: E402  (stdlib only)
 from lme.core.errors import UserError  # noqa: E402  (stdlib only)
+from lme.core.project_folder import write_json  # noqa: E402  (stdlib only)
+from lme.core.setup_steps import Report  # noqa: E402  (stdlib only)
 from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR  # noqa: E402  (stdlib only)
 from lme.core.unattended import standing_rules_in  # noqa: E402  (stdlib only)
 from lme.loop import rules as loop_rules  # noqa: E402  (stdlib only: the hooks read it on a bare python)
@@ -208,3 +210,31 @@ def earlier_wrappers(project: Path) -> list[str]:
         except OSError:
             continue
     return found
+
+
+def check_settings_file(project: Path) -> None:
+    """``.claude/settings.local.json``, when present, must be a JSON object (checked before anything is written)."""
+    path = project / SETTINGS_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError) as err:
+        raise UserError(f"{path} is not valid JSON ({err})", fix="fix or delete it, then re-run") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path} is not a JSON object", fix="fix or delete it, then re-run")
+
+
+def write_opt_ins(project: Path, report: Report, *, allow: bool, short: bool) -> None:
+    """What ``--allow-unattended`` and ``--short-commands`` ask of setup, each reported on its own line."""
+    if allow:
+        added = write_permissions(project, write_json)
+        where = SETTINGS_FILE.as_posix()
+        report.add("permissions", f"added {len(added)} rules to {where}" if added
+                   else f"all rules already in {where}; nothing to do")
+        for rule in permission_rules():
+            report.add("permissions", f"  {rule}")
+    if short:
+        report.add("commands", SHORT_COMMANDS_NOTICE)
+        for path in earlier_wrappers(project):
+            report.add("commands", f"{path}: written by an earlier --short-commands, no longer needed (delete it)")

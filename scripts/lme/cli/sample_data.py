@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
+from lme.data.project_dataset import SAMPLE_DATASET
 from lme.devtools import sample_data
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli_parser.documented_parser(__doc__, epilog_from=None)
-    parser.add_argument("--out", type=Path, default=sample_data.SAMPLE_PATH,
-                        help=f"where to write the JSON file (default: {sample_data.SAMPLE_PATH.relative_to(sample_data.REPO)})")
+    parser.add_argument("--out", type=Path, default=SAMPLE_DATASET,
+                        help=f"where to write the JSON file (default: data/sample/{SAMPLE_DATASET.name})")
     parser.add_argument("--check", action="store_true",
                         help="do not write; exit 1 if the file at --out differs from what would be generated")
     args = parser.parse_args(argv)

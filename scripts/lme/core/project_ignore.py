@@ -1,4 +1,5 @@
-"""The user project's ``.gitignore`` entries for what the toolkit writes that must never be committed.
+"""The user project's ``.gitignore`` entries for what the toolkit writes that must never be committed, and the state
+folder's own ``.gitignore`` (``write_state_gitignore``).
 
 ``ensure_gitignore(project)`` appends, once, the lines for the venv, the call caches and the runs; never the config
 (``.longmemeval-benchmarks/config.json`` is the project's own setting and belongs in its history). Lines already
@@ -8,9 +9,11 @@ library only: setup_project.py runs it with the system python.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lme.core import fileio
+from lme.core.facts import STATE_DIR
 
 HEADER = "# longmemeval-benchmarker: large or machine-specific, never committed (the config is)"
 ENTRIES = (
@@ -50,3 +53,11 @@ def _read(path: Path) -> str:
         return fileio.read_text(path, max_bytes=1 << 20)
     except FileNotFoundError:
         return ""
+
+
+def write_state_gitignore(project: Path) -> None:
+    """``.longmemeval-benchmarks/.gitignore``, written once (one already there, the user's or ours, is left alone)."""
+    path = Path(project) / STATE_DIR / ".gitignore"
+    if not os.path.lexists(path):
+        fileio.make_dirs(path.parent)
+        fileio.write_atomic_text(path, "# large or machine-specific: never commit\ndata/\ncache/\nLongMemEval/\n")

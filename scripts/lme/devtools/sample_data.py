@@ -13,10 +13,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lme.core.errors import UserError
-from lme.core.facts import SAMPLE_FILE
-
-REPO = Path(__file__).resolve().parents[3]
-SAMPLE_PATH = REPO / "data" / "sample" / SAMPLE_FILE
 SEED = 20261129
 
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
