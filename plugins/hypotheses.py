@@ -16,8 +16,9 @@ from typing import Any, Mapping
 
 from lme.data import hypotheses_file
 from lme.targets import ChatRequest, Hypothesis, PublicItem, TargetContext, TargetError
+from lme.core.facts import HYPOTHESES_TARGET
 
-NAME = hypotheses_file.TARGET
+NAME = HYPOTHESES_TARGET
 DRY_RUN_ASSUMPTIONS = "no generation calls: the answers are read from the file"
 
 

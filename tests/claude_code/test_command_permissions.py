@@ -30,7 +30,8 @@ from pathlib import Path
 import pytest
 
 from lme.core import command_names
-from lme.cli.claude_settings import PLUGIN, split_entries
+from lme.cli.claude_settings import split_entries
+from lme.core.command_names import PLUGIN
 from markdown_harness import REPO, extract_blocks
 from test_plugin_manifest import frontmatter
 

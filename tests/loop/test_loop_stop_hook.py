@@ -20,6 +20,7 @@ from lme.cli import loop_session as loop_session_cli
 from lme.loop import state as loop_state
 from lme.loop import stop_hook as loop_stop_hook
 from lme.core.errors import run_main
+from lme.core.facts import LOOP_SESSION_FILE
 from loop_testing import make_loop_project
 
 HOOK = Path(__file__).resolve().parents[2] / "scripts" / "loop_stop_hook.py"
@@ -129,7 +130,7 @@ def test_three_stops_in_a_row_without_progress_let_go_and_progress_resets_the_co
 
 
 def test_a_broken_state_file_or_input_never_traps(project):
-    state = project / loop_session.SESSION_FILE
+    state = project / LOOP_SESSION_FILE
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text("{not json")
     code, out, _ = hook(project)
@@ -163,10 +164,10 @@ def test_start_outside_claude_code_arms_nothing(project, capsys, monkeypatch):
     monkeypatch.delenv("CLAUDE_CODE_SESSION_ID", raising=False)
     assert run_main(loop_session_cli.main, ["--project", str(project), "start"]) == 0
     assert "not in a Claude Code session" in capsys.readouterr().out
-    assert not (project / loop_session.SESSION_FILE).exists()
+    assert not (project / LOOP_SESSION_FILE).exists()
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", SESSION)
     assert run_main(loop_session_cli.main, ["--project", str(project), "start"]) == 0
-    assert json.loads((project / loop_session.SESSION_FILE).read_text())["session_id"] == SESSION
+    assert json.loads((project / LOOP_SESSION_FILE).read_text())["session_id"] == SESSION
     assert run_main(loop_session_cli.main, ["--project", str(project), "status"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "keeps going: no CONFIRMED, no BLOCKED, not cancelled"
 
@@ -182,7 +183,7 @@ def test_the_session_record_is_never_committed_by_the_loop(project):
     start(project)
     from lme.loop import branch as loop_git
 
-    assert loop_session.SESSION_FILE not in loop_git.changed_paths(project)
+    assert LOOP_SESSION_FILE not in loop_git.changed_paths(project)
 
 
 # --------------------------------------------------------------------------- the loop's files are other people's data
@@ -245,7 +246,7 @@ def test_a_symlinked_or_huge_state_file_is_refused_not_read(project, tmp_path):
 def test_a_negative_stall_count_in_the_session_file_does_not_switch_the_stall_guard_off(project):
     start(project)
     assert sent_on(hook(project)[1])  # records the loop files' fingerprint
-    path = project / loop_session.SESSION_FILE
+    path = project / LOOP_SESSION_FILE
     state = json.loads(path.read_text())
     path.write_text(json.dumps({**state, "stalls": -1_000_000_000, "history_rows": -5}))
     outcomes = [sent_on(hook(project)[1]) is not None for _ in range(4)]

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from lme.run import background
-from lme.core import clock
+from lme.core import clock, process_life
 from lme.store import run_store
 from lme.core import command_names
 from lme.cli import run_benchmark
@@ -116,8 +116,8 @@ def test_a_live_worker_is_running_and_a_reused_pid_is_not(tmp_path, capsys):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         info = {"pid": sleeper.pid, "started_at": clock.utc_now(), "hostname": socket.gethostname(),
-                "log": str(root / "run.log"), "boot_id": background._boot_id(),
-                "proc_start": background._proc_start(sleeper.pid)}
+                "log": str(root / "run.log"), "boot_id": process_life.boot_id(),
+                "proc_start": process_life.proc_start(sleeper.pid)}
         run_store.write_atomic_json(root / "worker.json", info)
         set_meta(project, "w", status="running", finished_at=None)
         assert status(project, "--run-id", "w") == 4

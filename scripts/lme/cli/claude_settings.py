@@ -47,7 +47,6 @@ from lme.loop import target as loop_target  # noqa: E402  (stdlib only)
 from lme.targets.identity import is_reference  # noqa: E402  (stdlib only)
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
-PLUGIN = command_names.PLUGIN
 SETTINGS_FILE = Path(".claude") / "settings.local.json"
 COMMANDS_DIR = Path(".claude") / "commands"
 WRAPPER_MARK = "<!-- written by longmemeval-benchmarker setup (--short-commands); safe to delete -->"
@@ -119,7 +118,7 @@ def permission_rules(plugin_root: Path = PLUGIN_ROOT, project: Path | None = Non
             if entry.startswith(RULE_KINDS):
                 rules.append(entry.replace("${CLAUDE_PLUGIN_ROOT}", str(plugin_root)))
         rules += [] if project is None else fix_path_rules(project)
-        rules.append(f"Skill({PLUGIN}:{meta.get('name', skill.parent.name)})")
+        rules.append(f"Skill({command_names.PLUGIN}:{meta.get('name', skill.parent.name)})")
     return list(dict.fromkeys(rules))
 
 

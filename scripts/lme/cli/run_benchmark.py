@@ -63,6 +63,7 @@ from lme.core import unattended
 from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core.errors import UserError, run_main
+from lme.run.exit_codes import EXIT_NEEDS_CONFIRMATION
 from lme.run.settings import RunSettings
 
 
@@ -163,7 +164,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     if block is not None:  # before the user approves: your own system on one item (preflight.smoke_line)
         smoke = preflight.smoke_line(settings)
         print(block if smoke is None else f"{smoke}\n{block}", flush=True)
-        return run_driver.EXIT_NEEDS_CONFIRMATION
+        return EXIT_NEEDS_CONFIRMATION
     if args.yes and not args.worker and loop_session is not None:  # the agent's own --yes: the user's budget
         unattended_gate.check_yes(settings, cfg, args.run_id, cost_gate.confirm_threshold(cfg), loop_session)
     if args.background:

@@ -18,7 +18,6 @@ from lme.core.errors import UserError
 from lme.core.facts import schema_version
 from lme.core.schemas import check_version, validate, validate_versioned
 
-SETUP_COMMAND = command_names.SETUP
 KNOWN_PROVIDERS = ("anthropic", "openai", "azure", "offline")
 
 
@@ -35,9 +34,10 @@ def load_config(project: Path) -> dict[str, Any]:
     Declares ``project`` to ``fileio.own``: from here no file of its state is opened through a symbolic link."""
     fileio.own(project)
     path = config_path(project)
-    raw = config_file.read_object(path, limits=CONFIG_LIMITS, fix=f"fix that line or re-run {SETUP_COMMAND} --force-config",
+    raw = config_file.read_object(path, limits=CONFIG_LIMITS,
+                                  fix=f"fix that line or re-run {command_names.SETUP} --force-config",
                                   not_object="{path}: expected a JSON object, got {kind}",
-                                  not_object_fix=f"re-run {SETUP_COMMAND}")
+                                  not_object_fix=f"re-run {command_names.SETUP}")
     if raw is None:
         raise UserError(f"no config at {path}", fix=f"set this project up first: {command_names.step(command_names.SETUP)}")
     check_version(raw, where=str(path), kind="config")

@@ -19,8 +19,6 @@ from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.facts import CONFIG_FILE, STATE_DIR
 
-SETUP_COMMAND = command_names.SETUP
-
 
 def config_path(project: Path) -> Path:
     """``<project>/.longmemeval-benchmarks/config.json``."""
@@ -40,10 +38,10 @@ def read_object(path: Path, *, fix: str, not_object: str, not_object_fix: str,
     except FileNotFoundError:  # removed meanwhile
         return None
     except IsADirectoryError:
-        raise UserError(f"no config at {path}: it is a directory", fix=f"move it away, then run {SETUP_COMMAND}") \
+        raise UserError(f"no config at {path}: it is a directory", fix=f"move it away, then run {command_names.SETUP}") \
             from None
     except OSError as e:
-        raise UserError(f"cannot read {path} ({e.strerror or e})", fix=f"fix the file or re-run {SETUP_COMMAND}") \
+        raise UserError(f"cannot read {path} ({e.strerror or e})", fix=f"fix the file or re-run {command_names.SETUP}") \
             from None
     raw = bounded_json.loads(data, str(path), limits=limits, fix=fix)
     if not isinstance(raw, dict):

@@ -28,7 +28,6 @@ from lme.core.facts import HYPOTHESES_TARGET
 from lme.data.upstream_files import load_hypotheses
 from lme.data import dataset
 
-TARGET = HYPOTHESES_TARGET
 """The target's name (``run_benchmark.py --hypotheses FILE`` selects it)."""
 MISSING_HYPOTHESIS = "missing_hypothesis"
 """The error kind of a question the file has no hypothesis for."""
@@ -109,7 +108,7 @@ def options_for(file: str, stored: Mapping[str, Any] | None = None) -> dict[str,
     """The target options of a run judging ``file``: its path and sha256. Resuming a run that judged the same
     path keeps the run's recorded sha256, so a changed file is refused by ``check_run_inputs``, not run."""
     stored_options = dict((stored or {}).get("target_options") or {})
-    if (stored or {}).get("target") == TARGET and stored_options.get("file") == file:
+    if (stored or {}).get("target") == HYPOTHESES_TARGET and stored_options.get("file") == file:
         return stored_options
     return {"file": file, "sha256": file_sha256(file)}
 

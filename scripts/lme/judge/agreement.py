@@ -20,11 +20,9 @@ from lme.judge import verdict_archive
 from lme.core.errors import UserError
 from lme.core.facts import AGREEMENT_REGISTRY, OFFICIAL_JUDGE_MODEL, STATE_DIR, is_abstention, is_official_judge, is_offline
 
-REGISTRY_NAME = AGREEMENT_REGISTRY
-
 
 def registry_path(project: str | Path) -> Path:
-    return Path(project) / STATE_DIR / REGISTRY_NAME
+    return Path(project) / STATE_DIR / AGREEMENT_REGISTRY
 
 
 def _text_sha(text: Any) -> str:

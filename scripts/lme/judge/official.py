@@ -45,15 +45,12 @@ from lme.core.facts import (
     resolve_judge_model,
     returned_model_matches,
 )
-from lme.judge.request_shapes import UPSTREAM_MAX_TOKENS, JudgeShape, is_upstream_shape, shape_for
+from lme.judge.request_shapes import JudgeShape, is_upstream_shape, shape_for
 from lme.judge import verdict_archive
 from lme.judge.stability import stability
 from lme.judge.offline_judge import offline_verdict
 from lme.core.records import LLM, ChatRequest, Verdict
 
-TEMPLATE_RELPATH = Path(JUDGE_TEMPLATE_RELPATH)
-PROMPT_FUNCTION = JUDGE_PROMPT_FUNCTION
-JUDGE_MAX_TOKENS = UPSTREAM_MAX_TOKENS
 SETUP_HINT = (f"pass --longmemeval-root <your LongMemEval checkout> (a run resumes with it), set longmemeval_root "
               f"in the config for new runs, or run {command_names.SETUP} (it clones xiaowu0162/LongMemEval)")
 
@@ -108,9 +105,9 @@ def _compile_builder(path: Path) -> PromptBuilder:
         tree = ast.parse(source, filename=str(path))
     except (UnicodeDecodeError, SyntaxError) as err:
         raise UserError(f"cannot parse {path}: {err}", fix=SETUP_HINT) from None
-    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == PROMPT_FUNCTION]
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == JUDGE_PROMPT_FUNCTION]
     if not functions:
-        raise UserError(f"{path} has no function {PROMPT_FUNCTION}: is this a LongMemEval checkout?",
+        raise UserError(f"{path} has no function {JUDGE_PROMPT_FUNCTION}: is this a LongMemEval checkout?",
                         fix=SETUP_HINT)
     function = functions[-1]  # Python semantics: the last definition wins
     segment = ast.get_source_segment(source, function) or ""
@@ -118,7 +115,7 @@ def _compile_builder(path: Path) -> PromptBuilder:
     code = compile(ast.Module(body=[function], type_ignores=[]), str(path), "exec")
     exec(code, namespace)  # noqa: S102 - only the one function definition is executed
     return PromptBuilder(
-        build=namespace[PROMPT_FUNCTION],
+        build=namespace[JUDGE_PROMPT_FUNCTION],
         path=path,
         template_sha256=hashlib.sha256(data).hexdigest(),
         function_sha256=hashlib.sha256(segment.replace("\r\n", "\n").encode("utf-8")).hexdigest(),
@@ -129,7 +126,7 @@ def load_prompt_builder(longmemeval_root: str | Path | None) -> PromptBuilder:
     """``get_anscheck_prompt`` from ``<root>/src/evaluation/evaluate_qa.py``; UserError saying how to get it."""
     if longmemeval_root is None or str(longmemeval_root) == "":
         raise UserError("no LongMemEval checkout configured for the official judge prompt", fix=SETUP_HINT)
-    path = Path(longmemeval_root).expanduser() / TEMPLATE_RELPATH
+    path = Path(longmemeval_root).expanduser() / JUDGE_TEMPLATE_RELPATH
     if not path.is_file():
         raise UserError(f"LongMemEval checkout not found: {path} does not exist", fix=SETUP_HINT)
     return _CACHE.get(path.resolve())

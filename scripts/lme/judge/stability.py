@@ -28,14 +28,13 @@ from lme.core.facts import SCHEMA_VERSIONS, STABILITY_REGISTRY, STATE_DIR
 from lme.core.records import Verdict
 from lme.core.run_records import ResultRow, RunMeta
 
-REGISTRY_NAME = STABILITY_REGISTRY
 LOCK_NAME = ".judge-stability.lock"
 Key = tuple[str, str, str]
 """(question_id, judge model, prompt sha256)."""
 
 
 def registry_path(project: str | Path) -> Path:
-    return Path(project) / STATE_DIR / REGISTRY_NAME
+    return Path(project) / STATE_DIR / STABILITY_REGISTRY
 
 
 def stability(verdicts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

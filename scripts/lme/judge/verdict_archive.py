@@ -65,7 +65,6 @@ from lme.judge import verdict_sources
 from lme.judge.request_shapes import is_upstream_shape
 from lme.store import run_store
 
-ARCHIVE_NAME = VERDICT_ARCHIVE
 LOCK_NAME = ".verdicts.lock"
 BACKFILL_MARK = ".verdicts-backfilled"
 HEADER_KIND = "longmemeval-verdict-archive"
@@ -80,7 +79,7 @@ Key = tuple[str, str]
 
 
 def archive_path(project: str | Path) -> Path:
-    return Path(project) / STATE_DIR / ARCHIVE_NAME
+    return Path(project) / STATE_DIR / VERDICT_ARCHIVE
 
 
 # --------------------------------------------------------------------------- lines

@@ -47,7 +47,6 @@ from lme.targets.identity import is_reference, same_target
 if TYPE_CHECKING:  # the run stage's record, for the hints only: the run hands its settings to the check
     from lme.run.settings import RunSettings
 
-LOOP_JUDGE_PROVIDER = OFFICIAL_JUDGE_PROVIDER
 TARGET_SHARE = 0.95
 """The loop ends when a run and its clean confirmation rerun both reach ceil(0.95 * n_total) strict correct."""
 
@@ -163,7 +162,7 @@ def symbolic_setup(project: Path) -> list[str]:
 
 
 def judge_problems(provider: str | None, model: str | None) -> list[str]:
-    if provider == LOOP_JUDGE_PROVIDER and model is not None and resolve_judge_model(model) == OFFICIAL_JUDGE_MODEL:
+    if provider == OFFICIAL_JUDGE_PROVIDER and model is not None and resolve_judge_model(model) == OFFICIAL_JUDGE_MODEL:
         return []
     return [
         f"judge is {provider or '?'}:{model or '?'}: the loop uses only openai:gpt-4o "

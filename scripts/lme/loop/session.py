@@ -34,7 +34,6 @@ from lme.core.facts import (  # noqa: E402
 from lme.loop.state import BLOCK_REASONS
 from lme.store.run_layout import WATCHED_FILES
 
-SESSION_FILE = LOOP_SESSION_FILE
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
 """Set by Claude Code (2.1.332) in the environment of every Bash command and hook it runs."""
 STALL_LIMIT = 3
@@ -47,7 +46,6 @@ HISTORY_ROWS_MAX = 1_000_000
 """Upper bound of the history row count the session file records (a larger value is clamped)."""
 _WATCHED = (HISTORY_FILE, ROUND_FILE, DECISIONS_FILE, CONFIRMATION_FILE, TRIGGER_SET_FILE, PROPOSAL_FILE,
             JUDGE_DAY_FILE)
-_RUN_FILES = WATCHED_FILES
 
 
 @dataclass(frozen=True)
@@ -58,7 +56,7 @@ class Verdict:
 
 
 def session_path(project: Path) -> Path:
-    return Path(project) / SESSION_FILE
+    return Path(project) / LOOP_SESSION_FILE
 
 
 def read_state(project: Path) -> dict[str, Any] | None:
@@ -187,7 +185,7 @@ def fingerprint(project: Path) -> str:
             parts.append("")
     files = [project / name for name in _WATCHED]
     runs = sorted(itertools.islice((project / RUNS_DIR).glob("*"), MAX_RUNS_WATCHED))
-    files += [run / name for run in runs for name in _RUN_FILES]
+    files += [run / name for run in runs for name in WATCHED_FILES]
     for path in files:
         try:
             stat = path.stat()

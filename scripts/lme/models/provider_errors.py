@@ -32,7 +32,6 @@ KINDS = (
     "too_large_for_tpm",
 )
 RETRIED_STATUSES = {408, 409, 429}
-SETUP_COMMAND = command_names.SETUP
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
 
 
@@ -196,7 +195,7 @@ def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float,
                                  retry_after=retry_after, retryable=True)
         if status in (401, 403):
             return ProviderError("auth", f"{where}: the key in {env} was rejected (HTTP {status}: {text}); "
-                                 f"check it or run {SETUP_COMMAND}", status=status)
+                                 f"check it or run {command_names.SETUP}", status=status)
         if status == 404:
             missing = ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "
                                     "base URL", status=status)

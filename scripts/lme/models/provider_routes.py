@@ -16,9 +16,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from lme.core import endpoint_urls
+from lme.core import command_names, endpoint_urls
 from lme.core.facts import is_offline
-from lme.models.provider_errors import SETUP_COMMAND, ProviderError, _status_message
+from lme.models.provider_errors import ProviderError, _status_message
 
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure": "AZURE_OPENAI_API_KEY"}
 BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
@@ -141,7 +141,7 @@ def _route(provider: str, settings: ProviderSettings) -> _Route:
         env = settings.api_key_envs.get(provider, KEY_ENV[provider])
         key = os.environ.get(env, "").strip()
         if not key:
-            raise ProviderError("auth", f"{env} is not set: export it or run {SETUP_COMMAND}")
+            raise ProviderError("auth", f"{env} is not set: export it or run {command_names.SETUP}")
         return _Route(kind, base_url, key)
     if base_url is None:
         raise ProviderError(

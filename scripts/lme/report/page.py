@@ -30,7 +30,6 @@ from lme.report.page_data import DEFAULT_MAX_TEXT_MB, flaky_mark, stability_path
 from lme.core.run_records import ResultRow
 from lme.store.run_store import RunData, load_run
 
-REPORT_FILE = run_store.REPORT_FILE
 ASSETS = Path(__file__).resolve().parents[2] / "report_assets"
 
 
@@ -217,7 +216,7 @@ def build_report(run: RunData, card: Scorecard, *, project: Path | None = None,
 
 
 def write_report(run_dir: Path, html_text: str) -> Path:
-    return write_page(Path(run_dir) / REPORT_FILE, html_text)
+    return write_page(Path(run_dir) / run_store.REPORT_FILE, html_text)
 
 
 # --------------------------------------------------------------------------- the diff page

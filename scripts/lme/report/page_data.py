@@ -24,8 +24,6 @@ from lme.core.run_records import ResultRow, RunMeta
 from lme.store.run_store import RunData
 from lme.score.scorecard_record import Scorecard, TargetRef, require
 
-STABILITY_FILE = STABILITY_REGISTRY
-"""The judge-stability registry, in ``.longmemeval-benchmarks/``."""
 DEFAULT_MAX_TEXT_MB = 24.0
 DEFAULT_TOP_K = 10
 """Retrieved sessions listed per question when the target does not say how many it read (``retrieval.top_k``)."""
@@ -66,9 +64,9 @@ def flaky_mark(row: ResultRow | None, registry: Mapping[tuple[str, str, str], Ma
 def stability_path(run_dir: Path, project: Path | None = None) -> Path:
     """``<project>/.longmemeval-benchmarks/judge-stability.jsonl`` when it exists, else the one beside the run's
     ``runs/`` folder (a run in the default layout, scored from anywhere)."""
-    beside = Path(run_dir).resolve().parent.parent / STABILITY_FILE
+    beside = Path(run_dir).resolve().parent.parent / STABILITY_REGISTRY
     if project is not None:
-        own = Path(project) / STATE_DIR / STABILITY_FILE
+        own = Path(project) / STATE_DIR / STABILITY_REGISTRY
         if own.is_file() or not beside.is_file():
             return own
     return beside

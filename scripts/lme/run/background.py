@@ -18,16 +18,11 @@ from typing import Any, Sequence
 from lme.core import fileio
 from lme.core.errors import UserError
 from lme.store import run_store
+from lme.store.run_layout import LOG_FILE, WORKER_FILE
 from lme.core.clock import utc_now
 from lme.core import process_life
 from lme.core.facts import SCHEMA_VERSIONS
 from lme.core.process_life import pid_alive  # noqa: F401  (run_status and tests use it from here)
-
-WORKER_FILE = run_store.WORKER_FILE
-_boot_id, _proc_start = process_life.boot_id, process_life.proc_start
-worker_alive = process_life.alive
-"""Is the worker a worker.json describes still running (see ``process_life.alive``)?"""
-LOG_FILE = run_store.LOG_FILE
 
 
 def read_worker(root: Path) -> dict[str, Any] | None:
@@ -42,7 +37,7 @@ def read_worker(root: Path) -> dict[str, Any] | None:
 
 def live_worker(root: Path) -> dict[str, Any] | None:
     info = read_worker(root)
-    return info if worker_alive(info) else None
+    return info if process_life.alive(info) else None
 
 
 def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header: str) -> dict[str, Any]:

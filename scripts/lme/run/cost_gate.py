@@ -31,7 +31,6 @@ from lme.core.run_records import ResultRow
 from lme.run.settings import RunSettings
 from lme.data import dataset
 from lme.run import dry_run
-from lme.run.exit_codes import EXIT_COST_CAP, EXIT_NEEDS_CONFIRMATION  # noqa: F401  (this module's exits)
 from lme.run.estimate_record import Estimate
 from lme.run import state as run_state
 from lme.models import prices

@@ -39,7 +39,7 @@ from lme.models.call_cache import CallCache
 from lme.core import fileio
 from lme.core.clock import utc_now
 from lme.core.errors import FULL, UserError
-from lme.core.facts import is_offline, is_user_system
+from lme.core.facts import HYPOTHESES_TARGET, is_offline, is_user_system
 from lme.core.memory_trim import Trimmer
 from lme.data.hypotheses_file import MISSING_HYPOTHESIS
 from lme.run.item_runner import BILLING
@@ -65,8 +65,6 @@ from lme.run.outcome import (  # noqa: F401  (the exit statuses, re-exported: ca
     Ending,
     outcome_of,
 )
-
-EXIT_NEEDS_CONFIRMATION = cost_gate.EXIT_NEEDS_CONFIRMATION
 
 
 # --------------------------------------------------------------------------- the run
@@ -254,7 +252,7 @@ def _judge_stop(row: ResultRow, settings: RunSettings, stop: _Stop) -> bool:
         return True
     if judge_official.official_judge_gone(error.to_dict(), settings.judge_provider, settings.judge_model):
         stop.judge_gone += 1
-        if settings.target != hypotheses_file.TARGET:
+        if settings.target != HYPOTHESES_TARGET:
             stop.request("judge_gone")
         return True
     return False
@@ -608,7 +606,7 @@ def say_how_to_finish(settings: RunSettings, root: Path) -> None:
     """A run cut by ``--max`` (or maxEvals) completed this invocation only: print the command that finishes it."""
     meta = run_store.read_meta(root) if settings.shard is None else None
     pending = int(((meta.counts if meta else None) or {}).get("pending") or 0)
-    if meta is not None and settings.target == hypotheses_file.TARGET:  # no answer in the file: final, not pending
+    if meta is not None and settings.target == HYPOTHESES_TARGET:  # no answer in the file: final, not pending
         gaps = sum(1 for r in run_store.load_results(root).values()
                    if r.error is not None and r.error.kind == MISSING_HYPOTHESIS)
         if gaps:

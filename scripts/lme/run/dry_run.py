@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from lme.core.facts import is_offline, resolve_judge_model
+from lme.core.facts import HYPOTHESES_TARGET, is_offline, resolve_judge_model
 from lme.data import hypotheses_file
 from lme.core.records import Question
 from lme.run.settings import RunSettings
@@ -109,7 +109,7 @@ class Estimator:
         self.self_cached_roles = set(getattr(self.module, "CACHED_ROLES", ()))
         self.judge_provider, judge_model = judge_preview.paying_judge(settings)
         self.judge_model = resolve_judge_model(judge_model)
-        self.known_hypotheses = settings.target == hypotheses_file.TARGET
+        self.known_hypotheses = settings.target == HYPOTHESES_TARGET
         """A hypotheses run: each judge call is sized with the file's hypothesis (none: an error row, no call)."""
         self.judge_previewer = _previewer(settings)
         """A hypotheses run's exact judge calls (None: not one, or upstream's checkout is missing, which the run's
@@ -509,7 +509,7 @@ def check_lines(check: dict[str, Any]) -> list[str]:
 def run(settings: RunSettings, run_id: str | None = None, *, as_json: bool = False) -> int:
     """``--dry-run``: the estimate and whether every model can be called; stdout carries the summary for people
     (last, so it stays on screen), or with ``as_json`` (``--json``) only the JSON record. Exit 0 either way."""
-    if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
+    if settings.target == HYPOTHESES_TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
         hypotheses_file.check_run_inputs(settings)
     check = calls_check(settings)
     result = estimate(settings, run_id).with_calls_check(check)

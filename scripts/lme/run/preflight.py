@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from lme.core import command_names
-from lme.core.facts import is_offline
+from lme.core.facts import HYPOTHESES_TARGET, is_offline
 from lme.data import hypotheses_file
 from lme.core.errors import UserError
 from lme.judge import official as judge_official
@@ -47,7 +47,7 @@ def check_inputs(settings) -> None:
     except Exception as err:  # a target's own validation (ValueError, TypeError, ...): it names the option
         raise UserError(f"target {settings.target}: bad target options {dict(settings.target_options)}: {err}",
                         fix="set them with --target-option key=value or targetOptions; plugins/README.md") from None
-    if settings.target == hypotheses_file.TARGET:  # a bad, changed or mismatched file: one line, before anything
+    if settings.target == HYPOTHESES_TARGET:  # a bad, changed or mismatched file: one line, before anything
         hypotheses_file.check_run_inputs(settings)
     if not is_offline(settings.judge_provider):
         judge_official.load_prompt_builder(settings.longmemeval_root)
@@ -79,7 +79,7 @@ def checks(settings) -> list[tuple[bool | None, str]]:
             results.append(smoke_test(settings))
     else:
         results.append((False, f"dataset {dataset_path} not found: run {command_names.SETUP} (--download {settings.variant} or --sample), or set datasetPath"))
-    if settings.target == hypotheses_file.TARGET and dataset_path.is_file():
+    if settings.target == HYPOTHESES_TARGET and dataset_path.is_file():
         try:
             hf, missing = hypotheses_file.check_run_inputs(settings)
             gaps = f"; {len(missing)} of the dataset's questions have none (error rows)" if missing else ""

@@ -20,6 +20,7 @@ from lme.core.facts import (
     CACHE_DIR,
     DATA_DIR,
     FILES,
+    HYPOTHESES_TARGET,
     OFFICIAL_JUDGE_MODEL,
     OFFICIAL_JUDGE_PROVIDER,
     OFFICIAL_JUDGE_ROUTES,
@@ -343,17 +344,17 @@ def _hypotheses_target(args: argparse.Namespace, target: str, provider: str, mod
     options are the file and its sha256 (see ``hypotheses_file.options_for``)."""
     given = getattr(args, "hypotheses", None)
     if given:
-        if args.target and args.target != hypotheses_file.TARGET:
+        if args.target and args.target != HYPOTHESES_TARGET:
             raise UserError(f"--hypotheses and --target {args.target} both given",
                             fix="drop --target: --hypotheses judges the answers in the file")
         options = hypotheses_file.options_for(str(path(given)), stored)
-    elif target != hypotheses_file.TARGET:
+    elif target != HYPOTHESES_TARGET:
         return target, provider, model, options
     elif options.get("file"):  # --target hypotheses --target-option file=..., or a resumed hypotheses run
         file = str(path(str(options["file"])))
         options = {"file": file, "sha256": options.get("sha256") or hypotheses_file.file_sha256(file)}
     name = Path(str(options.get("file") or "")).name or "none"
-    return hypotheses_file.TARGET, OFFLINE, name, options
+    return HYPOTHESES_TARGET, OFFLINE, name, options
 
 
 def dataset_for_variant(configured: str, variant: str, *, explicit: bool, project: Path,

@@ -12,12 +12,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lme.core import process_life
 from lme.run import background
 from lme.run import exit_codes as codes
 from lme.core import command_names
 from lme.core import fileio
 from lme.models import prices
 from lme.store import run_store
+from lme.store.run_layout import LOG_FILE
 from lme.core.clock import parse_utc
 from lme.core.errors import UserError
 from lme.run.pacing_status import read_pacing_file, status_text
@@ -226,7 +228,7 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
     worker = background.read_worker(root)
     for directory in run_store.run_dirs(root):  # a shard has its own worker
         info = worker if directory == root else background.read_worker(directory)
-        if background.worker_alive(info):
+        if process_life.alive(info):
             return "running", meta, info, None
     broken = _broken_meta(root) if meta is None else None
     if broken is not None:  # never "never started": the run has rows or a run-meta nobody can read
@@ -294,8 +296,8 @@ def collect(root: Path, project: Path) -> Status:
     state, meta, worker, why = state_of(root)
     meta = meta or {}
     status = Status(state=state, run_id=root.name, pid=(worker or {}).get("pid") if state == "running" else None,
-                    log=(worker or {}).get("log") or (str(root / background.LOG_FILE)
-                                                      if (root / background.LOG_FILE).exists() else None),
+                    log=(worker or {}).get("log") or (str(root / LOG_FILE)
+                                                      if (root / LOG_FILE).exists() else None),
                     error=why or meta.get("error"))
     if state == "dead" and status.log and meta.get("status") != "running":  # the worker failed at its start
         tail = _last_line(Path(status.log))

@@ -18,7 +18,6 @@ from lme.core.errors import UserError
 from lme.core.facts import QUESTION_TYPES, is_abstention
 from lme.core.run_records import ResultRow
 
-KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 MODES: tuple[str, ...] = (
     "gold_reported_bad",
     "abstention_answered",
@@ -48,7 +47,7 @@ _REFUSAL = re.compile(
 )
 
 
-def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS, variant: str | None = None,
+def load_known_gold_errors(path: Path = gold_registry.REGISTRY, variant: str | None = None,
                            release: str | None = None) -> set[str]:
     """Question ids whose gold was reported wrong or disputed upstream (a ``fixed-in-cleaned`` one only on an
     original-release file), for the run's variant; structural entries (#54) are not gold errors. Empty set if the

@@ -36,6 +36,7 @@ from lme.core.run_records import JudgeIdentity, ResultRow, RunMeta
 from lme.store.run_store import RunData
 from lme.core.errors import UserError
 from lme.core.facts import (
+    HYPOTHESES_TARGET,
     OFFICIAL_JUDGE_MODEL,
     OFFICIAL_JUDGE_PROVIDER,
     OFFICIAL_SET_SIZE,
@@ -48,7 +49,6 @@ from lme.core.facts import (
 )
 from lme.models.prices import call_cost, judge_call, spend
 
-KNOWN_GOLD_ERRORS = gold_registry.REGISTRY
 
 
 # --------------------------------------------------------------------------- accounting
@@ -235,10 +235,6 @@ def truncation_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- comparability
 
 
-def load_known_gold_errors(path: Path = KNOWN_GOLD_ERRORS) -> list[dict[str, Any]]:
-    return gold_registry.load(path)
-
-
 def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: Scorecard,
                         *, variant: str | None = None, run_id: str | None = None) -> list[str]:
     """Every reason the run's figures cannot stand beside published LongMemEval figures; empty = comparable.
@@ -418,7 +414,7 @@ def _target(meta: RunMeta) -> dict[str, Any]:
     """The run's target as the scorecard names it; a hypotheses run also names its file and the file's sha256."""
     target = meta.target
     out: dict[str, Any] = {"name": target.name, "provider": target.provider, "model": target.model}
-    if target.name == hypotheses_file.TARGET:
+    if target.name == HYPOTHESES_TARGET:
         out["hypotheses"] = {k: (target.options or {}).get(k) for k in ("file", "sha256")}
     return out
 
