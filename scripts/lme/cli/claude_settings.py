@@ -29,22 +29,18 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-if str(Path(__file__).resolve().parents[2]) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from lme.core import command_names  # noqa: E402  (stdlib only)
-from lme.core.errors import UserError  # noqa: E402  (stdlib only)
-from lme.core.project_folder import write_json  # noqa: E402  (stdlib only)
-from lme.core.setup_steps import Report  # noqa: E402  (stdlib only)
-from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR  # noqa: E402  (stdlib only)
-from lme.core.unattended import standing_rules_in  # noqa: E402  (stdlib only)
-from lme.loop import rules as loop_rules  # noqa: E402  (stdlib only: the hooks read it on a bare python)
-from lme.loop import target as loop_target  # noqa: E402  (stdlib only)
-from lme.targets.identity import is_reference  # noqa: E402  (stdlib only)
+from lme.core import command_names  # stdlib only
+from lme.core.errors import UserError  # stdlib only
+from lme.core.project_folder import write_json  # stdlib only
+from lme.core.setup_steps import Report  # stdlib only
+from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR  # stdlib only
+from lme.core.unattended import standing_rules_in  # stdlib only
+from lme.loop import rules as loop_rules  # stdlib only: the hooks read it on a bare python
+from lme.loop import target as loop_target  # stdlib only
+from lme.targets.identity import is_reference  # stdlib only
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
 SETTINGS_FILE = Path(".claude") / "settings.local.json"

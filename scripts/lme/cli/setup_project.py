@@ -21,16 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-SCRIPTS = Path(__file__).resolve().parents[2]
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
-
-from lme.cli import claude_settings  # noqa: E402  (stdlib only, as every import here)
-from lme.cli import setup_job  # noqa: E402
-from lme.core import cli_parser, command_names, fileio, project_ignore, unattended  # noqa: E402
-from lme.core.config_setup import apply_config  # noqa: E402
-from lme.core.errors import UserError, run_main  # noqa: E402
-from lme.core.facts import (  # noqa: E402
+from lme.cli import claude_settings  # stdlib only, as every import here
+from lme.cli import setup_job
+from lme.core import cli_parser, command_names, fileio, project_ignore, unattended
+from lme.core.config_setup import apply_config
+from lme.core.errors import UserError, run_main
+from lme.core.facts import (
     JUDGE_PROMPT_FUNCTION,
     JUDGE_TEMPLATE_RELPATH,
     OFFLINE,
@@ -46,12 +42,12 @@ from lme.core.facts import (  # noqa: E402
     is_offline,
     resolve_variant,
 )
-from lme.core.project_folder import check_project_writable, check_state_paths, project_relative  # noqa: E402
-from lme.core.project_venv import ensure_venv  # noqa: E402
-from lme.core.setup_steps import Report  # noqa: E402
-from lme.data.dataset_download import DEFAULT_BASE_URL, check_http_url, fetch_dataset  # noqa: E402
-from lme.data.project_dataset import adopt_dataset, check_local_dataset, install_sample  # noqa: E402
-from lme.judge.upstream_checkout import check_git_url, clone_upstream, verify_upstream  # noqa: E402
+from lme.core.project_folder import check_project_writable, check_state_paths, project_relative
+from lme.core.project_venv import ensure_venv
+from lme.core.setup_steps import Report
+from lme.data.dataset_download import DEFAULT_BASE_URL, check_http_url, fetch_dataset
+from lme.data.project_dataset import adopt_dataset, check_local_dataset, install_sample
+from lme.judge.upstream_checkout import check_git_url, clone_upstream, verify_upstream
 
 SAMPLE_SETTINGS = {
     "variant": "_s",
