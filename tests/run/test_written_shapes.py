@@ -59,6 +59,7 @@ def test_the_files_a_run_writes_keep_their_shape(tmp_path, fake_llm, capsys):
     capsys.readouterr()
     a = run_dir(project, "a")
     check("item-results", lines(a / "item-results.jsonl"))
+    check("item-results-offline", lines(run_dir(project, "b") / "item-results.jsonl"))
     check("item-results-memory-ref", lines(run_dir(project, "m") / "item-results.jsonl"))
     check("run-meta", json.loads((a / "run-meta.json").read_text()))
     check("manifest", json.loads((a / "manifest.json").read_text()))
