@@ -5,7 +5,8 @@ JSON form (a nested record's object, a tuple's list, a mapping's object, a float
 differs from that is declared on the field (``dataclasses.field(metadata=...)``, built by ``spec``), never written
 as a method: the file's name for the field (``key``), when the key is left out (``omit``, ``omit_if``), a field
 that collects the keys this version does not know (``EXTRA``) and one that remembers the order the keys were read
-in (``KEY_ORDER``), so that a record written back is the object it was read from.
+in (``KEY_ORDER``), so that a record written back is the object it was read from. A class attribute ``__codec_order__`` names
+keys written before the others (a field with a default that the file has always written first).
 
 ``from_dict`` reads today's shape only: an older file is brought up to it by ``lme.core.migrations`` first, and the
 reader that checks it against its schema runs before. Standard library only: this module is imported by every
@@ -104,6 +105,8 @@ class _Plan:
                 self.key_order = f.name
             else:
                 self.fields.append(_Field(f.name, meta.get("key", f.name), meta, hints[f.name]))
+        first = getattr(cls, "__codec_order__", ())
+        self.fields.sort(key=lambda p: first.index(p.key) if p.key in first else len(first))
         self.by_key = {p.key: p for p in self.fields}
 
 

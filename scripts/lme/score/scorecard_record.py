@@ -960,7 +960,7 @@ class Scorecard:
         known = {f.name for f in fields(cls)} | {"schemaVersion", "comparable"}
         return cls(
             run_id=str(d.get("run_id") or ""), variant=d.get("variant"), status=d.get("status"),
-            judge=JudgeIdentity.from_dict(d.get("judge")), dataset=DatasetRef.from_dict(d.get("dataset")),
+            judge=JudgeIdentity.from_dict(_mapping(d.get("judge"))), dataset=DatasetRef.from_dict(d.get("dataset")),
             target=TargetRef.from_dict(d.get("target")), n_total=_count(d.get("n_total")),
             judged=_count(d.get("judged")), correct=_count(d.get("correct")), coverage=_frac(d.get("coverage")) or 0.0,
             unattributed=_count(d.get("unattributed")), overall=Figures.from_dict(d.get("overall")),
