@@ -58,9 +58,10 @@ class RowTarget(Record):
     """The target that answered: its name, provider and model, what the harness shows of its pipeline (``stages``,
     ``truncation``: the target's own, typed) and its own ``debug`` details (kept, never read by the harness)."""
 
-    name: str
-    provider: str
-    model: str
+    name: str = ""
+    provider: str = ""
+    model: str = ""
+    """All three optional in the row's schema."""
     debug: Mapping[str, Any] = field(default_factory=dict)
     stages: tuple[PipelineStage, ...] | None = codec.field(default=None, decode=_stored(pipeline_stages))
     truncation: ItemTruncation | None = codec.field(default=None, decode=_stored(ItemTruncation.parse))
