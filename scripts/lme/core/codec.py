@@ -37,17 +37,10 @@ def spec(*, key: str | None = None, omit: Any = _UNSET, omit_if: Callable[[Any],
     ``key``: the file's name for the field. ``omit``: the key is left out when the value is this one (``None``,
     ``False``, ``"sync"``, ...). ``omit_if``: left out when this holds of the record. ``role``: ``EXTRA`` or
     ``KEY_ORDER``. ``decode``: reads the JSON value where the field's type does not say how (a union of records)."""
-    meta: dict[str, Any] = {}
-    if key is not None:
-        meta["key"] = key
+    meta = {name: value for name, value in (("key", key), ("omit_if", omit_if), ("role", role), ("decode", decode))
+            if value is not None}
     if omit is not _UNSET:
         meta["omit"] = omit
-    if omit_if is not None:
-        meta["omit_if"] = omit_if
-    if role is not None:
-        meta["role"] = role
-    if decode is not None:
-        meta["decode"] = decode
     return {"codec": meta}
 
 
