@@ -113,10 +113,10 @@ def test_unknown_run_is_a_user_error(tmp_path, capsys):
 def test_stages_are_read_from_the_declared_stages_never_from_a_targets_debug():
     from lme.score.cluster_failures import stage_marks
 
-    declared = run_rows.row_of({"question_id": "q", "target": {"debug": {"symbolic": {"bypass": {"taken": True}}},
+    declared = run_rows.row_of({"question_id": "q", "question_type": "multi-session", "status": "error", "target": {"debug": {"symbolic": {"bypass": {"taken": True}}},
                                                                    "stages": [{"name": "bypass", "status": "ok"},
                                                                               {"name": "reader", "status": "skipped"}]}})
     assert stage_marks(declared) == ["reader skipped"]
-    private = run_rows.row_of({"question_id": "q", "target": {"debug": {"symbolic_bypass": {"answered": True}},
+    private = run_rows.row_of({"question_id": "q", "question_type": "multi-session", "status": "error", "target": {"debug": {"symbolic_bypass": {"answered": True}},
                                                                   "stages": None}})
     assert stage_marks(private) == []

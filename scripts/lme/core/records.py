@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Protocol, Sequence
+
+from lme.core import codec
+from lme.core.codec import KEY_ORDER, EXTRA, Record
 
 from lme.core.facts import (  # noqa: F401  (re-exported: the protocol's facts beside the records)
     OFFICIAL_JUDGE_MODEL,
@@ -69,15 +72,12 @@ class PublicSession:
 
 
 @dataclass(frozen=True)
-class PublicItem:
+class PublicItem(Record):
     """What a target (memory system under test) receives: no gold, no question id, no question type."""
 
     question: str
     question_date: str
     sessions: tuple[PublicSession, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -226,8 +226,13 @@ class ChatRequest:
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _sync(record: Any) -> bool:
+    """A synchronous call: its record stays as it always was (no ``billing``, no ``batch_id``)."""
+    return record.pricing == "sync"
+
+
 @dataclass(frozen=True)
-class Completion:
+class Completion(Record):
     text: str
     tokensIn: int
     tokensOut: int
@@ -240,45 +245,18 @@ class Completion:
     """1 + the number of retries this call took."""
     cached: bool = False
     stop_reason: str | None = None
-    pricing: str = "sync"
+    pricing: str = codec.field(default="sync", key="billing", omit_if=_sync)
     """``batch`` for a reply that came through a provider's Batch API (priced at ``prices.BATCH_DISCOUNT``). The
-    file field is ``billing`` (``FILE_FIELD``); the code's name is ``pricing``, as ``billing`` also names the error
-    kind of an account out of quota."""
-    batch_id: str | None = None
-    endpoint_host: str | None = None
+    file field is ``billing``; the code's name is ``pricing``, as ``billing`` also names the error kind of an
+    account out of quota."""
+    batch_id: str | None = codec.field(default=None, omit_if=_sync)
+    endpoint_host: str | None = codec.field(default=None, omit=None)
     """The host (``host[:port]``) the call went to, parsed from the route's resolved base URL (no credentials)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        d = _file_fields(asdict(self))
-        if self.pricing == "sync":  # a synchronous call's record stays as it always was
-            del d["billing"], d["batch_id"]
-        if self.endpoint_host is None:
-            del d["endpoint_host"]
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Completion":
-        return cls(**_attributes(cls, d))
-
-
-FILE_FIELD = {"pricing": "billing"}
-"""Attribute -> file field, where the two differ (Completion, CallRecord, Verdict)."""
-_ATTRIBUTE = {field: attribute for attribute, field in FILE_FIELD.items()}
-
-
-def _file_fields(d: Mapping[str, Any]) -> dict[str, Any]:
-    """``asdict`` output with the file's field names, in the same order."""
-    return {FILE_FIELD.get(k, k): v for k, v in d.items()}
-
-
-def _attributes(cls: Any, d: Mapping[str, Any]) -> dict[str, Any]:
-    """The known fields of a file's record, under the dataclass's attribute names."""
-    return {_ATTRIBUTE.get(k, k): v for k, v in d.items()
-            if k not in FILE_FIELD and _ATTRIBUTE.get(k, k) in cls.__dataclass_fields__}
 
 
 _CALL_FIELDS = ("text", "tokensIn", "tokensOut", "latencyMs", "provider", "model", "request_id", "attempts", "cached",
                 "stop_reason", "billing", "batch_id", "endpoint_host", "role")
+"""A call's known keys, in the order a call made here writes them (``CallRecord``'s fields)."""
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -286,35 +264,33 @@ def _int(value: Any, default: int = 0) -> int:
 
 
 _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
-_KEY_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {}
-"""One shared tuple per key order seen (a long run holds tens of thousands of calls)."""
 
 
 @dataclass(frozen=True, slots=True)
-class CallRecord:
+class CallRecord(Record):
     """One model call a target made, as a result row's ``calls`` keeps it: ``Completion.to_dict()`` and the
     ``role`` the target gave it (reader, writer, ...). ``to_dict`` writes it back exactly as it was read: the keys
     present, in their order, with any key this version does not know (``extra``)."""
 
-    provider: str | None = None
-    model: str | None = None
-    role: str | None = None
+    text: str | None = None
     tokensIn: int = 0
     tokensOut: int = 0
     latencyMs: float | None = None
+    provider: str | None = None
+    model: str | None = None
+    request_id: str | None = None
     attempts: int = 1
     """1 + the number of retries this call took."""
     cached: bool = False
     stop_reason: str | None = None
-    pricing: str = "sync"
+    pricing: str = codec.field(default="sync", key="billing")
     """``batch``: priced as a call through a provider's Batch API (the file field ``billing``)."""
     batch_id: str | None = None
     endpoint_host: str | None = None
-    request_id: str | None = None
-    text: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=lambda: _NO_EXTRA)
+    role: str | None = None
+    extra: Mapping[str, Any] = codec.field(default_factory=lambda: _NO_EXTRA, role=EXTRA)
     """Keys beyond the known ones (a target's own), kept and written back."""
-    key_order: tuple[str, ...] = ()
+    key_order: tuple[str, ...] = codec.field(default=(), role=KEY_ORDER)
     """The keys the call's JSON had, in order (what ``to_dict`` writes; empty: every known key)."""
 
     @property
@@ -323,30 +299,26 @@ class CallRecord:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "CallRecord":
-        latency = d.get("latencyMs")
-        return cls(provider=d.get("provider"), model=d.get("model"), role=d.get("role"),
-                   tokensIn=_int(d.get("tokensIn")), tokensOut=_int(d.get("tokensOut")),
-                   latencyMs=float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool)
-                   else None, attempts=_int(d.get("attempts"), 1) or 1, cached=bool(d.get("cached")),
-                   stop_reason=d.get("stop_reason"), pricing=str(d.get("billing") or "sync"),
-                   batch_id=d.get("batch_id"), endpoint_host=d.get("endpoint_host"), request_id=d.get("request_id"),
-                   text=d.get("text"), extra={k: v for k, v in d.items() if k not in _CALL_FIELDS} or _NO_EXTRA,
-                   key_order=_KEY_ORDERS.setdefault(tuple(d), tuple(d)))
+        """A call as a target handed it back, or as a row keeps it. A target's call is not checked against a
+        schema: its counts are read leniently here (a count that is not a number is 0, a billing that is not
+        set is ``sync``), and the keys as they came are written back."""
+        return codec.from_dict(cls, {**d, **_lenient_counts(d)})
 
     @classmethod
     def of(cls, call: "CallRecord | Mapping[str, Any]") -> "CallRecord":
         """``call`` as a record (a target may still hand back a ``Completion.to_dict()`` plus ``role``)."""
         return call if isinstance(call, CallRecord) else cls.from_dict(call)
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key in self.key_order or _CALL_FIELDS:
-            if key in self.extra:
-                out[key] = self.extra[key]
-            elif key in _CALL_FIELDS:
-                out[key] = getattr(self, _ATTRIBUTE.get(key, key))
-        out.update({k: v for k, v in self.extra.items() if k not in out})
-        return out
+
+
+def _lenient_counts(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The counts ``d`` holds, read leniently (only the keys it has: the others take their defaults)."""
+    latency = d.get("latencyMs")
+    read = {"tokensIn": _int(d.get("tokensIn")), "tokensOut": _int(d.get("tokensOut")),
+            "latencyMs": float(latency) if isinstance(latency, (int, float)) and not isinstance(latency, bool)
+            else None, "attempts": _int(d.get("attempts"), 1) or 1, "cached": bool(d.get("cached")),
+            "billing": str(d.get("billing") or "sync")}
+    return {k: v for k, v in read.items() if k in d}
 
 
 def call_records(calls: Sequence["CallRecord | Mapping[str, Any]"]) -> tuple[CallRecord, ...]:
@@ -450,18 +422,15 @@ def _text(value: Any, where: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class PipelineStage:
+class PipelineStage(Record):
     """One stage of a target's pipeline on one item: the report's stage lines and the run's pipeline health (a
     stage failed on every item is a broken stage) read these, never a target's ``debug``."""
 
     name: str
     status: str
     """One of ``STAGE_STATUSES``."""
-    detail: str | None = None
+    detail: str | None = codec.field(default=None, omit_if=lambda stage: not stage.detail)
     """What it did, or why not, in a few words (``0 facts from 40 sessions``)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, **({"detail": self.detail} if self.detail else {})}
 
     @classmethod
     def parse(cls, value: Any, where: str = "stages[]") -> "PipelineStage":
@@ -491,7 +460,7 @@ _TRUNCATION_KEYS = ("truncated", "dropped_sessions", "kept_sessions", "dropped_s
 
 
 @dataclass(frozen=True)
-class ItemTruncation:
+class ItemTruncation(Record):
     """The history the target's reader got, cut to fit its context window (oldest sessions dropped first)."""
 
     truncated: bool
@@ -508,15 +477,8 @@ class ItemTruncation:
     dropped_evidence: int | None = None
     """Set by the run, never by the target (only the run holds the gold): how many dropped sessions were evidence;
     None when it cannot say (no dropped ids)."""
-    unknown_dropped: int = 0
+    unknown_dropped: int = codec.field(default=0, omit=0)
     """Set by the run: dropped ids that named no session of the item."""
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"truncated": self.truncated, "dropped_sessions": self.dropped_sessions,
-               "kept_sessions": self.kept_sessions, "dropped_session_ids": list(self.dropped_session_ids),
-               "tokens": self.tokens, "counted_with": self.counted_with,
-               "retried_after_too_long": self.retried_after_too_long, "dropped_evidence": self.dropped_evidence}
-        return out | ({"unknown_dropped": self.unknown_dropped} if self.unknown_dropped else {})
 
     @classmethod
     def parse(cls, value: Any, where: str = "truncation") -> "ItemTruncation | None":
@@ -540,18 +502,15 @@ class ItemTruncation:
 
 
 @dataclass(frozen=True)
-class RetrievalDetail:
+class RetrievalDetail(Record):
     """How the target used its ranking (``retrieved_session_ids``): how many it read, at which granularity."""
 
     top_k: int | None = None
     """At most this many of the ranked sessions were read (the report marks them)."""
     granularity: str | None = None
     """What was indexed: ``session`` or ``turn`` (a turn ranks its session); the scorecard counts rows per value."""
-    covers_all: bool | None = None
+    covers_all: bool | None = codec.field(default=None, key="top_k_covers_all")
     """Set by the run: ``top_k`` is at least the item's number of sessions (retrieval chose nothing)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"top_k": self.top_k, "granularity": self.granularity, "top_k_covers_all": self.covers_all}
 
     @classmethod
     def parse(cls, value: Any, where: str = "retrieval") -> "RetrievalDetail | None":
@@ -564,7 +523,7 @@ class RetrievalDetail:
 
 
 @dataclass(frozen=True)
-class Hypothesis:
+class Hypothesis(Record):
     """A target's answer to one item, with its accounting and what the harness shows of its pipeline (``stages``,
     ``truncation``, ``retrieval``: typed, optional, any target may fill them; ``debug`` is the target's own)."""
 
@@ -592,19 +551,9 @@ class Hypothesis:
         object.__setattr__(self, "truncation", ItemTruncation.parse(self.truncation))
         object.__setattr__(self, "retrieval", RetrievalDetail.parse(self.retrieval))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"hypothesis": self.hypothesis, "tokensIn": self.tokensIn, "tokensOut": self.tokensOut,
-                "latencyMs": self.latencyMs, "calls": [c.to_dict() for c in self.calls],
-                "retrieved_session_ids": None if self.retrieved_session_ids is None
-                else list(self.retrieved_session_ids),
-                "debug": dict(self.debug),
-                "stages": None if self.stages is None else [s.to_dict() for s in self.stages],
-                "truncation": None if self.truncation is None else self.truncation.to_dict(),
-                "retrieval": None if self.retrieval is None else self.retrieval.to_dict()}
-
 
 @dataclass(frozen=True)
-class Verdict:
+class Verdict(Record):
     """The judge's label for one hypothesis."""
 
     label: bool
@@ -629,53 +578,25 @@ class Verdict:
     cached: bool = False
     source: str = "call"
     """``call`` (a model call), ``cache`` (the call cache) or ``archive`` (an imported official verdict)."""
-    verdicts: tuple[Mapping[str, Any], ...] | None = None
+    verdicts: tuple[Mapping[str, Any], ...] | None = codec.field(default=None, omit=None)
     """``--judge-repeat K``: all K verdicts in call order (the first is the label); None without repeats."""
-    stability: Mapping[str, Any] | None = None
+    stability: Mapping[str, Any] | None = codec.field(default=None, omit=None)
     """``--judge-repeat K``: ``{n, yes, no, flaky}`` over ``verdicts``."""
-    pricing: str = "sync"
+    pricing: str = codec.field(default="sync", key="billing", omit="sync")
     """``batch``: the judge call went through a provider's Batch API (``batch_id``), at batch prices (the file
     field ``billing``)."""
-    batch_id: str | None = None
-    endpoint_host: str | None = None
+    batch_id: str | None = codec.field(default=None, omit=None)
+    endpoint_host: str | None = codec.field(default=None, omit=None)
     """Where the verdict was made: the judge endpoint's host (``host[:port]``, parsed; for an archived verdict the
     host its line records). None: not recorded (the offline judge; rows of older versions)."""
-    request_shape: Mapping[str, Any] | None = None
+    request_shape: Mapping[str, Any] | None = codec.field(default=None, omit=None)
     """The call's settings (``judge_shapes``): ``{family: upstream, max_tokens: 10, temperature: 0, n: 1}``, or a
     reasoning model's ``{family: reasoning, max_completion_tokens, reasoning_effort}``."""
-    successor: bool = False
+    successor: bool = codec.field(default=False, omit=False)
     """Judged by the run's named successor (``--successor``) because the official judge is gone: never official."""
-    origin: Mapping[str, Any] | None = None
+    origin: Mapping[str, Any] | None = codec.field(default=None, omit=None)
     """An archived verdict's origin (``verdict_archive``): ``{kind: made, by}`` (this project's judge made it) or
     ``{kind: imported, file, file_sha256, format, label_only?}`` (its author's claim); None for a call's."""
-    conflict: Mapping[str, Any] | None = None
+    conflict: Mapping[str, Any] | None = codec.field(default=None, omit=None)
     """The archive holds official verdicts of both labels for this prompt: ``{yes, no, rule}`` (the label is the
     rule's); None otherwise."""
-
-    def to_dict(self) -> dict[str, Any]:
-        d = _file_fields(asdict(self))
-        for extra in ("verdicts", "stability", "batch_id", "endpoint_host", "request_shape", "origin", "conflict"):
-            if d[extra] is None:
-                del d[extra]
-        if not self.successor:
-            del d["successor"]
-        if self.pricing == "sync":
-            del d["billing"]
-        if self.request_shape is not None:
-            d["request_shape"] = dict(self.request_shape)
-        if self.verdicts is not None:
-            d["verdicts"] = [dict(v) for v in self.verdicts]
-        if self.stability is not None:
-            d["stability"] = dict(self.stability)
-        for block in ("origin", "conflict"):
-            if getattr(self, block) is not None:
-                d[block] = json.loads(json.dumps(getattr(self, block)))
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Verdict":
-        """From ``to_dict()`` output (a row's judgment: an older row's is brought up to today's by ``migrations``)."""
-        fields = _attributes(cls, d)
-        if fields.get("verdicts") is not None:
-            fields["verdicts"] = tuple(fields["verdicts"])
-        return cls(**fields)

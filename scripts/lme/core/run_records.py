@@ -14,7 +14,9 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS, is_abstention
+from lme.core import codec
+from lme.core.codec import EXTRA, KEY_ORDER, Record
+from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS
 from lme.core.records import (CallRecord, ItemTruncation, PipelineStage, Question, ReportError, RetrievalDetail,
                               Verdict, call_records, pipeline_stages)
 
@@ -22,19 +24,11 @@ JUDGED, ERROR = "judged", "error"
 RUN_STATUSES = ("running", "completed", "failed", "interrupted", "paused")
 
 
-def _opt_float(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def _opt_int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 # --------------------------------------------------------------------------- a result row's parts
 
 
 @dataclass(frozen=True)
-class RowError:
+class RowError(Record):
     """Why an item's attempt failed: the stage, a kind (``providers.KINDS``, ``target``, ``judge_input``,
     ``missing_hypothesis``), the message (at most 2000 characters) and the attempts the call took."""
 
@@ -43,56 +37,34 @@ class RowError:
     kind: str
     message: str
     attempts: int
-    gone: bool = False
+    gone: bool = codec.field(default=False, omit=False)
     """A ``not_found`` that says the model is not served any more (410 Gone, or 404 ``model_not_found``:
     ``provider_errors.answered_gone``), not a wrong URL or a route a gateway lacks."""
 
-    def to_dict(self) -> dict[str, Any]:
-        d = {"stage": self.stage, "kind": self.kind, "message": self.message, "attempts": self.attempts}
-        if self.gone:
-            d["gone"] = True
-        return d
 
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RowError":
-        return cls(stage=str(d.get("stage", "")), kind=str(d.get("kind", "unknown")),
-                   message=str(d.get("message", "")), attempts=int(d.get("attempts") or 0),
-                   gone=d.get("gone") is True)
+def _stored(parse: Any) -> Any:
+    """A reader of a stored stages, truncation or retrieval value: None when a row holds one this version cannot
+    read (a target's own report, checked when it was made, not by the row's schema)."""
+    def read(value: Any) -> Any:
+        try:
+            return parse(value)
+        except ReportError:
+            return None
+    return read
 
 
 @dataclass(frozen=True)
-class RowTarget:
+class RowTarget(Record):
     """The target that answered: its name, provider and model, what the harness shows of its pipeline (``stages``,
     ``truncation``: the target's own, typed) and its own ``debug`` details (kept, never read by the harness)."""
 
-    name: str
-    provider: str
-    model: str
+    name: str = ""
+    provider: str = ""
+    model: str = ""
+    """All three optional in the row's schema."""
     debug: Mapping[str, Any] = field(default_factory=dict)
-    stages: tuple[PipelineStage, ...] | None = None
-    truncation: ItemTruncation | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "provider": self.provider, "model": self.model, "debug": dict(self.debug),
-                "stages": None if self.stages is None else [s.to_dict() for s in self.stages],
-                "truncation": None if self.truncation is None else self.truncation.to_dict()}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RowTarget":
-        """A row's target block, in today's shape (an older row's is brought up to it by ``migrations``)."""
-        debug = d.get("debug") if isinstance(d.get("debug"), Mapping) else {}
-        stages = _stored(pipeline_stages, d.get("stages"))
-        truncation = _stored(ItemTruncation.parse, d.get("truncation"))
-        return cls(name=str(d.get("name", "")), provider=str(d.get("provider", "")), model=str(d.get("model", "")),
-                   debug=debug, stages=stages, truncation=truncation)
-
-
-def _stored(parse: Any, value: Any) -> Any:
-    """A stored stages, truncation or retrieval value; None when a row holds one this version cannot read."""
-    try:
-        return parse(value)
-    except ReportError:
-        return None
+    stages: tuple[PipelineStage, ...] | None = codec.field(default=None, decode=_stored(pipeline_stages))
+    truncation: ItemTruncation | None = codec.field(default=None, decode=_stored(ItemTruncation.parse))
 
 
 @dataclass(frozen=True)
@@ -102,50 +74,34 @@ class RowRetrieval:
 
     retrieved_session_ids: tuple[str, ...] | None
     gold_session_ids: tuple[str, ...] = ()
-    detail: RetrievalDetail | None = None
+    detail: RetrievalDetail | None = codec.field(default=None, omit_if=lambda _: True)
+    """Written as the block's own keys (``to_dict``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"retrieved_session_ids": None if self.retrieved_session_ids is None
-               else list(self.retrieved_session_ids), "gold_session_ids": list(self.gold_session_ids)}
-        return out | (self.detail or RetrievalDetail()).to_dict()  # its keys always: this row is not an old one
+        """The ranking and the gold, with ``detail``'s keys in the same object (always: no row is an old one)."""
+        return codec.to_dict(self) | (self.detail or RetrievalDetail()).to_dict()
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RowRetrieval":
-        """A row's retrieval block, in today's shape (an older row's is brought up to it by ``migrations``)."""
-        ranked = d.get("retrieved_session_ids")
-        detail = _stored(RetrievalDetail.parse, {k: d.get(k) for k in ("top_k", "granularity", "top_k_covers_all")})
-        detail = None if detail == RetrievalDetail() else detail
-        return cls(retrieved_session_ids=None if ranked is None else tuple(str(s) for s in ranked),
-                   gold_session_ids=tuple(str(s) for s in d.get("gold_session_ids") or ()), detail=detail)
+        """A row's retrieval block, ``detail`` read from its keys (None when they hold nothing)."""
+        detail = _stored(RetrievalDetail.parse)({k: d.get(k) for k in codec.keys(RetrievalDetail)})
+        return replace(codec.from_dict(cls, d), detail=None if detail == RetrievalDetail() else detail)
 
 
 @dataclass(frozen=True)
-class RowCost:
+class RowCost(Record):
     """Dollars of the item's calls (cache hits free); None where a price is unknown."""
 
     generation_usd: float | None
     judge_usd: float | None
     total_usd: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"generation_usd": self.generation_usd, "judge_usd": self.judge_usd, "total_usd": self.total_usd}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RowCost":
-        return cls(generation_usd=_opt_float(d.get("generation_usd")), judge_usd=_opt_float(d.get("judge_usd")),
-                   total_usd=_opt_float(d.get("total_usd")))
-
 
 # --------------------------------------------------------------------------- the row
 
 
-_ROW_KEYS = ("schemaVersion", "question_id", "question_type", "question", "answer", "abstention", "status",
-             "hypothesis", "judgment", "latencyMs", "tokensIn", "tokensOut", "target", "retrieval", "cost", "calls",
-             "error", "finished_at", "prompt_keys", "code")
-
-
 @dataclass(frozen=True)
-class ResultRow:
+class ResultRow(Record):
     """One line of ``item-results.jsonl``: one item's attempt that reached an end."""
 
     question_id: str
@@ -171,14 +127,16 @@ class ResultRow:
     """One record per model call the target made (its JSON: ``Completion.to_dict()`` plus its ``role``)."""
     error: RowError | None = None
     finished_at: str = ""
-    prompt_keys: tuple[str, ...] | None = None
+    prompt_keys: tuple[str, ...] | None = codec.field(default=None, omit=None)
     """``ChatRequest.key()`` of each request the target sent (the requests are in the run's prompts.jsonl)."""
-    code: str | None = None
+    code: str | None = codec.field(default=None, omit=None)
     """``CodeVersion.id`` of the code that made the row (the full record is in its invocation's run-meta entry);
     None: made before rows recorded it, or no file of the target's code could be fingerprinted."""
     schemaVersion: str = SCHEMA_VERSIONS["item-result"]
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = codec.field(default_factory=dict, role=EXTRA)
     """Fields of a newer minor version this one does not know: kept, and written back."""
+    __codec_order__ = ("schemaVersion", "question_id", "question_type", "question", "answer", "abstention", "status")
+    """The keys a row has always begun with."""
 
     def __post_init__(self) -> None:
         if any(not isinstance(c, CallRecord) for c in self.calls):
@@ -214,64 +172,6 @@ class ResultRow:
     def with_(self, **changes: Any) -> "ResultRow":
         return replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "schemaVersion": self.schemaVersion,
-            "question_id": self.question_id,
-            "question_type": self.question_type,
-            "question": self.question,
-            "answer": self.answer,
-            "abstention": self.abstention,
-            "status": self.status,
-            "hypothesis": self.hypothesis,
-            "judgment": None if self.judgment is None else self.judgment.to_dict(),
-            "latencyMs": self.latencyMs,
-            "tokensIn": self.tokensIn,
-            "tokensOut": self.tokensOut,
-            "target": None if self.target is None else self.target.to_dict(),
-            "retrieval": None if self.retrieval is None else self.retrieval.to_dict(),
-            "cost": None if self.cost is None else self.cost.to_dict(),
-            "calls": [c.to_dict() for c in self.calls],
-            "error": None if self.error is None else self.error.to_dict(),
-            "finished_at": self.finished_at,
-        }
-        if self.prompt_keys is not None:
-            d["prompt_keys"] = list(self.prompt_keys)
-        if self.code is not None:
-            d["code"] = self.code
-        d.update(self.extra)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ResultRow":
-        """From a row's JSON form (schema-checked by the reader)."""
-        qid = str(d["question_id"])
-        judgment, error, target = d.get("judgment"), d.get("error"), d.get("target")
-        retrieval, cost, keys = d.get("retrieval"), d.get("cost"), d.get("prompt_keys")
-        return cls(
-            question_id=qid,
-            question_type=str(d.get("question_type", "")),
-            status=str(d.get("status", "")),
-            question=str(d.get("question", "")),
-            answer=d.get("answer", ""),
-            abstention=bool(d["abstention"]) if isinstance(d.get("abstention"), bool) else is_abstention(qid),
-            hypothesis=d.get("hypothesis"),
-            judgment=Verdict.from_dict(judgment) if isinstance(judgment, Mapping) else None,
-            latencyMs=_opt_float(d.get("latencyMs")),
-            tokensIn=_opt_int(d.get("tokensIn")),
-            tokensOut=_opt_int(d.get("tokensOut")),
-            target=RowTarget.from_dict(target) if isinstance(target, Mapping) else None,
-            retrieval=RowRetrieval.from_dict(retrieval) if isinstance(retrieval, Mapping) else None,
-            cost=RowCost.from_dict(cost) if isinstance(cost, Mapping) else None,
-            calls=tuple(CallRecord.from_dict(c) for c in d.get("calls") or () if isinstance(c, Mapping)),
-            error=RowError.from_dict(error) if isinstance(error, Mapping) else None,
-            finished_at=str(d.get("finished_at") or ""),
-            prompt_keys=None if keys is None else tuple(str(k) for k in keys),
-            code=d["code"] if isinstance(d.get("code"), str) else None,
-            schemaVersion=str(d.get("schemaVersion", SCHEMA_VERSION)),
-            extra={k: v for k, v in d.items() if k not in _ROW_KEYS},
-        )
-
 
 def label_of(row: ResultRow | None) -> bool | None:
     """The label of an item's last row (None for an error row or no row)."""
@@ -281,36 +181,10 @@ def label_of(row: ResultRow | None) -> bool | None:
 # --------------------------------------------------------------------------- run-meta's blocks
 
 
-class MetaBlock(Mapping[str, Any]):
+class MetaBlock(Record, Mapping[str, Any]):
     """A typed block of run-meta.json that still reads as its JSON object (``block.get("model")``, ``{**block}``)
-    for the code written against the dict form. ``to_dict`` writes it back as it was read: the keys present, in
-    their order, and any key this version does not know (``extra``). Subclasses are frozen dataclasses whose
-    fields are named as the JSON keys, followed by ``extra`` and ``key_order``."""
-
-    _FIELDS: tuple[str, ...] = ()
-    """The JSON keys the block knows; each is the attribute of that name, or of ``_ATTRIBUTE[key]`` where the name
-    is a Mapping method's (``items``)."""
-    _ATTRIBUTE: Mapping[str, str] = {}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Any:
-        if isinstance(d, cls):
-            return d
-        d = d if isinstance(d, Mapping) else {}
-        known = {cls._ATTRIBUTE.get(k, k): d[k] for k in cls._FIELDS if k in d}
-        return cls(**known, extra={k: v for k, v in d.items() if k not in cls._FIELDS},
-                   key_order=tuple(d))
-
-    def to_dict(self) -> dict[str, Any]:
-        extra: Mapping[str, Any] = getattr(self, "extra")
-        out: dict[str, Any] = {}
-        for key in getattr(self, "key_order") or self._FIELDS:
-            if key in extra:
-                out[key] = extra[key]
-            elif key in self._FIELDS:
-                out[key] = getattr(self, self._ATTRIBUTE.get(key, key))
-        out.update({k: v for k, v in extra.items() if k not in out})
-        return out
+    for the code written against the dict form. Written back as it was read: the keys present, in their order, and
+    any key this version does not know (its ``extra`` and ``key_order`` fields, ``codec.EXTRA``/``KEY_ORDER``)."""
 
     def __getitem__(self, key: str) -> Any:
         return self.to_dict()[key]
@@ -322,6 +196,14 @@ class MetaBlock(Mapping[str, Any]):
         return len(self.to_dict())
 
 
+def _kept() -> Any:
+    return codec.field(default_factory=dict, role=EXTRA)
+
+
+def _order() -> Any:
+    return codec.field(default=(), role=KEY_ORDER)
+
+
 @dataclass(frozen=True, eq=False)
 class JudgeIdentity(MetaBlock):
     """The run's judge: ``provider``, ``model`` and ``official``, the first sense of "official": the configured
@@ -330,9 +212,8 @@ class JudgeIdentity(MetaBlock):
     provider: str | None = None
     model: str | None = None
     official: bool | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    key_order: tuple[str, ...] = ()
-    _FIELDS = ("provider", "model", "official")
+    extra: Mapping[str, Any] = _kept()
+    key_order: tuple[str, ...] = _order()
 
     @property
     def official_judge(self) -> bool | None:
@@ -346,18 +227,15 @@ class DatasetInfo(MetaBlock):
 
     path: str | None = None
     sha256: str | None = None
-    n_items: int | None = None
-    """JSON ``items``."""
+    n_items: int | None = codec.field(default=None, key="items")
+    """JSON ``items`` (``items`` names a Mapping method)."""
     file_bytes: int | None = None
     file_mtime_ns: int | None = None
     release: str | None = None
     recognition: Mapping[str, Any] | None = None
     duplicate_sessions: Mapping[str, Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    key_order: tuple[str, ...] = ()
-    _FIELDS = ("path", "sha256", "items", "file_bytes", "file_mtime_ns", "release", "recognition",
-               "duplicate_sessions")
-    _ATTRIBUTE = {"items": "n_items"}
+    extra: Mapping[str, Any] = _kept()
+    key_order: tuple[str, ...] = _order()
 
 
 @dataclass(frozen=True, eq=False)
@@ -368,9 +246,8 @@ class TargetInfo(MetaBlock):
     provider: str | None = None
     model: str | None = None
     options: Mapping[str, Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    key_order: tuple[str, ...] = ()
-    _FIELDS = ("name", "provider", "model", "options")
+    extra: Mapping[str, Any] = _kept()
+    key_order: tuple[str, ...] = _order()
 
 
 @dataclass(frozen=True, eq=False)
@@ -393,10 +270,8 @@ class Invocation(MetaBlock):
     endpoints: Mapping[str, Any] | None = None
     code: Mapping[str, Any] | None = None
     """The code this invocation ran (``CodeVersion.to_dict``); None in invocations of older versions."""
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    key_order: tuple[str, ...] = ()
-    _FIELDS = ("started_at", "finished_at", "status", "exit_status", "duration_seconds", "pending_before",
-               "planned_now", "evaluated", "errors", "calls", "cached_calls", "retries", "endpoints", "code")
+    extra: Mapping[str, Any] = _kept()
+    key_order: tuple[str, ...] = _order()
 
     @property
     def code_version(self) -> "CodeVersion | None":
@@ -404,7 +279,7 @@ class Invocation(MetaBlock):
 
 
 @dataclass(frozen=True)
-class FileChanges:
+class FileChanges(Record):
     """The files that differ between two ``CodeVersion``s: changed (in both, other bytes), added, removed."""
 
     changed: tuple[str, ...] = ()
@@ -423,16 +298,9 @@ class FileChanges:
         return "; ".join(f"{kind} {names(paths)}" for kind, paths in
                          (("changed", self.changed), ("added", self.added), ("removed", self.removed)) if paths)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"changed": list(self.changed), "added": list(self.added), "removed": list(self.removed)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "FileChanges":
-        return cls(*(tuple(str(p) for p in d.get(k) or ()) for k in ("changed", "added", "removed")))
-
 
 @dataclass(frozen=True)
-class CodeVersion:
+class CodeVersion(Record):
     """The code an invocation ran (``invocations[].code`` of run-meta.json): each file that makes the target's
     answers with its sha256, what was fingerprinted (``sources``) and ``id``, one digest of them all that each row
     the invocation wrote carries as ``code``. See ``lme.run.code_version`` for which files a target has."""
@@ -447,9 +315,9 @@ class CodeVersion:
     git: Mapping[str, Any] | None = None
     """For files in the project's git work tree: ``commit`` (HEAD) and ``uncommitted`` (those files that differ
     from it or are untracked); None outside git."""
-    capped: bool = False
+    capped: bool = codec.field(default=False, omit=False)
     """A folder held more files than are fingerprinted (``code_version.MAX_FILES``): only the first were."""
-    note: str | None = None
+    note: str | None = codec.field(default=None, omit_if=lambda version: not version.note)
     """Why nothing (or not everything) could be fingerprinted, with what to do."""
 
     @staticmethod
@@ -472,42 +340,24 @@ class CodeVersion:
                            added=tuple(sorted(p for p in b if p not in a)),
                            removed=tuple(sorted(p for p in a if p not in b)))
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "files": dict(self.files), "sources": list(self.sources),
-                               "git": None if self.git is None else dict(self.git)}
-        if self.capped:
-            out["capped"] = True
-        if self.note:
-            out["note"] = self.note
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CodeVersion":
-        files = d.get("files") if isinstance(d.get("files"), Mapping) else {}
-        git = d.get("git")
-        return cls(id=d["id"] if isinstance(d.get("id"), str) else None,
-                   files={str(k): str(v) for k, v in files.items()},
-                   sources=tuple(str(s) for s in d.get("sources") or ()),
-                   git=dict(git) if isinstance(git, Mapping) else None, capped=bool(d.get("capped")),
-                   note=d["note"] if isinstance(d.get("note"), str) else None)
-
 
 # --------------------------------------------------------------------------- manifest
 
 
 @dataclass(frozen=True)
-class ManifestItem:
+class ManifestItem(Record):
     question_id: str
     question_type: str
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Manifest(Record):
     """``manifest.json``: the question ids and types a run covers, in dataset order (the strict denominator)."""
 
     items: tuple[ManifestItem, ...]
     n_total: int
     schemaVersion: str = SCHEMA_VERSIONS["manifest"]
+    __codec_order__ = ("schemaVersion", "n_total")
 
     @classmethod
     def of(cls, questions: Iterable[tuple[str, str]]) -> "Manifest":
@@ -526,33 +376,20 @@ class Manifest:
     def types(self) -> dict[str, str]:
         return {i.question_id: i.question_type for i in self.items}
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"schemaVersion": self.schemaVersion, "n_total": self.n_total,
-                "items": [{"question_id": i.question_id, "question_type": i.question_type} for i in self.items]}
-
     def item_dicts(self) -> list[dict[str, str]]:
         return self.to_dict()["items"]
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Manifest":
-        items = tuple(ManifestItem(str(i["question_id"]), str(i["question_type"])) for i in d.get("items", []))
-        return cls(items=items, n_total=int(d.get("n_total", len(items))),
-                   schemaVersion=str(d.get("schemaVersion", SCHEMA_VERSION)))
 
 
 # --------------------------------------------------------------------------- run-meta
 
 
-_META_KEYS = ("schemaVersion", "runId", "status", "started_at", "finished_at", "duration_seconds", "variant",
-              "dataset", "target", "judge", "plugin_version", "project_git_commit", "error", "provenance",
-              "endpoints", "settings", "shard", "invocations", "counts", "limiter", "pacing", "exit_status", "retries",
-              "shards")
-_META_OPTIONAL = ("counts", "limiter", "pacing", "exit_status", "retries", "shards")
-"""Written once the run has an end (or, ``shards``, by the root meta of a sharded run)."""
+def _at_end() -> Any:
+    """A run-meta field written once the run has an end (or, ``shards``, by the root meta of a sharded run)."""
+    return codec.field(default=None, omit=None)
 
 
 @dataclass(frozen=True)
-class RunMeta:
+class RunMeta(Record):
     """``run-meta.json``: how a run was made (dataset, target, judge, settings, provenance, endpoints) and how it
     stands (status, error, counts, one ``invocations`` entry per start). The run's driver writes it atomically."""
 
@@ -580,16 +417,18 @@ class RunMeta:
     """``RunSettings.to_dict()``: a resume reads the run's own settings back."""
     shard: str | None = None
     invocations: tuple[Invocation, ...] = ()
-    counts: Mapping[str, Any] | None = None
-    limiter: Any = None
-    pacing: tuple[Mapping[str, Any], ...] | None = None
+    counts: Mapping[str, Any] | None = _at_end()
+    limiter: Any = _at_end()
+    pacing: tuple[Mapping[str, Any], ...] | None = _at_end()
     """The pacer's figures per budget key when the invocation ended (SPEC.md, Rate limits)."""
-    exit_status: int | None = None
-    retries: int | None = None
-    shards: Mapping[str, str] | None = None
+    exit_status: int | None = _at_end()
+    retries: int | None = _at_end()
+    shards: Mapping[str, str] | None = _at_end()
     """The root meta of a sharded run: each shard's status."""
     schemaVersion: str = SCHEMA_VERSIONS["run-meta"]
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = codec.field(default_factory=dict, role=EXTRA)
+    __codec_order__ = ("schemaVersion", "runId", "status", "started_at", "finished_at", "duration_seconds",
+                       "variant", "dataset", "target", "judge")
 
     def __post_init__(self) -> None:
         """The blocks as records (a caller may pass their JSON form)."""
@@ -619,45 +458,6 @@ class RunMeta:
 
     def with_(self, **changes: Any) -> "RunMeta":
         return replace(self, **changes)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {
-            "schemaVersion": self.schemaVersion,
-            "runId": self.runId,
-            "status": self.status,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "duration_seconds": self.duration_seconds,
-            "variant": self.variant,
-            "dataset": self.dataset.to_dict(),
-            "target": self.target.to_dict(),
-            "judge": self.judge.to_dict(),
-            "plugin_version": self.plugin_version,
-            "project_git_commit": self.project_git_commit,
-            "error": self.error,
-            "provenance": dict(self.provenance),
-            "endpoints": dict(self.endpoints),
-            "settings": dict(self.settings),
-            "shard": self.shard,
-            "invocations": [i.to_dict() for i in self.invocations],
-        }
-        for key in _META_OPTIONAL:
-            value = getattr(self, key)
-            if value is not None:
-                d[key] = dict(value) if isinstance(value, Mapping) else \
-                    [dict(v) for v in value] if isinstance(value, tuple) else value
-        d.update(self.extra)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "RunMeta":
-        known = {k: d[k] for k in _META_KEYS if k in d}
-        known["invocations"] = tuple(known.get("invocations") or ())
-        if known.get("pacing") is not None:
-            known["pacing"] = tuple(known["pacing"])
-        for key in ("provenance", "endpoints", "settings"):
-            known[key] = known.get(key) or {}
-        return cls(**known, extra={k: v for k, v in d.items() if k not in _META_KEYS})
 
 
 def counts_of(manifest: Manifest, planned: Sequence[str], completed: set[str]) -> dict[str, int]:

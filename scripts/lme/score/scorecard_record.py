@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
-from lme.core import migrations
+from lme.core import codec, migrations
+from lme.core.codec import Record
 from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS
 from lme.core.run_records import FileChanges, JudgeIdentity
 from lme.score import metrics
@@ -39,15 +40,11 @@ def _mapping(value: Any) -> Json:
     return value if isinstance(value, Mapping) else {}
 
 
-def _interval_json(value: tuple[float, float] | None) -> list[float] | None:
-    return None if value is None else [value[0], value[1]]
-
-
 # --------------------------------------------------------------------------- the figures
 
 
 @dataclass(frozen=True)
-class Figures:
+class Figures(Record):
     """One metrics block (overall, abstention, a question type): n, judged, correct, both accuracies (strict: over
     all n, judged-only: over the judged items) with their 95% Wilson intervals."""
 
@@ -58,8 +55,9 @@ class Figures:
     accuracy_judged: float | None
     wilson_strict: tuple[float, float] | None
     wilson_judged: tuple[float, float] | None
-    errors_or_not_run: int | None = None
+    errors_or_not_run: int | None = codec.field(default=None, omit=None)
     """None in blocks written before it was recorded."""
+    __codec_order__ = ("n", "judged", "correct", "errors_or_not_run")
 
     def accuracy(self, which: str) -> float | None:
         """``strict`` or ``judged``."""
@@ -67,15 +65,6 @@ class Figures:
 
     def denominator(self, which: str) -> int:
         return self.n if which == "strict" else self.judged
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"n": self.n, "judged": self.judged, "correct": self.correct}
-        if self.errors_or_not_run is not None:
-            out["errors_or_not_run"] = self.errors_or_not_run
-        out.update({"accuracy_strict": self.accuracy_strict, "accuracy_judged": self.accuracy_judged,
-                    "wilson_strict": _interval_json(self.wilson_strict),
-                    "wilson_judged": _interval_json(self.wilson_judged)})
-        return out
 
     @classmethod
     def from_dict(cls, d: Any) -> "Figures":
@@ -87,7 +76,7 @@ class Figures:
 
 
 @dataclass(frozen=True)
-class TaskAveraged:
+class TaskAveraged(Record):
     """The macro figure: the mean of the per-type accuracies over the types present (strict) or judged."""
 
     accuracy_strict: float | None
@@ -95,11 +84,6 @@ class TaskAveraged:
     types_strict: tuple[str, ...]
     types_judged: tuple[str, ...]
     all_six_types: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"accuracy_strict": self.accuracy_strict, "accuracy_judged": self.accuracy_judged,
-                "types_strict": list(self.types_strict), "types_judged": list(self.types_judged),
-                "all_six_types": self.all_six_types}
 
     @classmethod
     def from_dict(cls, d: Any) -> "TaskAveraged":
@@ -124,7 +108,7 @@ class GoldEntry:
 
 
 @dataclass(frozen=True)
-class RegistryChange:
+class RegistryChange(Record):
     """The gold-error registry changed since the run was last scored: its size and the strict overall figure
     excluding gold errors then (as the metrics.json before rescoring recorded them) and now."""
 
@@ -138,10 +122,6 @@ class RegistryChange:
                 f"{self.items_now} now): this figure moved from {metrics.fmt(self.strict_before)} to "
                 f"{metrics.fmt(self.strict_now)}")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"items_before": self.items_before, "items_now": self.items_now,
-                "strict_before": self.strict_before, "strict_now": self.strict_now}
-
     @classmethod
     def from_dict(cls, d: Any) -> "RegistryChange | None":
         if not isinstance(d, Mapping):
@@ -151,7 +131,7 @@ class RegistryChange:
 
 
 @dataclass(frozen=True)
-class GoldExclusion:
+class GoldExclusion(Record):
     """The second figure: the same run without the items whose gold was reported wrong upstream."""
 
     excluded: tuple[Json, ...]
@@ -164,9 +144,9 @@ class GoldExclusion:
     overall: Figures
     task_averaged: TaskAveraged
     abstention: Figures
-    registry: Json | None = None
+    registry: Json | None = codec.field(default=None, omit=None)
     """``{sha256, items}``: which registry the figure used (``gold_registry.identity``); None before it was kept."""
-    registry_change: RegistryChange | None = None
+    registry_change: RegistryChange | None = codec.field(default=None, omit=None)
 
     def since(self, previous: "GoldExclusion") -> "GoldExclusion":
         """This figure, noting that the registry changed since ``previous`` (the run's metrics.json before
@@ -188,15 +168,6 @@ class GoldExclusion:
         """``listed_not_excluded`` read as records."""
         return tuple(GoldEntry.from_dict(e) for e in self.listed_not_excluded)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"excluded": [dict(e) for e in self.excluded],
-                "listed_not_excluded": [dict(e) for e in self.listed_not_excluded],
-                "n_total": self.n_total, "correct": self.correct, "judged": self.judged,
-                "overall": self.overall.to_dict(), "task_averaged": self.task_averaged.to_dict(),
-                "abstention": self.abstention.to_dict(),
-                **({"registry": dict(self.registry)} if self.registry is not None else {}),
-                **({"registry_change": self.registry_change.to_dict()} if self.registry_change else {})}
-
     @classmethod
     def from_dict(cls, d: Any) -> "GoldExclusion":
         d = _mapping(d)
@@ -212,7 +183,7 @@ class GoldExclusion:
 
 
 @dataclass(frozen=True)
-class DatasetRef:
+class DatasetRef(Record):
     """The dataset file as every report names it."""
 
     sha256: str | None
@@ -223,11 +194,7 @@ class DatasetRef:
     duplicate_sessions: int = 0
     name: str = ""
     line: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sha256": self.sha256, "path": self.path, "known_official": self.known_official,
-                "release": self.release, "recognition": self.recognition,
-                "duplicate_sessions": self.duplicate_sessions, "name": self.name, "line": self.line}
+    __codec_order__ = ("sha256", "path")
 
     @classmethod
     def from_dict(cls, d: Any) -> "DatasetRef":
@@ -239,13 +206,13 @@ class DatasetRef:
 
 
 @dataclass(frozen=True)
-class TargetRef:
+class TargetRef(Record):
     """The target that answered; a hypotheses run also names its file and the file's sha256."""
 
     name: str | None
     provider: str | None
     model: str | None
-    hypotheses: Json | None = None
+    hypotheses: Json | None = codec.field(default=None, omit=None)
     """``{file, sha256}`` for a run judged from a hypotheses file, else None."""
 
     @property
@@ -256,12 +223,6 @@ class TargetRef:
     @property
     def hypotheses_sha256(self) -> Any:
         return None if self.hypotheses is None else self.hypotheses.get("sha256")
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "provider": self.provider, "model": self.model}
-        if self.hypotheses is not None:
-            out["hypotheses"] = dict(self.hypotheses)
-        return out
 
     @classmethod
     def from_dict(cls, d: Any) -> "TargetRef":
@@ -275,7 +236,7 @@ class TargetRef:
 
 
 @dataclass(frozen=True)
-class Cost:
+class Cost(Record):
     """What every row the run wrote cost (earlier attempts included: ``prices.spend``, the sums ``run_status``
     shows), the memory system's part (generation) apart from the judge's; a part is None when a row's is unknown
     (never counted as 0), and the known sums are beside it."""
@@ -291,13 +252,6 @@ class Cost:
     rows_unknown_generation: int = 0
     rows_unknown_judge: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"rows": self.rows, "rows_unknown_cost": self.rows_unknown_cost, "total_usd": self.total_usd,
-                "known_total_usd": self.known_total_usd, "known_generation_usd": self.known_generation_usd,
-                "known_judge_usd": self.known_judge_usd, "generation_usd": self.generation_usd,
-                "judge_usd": self.judge_usd, "rows_unknown_generation": self.rows_unknown_generation,
-                "rows_unknown_judge": self.rows_unknown_judge}
-
     @classmethod
     def from_dict(cls, d: Any) -> "Cost":
         """From metrics.json's ``cost`` (an older file's parts are set by ``migrations``)."""
@@ -312,16 +266,13 @@ class Cost:
 
 
 @dataclass(frozen=True)
-class Latency:
+class Latency(Record):
     """Percentiles of one stage's call latencies (ms); None when no call was timed."""
 
     n: int
     p50: float | None
     p95: float | None
     max: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "p50": self.p50, "p95": self.p95, "max": self.max}
 
     @classmethod
     def from_dict(cls, d: Any) -> "Latency":
@@ -330,12 +281,9 @@ class Latency:
 
 
 @dataclass(frozen=True)
-class StageLatency:
+class StageLatency(Record):
     generation: Latency
     judge: Latency
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"generation": self.generation.to_dict(), "judge": self.judge.to_dict()}
 
     @classmethod
     def from_dict(cls, d: Any) -> "StageLatency":
@@ -361,16 +309,12 @@ class Tokens:
 
 
 @dataclass(frozen=True)
-class CacheHits:
+class CacheHits(Record):
     generation_calls: int = 0
     generation_calls_cached: int = 0
     judge_cached: int = 0
     judge_archived: int = 0
     """Verdicts taken from the verdict archive (no call): not the same as cached."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"generation_calls": self.generation_calls, "generation_calls_cached": self.generation_calls_cached,
-                "judge_cached": self.judge_cached, "judge_archived": self.judge_archived}
 
     @classmethod
     def from_dict(cls, d: Any) -> "CacheHits":
@@ -406,15 +350,11 @@ class Usage:
 
 
 @dataclass(frozen=True)
-class BatchStage:
+class BatchStage(Record):
     batch_calls: int
     batches: int
     batch_usd: float | None
     sync_calls: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"batch_calls": self.batch_calls, "batches": self.batches, "batch_usd": self.batch_usd,
-                "sync_calls": self.sync_calls}
 
     @classmethod
     def from_dict(cls, d: Any) -> "BatchStage":
@@ -424,7 +364,7 @@ class BatchStage:
 
 
 @dataclass(frozen=True)
-class Batches:
+class Batches(Record):
     """Which stages ran through Batch APIs (the scorecard holds None when no call was batched)."""
 
     generation: BatchStage
@@ -432,9 +372,6 @@ class Batches:
 
     def stages(self) -> tuple[tuple[str, BatchStage], ...]:
         return (("generation", self.generation), ("judge", self.judge))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {name: stage.to_dict() for name, stage in self.stages()}
 
     @classmethod
     def from_dict(cls, d: Any) -> "Batches":
@@ -456,7 +393,7 @@ class RetrievalScope:
 
 
 @dataclass(frozen=True)
-class Retrieval:
+class Retrieval(Record):
     """Session-level retrieval metrics at ``ks`` (``overall``/``per_type``: metric name -> mean; per type also
     ``n``)."""
 
@@ -467,21 +404,12 @@ class Retrieval:
     skipped_no_gold: int
     overall: Json
     per_type: Mapping[str, Json]
-    level: str | None = "session"
+    level: str | None = codec.field(default="session", omit=None)
     granularity: Json = field(default_factory=dict)
     top_k_covers_all: int = 0
     rankings_with_repeated_ids: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ks": list(self.ks)}
-        if self.level is not None:
-            out["level"] = self.level
-        out.update({"granularity": dict(self.granularity), "items_with_retrieval": self.items_with_retrieval,
-                    "scored": self.scored, "skipped_abstention": self.skipped_abstention,
-                    "skipped_no_gold": self.skipped_no_gold, "top_k_covers_all": self.top_k_covers_all,
-                    "rankings_with_repeated_ids": self.rankings_with_repeated_ids, "overall": dict(self.overall),
-                    "per_type": {t: dict(m) for t, m in self.per_type.items()}})
-        return out
+    __codec_order__ = ("ks", "level", "granularity", "items_with_retrieval", "scored", "skipped_abstention",
+                       "skipped_no_gold", "top_k_covers_all", "rankings_with_repeated_ids")
 
     @classmethod
     def from_dict(cls, d: Any) -> "Retrieval":
@@ -501,7 +429,7 @@ class Retrieval:
 
 
 @dataclass(frozen=True)
-class Truncation:
+class Truncation(Record):
     """How often the reader's history was cut to fit the context window, and how often that lost evidence."""
 
     items_reporting: int
@@ -510,9 +438,6 @@ class Truncation:
     lost_evidence_unknown: int
     retried_after_too_long: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
     @classmethod
     def from_dict(cls, d: Any) -> "Truncation":
         d = _mapping(d)
@@ -520,7 +445,7 @@ class Truncation:
 
 
 @dataclass(frozen=True)
-class JudgeStability:
+class JudgeStability(Record):
     """Labels whose judge prompt got both yes and no."""
 
     repeated_items: int
@@ -529,11 +454,7 @@ class JudgeStability:
     unstable_ids: tuple[str, ...]
     archive_conflicts: int = 0
     """Labels scored from archived official verdicts of both labels (``verdict_archive``'s rule)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"repeated_items": self.repeated_items, "unstable_in_run": self.unstable_in_run,
-                "flaky_in_registry": self.flaky_in_registry, "archive_conflicts": self.archive_conflicts,
-                "unstable_ids": list(self.unstable_ids)}
+    __codec_order__ = ("repeated_items", "unstable_in_run", "flaky_in_registry", "archive_conflicts")
 
     @classmethod
     def from_dict(cls, d: Any) -> "JudgeStability":
@@ -544,15 +465,12 @@ class JudgeStability:
 
 
 @dataclass(frozen=True)
-class EmptyHypotheses:
+class EmptyHypotheses(Record):
     """Answers that are the empty string (judged as upstream does) and the reader calls' finish reasons."""
 
     n: int
     judged: int
     finish_reasons: Json
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "judged": self.judged, "finish_reasons": dict(self.finish_reasons)}
 
     @classmethod
     def from_dict(cls, d: Any) -> "EmptyHypotheses":
@@ -618,7 +536,7 @@ class VerdictSources:
 
 
 @dataclass(frozen=True)
-class EstimatedFigure:
+class EstimatedFigure(Record):
     """One figure of ``OfficialEstimate``: an estimate, strict and judged-only, each with its 95% interval; all None
     and a ``reason`` when there is none. Per type also how many items a calibrated judge labelled (``corrected``)
     and whose rates corrected them (``rates``: ``type``, the type's own, or ``pooled``, the whole calibration's)."""
@@ -628,18 +546,8 @@ class EstimatedFigure:
     accuracy_judged: float | None
     ci95_judged: tuple[float, float] | None
     reason: str | None = None
-    corrected: int | None = None
-    rates: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"accuracy": self.accuracy, "ci95": _interval_json(self.ci95),
-                               "accuracy_judged": self.accuracy_judged,
-                               "ci95_judged": _interval_json(self.ci95_judged), "reason": self.reason}
-        if self.corrected is not None:
-            out["corrected"] = self.corrected
-        if self.rates is not None:
-            out["rates"] = self.rates
-        return out
+    corrected: int | None = codec.field(default=None, omit=None)
+    rates: str | None = codec.field(default=None, omit=None)
 
     @classmethod
     def from_dict(cls, d: Any) -> "EstimatedFigure":
@@ -651,7 +559,7 @@ class EstimatedFigure:
 
 
 @dataclass(frozen=True)
-class EstimateCalibration:
+class EstimateCalibration(Record):
     """A calibrated judge whose labels the estimate corrects: how many, the calibration record it cites (its
     identifying fields; None: uncalibrated) and the pooled rates, and the types corrected with their own rates."""
 
@@ -661,11 +569,6 @@ class EstimateCalibration:
     sensitivity: float | None = None
     specificity: float | None = None
     rates_by_type: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"judge": self.judge, "verdicts": self.verdicts,
-                "record": None if self.record is None else dict(self.record), "sensitivity": self.sensitivity,
-                "specificity": self.specificity, "rates_by_type": list(self.rates_by_type)}
 
     @classmethod
     def from_dict(cls, d: Any) -> "EstimateCalibration":
@@ -677,16 +580,13 @@ class EstimateCalibration:
 
 
 @dataclass(frozen=True)
-class SourceEstimate:
+class SourceEstimate(Record):
     """The overall strict estimate under one hypothesis source's own rates (None: unusable, ``reason``)."""
 
     source: str
     n: int
     accuracy: float | None
     reason: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "n": self.n, "accuracy": self.accuracy, "reason": self.reason}
 
     @classmethod
     def from_dict(cls, d: Any) -> "SourceEstimate":
@@ -696,7 +596,7 @@ class SourceEstimate:
 
 
 @dataclass(frozen=True)
-class SourceSpread:
+class SourceSpread(Record):
     """The estimate's spread across the calibration's hypothesis sources (systems): the overall strict figure under
     each source's own rates, and their min and max; ``too_few``: sources with fewer than the minimum of official yes
     or no verdicts, left out."""
@@ -705,10 +605,6 @@ class SourceSpread:
     min: float | None
     max: float | None
     too_few: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sources": [s.to_dict() for s in self.sources], "min": self.min, "max": self.max,
-                "too_few": self.too_few}
 
     @classmethod
     def from_dict(cls, d: Any) -> "SourceSpread":
@@ -777,19 +673,15 @@ def short_code(code_id: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class VersionRows:
+class VersionRows(Record):
     """One version of a run's code: its id (None: rows that carry none), how many rows it made, how many files
     it fingerprinted, and the files that changed from the version before it (in invocation order)."""
 
     id: str | None
     rows: int
     files: int | None = None
-    changes: FileChanges | None = None
+    changes: FileChanges | None = codec.field(default=None, key="changes_from_previous")
     """None for the first version, or when either record is missing."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "rows": self.rows, "files": self.files,
-                "changes_from_previous": None if self.changes is None else self.changes.to_dict()}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "VersionRows":
@@ -960,7 +852,7 @@ class Scorecard:
         known = {f.name for f in fields(cls)} | {"schemaVersion", "comparable"}
         return cls(
             run_id=str(d.get("run_id") or ""), variant=d.get("variant"), status=d.get("status"),
-            judge=JudgeIdentity.from_dict(d.get("judge")), dataset=DatasetRef.from_dict(d.get("dataset")),
+            judge=JudgeIdentity.from_dict(_mapping(d.get("judge"))), dataset=DatasetRef.from_dict(d.get("dataset")),
             target=TargetRef.from_dict(d.get("target")), n_total=_count(d.get("n_total")),
             judged=_count(d.get("judged")), correct=_count(d.get("correct")), coverage=_frac(d.get("coverage")) or 0.0,
             unattributed=_count(d.get("unattributed")), overall=Figures.from_dict(d.get("overall")),
