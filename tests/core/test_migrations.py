@@ -174,3 +174,12 @@ def test_every_json_file_and_line_a_project_holds_carries_the_version_of_its_kin
         seen.add(path.name)
     assert {"item-results.jsonl", "questions_completed.jsonl", "run-meta.json", "metrics.json"} <= seen
     assert (run_dir(scored_project, "r") / "item-results.jsonl").is_file()
+
+
+def test_a_row_written_without_abstention_is_read_by_the_protocols_rule_from_its_question_id():
+    """``abstention`` was optional in 1.0.0 rows: a row without it is an abstention item when ``'_abs' in
+    question_id`` (the judge's prompt depends on it), never silently not one."""
+    old = {"schemaVersion": "1.0.0", "question_id": "q7_abs", "question_type": "multi-session", "status": "failed"}
+    assert migrations.upgrade("item-result", old)["abstention"] is True
+    assert migrations.upgrade("item-result", {**old, "question_id": "q7"})["abstention"] is False
+    assert migrations.upgrade("item-result", {**old, "abstention": False})["abstention"] is False

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from lme.core import old_debug
-from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS, resolve_judge_model
+from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS, is_abstention, resolve_judge_model
 
 
 @dataclass(frozen=True)
@@ -100,8 +100,11 @@ def _row_official_by_host(row: Mapping[str, Any]) -> dict[str, Any]:
     optional then, and rows written before the debug contract (f9d68a7) get ``target.stages``/``truncation`` and
     ``retrieval.top_k``/``granularity``/``top_k_covers_all`` from their old debug keys."""
     target = row.get("target")
-    return {**row, "judgment": _row_judgment(row.get("judgment")), "target": _row_target(target),
-            "retrieval": _row_retrieval(row.get("retrieval"), target)}
+    out = {**row, "judgment": _row_judgment(row.get("judgment")), "target": _row_target(target),
+           "retrieval": _row_retrieval(row.get("retrieval"), target)}
+    if not isinstance(row.get("abstention"), bool):  # optional then: the protocol's rule, from the question id
+        out["abstention"] = is_abstention(str(row.get("question_id", "")))
+    return out
 
 
 # --------------------------------------------------------------------------- metrics.json
