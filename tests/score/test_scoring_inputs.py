@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from lme.cli import scorecard
+from lme.cli import report_html, scorecard
 from lme.core.facts import DECISIONS_FILE, OFFICIAL_JUDGE_MODEL, STATE_DIR
 from lme.judge import agreement as judge_agreement
 from lme.judge import stability as judge_stability
@@ -87,6 +87,8 @@ def test_the_scorecard_command_scores_a_copied_run_with_the_project_it_is_given(
 
     assert figures(copy) == figures(run_dir)
     assert "MIXED ROWS: 2 of 3 rows predate the kept fix(es) of v1" in (copy / "scorecard.md").read_text()
+    assert report_html.main([str(copy), "--project", str(project)]) == 0  # the page's command passes it too
+    assert (copy / "report.html").is_file()
 
 
 def test_a_later_decision_on_a_round_replaces_the_earlier_one():

@@ -31,7 +31,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.store import prompt_store
-from lme.score import scoring
+from lme.score import scoring, scoring_inputs
 from lme.core import UserError
 from lme.report import DEFAULT_MAX_TEXT_MB, prompt_keys
 from lme.store import RunData, load_run
