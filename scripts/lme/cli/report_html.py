@@ -31,7 +31,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.store import prompt_store
-from lme.score import scoring
+from lme.score import scoring, scoring_inputs
 from lme.core import UserError
 from lme.report import DEFAULT_MAX_TEXT_MB, prompt_keys
 from lme.store import RunData, load_run
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_prompts(run, args.prompt)
     if args.max_text_mb < 0:
         raise UserError(f"--max-text-mb must be >= 0, got {args.max_text_mb:g}", fix="e.g. --max-text-mb 24")
-    card = scoring.build_scorecard(run)
+    card = scoring.build_scorecard(run, inputs=scoring_inputs.for_run(run.path, args.project))
     history = report_html.loop_history(run, args.project, args.history)
     path = report_html.write_report(run.path, report_html.build_report(run, card, project=args.project, history=history,
                                                                        max_text_mb=args.max_text_mb))

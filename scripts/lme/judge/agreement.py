@@ -178,23 +178,38 @@ def latest(project: str | Path, provider: str | None, model: str | None, *,
     """The last measured agreement of ``provider:model`` with the official verdicts in this project, or None.
     ``shape``: only a measurement made with this request shape counts (one recorded before shapes were made with
     upstream's)."""
+    return latest_of(records(project), provider, model, shape=shape)
+
+
+def records(project: str | Path) -> tuple[dict[str, Any], ...]:
+    """Every measurement in the project's registry, in order (unreadable lines left out); () when it has none."""
     path = registry_path(project)
-    if not path.is_file() or not provider or not model:
-        return None
-    found = None
+    if not path.is_file():
+        return ()
+    found = []
     for raw in path.read_text(encoding="utf-8").splitlines():
         try:
             rec = json.loads(raw)
         except ValueError:
             continue
-        if not isinstance(rec, dict):
-            continue
+        if isinstance(rec, dict):
+            found.append(rec)
+    return tuple(found)
+
+
+def latest_of(measured: Sequence[Mapping[str, Any]], provider: str | None, model: str | None, *,
+              shape: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
+    """``latest`` over ``measured`` (``records``' lines): the last one of ``provider:model`` with ``shape``."""
+    if not provider or not model:
+        return None
+    found = None
+    for rec in measured:
         if rec.get("candidate_provider") != provider or model not in (rec.get("candidate_model"),
                                                                       *rec.get("returned_models", [])):
             continue
         recorded = rec.get("request_shape") or judge_shapes.UPSTREAM.to_dict()
         if shape is None or dict(recorded) == dict(shape):
-            found = rec
+            found = dict(rec)
     return found
 
 

@@ -26,7 +26,7 @@ from lme.core.clock import utc_now
 from lme.core import fileio
 from lme.core.facts import SCHEMA_VERSIONS, STABILITY_REGISTRY, STATE_DIR
 from lme.core.records import Verdict
-from lme.core.run_records import ResultRow, RunMeta
+from lme.core.run_records import ResultRow
 
 LOCK_NAME = ".judge-stability.lock"
 Key = tuple[str, str, str]
@@ -123,14 +123,6 @@ def row_is_unstable(row: ResultRow | None, flaky: set[Key]) -> bool:
         return True
     key = key_of(row.question_id, verdict)
     return key is not None and key in flaky
-
-
-def project_of_run(meta: RunMeta, run_dir: Path) -> Path:
-    """The project a run belongs to: its recorded settings, else the directory three levels above the run."""
-    project = meta.project
-    if project and Path(project).is_dir():
-        return Path(project)
-    return Path(run_dir).resolve().parent.parent.parent
 
 
 def summary(rows: Iterable[ResultRow], flaky: set[Key]) -> dict[str, Any]:

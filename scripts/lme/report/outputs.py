@@ -24,6 +24,7 @@ from lme.report import svg as report_svg
 from lme.store import run_store
 from lme.score import run_differences
 from lme.score import fingerprint as score_fingerprint
+from lme.score import scoring_inputs
 from lme.core.errors import UserError
 from lme.store.run_layout import HISTORY_SVG, PER_TYPE_SVG
 from lme.store.run_store import load_run
@@ -100,7 +101,8 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
               file=sys.stderr)
         return 0
     run = load_run(run_dir)
-    card = build_scorecard(run, n_total, variant=variant, run_id=run_id)
+    card = build_scorecard(run, n_total, variant=variant, run_id=run_id,
+                           inputs=scoring_inputs.for_run(run_dir, project))
     card = noting_registry_change(card, run_dir)
     if reuse is not None:
         card = card.with_fingerprint(reuse)

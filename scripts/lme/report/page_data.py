@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from lme.data import dataset
 from lme.core import config, fileio
-from lme.store import prompt_store
+from lme.store import prompt_store, run_store
 from lme.report import shown_paths
 from lme.core.facts import QUESTION_TYPES, STABILITY_REGISTRY, STATE_DIR, is_abstention
 from lme.core.records import CallRecord, Question
@@ -32,10 +32,10 @@ DEFAULT_TOP_K = 10
 # --------------------------------------------------------------------------- the judge-stability registry
 
 
-def stability_registry(path: Path) -> dict[tuple[str, str, str], dict[str, Any]]:
+def stability_registry(path: Path | None) -> dict[tuple[str, str, str], dict[str, Any]]:
     """The judge-stability registry: the last line per (question_id, judge_model, prompt_sha256); {} if absent."""
     registry: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for _, rec in fileio.iter_jsonl(Path(path)):
+    for _, rec in fileio.iter_jsonl(Path(path)) if path is not None else ():
         registry[(str(rec.get("question_id")), str(rec.get("judge_model")), str(rec.get("prompt_sha256")))] = rec
     return registry
 
@@ -61,13 +61,14 @@ def flaky_mark(row: ResultRow | None, registry: Mapping[tuple[str, str, str], Ma
     return None
 
 
-def stability_path(run_dir: Path, project: Path | None = None) -> Path:
-    """``<project>/.longmemeval-benchmarks/judge-stability.jsonl`` when it exists, else the one beside the run's
-    ``runs/`` folder (a run in the default layout, scored from anywhere)."""
-    beside = Path(run_dir).resolve().parent.parent / STABILITY_REGISTRY
+def stability_path(run_dir: Path, project: Path | None = None) -> Path | None:
+    """``<project>/.longmemeval-benchmarks/judge-stability.jsonl`` when it exists, else the one of the run's own
+    project (``run_store.scoring_project``, as its scorecard's: a run scored from anywhere); None: neither."""
+    holder = run_store.scoring_project(run_dir)
+    beside = None if holder is None else holder / STATE_DIR / STABILITY_REGISTRY
     if project is not None:
         own = Path(project) / STATE_DIR / STABILITY_REGISTRY
-        if own.is_file() or not beside.is_file():
+        if own.is_file() or beside is None or not beside.is_file():
             return own
     return beside
 
@@ -119,9 +120,10 @@ class _DatasetView:
     note: str | None = None
 
 
-def _dataset_note(meta: RunMeta, project: Path) -> tuple[Path | None, str | None]:
+def _dataset_note(meta: RunMeta, project: Path | None) -> tuple[Path | None, str | None]:
     ds = meta.dataset
-    path = Path(config.moved_path(str(ds.get("path") or ""), meta.project, project))  # a moved project's own file
+    recorded = str(ds.get("path") or "")  # a moved project's own file, where it is now (``moved_path``)
+    path = Path(recorded if project is None else config.moved_path(recorded, meta.project, project))
     named = shown_paths.shown(ds.get("path"), project) or "(none recorded)"
     if not ds.get("path") or not path.is_file():
         return None, (f"the run's dataset file {named} is not here: question dates and session texts are missing "
@@ -135,7 +137,7 @@ def _dataset_note(meta: RunMeta, project: Path) -> tuple[Path | None, str | None
 
 
 def _read_dataset(run: RunData, wanted: Mapping[str, set[str]], visible_only_evidence: bool,
-                  project: Path) -> _DatasetView:
+                  project: Path | None) -> _DatasetView:
     """Stream the run's dataset once; keep dates and ids of every wanted item, and the turns of the sessions in
     ``wanted[qid]`` (the ones a drill-down may show). Nothing else is held in memory."""
     view = _DatasetView()
@@ -377,7 +379,7 @@ def _question(qid: str, qtype: str, row: ResultRow | None, facts: _ItemFacts | N
 
 
 
-def _shown_target(target: TargetRef, project: Path) -> dict[str, Any]:
+def _shown_target(target: TargetRef, project: Path | None) -> dict[str, Any]:
     """The card's target for the page: a hypotheses file named relative to the project (never an absolute path)."""
     out = target.to_dict()
     if target.hypotheses is not None:

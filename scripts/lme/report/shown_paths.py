@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from lme.judge import stability as judge_stability
+from lme.store import run_store
 from lme.store.run_store import RunData
 
 
@@ -32,6 +32,7 @@ def shown(path: Any, project: Path | None) -> str:
     return pure.name
 
 
-def project_of(run: RunData, project: Path | None = None) -> Path:
-    """The project the page's paths are relative to: the one given, else the run's own."""
-    return Path(project) if project is not None else judge_stability.project_of_run(run.meta, run.path)
+def project_of(run: RunData, project: Path | None = None) -> Path | None:
+    """The project the page's paths are relative to: the one given, else the run's own (``scoring_project``);
+    None: a run folder outside any project (its paths shown by file name)."""
+    return Path(project) if project is not None else run_store.scoring_project(run.path)

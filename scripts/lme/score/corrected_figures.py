@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from lme.core.facts import is_abstention, is_offline, resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
-from lme.judge import agreement as judge_agreement, verdict_sources
+from lme.judge import verdict_sources
 from lme.judge.request_shapes import describe as describe_shape
 from lme.score import official_estimate as est
+from lme.score.scoring_inputs import ScoringInputs
 from lme.score.scorecard_record import (EstimateCalibration, EstimatedFigure, OfficialEstimate, Scorecard,
                                         SourceEstimate, SourceSpread)
 
@@ -105,13 +105,13 @@ def _split(meta: RunMeta, rows: Mapping[str, ResultRow], types: Mapping[str, str
 
 
 def estimate_block(meta: RunMeta, rows: Mapping[str, ResultRow], types: Mapping[str, str], card: Scorecard,
-                   project: Path) -> OfficialEstimate | None:
+                   inputs: ScoringInputs) -> OfficialEstimate | None:
     """The ``official_estimate`` of a scored run (``card``: its scorecard, figures made); None when no label came
     from a non-official judge (every verdict official, or none at all, or the run judged offline)."""
     split = _split(meta, rows, types)
     if not split.judges:
         return None
-    records = {name: judge_agreement.latest(project, j.provider, j.model, shape=j.shape)
+    records = {name: inputs.agreement_of(j.provider, j.model, j.shape)
                for name, j in split.judges.items()}
     calibration = tuple(_calibration(split, j, records[name]) for name, j in split.judges.items())
     block = OfficialEstimate(

@@ -6,8 +6,9 @@ finished run changes none of it. The fingerprint covers:
 - the run's own files, shards included (size and modification time: the logs only grow), less the outputs and
   the files only people read (``run.log``, ``pacing.json``...); ``run-meta.json`` by content, less the fields every
   invocation rewrites (``VOLATILE_META``);
-- the dataset file the run names, and the project's state files beside ``runs/`` (judge stability, judge
-  agreement, the config) and the loop history;
+- the dataset file the run names, and the state files (judge stability, judge agreement, the loop's decisions, the
+  config) of the project the run is scored with (``run_store.scoring_project``) and of the command's project, and
+  the loop history;
 - the scoring code and its reference data, by their bytes (a new plugin version rescores);
 - the options that shape the outputs (``--n-total``, variant, run id, charts, PNGs, html).
 
@@ -30,6 +31,7 @@ from typing import Any, Mapping
 from lme.core import fileio
 from lme.core.facts import HISTORY_FILE, STATE_DIR
 from lme.score.scorecard_record import Scorecard
+from lme.store import run_store
 from lme.store.run_layout import (
     CHARTS_DIR,
     COMPARE_PAGE_PREFIX,
@@ -102,9 +104,8 @@ def fingerprint(run_dir: Path, project: Path | None, options: Mapping[str, Any])
     run_dir = Path(run_dir).resolve()
     meta = _meta(run_dir / META_FILE)
     dataset = ((meta.get("dataset") or {}).get("path") if isinstance(meta, dict) else None)
-    state_dirs = {run_dir.parent.parent}
-    if project is not None:
-        state_dirs.add((Path(project) / STATE_DIR).resolve())
+    state_dirs = {(Path(p) / STATE_DIR).resolve() for p in (run_store.scoring_project(run_dir), project)
+                  if p is not None}
     state = sorted(_stat(p) for d in state_dirs if d.is_dir() for p in d.iterdir() if p.is_file())
     history = [] if project is None else [_stat(Path(project) / HISTORY_FILE)]
     blob = json.dumps({"run": _run_files(run_dir), "dataset": _stat(Path(dataset)) if dataset else None,

@@ -19,11 +19,13 @@ from lme.core.facts import resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
 from lme.judge import agreement as judge_agreement, verdict_archive, verdict_sources
 from lme.judge.request_shapes import describe as describe_shape
+from lme.score.scoring_inputs import ScoringInputs
 
 
-def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str, Any]:
+def summary(meta: RunMeta, rows: Sequence[ResultRow], inputs: ScoringInputs) -> dict[str, Any]:
     """``metrics.json`` ``verdicts``: counts by source, hosts, invocation endpoints, the successor and its
-    calibration, and the reasons verdicts of the official model are not official."""
+    calibration (from ``inputs``' agreement measurements), and the reasons verdicts of the official model are not
+    official."""
     counts: Counter[str] = Counter()
     hosts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
@@ -63,7 +65,7 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
     out["origins"] = origins.to_dict()
     out["successors"] = []
     for (provider, model), n in sorted(successors.items()):
-        record = judge_agreement.latest(project, provider, model, shape=shapes.get((provider, model)))
+        record = inputs.agreement_of(provider, model, shapes.get((provider, model)))
         out["successors"].append({"judge": f"{provider}:{model}", "verdicts": n,
                                   "request_shape": shapes.get((provider, model)),
                                   "calibration": judge_agreement.compact(record)})

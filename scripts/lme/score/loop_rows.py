@@ -3,35 +3,33 @@
 The loop re-tests only a round's trigger set, so after a kept fix the run's figure adds up rows made before the fix
 (every item outside the re-test sets) and rows made after it. That is the loop's working figure, not a clean run
 of the current code: the scorecard says so, and only the confirmation rerun (new run id, no cache) is one.
-Read from ``.longmemeval-benchmarks/decisions.jsonl`` (kept decisions of this run id and their ``retest_ids``).
+The kept decisions of this run id and their ``retest_ids`` come from ``.longmemeval-benchmarks/decisions.jsonl``,
+read by the command that scores (``scoring_inputs``) and passed in.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Collection, Mapping
-
-from lme.core import fileio
-from lme.core.facts import DECISIONS_FILE
+from typing import Any, Collection, Iterable, Mapping
 
 
-def summary(project: Path | None, run_id: str, scored: Collection[str]) -> dict[str, Any] | None:
-    """``{kept_rounds, retested, pre_fix, rows}`` for a run with kept fixes (None: no kept fix, or no loop here),
-    counted over ``scored``, the ids of the rows the scorecard scores (as its Code line counts them): items not run
-    yet and re-tested ids outside them are no rows."""
-    if project is None:
-        return None
-    path = Path(project) / DECISIONS_FILE
-    if not path.exists():
-        return None
-    kept: dict[int, set[str]] = {}
-    for _, record in fileio.iter_jsonl(path, skip_bad=True):
+def kept_fixes(decisions: Iterable[Mapping[str, Any]], run_id: str) -> dict[int, frozenset[str]]:
+    """Round -> re-tested ids of the fixes the loop kept in run ``run_id`` (``decisions.jsonl``'s records in
+    order: a later decision on a round replaces an earlier one)."""
+    kept: dict[int, frozenset[str]] = {}
+    for record in decisions:
         if record.get("run_id") != run_id or not isinstance(record.get("round"), int):
             continue
         if record.get("decision") == "keep":
-            kept[record["round"]] = set(record.get("retest_ids") or ())
+            kept[record["round"]] = frozenset(record.get("retest_ids") or ())
         else:
             kept.pop(record["round"], None)
+    return kept
+
+
+def summary(kept: Mapping[int, Collection[str]], scored: Collection[str]) -> dict[str, Any] | None:
+    """``{kept_rounds, retested, pre_fix, rows}`` for a run with kept fixes (``kept_fixes``; None: no kept fix),
+    counted over ``scored``, the ids of the rows the scorecard scores (as its Code line counts them): items not run
+    yet and re-tested ids outside them are no rows."""
     if not kept:
         return None
     retested = set().union(*kept.values()) & set(scored)

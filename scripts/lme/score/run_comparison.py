@@ -23,6 +23,7 @@ from lme.score import code_versions
 from lme.score import metrics
 from lme.score import run_differences
 from lme.score.comparison_record import ChangedItem, Comparison, NotCompared
+from lme.store import run_store
 from lme.store.run_store import RunData, load_run
 from lme.core import schemas
 from lme.core.errors import UserError
@@ -264,8 +265,10 @@ def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str,
 
 
 def _flaky_keys(run: RunData) -> set:
-    """Prompts the run's project registry marks flaky (judge_stability.jsonl); empty when it has none."""
-    return judge_stability.StabilityRegistry(judge_stability.project_of_run(run.meta, run.path)).flaky()
+    """Prompts the registry of the run's project (``run_store.scoring_project``) marks flaky (judge_stability.jsonl);
+    empty when it has none."""
+    project = run_store.scoring_project(run.path)
+    return set() if project is None else judge_stability.StabilityRegistry(project).flaky()
 
 
 def _cell(change: ChangedItem, side: str) -> str:

@@ -29,7 +29,9 @@ from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
 from lme.score import retrieval_metrics
+from lme.score import scoring_inputs
 from lme.score.scorecard_record import Scorecard
+from lme.score.scoring_inputs import ScoringInputs
 from lme.core import schemas
 from lme.core.records import CallRecord
 from lme.core.run_records import JudgeIdentity, ResultRow, RunMeta
@@ -308,10 +310,11 @@ def _what_made_it_notes(run: RunData, card: Scorecard, variant: str | None, run_
 
 
 def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | None = None,
-                    run_id: str | None = None, gold_errors: Sequence[Mapping[str, Any]] | None = None
-                    ) -> Scorecard:
+                    run_id: str | None = None, gold_errors: Sequence[Mapping[str, Any]] | None = None,
+                    inputs: ScoringInputs | None = None) -> Scorecard:
     """The scorecard of ``run`` over its first ``n_total`` manifest items (all when None); ``to_dict`` is its
-    metrics.json, checked against the schema here."""
+    metrics.json, checked against the schema here. ``inputs``: what it takes from outside the run folder (the
+    commands pass it; None: ``scoring_inputs.for_run``, the inputs of the project the run records or is held by)."""
     types, unattributed = run.item_types(n_total)
     try:
         scored = metrics.score(metrics.strict_labels(run.rows, types), types, unattributed=unattributed)
@@ -323,7 +326,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     errors = sum(1 for r in covered if r.status == "error")
     without_gold_errors = _without_gold_errors(run, types, unattributed, variant or run.meta.variant, gold_errors)
     judge = JudgeIdentity.from_dict(run.judge)  # aliases resolved
-    project = judge_stability.project_of_run(run.meta, run.path)
+    inputs = scoring_inputs.for_run(run.path) if inputs is None else inputs
     card: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSIONS["metrics"],
         "run_id": run.run_id,
@@ -345,15 +348,15 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
         "retrieval": retrieval_summary(run.rows, types),
         "truncation": truncation_summary(covered),
         "pipeline_health": pipeline_health.summarise(covered),
-        "loop_rows": loop_rows.summary(project, run.run_id, [r.question_id for r in covered]),
-        **_judge_blocks(run, covered, judge, project),
+        "loop_rows": loop_rows.summary(inputs.kept_fixes, [r.question_id for r in covered]),
+        **_judge_blocks(run, covered, judge, inputs),
         "official_estimate": None,  # made below from the scored figures
         "code_versions": None,
     }
     record = replace(Scorecard.from_dict(card), code_versions=code_versions.summary(run, covered))
     notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
     record = replace(record, comparability_notes=tuple(notes),
-                     official_estimate=corrected_figures.estimate_block(run.meta, run.rows, types, record, project))
+                     official_estimate=corrected_figures.estimate_block(run.meta, run.rows, types, record, inputs))
     schemas.validate("metrics", record.to_dict(), where=f"metrics for run {run.run_id}")
     return record
 
@@ -391,16 +394,15 @@ def _without_gold_errors(run: RunData, types: Mapping[str, str], unattributed: i
     }
 
 
-def _judge_blocks(run: RunData, covered: Sequence[ResultRow], judge: JudgeIdentity, project: Path
+def _judge_blocks(run: RunData, covered: Sequence[ResultRow], judge: JudgeIdentity, inputs: ScoringInputs
                   ) -> dict[str, Any]:
     """The blocks about the verdicts: judge stability, the agreement of a non-official judge, where the verdicts
     came from, the empty answers (metrics.json's last blocks, in its order)."""
     return {
-        "judge_stability": judge_stability.summary(covered, judge_stability.StabilityRegistry(project).flaky()),
+        "judge_stability": judge_stability.summary(covered, set(inputs.flaky)),
         "judge_agreement": None if is_official_judge(judge.provider, judge.model)
-        else judge_agreement.compact(judge_agreement.latest(project, judge.provider, judge.model,
-                                                            shape=_run_shape(covered))),
-        "verdicts": judge_provenance.summary(run.meta, covered, project),
+        else judge_agreement.compact(inputs.agreement_of(judge.provider, judge.model, _run_shape(covered))),
+        "verdicts": judge_provenance.summary(run.meta, covered, inputs),
         "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
     }
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from lme.core import command_names, config, fileio
 from lme.core.errors import UserError
-from lme.core.facts import RUNS_DIR
+from lme.core.facts import RUNS_DIR, STATE_DIR
 from lme.core.fileio import FileLock
 from lme.store.run_layout import LOCK_FILE, META_FILE, SHARD_GLOB, WORKER_FILE, run_dirs
 from lme.store.run_meta import has_meta, meta_path, peek_meta
@@ -82,6 +82,25 @@ def run_dir_for(runs_dir: Path, run_id: str) -> Path:
     if path.parent != base:
         raise UserError(f"run id {run_id!r} resolves outside {base}", fix="use a plain run id")
     return path
+
+
+def project_holding(run_dir: Path) -> Path | None:
+    """The project whose state folder holds ``run_dir`` by the store's layout
+    (``<project>/.longmemeval-benchmarks/<runs|snapshots>/<id>``); None for a run folder anywhere else."""
+    folder = Path(run_dir).resolve().parent
+    return folder.parent.parent if folder.parent.name == STATE_DIR else None
+
+
+def scoring_project(run_dir: Path) -> Path | None:
+    """The project a command scores ``run_dir`` with when it names none itself: the one the run records (run-meta
+    ``settings.project``) while it exists, else the one holding it (``project_holding``); None: neither. Only the
+    commands ask this: a scoring function is given what it needs (``scoring_inputs``), never a place to look."""
+    meta = peek_meta(run_dir)
+    settings = meta.get("settings") if isinstance(meta, dict) else None
+    recorded = settings.get("project") if isinstance(settings, dict) else None
+    if isinstance(recorded, str) and recorded and Path(recorded).is_dir():
+        return Path(recorded)
+    return project_holding(run_dir)
 
 
 def runs_dir(project: Path, *, require_config: bool = False) -> Path:

@@ -91,6 +91,7 @@ from lme.store.run_discovery import (  # noqa: F401  (re-exported: the store's o
     is_run,
     latest_run,
     new_run_id,
+    project_holding,
     project_run_dir,
     refuse_links,
     run_dir_for,
@@ -98,6 +99,7 @@ from lme.store.run_discovery import (  # noqa: F401  (re-exported: the store's o
     runs_dir,
     runs_under,
     runs_with_meta,
+    scoring_project,
     validate_run_id,
     writer_lock_paths,
 )
