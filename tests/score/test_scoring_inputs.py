@@ -9,9 +9,8 @@ import shutil
 from pathlib import Path
 
 from lme.cli import report_html, scorecard
-from lme.core.facts import DECISIONS_FILE, OFFICIAL_JUDGE_MODEL, STATE_DIR
+from lme.core.facts import DECISIONS_FILE, OFFICIAL_JUDGE_MODEL, STABILITY_REGISTRY, STATE_DIR
 from lme.judge import agreement as judge_agreement
-from lme.judge import stability as judge_stability
 from lme.score import scoring, scoring_inputs
 from lme.store.run_store import load_run
 from factories import MS, SSU, result_row, write_run
@@ -30,7 +29,7 @@ def _project_with_a_loop_run(project: Path) -> Path:
     run_dir = write_run(project / STATE_DIR / "runs" / "loop", [(r["question_id"], r["question_type"]) for r in rows],
                         rows)
     _write_decision(project, {"run_id": "loop", "round": 1, "decision": "keep", "retest_ids": ["a1"]})
-    (project / STATE_DIR / judge_stability.REGISTRY_NAME).write_text(json.dumps({
+    (project / STATE_DIR / STABILITY_REGISTRY).write_text(json.dumps({
         "question_id": "a2", "judge_model": OFFICIAL_JUDGE_MODEL, "prompt_sha256": "sha-a2", "yes": 1, "no": 1,
         "n": 2, "flaky": True}) + "\n")
     judge_agreement.append_record(project, {
