@@ -20,7 +20,7 @@ import backoff
 
 from lme.models.provider_errors import ProviderError, classify, outcome, too_large
 from lme.models.provider_routes import ProviderSettings, key_env_for
-from lme.models.rate_pacer import OversizeCall
+from lme.models.rate_budget import OversizeCall
 from lme.core.records import Limiter
 
 OnRetry = Callable[[dict[str, Any]], None]
