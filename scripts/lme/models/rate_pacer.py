@@ -98,10 +98,13 @@ class _Key:
     waited_s: float = 0.0
     throttled_s: float = 0.0
     blocked_since: float | None = None
-    first_sent: float | None = None
     last_done: float | None = None
     window: deque = field(default_factory=deque)
     """``(time, requests, tokens)`` of the last ``WINDOW_S`` seconds."""
+
+    @property
+    def name(self) -> str:
+        return pacing_key(self.provider, self.model)
 
     @property
     def paced(self) -> bool:
@@ -204,12 +207,12 @@ class Pacer:
         """The call's ticket if it may go now (counted as sent), else ``(seconds to wait, budget-bound)``."""
         now = self._clock()
         cost = self._cost(key, counted, extra)
-        self._refuse_oversize(key, pacing_key(key.provider, key.model), cost)
+        self._refuse_oversize(key, key.name, cost)
         blocked = self._blocked_for(key, marker, now, cost)
         if blocked[0] > 0.0:
             return blocked
         self._admit(key, cost, asked, now)
-        return Ticket(pacing_key(key.provider, key.model), key.provider, counted, cost, float(extra), now,
+        return Ticket(key.name, key.provider, counted, cost, float(extra), now,
                       key.requests.spent, key.tokens.spent)
 
     @staticmethod
@@ -263,7 +266,6 @@ class Pacer:
         key.sent += 1
         key.tokens_sent += cost
         key.waited_s += now - asked
-        key.first_sent = now if key.first_sent is None else key.first_sent
         key.window.append((now, 1, cost))
         key.finder.sent(now, cost)
 
@@ -385,7 +387,7 @@ class Pacer:
     def _describe(self, name: str, key: _Key, now: float) -> dict[str, Any]:
         while key.window and key.window[0][0] < now - WINDOW_S:
             key.window.popleft()
-        start = key.first_sent if key.first_sent is not None else now
+        start = key.finder.first_sent if key.finder.first_sent is not None else now  # the key's first call
         end = now if key.in_flight or key.last_done is None else key.last_done
         span_min = max(end - start, 1e-9) / 60.0
         recent_min = max(min(now - start, WINDOW_S), 1e-9) / 60.0
