@@ -150,8 +150,9 @@ def main() -> int:
             judged, unique = count_judged(project, "rl")
             achieved = (2 * judged) / seconds
             meta = json.loads((project / ".longmemeval-benchmarks/runs/rl/run-meta.json").read_text())
+            refused = sum(o.get("rate_limit", 0) for o in meta["limiter"]["outcomes"].values())
             print(f"rate-limit  R={rps:.0f}/s successful_calls/s={achieved:5.1f} share_of_R={achieved / rps:5.2f} "
-                  f"requests_sent={total} retries={meta.get('retries')} limiter_changes={meta['limiter']['changes_total']} "
+                  f"requests_sent={total} retries={meta.get('retries')} rate_limited={refused} "
                   f"failed_items={n - unique} exit={code}")
             server.rate_limit_rps = None
 

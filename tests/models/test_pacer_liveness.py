@@ -11,7 +11,9 @@ import pytest
 
 from lme.models import retries
 from lme.models.provider_routes import ProviderSettings
-from lme.models.rate_pacer import GUESS_MIN_RPM, HEADROOM, Pacer
+from lme.models.rate_budget import HEADROOM
+from lme.models.rate_guess import MIN_RPM as GUESS_MIN_RPM
+from lme.models.rate_pacer import Pacer
 
 RETRY_AFTER = 0.05
 SLOWEST_GUESSED_WAIT = 60.0 / (GUESS_MIN_RPM * HEADROOM)
@@ -32,7 +34,7 @@ def storm(seed: int, workers: int = 8, refusals: int = 6, calls: int = 48) -> fl
     p = Pacer(workers, clock=clock, wall=lambda: 1_800_000_000.0 + clock.t)
     flying, answered, longest, full = [], 0, 0.0, False
     while answered < calls:
-        if flying and (full or len(flying) >= p.limit("vllm") or rng.random() < 0.5):
+        if flying and (full or len(flying) >= p.concurrency or rng.random() < 0.5):
             full = False
             ticket = flying.pop(rng.randrange(len(flying)))
             clock.t += rng.uniform(0.0, 0.02)
@@ -66,8 +68,9 @@ def test_a_429_among_the_first_few_calls_does_not_guess_a_crawling_request_budge
     clock.t += 0.01
     p.release("vllm", "rate_limit", RETRY_AFTER, ticket=first, headers={"retry-after-ms": "50"})
     assert p.delay("vllm") <= RETRY_AFTER  # was 62 s a call: a budget of 1 rpm guessed from two calls
-    assert p.pacing()[0]["limits_from"] is None  # two calls measure no rate: the concurrency cut handles it
-    assert p.limit("vllm") == 4
+    assert p.pacing()[0]["limits_from"] is None  # two calls measure no rate: the slow start's cut handles it
+    clock.t += RETRY_AFTER
+    assert 0.0 < p.try_acquire("vllm") < math.inf  # halved to the one call in flight, opening again with time
     p.release("vllm", "ok", ticket=second, headers={})
 
 
@@ -91,5 +94,5 @@ def test_an_attempt_interrupted_by_a_base_exception_gives_its_slot_back():
 
     with pytest.raises(Interrupted):
         retries.call_with_retries(attempt, provider="vllm", model="m", settings=ProviderSettings(), limiter=p)
-    assert p._state("vllm").in_flight == 0 and p._keys["vllm"].in_flight == 0
+    assert p._in_flight["vllm"] == 0 and p._keys["vllm"].in_flight == 0
     assert p.delay("vllm") == 0.0  # and the next call may go (with one slot, acquire would block for good)

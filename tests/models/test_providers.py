@@ -437,3 +437,20 @@ def test_an_unexpected_exception_while_parsing_a_reply_is_a_malformed_error_not_
     with pytest.raises(ProviderError) as caught:
         call_with_retries(attempt, provider="openai", model="gpt-4o", settings=ProviderSettings(max_attempts=2))
     assert caught.value.kind == "malformed" and "AttributeError" in str(caught.value)
+
+
+def test_a_retry_after_given_as_an_http_date_sets_the_error_s_wait():
+    import email.utils
+    import time
+    from types import SimpleNamespace
+
+    import openai
+
+    from lme.models.provider_errors import classify
+
+    exc = openai.RateLimitError.__new__(openai.RateLimitError)  # as the SDK raises it, without a socket
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    exc.status_code, exc.body, exc.message, exc.code = 429, None, "slow down", None
+    exc.response = SimpleNamespace(headers={"retry-after": when})
+    err = classify(exc, "openai", "m", timeout_s=5, key_env="OPENAI_API_KEY")
+    assert err.kind == "rate_limit" and 25 <= err.retry_after <= 31  # the one reader of Retry-After: rate_headers

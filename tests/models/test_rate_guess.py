@@ -8,7 +8,9 @@ import pytest
 
 from lme.models import rate_guess
 from lme.models.rate_guess import START_DOUBLING_S, START_WINDOW, LimitFinder
-from lme.models.rate_pacer import GUESS_MIN_RPM, HEADROOM, Pacer
+from lme.models.rate_budget import HEADROOM
+from lme.models.rate_guess import MIN_RPM as GUESS_MIN_RPM
+from lme.models.rate_pacer import Pacer
 from pacer_sim import KEY, Provider, SimClock, simulate
 
 LIMIT_RPM = 600.0

@@ -1,9 +1,12 @@
 """The pacer's arithmetic on a fake clock: reservations, refill, budgets learned from both providers' headers,
-Retry-After, the count ratio, oversize calls, per-model keys. No timing asserts: the clock only moves when told."""
+Retry-After, the count ratio, oversize calls, per-model keys, the cap on calls in flight. No timing asserts: the clock
+only moves when told (the threaded ``acquire`` is checked in real time for a Retry-After and the concurrency cap)."""
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -11,7 +14,8 @@ import pytest
 from lme.models import rate_headers
 from lme.run.pacing_status import status_text
 from lme.models.rate_guess import REQUESTS_SLACK
-from lme.models.rate_pacer import BURST_S, FIRST_REPLY_TOKENS, HEADROOM, Budget, OversizeCall, Pacer, pacing_key
+from lme.models.rate_budget import HEADROOM, OversizeCall
+from lme.models.rate_pacer import FIRST_REPLY_TOKENS, Pacer, Ticket, pacing_key
 
 
 class Clock:
@@ -38,34 +42,6 @@ def openai_headers(rpm=600, rpm_left=590, tpm=60_000, tpm_left=50_000) -> dict:
     return {"x-ratelimit-limit-requests": str(rpm), "x-ratelimit-remaining-requests": str(rpm_left),
             "x-ratelimit-reset-requests": "1s", "x-ratelimit-limit-tokens": str(tpm),
             "x-ratelimit-remaining-tokens": str(tpm_left), "x-ratelimit-reset-tokens": "6m0s"}
-
-
-# ---------------------------------------------------------------------- one budget
-
-
-def test_a_budget_refills_at_the_limit_less_headroom_and_holds_one_second_of_it():
-    budget = Budget(configured=600.0)
-    assert budget.capacity() == 600 * BURST_S / 60 == 10
-    budget.level = budget.capacity()
-    budget.take(10)
-    budget.refill(1.0)
-    assert budget.level == pytest.approx(10 * HEADROOM)
-    budget.refill(100.0)
-    assert budget.level == 10  # never more than the burst
-
-
-def test_a_call_larger_than_the_bucket_goes_when_it_is_full_and_leaves_it_in_debt():
-    budget = Budget(configured=60_000.0)  # 1,000 tokens a second, a bucket of 1,000
-    budget.level = 400.0
-    assert budget.wait_for(5_000) == pytest.approx(600 / (1000 * HEADROOM))
-    budget.level = 1000.0
-    assert budget.wait_for(5_000) == 0.0
-    budget.take(5_000)
-    assert budget.wait_for(5_000) == pytest.approx(5_000 / (1000 * HEADROOM))
-
-
-def test_an_unknown_budget_never_waits():
-    assert Budget().wait_for(10**9) == 0.0
 
 
 # ---------------------------------------------------------------------- pacing by the config's budgets
@@ -175,23 +151,26 @@ def test_a_429_without_headers_empties_a_known_bucket():
     assert p.delay("proxy") == pytest.approx(1 / (10 * HEADROOM))
 
 
-def test_a_429_cuts_concurrency_only_where_no_budget_is_known():
-    p, _ = pacer({"proxy": {"rpm": 600}}, concurrency=8)
+def test_a_429_halves_the_calls_in_flight_only_where_no_budget_is_known():
+    p, clock = pacer({"proxy": {"rpm": 600}}, concurrency=8)
     p.release("proxy", "rate_limit", None, ticket=p.acquire("proxy"))
-    assert p.limit("proxy") == 8
+    clock.t += 1.0
+    assert all(isinstance(p.try_acquire("proxy"), Ticket) for _ in range(8))  # the budget paces; 8 may fly
+    assert p.try_acquire("proxy") == math.inf  # the concurrency cap: until a reply
     p.release("vllm", "rate_limit", None, ticket=p.acquire("vllm"))
-    assert p.limit("vllm") == 4
+    assert isinstance(p.try_acquire("vllm"), Ticket)
+    assert 0.0 < p.try_acquire("vllm") < math.inf  # the slow start, halved to one call, opens again with time
 
 
 def test_before_the_first_reply_calls_in_flight_hold_a_small_token_budget():
     p, clock = pacer()
-    key, slots = p._key("openai", "m"), p._state("openai")
+    key = p._key("openai", "m")
     first = p.acquire("openai", model="m", tokens=FIRST_REPLY_TOKENS - 10_000)
     key.queue.append("next")
-    assert p._blocked_for(key, slots, "next", clock.t, 10_000)[0] == 0.0
-    assert p._blocked_for(key, slots, "next", clock.t, 10_001) == (math.inf, False)  # waits for the first reply
+    assert p._blocked_for(key, "next", clock.t, 10_000)[0] == 0.0
+    assert p._blocked_for(key, "next", clock.t, 10_001) == (math.inf, False)  # waits for the first reply
     p.release("openai", "ok", ticket=first, headers={})
-    assert p._blocked_for(key, slots, "next", clock.t, 10**6)[0] == 0.0  # a reply without headers: no budget
+    assert p._blocked_for(key, "next", clock.t, 10**6)[0] == 0.0  # a reply without headers: no budget
     key.queue.clear()
     big = FIRST_REPLY_TOKENS * 3
     assert p.acquire("openai", model="m", tokens=big).cost == big  # one call always goes
@@ -212,7 +191,6 @@ def test_without_headers_or_config_429s_set_both_budgets_and_cut_once_per_conges
     info = entry(p, "vllm")  # 11 calls sent in the second before the refused one and not refused (yet)
     assert info["limits_from"] == "429s" and info["tpm_limit"] == pytest.approx(0.9 * 11 * 100 * 60)
     assert info["rpm_limit"] == pytest.approx(0.9 * 11 * 60 * REQUESTS_SLACK)  # tokens pace until told which ran out
-    assert p.limit("vllm") == 8  # a paced key keeps its concurrency
     p.release("vllm", "rate_limit", 0.5, ticket=in_flight, headers={})  # sent before the cut: the same event
     assert entry(p, "vllm")["tpm_limit"] == pytest.approx(0.9 * 11 * 100 * 60)
     assert p.delay("vllm", tokens=100) == pytest.approx(0.5)  # paused for the Retry-After
@@ -227,6 +205,70 @@ def test_a_429_does_not_guess_a_request_budget_where_headers_state_the_limits():
     p.release("openai", "rate_limit", 1.0, ticket=p.acquire("openai", model="m"),
               headers=openai_headers(rpm=600, rpm_left=0))
     assert entry(p, "openai/m")["limits_from"] == "headers" and entry(p, "openai/m")["rpm_limit"] == 600
+
+
+# ---------------------------------------------------------------------- the cap on calls in flight
+
+
+def test_429s_never_hold_a_key_below_one_call_and_its_slow_start_opens_back_to_the_concurrency():
+    p, clock = pacer(concurrency=8)
+    for _ in range(5):  # a storm of 429s among the first calls: nothing to measure a rate from
+        clock.t += 1.0
+        p.release("vllm", "rate_limit", None, ticket=p.acquire("vllm"), headers={})
+    assert entry(p, "vllm")["limits_from"] is None
+    flying = [p.try_acquire("vllm")]
+    assert isinstance(flying[0], Ticket)  # one call always goes
+    while len(flying) < 8:
+        got = p.try_acquire("vllm")
+        if isinstance(got, Ticket):
+            flying.append(got)
+        else:
+            assert 0.0 < got < 1.0  # the slow start opens with time, not with a reply
+            clock.t += got
+    assert p.try_acquire("vllm") == math.inf  # the concurrency: until a reply
+
+
+def test_a_server_error_neither_pauses_nor_halves_the_calls_in_flight():
+    p, clock = pacer(concurrency=4)
+    p.release("vllm", "ok", ticket=p.acquire("vllm"), headers={})
+    p.release("vllm", "server", None, ticket=p.acquire("vllm"), headers={})
+    assert all(isinstance(p.try_acquire("vllm"), Ticket) for _ in range(4))
+    assert p.summary() == {"concurrency": 4, "outcomes": {"vllm": {"ok": 1, "server": 1}}}
+
+
+def test_a_retry_after_pauses_new_attempts_on_that_key_only():
+    p = Pacer(4)
+    p.release("vllm", "rate_limit", 0.3, ticket=p.acquire("vllm"))
+    t0 = time.monotonic()
+    p.release("openai", "ok", ticket=p.acquire("openai", model="m"))  # another provider is not paused
+    assert time.monotonic() - t0 < 0.1
+    p.release("vllm", "ok", ticket=p.acquire("vllm"))
+    assert time.monotonic() - t0 >= 0.29
+
+
+def test_calls_in_flight_never_exceed_the_concurrency_under_threads():
+    p = Pacer(3)
+    peak = current = 0
+    guard = threading.Lock()
+
+    def work():
+        nonlocal peak, current
+        for _ in range(20):
+            ticket = p.acquire("vllm")
+            with guard:
+                current += 1
+                peak = max(peak, current)
+            time.sleep(0.001)
+            with guard:
+                current -= 1
+            p.release("vllm", "ok", ticket=ticket)
+
+    threads = [threading.Thread(target=work) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak == 3
 
 
 # ---------------------------------------------------------------------- keys and reporting

@@ -181,7 +181,7 @@ def _parser() -> cli_parser.ArgumentParser:
     cli_parser.add_project_argument(parser, "project root whose verdict archive and call cache are used and whose "
                                             "stability registry is written (default: .)")
     parser.add_argument("--concurrency", type=int, default=None, metavar="N",
-                        help="judge N lines at once under the runs' adaptive rate limiter (default: the project's "
+                        help="judge N lines at once under the runs' pacer (default: the project's "
                              "concurrency, else 8; 1 = one call at a time, as upstream); the output is the same, in "
                              "the input's order")
     parser.add_argument("--no-cache", action="store_true",

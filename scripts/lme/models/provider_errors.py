@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from typing import Any, Mapping
 
 from lme.core import command_names
 from lme.core import endpoint_urls
+from lme.models import rate_headers
 
 KINDS = (
     "rate_limit",
@@ -114,20 +116,6 @@ def too_large(provider: str, model: str, detail: str, attempts: int) -> Provider
 
 
 
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) / scale)
-        except ValueError:
-            continue  # an HTTP date: rare from these APIs, fall back to our own backoff
-    return None
-
-
 def _status_message(exc: Any) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
@@ -173,7 +161,8 @@ def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float,
         status = int(exc.status_code)
         text = _status_message(exc)
         code = _error_code(exc)
-        retry_after = _retry_after(getattr(exc.response, "headers", None))
+        headers = getattr(exc.response, "headers", None)
+        retry_after = None if headers is None else rate_headers.parse_retry_after(headers, time.time())
         env = key_env
         if status == 429 and code == "insufficient_quota":
             return ProviderError("billing", f"{where}: the run is blocked on billing: the account is out of quota "

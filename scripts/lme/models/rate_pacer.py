@@ -7,11 +7,11 @@ any other route, e.g. a proxy or an Azure deployment) and, before each attempt i
 
 - reserves one request and the attempt's input tokens (counted locally, scaled by what the provider reported for
   earlier calls; OpenAI-wire routes add ``max_tokens``, which OpenAI counts against its budget up front);
-- waits until both budgets hold that much. A budget is a bucket that refills continuously at ``HEADROOM`` of the
-  limit and holds at most ``BURST_S`` seconds of it, so calls go out evenly instead of in bursts that a provider's
-  shorter enforcement windows would refuse; a call bigger than the bucket goes once the bucket is full (and leaves it
-  in debt), and a call bigger than the whole per-minute limit is refused at once (``OversizeCall``): it would never
-  be accepted;
+- waits until both budgets hold that much. A budget (``rate_budget``) is a bucket that refills continuously at
+  ``HEADROOM`` of the limit and holds at most ``BURST_S`` seconds of it, so calls go out evenly instead of in bursts
+  that a provider's shorter enforcement windows would refuse; a call bigger than the bucket goes once the bucket is
+  full (and leaves it in debt), and a call bigger than the whole per-minute limit is refused at once
+  (``OversizeCall``): it would never be accepted;
 - calls waiting on one key go in arrival order, so a large call is not starved by small ones.
 
 Budgets come from the config (``providers.<name>.rpm`` / ``tpm``, for proxies that send no headers) and from the
@@ -24,34 +24,28 @@ time): the first reply says the limits.
 Where neither the config nor the headers state a limit, the key's ``rate_guess.LimitFinder`` finds it from the
 429s (``limits_from`` ``429s``): a slow start on the calls in flight until the first 429, then guessed requests and
 tokens per minute, cut once per congestion event to the rate the provider was measured to accept, and grown back
-while calls use them. No guess goes below ``GUESS_MIN_RPM``, and a guessed token budget never refuses a call as too
+while calls use them. No guess goes below ``rate_guess.MIN_RPM``, and a guessed token budget never refuses a call as too
 large. ``try_acquire`` is ``acquire`` without blocking, for a caller with its own clock (tests/pacer_sim.py).
 
-The concurrency cap (``AdaptiveLimiter``, AIMD per provider) still bounds the calls in flight; a 429 cuts it only on a
-key the pacer has no budget for. ``pacing()`` is what run-meta and the status lines show (``pacing_status``): the
-limits, the achieved requests and tokens per minute, and the time lost waiting.
+``concurrency`` caps the calls in flight per provider, and a 429 on a key with no budget yet halves its slow start.
+This is the one place that decides when a call may go; ``retries`` is the one place that retries.
+``pacing()`` is what run-meta and the status lines show (``pacing_status``): the limits, the achieved requests and
+tokens per minute, and the time lost waiting.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from lme.models import rate_headers
+from lme.models.rate_budget import Budget, OversizeCall
 from lme.models.rate_guess import LimitFinder
-from lme.models.rate_guess import MIN_RPM as GUESS_MIN_RPM
-from lme.models.rate_limiter import AdaptiveLimiter
 
-HEADROOM = 0.97
-"""Share of a limit the pacer spends: the margin absorbs network jitter between our clock and the provider's."""
-BURST_S = 1.0
-"""A bucket holds this many seconds of its limit."""
-GUESS_BURST_S = 0.5
-"""A guessed budget holds this many seconds of its guess: a guess may be well above the limit (the request guess while
-tokens pace, or before a cut), and a full second of it sent at once after a pause would mostly be refused."""
 PER_MODEL_PROVIDERS = ("openai", "anthropic")
 """Providers whose budgets are per model; any other provider name is one budget."""
 WINDOW_S = 60.0
@@ -63,91 +57,9 @@ RATIO_WEIGHT = 0.2
 """Weight of the newest reply in the running ratio of reported to counted input tokens."""
 
 
-class OversizeCall(Exception):
-    """A call that needs more input tokens than the whole per-minute budget: no wait makes it fit."""
-
-    def __init__(self, key: str, tokens: int, limit: float, source: str) -> None:
-        self.key, self.tokens, self.limit, self.source = key, tokens, limit, source
-        super().__init__(f"{key}: this call needs about {tokens:,} input tokens but the budget is {limit:,.0f} tokens "
-                         f"per minute ({source}), so it can never be sent")
-
-
 def pacing_key(provider: str, model: str) -> str:
     """The budget a call draws on: ``openai/gpt-4o`` for providers that limit per model, else the provider."""
     return f"{provider}/{model}" if provider in PER_MODEL_PROVIDERS and model else provider
-
-
-@dataclass
-class Budget:
-    """One per-minute allowance as a bucket (requests, or input tokens). Unknown limit: not paced."""
-
-    configured: float | None = None
-    learned: float | None = None
-    guessed: float | None = None
-    """Estimated from 429s where neither the config nor the headers say the limit (``rate_guess``)."""
-    level: float = 0.0
-    stamp: float = 0.0
-    spent: float = 0.0
-    """Every reservation (and settlement) ever made on it: what was sent after a given call, for ``sync``."""
-
-    @property
-    def stated(self) -> float | None:
-        """The limit the config or the headers state (not a guess)."""
-        known = [v for v in (self.configured, self.learned) if v]
-        return min(known) if known else None
-
-    @property
-    def limit(self) -> float | None:
-        stated = self.stated
-        return stated if stated is not None else self.guessed
-
-    @property
-    def source(self) -> str | None:
-        if self.configured and self.learned:
-            return "config+headers"
-        return "config" if self.configured else "headers" if self.learned else "429s" if self.guessed else None
-
-    def rate(self) -> float:
-        """Units per second the pacer spends."""
-        return (self.limit or 0.0) * HEADROOM / 60.0
-
-    def capacity(self) -> float:
-        burst = BURST_S if self.stated is not None else GUESS_BURST_S
-        return max((self.limit or 0.0) * burst / 60.0, 1.0)
-
-    def refill(self, now: float) -> None:
-        if self.limit is not None and now > self.stamp:
-            self.level = min(self.capacity(), self.level + (now - self.stamp) * self.rate())
-        self.stamp = max(self.stamp, now)
-
-    def wait_for(self, cost: float) -> float:
-        """Seconds until ``cost`` may go (after ``refill``); 0 now. A cost above the capacity needs a full bucket."""
-        if self.limit is None:
-            return 0.0
-        missing = min(cost, self.capacity()) - self.level
-        return 0.0 if missing <= 1e-9 else missing / self.rate()
-
-    def take(self, cost: float) -> None:
-        self.level -= cost
-        self.spent += cost
-
-    def learn(self, limit: float, now: float) -> None:
-        self.refill(now)
-        was_unknown = self.limit is None
-        self.learned = float(limit)
-        if was_unknown:  # full, less what calls took while the limit was unknown (the first reply's own call)
-            self.level = self.capacity() + min(0.0, self.level)
-        self.level = min(self.level, self.capacity())
-        self.stamp = now
-
-    def sync(self, remaining: float, since: float, later: float, now: float) -> None:
-        """The provider had ``remaining`` when it answered a call sent at ``since``; ``later`` was reserved after
-        that call. Lower the bucket to what that implies now, if that is less than we hold."""
-        if self.limit is None:
-            return
-        self.refill(now)
-        implied = remaining + max(0.0, now - since) * self.limit / 60.0 - later
-        self.level = min(self.level, implied)
 
 
 @dataclass
@@ -186,18 +98,21 @@ class _Key:
     waited_s: float = 0.0
     throttled_s: float = 0.0
     blocked_since: float | None = None
-    first_sent: float | None = None
     last_done: float | None = None
     window: deque = field(default_factory=deque)
     """``(time, requests, tokens)`` of the last ``WINDOW_S`` seconds."""
+
+    @property
+    def name(self) -> str:
+        return pacing_key(self.provider, self.model)
 
     @property
     def paced(self) -> bool:
         return self.requests.limit is not None or self.tokens.limit is not None
 
 
-class Pacer(AdaptiveLimiter):
-    """Implements ``records.Limiter``: concurrency cap (AIMD) plus per-key request and token budgets. Thread-safe."""
+class Pacer:
+    """Implements ``records.Limiter``: the run's one rate controller. Thread-safe; one instance per run."""
 
     def __init__(
         self,
@@ -206,13 +121,19 @@ class Pacer(AdaptiveLimiter):
         limits: Mapping[str, Mapping[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
-        cooldown_s: float = 5.0,
     ) -> None:
-        """``limits``: ``{provider: {"rpm": n, "tpm": n}}`` from the config (each key of that provider gets them)."""
-        super().__init__(concurrency, clock=clock, cooldown_s=cooldown_s)
+        """``concurrency``: the cap on calls in flight per provider; ``limits``: ``{provider: {"rpm": n, "tpm": n}}``
+        from the config (each key of that provider gets them)."""
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.concurrency = int(concurrency)
         self._limits = {p: dict(v) for p, v in (limits or {}).items()}
-        self._wall = wall
+        self._clock, self._wall = clock, wall
+        self._cond = threading.Condition()
         self._keys: dict[str, _Key] = {}
+        self._in_flight: dict[str, int] = {}
+        """Calls in flight per provider (the concurrency cap)."""
+        self._outcomes: dict[str, dict[str, int]] = {}
 
     def _key(self, provider: str, model: str) -> _Key:
         name = pacing_key(provider, model)
@@ -222,7 +143,8 @@ class Pacer(AdaptiveLimiter):
             now = self._clock()
             key = self._keys[name] = _Key(Budget(_positive(conf.get("rpm")), stamp=now),
                                           Budget(_positive(conf.get("tpm")), stamp=now), provider,
-                                          model if provider in PER_MODEL_PROVIDERS else "", LimitFinder(self.maximum))
+                                          model if provider in PER_MODEL_PROVIDERS else "",
+                                          LimitFinder(self.concurrency))
             for budget in (key.requests, key.tokens):
                 budget.level = budget.capacity() if budget.limit is not None else 0.0
         return key
@@ -235,35 +157,19 @@ class Pacer(AdaptiveLimiter):
         them, called once, before the lock is taken). Raises ``OversizeCall``."""
         counted = int(tokens() if callable(tokens) else tokens)  # also before any budget is known: the first
         with self._cond:  # reply's reported count then calibrates the next reservations
-            st = self._state(provider)
-            key = self._key(provider, model)
-            name = pacing_key(provider, model)
-            marker = object()
-            key.queue.append(marker)
+            key, marker = self._enqueue(provider, model)
             asked = self._clock()
             try:
                 while True:
-                    now = self._clock()
-                    cost = self._cost(key, counted, extra_tokens)
-                    self._refuse_oversize(key, name, cost)
-                    wait, budget_bound = self._blocked_for(key, st, marker, now, cost)
-                    if wait == 0.0:
-                        break
+                    got = self._try_admit(key, marker, counted, extra_tokens, asked)
+                    if isinstance(got, Ticket):
+                        return got
+                    wait, budget_bound = got
                     if budget_bound and key.blocked_since is None:
-                        key.blocked_since = now
+                        key.blocked_since = self._clock()
                     self._cond.wait(timeout=1.0 if math.isinf(wait) else wait)
-                self._admit(key, st, cost, asked, now)
-                return Ticket(name, provider, counted, cost, float(extra_tokens), now, key.requests.spent,
-                              key.tokens.spent)
             finally:
-                if key.queue and key.queue[0] is marker:
-                    key.queue.popleft()
-                    if key.blocked_since is not None:
-                        key.throttled_s += self._clock() - key.blocked_since
-                        key.blocked_since = None
-                elif marker in key.queue:
-                    key.queue.remove(marker)
-                self._cond.notify_all()
+                self._dequeue(key, marker)
 
     def try_acquire(self, provider: str, *, model: str = "", tokens: int | Callable[[], int] = 0,
                     extra_tokens: int = 0, **_call: Any) -> Ticket | float:
@@ -272,24 +178,42 @@ class Pacer(AdaptiveLimiter):
         that keep their own clock, such as a simulation. Raises ``OversizeCall``."""
         counted = int(tokens() if callable(tokens) else tokens)
         with self._cond:
-            st = self._state(provider)
-            key = self._key(provider, model)
-            name = pacing_key(provider, model)
-            marker = object()
-            key.queue.append(marker)
+            key, marker = self._enqueue(provider, model)
             try:
-                now = self._clock()
-                cost = self._cost(key, counted, extra_tokens)
-                self._refuse_oversize(key, name, cost)
-                wait, _ = self._blocked_for(key, st, marker, now, cost)
-                if wait > 0.0:
-                    return wait
-                self._admit(key, st, cost, now, now)
-                return Ticket(name, provider, counted, cost, float(extra_tokens), now, key.requests.spent,
-                              key.tokens.spent)
+                got = self._try_admit(key, marker, counted, extra_tokens, self._clock())
+                return got if isinstance(got, Ticket) else got[0]
             finally:
-                key.queue.remove(marker)
-                self._cond.notify_all()
+                self._dequeue(key, marker)
+
+    def _enqueue(self, provider: str, model: str) -> tuple[_Key, object]:
+        """The call's key, and its place in that key's queue (calls on one key go in arrival order)."""
+        key = self._key(provider, model)
+        marker = object()
+        key.queue.append(marker)
+        return key, marker
+
+    def _dequeue(self, key: _Key, marker: object) -> None:
+        if key.queue and key.queue[0] is marker:
+            key.queue.popleft()
+            if key.blocked_since is not None:
+                key.throttled_s += self._clock() - key.blocked_since
+                key.blocked_since = None
+        elif marker in key.queue:
+            key.queue.remove(marker)
+        self._cond.notify_all()
+
+    def _try_admit(self, key: _Key, marker: object, counted: int, extra: int,
+                   asked: float) -> Ticket | tuple[float, bool]:
+        """The call's ticket if it may go now (counted as sent), else ``(seconds to wait, budget-bound)``."""
+        now = self._clock()
+        cost = self._cost(key, counted, extra)
+        self._refuse_oversize(key, key.name, cost)
+        blocked = self._blocked_for(key, marker, now, cost)
+        if blocked[0] > 0.0:
+            return blocked
+        self._admit(key, cost, asked, now)
+        return Ticket(key.name, key.provider, counted, cost, float(extra), now,
+                      key.requests.spent, key.tokens.spent)
 
     @staticmethod
     def _refuse_oversize(key: _Key, name: str, cost: float) -> None:
@@ -307,21 +231,18 @@ class Pacer(AdaptiveLimiter):
             self._refuse_oversize(key, pacing_key(provider, model), cost)
             key.requests.refill(now)
             key.tokens.refill(now)
-            return max(key.paused_until - now, self._state(provider).paused_until - now,
-                       key.requests.wait_for(1.0), key.tokens.wait_for(cost), 0.0)
+            return max(key.paused_until - now, key.requests.wait_for(1.0), key.tokens.wait_for(cost), 0.0)
 
     @staticmethod
     def _cost(key: _Key, counted: int, extra: float) -> float:
         return math.ceil(counted * (key.ratio or 1.0)) + extra
 
-    def _blocked_for(self, key: _Key, st: Any, marker: object, now: float, cost: float) -> tuple[float, bool]:
+    def _blocked_for(self, key: _Key, marker: object, now: float, cost: float) -> tuple[float, bool]:
         """(seconds to wait, whether a budget or a pause is the reason); (0, False) when the call may go now;
         ``math.inf`` when only a reply (or an earlier call's admission) can change it."""
         if now < key.paused_until:
             return key.paused_until - now, True
-        if now < st.paused_until:
-            return st.paused_until - now, True
-        if key.queue[0] is not marker or st.in_flight >= int(st.limit):
+        if key.queue[0] is not marker or self._in_flight.get(key.provider, 0) >= self.concurrency:
             return math.inf, False  # woken by the release or admission that changes this
         if (not key.paced and not key.informed and key.in_flight >= 1
                 and key.in_flight_tokens + cost > FIRST_REPLY_TOKENS):
@@ -335,18 +256,16 @@ class Pacer(AdaptiveLimiter):
         wait = max(key.requests.wait_for(1.0), key.tokens.wait_for(cost))
         return (wait, True) if wait > 0.0 else (0.0, False)
 
-    @staticmethod
-    def _admit(key: _Key, st: Any, cost: float, asked: float, now: float) -> None:
+    def _admit(self, key: _Key, cost: float, asked: float, now: float) -> None:
         """Count the call asked for at ``asked`` as sent ``now``, holding one request and ``cost`` tokens."""
         key.requests.take(1.0)
         key.tokens.take(cost)
-        st.in_flight += 1
+        self._in_flight[key.provider] = self._in_flight.get(key.provider, 0) + 1
         key.in_flight += 1
         key.in_flight_tokens += cost
         key.sent += 1
         key.tokens_sent += cost
         key.waited_s += now - asked
-        key.first_sent = now if key.first_sent is None else key.first_sent
         key.window.append((now, 1, cost))
         key.finder.sent(now, cost)
 
@@ -357,45 +276,46 @@ class Pacer(AdaptiveLimiter):
                 used_tokens: int | None = None, **_reply: Any) -> None:
         """Free the slot and learn from the reply: its headers, its reported input tokens, a 429's Retry-After."""
         with self._cond:
-            now = self._clock()
-            st = self._state(provider)
-            st.in_flight = max(0, st.in_flight - 1)
+            self._in_flight[provider] = max(0, self._in_flight.get(provider, 0) - 1)
+            counts = self._outcomes.setdefault(provider, {})
+            counts[outcome] = counts.get(outcome, 0) + 1
             key = self._keys.get(ticket.key) if ticket is not None else None
-            if key is None:
-                self._on_outcome(st, provider, outcome, retry_after, now)
-                self._cond.notify_all()
-                return
-            key.in_flight = max(0, key.in_flight - 1)
-            key.in_flight_tokens = max(0.0, key.in_flight_tokens - ticket.cost)
-            key.informed = True
-            key.last_done = now
-            facts = rate_headers.parse(headers, self._wall()) if headers else rate_headers.NO_HEADERS
-            key.headers_seen = key.headers_seen or facts.states_limits
-            later_requests = key.requests.spent - ticket.spent_requests
-            later_tokens = key.tokens.spent - ticket.spent_tokens
-            refused = outcome in ("rate_limit", "refused")
-            if refused:  # the provider did not take this call: give its reservation back
-                key.rate_limited += outcome == "rate_limit"
-                if outcome == "rate_limit":
-                    key.finder.refused(ticket.sent_at, ticket.cost)
-                key.requests.take(-1.0)
-                key.tokens.take(-ticket.cost)
-                key.tokens_sent -= ticket.cost
-                key.window.append((now, -1, -ticket.cost))
-            elif used_tokens is not None:
-                self._settle(key, ticket, int(used_tokens), now)
-            self._learn(key, facts, ticket, later_requests, later_tokens, now, refused)
-            if outcome == "rate_limit":
-                wait = max(retry_after or 0.0, facts.retry_after or 0.0)
-                if wait:
-                    key.paused_until = max(key.paused_until, now + wait)
-                self._guess_from_429(key, facts, ticket, now, wait)
-                if not key.paced:
-                    key.finder.refused_unpaced(key.in_flight, now)
-            elif outcome == "ok" and (key.requests.guessed or key.tokens.guessed):
-                self._set_guesses(key, now, *key.finder.grow(now, key.requests.guessed, key.tokens.guessed))
-            self._on_outcome(st, provider, outcome, retry_after, now, cut=not key.paced)
+            if key is not None and ticket is not None:
+                self._answered(key, ticket, outcome, retry_after, headers, used_tokens)
             self._cond.notify_all()
+
+    def _answered(self, key: _Key, ticket: Ticket, outcome: str, retry_after: float | None,
+                  headers: Mapping[str, Any] | None, used_tokens: int | None) -> None:
+        now = self._clock()
+        key.in_flight = max(0, key.in_flight - 1)
+        key.in_flight_tokens = max(0.0, key.in_flight_tokens - ticket.cost)
+        key.informed = True
+        key.last_done = now
+        facts = rate_headers.parse(headers, self._wall()) if headers else rate_headers.NO_HEADERS
+        key.headers_seen = key.headers_seen or facts.states_limits
+        later_requests = key.requests.spent - ticket.spent_requests
+        later_tokens = key.tokens.spent - ticket.spent_tokens
+        refused = outcome in ("rate_limit", "refused")
+        if refused:  # the provider did not take this call: give its reservation back
+            key.rate_limited += outcome == "rate_limit"
+            if outcome == "rate_limit":
+                key.finder.refused(ticket.sent_at, ticket.cost)
+            key.requests.take(-1.0)
+            key.tokens.take(-ticket.cost)
+            key.tokens_sent -= ticket.cost
+            key.window.append((now, -1, -ticket.cost))
+        elif used_tokens is not None:
+            self._settle(key, ticket, int(used_tokens), now)
+        self._learn(key, facts, ticket, later_requests, later_tokens, now, refused)
+        if outcome == "rate_limit":
+            wait = max(retry_after or 0.0, facts.retry_after or 0.0)
+            if wait:
+                key.paused_until = max(key.paused_until, now + wait)
+            self._guess_from_429(key, facts, ticket, now, wait)
+            if not key.paced:  # a 429 that set no budget: the slow start halves the calls in flight
+                key.finder.refused_unpaced(key.in_flight, now)
+        elif outcome == "ok" and (key.requests.guessed or key.tokens.guessed):
+            self._set_guesses(key, now, *key.finder.grow(now, key.requests.guessed, key.tokens.guessed))
 
     def _guess_from_429(self, key: _Key, facts: rate_headers.RateHeaders, ticket: Ticket, now: float,
                         wait: float) -> None:
@@ -452,6 +372,11 @@ class Pacer(AdaptiveLimiter):
 
     # ------------------------------------------------------------------ reporting
 
+    def summary(self) -> dict[str, Any]:
+        """What run-meta records as ``limiter``: the concurrency cap and each provider's attempts by outcome."""
+        with self._cond:
+            return {"concurrency": self.concurrency, "outcomes": {p: dict(c) for p, c in self._outcomes.items()}}
+
     def pacing(self) -> list[dict[str, Any]]:
         """Per key: limits and where they came from, achieved requests and tokens per minute (over the key's active
         span, and over the last ``WINDOW_S``), 429s, and the time lost waiting."""
@@ -462,7 +387,7 @@ class Pacer(AdaptiveLimiter):
     def _describe(self, name: str, key: _Key, now: float) -> dict[str, Any]:
         while key.window and key.window[0][0] < now - WINDOW_S:
             key.window.popleft()
-        start = key.first_sent if key.first_sent is not None else now
+        start = key.finder.first_sent if key.finder.first_sent is not None else now  # the key's first call
         end = now if key.in_flight or key.last_done is None else key.last_done
         span_min = max(end - start, 1e-9) / 60.0
         recent_min = max(min(now - start, WINDOW_S), 1e-9) / 60.0

@@ -20,7 +20,7 @@ import backoff
 
 from lme.models.provider_errors import ProviderError, classify, outcome, too_large
 from lme.models.provider_routes import ProviderSettings, key_env_for
-from lme.models.rate_pacer import OversizeCall
+from lme.models.rate_budget import OversizeCall
 from lme.core.records import Limiter
 
 OnRetry = Callable[[dict[str, Any]], None]
@@ -104,7 +104,6 @@ class _Attempts:
 
     def once(self) -> Any:
         self.tries += 1
-        limiter, provider = self.limiter, self.provider
         ticket = self._acquire()
         try:
             result = self.attempt()
@@ -114,13 +113,15 @@ class _Attempts:
                 raise err from None
             raise
         except BaseException:  # KeyboardInterrupt, SystemExit...: the slot must not outlive the attempt
-            if limiter is not None:
-                limiter.release(provider, "error", None, ticket=ticket)
+            self._release("error", ticket)
             raise
-        if limiter is not None:
-            limiter.release(provider, "ok", None, ticket=ticket, headers=getattr(result, "headers", None),
-                            used_tokens=getattr(result, "input_tokens", None))
+        self._release("ok", ticket, headers=getattr(result, "headers", None),
+                      used_tokens=getattr(result, "input_tokens", None))
         return result
+
+    def _release(self, outcome: str, ticket: Any, retry_after: float | None = None, **reply: Any) -> None:
+        if self.limiter is not None:
+            self.limiter.release(self.provider, outcome, retry_after, ticket=ticket, **reply)
 
     def _acquire(self) -> Any:
         if self.limiter is None:
@@ -142,21 +143,19 @@ class _Attempts:
             err = classify(exc, provider, model, timeout_s=self.settings.timeout_s,
                            key_env=key_env_for(provider, self.settings))
         except Exception:  # not an API error we know: a reply our parsing did not expect
-            if limiter is not None:
-                limiter.release(provider, "error", None, ticket=ticket)
+            self._release("error", ticket)
             return ProviderError("malformed", f"{provider} {model}: unexpected reply "
                                  f"({type(exc).__name__}: {str(exc)[:200]})", attempts=self.tries)
         err.attempts = self.tries
         if err.kind == "rate_limit" and self.first_rate_limit is None:
             self.first_rate_limit = time.monotonic()
-        if limiter is not None:
-            limiter.release(provider, outcome(err), err.retry_after, ticket=ticket, headers=_reply_headers(exc))
-            if err.kind == "rate_limit" and hasattr(limiter, "delay"):  # the 429 taught a budget
-                try:
-                    limiter.delay(provider, model=model, tokens=getattr(ticket, "counted", 0),
-                                  extra_tokens=self.draw.extra_tokens)
-                except OversizeCall as too_big:
-                    raise self._too_large(too_big) from None
+        self._release(outcome(err), ticket, err.retry_after, headers=_reply_headers(exc))
+        if err.kind == "rate_limit" and hasattr(limiter, "delay"):  # the 429 may have taught a budget too small
+            try:
+                limiter.delay(provider, model=model, tokens=getattr(ticket, "counted", 0),
+                              extra_tokens=self.draw.extra_tokens)
+            except OversizeCall as too_big:
+                raise self._too_large(too_big) from None
         return err
 
     def give_up(self, err: ProviderError) -> bool:
