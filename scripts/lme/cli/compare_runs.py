@@ -36,7 +36,7 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.report import page as report_html
 from lme.store import run_store
-from lme.core import UserError, run_main
+from lme.core.errors import UserError, run_main
 from lme.score.run_comparison import compare, render_markdown
 
 def latest_two(project: Path) -> tuple[Path, Path] | None:

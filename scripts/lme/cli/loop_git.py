@@ -17,7 +17,7 @@ import sys
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import UserError
+from lme.core.errors import UserError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

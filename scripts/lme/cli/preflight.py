@@ -15,7 +15,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.data import dataset_label
-from lme.core import UserError
+from lme.core.errors import UserError
 from lme.core import config as config_mod
 from lme.run import settings as run_settings
 from lme.run import preflight

@@ -32,9 +32,9 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.store import prompt_store
 from lme.score import scoring
-from lme.core import UserError
-from lme.report import DEFAULT_MAX_TEXT_MB, prompt_keys
-from lme.store import RunData, load_run
+from lme.core.errors import UserError
+from lme.report.page_data import DEFAULT_MAX_TEXT_MB, prompt_keys
+from lme.store.run_store import RunData, load_run
 from lme.report import page as report_html
 
 

@@ -47,7 +47,8 @@ from lme.judge.stability import StabilityRegistry
 from lme.run.progress import Progress
 from lme.run.pacing_status import PacingFile
 from lme.models.rate_pacer import Pacer
-from lme.models import EndpointRoutes, TargetEndpoint
+from lme.models.endpoint_forward import EndpointRoutes
+from lme.models.target_endpoint import TargetEndpoint
 from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
 from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
