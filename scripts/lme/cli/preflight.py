@@ -16,21 +16,21 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.data import dataset_label
 from lme.core.errors import UserError
-from lme.core import config as config_mod
-from lme.run import settings as run_settings
+from lme.core import config
+from lme.run import settings
 from lme.run import preflight
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli_parser.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
-    run_settings.add_arguments(parser)
+    settings.add_arguments(parser)
     args = parser.parse_args(argv)
     project = Path(args.project).resolve()
-    cfg = config_mod.load_config(project)
-    print(f"ok   config {config_mod.config_path(project)}")
-    settings = run_settings.resolve(cfg, args, project)
+    cfg = config.load_config(project)
+    print(f"ok   config {config.config_path(project)}")
+    resolved = settings.resolve(cfg, args, project)
     failed = 0
-    for passed, message in preflight.checks(settings):
+    for passed, message in preflight.checks(resolved):
         print(f"{'WARN' if passed is None else 'ok  ' if passed else 'FAIL'} {message}")
         failed += passed is False
     print(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from lme.judge import stability as judge_stability
+from lme.judge import stability
 from lme.store.run_store import RunData
 
 
@@ -34,4 +34,4 @@ def shown(path: Any, project: Path | None) -> str:
 
 def project_of(run: RunData, project: Path | None = None) -> Path:
     """The project the page's paths are relative to: the one given, else the run's own."""
-    return Path(project) if project is not None else judge_stability.project_of_run(run.meta, run.path)
+    return Path(project) if project is not None else stability.project_of_run(run.meta, run.path)

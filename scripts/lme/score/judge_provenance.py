@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from lme.core.endpoint_urls import is_official_endpoint, is_official_host, redact
 from lme.core.facts import resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
-from lme.judge import agreement as judge_agreement, verdict_archive, verdict_sources
+from lme.judge import agreement, verdict_archive, verdict_sources
 from lme.judge.request_shapes import describe as describe_shape
 
 
@@ -63,10 +63,10 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], project: Any) -> dict[str,
     out["origins"] = origins.to_dict()
     out["successors"] = []
     for (provider, model), n in sorted(successors.items()):
-        record = judge_agreement.latest(project, provider, model, shape=shapes.get((provider, model)))
+        record = agreement.latest(project, provider, model, shape=shapes.get((provider, model)))
         out["successors"].append({"judge": f"{provider}:{model}", "verdicts": n,
                                   "request_shape": shapes.get((provider, model)),
-                                  "calibration": judge_agreement.compact(record)})
+                                  "calibration": agreement.compact(record)})
     return out
 
 
@@ -152,7 +152,7 @@ def calibration_text(entry: Mapping[str, Any]) -> str:
 def describe_calibration(calibration: Mapping[str, Any] | None, request_shape: Any) -> str:
     """``calibration_text`` of a successor's calibration record (None: uncalibrated) and request shape."""
     if calibration:
-        return "calibrated: " + judge_agreement.describe(calibration)
+        return "calibrated: " + agreement.describe(calibration)
     return (f"uncalibrated: no judge_agreement.py measurement with its request shape "
             f"{describe_shape(request_shape)} in this project")
 
