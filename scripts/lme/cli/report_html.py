@@ -79,6 +79,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     card = scoring.build_scorecard(run)
     history = page.loop_history(run, args.project, args.history)
     path = page.write_report(run.path, page.build_report(run, card, project=args.project, history=history,
-                                                                       max_text_mb=args.max_text_mb))
+                                                         max_text_mb=args.max_text_mb))
     print(path)
     return 0

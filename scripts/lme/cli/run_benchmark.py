@@ -174,7 +174,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                                     loop_check=rules.check_settings,
                                     code_paths=tuple(rules.fix_paths(project)))
     code, root = driver.execute(settings, args.run_id, options, scanned=scanned,
-                                    on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
+                                on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
     return _after_run(settings, args, code, root)
 
 

@@ -37,8 +37,8 @@ def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]
             continue
         try:
             prompt = official.build_prompt(builder, row.question_type, row.question, row.answer,
-                                                 row.hypothesis, abstention=row.abstention,
-                                                 question_id=row.question_id)
+                                           row.hypothesis, abstention=row.abstention,
+                                           question_id=row.question_id)
         except official.JudgeInputError:
             unbuildable += 1
             continue

@@ -66,7 +66,7 @@ def update_copy(project: Path, dest: str = target.DEFAULT_DEST) -> Outcome:
                        f"{names['api']}); nothing to merge")
     side = _commit_tree(project, tree, base, SIDE_MESSAGE.format(**names))
     merged = branch.run_git(["merge", "--no-ff", "--no-edit", "-m", MERGE_MESSAGE.format(**names), side],
-                              project, check=False)
+                            project, check=False)
     if merged.returncode == 0:
         return Outcome(f"merged memory-ref {version} (target API {names['api']}) into {dest}/, your changes kept: "
                        f"commit {_rev(project, 'HEAD')[:12]}")
@@ -124,7 +124,7 @@ def _tree_with_today(project: Path, dest: str, base: str) -> str:
             blob = branch.run_git(["hash-object", "-w", "--", str(path)], project).stdout.strip()
             mode = "100755" if os.access(path, os.X_OK) else "100644"
             branch.run_git(["update-index", "--add", "--cacheinfo", f"{mode},{blob},{dest}/{name}"], project,
-                             env=env)
+                           env=env)
         return branch.run_git(["write-tree"], project, env=env).stdout.strip()
 
 

@@ -216,7 +216,7 @@ def successor_baseline(project: Path, run_id: str) -> tuple[int, list[str]]:
         "calibration": agreement.compact(named.calibration), "baseline_at": utc_now(),
         "baseline_run_id": run_id, "rejudged": len(rejudged), "voided_round": voided})
     branch.commit(f"successor baseline: {named.spec} judges the loop from here on", branch.state_paths(project),
-                    project=project)
+                  project=project)
     pushed = branch.push(project=project)
     return 0, [f"successor baseline: {note}",
                f"{len(rejudged)} item(s) of run {run_id} will be judged again, by it; committed and pushed ({pushed})",

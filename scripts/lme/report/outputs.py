@@ -93,7 +93,7 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
         run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts,
                            "png": png})
     if reuse is not None and not rescore and fingerprint.current(run_dir, reuse, html=html, charts=charts,
-                                                                       png=png):
+                                                                 png=png):
         out = run_store.METRICS_FILE if fmt == "json" else run_store.SCORECARD_FILE
         print(fingerprint.unstamped((run_dir / out).read_text(encoding="utf-8")), end="")
         print(f"unchanged since it was last scored: {run_dir / run_store.METRICS_FILE} (--rescore scores it again)",

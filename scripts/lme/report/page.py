@@ -189,7 +189,7 @@ def _charts_html(card: Scorecard, questions: Sequence[Mapping[str, Any]],
     lat = [q["lat"] / 1000 for q in questions if q.get("lat") is not None]
     charts = [svg.per_type_chart(card),
               svg.histogram(costs, title="Cost per item (USD)", fmt="${:.4f}",
-                                   empty="no paid calls (every known cost is $0)" if costs else "no priced items"),
+                            empty="no paid calls (every known cost is $0)" if costs else "no priced items"),
               svg.histogram(lat, title="Generation latency per item", fmt=svg.seconds)]
     if history:
         charts.append(svg.history_chart(history))

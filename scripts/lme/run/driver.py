@@ -347,7 +347,7 @@ class _Session:
         run_store.reconcile(work)
         self.code, self.code_watch = code_version.fingerprint(settings, options.code_paths)
         stored_meta, self.manifest = state.open_run(settings, run_id, root, work, scanned, options.loop_check,
-                                                        self.code)
+                                                    self.code)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
             dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
         _archive_older_runs(settings, root)

@@ -140,17 +140,17 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM, run_id:
 
     judged = official.Judged(q.question_id, q.question_type, q.question, q.answer, hypothesis)
     route = official.JudgeRoute(settings.longmemeval_root, settings.judge_provider, settings.judge_model, llm,
-                                      repeat=settings.judge_repeat, reasoning_effort=settings.judge_reasoning_effort)
+                                repeat=settings.judge_repeat, reasoning_effort=settings.judge_reasoning_effort)
     successor = settings.successor
     if settings.successor_only and successor is not None:  # a loop after the day: one judge throughout
         return official.judge_verdict(judged, route.to(*successor, successor=True))
     archive = verdict_archive.for_project(settings.project)
     try:
         return official.judge_verdict(judged, route.to(route.provider, route.model, archive=archive,
-                                                             archive_as=None if run_id is None else f"run {run_id}"))
+                                                       archive_as=None if run_id is None else f"run {run_id}"))
     except providers.ProviderError as err:
         if successor is None or not official.official_judge_gone(err, settings.judge_provider,
-                                                                          settings.judge_model):
+                                                                    settings.judge_model):
             raise
     return official.judge_verdict(judged, route.to(*successor, successor=True))
 

@@ -71,7 +71,7 @@ class JudgePreviewer:
             return None
         try:
             prompt = official.build_prompt(self.builder, q.question_type, q.question, q.answer, text,
-                                                 abstention=q.abstention, question_id=q.question_id)
+                                           abstention=q.abstention, question_id=q.question_id)
         except official.JudgeInputError:
             return None
         sha = hashlib.sha256(prompt.encode("utf-8")).hexdigest()

@@ -212,7 +212,7 @@ def _inputs(card: Scorecard, split: _Split, records: Mapping[str, Mapping[str, A
     inputs.scopes["__overall__"] = official_estimate.Scope(card.n_total, card.judged, official_yes, tuple(every))
     abstention = inputs.add_parts(ABSTENTION, split.abstention, records, lambda rec: _own_rates(rec.get(ABSTENTION)))
     inputs.scopes["__abstention__"] = official_estimate.Scope(card.abstention.n, card.abstention.judged,
-                                                split.abstention.official_yes, abstention)
+                                                              split.abstention.official_yes, abstention)
     return inputs
 
 

@@ -403,7 +403,7 @@ def _judge_blocks(run: RunData, covered: Sequence[ResultRow], judge: JudgeIdenti
         "judge_stability": stability.summary(covered, stability.StabilityRegistry(project).flaky()),
         "judge_agreement": None if is_official_judge(judge.provider, judge.model)
         else agreement.compact(agreement.latest(project, judge.provider, judge.model,
-                                                            shape=_run_shape(covered))),
+                                                shape=_run_shape(covered))),
         "verdicts": judge_provenance.summary(run.meta, covered, project),
         "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
     }
