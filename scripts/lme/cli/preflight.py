@@ -34,9 +34,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{'WARN' if passed is None else 'ok  ' if passed else 'FAIL'} {message}")
         failed += passed is False
     print(
-        f"target {settings.target} ({settings.target_provider}:{settings.target_model}), judge "
-        f"{settings.judge_provider}:{settings.judge_model}, concurrency {settings.concurrency}, "
-        f"dataset {dataset_label.display_name(settings.variant, settings.dataset_path)}"
+        f"target {resolved.target} ({resolved.target_provider}:{resolved.target_model}), judge "
+        f"{resolved.judge_provider}:{resolved.judge_model}, concurrency {resolved.concurrency}, "
+        f"dataset {dataset_label.display_name(resolved.variant, resolved.dataset_path)}"
     )
     if failed:
         raise UserError(f"{failed} pre-flight check(s) failed (see the FAIL lines above)")
