@@ -156,7 +156,7 @@ def test_the_hook_is_standard_library_only_and_fast_without_a_loop(tmp_path):
     done = subprocess.run([sys.executable, "-S", "-X", "importtime", str(HOOK)], input="{}", capture_output=True,
                           text=True, cwd=tmp_path, timeout=60)
     assert done.returncode == 0 and done.stdout == ""
-    assert "loop_session" not in done.stderr  # nothing of ours is imported when there is no loop
+    assert "lme.loop.session" not in done.stderr and "lme.loop.state" not in done.stderr  # nothing of the loop without one
 
 
 def test_start_outside_claude_code_arms_nothing(project, capsys, monkeypatch):

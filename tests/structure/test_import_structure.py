@@ -105,14 +105,11 @@ def _named(node: ast.AST, known: set[str], faces: Mapping[str, str]) -> list[str
 
 
 def face_of(init_source: str) -> dict[str, str]:
-    """A stage face's table (``_EXPORTS`` in ``lme/<stage>/__init__.py``: name -> ``lme.<stage>.<module>``), read
-    with ``ast``, as ``{name: "<stage>.<module>"}``."""
-    for node in ast.parse(init_source).body:
-        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
-        if isinstance(target, ast.Name) and target.id == "_EXPORTS" and isinstance(node.value, ast.Dict):
-            table = ast.literal_eval(node.value)
-            return {name: path.split(".", 1)[1] for name, path in table.items()}
-    return {}
+    """The names a stage's face imports (``from lme.<stage>.<module> import Name`` in ``lme/<stage>/__init__.py``),
+    read with ``ast``, as ``{name: "<stage>.<module>"}``."""
+    return {a.asname or a.name: node.module.split(".", 1)[1] for node in ast.parse(init_source).body
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(f"{PACKAGE}.")
+            and len(node.module.split(".")) == 3 for a in node.names}
 
 
 def imports_of(name: str, source: str, known: Iterable[str], faces: Mapping[str, str] | None = None) -> list[Import]:
@@ -366,7 +363,7 @@ def test_the_checker_reads_the_package_layout_its_stages_and_thin_files(tmp_path
         f"scripts/{PACKAGE}/core/low.py": "x = 1\n",
         f"scripts/{PACKAGE}/loop/high.py": f"from {PACKAGE}.core import low\nfrom {PACKAGE}.core.low import x\n",
         f"scripts/{PACKAGE}/core/bad.py": f"import {PACKAGE}.loop.high\n",
-        f"scripts/{PACKAGE}/loop/__init__.py": f'_EXPORTS = {{"Thing": "{PACKAGE}.loop.high"}}\n',
+        f"scripts/{PACKAGE}/loop/__init__.py": f'from {PACKAGE}.loop.high import Thing\n',
         f"scripts/{PACKAGE}/core/worse.py": f"from {PACKAGE}.loop import Thing, unknown\n",
         "scripts/high.py": f'"""The command."""\nimport sys\nfrom {PACKAGE}.loop.high import main\n'
                            'if __name__ == "__main__":\n    sys.exit(main())\n',

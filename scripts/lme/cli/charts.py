@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import UserError
-from lme.store import HISTORY_CHART, PER_TYPE_CHART
+from lme.core.errors import UserError
+from lme.store.run_layout import HISTORY_CHART, PER_TYPE_CHART
 
 
 def main(argv: Sequence[str] | None = None) -> int:

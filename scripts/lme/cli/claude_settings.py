@@ -39,7 +39,7 @@ from lme.core.setup_steps import Report  # stdlib only
 from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR  # stdlib only
 from lme.core.unattended import standing_rules_in  # stdlib only
 from lme.loop import rules as loop_rules  # stdlib only: the hooks read it on a bare python
-from lme.loop import target as loop_target  # stdlib only
+from lme.loop import target  # stdlib only
 from lme.targets.identity import is_reference  # stdlib only
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[3]
@@ -144,10 +144,10 @@ def _own_system(project: Path) -> str | None:
     """The fix path ``loop_target.py use`` would set for the config's ``target`` when it names the user's own
     system in the project (None: a built-in target, memory-ref's copy, or no such file or folder)."""
     try:
-        target = loop_rules.read_project_config(project).get("target")
-        if not isinstance(target, str) or target in BUILTIN_TARGETS or is_reference(target, Path(project)):
+        named = loop_rules.read_project_config(project).get("target")
+        if not isinstance(named, str) or named in BUILTIN_TARGETS or is_reference(named, Path(project)):
             return None
-        relative, folder = loop_target.own_system_path(Path(project).resolve(), target)
+        relative, folder = target.own_system_path(Path(project).resolve(), named)
     except (UserError, OSError):
         return None
     return f"{relative}/" if folder else relative

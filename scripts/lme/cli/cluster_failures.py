@@ -45,7 +45,8 @@ from lme.core import cli_parser
 from lme.core import unattended
 from lme.store import run_store
 from lme.score import trigger_set
-from lme.core import STATE_DIR, UserError
+from lme.core.errors import UserError
+from lme.core.facts import STATE_DIR
 from lme.score import cluster_failures
 
 

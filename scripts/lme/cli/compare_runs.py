@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.report import page as report_html
+from lme.report import page
 from lme.store import run_store
-from lme.core import UserError, run_main
+from lme.core.errors import UserError, run_main
 from lme.score.run_comparison import compare, render_markdown
 
 def latest_two(project: Path) -> tuple[Path, Path] | None:
@@ -75,9 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UserError("give two run directories (BEFORE_DIR AFTER_DIR), or --latest",
                         fix="e.g. compare_runs.py --latest")
     if args.html is not None:
-        page, default, result = report_html.build_compare(args.before, args.after, force=args.force,
-                                                          project=args.project, judge_comparison=args.judge_comparison)
-        print(f"wrote {report_html.write_page(Path(args.html) if args.html else default, page)}", file=sys.stderr)
+        html_page, default, result = page.build_compare(args.before, args.after, force=args.force,
+                                                        project=args.project, judge_comparison=args.judge_comparison)
+        print(f"wrote {page.write_page(Path(args.html) if args.html else default, html_page)}", file=sys.stderr)
     else:
         result = compare(args.before, args.after, force=args.force, judge_comparison=args.judge_comparison)
     if args.json:

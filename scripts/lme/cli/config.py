@@ -15,7 +15,7 @@ import json
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import default_config
+from lme.core.config_defaults import default_config
 from lme.core import config
 
 

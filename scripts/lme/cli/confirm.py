@@ -25,7 +25,7 @@ import sys
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import loop_config
+from lme.loop.rules import loop_config
 from lme.loop import confirm
 
 

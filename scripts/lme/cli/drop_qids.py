@@ -27,7 +27,7 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.store import run_store
 from lme.score import trigger_set
-from lme.core import ROUND_FILE
+from lme.core.facts import ROUND_FILE
 from lme.score import drop_qids
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import BUILTIN_TARGETS
+from lme.core.facts import BUILTIN_TARGETS
 from lme.targets import parse_option, target_path
 from lme.core import config
 from lme.targets import generation_driver

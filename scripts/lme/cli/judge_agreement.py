@@ -32,27 +32,27 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import cli_parser
-from lme.core import config as config_mod
-from lme.judge import file_mode as judge_files
-from lme.judge import request_shapes as judge_shapes
+from lme.core import config
+from lme.judge import file_mode
+from lme.judge import request_shapes
 from lme.judge.successor_judge import reasoning_effort
 from lme.models import providers
 from lme.core.clock import utc_now
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSIONS, is_offline, resolve_judge_model
-from lme.judge import agreement as judge_agreement, upstream_verdicts
+from lme.judge import agreement, upstream_verdicts
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     project = args.project.resolve()
-    cfg = judge_files.project_config(project)
+    cfg = file_mode.project_config(project)
     if args.candidate_run:
-        provider, model, verdicts, candidate_source = judge_agreement.candidate_run(project, args.candidate_run)
+        provider, model, verdicts, candidate_source = agreement.candidate_run(project, args.candidate_run)
     else:
         provider, model = _candidate_judge(args.candidate, cfg)
     root = args.longmemeval_root or cfg.get("longmemeval_root")
-    root = None if root is None else str(config_mod.resolve_path(project, root))
+    root = None if root is None else str(config.resolve_path(project, root))
     records, source = _official(project, args, cfg, root)
     if not records:
         raise UserError(f"{source} holds no official verdicts to compare with",
@@ -60,14 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max is not None:
         records = records[: max(0, args.max)]
     if args.candidate_run:
-        report = judge_agreement.measure_against_run(records, verdicts)
+        report = agreement.measure_against_run(records, verdicts)
         source = f"{source} vs candidate {candidate_source}"
-        shape = judge_agreement.run_shape(verdicts)
+        shape = agreement.run_shape(verdicts)
     else:
         effort = args.reasoning_effort or reasoning_effort(cfg.get("judgeReasoningEffort"))
-        judge_shape = judge_shapes.shape_for(provider, model, effort)
-        report = judge_agreement.measure(records, provider, model, root,
-                                         providers.Gateway(judge_files.provider_settings(cfg)),
+        judge_shape = request_shapes.shape_for(provider, model, effort)
+        report = agreement.measure(records, provider, model, root,
+                                         providers.Gateway(file_mode.provider_settings(cfg)),
                                          concurrency=args.concurrency, shape=judge_shape)
         shape = judge_shape.to_dict()
     _refuse_nothing_compared(report, source)
@@ -75,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               "candidate_provider": provider,
               "candidate_model": model, "request_shape": shape, "official_judge": OFFICIAL_JUDGE_MODEL,
               "measured_at": utc_now(), "source": source, **report}
-    judge_agreement.append_record(project, record)
-    shown = json.dumps(record, indent=2, ensure_ascii=False) if args.json else judge_agreement.render_markdown(record)
+    agreement.append_record(project, record)
+    shown = json.dumps(record, indent=2, ensure_ascii=False) if args.json else agreement.render_markdown(record)
     print(shown, end="")
     if args.json:
         print()
@@ -88,10 +88,10 @@ def _official(project: Path, args: Any, cfg: Mapping[str, Any], root: str | None
     from the dataset, ``upstream_verdicts``)."""
     if args.archive is not None and upstream_verdicts.is_upstream_file(upstream_verdicts.read_records(args.archive)):
         configured = cfg.get("datasetPath")
-        dataset = None if not configured else str(config_mod.resolve_path(project, str(configured)))
+        dataset = None if not configured else str(config.resolve_path(project, str(configured)))
         refs = upstream_verdicts.references(project, args.ref_file, dataset)
         return upstream_verdicts.file_lines(args.archive, refs, root)[0], f"upstream file {args.archive}"
-    return judge_agreement.official_records(project, args.run_id, args.archive, every=args.all)
+    return agreement.official_records(project, args.run_id, args.archive, every=args.all)
 
 
 def _parser() -> cli_parser.ArgumentParser:
@@ -117,7 +117,7 @@ def _parser() -> cli_parser.ArgumentParser:
     parser.add_argument("--max", type=int, default=None, help="compare at most this many verdicts")
     parser.add_argument("--concurrency", type=int, default=4, help="candidate calls in flight (default 4)")
     parser.add_argument("--json", action="store_true", help="print the measurement as JSON")
-    parser.add_argument("--reasoning-effort", choices=judge_shapes.REASONING_EFFORTS, default=None,
+    parser.add_argument("--reasoning-effort", choices=request_shapes.REASONING_EFFORTS, default=None,
                         help="reasoning_effort of a reasoning-model candidate (default: config judgeReasoningEffort, "
                              "else the model's own); part of the request shape the calibration records")
     return parser
@@ -125,7 +125,7 @@ def _parser() -> cli_parser.ArgumentParser:
 
 def _candidate_judge(candidate: str, cfg: Mapping[str, Any]) -> tuple[str, str]:
     """``--candidate provider:model`` -> (provider, model); the offline judge is refused, ``gpt-4o`` resolved."""
-    provider, model = config_mod.parse_model_arg(candidate, "openai", tuple(cfg.get("providers") or {}))
+    provider, model = config.parse_model_arg(candidate, "openai", tuple(cfg.get("providers") or {}))
     if is_offline(provider):
         raise UserError("the offline judge is not a candidate for the official judge", fix="pass provider:model")
     return provider, resolve_judge_model(model)

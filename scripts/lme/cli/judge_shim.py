@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import config as config_mod
+from lme.core import config
 from lme.store import run_store
 from lme.judge import archive_status
-from lme.judge import agreement as judge_agreement
+from lme.judge import agreement
 from lme.judge import upstream_verdicts, verdict_archive
 from lme.judge import verdict_sources
 from lme.core.errors import UserError
@@ -80,7 +80,7 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
     project = args.project.resolve()
     cfg = project_config(project)
     root = getattr(args, "longmemeval_root", None) or cfg.get("longmemeval_root")
-    root = None if root is None else config_mod.resolve_path(project, str(root))
+    root = None if root is None else config.resolve_path(project, str(root))
     if command == "export-verdicts":
         result = verdict_archive.export(project, run_store.runs_dir(project), args.out,
                                         upstream_commit=checkout_commit(root))
@@ -101,7 +101,7 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
 
 def _dataset_path(project: Path, cfg: dict) -> str | None:
     configured = cfg.get("datasetPath")
-    return None if not configured else str(config_mod.resolve_path(project, str(configured)))
+    return None if not configured else str(config.resolve_path(project, str(configured)))
 
 
 def _import(project: Path, args: argparse.Namespace, cfg: dict, root: Path | None) -> dict:
@@ -232,7 +232,7 @@ def _judge_hyp_file(args: argparse.Namespace) -> int:
         result["successor"] = successor_judge
         result["calibration"] = calibration or "uncalibrated"
         print(verdict_sources.describe(counts, successor=successor_judge, calibration=(
-            judge_agreement.describe(calibration) if calibration else None)), file=sys.stderr)
+            agreement.describe(calibration) if calibration else None)), file=sys.stderr)
     print(json.dumps(result))
     return 0
 
@@ -247,7 +247,7 @@ def _file_options(args: argparse.Namespace, project: Path) -> tuple[FileJudgeOpt
                                      resolve_judge_model(args.model), explicit=bool(args.successor))
     successor = None if successor_judge is None else tuple(successor_judge.split(":", 1))
     effort = reasoning_effort(cfg.get("judgeReasoningEffort"))
-    calibration = None if successor is None else judge_agreement.compact(judge_agreement.latest(
+    calibration = None if successor is None else agreement.compact(agreement.latest(
         project, successor[0], successor[1], shape=shape_for(successor[0], successor[1], effort).to_dict()))
     in_project = (project / STATE_DIR).is_dir()  # a file judged outside a project leaves no archive behind
     options = FileJudgeOptions(args.longmemeval_root, args.provider, args.model,

@@ -17,7 +17,7 @@ import sys
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import UserError
+from lme.core.errors import UserError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,21 +33,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_revert = sub.add_parser("revert", help="git revert --no-edit a commit on the loop branch")
     p_revert.add_argument("sha", help="the commit to revert")
     args = parser.parse_args(argv)
-    from lme.loop import branch as loop_git  # after parsing: --help and usage errors need none of the loop
+    from lme.loop import branch  # after parsing: --help and usage errors need none of the loop
 
     if args.command == "commit":
-        paths = list(args.paths) + (loop_git.state_paths(args.project) if args.state else [])
+        paths = list(args.paths) + (branch.state_paths(args.project) if args.state else [])
         if args.changed:
-            changed = loop_git.changed_paths(args.project)
+            changed = branch.changed_paths(args.project)
             if not changed:
                 raise UserError("no changed files outside the loop's state: there is no fix to commit",
                                 fix="make the fix first (git status shows it), or name its files")
             print(f"committing: {', '.join(changed)}", file=sys.stderr)
             paths += changed
-        sha = loop_git.commit(args.message, paths, project=args.project)
+        sha = branch.commit(args.message, paths, project=args.project)
         print(sha or "nothing to commit")
     elif args.command == "push":
-        print(f"pushed {loop_git.push(project=args.project)}")
+        print(f"pushed {branch.push(project=args.project)}")
     else:
-        print(loop_git.revert(args.sha, project=args.project))
+        print(branch.revert(args.sha, project=args.project))
     return 0

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import SYMBOLIC_FLAGS, UserError
+from lme.core.errors import UserError
+from lme.core.facts import SYMBOLIC_FLAGS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_tgt.add_argument("--n-total", type=int, required=True, help="items in the full set (e.g. 500)")
     args = parser.parse_args(argv)
     from lme.core import config  # after parsing: --help and usage errors need neither the config nor the loop
-    from lme.loop import LoopRunRequest, check_loop_run, loop_config, loop_judge, rules, target_correct
+    from lme.loop import rules
+    from lme.loop.rules import LoopRunRequest, check_loop_run, loop_config, loop_judge, target_correct
 
     if args.command == "target":
         if args.n_total < 1:

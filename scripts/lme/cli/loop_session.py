@@ -29,7 +29,7 @@ import os
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import session as loop_session
+from lme.loop import session
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,19 +37,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, text in (("start", "this Claude Code session drives the loop"),
                        ("status", "would the Stop hook keep this session going")):
         p = sub.add_parser(name, help=text)
-        p.add_argument("--session", help=f"the Claude Code session id (default: ${loop_session.SESSION_ENV})")
+        p.add_argument("--session", help=f"the Claude Code session id (default: ${session.SESSION_ENV})")
     sub.add_parser("cancel", help="the user's explicit stop: the Stop hook lets the session end")
     args = parser.parse_args(argv)
     if args.command == "cancel":
-        print(loop_session.cancel(args.project))
+        print(session.cancel(args.project))
         return 0
     if args.command == "start":
-        if not (args.session or os.environ.get(loop_session.SESSION_ENV)):
-            print(f"not in a Claude Code session ({loop_session.SESSION_ENV} not set): no Stop hook to arm; the loop goes on as "
+        if not (args.session or os.environ.get(session.SESSION_ENV)):
+            print(f"not in a Claude Code session ({session.SESSION_ENV} not set): no Stop hook to arm; the loop goes on as "
                   "long as you run its steps")
             return 0
-        print(loop_session.start(args.project, loop_session.current_session(args.session)))
+        print(session.start(args.project, session.current_session(args.session)))
         return 0
-    found = loop_session.verdict(args.project, args.session or os.environ.get(loop_session.SESSION_ENV))
+    found = session.verdict(args.project, args.session or os.environ.get(session.SESSION_ENV))
     print(f"{'keeps going' if found.keep_going else 'may stop'}: {found.why}")
     return 0

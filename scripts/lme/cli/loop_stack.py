@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.loop import model_stack as loop_stack
+from lme.loop import model_stack
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -28,17 +28,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("show", help="print the loop's stack")
     p_set = sub.add_parser("set", help="give the loop a cheap writer (kept when one is configured)")
     p_set.add_argument("--writer",
-                       help=f"the writer as provider:model (default: the configured one, else {loop_stack.CHEAP_WRITER})")
+                       help=f"the writer as provider:model (default: the configured one, else {model_stack.CHEAP_WRITER})")
     args = parser.parse_args(argv)
     if args.command == "show":
-        cfg = loop_stack.read_config(args.project)
-        target, reference = loop_stack.loop_target(args.project)
+        cfg = model_stack.read_config(args.project)
+        target, reference = model_stack.loop_target(args.project)
         if not reference:
-            print(f"stack: target model {loop_stack.reader_of(cfg)} ({target}, your own system: no writer)")
+            print(f"stack: target model {model_stack.reader_of(cfg)} ({target}, your own system: no writer)")
             return 0
-        stack = loop_stack.stack_of(cfg)
-        print(f"stack: writer {stack.get('writer') or 'the reader model (' + loop_stack.reader_of(cfg) + ')'}, "
-              f"reader {stack.get('reader') or loop_stack.reader_of(cfg)}")
+        stack = model_stack.stack_of(cfg)
+        print(f"stack: writer {stack.get('writer') or 'the reader model (' + model_stack.reader_of(cfg) + ')'}, "
+              f"reader {stack.get('reader') or model_stack.reader_of(cfg)}")
         return 0
-    print("\n".join(loop_stack.set_stack(args.project, args.writer)))
+    print("\n".join(model_stack.set_stack(args.project, args.writer)))
     return 0

@@ -34,23 +34,23 @@ import signal
 import sys
 from contextlib import redirect_stdout
 
-from lme.loop import stop_hook as loop_stop_hook
+from lme.loop import stop_hook
 
 
 def main() -> int:
-    loop_stop_hook.arm_time_limit()
+    stop_hook.arm_time_limit()
     try:
         try:
-            hook_input = json.loads(sys.stdin.read(loop_stop_hook.STDIN_LIMIT) or "{}")
+            hook_input = json.loads(sys.stdin.read(stop_hook.STDIN_LIMIT) or "{}")
         except (ValueError, RecursionError):  # not a hook event of ours to judge
             return 0
         if not isinstance(hook_input, dict):
             return 0
         with redirect_stdout(io.StringIO()):  # nothing but our one JSON object may reach stdout
-            output = loop_stop_hook.decide(hook_input)
-    except (Exception, loop_stop_hook.HookTimeout) as err:  # noqa: BLE001 - a bug or a timeout lets the session stop
+            output = stop_hook.decide(hook_input)
+    except (Exception, stop_hook.HookTimeout) as err:  # noqa: BLE001 - a bug or a timeout lets the session stop
         message = f"longmemeval loop stop hook: {type(err).__name__}: {err}"
-        output = {"systemMessage": loop_stop_hook.one_line_message(message)}
+        output = {"systemMessage": stop_hook.one_line_message(message)}
     finally:
         if hasattr(signal, "setitimer"):
             signal.setitimer(signal.ITIMER_REAL, 0)

@@ -43,18 +43,18 @@ from lme.cli import claude_settings
 from lme.core import cli_parser
 from lme.core import fileio
 from lme.loop import copy_update
-from lme.loop import target as loop_target
+from lme.loop import target
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser, sub = cli_parser.loop_command_parser(__doc__.split("\n\n")[0], raw_description=False)
     p_copy = sub.add_parser("use-copy", help="copy memory-ref into the project and make it the loop's target")
-    p_copy.add_argument("--dest", default=loop_target.DEFAULT_DEST,
-                        help=f"folder for the copy (default: {loop_target.DEFAULT_DEST})")
+    p_copy.add_argument("--dest", default=target.DEFAULT_DEST,
+                        help=f"folder for the copy (default: {target.DEFAULT_DEST})")
     p_update = sub.add_parser("update-copy", help="merge today's memory-ref into your copy, keeping your changes "
                                                   "(exit 3: conflicts to resolve; 4: put on a branch to diff)")
-    p_update.add_argument("--dest", default=loop_target.DEFAULT_DEST,
-                          help=f"your copy's folder (default: {loop_target.DEFAULT_DEST})")
+    p_update.add_argument("--dest", default=target.DEFAULT_DEST,
+                          help=f"your copy's folder (default: {target.DEFAULT_DEST})")
     p_use = sub.add_parser("use", help="make your own memory system (a file or folder in the project) the loop's "
                                        "target")
     p_use.add_argument("path", help="your system's .py file, executable or package folder, relative to the project")
@@ -64,9 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(outcome.line)
         return outcome.status
     if args.command == "use-copy":
-        done = loop_target.use_copy(args.project, args.dest)
+        done = target.use_copy(args.project, args.dest)
     else:
-        done = loop_target.use_path(args.project, args.path)
+        done = target.use_path(args.project, args.path)
     added = claude_settings.refresh_edit_rules(args.project, fileio.write_atomic_json)
     if added:
         done.append(f"added {', '.join(added)} to {claude_settings.SETTINGS_FILE.as_posix()} (the loop may edit "

@@ -15,28 +15,28 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.data import dataset_label
-from lme.core import UserError
-from lme.core import config as config_mod
-from lme.run import settings as run_settings
+from lme.core.errors import UserError
+from lme.core import config
+from lme.run import settings
 from lme.run import preflight
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = cli_parser.ArgumentParser(prog="preflight.py", description="Check that a LongMemEval run can start.")
-    run_settings.add_arguments(parser)
+    settings.add_arguments(parser)
     args = parser.parse_args(argv)
     project = Path(args.project).resolve()
-    cfg = config_mod.load_config(project)
-    print(f"ok   config {config_mod.config_path(project)}")
-    settings = run_settings.resolve(cfg, args, project)
+    cfg = config.load_config(project)
+    print(f"ok   config {config.config_path(project)}")
+    resolved = settings.resolve(cfg, args, project)
     failed = 0
-    for passed, message in preflight.checks(settings):
+    for passed, message in preflight.checks(resolved):
         print(f"{'WARN' if passed is None else 'ok  ' if passed else 'FAIL'} {message}")
         failed += passed is False
     print(
-        f"target {settings.target} ({settings.target_provider}:{settings.target_model}), judge "
-        f"{settings.judge_provider}:{settings.judge_model}, concurrency {settings.concurrency}, "
-        f"dataset {dataset_label.display_name(settings.variant, settings.dataset_path)}"
+        f"target {resolved.target} ({resolved.target_provider}:{resolved.target_model}), judge "
+        f"{resolved.judge_provider}:{resolved.judge_model}, concurrency {resolved.concurrency}, "
+        f"dataset {dataset_label.display_name(resolved.variant, resolved.dataset_path)}"
     )
     if failed:
         raise UserError(f"{failed} pre-flight check(s) failed (see the FAIL lines above)")

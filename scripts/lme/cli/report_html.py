@@ -32,10 +32,10 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.store import prompt_store
 from lme.score import scoring, scoring_inputs
-from lme.core import UserError
-from lme.report import DEFAULT_MAX_TEXT_MB, prompt_keys
-from lme.store import RunData, load_run
-from lme.report import page as report_html
+from lme.core.errors import UserError
+from lme.report.page_data import DEFAULT_MAX_TEXT_MB, prompt_keys
+from lme.store.run_store import RunData, load_run
+from lme.report import page
 
 
 def print_prompts(run: RunData, question_id: str) -> int:
@@ -77,8 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_text_mb < 0:
         raise UserError(f"--max-text-mb must be >= 0, got {args.max_text_mb:g}", fix="e.g. --max-text-mb 24")
     card = scoring.build_scorecard(run, inputs=scoring_inputs.for_run(run.path, args.project))
-    history = report_html.loop_history(run, args.project, args.history)
-    path = report_html.write_report(run.path, report_html.build_report(run, card, project=args.project, history=history,
-                                                                       max_text_mb=args.max_text_mb))
+    history = page.loop_history(run, args.project, args.history)
+    path = page.write_report(run.path, page.build_report(run, card, project=args.project, history=history,
+                                                         max_text_mb=args.max_text_mb))
     print(path)
     return 0

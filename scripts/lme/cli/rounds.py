@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import PROPOSAL_FILE
+from lme.core.facts import PROPOSAL_FILE
 
 
 STEP_COMMANDS = ("snapshot", "log", "begin", "commit-fix", "finish", "successor-baseline")

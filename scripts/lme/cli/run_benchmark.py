@@ -42,21 +42,21 @@ from typing import Any, Sequence
 
 from lme.core import cli_parser
 from lme.run import background
-from lme.core import config as config_mod
+from lme.core import config
 from lme.run import cost_gate
 from lme.run import dry_run
-from lme.judge import official as judge_official
-from lme.loop import rules as loop_rules
+from lme.judge import official
+from lme.loop import rules
 from lme.run import preflight
 from lme.run import meta_recovery
 from lme.models import provider_probe
 from lme.models import provider_routes
 from lme.models import recent_probes
 from lme.run import judge_route
-from lme.run import driver as run_driver
-from lme.run import state as run_state
+from lme.run import driver
+from lme.run import state
 from lme.run import settings as run_settings
-from lme.run import status as run_status
+from lme.run import status
 from lme.run import unattended_gate
 from lme.targets import api_check
 from lme.core import unattended
@@ -69,13 +69,13 @@ from lme.run.settings import RunSettings
 
 def _write_scorecard(settings: RunSettings, run_id: str, progress_mode: str) -> None:
     """The scorecard's files and its Markdown on stdout (on stderr with ``--progress json``: stdout is records)."""
-    from lme.report import outputs as report_outputs  # here: scoring and the pages are needed once, after the run
+    from lme.report import outputs  # here: scoring and the pages are needed once, after the run
 
     if progress_mode == "json":
         with redirect_stdout(sys.stderr):
-            report_outputs.score_project_run(Path(settings.project), run_id)
+            outputs.score_project_run(Path(settings.project), run_id)
     else:
-        report_outputs.score_project_run(Path(settings.project), run_id)
+        outputs.score_project_run(Path(settings.project), run_id)
 
 
 def _refuse_misuse(args: argparse.Namespace, settings: RunSettings) -> None:
@@ -84,7 +84,7 @@ def _refuse_misuse(args: argparse.Namespace, settings: RunSettings) -> None:
     if args.json and not args.dry_run:
         raise UserError("--json is the dry run's machine-readable form; a run prints its scorecard",
                         fix="add --dry-run, or use --progress json for a run's records")
-    run_state.check_resume_max(settings, args.run_id)
+    state.check_resume_max(settings, args.run_id)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,7 +128,7 @@ def _loop_halt(args: argparse.Namespace, how: str) -> int:
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
     project = Path(args.project).resolve()
-    cfg = config_mod.load_config(project)
+    cfg = config.load_config(project)
     settings = run_settings.resolve(cfg, args, project)
     _refuse_misuse(args, settings)
     named = bool(args.offline or (args.target_model and args.judge_model))  # not the config's alone
@@ -149,7 +149,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         return dry_run.run(settings, run_id=args.run_id, as_json=args.json)
     preflight.check_inputs(settings)  # an unknown target, bad options or no judge prompt fails here, not per item
     if not args.worker:
-        run_driver.refuse_a_live_worker(settings, args.run_id)
+        driver.refuse_a_live_worker(settings, args.run_id)
     if args.max_cost is not None:
         cost_gate.check_cap_is_enforceable(settings, args.max_cost)
     # validate -> probe -> cost gate: a model that cannot be called is refused before its cost is put to the user
@@ -171,11 +171,11 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         return _start_in_background(settings, args, argv, scanned, passed)
     progress = "status" if args.worker and args.progress in ("auto", "bar") else args.progress  # a log has no bar
     approved = cost_gate.approval_to_record(settings, args.run_id) if args.yes else None  # a resume needs no second yes
-    options = run_driver.RunOptions(progress_mode=progress, max_cost=args.max_cost, approved_usd=approved,
-                                    loop_check=loop_rules.check_settings,
-                                    code_paths=tuple(loop_rules.fix_paths(project)))
-    code, root = run_driver.execute(settings, args.run_id, options, scanned=scanned,
-                                    on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
+    options = driver.RunOptions(progress_mode=progress, max_cost=args.max_cost, approved_usd=approved,
+                                    loop_check=rules.check_settings,
+                                    code_paths=tuple(rules.fix_paths(project)))
+    code, root = driver.execute(settings, args.run_id, options, scanned=scanned,
+                                on_start=lambda: recent_probes.remember(settings.cache_dir, passed))
     return _after_run(settings, args, code, root)
 
 
@@ -184,22 +184,22 @@ def _after_run(settings: RunSettings, args: argparse.Namespace, code: int, root:
     run_id = root.name
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
-    if code == run_driver.EXIT_JUDGE_GONE:  # the official judge gone, or a judge answering as another model
+    if code == driver.EXIT_JUDGE_GONE:  # the official judge gone, or a judge answering as another model
         meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
-        if args.loop and meta.error == judge_official.CONTINUITY_HINT:
+        if args.loop and meta.error == official.CONTINUITY_HINT:
             return _loop_halt(args, f"found mid-run, in run {run_id}")
-        raise UserError(f"run {run_id} stopped: {meta.error or judge_official.CONTINUITY_HINT}; the items it could "
+        raise UserError(f"run {run_id} stopped: {meta.error or official.CONTINUITY_HINT}; the items it could "
                         f"not judge stay pending (resume with --run-id {run_id})")
-    print(f"run {run_id}: {run_driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)
-    if code == run_driver.EXIT_CODE_CHANGED:  # which file, and that the rest waits for a resume
+    print(f"run {run_id}: {driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)
+    if code == driver.EXIT_CODE_CHANGED:  # which file, and that the rest waits for a resume
         meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
         print(f"run {run_id} {meta.error}", file=sys.stderr)
-    if code == run_driver.EXIT_COST_CAP:
-        print(run_driver.resume_hint(settings, run_id, note=" --max-cost <a higher USD>"), file=sys.stderr)
-    elif code != run_driver.EXIT_COMPLETED:
-        print(run_driver.resume_hint(settings, run_id), file=sys.stderr)
+    if code == driver.EXIT_COST_CAP:
+        print(driver.resume_hint(settings, run_id, note=" --max-cost <a higher USD>"), file=sys.stderr)
+    elif code != driver.EXIT_COMPLETED:
+        print(driver.resume_hint(settings, run_id), file=sys.stderr)
     else:
-        run_driver.say_how_to_finish(settings, root)
+        driver.say_how_to_finish(settings, root)
     return code
 
 
@@ -245,7 +245,7 @@ def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[s
 def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str], scanned: Any,
                          passed: list[recent_probes.Passed]) -> int:
     """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
-    run_id, work = run_driver.prepare_background(settings, args.run_id, scanned, loop_rules.check_settings)
+    run_id, work = driver.prepare_background(settings, args.run_id, scanned, rules.check_settings)
     recent_probes.remember(settings.cache_dir, passed)
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])
     os.environ.update(unattended_gate.worker_env(run_id))  # the worker's proof that --background started it
@@ -257,7 +257,7 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
     except ValueError:
         pass
     print(f"run {run_id} started in the background (pid {info['pid']}); log: {log}")
-    print(run_status.wait_line(run_id))
+    print(status.wait_line(run_id))
     return 0
 
 

@@ -25,7 +25,7 @@ import json
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import UserError
+from lme.core.errors import UserError
 from lme.run import status as run_status
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from lme.core import cli_parser
-from lme.core import UserError
+from lme.core.errors import UserError
 from lme.core import schemas
 
 

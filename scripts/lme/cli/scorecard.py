@@ -39,7 +39,7 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.core import fileio
 from lme.core import unattended
-from lme.report import outputs as report_outputs
+from lme.report import outputs
 from lme.store import run_store
 from lme.core.errors import UserError, run_main
 from lme.data import dataset
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     runs_folder = (run_dir.parent,) if run_id is None else ()  # not the four-argument form's: any folder it names
     fileio.clean_leftovers(args.project, *runs_folder)  # killed writes' temps
-    return report_outputs.score_run(run_dir, args.project, report_outputs.ScoreOptions(
+    return outputs.score_run(run_dir, args.project, outputs.ScoreOptions(
         n_total=n_total, variant=variant, run_id=run_id, fmt=args.format, charts=not args.no_charts,
         html=not args.no_html, history=args.history, compare=args.compare, force=args.force, rescore=args.rescore,
         png=args.png and not args.no_charts))
@@ -129,7 +129,7 @@ def _run_to_score(args: argparse.Namespace) -> tuple[Path, int | None, str | Non
             unattended.refuse_outside(run_dir, "RUN_DIR", why)
         refuse_contradictions(run_dir, variant, run_id)
     elif args.run_id:
-        run_dir = report_outputs.project_run_dir(args.project, args.run_id)
+        run_dir = outputs.project_run_dir(args.project, args.run_id)
     elif args.latest:
         run_dir = run_store.latest_run(args.project)
         assert run_dir is not None

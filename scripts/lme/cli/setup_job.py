@@ -20,7 +20,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from lme.core import process_life
-from lme.core import STATE_DIR, UserError, utc_now_iso, write_atomic_json
+from lme.core.clock import utc_now_iso
+from lme.core.errors import UserError
+from lme.core.facts import STATE_DIR
+from lme.core.fileio import write_atomic_json
 
 JOB_DIR = Path(STATE_DIR) / "cache" / "setup-job"
 """Under the state folder's ``cache/``, which both the project's and the state folder's .gitignore leave out."""

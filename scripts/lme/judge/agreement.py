@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import fileio
-from lme.judge import official as judge_official
-from lme.judge import request_shapes as judge_shapes
+from lme.judge import official
+from lme.judge import request_shapes
 from lme.judge.agreement_figures import agreement_report, cohens_kappa, kappa_interval
 from lme.core.records import Verdict
 from lme.store import run_store
@@ -61,29 +61,29 @@ def measure(records: Sequence[Mapping[str, Any]], candidate_provider: str, candi
             longmemeval_root: str | Path, llm: Any, *, concurrency: int = 4, shape: Any = None) -> dict[str, Any]:
     """Judge every record with the candidate (``shape``: its request shape, default its family's); the report plus
     ``skipped`` (prompt mismatch) and ``errors`` (a failed call, or a response naming another model)."""
-    shape = shape or judge_shapes.shape_for(candidate_provider, candidate_model)
-    builder = judge_official.load_prompt_builder(longmemeval_root)
+    shape = shape or request_shapes.shape_for(candidate_provider, candidate_model)
+    builder = official.load_prompt_builder(longmemeval_root)
     jobs, skipped = [], []
     for rec in records:
         if rec.get("question_type") is None or rec.get("hypothesis") is None or rec.get("question") is None:
             skipped.append({"question_id": rec.get("question_id"), "why": "no question, type or hypothesis"})
             continue
         try:
-            prompt = judge_official.build_prompt(builder, rec["question_type"], rec["question"], rec["answer"],
+            prompt = official.build_prompt(builder, rec["question_type"], rec["question"], rec["answer"],
                                              rec["hypothesis"], abstention=is_abstention(str(rec["question_id"])),
                                              question_id=str(rec["question_id"]))
-        except judge_official.JudgeInputError as err:
+        except official.JudgeInputError as err:
             skipped.append({"question_id": rec.get("question_id"), "why": str(err)})
             continue
         if hashlib.sha256(prompt.encode("utf-8")).hexdigest() != rec["prompt_sha256"]:
             skipped.append({"question_id": rec.get("question_id"), "why": "prompt differs from the officially judged one"})
             continue
-        jobs.append((rec, judge_official.judge_request(prompt, candidate_provider, candidate_model, shape)))
+        jobs.append((rec, official.judge_request(prompt, candidate_provider, candidate_model, shape)))
 
     def one(job: tuple[Mapping[str, Any], Any]) -> dict[str, Any]:
         rec, request = job
-        completion = judge_official.checked_reply(llm.complete(request), request)
-        return {**_pair_base(rec), "candidate": judge_official.label_from_reply(completion.text or ""),
+        completion = official.checked_reply(llm.complete(request), request)
+        return {**_pair_base(rec), "candidate": official.label_from_reply(completion.text or ""),
                 "candidate_raw": completion.text, "returned_model": completion.model}
 
     pairs, errors = [], []
@@ -163,7 +163,7 @@ def run_shape(verdicts: Mapping[tuple[str, str], Verdict]) -> dict[str, Any]:
     for verdict in verdicts.values():
         if verdict.request_shape:
             return dict(verdict.request_shape)
-    return judge_shapes.UPSTREAM.to_dict()
+    return request_shapes.UPSTREAM.to_dict()
 
 
 def append_record(project: Path, record: Mapping[str, Any]) -> Path:
@@ -207,7 +207,7 @@ def latest_of(measured: Sequence[Mapping[str, Any]], provider: str | None, model
         if rec.get("candidate_provider") != provider or model not in (rec.get("candidate_model"),
                                                                       *rec.get("returned_models", [])):
             continue
-        recorded = rec.get("request_shape") or judge_shapes.UPSTREAM.to_dict()
+        recorded = rec.get("request_shape") or request_shapes.UPSTREAM.to_dict()
         if shape is None or dict(recorded) == dict(shape):
             found = dict(rec)
     return found
@@ -234,7 +234,7 @@ def describe(rec: Mapping[str, Any]) -> str:
     if isinstance(interval, (list, tuple)) and len(interval) == 2:
         kappa += f", 95% CI {interval[0]:.3f}-{interval[1]:.3f}"
     agreement = "—" if rec.get("agreement") is None else f"{rec['agreement']:.4f}"
-    shape = f", request shape {judge_shapes.describe(rec.get('request_shape'))}" if rec.get("request_shape") else ""
+    shape = f", request shape {request_shapes.describe(rec.get('request_shape'))}" if rec.get("request_shape") else ""
     return (f"agreement with the official {OFFICIAL_JUDGE_MODEL} verdicts {agreement} (Cohen's kappa {kappa}) on "
             f"{rec.get('n')} items, {flips} flip(s){shape} (judge_agreement.py, "
             f"{rec.get('measured_at')}, {rec.get('source')})")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_SHUTDOWN
-from lme.judge import official as judge_official, verdict_archive
+from lme.judge import official, verdict_archive
 from lme.judge.request_shapes import UPSTREAM_MAX_TOKENS
 from lme.models import prices
 from lme.models.token_counts import estimate_tokens
@@ -25,7 +25,7 @@ from lme.store import run_store
 
 def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]:
     """The counts and costs (see the module docstring)."""
-    builder = judge_official.load_prompt_builder(longmemeval_root)
+    builder = official.load_prompt_builder(longmemeval_root)
     backfilled = verdict_archive.backfill(project)
     archive = verdict_archive.for_project(project)
     runs_dir = run_store.runs_dir(project)
@@ -36,10 +36,10 @@ def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]
         if not isinstance(row.hypothesis, str):
             continue
         try:
-            prompt = judge_official.build_prompt(builder, row.question_type, row.question, row.answer,
-                                                 row.hypothesis, abstention=row.abstention,
-                                                 question_id=row.question_id)
-        except judge_official.JudgeInputError:
+            prompt = official.build_prompt(builder, row.question_type, row.question, row.answer,
+                                           row.hypothesis, abstention=row.abstention,
+                                           question_id=row.question_id)
+        except official.JudgeInputError:
             unbuildable += 1
             continue
         prompts.setdefault(hashlib.sha256(prompt.encode("utf-8")).hexdigest(), estimate_tokens(prompt))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from lme.core import config as config_mod
+from lme.core import config
 from lme.models import providers
 from lme.models.call_cache import CallCache
 from lme.core.errors import UserError
@@ -197,10 +197,10 @@ def file_gateway(project: Path, cfg: Mapping[str, Any], concurrency: int, *, rea
     (``cfg``: ``project_config``)."""
     cache = None
     if cfg.get("cacheEnabled", True):
-        cache_dir = config_mod.resolve_path(project, cfg.get("cache_dir") or CACHE_DIR)
+        cache_dir = config.resolve_path(project, cfg.get("cache_dir") or CACHE_DIR)
         cache = CallCache(cache_dir, read=read_cache)
     return RunGateway(settings=provider_settings(cfg), cache=cache,
-                      limiter=Pacer(concurrency, limits=config_mod.rate_limits(cfg)))
+                      limiter=Pacer(concurrency, limits=config.rate_limits(cfg)))
 
 
 def provider_settings(cfg: Mapping[str, Any]) -> Any:
@@ -214,4 +214,4 @@ def provider_settings(cfg: Mapping[str, Any]) -> Any:
 
 def project_config(project: Path) -> dict[str, Any]:
     """The project's config.json, or {} when it has none (a file can be judged outside a project)."""
-    return dict(config_mod.load_config(project)) if config_mod.config_path(project).is_file() else {}
+    return dict(config.load_config(project)) if config.config_path(project).is_file() else {}

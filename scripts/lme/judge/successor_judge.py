@@ -7,18 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from lme.core import config as config_mod
+from lme.core import config
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER, OFFICIAL_JUDGE_ROUTES, OFFLINE, \
     resolve_judge_model
-from lme.judge import request_shapes as judge_shapes
+from lme.judge import request_shapes
 
 
 def reasoning_effort(value: Any) -> str | None:
     """Config ``judgeReasoningEffort``, checked (``judge_shapes.REASONING_EFFORTS``)."""
     if value is None:
         return None
-    judge_shapes.shape_for("openai", "o3-mini", str(value))  # a bad value is one line here, not an error per item
+    request_shapes.shape_for("openai", "o3-mini", str(value))  # a bad value is one line here, not an error per item
     return str(value)
 
 
@@ -32,7 +32,7 @@ def successor_spec(value: str | None, named: tuple[str, ...], judge_provider: st
     if not explicit and not (judge_provider in OFFICIAL_JUDGE_ROUTES and judge_model == OFFICIAL_JUDGE_MODEL):
         return None
     flag = "--successor (or successorJudge in the config)"
-    provider, model = config_mod.parse_model_arg(str(value), OFFICIAL_JUDGE_PROVIDER, named)
+    provider, model = config.parse_model_arg(str(value), OFFICIAL_JUDGE_PROVIDER, named)
     model = resolve_judge_model(model)
     if provider == OFFLINE:
         raise UserError(f"{flag} {value}: the offline judge cannot stand in for the official one",

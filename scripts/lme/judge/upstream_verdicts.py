@@ -20,7 +20,7 @@ from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER
 from lme.data import upstream_files
-from lme.judge import official as judge_official, verdict_archive
+from lme.judge import official, verdict_archive
 from lme.judge.request_shapes import UPSTREAM
 
 LABEL_KEY = "autoeval_label"
@@ -40,7 +40,7 @@ def read_records(path: Path) -> list[Any]:
 
 
 def archive_lines(path: Path, records: list[Any], references: Mapping[str, Mapping[str, Any]],
-                  builder: judge_official.PromptBuilder, file_sha256: str) -> list[dict[str, Any]]:
+                  builder: official.PromptBuilder, file_sha256: str) -> list[dict[str, Any]]:
     """Archive lines (before ``verdict_archive.imported`` gives them their origin) for upstream's ``records``."""
     if not builder.is_upstream:
         raise UserError(f"the judge prompt function in {builder.path} is not upstream's: the prompts rebuilt from it "
@@ -85,11 +85,11 @@ def _problem(record: Any, references: Mapping[str, Mapping[str, Any]]) -> str | 
     return None
 
 
-def _line(record: Mapping[str, Any], ref: Mapping[str, Any], builder: judge_official.PromptBuilder,
+def _line(record: Mapping[str, Any], ref: Mapping[str, Any], builder: official.PromptBuilder,
           file_sha256: str, number: int, name: str) -> dict[str, Any]:
     qid = str(record["question_id"])
-    item = judge_official.Judged(qid, ref["question_type"], ref["question"], ref["answer"], str(record["hypothesis"]))
-    prompt = judge_official.prompt_for(builder, item)
+    item = official.Judged(qid, ref["question_type"], ref["question"], ref["answer"], str(record["hypothesis"]))
+    prompt = official.prompt_for(builder, item)
     act = hashlib.sha256(f"upstream\0{file_sha256}\0{number}".encode("utf-8")).hexdigest()
     return {
         "schemaVersion": verdict_archive.ARCHIVE_VERSION, "verdict_id": act,
@@ -117,7 +117,7 @@ def file_lines(path: Path, refs: Mapping[str, Mapping[str, Any]], longmemeval_ro
                ) -> tuple[list[dict[str, Any]], str, int]:
     """``(archive lines, the file's sha256, its record count)`` of an upstream eval-results file."""
     records = read_records(path)
-    builder = judge_official.load_prompt_builder(longmemeval_root)
+    builder = official.load_prompt_builder(longmemeval_root)
     sha = fileio.sha256_file(path, follow_symlinks=True)
     return archive_lines(path, records, refs, builder, sha), sha, len(records)
 

@@ -11,8 +11,8 @@ from lme.loop import decide
 from lme.loop import judge_day
 from lme.core import bounded_json
 from lme.core import fileio
-from lme.loop import branch as loop_git
-from lme.loop import steps as loop_steps
+from lme.loop import branch
+from lme.loop import steps
 from lme.store import run_store
 from lme.core.clock import utc_now, utc_stamp
 from lme.core.errors import UserError
@@ -111,15 +111,15 @@ def finish(project: Path, *, commit: bool = False) -> dict[str, Any]:
     outcome = "CONFIRMED" if confirmed else "not confirmed, adopted as baseline"
     by = f" {judge_day.describe_reported(judged)}" if judged is not None else ""
     note = f"confirmation {state['confirm_run_id']}: {result['correct']}/{result['n_total']} ({outcome}{by})"
-    loop_steps.log(project, state["confirm_run_id"], note)
+    steps.log(project, state["confirm_run_id"], note)
     if confirmed and commit:
         by = f" by the successor {judged['successor']} (not official)," if judged is not None else ""
-        sha = loop_git.commit(
+        sha = branch.commit(
             f"FINAL: LongMemEval {state['source_correct']}/{state['n_total']}{by} confirmed by clean rerun "
             f"{state['confirm_run_id']} ({result['correct']}/{result['n_total']})",
-            loop_git.state_paths(project), project=project)
+            branch.state_paths(project), project=project)
         state["final_commit"] = sha
-        state["pushed"] = loop_git.push(project=project)
+        state["pushed"] = branch.push(project=project)
         fileio.write_atomic_json(project / CONFIRMATION_FILE, state)
     return state
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from lme.core import command_names
 from lme.core import config
 from lme.core.errors import UserError
-from lme.loop import branch as loop_git
-from lme.loop import target as loop_target
+from lme.loop import branch
+from lme.loop import target
 from lme.run import provenance
 from lme.targets import api
 from lme.targets.identity import is_reference
@@ -42,37 +42,37 @@ class Outcome:
     status: int = 0
 
 
-def update_copy(project: Path, dest: str = loop_target.DEFAULT_DEST) -> Outcome:
+def update_copy(project: Path, dest: str = target.DEFAULT_DEST) -> Outcome:
     """Merge today's memory-ref into the copy ``dest``; refuses (UserError, nothing changed) without a config,
     off the loop branch, with a merge in progress or uncommitted changes, or when ``dest`` is no committed copy."""
     project = Path(project).resolve()
-    dest = loop_target.dest_name(dest)
+    dest = target.dest_name(dest)
     if not config.config_path(project).is_file():
         raise UserError(f"no config at {config.config_path(project)}", fix=f"run {command_names.SETUP} first")
-    loop_git.assert_on_loop_branch(project=project)
+    branch.assert_on_loop_branch(project=project)
     _refuse_unready(project, dest)
     version, base = provenance.plugin_version(), _base_commit(project, dest)
     names = {"version": version, "dest": dest, "api": api.version_text(api.TARGET_API)}
     tree = _tree_with_today(project, dest, base or "HEAD")
     if base is None:
         side = _commit_tree(project, tree, "HEAD", SIDE_MESSAGE.format(**names))
-        branch = SIDE_BRANCH.format(version=version)
-        loop_git.run_git(["update-ref", f"refs/heads/{branch}", side], project)
-        return Outcome(f"no commit of the loop branch holds {dest}/ as first copied ('{loop_target.COMMIT_MESSAGE.format(dest=dest)}'), "
-                       f"so nothing was merged: today's memory-ref is on the branch {branch}; see what differs with "
-                       f"git diff HEAD {branch} -- {dest}/ and take what you want by hand", EXIT_SIDE_BRANCH)
+        side_branch = SIDE_BRANCH.format(version=version)
+        branch.run_git(["update-ref", f"refs/heads/{side_branch}", side], project)
+        return Outcome(f"no commit of the loop branch holds {dest}/ as first copied ('{target.COMMIT_MESSAGE.format(dest=dest)}'), "
+                       f"so nothing was merged: today's memory-ref is on the branch {side_branch}; see what differs with "
+                       f"git diff HEAD {side_branch} -- {dest}/ and take what you want by hand", EXIT_SIDE_BRANCH)
     if tree == _rev(project, f"{base}^{{tree}}"):
         return Outcome(f"{dest}/ is up to date: it was copied from this memory-ref ({version}, target API "
                        f"{names['api']}); nothing to merge")
     side = _commit_tree(project, tree, base, SIDE_MESSAGE.format(**names))
-    merged = loop_git.run_git(["merge", "--no-ff", "--no-edit", "-m", MERGE_MESSAGE.format(**names), side],
-                              project, check=False)
+    merged = branch.run_git(["merge", "--no-ff", "--no-edit", "-m", MERGE_MESSAGE.format(**names), side],
+                            project, check=False)
     if merged.returncode == 0:
         return Outcome(f"merged memory-ref {version} (target API {names['api']}) into {dest}/, your changes kept: "
                        f"commit {_rev(project, 'HEAD')[:12]}")
-    conflicted = loop_git.run_git(["diff", "--name-only", "--diff-filter=U"], project).stdout.split()
+    conflicted = branch.run_git(["diff", "--name-only", "--diff-filter=U"], project).stdout.split()
     if not conflicted:  # the merge failed for another reason: git's words, nothing left in progress
-        loop_git.run_git(["merge", "--abort"], project, check=False)
+        branch.run_git(["merge", "--abort"], project, check=False)
         raise UserError(f"git merge of today's memory-ref into {dest}/ failed: {' '.join(merged.stderr.split())}")
     return Outcome(f"merge of memory-ref {version} into {dest}/ stopped on conflicts in {', '.join(conflicted)}: "
                    "fix the marked lines, then git add them and git commit; or back out with git merge --abort",
@@ -84,13 +84,13 @@ def _refuse_unready(project: Path, dest: str) -> None:
         raise UserError("a git merge is in progress in the project",
                         fix="finish it (git add, git commit) or back out with git merge --abort, then run update-copy again")
     folder = project / dest
-    tracked = loop_git.run_git(["ls-files", "--", f"{dest}/__init__.py"], project).stdout.strip()
+    tracked = branch.run_git(["ls-files", "--", f"{dest}/__init__.py"], project).stdout.strip()
     if not tracked or not is_reference(str(folder), project):
         raise UserError(f"{dest}/ is no committed copy of memory-ref",
                         fix="make one with loop_target.py use-copy, or pass --dest with your copy's folder")
-    dirty = [line for line in loop_git.run_git(["status", "--porcelain", "--", dest], project).stdout.splitlines()
+    dirty = [line for line in branch.run_git(["status", "--porcelain", "--", dest], project).stdout.splitlines()
              if "__pycache__/" not in line]
-    if dirty or loop_git.run_git(["diff", "--cached", "--quiet"], project, check=False).returncode:
+    if dirty or branch.run_git(["diff", "--cached", "--quiet"], project, check=False).returncode:
         raise UserError(f"{dest}/ has uncommitted changes (or changes are staged)",
                         fix="commit them (loop_git.py commit) or set them aside, then run update-copy again")
 
@@ -98,9 +98,9 @@ def _refuse_unready(project: Path, dest: str) -> None:
 def _base_commit(project: Path, dest: str) -> str | None:
     """The newest commit of HEAD's history that holds ``dest`` as memory-ref made it: use-copy's commit or an
     update-copy side commit (found by their messages, which name ``dest``)."""
-    first = loop_target.COMMIT_MESSAGE.format(dest=dest)
+    first = target.COMMIT_MESSAGE.format(dest=dest)
     side_start, side_end = SIDE_MESSAGE.split("{version}")[0], f" for {dest}/ (target API "
-    log = loop_git.run_git(["log", "--format=%H%x09%s", "HEAD"], project).stdout.splitlines()
+    log = branch.run_git(["log", "--format=%H%x09%s", "HEAD"], project).stdout.splitlines()
     for line in log:
         sha, _, subject = line.partition("\t")
         if subject == first or (subject.startswith(side_start) and side_end in subject
@@ -114,24 +114,24 @@ def _tree_with_today(project: Path, dest: str, base: str) -> str:
     store through a temporary index (the project's index and work tree are not touched)."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
-        loop_git.run_git(["read-tree", base], project, env=env)
-        loop_git.run_git(["rm", "-r", "-f", "--cached", "--quiet", "--ignore-unmatch", "--", dest], project, env=env)
+        branch.run_git(["read-tree", base], project, env=env)
+        branch.run_git(["rm", "-r", "-f", "--cached", "--quiet", "--ignore-unmatch", "--", dest], project, env=env)
         record = Path(tmp) / api.RECORD_FILE
-        record.write_text(loop_target.copy_record(dest), encoding="utf-8")
-        files = [(p, p.relative_to(loop_target.SOURCE).as_posix()) for p in sorted(loop_target.SOURCE.rglob("*"))
+        record.write_text(target.copy_record(dest), encoding="utf-8")
+        files = [(p, p.relative_to(target.SOURCE).as_posix()) for p in sorted(target.SOURCE.rglob("*"))
                  if p.is_file() and "__pycache__" not in p.parts]
         for path, name in [*files, (record, api.RECORD_FILE)]:
-            blob = loop_git.run_git(["hash-object", "-w", "--", str(path)], project).stdout.strip()
+            blob = branch.run_git(["hash-object", "-w", "--", str(path)], project).stdout.strip()
             mode = "100755" if os.access(path, os.X_OK) else "100644"
-            loop_git.run_git(["update-index", "--add", "--cacheinfo", f"{mode},{blob},{dest}/{name}"], project,
-                             env=env)
-        return loop_git.run_git(["write-tree"], project, env=env).stdout.strip()
+            branch.run_git(["update-index", "--add", "--cacheinfo", f"{mode},{blob},{dest}/{name}"], project,
+                           env=env)
+        return branch.run_git(["write-tree"], project, env=env).stdout.strip()
 
 
 def _commit_tree(project: Path, tree: str, parent: str, message: str) -> str:
-    return loop_git.run_git(["commit-tree", tree, "-p", _rev(project, parent), "-m", message], project).stdout.strip()
+    return branch.run_git(["commit-tree", tree, "-p", _rev(project, parent), "-m", message], project).stdout.strip()
 
 
 def _rev(project: Path, name: str, *, check: bool = True) -> str:
-    proc = loop_git.run_git(["rev-parse", "--verify", "--quiet", name], project, check=check)
+    proc = branch.run_git(["rev-parse", "--verify", "--quiet", name], project, check=check)
     return proc.stdout.strip() if proc.returncode == 0 else ""

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from lme.score import run_comparison as compare_runs  # the comparison (compare_runs.py is its command)
+from lme.score import run_comparison  # the comparison (compare_runs.py is its command)
 from lme.score.comparison_record import Comparison
 from lme.core import fileio
-from lme.loop import branch as loop_git
-from lme.loop import state as loop_state
+from lme.loop import branch
+from lme.loop import state
 from lme.loop import noise_floor
-from lme.report import outputs as report_outputs
+from lme.report import outputs
 from lme.store import run_store
 from lme.score import trigger_set
 from lme.core.clock import utc_now
@@ -129,7 +129,7 @@ def restore_from_snapshot(snapshot_dir: Path, run_dir: Path, ids: Sequence[str])
 def rescore(project: Path, run_id: str) -> None:
     """Rewrite the run's metrics.json/scorecard.md after its rows changed (scorecard output goes to stderr)."""
     with redirect_stdout(sys.stderr):
-        report_outputs.score_project_run(Path(project), run_id, charts=False)
+        outputs.score_project_run(Path(project), run_id, charts=False)
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def run_decision(
     """Compare, decide, optionally apply, and log. Returns the decision record."""
     project = Path(project)
     pair = _ready_pair(project, snapshot, run_id, allow_errors=allow_errors)
-    comparison = compare_runs.compare(pair.snap_dir, pair.run_dir)
+    comparison = run_comparison.compare(pair.snap_dir, pair.run_dir)
     retest = _retest_set(project, pair)
     record = _decision_record(project, pair, comparison, retest, reusable=reusable, fix_commit=fix_commit)
     return _log_decision(project, record, retest, apply=apply)
@@ -252,8 +252,8 @@ def _one_judge_fix(before: str, after: str) -> str:
 
 def _ready_pair(project: Path, snapshot: str, run_id: str, *, allow_errors: bool) -> _ReadyPair:
     """Load the snapshot and the run; refuse a run not ready to be judged unless ``allow_errors``."""
-    round_no = loop_state.parse_snapshot(snapshot)
-    snap_dir = loop_state.snapshot_dir(project, round_no)
+    round_no = state.parse_snapshot(snapshot)
+    snap_dir = state.snapshot_dir(project, round_no)
     if not snap_dir.is_dir():
         raise UserError(f"no snapshot v{round_no} at {snap_dir}", fix="take it with rounds.py snapshot before the fix")
     run_dir = run_store.existing_run_dir(project, run_id)
@@ -308,7 +308,7 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
         "net": fixes - regressions,
         "flaky_flips": comparison.flaky_flips.to_dict(),
         "net_excluding_flaky": decided_net,
-        "p_value": compare_runs.mcnemar_exact_p(regressions, fixes),
+        "p_value": run_comparison.mcnemar_exact_p(regressions, fixes),
         "judged_in_both": {"n": comparison.n_compared, "fixes": comparison.fixes,
                            "regressions": comparison.regressions},
         "error_flips": {"fixes": sum(1 for fixed in errors.values() if fixed),
@@ -332,7 +332,7 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
         "judge": common_judge(JudgedRows(pair.run_rows, run_store.read_meta(pair.run_dir).endpoints), retest.ids),
     }
     try:
-        record["retest_figures"] = loop_state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_record()
+        record["retest_figures"] = state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_record()
     except UserError:
         record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
     return record
@@ -375,8 +375,8 @@ def apply_revert(project: Path, record: Mapping[str, Any]) -> dict[str, Any]:
     record = dict(record)
     round_no = int(record["round"])
     run_dir = run_store.existing_run_dir(project, record["run_id"])
-    record["revert_commit"] = loop_git.revert(str(record["fix_commit"]), project=project)
-    restored = restore_from_snapshot(loop_state.snapshot_dir(project, round_no), run_dir, record["restored_ids"])
+    record["revert_commit"] = branch.revert(str(record["fix_commit"]), project=project)
+    restored = restore_from_snapshot(state.snapshot_dir(project, round_no), run_dir, record["restored_ids"])
     record["backup"] = restored["backup"]
     rescore(project, record["run_id"])
     record.update(applied=True, applying=False)

@@ -32,15 +32,15 @@ from lme.core.clock import utc_now
 from lme.core.errors import UserError
 from lme.core.facts import (CONFIG_FILE, CONFIRMATION_FILE, JUDGE_DAY_FILE, OFFICIAL_JUDGE_MODEL, SCHEMA_VERSIONS,
                             STATE_DIR)
-from lme.judge import agreement as judge_agreement
-from lme.judge import request_shapes as judge_shapes
+from lme.judge import agreement
+from lme.judge import request_shapes
 from lme.judge import verdict_archive
 from lme.judge.successor_judge import reasoning_effort
-from lme.loop import branch as loop_git
+from lme.loop import branch
 from lme.loop import decide
-from lme.loop import rules as loop_rules
-from lme.loop import session as loop_session
-from lme.loop import state as loop_state
+from lme.loop import rules
+from lme.loop import session
+from lme.loop import state
 from lme.run.settings import RunSettings
 from lme.store import run_store
 
@@ -72,13 +72,13 @@ class NamedSuccessor:
 
 
 def named_successor(project: Path) -> NamedSuccessor:
-    spec = loop_rules.successor_named(project)
+    spec = rules.successor_named(project)
     if spec is None:
         return NamedSuccessor(None, None, None)
     provider, _, model = spec.partition(":")
-    effort = reasoning_effort(loop_rules.read_project_config(project).get("judgeReasoningEffort"))
-    shape = judge_shapes.shape_for(provider, model, effort).to_dict()
-    return NamedSuccessor(spec, shape, judge_agreement.latest(project, provider, model, shape=shape))
+    effort = reasoning_effort(rules.read_project_config(project).get("judgeReasoningEffort"))
+    shape = request_shapes.shape_for(provider, model, effort).to_dict()
+    return NamedSuccessor(spec, shape, agreement.latest(project, provider, model, shape=shape))
 
 
 def for_loop_run(settings: RunSettings, given: str | None) -> RunSettings:
@@ -86,7 +86,7 @@ def for_loop_run(settings: RunSettings, given: str | None) -> RunSettings:
     mix two judges in one baseline), or after the day the recorded successor for every item. ``given``: the
     command line's ``--successor``, refused unless it is the config's. Raises ``JudgeRetired`` after the day
     while the loop has no baseline of the config's successor."""
-    judge = loop_rules.loop_judge(Path(settings.project))
+    judge = rules.loop_judge(Path(settings.project))
     if given is not None and settings.successor_judge != judge.named:
         raise UserError(f"--successor {given}: the loop's successor is the one the user names in the config "
                         f"(successorJudge: {judge.named or 'none'}), never one named on the command line",
@@ -102,11 +102,11 @@ def for_loop_run(settings: RunSettings, given: str | None) -> RunSettings:
 def record_day(project: Path, run_id: str | None, how: str) -> dict[str, Any]:
     """judge-day.json: when and how a loop run first found the official judge gone (later finds keep it)."""
     project = Path(project)
-    found = loop_rules.judge_day_record(project)
+    found = rules.judge_day_record(project)
     if found is not None:
         return dict(found)
     try:
-        round_no = loop_state.current(project)
+        round_no = state.current(project)
     except UserError:
         round_no = 0
     record = {"schemaVersion": SCHEMA_VERSIONS["judge-day"], "official_judge": f"openai:{OFFICIAL_JUDGE_MODEL}",
@@ -127,7 +127,7 @@ def halt(project: Path, run_id: str | None, how: str, *, log: bool = True) -> li
     named = named_successor(project)
     if named.spec is not None and named.calibration is not None:
         return [f"the official judge {OFFICIAL_JUDGE_MODEL} retired ({how}): the config names the calibrated "
-                f"successor {named.spec} ({judge_agreement.describe(named.calibration)}); the loop goes on with a "
+                f"successor {named.spec} ({agreement.describe(named.calibration)}); the loop goes on with a "
                 "new baseline judged by it throughout, never official",
                 f"  next: {baseline_step(project)}, then step 1 (the full run, judged by the successor)"]
     if log:
@@ -137,16 +137,16 @@ def halt(project: Path, run_id: str | None, how: str, *, log: bool = True) -> li
 
 def baseline_step(project: Path) -> str:
     """The line that takes the successor's baseline (the skill's "The official judge retired")."""
-    run_id = loop_rules.loop_config(project).get("run_id")
+    run_id = rules.loop_config(project).get("run_id")
     return f'bash "{VENV_RUN}" rounds.py successor-baseline --run-id {run_id}'
 
 
 def block_once(project: Path, reason: str) -> None:
     """The BLOCKED row of ``reason``, unless this loop session logged it already (a run that stopped mid-run, then
     the same step run again)."""
-    text = loop_state.BLOCK_REASONS[reason]
-    if not any(row.startswith("| BLOCKED |") and text in row for row in loop_session.rows_since_start(project)):
-        loop_state.blocked(project, reason)
+    text = state.BLOCK_REASONS[reason]
+    if not any(row.startswith("| BLOCKED |") and text in row for row in session.rows_since_start(project)):
+        state.blocked(project, reason)
 
 
 def blocked_lines(project: Path, how: str, named: NamedSuccessor) -> list[str]:
@@ -162,7 +162,7 @@ def blocked_lines(project: Path, how: str, named: NamedSuccessor) -> list[str]:
              "labelled, never official"]
     if named.spec is not None:
         lines.append(f"  the config names {named.spec}, uncalibrated (no judge_agreement.py record of it with the "
-                     f"request shape {judge_shapes.describe(named.shape)}): calibrate it first: judge_agreement.py "
+                     f"request shape {request_shapes.describe(named.shape)}): calibrate it first: judge_agreement.py "
                      f"--all --candidate {named.spec} --project .")
     lines.append("Tell the user these choices and stop: only the user names the successor (the loop's rules cannot "
                  "edit the config).")
@@ -171,7 +171,7 @@ def blocked_lines(project: Path, how: str, named: NamedSuccessor) -> list[str]:
 
 def archive_coverage(project: Path) -> str:
     """How much of the loop run still scores officially from the verdict archive, in words."""
-    run_id = str(loop_rules.loop_config(project).get("run_id"))
+    run_id = str(rules.loop_config(project).get("run_id"))
     try:
         rows = run_store.load_results(run_store.existing_run_dir(project, run_id))
     except UserError:
@@ -188,7 +188,7 @@ def successor_baseline(project: Path, run_id: str) -> tuple[int, list[str]]:
     item of ``run_id`` the successor did not judge, record the successor, commit and push. Returns (exit status,
     lines). Run again, it has nothing to do; with no usable successor it is the BLOCKED halt."""
     project = Path(project)
-    judge = loop_rules.loop_judge(project)
+    judge = rules.loop_judge(project)
     if judge.kind == "official":
         return 0, ["the official judge has not retired for this loop (no judge-day.json): nothing to do; the "
                    "loop's judge stays the official one"]
@@ -200,24 +200,24 @@ def successor_baseline(project: Path, run_id: str) -> tuple[int, list[str]]:
     if named.spec is None or named.calibration is None:
         block_once(project, "judge-retired" if named.spec is None else "judge-uncalibrated")
         return EXIT_HALTED, blocked_lines(project, "recorded earlier, in judge-day.json", named)
-    loop_rules.assert_on_loop_branch(project=project)
+    rules.assert_on_loop_branch(project=project)
     run_dir = run_store.existing_run_dir(project, run_id)
-    loop_state.init(project)
+    state.init(project)
     voided = void_round(project, run_id)
     void_confirmation(project)
     rejudged = [q for q, row in run_store.load_results(run_dir).items() if not judged_by(row, named.spec)]
     if rejudged:
         run_store.rewrite_run(run_dir, rejudged, label="successor-baseline")
     note = baseline_note(named, voided)
-    if not any(row.startswith("| JUDGE |") and note in row for row in loop_session.rows_since_start(project)):
-        loop_state.append_history_row(project, loop_state.judge_row(note))
+    if not any(row.startswith("| JUDGE |") and note in row for row in session.rows_since_start(project)):
+        state.append_history_row(project, state.judge_row(note))
     fileio.write_atomic_json(project / JUDGE_DAY_FILE, {
         **(judge.record or {}), "successor": named.spec, "request_shape": named.shape,
-        "calibration": judge_agreement.compact(named.calibration), "baseline_at": utc_now(),
+        "calibration": agreement.compact(named.calibration), "baseline_at": utc_now(),
         "baseline_run_id": run_id, "rejudged": len(rejudged), "voided_round": voided})
-    loop_git.commit(f"successor baseline: {named.spec} judges the loop from here on", loop_git.state_paths(project),
-                    project=project)
-    pushed = loop_git.push(project=project)
+    branch.commit(f"successor baseline: {named.spec} judges the loop from here on", branch.state_paths(project),
+                  project=project)
+    pushed = branch.push(project=project)
     return 0, [f"successor baseline: {note}",
                f"{len(rejudged)} item(s) of run {run_id} will be judged again, by it; committed and pushed ({pushed})",
                "next: step 1 (the full run resumes them), then steps 2-3 and 3b (a new noise floor: the judge "
@@ -226,7 +226,7 @@ def successor_baseline(project: Path, run_id: str) -> tuple[int, list[str]]:
 
 def baseline_note(named: NamedSuccessor, voided: Mapping[str, Any] | None) -> str:
     text = (f"official judge retired: from here on the successor {named.spec} judges every item (calibrated: "
-            f"{judge_agreement.describe(named.calibration or {})}); its figures are not official")
+            f"{agreement.describe(named.calibration or {})}); its figures are not official")
     if voided:
         fix = f"its fix {str(voided['fix_commit'])[:12]} reverted" if voided.get("fix_commit") else "no fix yet"
         text += f"; round v{voided['round']} voided ({fix}: never measured by one judge)"
@@ -243,12 +243,12 @@ def judged_by(row: Any, successor: str | None) -> bool:
 def void_round(project: Path, run_id: str) -> dict[str, Any] | None:
     """The round in flight (begun, not decided) voided: its fix, never measured by one judge, reverted; the
     decision ``void`` recorded. None when no round is in flight."""
-    round_no = loop_state.current(project)
-    if (round_no == 0 or loop_state.decision_for(project, round_no) is not None
-            or not loop_state.snapshot_dir(project, round_no).is_dir()):
+    round_no = state.current(project)
+    if (round_no == 0 or state.decision_for(project, round_no) is not None
+            or not state.snapshot_dir(project, round_no).is_dir()):
         return None
-    sha = loop_state.fix_commit(project, round_no)
-    revert = loop_git.revert(sha, project=project) if sha else None
+    sha = state.fix_commit(project, round_no)
+    revert = branch.revert(sha, project=project) if sha else None
     decide.append_decision(project, {
         "at": utc_now(), "round": round_no, "snapshot": f"v{round_no}", "run_id": run_id, "fix_commit": sha,
         "decision": "void", "label": "void (the official judge retired mid-round: the fix was never measured by one "
@@ -259,9 +259,9 @@ def void_round(project: Path, run_id: str) -> dict[str, Any] | None:
 def void_confirmation(project: Path) -> None:
     """A confirmation pending when the official judge retired is set aside (its rerun would mix judges)."""
     path = Path(project) / CONFIRMATION_FILE
-    state = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True, fix="restore it from git history")
-    if isinstance(state, dict) and state.get("status") == "pending":
-        fileio.write_atomic_json(path, {**state, "status": "void", "voided_at": utc_now(),
+    pending = fileio.read_json(path, limits=bounded_json.STATE, missing_ok=True, fix="restore it from git history")
+    if isinstance(pending, dict) and pending.get("status") == "pending":
+        fileio.write_atomic_json(path, {**pending, "status": "void", "voided_at": utc_now(),
                                         "void_reason": "the official judge retired while it was pending"})
 
 
@@ -275,7 +275,7 @@ def reported_judge(project: Path, run_id: str) -> dict[str, Any] | None:
                       if r.judgment is not None and r.judgment.successor), None)
     if successor is None:
         return None
-    record = loop_rules.judge_day_record(project) or {}
+    record = rules.judge_day_record(project) or {}
     calibration = record.get("calibration") if record.get("successor") == successor else None
     estimate = run_store.read_metrics(run_dir).get("official_estimate")
     return {"successor": successor, "calibration": calibration,
@@ -285,7 +285,7 @@ def reported_judge(project: Path, run_id: str) -> dict[str, Any] | None:
 def describe_reported(judged: Mapping[str, Any]) -> str:
     """``by the successor openai:o3-mini, not official (calibrated: ...; official-scale estimate ...)``."""
     calibration = judged.get("calibration")
-    cited = (f"calibrated: {judge_agreement.describe(calibration)}" if isinstance(calibration, Mapping)
+    cited = (f"calibrated: {agreement.describe(calibration)}" if isinstance(calibration, Mapping)
              else "calibration not recorded")
     return f"by the successor {judged['successor']}, not official ({cited}; {estimate_text(judged)})"
 

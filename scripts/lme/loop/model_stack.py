@@ -14,7 +14,7 @@ from lme.core import fileio
 from lme.core import command_names
 from lme.core.errors import UserError
 from lme.core.config_file import config_path
-from lme.loop import rules as loop_rules
+from lme.loop import rules
 from lme.targets.identity import is_reference
 
 CHEAP_WRITER = "openai:gpt-4o-mini"
@@ -42,7 +42,7 @@ def stack_of(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def loop_target(project: Path) -> tuple[str, bool]:
     """The loop's target and whether it is memory-ref (or a copy of it), whose model stack has a writer."""
-    target = str(loop_rules.loop_config(project).get("target") or "")
+    target = str(rules.loop_config(project).get("target") or "")
     return target, is_reference(target, Path(project))
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from lme.core import command_names
-from lme.core import config as config_mod
+from lme.core import config
 from lme.core import config_file
 from lme.core import state_reader
 from lme.core.errors import UserError
@@ -194,7 +194,7 @@ def successor_named(project: Path) -> str | None:
     if not value:
         return None
     try:
-        provider, model = config_mod.parse_model_arg(str(value), OFFICIAL_JUDGE_PROVIDER, tuple(cfg.get("providers") or {}))
+        provider, model = config.parse_model_arg(str(value), OFFICIAL_JUDGE_PROVIDER, tuple(cfg.get("providers") or {}))
     except UserError:
         return str(value)  # the run refuses it with its own line
     return f"{provider}:{resolve_judge_model(model)}"

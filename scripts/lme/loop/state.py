@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from lme.core.clock import utc_today
 from lme.core import fileio
-from lme.loop import branch as loop_git
-from lme.loop import rules as loop_rules
+from lme.loop import branch
+from lme.loop import rules
 from lme.core.errors import UserError
 from lme.core import state_reader
 from lme.core.facts import (CONFIRMATION_FILE, DECISIONS_FILE, HISTORY_FILE, HISTORY_RECORDS, ROUND_FILE,
@@ -272,7 +272,7 @@ def decision_for(project: Path, round_no: int) -> dict[str, Any] | None:
 
 def fix_commit(project: Path, round_no: int) -> str | None:
     """The sha of the newest ``fix(v<round>):`` commit on HEAD's history (None when there is none)."""
-    done = loop_git.run_git(["log", "-1", "--format=%H", f"--grep=^fix(v{round_no}):"], Path(project), check=False)
+    done = branch.run_git(["log", "-1", "--format=%H", f"--grep=^fix(v{round_no}):"], Path(project), check=False)
     sha = done.stdout.strip() if done.returncode == 0 else ""
     return sha or None
 
@@ -327,7 +327,7 @@ def position(project: Path) -> Position:
     text = state_reader.read_text(project / HISTORY_FILE) or ""
     rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")]
     status = confirmation.get("status") if confirmation else None
-    judge = loop_rules.loop_judge(project)
+    judge = rules.loop_judge(project)
     if judge.kind == "retired" and status != "confirmed":
         step = f"the official judge retired: {SUCCESSOR_BASELINE_STEP}"
     elif status == "confirmed":

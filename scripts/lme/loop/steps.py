@@ -14,9 +14,9 @@ from pathlib import Path
 from lme.core import fileio
 from lme.core.clock import utc_now_iso
 from lme.loop import decide
-from lme.loop import branch as loop_git
+from lme.loop import branch
 from lme.loop import noise_floor
-from lme.loop import rules as loop_rules
+from lme.loop import rules
 from lme.score import pipeline_health
 from lme.store import run_store
 from lme.core.errors import UserError
@@ -119,8 +119,8 @@ def log_decision(project: Path, run_id: str, record: dict) -> None:
 
 
 def _commit_state_and_push(project: Path, message: str) -> str | None:
-    sha = loop_git.commit(message, loop_git.state_paths(project), project=project)
-    print(f"pushed {loop_git.push(project=project)}", file=sys.stderr)
+    sha = branch.commit(message, branch.state_paths(project), project=project)
+    print(f"pushed {branch.push(project=project)}", file=sys.stderr)
     return sha
 
 
@@ -180,15 +180,15 @@ def fix_files(project: Path) -> list[str]:
     """The changed files a fix commit holds: the memory system's (``loop_rules.fix_paths``). Every other changed or
     new file (setup's ``.gitignore``, notes, another folder) is named on stderr and left alone; no memory-system
     file changed, or a target outside the project, is a UserError."""
-    allowed = loop_rules.fix_paths(project)
+    allowed = rules.fix_paths(project)
     if not allowed:
-        target = loop_rules.loop_config(project).get("target")
+        target = rules.loop_config(project).get("target")
         raise UserError(f"the loop's target {target} is built in (it lives in the plugin, not in this project's "
                         "git): a fix to it cannot be committed or reverted here",
                         fix="copy it into the project first: loop_target.py use-copy, or loop on your own system: "
                             "loop_target.py use PATH (the skill's \"Where a fix goes\")")
-    changed = loop_git.changed_paths(project)
-    ours = [p for p in changed if loop_rules.in_fix_paths(p, allowed)]
+    changed = branch.changed_paths(project)
+    ours = [p for p in changed if rules.in_fix_paths(p, allowed)]
     others = [p for p in changed if p not in ours]
     where = ", ".join(a or "the project" for a in allowed)
     if others:
@@ -227,7 +227,7 @@ def commit_fix(project: Path, proposal: Path | None = None) -> str:
         raise UserError(f"{path} is empty", fix="write the fix in one sentence on its first line")
     changed = fix_files(project)
     print(f"committing: {', '.join(changed)}", file=sys.stderr)
-    sha = loop_git.commit(f"fix(v{round_no}): {text}", changed, project=project)
+    sha = branch.commit(f"fix(v{round_no}): {text}", changed, project=project)
     assert sha is not None  # changed_paths found changes
     return sha
 

@@ -72,11 +72,11 @@ def history_figures(row: str) -> str:
 
 def where_it_stands(project: Path) -> list[str]:
     """The loop's position for the model: checked facts and the next step, never a state file's text as such."""
-    from lme.loop import state as loop_state
+    from lme.loop import state
     from lme.core import state_reader
 
     try:
-        where = loop_state.position(project)
+        where = state.position(project)
     except state_reader.StateFileError as err:
         name = err.path.name
         content = f" ({state_reader.quoted(err.content)})" if err.content is not None else ""
@@ -89,9 +89,9 @@ def where_it_stands(project: Path) -> list[str]:
     if where.round_no:
         facts.append(f"snapshot {'present' if where.has_snapshot else 'missing'}")
         facts.append(f"fix commit {_checked(where.fix_sha[:12], _SHA) if where.fix_sha else 'none'}")
-        facts.append(f"decision {_checked(where.decision, loop_state.DECISIONS) if where.decision else 'none'}")
+        facts.append(f"decision {_checked(where.decision, state.DECISIONS) if where.decision else 'none'}")
     if where.confirmation:
-        facts.append(f"confirmation {_checked(where.confirmation.get('status'), loop_state.CONFIRMATION_STATES)}")
+        facts.append(f"confirmation {_checked(where.confirmation.get('status'), state.CONFIRMATION_STATES)}")
         run = where.confirmation.get("confirm_run_id")
         if run:
             facts.append(f"(rerun {_checked(run, _RUN_ID)})")
@@ -141,13 +141,13 @@ def decide(hook_input: Mapping[str, Any]) -> dict[str, Any] | None:
     for project in projects(hook_input):
         if not (project / STATE_FILE).is_file():
             continue
-        from lme.loop import session as loop_session
+        from lme.loop import session
 
-        found = loop_session.verdict(project, str(hook_input.get("session_id") or ""))
+        found = session.verdict(project, str(hook_input.get("session_id") or ""))
         if not found.keep_going:
             return halted(found.why)
-        stalls = loop_session.note_stop(project)
-        if stalls >= loop_session.STALL_LIMIT:
+        stalls = session.note_stop(project)
+        if stalls >= session.STALL_LIMIT:
             from lme.core import command_names
 
             return {"systemMessage": f"LongMemEval loop: no change to the loop's files across {stalls + 1} stops in a "

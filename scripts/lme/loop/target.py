@@ -13,8 +13,8 @@ from lme.core import command_names
 from lme.core import config
 from lme.core import config_file
 from lme.core import fileio
-from lme.loop import branch as loop_git
-from lme.loop import rules as loop_rules
+from lme.loop import branch
+from lme.loop import rules
 from lme.core.errors import UserError
 from lme.core.facts import BUILTIN_TARGETS, STATE_DIR, VENV_DIR, schema_version
 from lme.core import unattended
@@ -35,8 +35,8 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
     path = config.config_path(project)
     if not path.is_file():
         raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
-    loop_git.assert_on_loop_branch(project=project)
-    current = str(loop_rules.loop_config(project).get("target") or "")
+    branch.assert_on_loop_branch(project=project)
+    current = str(rules.loop_config(project).get("target") or "")
     if current not in ("", *BUILTIN_TARGETS) and not is_reference(current, project) and current.strip("./") != dest:
         raise UserError(f"the loop's target is {current}, your own memory system: use-copy would replace it with a "
                         "copy of memory-ref", fix=f"run loop_target.py use {current} (to switch to memory-ref, "
@@ -52,7 +52,7 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
         done.append(f"copied memory-ref ({SOURCE}) to {dest}/ (target API {api.version_text(api.TARGET_API)}, "
                     f"recorded in {dest}/{api.RECORD_FILE})")
     done += _configure(project, dest, None)
-    sha = loop_git.commit(COMMIT_MESSAGE.format(dest=dest), [dest], project=project)
+    sha = branch.commit(COMMIT_MESSAGE.format(dest=dest), [dest], project=project)
     done.append(f"committed {dest}/ ({sha[:12]})" if sha else f"{dest}/ is committed already")
     return done
 
@@ -81,12 +81,12 @@ def use_path(project: Path, given: str) -> list[str]:
     project = Path(project).resolve()
     if not config.config_path(project).is_file():
         raise UserError(f"no config at {config.config_path(project)}", fix=f"run {command_names.SETUP} first")
-    loop_git.assert_on_loop_branch(project=project)
+    branch.assert_on_loop_branch(project=project)
     relative, folder = own_system_path(project, given)
     _refuse_unnamed_in_a_loop_session(project, relative)
     done = [f"{relative}{'/' if folder else ''}: your memory system (the loop's fixes edit it)"]
     done += _configure(project, relative, [f"{relative}/" if folder else relative])
-    sha = loop_git.commit(OWN_COMMIT_MESSAGE.format(path=relative), [relative], project=project)
+    sha = branch.commit(OWN_COMMIT_MESSAGE.format(path=relative), [relative], project=project)
     done.append(f"committed {relative} ({sha[:12]})" if sha else f"{relative} is committed already")
     return done
 
@@ -125,7 +125,7 @@ def _refuse_unnamed_in_a_loop_session(project: Path, relative: str) -> None:
     why = unattended.loop_session(project, loop_command=True)
     if why is None:
         return
-    cfg = loop_rules.read_project_config(project)
+    cfg = rules.read_project_config(project)
     loop = cfg.get("loop") if isinstance(cfg.get("loop"), dict) else {}
     named = [str(t) for t in (cfg.get("target"), loop.get("target")) if t]
     if not any(same_target(relative, t, project) for t in named):
@@ -167,10 +167,10 @@ def _configure(project: Path, target: str, fix_paths: list[str] | None) -> list[
     if not is_reference(target, project):
         for where, holder in (("targetOptions", cfg), ("loop.targetOptions", loop)):
             options = holder.get("targetOptions")
-            if isinstance(options, dict) and any(k in options for k in loop_rules.REFERENCE_ONLY_OPTIONS):
-                dropped += [f"{where}.{k}" for k in loop_rules.REFERENCE_ONLY_OPTIONS if k in options]
+            if isinstance(options, dict) and any(k in options for k in rules.REFERENCE_ONLY_OPTIONS):
+                dropped += [f"{where}.{k}" for k in rules.REFERENCE_ONLY_OPTIONS if k in options]
                 holder["targetOptions"] = {k: v for k, v in options.items()
-                                           if k not in loop_rules.REFERENCE_ONLY_OPTIONS}
+                                           if k not in rules.REFERENCE_ONLY_OPTIONS}
     if cfg.get("target") == target and all(loop.get(k) == v for k, v in wanted.items()) and not dropped:
         return [f"config: target and loop.target are {target} already"]
     cfg["target"] = target

@@ -23,7 +23,7 @@ from lme.report import page as report_html
 from lme.report import svg as report_svg
 from lme.store import run_store
 from lme.score import run_differences
-from lme.score import fingerprint as score_fingerprint
+from lme.score import fingerprint
 from lme.score import scoring_inputs
 from lme.core.errors import UserError
 from lme.store.run_layout import HISTORY_SVG, PER_TYPE_SVG
@@ -35,7 +35,7 @@ from lme.report import charts as charts_mod
 
 
 def _write_svg(path: Path, svg: str, fp: str | None = None) -> Path:
-    fileio.write_atomic_bytes(path, score_fingerprint.stamped(svg, fp).encode("utf-8"))
+    fileio.write_atomic_bytes(path, fingerprint.stamped(svg, fp).encode("utf-8"))
     return path
 
 
@@ -52,7 +52,7 @@ def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool
     if rounds is not None and not rounds:
         raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
     written = run_store.write_scorecard_files(run_dir, card.to_dict(),
-                                              score_fingerprint.stamped(markdown, card.fingerprint))
+                                              fingerprint.stamped(markdown, card.fingerprint))
     if charts:
         chart_dir.mkdir(parents=True, exist_ok=True)
         written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card), card.fingerprint))
@@ -90,13 +90,13 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
     n_total, variant, run_id, fmt, charts, html, history, compare, force, rescore, png = (
         getattr(options, f.name) for f in fields(options))
     run_store.refuse_links(run_dir)  # a planted link in the run folder: one line before anything is read or written
-    reuse = None if compare or history else score_fingerprint.fingerprint(  # --rescore too: the next call reuses
+    reuse = None if compare or history else fingerprint.fingerprint(  # --rescore too: the next call reuses
         run_dir, project, {"n_total": n_total, "variant": variant, "run_id": run_id, "html": html, "charts": charts,
                            "png": png})
-    if reuse is not None and not rescore and score_fingerprint.current(run_dir, reuse, html=html, charts=charts,
-                                                                       png=png):
+    if reuse is not None and not rescore and fingerprint.current(run_dir, reuse, html=html, charts=charts,
+                                                                 png=png):
         out = run_store.METRICS_FILE if fmt == "json" else run_store.SCORECARD_FILE
-        print(score_fingerprint.unstamped((run_dir / out).read_text(encoding="utf-8")), end="")
+        print(fingerprint.unstamped((run_dir / out).read_text(encoding="utf-8")), end="")
         print(f"unchanged since it was last scored: {run_dir / run_store.METRICS_FILE} (--rescore scores it again)",
               file=sys.stderr)
         return 0
@@ -108,7 +108,7 @@ def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions
         card = card.with_fingerprint(reuse)
     markdown = render_markdown(card)
     # The pages are built before anything is written: a bad --history, OTHER_RUN or unlike runs write nothing.
-    page = None if not html else score_fingerprint.stamped(report_html.build_report(
+    page = None if not html else fingerprint.stamped(report_html.build_report(
         run, card, project=project, history=report_html.loop_history(run, project, history)), card.fingerprint)
     comparison = None
     if compare:

@@ -17,8 +17,8 @@ from lme.report import estimate_text
 from lme.score import run_comparison
 from lme.core import fileio
 from lme.score import metrics
-from lme.report import page_data as report_data
-from lme.report import svg as report_svg
+from lme.report import page_data
+from lme.report import svg
 from lme.report import shown_paths
 from lme.score import run_differences
 from lme.store import run_store
@@ -63,7 +63,7 @@ def _json_pieces(texts: Mapping[str, Sequence[Any]]) -> Iterator[bytes]:
     for i, (key, values) in enumerate(texts.items()):
         yield (b"," if i else b"") + _json(key) + b":["
         for j, value in enumerate(values):
-            piece = value.json_bytes() if isinstance(value, report_data.PackedJson) else _json(value)
+            piece = value.json_bytes() if isinstance(value, page_data.PackedJson) else _json(value)
             yield (b"," + piece) if j else piece
         yield b"]"
     yield b"}"
@@ -186,14 +186,14 @@ def _charts_html(card: Scorecard, questions: Sequence[Mapping[str, Any]],
                  history: Sequence[Mapping[str, Any]] | None) -> str:
     costs = [q["cost"] for q in questions if q.get("cost") is not None]
     lat = [q["lat"] / 1000 for q in questions if q.get("lat") is not None]
-    charts = [report_svg.per_type_chart(card),
-              report_svg.histogram(costs, title="Cost per item (USD)", fmt="${:.4f}",
-                                   empty="no paid calls (every known cost is $0)" if costs else "no priced items"),
-              report_svg.histogram(lat, title="Generation latency per item", fmt=report_svg.seconds)]
+    charts = [svg.per_type_chart(card),
+              svg.histogram(costs, title="Cost per item (USD)", fmt="${:.4f}",
+                            empty="no paid calls (every known cost is $0)" if costs else "no priced items"),
+              svg.histogram(lat, title="Generation latency per item", fmt=svg.seconds)]
     if history:
-        charts.append(report_svg.history_chart(history))
+        charts.append(svg.history_chart(history))
         if any(isinstance(r.get("per_type"), Mapping) for r in history):
-            charts.append(report_svg.per_type_history_chart(history))
+            charts.append(svg.per_type_history_chart(history))
     return '<section class="charts" id="charts">' + "".join(f'<div class="chart-box">{c}</div>' for c in charts) + "</section>"
 
 
@@ -202,7 +202,7 @@ def build_report(run: RunData, card: Scorecard, *, project: Path | None = None,
                  ) -> str:
     """The report page of ``run`` for ``card`` (``scoring.build_scorecard`` of the same run)."""
     card = require(card)
-    data, texts = report_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
+    data, texts = page_data.page_data(run, card, project=project, max_text_mb=max_text_mb)
     title = f"LongMemEval report — run {run.run_id} ({scorecard_md.dataset_name(card)})"
     target = card.target
     body = (f'<header><h1>{escape(title)}</h1><p class="sub">target {escape(str(target.name))} '

@@ -32,7 +32,7 @@ from lme.run.settings import RunSettings
 from lme.data import dataset
 from lme.run import dry_run
 from lme.run.estimate_record import Estimate
-from lme.run import state as run_state
+from lme.run import state
 from lme.models import prices
 from lme.run.dry_run import dollars as dry_run_dollars
 
@@ -58,9 +58,9 @@ def check(settings: RunSettings, run_id: str | None, threshold: float) -> tuple[
     if not makes_paid_calls(settings):
         return None, None
     scanned = None
-    if run_state.needs_scan(settings, run_id):
+    if state.needs_scan(settings, run_id):
         tally = dry_run.EstimateTally(settings)
-        scanned = run_state.scan_new_run(settings, on_item=tally.offer_new)
+        scanned = state.scan_new_run(settings, on_item=tally.offer_new)
         result = tally.result()
     else:
         result = dry_run.estimate(settings, run_id)

@@ -28,11 +28,11 @@ from lme.data import dataset
 from lme.data import dataset_scans
 from lme.data import hypotheses_file
 from lme.run import item_runner
-from lme.judge import official as judge_official
+from lme.judge import official
 from lme.judge import verdict_archive
 from lme.store import prompt_store
 from lme.models import providers
-from lme.run import state as run_state
+from lme.run import state
 from lme.run import status as run_status
 from lme.store import run_store
 from lme.models.call_cache import CallCache
@@ -47,7 +47,8 @@ from lme.judge.stability import StabilityRegistry
 from lme.run.progress import Progress
 from lme.run.pacing_status import PacingFile
 from lme.models.rate_pacer import Pacer
-from lme.models import EndpointRoutes, TargetEndpoint
+from lme.models.endpoint_forward import EndpointRoutes
+from lme.models.target_endpoint import TargetEndpoint
 from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
 from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
@@ -246,11 +247,11 @@ def _judge_stop(row: ResultRow, settings: RunSettings, stop: _Stop) -> bool:
     error = row.error
     if row.status != ERROR or error is None or error.stage != "judge":
         return False
-    if judge_official.model_mismatch(error.to_dict()):
+    if official.model_mismatch(error.to_dict()):
         stop.judge_message = stop.judge_message or error.message
         stop.request("judge_mismatch")
         return True
-    if judge_official.official_judge_gone(error.to_dict(), settings.judge_provider, settings.judge_model):
+    if official.official_judge_gone(error.to_dict(), settings.judge_provider, settings.judge_model):
         stop.judge_gone += 1
         if settings.target != HYPOTHESES_TARGET:
             stop.request("judge_gone")
@@ -271,7 +272,7 @@ def _locate(settings: RunSettings, run_id: str | None, scanned: Any = None) -> t
         if path.exists() and not path.is_dir():
             raise UserError(f"{path} is a file, not a run directory",
                             fix="move that file away, or pick another --run-id")
-    return run_id, root, work, None if root.exists() else (scanned or run_state.scan_new_run(settings))
+    return run_id, root, work, None if root.exists() else (scanned or state.scan_new_run(settings))
 
 
 def execute(settings: RunSettings, run_id: str | None, options: RunOptions | None = None, *,
@@ -282,7 +283,7 @@ def execute(settings: RunSettings, run_id: str | None, options: RunOptions | Non
     must not leave behind waits for it)."""
     options = options or RunOptions()
     run_id, root, work, scanned = _locate(settings, run_id, scanned)
-    run_state.check_run(settings, run_id, root, work, scanned, options.loop_check)  # its refusals before any
+    state.check_run(settings, run_id, root, work, scanned, options.loop_check)  # its refusals before any
     # directory, lock or cache
     if not is_offline(settings.judge_provider):
         verdict_archive.refuse_if_newer(settings.project)
@@ -328,7 +329,7 @@ class RunOptions:
     progress_mode: str = "auto"
     max_cost: float | None = None
     approved_usd: float | None = None
-    loop_check: run_state.LoopCheck | None = None
+    loop_check: state.LoopCheck | None = None
     code_paths: tuple[str, ...] = ()
 
 
@@ -343,8 +344,8 @@ class _Session:
         self.cache, self.reserve, self.t_start, self.options = cache, reserve, t_start, options
         run_store.reconcile(work)
         self.code, self.code_watch = code_version.fingerprint(settings, options.code_paths)
-        stored_meta, self.manifest = run_state.open_run(settings, run_id, root, work, scanned, options.loop_check,
-                                                        self.code)
+        stored_meta, self.manifest = state.open_run(settings, run_id, root, work, scanned, options.loop_check,
+                                                    self.code)
         if scanned is not None:  # the run exists now: the next new run on this file need not scan it again
             dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
         _archive_older_runs(settings, root)
@@ -366,7 +367,7 @@ class _Session:
         self.cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         self.before = _run_figures(work)
         self.invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
-                                           "planned_now": len(self.pending), "endpoints": run_state.endpoints(settings)}
+                                           "planned_now": len(self.pending), "endpoints": state.endpoints(settings)}
         if settings.successor is not None:
             self.invocation["successor"] = settings.successor_judge
         if settings.official_judge_gone:
@@ -386,7 +387,7 @@ class _Session:
         """After the caller's ``on_start``: the shard's root meta, the progress line, the pacing file, the signals."""
         settings = self.settings
         if settings.shard is not None:
-            run_state.update_root_meta(self.root, self.manifest)
+            state.update_root_meta(self.root, self.manifest)
         self.progress = Progress(self.options.progress_mode, len(self.pending), already_done=len(self.done),
                                  run_id=self.run_id, run_total=len(self.planned), before=self.before,
                                  pacing=self.limiter.pacing)
@@ -537,7 +538,7 @@ class _Session:
         if self.batched is not None and self.batched.message and code != EXIT_COMPLETED:
             print(f"batch: {self.batched.message}", file=sys.stderr, flush=True)
         if self.settings.shard is not None:
-            run_state.update_root_meta(self.root, self.manifest)
+            state.update_root_meta(self.root, self.manifest)
         return code
 
 
@@ -628,12 +629,12 @@ def refuse_a_live_worker(settings: RunSettings, run_id: str | None) -> None:
 
 
 def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any = None,
-                       loop_check: run_state.LoopCheck | None = None) -> tuple[str, Path]:
+                       loop_check: state.LoopCheck | None = None) -> tuple[str, Path]:
     """Everything a ``--background`` worker would refuse, checked here where the user sees it; then the run's (or
     shard's) directory, where the worker keeps its log and worker.json. Returns (run id, that directory).
     ``scanned``, ``loop_check``: as for ``execute``."""
     run_id, root, work, scanned = _locate(settings, run_id, scanned)
-    run_state.check_run(settings, run_id, root, work, scanned, loop_check)
+    state.check_run(settings, run_id, root, work, scanned, loop_check)
     if scanned is not None:  # the worker reads it back instead of scanning the dataset again
         dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
     writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None

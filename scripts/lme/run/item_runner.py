@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from lme.core.clock import utc_now_precise
 from lme.targets import generation_driver
-from lme.judge import official as judge_official
+from lme.judge import official
 from lme.models import providers
 from lme.models.provider_errors import answered_gone
 from lme.judge import verdict_archive
@@ -138,21 +138,21 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM, run_id:
     if is_offline(settings.judge_provider):
         return offline_judge.offline_verdict(q.question_id, q.question_type, q.question, q.answer, hypothesis)
 
-    judged = judge_official.Judged(q.question_id, q.question_type, q.question, q.answer, hypothesis)
-    route = judge_official.JudgeRoute(settings.longmemeval_root, settings.judge_provider, settings.judge_model, llm,
-                                      repeat=settings.judge_repeat, reasoning_effort=settings.judge_reasoning_effort)
+    judged = official.Judged(q.question_id, q.question_type, q.question, q.answer, hypothesis)
+    route = official.JudgeRoute(settings.longmemeval_root, settings.judge_provider, settings.judge_model, llm,
+                                repeat=settings.judge_repeat, reasoning_effort=settings.judge_reasoning_effort)
     successor = settings.successor
     if settings.successor_only and successor is not None:  # a loop after the day: one judge throughout
-        return judge_official.judge_verdict(judged, route.to(*successor, successor=True))
+        return official.judge_verdict(judged, route.to(*successor, successor=True))
     archive = verdict_archive.for_project(settings.project)
     try:
-        return judge_official.judge_verdict(judged, route.to(route.provider, route.model, archive=archive,
-                                                             archive_as=None if run_id is None else f"run {run_id}"))
+        return official.judge_verdict(judged, route.to(route.provider, route.model, archive=archive,
+                                                       archive_as=None if run_id is None else f"run {run_id}"))
     except providers.ProviderError as err:
-        if successor is None or not judge_official.official_judge_gone(err, settings.judge_provider,
-                                                                          settings.judge_model):
+        if successor is None or not official.official_judge_gone(err, settings.judge_provider,
+                                                                    settings.judge_model):
             raise
-    return judge_official.judge_verdict(judged, route.to(*successor, successor=True))
+    return official.judge_verdict(judged, route.to(*successor, successor=True))
 
 
 def run_item(q: Question, settings: RunSettings, llm: LLM,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from lme.core.facts import HYPOTHESES_TARGET, is_offline, resolve_judge_model
 from lme.core.records import ChatRequest, Question
-from lme.judge import official as judge_official, request_shapes as judge_shapes, verdict_archive
+from lme.judge import official, request_shapes, verdict_archive
 from lme.models import call_cache, providers
 from lme.run.settings import RunSettings
 from lme.targets import generation_driver
@@ -51,14 +51,14 @@ class JudgePreviewer:
     def __init__(self, settings: RunSettings) -> None:
         self.settings = settings
         self.module = generation_driver.load_target(settings.target)
-        self.builder = judge_official.load_prompt_builder(settings.longmemeval_root)
+        self.builder = official.load_prompt_builder(settings.longmemeval_root)
         self.archive = verdict_archive.for_project(settings.project)
         judges = [(settings.judge_provider, settings.judge_model)]
         if paying_judge(settings) != judges[0]:
             judges.append(paying_judge(settings))
         sdk_settings = providers.ProviderSettings(base_urls=dict(settings.base_urls), azure=dict(settings.azure))
         self.routes = [(provider, model, providers.endpoint_host(provider, sdk_settings),
-                        judge_shapes.shape_for(provider, resolve_judge_model(model), settings.judge_reasoning_effort))
+                        request_shapes.shape_for(provider, resolve_judge_model(model), settings.judge_reasoning_effort))
                        for provider, model in judges]
         """The judges a verdict is asked of, in turn (``item_runner.judge``), each with its host and request shape:
         the official one, then the successor once it is gone."""
@@ -70,13 +70,13 @@ class JudgePreviewer:
         if text is None:
             return None
         try:
-            prompt = judge_official.build_prompt(self.builder, q.question_type, q.question, q.answer, text,
-                                                 abstention=q.abstention, question_id=q.question_id)
-        except judge_official.JudgeInputError:
+            prompt = official.build_prompt(self.builder, q.question_type, q.question, q.answer, text,
+                                           abstention=q.abstention, question_id=q.question_id)
+        except official.JudgeInputError:
             return None
         sha = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
-        archived = judge_official.lookup_archived(self.archive, sha, *self.routes[0][:2]) is not None
-        requests = [(judge_official.judge_request(prompt, provider, model, shape), host)
+        archived = official.lookup_archived(self.archive, sha, *self.routes[0][:2]) is not None
+        requests = [(official.judge_request(prompt, provider, model, shape), host)
                     for provider, model, host, shape in self.routes]
         keys = tuple(call_cache.cache_key(request, host) for request, host in requests)
         paid = None if no_judge_left(self.settings) else requests[-1][0]

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lme.core.errors import UserError
 from lme.core.facts import HYPOTHESES_TARGET, is_official_judge, is_offline
-from lme.judge import agreement as judge_agreement, official as judge_official, request_shapes as judge_shapes, verdict_archive
+from lme.judge import agreement, official, request_shapes, verdict_archive
 from lme.models import judge_entry, provider_probe, recent_probes
 from lme.run import dry_run, judge_preview
 from lme.run.settings import RunSettings
@@ -64,9 +64,9 @@ def _say(line: str) -> None:
 def successor_line(settings: RunSettings) -> str:
     """``the successor openai:o3-mini (calibrated: ...)`` or ``(uncalibrated: ...)``."""
     provider, model = settings.successor or ("", "")
-    shape = judge_shapes.shape_for(provider, model, settings.judge_reasoning_effort).to_dict()
-    record = judge_agreement.latest(settings.project, provider, model, shape=shape)
-    cited = (f"calibrated: {judge_agreement.describe(record)}" if record else
+    shape = request_shapes.shape_for(provider, model, settings.judge_reasoning_effort).to_dict()
+    record = agreement.latest(settings.project, provider, model, shape=shape)
+    cited = (f"calibrated: {agreement.describe(record)}" if record else
              "uncalibrated: no judge_agreement.py measurement of it with this request shape in this project")
     return f"the successor {provider}:{model} ({cited})"
 
@@ -104,7 +104,7 @@ def prepare(settings: RunSettings, run_id: str | None) -> tuple[RunSettings, lis
     if settings.target == HYPOTHESES_TARGET:
         _say(f"{gone}: archived official verdicts score as official; the hypotheses the archive lacks stay pending")
         return dataclasses.replace(settings, official_judge_gone=True), passed
-    raise OfficialJudgeGone(f"{gone}; nothing was started: {judge_official.CONTINUITY_HINT}")
+    raise OfficialJudgeGone(f"{gone}; nothing was started: {official.CONTINUITY_HINT}")
 
 
 def _successor_throughout(settings: RunSettings) -> tuple[RunSettings, list[recent_probes.Passed]]:

@@ -16,7 +16,7 @@ from lme.core import command_names
 from lme.core.facts import HYPOTHESES_TARGET, is_offline
 from lme.data import hypotheses_file
 from lme.core.errors import UserError
-from lme.judge import official as judge_official
+from lme.judge import official
 from lme.core.endpoint_urls import redact
 from lme.models import judge_entry
 from lme.targets import api_check, generation_driver
@@ -50,7 +50,7 @@ def check_inputs(settings) -> None:
     if settings.target == HYPOTHESES_TARGET:  # a bad, changed or mismatched file: one line, before anything
         hypotheses_file.check_run_inputs(settings)
     if not is_offline(settings.judge_provider):
-        judge_official.load_prompt_builder(settings.longmemeval_root)
+        official.load_prompt_builder(settings.longmemeval_root)
     if "azure" in (settings.judge_provider, settings.target_provider):
         try:
             providers.azure_target(providers.ProviderSettings(azure=dict(settings.azure)))
@@ -89,7 +89,7 @@ def checks(settings) -> list[tuple[bool | None, str]]:
 
     if not is_offline(settings.judge_provider):
         try:
-            builder = judge_official.load_prompt_builder(settings.longmemeval_root)
+            builder = official.load_prompt_builder(settings.longmemeval_root)
         except UserError:
             results.append((False, f"upstream LongMemEval checkout missing at {settings.longmemeval_root}: run "
                                    f"{command_names.SETUP} --clone-upstream, or set longmemeval_root"))
@@ -162,6 +162,6 @@ def official_judge_checks(settings) -> list[tuple[bool | None, str]]:
         return []
     if entry.gone:
         return [(None, f"the official judge {settings.judge_model} is gone here ({entry.why}): "
-                       f"{judge_official.CONTINUITY_HINT}")]
+                       f"{official.CONTINUITY_HINT}")]
     line = judge_entry.countdown_line(entry)
     return [] if line is None else [(None, line)]

@@ -30,7 +30,7 @@ from lme.core.facts import (
     SYMBOLIC_FLAGS,
     resolve_judge_model,
 )
-from lme.core import config as config_mod
+from lme.core import config
 from lme.data import dataset
 from lme.data import hypotheses_file
 from lme.judge.successor_judge import reasoning_effort, successor_spec
@@ -180,7 +180,7 @@ def resolve(cfg: Mapping[str, Any], args: argparse.Namespace, project: Path) -> 
         longmemeval_root=path(args.longmemeval_root or cfg.get("longmemeval_root")),
         cache_enabled=cache_enabled,
         cache_read=cache_enabled and not args.no_cache and bool((stored or {}).get("cache_read", True)),
-        cache_dir=str(config_mod.owned_folder(project, cfg.get("cache_dir") or CACHE_DIR, "cache_dir")),
+        cache_dir=str(config.owned_folder(project, cfg.get("cache_dir") or CACHE_DIR, "cache_dir")),
         timeout_s=float(cfg.get("requestTimeoutSeconds", 600)),
         max_attempts=int(cfg.get("maxAttempts", 8)),
         shard=parse_shard(args.shard),
@@ -202,7 +202,7 @@ def _relocated(stored: Mapping[str, Any], args: argparse.Namespace, project: Pat
     out = dict(stored)
     for name in ("dataset_path", "longmemeval_root"):
         if out.get(name):
-            out[name] = config_mod.moved_path(str(out[name]), stored.get("project"), project)
+            out[name] = config.moved_path(str(out[name]), stored.get("project"), project)
     if out.get("target"):
         out["target"], out["target_options"] = moved_target(
             str(out["target"]), out.get("target_options") or {}, stored.get("project"), project)
@@ -222,12 +222,12 @@ def moved_target(name: str, options: Mapping[str, Any], old_project: str | None,
                  ) -> tuple[str, dict[str, Any]]:
     """A run's recorded target and options with the paths in them where they are now (``config.moved_path``)."""
     def moved(value: Any) -> Any:
-        return config_mod.moved_path(value, old_project, project) if isinstance(value, str) and value else value
+        return config.moved_path(value, old_project, project) if isinstance(value, str) and value else value
     return moved(name), {key: moved(v) if key in _OPTION_PATHS else v for key, v in options.items()}
 
 
 def _project_path(project: Path, value: str | None) -> str | None:
-    return None if value is None else str(config_mod.resolve_path(project, value))
+    return None if value is None else str(config.resolve_path(project, value))
 
 
 def _routes(cfg: Mapping[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -236,11 +236,11 @@ def _routes(cfg: Mapping[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     named = tuple(cfg.get("providers") or {})
     target_provider, target_model = cfg.get("targetProvider", "anthropic"), cfg.get("targetModel", "")
     if args.target_model:
-        target_provider, target_model = config_mod.parse_model_arg(args.target_model, target_provider, named)
+        target_provider, target_model = config.parse_model_arg(args.target_model, target_provider, named)
     judge_provider, judge_model = (cfg.get("judgeProvider", OFFICIAL_JUDGE_PROVIDER),
                                    cfg.get("judgeModel", OFFICIAL_JUDGE_MODEL))
     if args.judge_model:
-        judge_provider, judge_model = config_mod.parse_model_arg(args.judge_model, judge_provider, named)
+        judge_provider, judge_model = config.parse_model_arg(args.judge_model, judge_provider, named)
     if judge_provider in OFFICIAL_JUDGE_ROUTES:  # upstream's alias: gpt-4o is the snapshot, recorded as such
         judge_model = resolve_judge_model(judge_model)
     if args.offline:
@@ -309,7 +309,7 @@ def _provider_blocks(cfg: Mapping[str, Any]) -> dict[str, Any]:
         for name, p in (cfg.get("providers") or {}).items()
         if isinstance(p, Mapping) and p.get("base_url")
     }
-    return {"azure": azure, "base_urls": base_urls, "rate_limits": config_mod.rate_limits(cfg)}
+    return {"azure": azure, "base_urls": base_urls, "rate_limits": config.rate_limits(cfg)}
 
 
 def _dataset_path(cfg: Mapping[str, Any], args: argparse.Namespace, variant: str, project: Path) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from lme.core import process_life
 from lme.run import background
-from lme.run import exit_codes as codes
+from lme.run import exit_codes
 from lme.core import command_names
 from lme.core import fileio
 from lme.models import prices
@@ -27,9 +27,9 @@ from lme.store import batch_ledger
 
 POLL_S = 1.0
 """Seconds between two looks at the run's files while ``--wait`` blocks."""
-EXIT_BY_STATE = {"completed": codes.EXIT_COMPLETED, "running": codes.EXIT_RUNNING, "failed": codes.EXIT_FAILED,
-                 "dead": codes.EXIT_FAILED, "blocked": codes.EXIT_BILLING, "interrupted": codes.EXIT_INTERRUPTED,
-                 "paused": codes.EXIT_COST_CAP, "broken": codes.EXIT_FAILED}
+EXIT_BY_STATE = {"completed": exit_codes.EXIT_COMPLETED, "running": exit_codes.EXIT_RUNNING, "failed": exit_codes.EXIT_FAILED,
+                 "dead": exit_codes.EXIT_FAILED, "blocked": exit_codes.EXIT_BILLING, "interrupted": exit_codes.EXIT_INTERRUPTED,
+                 "paused": exit_codes.EXIT_COST_CAP, "broken": exit_codes.EXIT_FAILED}
 """A ``paused`` run exits what its run recorded (``Status.paused_exit``: the cap, a cancelled batch, the code changed)."""
 SCRIPTS = Path(__file__).resolve().parents[2]
 
@@ -80,7 +80,7 @@ class Status:
     def exit_status(self) -> int:
         if self.state == "paused" and self.paused_exit is not None:
             return self.paused_exit
-        return EXIT_BY_STATE.get(self.state, codes.EXIT_FAILED)
+        return EXIT_BY_STATE.get(self.state, exit_codes.EXIT_FAILED)
 
     def to_dict(self) -> dict[str, Any]:
         facts = asdict(self)
@@ -248,7 +248,7 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
     worker_start, meta_end = _parse_time((worker or {}).get("started_at")), _parse_time(meta.get("finished_at"))
     if worker_start and meta_end and meta_end < worker_start:
         return "dead", meta, worker, "the background worker exited without running the run; see its log"
-    if status == "failed" and meta.get("exit_status") == codes.EXIT_BILLING:
+    if status == "failed" and meta.get("exit_status") == exit_codes.EXIT_BILLING:
         return "blocked", meta, worker, None
     return status, meta, worker, None
 
@@ -318,11 +318,11 @@ def collect(root: Path, project: Path) -> Status:
     shard = meta.get("shard")
     pending = status.total - len(done_after_resume(root))
     counts = pending_of(root, shard)
-    if state == "paused" and meta.get("exit_status") in codes.PAUSED_EXITS:
+    if state == "paused" and meta.get("exit_status") in exit_codes.PAUSED_EXITS:
         status.paused_exit = int(meta["exit_status"])
     if state in ("failed", "interrupted", "dead", "blocked"):
         status.resume = resume_lines(project, root.name, shard, counts=counts)
-    elif state == "paused" and status.paused_exit in (codes.EXIT_BATCH_STOPPED, codes.EXIT_CODE_CHANGED):
+    elif state == "paused" and status.paused_exit in (exit_codes.EXIT_BATCH_STOPPED, exit_codes.EXIT_CODE_CHANGED):
         status.resume = resume_lines(project, root.name, shard, counts=counts)  # resume as it is
     elif state == "paused":
         status.resume = resume_lines(project, root.name, shard, note=" --max-cost <a higher USD>")

@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from lme.core import config as config_mod
+from lme.core import config
 from lme.core.errors import UserError
 from lme.judge.successor_judge import successor_spec
 from lme.core.facts import BUILTIN_TARGETS, CONFIG_FILE, STATE_DIR
@@ -89,7 +89,7 @@ def check_code(settings: RunSettings, cfg: Mapping[str, Any], project: Path, why
             raise _refuse(f"--target-option {key} ({meaning})", why, "targetOptions")
     root = settings.longmemeval_root
     wanted = cfg.get("longmemeval_root")
-    if root is not None and (not wanted or Path(root) != config_mod.resolve_path(project, str(wanted))):
+    if root is not None and (not wanted or Path(root) != config.resolve_path(project, str(wanted))):
         raise _refuse(f"--longmemeval-root {root} (the judge runs its get_anscheck_prompt)", why, "longmemeval_root")
 
 

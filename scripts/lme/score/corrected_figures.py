@@ -22,7 +22,7 @@ from lme.core.facts import is_abstention, is_offline, resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
 from lme.judge import verdict_sources
 from lme.judge.request_shapes import describe as describe_shape
-from lme.score import official_estimate as est
+from lme.score import official_estimate
 from lme.score.scoring_inputs import ScoringInputs
 from lme.score.scorecard_record import (EstimateCalibration, EstimatedFigure, OfficialEstimate, Scorecard,
                                         SourceEstimate, SourceSpread)
@@ -30,7 +30,7 @@ from lme.score.scorecard_record import (EstimateCalibration, EstimatedFigure, Of
 ASSUMPTION = ("the judge errs on this run's answers as it did on the calibration's: the same sensitivity and "
               "specificity against the official judge (per question type where the calibration has enough items)")
 METHOD = (f"Rogan-Gladen per question type: (p + Sp - 1) / (Se + Sp - 1), clipped to [0, 1]; official labels as "
-          f"they are; 95% interval: percentiles of a parametric bootstrap ({est.DRAWS} draws, seed {est.SEED}) over "
+          f"they are; 95% interval: percentiles of a parametric bootstrap ({official_estimate.DRAWS} draws, seed {official_estimate.SEED}) over "
           "Jeffreys Beta posteriors of the calibration's sensitivity and specificity and of the judge's pass rate "
           "on the run's items")
 RECORD_FIELDS = ("candidate", "request_shape", "verdict_set_sha256", "measured_at", "n", "source")
@@ -117,7 +117,7 @@ def estimate_block(meta: RunMeta, rows: Mapping[str, ResultRow], types: Mapping[
     block = OfficialEstimate(
         overall=EstimatedFigure(None, None, None, None), method=METHOD, calibration=calibration,
         official=split.official, corrected=sum(j.verdicts for j in split.judges.values()),
-        min_per_class=est.MIN_PER_CLASS, assumption=ASSUMPTION, task_averaged=EstimatedFigure(None, None, None, None),
+        min_per_class=official_estimate.MIN_PER_CLASS, assumption=ASSUMPTION, task_averaged=EstimatedFigure(None, None, None, None),
         abstention=EstimatedFigure(None, None, None, None), per_type={})
     reason = _blocked(split, records)
     if reason is not None:
@@ -136,7 +136,7 @@ def _blocked(split: _Split, records: Mapping[str, Mapping[str, Any] | None]) -> 
         if record is None:
             return (f"{name} is uncalibrated: no judge_agreement.py measurement with its request shape "
                     f"{describe_shape(split.judges[name].shape)} in this project")
-        if est.Rates.from_confusion(record.get("confusion")) is None:
+        if official_estimate.Rates.from_confusion(record.get("confusion")) is None:
             return f"the calibration record of {name} holds no confusion matrix"
     return None
 
@@ -144,20 +144,20 @@ def _blocked(split: _Split, records: Mapping[str, Mapping[str, Any] | None]) -> 
 def _calibration(split: _Split, judge: _Judge, record: Mapping[str, Any] | None) -> EstimateCalibration:
     if record is None:
         return EstimateCalibration(judge.name, judge.verdicts, None)
-    pooled = est.Rates.from_confusion(record.get("confusion"))
+    pooled = official_estimate.Rates.from_confusion(record.get("confusion"))
     own = [t for t, labels in split.by_type.items() if labels.judged[judge.name] and _type_rates(record, t)]
     return EstimateCalibration(judge.name, judge.verdicts, {k: record.get(k) for k in RECORD_FIELDS},
                                None if pooled is None else pooled.sensitivity,
                                None if pooled is None else pooled.specificity, tuple(own))
 
 
-def _own_rates(block: Any) -> est.Rates | None:
+def _own_rates(block: Any) -> official_estimate.Rates | None:
     """The rates of a stratum of the record (a type's, the abstention items') when it has enough items."""
-    rates = est.Rates.from_confusion(block.get("confusion")) if isinstance(block, Mapping) else None
+    rates = official_estimate.Rates.from_confusion(block.get("confusion")) if isinstance(block, Mapping) else None
     return rates if rates is not None and rates.enough() else None
 
 
-def _type_rates(record: Mapping[str, Any], qtype: str) -> est.Rates | None:
+def _type_rates(record: Mapping[str, Any], qtype: str) -> official_estimate.Rates | None:
     per_type = record.get("per_type")
     return _own_rates(per_type.get(qtype)) if isinstance(per_type, Mapping) else None
 
@@ -179,9 +179,9 @@ class _Inputs:
     """``official_estimate.estimate``'s inputs: the scopes, the parts, the rates by key, and which rates each
     type's parts use."""
 
-    scopes: dict[str, est.Scope] = field(default_factory=dict)
-    parts: dict[str, est.Part] = field(default_factory=dict)
-    rates: dict[str, est.Rates] = field(default_factory=dict)
+    scopes: dict[str, official_estimate.Scope] = field(default_factory=dict)
+    parts: dict[str, official_estimate.Part] = field(default_factory=dict)
+    rates: dict[str, official_estimate.Rates] = field(default_factory=dict)
     rates_of_type: dict[str, str] = field(default_factory=dict)
 
     def add_parts(self, scope: str, labels: _Labels, records: Mapping[str, Mapping[str, Any]],
@@ -192,8 +192,8 @@ class _Inputs:
             record = records[judge]
             rates = own(record)
             stratum = scope if rates is not None else POOLED
-            self.rates[f"{judge}|{stratum}"] = rates or est.Rates.from_confusion(record.get("confusion"))
-            self.parts[f"{judge}|{scope}"] = est.Part(judged, labels.passed[judge], f"{judge}|{stratum}")
+            self.rates[f"{judge}|{stratum}"] = rates or official_estimate.Rates.from_confusion(record.get("confusion"))
+            self.parts[f"{judge}|{scope}"] = official_estimate.Part(judged, labels.passed[judge], f"{judge}|{stratum}")
             self.rates_of_type[scope] = "type" if rates is not None else "pooled"
             keys.append(f"{judge}|{scope}")
         return tuple(keys)
@@ -206,17 +206,17 @@ def _inputs(card: Scorecard, split: _Split, records: Mapping[str, Mapping[str, A
     for qtype, figures in card.types_present():
         labels = split.by_type.get(qtype, _Labels())
         keys = inputs.add_parts(qtype, labels, records, lambda rec, t=qtype: _type_rates(rec, t))
-        inputs.scopes[qtype] = est.Scope(figures.n, figures.judged, labels.official_yes, keys)
+        inputs.scopes[qtype] = official_estimate.Scope(figures.n, figures.judged, labels.official_yes, keys)
         every += keys
         official_yes += labels.official_yes
-    inputs.scopes["__overall__"] = est.Scope(card.n_total, card.judged, official_yes, tuple(every))
+    inputs.scopes["__overall__"] = official_estimate.Scope(card.n_total, card.judged, official_yes, tuple(every))
     abstention = inputs.add_parts(ABSTENTION, split.abstention, records, lambda rec: _own_rates(rec.get(ABSTENTION)))
-    inputs.scopes["__abstention__"] = est.Scope(card.abstention.n, card.abstention.judged,
-                                                split.abstention.official_yes, abstention)
+    inputs.scopes["__abstention__"] = official_estimate.Scope(card.abstention.n, card.abstention.judged,
+                                                              split.abstention.official_yes, abstention)
     return inputs
 
 
-def _figure(fig: est.Figure, corrected: int | None = None, rates: str | None = None) -> EstimatedFigure:
+def _figure(fig: official_estimate.Figure, corrected: int | None = None, rates: str | None = None) -> EstimatedFigure:
     return EstimatedFigure(fig.accuracy, fig.ci95, fig.accuracy_judged, fig.ci95_judged, fig.reason, corrected, rates)
 
 
@@ -224,7 +224,7 @@ def _with_figures(block: OfficialEstimate, card: Scorecard, split: _Split,
                   records: Mapping[str, Mapping[str, Any]]) -> OfficialEstimate:
     inputs = _inputs(card, split, records)
     types = [t for t, _ in card.types_present()]
-    figures = est.estimate(inputs.scopes, inputs.parts, inputs.rates, averaged={"__macro__": types})
+    figures = official_estimate.estimate(inputs.scopes, inputs.parts, inputs.rates, averaged={"__macro__": types})
     per_type = {t: _figure(figures[t], sum(split.by_type.get(t, _Labels()).judged.values()),
                            inputs.rates_of_type.get(t)) for t in types}
     spread, note = _spread(card, split, records)
@@ -248,13 +248,13 @@ def _spread(card: Scorecard, split: _Split, records: Mapping[str, Mapping[str, A
                       "measure it again with judge_agreement.py")
     sources, too_few = [], 0
     for source, entry in per_source.items():
-        rates = est.Rates.from_confusion(entry.get("confusion")) if isinstance(entry, Mapping) else None
+        rates = official_estimate.Rates.from_confusion(entry.get("confusion")) if isinstance(entry, Mapping) else None
         if rates is None or not rates.enough():
             too_few += 1
             continue
         inputs = _inputs(card, split, {judge: entry})
         overall = inputs.scopes["__overall__"]
-        count = est.corrected_count(overall, inputs.parts, inputs.rates)
+        count = official_estimate.corrected_count(overall, inputs.parts, inputs.rates)
         reason = None if count is not None else next(
             (r.why_unusable() for r in inputs.rates.values() if r.why_unusable() is not None), "no estimate")
         sources.append(SourceEstimate(str(source), rates.official_yes + rates.official_no,

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 from lme.core.endpoint_urls import is_official_endpoint, is_official_host, redact
 from lme.core.facts import resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
-from lme.judge import agreement as judge_agreement, verdict_archive, verdict_sources
+from lme.judge import agreement, verdict_archive, verdict_sources
 from lme.judge.request_shapes import describe as describe_shape
 from lme.score.scoring_inputs import ScoringInputs
 
@@ -68,7 +68,7 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], inputs: ScoringInputs) -> 
         record = inputs.agreement_of(provider, model, shapes.get((provider, model)))
         out["successors"].append({"judge": f"{provider}:{model}", "verdicts": n,
                                   "request_shape": shapes.get((provider, model)),
-                                  "calibration": judge_agreement.compact(record)})
+                                  "calibration": agreement.compact(record)})
     return out
 
 
@@ -154,7 +154,7 @@ def calibration_text(entry: Mapping[str, Any]) -> str:
 def describe_calibration(calibration: Mapping[str, Any] | None, request_shape: Any) -> str:
     """``calibration_text`` of a successor's calibration record (None: uncalibrated) and request shape."""
     if calibration:
-        return "calibrated: " + judge_agreement.describe(calibration)
+        return "calibrated: " + agreement.describe(calibration)
     return (f"uncalibrated: no judge_agreement.py measurement with its request shape "
             f"{describe_shape(request_shape)} in this project")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.data import dataset_label
-from lme.judge import stability as judge_stability
+from lme.judge import stability
 from lme.score import code_versions
 from lme.score import metrics
 from lme.score import run_differences
@@ -200,7 +200,7 @@ def _tally(pair: _RunPair) -> _Tally:
         bucket["n"] += 1
         bucket[key] += 1
         if before != after:
-            flaky = judge_stability.row_is_unstable(row_a, flaky_a) or judge_stability.row_is_unstable(row_b, flaky_b)
+            flaky = stability.row_is_unstable(row_a, flaky_a) or stability.row_is_unstable(row_b, flaky_b)
             changed.append({"question_id": qid, "question_type": qtype, "before": before, "after": after,
                             "flaky": flaky, "before_status": _state(row_a), "after_status": _state(row_b),
                             "hypothesis_before": _hypothesis(row_a), "hypothesis_after": _hypothesis(row_b)})
@@ -265,10 +265,10 @@ def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str,
 
 
 def _flaky_keys(run: RunData) -> set:
-    """Prompts the registry of the run's project (``run_store.scoring_project``) marks flaky (judge_stability.jsonl);
+    """Prompts the registry of the run's project (``run_store.scoring_project``) marks flaky (stability.jsonl);
     empty when it has none."""
     project = run_store.scoring_project(run.path)
-    return set() if project is None else judge_stability.StabilityRegistry(project).flaky()
+    return set() if project is None else stability.StabilityRegistry(project).flaky()
 
 
 def _cell(change: ChangedItem, side: str) -> str:

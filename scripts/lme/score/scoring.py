@@ -20,8 +20,8 @@ from lme.data import dataset
 from lme.data import dataset_label
 from lme.data import gold_registry
 from lme.data import hypotheses_file
-from lme.judge import agreement as judge_agreement
-from lme.judge import stability as judge_stability
+from lme.judge import agreement
+from lme.judge import stability
 from lme.score import code_versions
 from lme.score import corrected_figures
 from lme.score import judge_provenance
@@ -245,8 +245,8 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: S
     judge = card.judge
     judged = [r.judgment for r in covered_rows if r.judged and r.judgment is not None]
     if not is_official_judge(judge.provider, judge.model):
-        agreement = card.judge_agreement
-        measured = (f"; a successor judge: {judge_agreement.describe(agreement)}" if agreement else
+        calibration = card.judge_agreement
+        measured = (f"; a successor judge: {agreement.describe(calibration)}" if calibration else
                     "; its agreement with the official judge was never measured (scripts/judge_agreement.py)"
                     if not is_offline(judge.provider) else "")
         notes.append(f"judge is {judge.provider} {judge.model}, not the official "
@@ -399,9 +399,9 @@ def _judge_blocks(run: RunData, covered: Sequence[ResultRow], judge: JudgeIdenti
     """The blocks about the verdicts: judge stability, the agreement of a non-official judge, where the verdicts
     came from, the empty answers (metrics.json's last blocks, in its order)."""
     return {
-        "judge_stability": judge_stability.summary(covered, set(inputs.flaky)),
+        "judge_stability": stability.summary(covered, set(inputs.flaky)),
         "judge_agreement": None if is_official_judge(judge.provider, judge.model)
-        else judge_agreement.compact(inputs.agreement_of(judge.provider, judge.model, _run_shape(covered))),
+        else agreement.compact(inputs.agreement_of(judge.provider, judge.model, _run_shape(covered))),
         "verdicts": judge_provenance.summary(run.meta, covered, inputs),
         "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
     }

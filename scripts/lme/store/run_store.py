@@ -1,6 +1,7 @@
 """The one owner of a run directory: its files, its lock, finding runs, and reading and writing its records.
 The work is in one module per section (``run_rows``, ``run_meta``, ``run_discovery``, ``run_rewrite``,
-``run_outputs``); their names are re-exported here, and callers import them from here.
+``run_outputs``); the names their callers use are re-exported here (the store's one face), and callers import them
+from here.
 
 Every other module goes through here for ``runs/<runId>/``: the run's driver appends ``ResultRow``s and completed
 marks and writes ``RunMeta`` and ``Manifest``; the scorecard, comparisons, the loop, run_status and the report read
@@ -25,23 +26,17 @@ from typing import Any, Iterator, Mapping, Sequence
 from lme.core.errors import UserError
 from lme.core.fileio import ensure_writable_dir, write_atomic_json  # noqa: F401  (re-exported for the run's writers)
 from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-exported: callers import them from here)
-    BACKUPS_DIR,
-    CHARTS_DIR,
     COMPLETED_FILE,
     HISTORY_CHART,
     LOCK_FILE,
     LOG_FILE,
-    MANIFEST_FILE,
-    META_FILE,
     META_LOCK_FILE,
     METRICS_FILE,
     PER_TYPE_CHART,
-    PROMPTS_FILE,
     REPORT_FILE,
     RESERVE_FILE,
     RESULTS_FILE,
     SCORECARD_FILE,
-    SHARD_GLOB,
     SNAPSHOT_FILES,
     SNAPSHOT_RECORD,
     WORKER_FILE,
@@ -50,14 +45,12 @@ from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-export
     run_dirs,
     shard_dir,
     shard_dirs,
-    shard_name,
 )
 from lme.core.run_records import Manifest, ResultRow, RunMeta, item_set
 from lme.store.run_rows import (  # noqa: F401  (re-exported: the store's one face)
     append_row,
     append_rows,
     filter_pending,
-    iter_jsonl,
     iter_rows,
     load_completed,
     load_results,
@@ -77,7 +70,6 @@ from lme.store.run_meta import (  # noqa: F401  (re-exported: the store's one fa
     peek_meta,
     read_manifest,
     read_meta,
-    shard_meta_paths,
     shard_metas,
     stored_settings,
     write_manifest,
