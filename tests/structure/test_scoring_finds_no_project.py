@@ -1,6 +1,6 @@
 """Scoring never looks for a project above a run folder: the scorecard is a function of the run folder and what its
 caller passes in (``scoring_inputs.ScoringInputs``). Walking up from a path (``.parent.parent``, ``parents[N]``) is
-left to the store, which owns the run layout (``run_store.project_holding``); the score, judge and report stages
+left to the store, which owns the run layout (``run_discovery.project_holding``); the score, judge and report stages
 only climb from their own ``__file__`` (the plugin's code and assets)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_the_scoring_stages_walk_up_from_no_path_but_their_own_code():
 def test_the_scorecards_blocks_from_outside_the_run_take_the_inputs_not_a_project():
     """The functions that make the loop, stability and agreement blocks are handed ``inputs``, never a place."""
     scoring = (LME / "score" / "scoring.py").read_text(encoding="utf-8")
-    for call in ("loop_rows.summary(inputs.", "judge_stability.summary(covered, set(inputs.flaky))",
+    for call in ("loop_rows.summary(inputs.", "stability.summary(covered, set(inputs.flaky))",
                  "judge_provenance.summary(run.meta, covered, inputs)", "estimate_block(run.meta, run.rows, types, "
                  "record, inputs)"):
         assert call in scoring
