@@ -16,6 +16,7 @@ user's file is imported; each None outside a run).
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -88,13 +89,22 @@ def module_name(path: Path) -> str:
     return "user_memory_system" if taken or not stem.isidentifier() else stem
 
 
+class _FromSource(importlib.machinery.SourceFileLoader):
+    """Compiles the user's file from its text every time, never from a ``.pyc``: a cached one is trusted by the
+    file's size and its mtime in whole seconds, so an edit of the same size within the same second would run the
+    old code under the new file's code id."""
+
+    def get_code(self, fullname: str) -> Any:
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+
 def load(user_file: str) -> Any:
     """Import the user's file (its folder first on ``sys.path``, as when it runs as a script)."""
     path = Path(user_file)
     sys.path[0] = str(path.parent)  # not this worker's folder: the toolkit's modules must not shadow the user's
     sys.argv = [str(path)]
     name = module_name(path)
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=_FromSource(name, str(path)))
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
