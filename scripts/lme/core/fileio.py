@@ -495,22 +495,15 @@ def repair_tail(path: Path, is_complete: IsComplete | None = None) -> str | None
         if size == 0:
             return None
         fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            # Whole last line: keep it unless it is unreadable (e.g. NUL bytes after a power loss), which
-            # readers skip as a torn tail and a following append would turn into a corrupt middle line.
-            cut = _last_newline_offset(fh, size - 1)
-            fh.seek(cut)
-            last = fh.read(size - cut)
-            if not last.strip() or _parses_as_object(last):
-                return None
-            fh.truncate(cut)
-            fh.flush()
-            os.fsync(fh.fileno())
-            return "truncated"
-        cut = _last_newline_offset(fh, size)
+        whole = fh.read(1) == b"\n"
+        cut = _last_newline_offset(fh, size - 1 if whole else size)
         fh.seek(cut)
-        tail = fh.read(size - cut)
-        if _is_complete_record(tail, is_complete):
+        last = fh.read(size - cut)
+        # A whole last line stays unless it is unreadable (e.g. NUL bytes after a power loss), which readers
+        # skip as a torn tail and a following append would turn into a corrupt middle line.
+        if whole and (not last.strip() or _is_complete_record(last, None)):
+            return None
+        if not whole and _is_complete_record(last, is_complete):
             fh.seek(size)
             fh.write(b"\n")
             action = "newline"
@@ -520,13 +513,6 @@ def repair_tail(path: Path, is_complete: IsComplete | None = None) -> str | None
         fh.flush()
         os.fsync(fh.fileno())
     return action
-
-
-def _parses_as_object(blob: bytes) -> bool:
-    try:
-        return isinstance(bounded_json.loads(blob, "a last line"), dict)
-    except ValueError:
-        return False
 
 
 def _is_complete_record(blob: bytes, is_complete: IsComplete | None) -> bool:
@@ -563,11 +549,9 @@ def json_line(obj: Mapping[str, Any]) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
 
 
-def append_jsonl(path: Path, obj: Mapping[str, Any], *, is_complete: IsComplete | None = None,
-                 line: bytes | None = None) -> None:
+def append_jsonl(path: Path, obj: Mapping[str, Any], *, line: bytes | None = None) -> None:
     """Append one JSON line (``line``: its bytes, default ``json_line(obj)``); repairs a torn tail on first use."""
-    append_bytes(Path(path), json_line(obj) if line is None else line,
-                 repair=lambda p: repair_tail(p, is_complete))
+    append_bytes(Path(path), json_line(obj) if line is None else line, repair=repair_tail)
 
 
 def append_text_line(path: Path, text: str) -> None:
@@ -599,8 +583,7 @@ def read_jsonl_at(path: Path, offset: int) -> dict:
         raw = fh.readline(limit + 1)
     if len(raw) > limit and not raw.endswith(b"\n"):
         raw = _OVERLONG
-    parsed = _parse_line(Path(path), 0, raw, check=None, final=False)
-    return parsed[1]
+    return _parse_line(Path(path), 0, raw, check=None, final=False)
 
 
 def _jsonl_records(path: Path, check: CheckRecord | None, skip_bad: bool) -> Iterator[tuple[int, int, dict]]:
@@ -626,18 +609,14 @@ def _jsonl_records(path: Path, check: CheckRecord | None, skip_bad: bool) -> Ite
                     offset += len(raw)
                 raw = _OVERLONG  # reported (or skipped) as a bad line
             if pending is not None:
-                parsed = _parse_line(path, *pending[:2], check=check, final=False, skip_bad=skip_bad)
-                if parsed is not None:
-                    yield _at(parsed, pending[2])
+                obj = _parse_line(path, *pending[:2], check=check, final=False, skip_bad=skip_bad)
+                if obj is not None:
+                    yield pending[0], pending[2], obj
             pending = (number, raw, start) if raw.strip() else None
         if pending is not None:
-            parsed = _parse_line(path, *pending[:2], check=check, final=True, skip_bad=skip_bad)
-            if parsed is not None:
-                yield _at(parsed, pending[2])
-
-
-def _at(parsed: tuple[int, dict], offset: int) -> tuple[int, int, dict]:
-    return parsed[0], offset, parsed[1]
+            obj = _parse_line(path, *pending[:2], check=check, final=True, skip_bad=skip_bad)
+            if obj is not None:
+                yield pending[0], pending[2], obj
 
 
 _OVERLONG = b"<a line too long to read>\n"
@@ -645,7 +624,7 @@ _OVERLONG = b"<a line too long to read>\n"
 
 
 def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | None, final: bool,
-                skip_bad: bool = False):
+                skip_bad: bool = False) -> dict | None:
     where = f"{path}:{number}"
     try:
         if raw is _OVERLONG:
@@ -667,7 +646,7 @@ def _parse_line(path: Path, number: int, raw: bytes, *, check: CheckRecord | Non
             if final and not raw.endswith(b"\n"):
                 return None
             raise
-    return number, obj
+    return obj
 
 
 # --------------------------------------------------------------------------- space for the last word
@@ -758,11 +737,8 @@ class FileLock:
         return self
 
     def _lock_fd(self, fd: int) -> None:
-        if not self.wait:
-            self._os_lock(fd, block=False)
-            return
-        if self.timeout is None:
-            self._os_lock(fd, block=True)
+        if not self.wait or self.timeout is None:
+            self._os_lock(fd, block=self.wait)
             return
         deadline = time.monotonic() + self.timeout
         while True:
