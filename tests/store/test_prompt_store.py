@@ -73,7 +73,7 @@ def test_a_run_stores_every_prompt_its_rows_name_once_across_a_resume(tmp_path, 
     loaded = prompt_store.load(directory)
     records = _records(directory / prompt_store.PROMPTS_FILE)
     assert len([r for r in records if r["kind"] == "prompt"]) == len(loaded.prompts)  # no prompt written twice
-    assert len([r for r in records if r["kind"] == "line"]) == len(loaded.line_records)
+    assert len([r for r in records if r["kind"] == "line"]) == len(loaded.line_at)
     reader_prompts = [r["body"] for r in fake_llm.requests if r["body"].get("max_tokens") != 10]
     sent = {r["messages"][-1]["content"] for r in reader_prompts}
     for row in rows:

@@ -254,11 +254,6 @@ class Completion(Record):
     """The host (``host[:port]``) the call went to, parsed from the route's resolved base URL (no credentials)."""
 
 
-_CALL_FIELDS = ("text", "tokensIn", "tokensOut", "latencyMs", "provider", "model", "request_id", "attempts", "cached",
-                "stop_reason", "billing", "batch_id", "endpoint_host", "role")
-"""A call's known keys, in the order a call made here writes them (``CallRecord``'s fields)."""
-
-
 def _int(value: Any, default: int = 0) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
 

@@ -17,8 +17,6 @@ from typing import Any, Mapping, Sequence
 REGISTRY = Path(__file__).resolve().parents[3] / "references" / "known-gold-errors.json"
 STATUSES = ("wrong", "disputed", "fixed-in-cleaned", "structural")
 VARIANTS = ("_oracle", "_s", "_m")
-DO_NOT_CHASE = ("wrong", "disputed", "fixed-in-cleaned")
-"""Statuses whose items the improvement loop must not try to fix (the gold itself is in question)."""
 
 
 def load(path: Path = REGISTRY) -> list[dict[str, Any]]:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from lme.core import fileio
 from lme.core.facts import SCHEMA_VERSIONS
@@ -54,9 +53,9 @@ def encode_text(text: str) -> tuple[list[Any], dict[str, str]]:
     return segments, lines
 
 
-def decode_text(segments: Sequence[Any], lines: Mapping[str, str]) -> str:
-    """The exact text of ``segments``; KeyError when a stored line is missing."""
-    return "\n".join(s if isinstance(s, str) else lines[s["line"]] for s in segments)
+def decode_text(segments: Sequence[Any], line: Callable[[str], str]) -> str:
+    """The exact text of ``segments`` (``line``: a stored line's text by key; KeyError when it is missing)."""
+    return "\n".join(s if isinstance(s, str) else line(s["line"]) for s in segments)
 
 
 def encode_request(request: ChatRequest) -> tuple[dict[str, Any], dict[str, str]]:
@@ -103,10 +102,6 @@ def line_text(record: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- the writer
 
 
-def _dumps(obj: Mapping[str, Any]) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
-
-
 class PromptStore:
     """The writer's handle on one run (or shard) directory's ``prompts.jsonl``. Not for concurrent writers."""
 
@@ -144,9 +139,9 @@ class PromptStore:
             for key, text in lines.items():
                 if key not in self._lines and key not in new_lines:
                     new_lines.add(key)
-                    blob.append(_dumps(line_record(key, text)))
+                    blob.append(fileio.json_line(line_record(key, text)))
             new_prompts.add(record["key"])
-            blob.append(_dumps(record))  # after its lines: a prompt record that made it has all its lines
+            blob.append(fileio.json_line(record))  # after its lines: a prompt record that made it has all its lines
         if blob:
             fileio.append_bytes(self.path, b"".join(blob))
             self._lines |= new_lines
@@ -175,12 +170,7 @@ class StoredPrompts:
     @property
     def prompts(self) -> Mapping[str, dict[str, Any]]:
         """The prompt records by key, each read from its file when looked up."""
-        return _RecordsAt(self, self.prompt_at, str, lambda v: v)
-
-    @property
-    def line_records(self) -> Mapping[str, dict[str, Any]]:
-        """The line records by key, each read from its file when looked up."""
-        return _RecordsAt(self, self.line_at, _digest, lambda v: v >> _CHARS_BITS)
+        return _PromptsAt(self)
 
     def read_at(self, place: int) -> dict[str, Any]:
         return fileio.read_jsonl_at(self.files[place >> _OFFSET_BITS], place & _OFFSET_MASK)
@@ -201,15 +191,14 @@ class StoredPrompts:
     def request_text(self, key: str) -> dict[str, Any]:
         """The stored request ``key`` with its system and message texts decoded exactly."""
         record = self.prompts[key]
-        lines = _LazyLines(self)
         return {
             "key": key,
             "provider": record.get("provider"),
             "model": record.get("model"),
             "max_tokens": record.get("max_tokens"),
             "temperature": record.get("temperature"),
-            "system": None if record.get("system") is None else decode_text(record["system"], lines),
-            "messages": [{"role": m.get("role"), "content": decode_text(m.get("content") or [], lines)}
+            "system": None if record.get("system") is None else decode_text(record["system"], self.text),
+            "messages": [{"role": m.get("role"), "content": decode_text(m.get("content") or [], self.text)}
                          for m in record.get("messages") or []],
         }
 
@@ -227,37 +216,20 @@ def _digest(key: str) -> bytes:
         return b""  # not a line key: found nowhere
 
 
-class _RecordsAt(Mapping[str, dict[str, Any]]):
-    """Records by key, read from where the store's index says they are."""
+class _PromptsAt(Mapping[str, dict[str, Any]]):
+    """Prompt records by key, read from where the store's index says they are."""
 
-    def __init__(self, store: StoredPrompts, index: Mapping[Any, int], to_key: Any, to_place: Any) -> None:
-        self._store, self._index, self._to_key, self._to_place = store, index, to_key, to_place
-
-    def __getitem__(self, key: str) -> dict[str, Any]:
-        return self._store.read_at(self._to_place(self._index[self._to_key(key)]))
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._to_key(key) in self._index
-
-    def __iter__(self):
-        return (k if isinstance(k, str) else k.hex() for k in self._index)
-
-    def __len__(self) -> int:
-        return len(self._index)
-
-
-class _LazyLines(Mapping[str, str]):
     def __init__(self, store: StoredPrompts) -> None:
         self._store = store
 
-    def __getitem__(self, key: str) -> str:
-        return self._store.text(key)
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        return self._store.read_at(self._store.prompt_at[key])
 
-    def __iter__(self):  # pragma: no cover - Mapping protocol only
-        return iter(self._store.line_at)
+    def __iter__(self):
+        return iter(self._store.prompt_at)
 
-    def __len__(self) -> int:  # pragma: no cover
-        return len(self._store.line_at)
+    def __len__(self) -> int:
+        return len(self._store.prompt_at)
 
 
 def load(run_dir: Path) -> StoredPrompts:

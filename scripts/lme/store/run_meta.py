@@ -73,10 +73,6 @@ def shard_metas(root: Path) -> list[RunMeta]:
     return [read_meta(d) for d in shard_dirs(root) if has_meta(d)]
 
 
-def shard_meta_paths(root: Path) -> list[Path]:
-    return [meta_path(d) for d in shard_dirs(root) if has_meta(d)]
-
-
 def manifest_path(root: Path) -> Path:
     return Path(root) / MANIFEST_FILE
 
