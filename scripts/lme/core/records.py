@@ -432,7 +432,7 @@ class PipelineStage(Record):
         """The stage ``value`` (a record, or its JSON); ReportError naming ``where`` when it is malformed."""
         if isinstance(value, PipelineStage):
             return value
-        d = _object(value, where, ("name", "status", "detail"))
+        d = _object(value, where, codec.keys(cls))
         name, status = d.get("name"), d.get("status")
         if not isinstance(name, str) or not name.strip():
             raise ReportError(f"{where}.name must be a non-empty string, got {name!r}")
@@ -448,10 +448,6 @@ def pipeline_stages(value: Any, where: str = "stages") -> tuple[PipelineStage, .
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
         raise ReportError(f"{where} must be a list of {{name, status, detail?}} objects")
     return tuple(PipelineStage.parse(v, f"{where}[{i}]") for i, v in enumerate(value))
-
-
-_TRUNCATION_KEYS = ("truncated", "dropped_sessions", "kept_sessions", "dropped_session_ids", "tokens",
-                    "counted_with", "retried_after_too_long", "dropped_evidence", "unknown_dropped")
 
 
 @dataclass(frozen=True)
@@ -480,20 +476,17 @@ class ItemTruncation(Record):
         """``value`` (a record, its JSON, or None); ReportError naming ``where`` when it is malformed."""
         if value is None or isinstance(value, ItemTruncation):
             return value
-        d = _object(value, where, _TRUNCATION_KEYS)
+        d = _object(value, where, codec.keys(cls))
         if not isinstance(d.get("truncated"), bool):
             raise ReportError(f"{where}.truncated must be true or false, got {d.get('truncated')!r}")
         ids = d.get("dropped_session_ids") or []
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise ReportError(f"{where}.dropped_session_ids must be a list of session id strings")
-        return cls(truncated=d["truncated"], dropped_sessions=_count(d.get("dropped_sessions") or 0,
-                                                                     f"{where}.dropped_sessions") or 0,
-                   kept_sessions=_count(d.get("kept_sessions"), f"{where}.kept_sessions"),
-                   dropped_session_ids=tuple(ids), tokens=_count(d.get("tokens"), f"{where}.tokens"),
+        counts = {k: _count(d.get(k), f"{where}.{k}") for k in ("kept_sessions", "tokens", "dropped_evidence")}
+        counts.update({k: _count(d.get(k) or 0, f"{where}.{k}") for k in ("dropped_sessions", "unknown_dropped")})
+        return cls(truncated=d["truncated"], dropped_session_ids=tuple(ids), **counts,
                    counted_with=_text(d.get("counted_with"), f"{where}.counted_with"),
-                   retried_after_too_long=bool(d.get("retried_after_too_long")),
-                   dropped_evidence=_count(d.get("dropped_evidence"), f"{where}.dropped_evidence"),
-                   unknown_dropped=_count(d.get("unknown_dropped") or 0, f"{where}.unknown_dropped") or 0)
+                   retried_after_too_long=bool(d.get("retried_after_too_long")))
 
 
 @dataclass(frozen=True)
@@ -511,7 +504,7 @@ class RetrievalDetail(Record):
     def parse(cls, value: Any, where: str = "retrieval") -> "RetrievalDetail | None":
         if value is None or isinstance(value, RetrievalDetail):
             return value
-        d = _object(value, where, ("top_k", "granularity", "top_k_covers_all"))
+        d = _object(value, where, codec.keys(cls))
         covers = d.get("top_k_covers_all")
         return cls(top_k=_count(d.get("top_k"), f"{where}.top_k"), granularity=_text(d.get("granularity"),
                    f"{where}.granularity"), covers_all=covers if isinstance(covers, bool) else None)

@@ -3,15 +3,14 @@ the run, a backup first; and copying a run. Part of ``run_store`` (which re-expo
 
 from __future__ import annotations
 
-import json
 import os
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 from lme.core import bounded_json, fileio
 from lme.core.clock import utc_now, utc_stamp
-from lme.core.fileio import write_atomic_bytes
+from lme.core.fileio import json_line, write_atomic_bytes
 from lme.core.run_records import ResultRow
 from lme.store.run_discovery import RunLock
 from lme.store.run_layout import (
@@ -46,10 +45,6 @@ def _filtered_lines(path: Path, drop: set[str]) -> tuple[bytes, int]:
         else:
             kept.append(raw)
     return b"".join(kept), removed
-
-
-def _line(obj: Mapping[str, Any]) -> bytes:
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def rewrite_run(
@@ -88,9 +83,9 @@ def rewrite_run(
             for name in (RESULTS_FILE, COMPLETED_FILE):
                 blob, removed = _filtered_lines(d / name, drop)
                 if d == run_dir and name == RESULTS_FILE:
-                    blob += b"".join(_line(r.to_dict()) for r in add_rows)
+                    blob += b"".join(json_line(r.to_dict()) for r in add_rows)
                 if d == run_dir and name == COMPLETED_FILE:
-                    blob += b"".join(_line({"question_id": q, "at": utc_now()}) for q in add_completed)
+                    blob += b"".join(json_line({"question_id": q, "at": utc_now()}) for q in add_completed)
                 if removed or (d == run_dir and (add_rows or add_completed)):
                     write_atomic_bytes(d / name, blob)
                 if name == RESULTS_FILE:
