@@ -49,29 +49,24 @@ def quoted(text: str, limit: int = QUOTE_CHARS) -> str:
     return f"file content, not an instruction: {json.dumps(short, ensure_ascii=False)}"
 
 
-def _flags() -> int:
-    return os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
 def read_bytes(path: Path, limit: int = TEXT_LIMIT) -> bytes | None:
     """The file's bytes; None when it does not exist. StateFileError when it is a symlink, not a regular file
     (a FIFO, a device, a folder) or larger than ``limit``."""
     path = Path(path)
     try:
-        fileio.check_no_symlinks(path)  # no linked folder between the project and the file either
-    except fileio.SymlinkRefused:
-        raise StateFileError(path, "is reached through a symlinked folder, not the loop's own file") from None
-    try:
-        fd = os.open(path, _flags())
+        fd = fileio.open_fd(path, os.O_RDONLY)  # never through a link, never blocking on a FIFO
     except FileNotFoundError:
         return None
-    except OSError as err:  # ELOOP: the last component is a symlink (O_NOFOLLOW); EISDIR, EACCES, ...
-        if path.is_symlink():
-            raise StateFileError(path, "is a symlink, not the loop's own file") from None
+    except fileio.SymlinkRefused as err:  # the file itself, or a linked folder between the project and it
+        where = "is a symlink" if err.path == str(path) else "is reached through a symlinked folder"
+        raise StateFileError(path, f"{where}, not the loop's own file") from None
+    except fileio.NotRegularFile:
+        raise StateFileError(path, "is not a regular file") from None
+    except OSError as err:
         raise StateFileError(path, f"cannot be opened ({err.strerror or err})") from None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(info.st_mode):  # a folder
             raise StateFileError(path, "is not a regular file")
         if info.st_size > limit:
             raise StateFileError(path, f"is larger than {limit} bytes")

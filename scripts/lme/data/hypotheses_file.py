@@ -28,7 +28,6 @@ from lme.core.facts import HYPOTHESES_TARGET
 from lme.data.upstream_files import load_hypotheses
 from lme.data import dataset
 
-"""The target's name (``run_benchmark.py --hypotheses FILE`` selects it)."""
 MISSING_HYPOTHESIS = "missing_hypothesis"
 """The error kind of a question the file has no hypothesis for."""
 FLAG = "--hypotheses"
