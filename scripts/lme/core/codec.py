@@ -2,7 +2,7 @@
 
 A record is a frozen dataclass. Its JSON object has one key per field, in field order, holding the field's value in
 JSON form (a nested record's object, a tuple's list, a mapping's object, a float field's number as a float). What
-differs from that is declared on the field (``dataclasses.field(metadata=...)``, built by ``spec``), never written
+differs from that is declared on the field (``codec.field``), never written
 as a method: the file's name for the field (``key``), when the key is left out (``omit``, ``omit_if``), a field
 that collects the keys this version does not know (``EXTRA``) and one that remembers the order the keys were read
 in (``KEY_ORDER``), so that a record written back is the object it was read from. A class attribute ``__codec_order__`` names
@@ -24,15 +24,16 @@ from typing import Any, Callable, Mapping
 
 _UNSET = object()
 EXTRA = "extra"
-"""``spec(role=EXTRA)``: the field (a Mapping) holds the keys this version does not know; written back last, or
+"""``field(role=EXTRA)``: the field (a Mapping) holds the keys this version does not know; written back last, or
 where ``KEY_ORDER`` puts them."""
 KEY_ORDER = "key_order"
-"""``spec(role=KEY_ORDER)``: the field (a tuple of keys) holds the read object's key order, used when writing."""
+"""``field(role=KEY_ORDER)``: the field (a tuple of keys) holds the read object's key order, used when writing."""
 
 
-def spec(*, key: str | None = None, omit: Any = _UNSET, omit_if: Callable[[Any], bool] | None = None,
-         role: str | None = None, decode: Callable[[Any], Any] | None = None) -> dict[str, Any]:
-    """Field metadata for the codec.
+def field(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,
+          key: str | None = None, omit: Any = _UNSET, omit_if: Callable[[Any], bool] | None = None,
+          role: str | None = None, decode: Callable[[Any], Any] | None = None) -> Any:
+    """``dataclasses.field`` with the codec's metadata.
 
     ``key``: the file's name for the field. ``omit``: the key is left out when the value is this one (``None``,
     ``False``, ``"sync"``, ...). ``omit_if``: left out when this holds of the record. ``role``: ``EXTRA`` or
@@ -41,12 +42,7 @@ def spec(*, key: str | None = None, omit: Any = _UNSET, omit_if: Callable[[Any],
             if value is not None}
     if omit is not _UNSET:
         meta["omit"] = omit
-    return {"codec": meta}
-
-
-def field(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING, **codec: Any) -> Any:
-    """``dataclasses.field`` with codec metadata (``spec``'s arguments)."""
-    return dataclasses.field(default=default, default_factory=default_factory, metadata=spec(**codec))
+    return dataclasses.field(default=default, default_factory=default_factory, metadata={"codec": meta})
 
 
 class Record:

@@ -169,16 +169,11 @@ def newer_version_error(where: str, found: Any, known: str = SCHEMA_VERSION) -> 
                              f"version reads up to {known})", fix=UPDATE_FIX)
 
 
-def known_version(name: str) -> str:
-    """The newest ``schemaVersion`` this version writes for schema ``name`` (its kind's)."""
-    return SCHEMA_VERSIONS.get(name, SCHEMA_VERSION)
-
-
 def validate_versioned(name: str, obj: Any, *, where: str, known: str | None = None) -> None:
     """``validate``, except that a record this version cannot read that a newer version wrote (a newer
     ``schemaVersion`` major.minor) is refused as from a newer version: its fields are not wrong, this reader is
     old. A newer record this version can read (a minor that only added fields readers ignore) is read."""
-    known = known or known_version(name)
+    known = known or SCHEMA_VERSIONS.get(name, SCHEMA_VERSION)
     try:
         validate(name, obj, where=where)
     except SchemaError:

@@ -116,8 +116,9 @@ class Ledger:
         self.chunks: dict[str, Chunk] = {}
         self.foreign: set[str] = set()
         """Batch ids adopted by mistake and abandoned: recovery never adopts them again."""
-        for event in read_events(self.path):
-            self._apply(event)
+        for _, event in fileio.iter_jsonl(self.path):  # a torn last line (a crash mid-append) is skipped
+            if event.get("event") in EVENTS:
+                self._apply(event)
 
     # ------------------------------------------------------------------ reading
 
@@ -172,13 +173,6 @@ class Ledger:
             chunk.results_path, chunk.outcomes = e.get("results"), dict(e.get("outcomes") or {})
         elif event == "closed":
             chunk.closed = True
-
-
-def read_events(path: Path) -> Iterator[dict[str, Any]]:
-    """The ledger's events in order (a torn last line, from a crash mid-append, is skipped)."""
-    for _, record in fileio.iter_jsonl(Path(path)):
-        if record.get("event") in EVENTS:
-            yield record
 
 
 def progress(work: Path) -> dict[str, Any] | None:
