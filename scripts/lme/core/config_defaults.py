@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from lme.core.facts import (  # noqa: F401  (STATE_DIR re-exported for config.py)
+from lme.core.facts import (
     CACHE_DIR,
     DATA_DIR,
     OFFICIAL_JUDGE_MODEL,
     OFFICIAL_JUDGE_PROVIDER,
     RUNS_DIR,
     SCHEMA_VERSIONS,
-    STATE_DIR,
     UPSTREAM_DIR,
 )
 

@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping
+from typing import IO, Any, Callable, Iterator, Mapping
 
 from lme.core import bounded_json
 from lme.core.errors import UserError
