@@ -2,14 +2,10 @@
 
 Every JSON input goes through here: the dataset (streamed, ``items``), hypotheses files, the config, the loop's
 state files, a run's logs and the verdict archives (whole documents and lines, ``loads``; ``fileio.read_json``
-and ``fileio.iter_jsonl`` call it). Each fault is one ``JsonRefused`` line naming where (a ``UserError``, and a
-``ValueError`` for readers that skip what they cannot parse):
-
-* nesting deeper than ``Limits.depth`` (a 200,000-deep array is refused at level ``depth + 1``: while streaming,
-  nothing deeper is ever built);
-* a document (a file, a line) larger than ``Limits.document_bytes``, a string longer than ``Limits.string_chars``;
-* text that is not Unicode: a lone surrogate (``"\\udfff"`` is valid JSON, but no UTF-8 file can hold it);
-* ``NaN``, ``Infinity`` and numbers that overflow to them (``1e999``), integers of more than 4300 digits.
+and ``fileio.iter_jsonl`` call it). Each fault ``references/SPEC.md`` lists (too deep, too large, a lone
+surrogate, a number that is not finite) is one ``JsonRefused`` line naming where (a ``UserError``, and a
+``ValueError`` for readers that skip what they cannot parse). While streaming, nothing deeper than the bound is
+ever built: a 200,000-deep array is refused at level ``depth + 1``.
 
 The API: ``loads(text_or_bytes, where)`` for a whole document; ``items(events, where)`` for the elements of a
 top-level array streamed as ``(event, value)`` pairs (the shape of ``ijson.basic_parse``), checked as they arrive;

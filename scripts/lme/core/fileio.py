@@ -1,24 +1,14 @@
-"""Crash-safe files: atomic replace, fsynced appends, torn-tail repair, and the one lock design. Standard library only.
+"""Crash-safe files: atomic replace, fsynced appends, torn-tail repair, the one lock design, and no file opened
+through a symbolic link. Standard library only.
 
-The guarantees (``references/SPEC.md`` states them for users):
-
-* a whole file is replaced atomically: temp file in the same directory, fsync, ``os.replace``, fsync the directory;
-* an append is one ``os.write`` on an ``O_APPEND`` file (looped over a short write), then fsync;
-* a crash mid-append leaves at most one partial last line; the first append in a process repairs it
-  (``repair_tail``), and readers skip it (``iter_jsonl``), so no complete line is lost and no torn line is read;
-* a lock is an OS lock on a file (flock on POSIX, msvcrt on Windows) that dies with its process, so a crash never
-  leaves a lock behind;
-* no file is opened through a symbolic link (``O_NOFOLLOW``), and below a project (``own``, or the folder that holds
-  a ``.longmemeval-benchmarks``) no parent folder may be one either: a run folder, the state folder or the cache
-  that a dataset, a project or an archive planted links in is refused in one line (``SymlinkRefused``), and nothing
-  outside the project is ever written, truncated or locked. An atomic replace over a link replaces the link.
+The guarantees are ``references/SPEC.md``'s "Crash safety" and "Other people's files"; this module keeps them.
+Below a project (``own``, or the folder that holds a ``.longmemeval-benchmarks``) no parent folder of a file opened
+here may be a link either: nothing outside the project is ever written, truncated or locked (``SymlinkRefused``).
 
 Every file the product opens in a run folder, the state folder or the cache goes through here (``open_fd``,
 ``open_file``, ``make_dirs``, ``read_bytes``, ``read_json``, ``iter_jsonl``, the writers), and every JSON read
-through ``bounded_json``.
-
-Which records a file holds (and so which torn tail is a complete record) is the caller's business: ``run_store``
-passes its schemas in.
+through ``bounded_json``. Which records a file holds (and so which torn tail is a complete record) is the caller's
+business: ``run_store`` passes its schemas in.
 """
 
 from __future__ import annotations

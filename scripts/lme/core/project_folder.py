@@ -49,11 +49,6 @@ def project_relative(project: Path, path: Path) -> str:
 
 
 def write_json(path: Path, obj: Any) -> None:
-    """``fileio.write_atomic_json``, its folder made first; a failure names the file, not its temporary name."""
+    """``fileio.write_atomic_json`` (a failure names the file, not its temporary name), its folder made first."""
     fileio.make_dirs(path.parent)
-    try:
-        fileio.write_atomic_json(path, obj)
-    except OSError as err:
-        if err.filename != str(path):
-            raise OSError(err.errno, err.strerror, str(path)) from err
-        raise
+    fileio.write_atomic_json(path, obj)

@@ -1,18 +1,8 @@
 """A hypotheses file judged as a run (``run_benchmark.py --hypotheses FILE``): read it, check it, look answers up.
 
-The file is upstream's judge input: one ``{"question_id", "hypothesis"}`` JSON object per line (a JSON array of
-them is read too, as upstream's evaluate_qa.py does), plain or ``.xz``. A run takes each question's hypothesis
-from it (target ``hypotheses``, ``plugins/hypotheses.py``) and judges it through the run's machinery.
-
-Checked before anything is written, each mistake one line (exit 2): a record that is not a hypothesis line, a
-hypothesis that is not text (a number is taken as upstream formats it into the prompt: ``5`` is ``"5"``), a
-question id listed twice, an id the run's dataset does not hold. Duplicates: upstream judges every line, so a
-question listed twice is judged and counted twice in its accuracy; a run keeps one result per question, so such a
-file is refused, naming both records. A dataset question the file has no line for is not a mistake: it becomes an
-error row of kind ``missing_hypothesis`` (wrong in the strict figures), which never stops the run.
-
-The run records the file in its target options (``file``, and ``sha256`` of its bytes when the run started): a
-resume against a changed file is refused before it starts.
+``references/SPEC.md`` ("Judging a hypotheses file") states the file's format, what is refused before anything is
+written (each one line, exit 2), the ``missing_hypothesis`` error row of a question the file lacks, and the
+file's ``sha256`` a resume checks.
 """
 
 from __future__ import annotations

@@ -6,12 +6,8 @@ directory (a resume after kill -9, another machine, a later session) picks the b
 ``submitted`` batch is polled, never created again; a ``collected`` one is read from its local results file
 (``batches/<chunk>.results.jsonl``), never downloaded again. The ledger maps each ``custom_id`` to its request
 (question id, stage, sub, attempt, ``ChatRequest.key()``): results are routed through it, never by parsing ids.
-
-Events: ``planned`` (provider, model, stage, requests, input file and sha256), ``uploaded`` (file_id),
-``submitted`` (batch_id), ``adopted`` (a batch found by recovery after a kill between create and its event),
-``abandoned`` (an adopted batch whose custom_ids are not the chunk's: not ours, never used), ``status`` (provider
-status and counts, when they change), ``collected`` (results file, sha256, outcome per
-custom_id: ``ok`` or an error kind), ``closed``.
+``references/SPEC.md`` ("Batch APIs") lists the events and their fields, all but ``abandoned`` (an adopted batch
+whose custom_ids are not the chunk's: not ours, never used again).
 """
 
 from __future__ import annotations

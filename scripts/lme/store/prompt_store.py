@@ -1,16 +1,8 @@
-"""The exact prompts a target sent, kept per run in ``prompts.jsonl``: content-addressed, each long line stored once.
+"""The exact prompts a target sent, kept per run in ``prompts.jsonl``: content-addressed, each long line stored once
+(a reader's prompt is mostly session text, and the same session text comes back in many prompts).
 
-A reader's prompt is mostly session text, and the same session text comes back in many prompts (retried items,
-shared haystack sessions, a memory system's per-session writer calls). So a prompt is stored as its lines: a
-line of ``SHARED_LINE_CHARS`` characters or more becomes a ``line`` record keyed by its sha256 (written once per
-run, zlib-compressed when long), shorter lines stay inline in the ``prompt`` record. Joining a prompt record's
-segments with ``"\\n"`` gives the message text back exactly, byte for byte (``decode_text``); ``key`` is
-``ChatRequest.key()``, so the store can be checked against the call cache or a row's ``prompt_keys``.
-
-Only the run's writer appends here (``PromptStore.add``), before it appends the row that names the prompts: one
-``os.write`` per item on an ``O_APPEND`` file, then fsync. A crash leaves at most a torn tail (cut off on the next
-first write, skipped by readers) and perhaps records no row names yet; both are harmless, and a resumed item writes
-only what is missing. ``references/SPEC.md`` (prompts.jsonl) states the format.
+``references/SPEC.md`` (prompts.jsonl) states the format and what a crash can leave. Only the run's writer appends
+here (``PromptStore.add``), before it appends the row that names the prompts.
 """
 
 from __future__ import annotations

@@ -5,17 +5,9 @@ from here.
 
 Every other module goes through here for ``runs/<runId>/``: the run's driver appends ``ResultRow``s and completed
 marks and writes ``RunMeta`` and ``Manifest``; the scorecard, comparisons, the loop, run_status and the report read
-``RunData``. The file names are in ``run_layout`` (standard library only), re-exported here.
-
-The guarantees (crash safety from ``fileio``):
-
-* ``run-meta.json`` and ``manifest.json`` are replaced atomically; ``item-results.jsonl`` and
-  ``questions_completed.jsonl`` only grow, by fsynced appends, and a torn last line is repaired on the first
-  append and skipped by readers;
-* a row is validated against ``item-result.schema.json`` before it is appended, and every record read is
-  checked against its schema (a newer major ``schemaVersion`` is refused);
-* ``reconcile`` makes the two logs agree after a crash: a completed mark counts only with a judged row;
-* one writing process per run directory, held by an OS lock on ``.lock`` that dies with the process.
+``RunData``. The file names are in ``run_layout`` (standard library only), re-exported here. The guarantees
+(atomic replaces, fsynced appends, schema checks both ways, ``reconcile``, one writer) are ``references/SPEC.md``'s
+"Crash safety"; ``fileio`` and ``run_rows`` keep them.
 """
 from __future__ import annotations
 
