@@ -1,18 +1,11 @@
-"""Older files brought up to today's shape where they are read: one numbered step per version, per kind of file.
+"""Older files brought up to today's shape where they are read: one numbered step per version, per kind of file
+(simonw/llm's numbered migrations are the model).
 
-Every kind of file the plugin writes carries its own ``schemaVersion`` (``facts.SCHEMA_VERSIONS``). A reader hands
-the parsed JSON object of one file (or one JSONL line) to ``upgrade(kind, obj)`` at the file's boundary, after its
-schema check and before it becomes a record; every step whose version is above the object's runs, in order, each
-taking the shape of the version before it to its own (simonw/llm's numbered migrations are the model). Code past
-the boundary sees only today's shape: no reader of an older shape lives anywhere else.
-
-The rules of a step: a pure function of the parsed object (a new dict; the input is never changed); idempotent
-(files written before versions were honest all say ``1.0.0`` whatever their shape, so a step finds what it needs
-by the keys present, and a file already in today's shape passes through unchanged); its docstring names the
-version and commit that introduced the shape it reads. The object keeps the ``schemaVersion`` it was written at:
-the steps bring its shape up to date, not its claims (a ``1.0.0`` row's ``judgment.official`` still means what it
-meant then, and every reader recomputes it: ``verdict_sources.classify``). Nothing is written back on read.
-A new version of a kind adds its step at the end of that kind's list; versions and steps are never reused.
+``references/SPEC.md`` ("Versions", "Older files: one migration path") states the rules: a reader hands the parsed
+object to ``upgrade(kind, obj)`` at the file's boundary, after its schema check; each step is a pure, idempotent
+function of it (a new dict), its docstring naming the version and commit whose shape it reads; the object keeps
+its ``schemaVersion``, and nothing is written back. A new version of a kind adds its step at the end of that
+kind's list; versions and steps are never reused.
 """
 
 from __future__ import annotations

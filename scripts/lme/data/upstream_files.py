@@ -64,10 +64,8 @@ def load_records(path: Path, *, limits: bounded_json.Limits = bounded_json.DEFAU
 
 
 def upstream_bytes(records: Iterable[Mapping[str, Any]]) -> bytes:
-    """A JSON-lines file byte for byte as upstream's evaluate_qa.py writes its output: each record through
-    ``json.dumps`` with its defaults (ASCII only, every other character a ``\\uXXXX`` escape; ``", "`` and ``": "``
-    between items; the record's own key order), then a ``\\n`` (``print`` on POSIX). So a file we write can be
-    compared with upstream's by ``cmp``."""
+    """A JSON-lines file byte for byte as upstream's evaluate_qa.py writes its output (``json.dumps`` with its
+    defaults, then ``print``'s newline): one we write compares with upstream's by ``cmp``."""
     return "".join(json.dumps(dict(record)) + "\n" for record in records).encode("ascii")
 
 
