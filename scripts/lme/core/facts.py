@@ -185,6 +185,13 @@ KNOWN_SHA256 = {
     ("cleaned", "longmemeval_s_cleaned.json"): "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442",
 }
 """sha256 of files as published upstream (Hugging Face xiaowu0162/longmemeval-cleaned); see the protocol notes."""
+
+
+def published_file(sha256: str) -> str | None:
+    """The name of the published file whose (decompressed) bytes have ``sha256`` (``KNOWN_SHA256``), or None."""
+    return next((name for (_release, name), sha in KNOWN_SHA256.items() if sha == sha256.lower()), None)
+
+
 SAMPLE_FILE = "longmemeval_sample.json"
 """The shipped synthetic sample (``data/sample/``): LongMemEval's schema, not its questions."""
 

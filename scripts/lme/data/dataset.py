@@ -19,14 +19,12 @@ import ijson
 
 from lme.core.errors import UserError
 from lme.data.item_hash import item_sha256  # noqa: F401 - also this module's name for it
-from lme.core.facts import KNOWN_SHA256, QUESTION_ID_MAX, QUESTION_TYPES, VARIANT_ALIASES, id_problem
+from lme.core.facts import QUESTION_ID_MAX, QUESTION_TYPES, id_problem
+from lme.core.facts import published_file as is_known_official
 from lme.core.facts import resolve_variant  # noqa: F401 - also this module's name for it
 from lme.core.records import Question
 from lme.core.schemas import validate
 
-VARIANTS: dict[str, str] = VARIANT_ALIASES
-KNOWN_FILES: dict[str, str] = {sha: name for (_release, name), sha in KNOWN_SHA256.items()}
-"""sha256 of each file as published upstream -> its name (``facts.KNOWN_SHA256``)."""
 
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 _GZ_MAGIC = b"\x1f\x8b"
@@ -49,11 +47,6 @@ _ITEM_KEYS = (
     "haystack_sessions",
     "answer_session_ids",
 )
-
-
-def is_known_official(sha256: str) -> str | None:
-    """The official file name for a sha256 of decompressed dataset bytes, or None."""
-    return KNOWN_FILES.get(sha256.lower())
 
 
 @dataclass(frozen=True)

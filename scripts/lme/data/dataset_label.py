@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from lme.core.facts import KNOWN_SHA256, SAMPLE_FILE
-
-_KNOWN_FILES = {sha: name for (_release, name), sha in KNOWN_SHA256.items()}
+from lme.core.facts import SAMPLE_FILE, published_file
 
 
 def file_name(path: Any) -> str:
@@ -39,5 +37,5 @@ def recognition_line(dataset: Mapping[str, Any]) -> str:
     recognition = dataset.get("recognition")
     if isinstance(recognition, Mapping) and recognition.get("summary"):
         return f"{recognition['summary']} (release: {recognition.get('release') or 'unknown'})"
-    known = _KNOWN_FILES.get(str(dataset.get("sha256") or "").lower())
+    known = published_file(str(dataset.get("sha256") or ""))
     return f"the published {known} by its sha256" if known else "unrecognised file"
