@@ -1,15 +1,9 @@
 """Endpoint URLs, parsed (never substring-tested): the host a call goes to, a URL with its credentials removed, and
 whether a host is the official judge's. Standard library only.
 
-- ``host_of(url)``: ``host`` or ``host:port`` (the port only when it is not the scheme's default), lower-cased,
-  without user, password, path or query: what a verdict records as ``endpoint_host``.
-- ``redact(url)``: the URL with any ``user:password@`` replaced by ``***@`` and the values of query parameters
-  that carry secrets (``key``, ``token``, ``sig``...) replaced by ``***``: what run-meta, the
-  scorecard, the report and every printed line show. ``redact_text`` does it to every URL inside a message.
-- ``is_official_endpoint(provider, url)`` / ``is_official_host(provider, host)``: OpenAI's API host exactly
-  (``https://api.openai.com``, default port), or an Azure OpenAI resource host (``<resource>.openai.azure.com``)
-  for the ``azure`` route. ``http://127.0.0.1:P/api.openai.com/v1`` (a proxy path) and
-  ``http://api.openai.com@127.0.0.1:P/v1`` (a user name) are 127.0.0.1, not OpenAI.
+``host_of`` gives what a verdict records as ``endpoint_host``; ``redact`` is what run-meta, the scorecard, the
+report and every printed line show of a URL. Parsed, so ``http://127.0.0.1:P/api.openai.com/v1`` (a proxy path)
+and ``http://api.openai.com@127.0.0.1:P/v1`` (a user name) are 127.0.0.1, not OpenAI.
 """
 
 from __future__ import annotations
@@ -42,7 +36,8 @@ def _split(url: str):
 
 
 def host_of(url: str | None) -> str | None:
-    """``host`` or ``host:port`` of ``url`` (None when it has no scheme or host: not a URL a client can call)."""
+    """``host`` or ``host:port`` of ``url`` (the port only when it is not the scheme's default), lower-cased, without
+    user, password, path or query; None when it has no scheme or host (not a URL a client can call)."""
     parts = None if url is None else _split(url)
     if parts is None:
         return None
@@ -64,8 +59,8 @@ def redact(url: str | None) -> str | None:
     try:
         parts = urlsplit(text)
     except ValueError:
-        return re.sub(r"^[^/@]*@", f"{REDACTED}@", text)
-    if not parts.scheme or not parts.netloc:
+        parts = None
+    if parts is None or not parts.scheme or not parts.netloc:
         return re.sub(r"^[^/@]*@", f"{REDACTED}@", text)
     netloc = parts.netloc
     if "@" in netloc:

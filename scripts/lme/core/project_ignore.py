@@ -1,10 +1,6 @@
-"""The user project's ``.gitignore`` entries for what the toolkit writes that must never be committed, and the state
-folder's own ``.gitignore`` (``write_state_gitignore``).
-
-``ensure_gitignore(project)`` appends, once, the lines for the venv, the call caches and the runs; never the config
-(``.longmemeval-benchmarks/config.json`` is the project's own setting and belongs in its history). Lines already
-present (exactly, or without the trailing slash) are left alone, so re-running setup changes nothing. Standard
-library only: setup_project.py runs it with the system python.
+"""The user project's ``.gitignore`` entries for what the toolkit writes that must never be committed (never the
+config: it is the project's own setting and belongs in its history), and the state folder's own ``.gitignore``.
+Standard library only: setup_project.py runs it with the system python.
 """
 
 from __future__ import annotations
@@ -36,7 +32,8 @@ def missing_entries(project: Path) -> list[str]:
 
 
 def ensure_gitignore(project: Path) -> list[str]:
-    """Append the missing entries to ``project/.gitignore`` (created if absent); returns the lines added."""
+    """Append the missing entries to ``project/.gitignore`` (created if absent); returns the lines added. A line
+    already there (exactly, or without the trailing slash) is left alone: re-running setup changes nothing."""
     path = Path(project) / ".gitignore"
     added = missing_entries(project)
     if not added:
