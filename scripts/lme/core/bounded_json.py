@@ -154,31 +154,33 @@ def _at(path: tuple[Any, ...]) -> str:
 # --------------------------------------------------------------------------- streaming a top-level array
 
 
-class _Cursor:
-    """Where the stream is: the item being built (its index, its ``name_key`` when seen, its top-level key)."""
+_NAME_KEY = "question_id"
+"""The key whose value names an item in a refusal (when it came before the fault)."""
 
-    def __init__(self, name_key: str | None) -> None:
+
+class _Cursor:
+    """Where the stream is: the item being built (its index, its ``_NAME_KEY`` when seen, its top-level key)."""
+
+    def __init__(self) -> None:
         self.index = -1
-        self.name_key = name_key
         self.name: Any = None
         self.top_key: Any = None
 
     def item(self) -> str:
         if self.index < 0:
             return "before the first item"
-        named = f" ({self.name_key} {self.name})" if isinstance(self.name, (str, int)) and self.name_key else ""
+        named = f" ({_NAME_KEY} {self.name})" if isinstance(self.name, (str, int)) else ""
         under = f", under {self.top_key!r}" if self.top_key is not None else ""
         return f"item {self.index}{named}{under}"
 
 
-def items(events: Iterable[tuple[str, Any]], where: str, *, limits: Limits = DEFAULT,
-          name_key: str | None = "question_id") -> Iterator[Any]:
+def items(events: Iterable[tuple[str, Any]], where: str, *, limits: Limits = DEFAULT) -> Iterator[Any]:
     """The elements of the top-level JSON array that ``events`` describe (``ijson.basic_parse`` pairs), each built
     and checked as its events arrive: nothing deeper than ``limits.depth`` is built, so a nesting bomb costs a few
-    lists, not memory in proportion to its depth. Refusals name ``where`` and the item (``name_key``'s value when
+    lists, not memory in proportion to its depth. Refusals name ``where`` and the item (its question_id when
     it came first). A top level that is not an array yields nothing (the caller names what it found). Errors of
     the event source propagate, except text that is not Unicode, which is refused naming the item."""
-    cursor = _Cursor(name_key)
+    cursor = _Cursor()
     events = iter(events)
     try:
         for event, _ in events:  # the top level: only an array has items
@@ -192,7 +194,7 @@ def items(events: Iterable[tuple[str, Any]], where: str, *, limits: Limits = DEF
 
 def _array_items(events: Iterator[tuple[str, Any]], where: str, limits: Limits, cursor: _Cursor) -> Iterator[Any]:
     """The items of the top-level array that ``events`` are inside, built to its end (one loop: the hot path)."""
-    max_depth, max_chars, name_key = limits.depth, limits.string_chars, cursor.name_key
+    max_depth, max_chars = limits.depth, limits.string_chars
     stack: list[tuple[Any, bool, Any]] = []  # the open containers above ``node``, with their pending keys
     node: Any = None  # the open container of the item being built (None: at the top-level array)
     is_dict = False
@@ -208,7 +210,7 @@ def _array_items(events: Iterator[tuple[str, Any]], where: str, limits: Limits, 
                 if depth == 2:
                     cursor.top_key = value
                 continue
-            if depth == 2 and key == name_key:
+            if depth == 2 and key == _NAME_KEY:
                 cursor.name = value
         elif event == "start_map" or event == "start_array":
             if depth >= max_depth:
