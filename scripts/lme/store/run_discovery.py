@@ -117,11 +117,6 @@ def configured_runs_dir(cfg: Mapping[str, Any], project: Path) -> Path:
     return config.owned_folder(project, cfg.get("runs_dir") or RUNS_DIR, "runs_dir")
 
 
-def project_run_dir(project: Path, run_id: str) -> Path:
-    """``<runs_dir>/<run_id>`` of the project (the id checked)."""
-    return run_dir_for(runs_dir(project), run_id)
-
-
 def existing_run_dir(project: Path, run_id: str) -> Path:
     """The project's run ``run_id``; UserError when there is none."""
     path = Path(runs_dir(project)) / validate_run_id(run_id)
