@@ -38,7 +38,7 @@ from lme.models import provider_probe
 from lme.models import providers
 from lme.models import batch_api
 from lme.run import batch_runner, judge_preview
-from lme.run.estimate_record import Estimate
+from lme.run.estimate_record import BatchEstimate, Estimate, GenerationEstimate, JudgeEstimate, RoleEstimate
 from lme.core.errors import UserError
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
@@ -322,7 +322,30 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
     if unknown:
         generation.usd = None
     concurrency = settings.concurrency
-    total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
+    batch = batch_figures(settings, generation, judge, roles, concurrency)
+    if settings.batch != "off":  # what this run would pay: its batched stages at batch prices
+        total_usd = batch.chosen_usd_max
+    else:
+        total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
+    return Estimate(
+        items=items, items_without_prompt_preview=unknown,
+        generation=GenerationEstimate(
+            calls=generation.calls, cached_calls=generation.cached_calls, tokens_in=generation.tokens_in,
+            tokens_out_max=generation.tokens_out, usd_max=generation.usd,
+            seconds=round(generation.seconds / concurrency, 1), unpriced_models=tuple(sorted(generation.unpriced)),
+            by_role={role: RoleEstimate(calls=t.calls, cached_calls=t.cached_calls, tokens_in=t.tokens_in,
+                                        tokens_out_max=t.tokens_out, usd_max=t.usd) for role, t in roles.items()}),
+        judge=JudgeEstimate(
+            calls=judge.calls, cached_calls=judge.cached_calls, archived_calls=archived_judge_calls,
+            tokens_in=judge.tokens_in, tokens_out=judge.tokens_out, usd=judge.usd,
+            seconds=round(judge.seconds / concurrency, 1), unpriced_models=tuple(sorted(judge.unpriced))),
+        total_usd_max=total_usd, batch=batch, seconds=round((generation.seconds + judge.seconds) / concurrency, 1),
+        concurrency=concurrency, target=f"{settings.target} {settings.target_provider}:{settings.target_model}",
+        judge_model=_judge_named(settings, est), note=_note(settings, est, unknown))
+
+
+def _note(settings: RunSettings, est: Estimator, unknown: int) -> str:
+    """What the estimate assumed, as one line."""
     if est.judge_previewer is not None:
         sized = "each judge prompt exact, sized with the file's own hypothesis"
         judged = "judge calls the verdict archive or the call cache would serve are free"
@@ -340,31 +363,7 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
     assumptions = getattr(est.module, "DRY_RUN_ASSUMPTIONS", None)
     if assumptions:
         notes.append(f"target {settings.target}: {assumptions}")
-    batch = batch_figures(settings, generation, judge, roles, concurrency)
-    if settings.batch != "off":  # what this run would pay: its batched stages at batch prices
-        total_usd = batch["chosen_usd_max"]
-    return Estimate.from_dict({
-        "items": items,
-        "items_without_prompt_preview": unknown,
-        "generation": {
-            "calls": generation.calls, "cached_calls": generation.cached_calls, "tokens_in": generation.tokens_in,
-            "tokens_out_max": generation.tokens_out, "usd_max": generation.usd,
-            "seconds": round(generation.seconds / concurrency, 1), "unpriced_models": sorted(generation.unpriced),
-            "by_role": {role: {"calls": t.calls, "cached_calls": t.cached_calls, "tokens_in": t.tokens_in,
-                               "tokens_out_max": t.tokens_out, "usd_max": t.usd} for role, t in roles.items()},
-        },
-        "judge": {"calls": judge.calls, "cached_calls": judge.cached_calls, "archived_calls": archived_judge_calls,
-                  "tokens_in": judge.tokens_in, "tokens_out": judge.tokens_out,
-                  "usd": judge.usd, "seconds": round(judge.seconds / concurrency, 1),
-                  "unpriced_models": sorted(judge.unpriced)},
-        "total_usd_max": total_usd,
-        "batch": batch,
-        "seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
-        "concurrency": concurrency,
-        "target": f"{settings.target} {settings.target_provider}:{settings.target_model}",
-        "judge_model": _judge_named(settings, est),
-        "note": "; ".join(notes),
-    })
+    return "; ".join(notes)
 
 
 def _judge_named(settings: RunSettings, est: Estimator) -> str:
@@ -390,7 +389,7 @@ def _batches_needed(provider: str, calls: int, tokens_in: int) -> int:
 
 
 def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTotals,
-                  roles: dict[str, StageTotals], concurrency: int) -> dict[str, Any]:
+                  roles: dict[str, StageTotals], concurrency: int) -> BatchEstimate:
     """Both prices and both times per stage: synchronous, and through the Batch APIs (``prices.BATCH_DISCOUNT``),
     with the requests the synchronous path would send (each one drawn from the per-minute rate limits)."""
 
@@ -422,19 +421,15 @@ def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTo
         values = [pick(name, stage) for name, stage in stages.items()]
         return None if any(v is None for v in values) else sum(values)
 
-    return {
-        "mode": settings.batch,
-        "discount": prices.BATCH_DISCOUNT,
-        "stages": stages,
-        "sync_usd_max": total(lambda name, st: st["sync_usd_max"]),
-        "batch_usd_max": total(lambda name, st: st["batch_usd_max"]),
-        "chosen_usd_max": total(lambda name, st: st["batch_usd_max"] if (name == "generation" and set(chosen) -
-                                {"judge"}) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
-        "sync_requests": generation.calls + judge.calls,
-        "sync_seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
-        "batch_time": BATCH_TIME,
-        "by_role_calls": {role: t.calls for role, t in roles.items()},
-    }
+    return BatchEstimate(
+        mode=settings.batch, discount=prices.BATCH_DISCOUNT, stages=stages,
+        sync_usd_max=total(lambda name, st: st["sync_usd_max"]),
+        batch_usd_max=total(lambda name, st: st["batch_usd_max"]),
+        chosen_usd_max=total(lambda name, st: st["batch_usd_max"] if (name == "generation" and set(chosen) -
+                             {"judge"}) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
+        sync_requests=generation.calls + judge.calls,
+        sync_seconds=round((generation.seconds + judge.seconds) / concurrency, 1),
+        batch_time=BATCH_TIME, by_role_calls={role: t.calls for role, t in roles.items()})
 
 
 def dollars(value: float | None, *, bound: bool = False) -> str:
