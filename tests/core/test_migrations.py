@@ -95,8 +95,8 @@ def test_an_old_runs_judge_alias_is_read_as_its_snapshot_and_the_file_is_left_as
     run = factories.write_run(tmp_path / "old", {"q1": "single-session-user"}, [],
                               judge=META_BEFORE_D58E599["judge"])
     before = (run / "run-meta.json").read_bytes()
-    assert run_store.read_meta(run).judge["model"] == OFFICIAL_JUDGE_MODEL
-    assert run_store.load_run(run).judge == {"provider": "openai", "model": OFFICIAL_JUDGE_MODEL, "official": True}
+    assert run_store.read_meta(run).judge.model == OFFICIAL_JUDGE_MODEL
+    assert run_store.load_run(run).judge.to_dict() == {"provider": "openai", "model": OFFICIAL_JUDGE_MODEL, "official": True}
     assert (run / "run-meta.json").read_bytes() == before
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import codec
 from lme.core.codec import EXTRA, KEY_ORDER, Record
@@ -181,30 +181,26 @@ def label_of(row: ResultRow | None) -> bool | None:
 # --------------------------------------------------------------------------- run-meta's blocks
 
 
-class MetaBlock(Record, Mapping[str, Any]):
-    """A typed block of run-meta.json that still reads as its JSON object (``block.get("model")``, ``{**block}``)
-    for the code written against the dict form. Written back as it was read: the keys present, in their order, and
-    any key this version does not know (its ``extra`` and ``key_order`` fields, ``codec.EXTRA``/``KEY_ORDER``)."""
+class MetaBlock(Record):
+    """A block of run-meta.json, written back as it was read: the keys present, in their order, and any key this
+    version does not know (its ``extra`` and ``key_order`` fields, ``codec.EXTRA``/``KEY_ORDER``)."""
 
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-    def __len__(self) -> int:
-        return len(self.to_dict())
+    def updated(self, **keys: Any) -> Any:
+        """The block with these JSON keys set: one it lacked is written after the others, as in a dict."""
+        return type(self).from_dict({**self.to_dict(), **keys})
 
 
 def _kept() -> Any:
+    """A block's keys this version does not know: kept, and written back."""
     return codec.field(default_factory=dict, role=EXTRA)
 
 
 def _order() -> Any:
-    return codec.field(default=(), role=KEY_ORDER)
+    """A block's key order as read: written back in it (not compared: blocks read in two orders are equal)."""
+    return field(default=(), compare=False, metadata=codec.spec(role=KEY_ORDER))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class JudgeIdentity(MetaBlock):
     """The run's judge: ``provider``, ``model`` and ``official``, the first sense of "official": the configured
     judge is the official model (False as soon as one verdict was not official). Not: the run is comparable."""
@@ -220,15 +216,14 @@ class JudgeIdentity(MetaBlock):
         return self.official if isinstance(self.official, bool) else None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class DatasetInfo(MetaBlock):
     """The dataset file a run read: its path, sha256, items, size and mtime, release, item-fingerprint
     recognition and the sessions it repeats."""
 
     path: str | None = None
     sha256: str | None = None
-    n_items: int | None = codec.field(default=None, key="items")
-    """JSON ``items`` (``items`` names a Mapping method)."""
+    items: int | None = None
     file_bytes: int | None = None
     file_mtime_ns: int | None = None
     release: str | None = None
@@ -238,7 +233,7 @@ class DatasetInfo(MetaBlock):
     key_order: tuple[str, ...] = _order()
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class TargetInfo(MetaBlock):
     """The target that answered: its name, provider, model and options."""
 
@@ -250,26 +245,54 @@ class TargetInfo(MetaBlock):
     key_order: tuple[str, ...] = _order()
 
 
-@dataclass(frozen=True, eq=False)
+def _not_ended(invocation: "Invocation") -> bool:
+    """An invocation made by this process and not ended yet: its end keys are not written (one read from the file
+    keeps the keys it has, ``key_order``)."""
+    return invocation.finished_at is None and not invocation.key_order
+
+
+def _at_invocation_end() -> Any:
+    return codec.field(default=None, omit_if=_not_ended)
+
+
+def _if_set() -> Any:
+    return codec.field(default=None, omit=None)
+
+
+@dataclass(frozen=True)
 class Invocation(MetaBlock):
     """One start of the run (``run-meta.json``'s ``invocations``): when, what it planned and did, its calls,
-    retries, cache and pacing figures and how it ended."""
+    retries, cache and pacing figures and how it ended. Fields in the order a start writes them."""
 
     started_at: str | None = None
-    finished_at: str | None = None
-    status: str | None = None
-    exit_status: int | None = None
-    duration_seconds: float | None = None
     pending_before: int | None = None
     planned_now: int | None = None
-    evaluated: int | None = None
-    errors: int | None = None
-    calls: int | None = None
-    cached_calls: int | None = None
-    retries: int | None = None
     endpoints: Mapping[str, Any] | None = None
+    successor: str | None = _if_set()
+    official_judge_gone: bool | None = _if_set()
+    successor_only: bool | None = _if_set()
+    max_cost_usd: float | None = _if_set()
+    approved_usd: float | None = _if_set()
+    """What the user approved for the run with ``--yes`` (``cost_gate``)."""
     code: Mapping[str, Any] | None = None
     """The code this invocation ran (``CodeVersion.to_dict``); None in invocations of older versions."""
+    batch: Mapping[str, Any] | None = _if_set()
+    finished_at: str | None = _if_set()
+    status: str | None = _at_invocation_end()
+    exit_status: int | None = _at_invocation_end()
+    duration_seconds: float | None = _at_invocation_end()
+    evaluated: int | None = _at_invocation_end()
+    errors: int | None = _at_invocation_end()
+    errors_by_kind: Mapping[str, int] | None = _at_invocation_end()
+    calls: int | None = _at_invocation_end()
+    cached_calls: int | None = _at_invocation_end()
+    retries: int | None = _at_invocation_end()
+    retries_by_kind: Mapping[str, int] | None = _at_invocation_end()
+    retry_wait_s: float | None = _at_invocation_end()
+    cache: Mapping[str, Any] | None = _at_invocation_end()
+    pacing: tuple[Mapping[str, Any], ...] | None = _at_invocation_end()
+    spent_usd: float | None = _if_set()
+    """What the run had spent when a ``--max-cost`` invocation ended."""
     extra: Mapping[str, Any] = _kept()
     key_order: tuple[str, ...] = _order()
 

@@ -44,7 +44,7 @@ from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-export
     shard_dir,
     shard_dirs,
 )
-from lme.core.run_records import Manifest, ResultRow, RunMeta, item_set
+from lme.core.run_records import JudgeIdentity, Manifest, ResultRow, RunMeta, item_set
 from lme.store.run_rows import (  # noqa: F401  (re-exported: the store's one face)
     append_row,
     append_rows,
@@ -128,11 +128,11 @@ class RunData:
         return str(self.meta.runId or self.path.name)
 
     @property
-    def judge(self) -> dict[str, Any]:
+    def judge(self) -> JudgeIdentity:
         """The judge as comparable: provider and model (an old run's alias is its snapshot already:
         ``migrations``, run-meta 1.1.0). Whether verdicts were official is the scorecard's banner."""
         judge = self.meta.judge
-        return {"provider": judge.get("provider"), "model": str(judge.get("model")), "official": judge.get("official")}
+        return JudgeIdentity(provider=judge.provider, model=str(judge.model), official=judge.official)
 
     @property
     def dataset_sha256(self) -> str | None:
