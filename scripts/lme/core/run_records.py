@@ -21,7 +21,6 @@ from lme.core.records import (CallRecord, ItemTruncation, PipelineStage, Questio
                               Verdict, call_records, pipeline_stages)
 
 JUDGED, ERROR = "judged", "error"
-RUN_STATUSES = ("running", "completed", "failed", "interrupted", "paused")
 
 
 # --------------------------------------------------------------------------- a result row's parts
@@ -256,6 +255,7 @@ def _at_invocation_end() -> Any:
 
 
 def _if_set() -> Any:
+    """A run-meta field written once it has a value: an end, an option given, the root meta of a sharded run."""
     return codec.field(default=None, omit=None)
 
 
@@ -399,16 +399,8 @@ class Manifest(Record):
     def types(self) -> dict[str, str]:
         return {i.question_id: i.question_type for i in self.items}
 
-    def item_dicts(self) -> list[dict[str, str]]:
-        return self.to_dict()["items"]
-
 
 # --------------------------------------------------------------------------- run-meta
-
-
-def _at_end() -> Any:
-    """A run-meta field written once the run has an end (or, ``shards``, by the root meta of a sharded run)."""
-    return codec.field(default=None, omit=None)
 
 
 @dataclass(frozen=True)
@@ -422,11 +414,8 @@ class RunMeta(Record):
     started_at: str
     variant: str
     dataset: DatasetInfo
-    """``path``, ``sha256``, ``items``, the file's size and mtime, ``release`` and ``recognition``."""
     target: TargetInfo
-    """``name``, ``provider``, ``model``, ``options``."""
     judge: JudgeIdentity
-    """``provider``, ``model``, ``official`` (False as soon as one verdict was not official)."""
     finished_at: str | None = None
     duration_seconds: float | None = 0.0
     plugin_version: str | None = None
@@ -440,27 +429,18 @@ class RunMeta(Record):
     """``RunSettings.to_dict()``: a resume reads the run's own settings back."""
     shard: str | None = None
     invocations: tuple[Invocation, ...] = ()
-    counts: Mapping[str, Any] | None = _at_end()
-    limiter: Any = _at_end()
-    pacing: tuple[Mapping[str, Any], ...] | None = _at_end()
+    counts: Mapping[str, Any] | None = _if_set()
+    limiter: Any = _if_set()
+    pacing: tuple[Mapping[str, Any], ...] | None = _if_set()
     """The pacer's figures per budget key when the invocation ended (SPEC.md, Rate limits)."""
-    exit_status: int | None = _at_end()
-    retries: int | None = _at_end()
-    shards: Mapping[str, str] | None = _at_end()
+    exit_status: int | None = _if_set()
+    retries: int | None = _if_set()
+    shards: Mapping[str, str] | None = _if_set()
     """The root meta of a sharded run: each shard's status."""
     schemaVersion: str = SCHEMA_VERSIONS["run-meta"]
     extra: Mapping[str, Any] = codec.field(default_factory=dict, role=EXTRA)
     __codec_order__ = ("schemaVersion", "runId", "status", "started_at", "finished_at", "duration_seconds",
                        "variant", "dataset", "target", "judge")
-
-    def __post_init__(self) -> None:
-        """The blocks as records (a caller may pass their JSON form)."""
-        for name, kind in (("dataset", DatasetInfo), ("target", TargetInfo), ("judge", JudgeIdentity)):
-            value = getattr(self, name)
-            if not isinstance(value, kind):
-                object.__setattr__(self, name, kind.from_dict(value))
-        if any(not isinstance(i, Invocation) for i in self.invocations):
-            object.__setattr__(self, "invocations", tuple(Invocation.from_dict(i) for i in self.invocations))
 
     @property
     def judge_provider(self) -> str | None:
@@ -490,19 +470,16 @@ def counts_of(manifest: Manifest, planned: Sequence[str], completed: set[str]) -
             "pending": sum(1 for q in planned if q not in completed)}
 
 
-def item_set(
-    manifest_items: Iterable[Mapping[str, Any]] | None,
-    rows: Mapping[str, ResultRow],
-    n_total: int | None = None,
-) -> tuple[dict[str, str], int]:
+def item_set(manifest: Manifest | None, rows: Mapping[str, ResultRow],
+             n_total: int | None = None) -> tuple[dict[str, str], int]:
     """The items the strict denominator covers: ``(types in manifest order, unattributed)``.
 
     With a manifest, the first ``n_total`` manifest items (all when ``n_total`` is None). Without one, the rows'
     own ids and types. When ``n_total`` exceeds what is known, the excess count is returned as ``unattributed``:
     items never run whose type is unknown (they count as wrong in the overall strict figure only).
     """
-    if manifest_items is not None:
-        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]
+    if manifest is not None:
+        known = [(i.question_id, i.question_type) for i in manifest.items]
     else:
         known = [(qid, row.question_type) for qid, row in rows.items()]
     if n_total is not None and n_total < 0:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -44,12 +44,6 @@ from lme.core.errors import UserError
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
 JUDGE_OUTPUT_TOKENS = 2
-def own_calls(target: str) -> bool:
-    """The target's model calls are made by the user's own code, outside this toolkit's gateway: ``command``,
-    ``python``, or a path naming the user's system (``targets.users_system``)."""
-    return users_system(target)
-
-
 def _seconds_per_call(tokens_in: int, tokens_out: int) -> float:
     """A planning model of one call's latency: 0.5 s + 1 s per 20k input tokens + 20 ms per output token."""
     return 0.5 + tokens_in / 20000.0 + tokens_out * 0.02
@@ -172,36 +166,33 @@ def _previewer(settings: RunSettings) -> judge_preview.JudgePreviewer | None:
         return None
 
 
+def run_root(settings: RunSettings, run_id: str) -> Path:
+    """The directory of run ``run_id`` (a bad id: the one-line refusal)."""
+    return run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+
+
 def run_is_finished(settings: RunSettings, run_id: str | None) -> bool:
     """``run_id`` names an existing run with every item of its manifest (in the shard) completed: a resume that
     calls no model."""
     if not run_id:
         return False
-    run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    run_dir = run_root(settings, run_id)
     return run_dir.is_dir() and _nothing_pending(run_dir, run_store.load_completed(run_dir), settings)
 
 
 def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
     """Every item of the run's manifest (in the shard) is completed."""
-    manifest = run_store.peek_json(run_store.manifest_path(run_dir))  # unreadable: stream the dataset as usual
-    items = None if manifest is None else manifest.get("items")
-    if not isinstance(items, list):
-        return False
-    return all(it.get("question_id") in done for it in items
-               if isinstance(it, dict) and run_store.in_shard(str(it.get("question_id")), settings.shard))
+    ids = _run_item_ids(run_dir)  # unreadable: stream the dataset as usual
+    return ids is not None and all(q in done for q in ids if run_store.in_shard(q, settings.shard))
 
 
 def pending_questions(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     """The items this invocation would run, in dataset order: a resume's pending items of its own item set (its
     manifest), in the shard; a new run's first ``--max`` items, in the shard."""
-    return _pending(settings, run_id)
-
-
-def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     done: set[str] = set()
     wanted: set[str] | None = None
     if run_id:
-        run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+        run_dir = run_root(settings, run_id)
         if run_dir.exists():
             done = run_store.load_completed(run_dir)
             if _nothing_pending(run_dir, done, settings):
@@ -303,7 +294,7 @@ class EstimateTally:
 def estimate(settings: RunSettings, run_id: str | None = None) -> Estimate:
     """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
     tally = EstimateTally(settings)
-    for q in _pending(settings, run_id):
+    for q in pending_questions(settings, run_id):
         tally.add(q)
     return tally.result()
 
@@ -355,7 +346,7 @@ def _note(settings: RunSettings, est: Estimator, unknown: int) -> str:
         judged = "judge calls are all counted"
     notes = [f"tokens ~ chars/4; generation output counted at max_tokens; {sized}; latency model in dry_run.py",
              f"calls in the call cache and repeated identical calls are free; {judged}"]
-    if own_calls(settings.target):
+    if users_system(settings.target):  # its calls go through the user's code, not our gateway
         notes.append(f"target {settings.target} makes its own model calls: not counted (only the judge is ours)")
     if unknown:
         notes.append(f"target {settings.target} cannot preview its requests (no prepare_requests): "
@@ -507,7 +498,7 @@ def run(settings: RunSettings, run_id: str | None = None, *, as_json: bool = Fal
     if settings.target == HYPOTHESES_TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
         hypotheses_file.check_run_inputs(settings)
     check = calls_check(settings)
-    result = estimate(settings, run_id).with_calls_check(check)
+    result = replace(estimate(settings, run_id), calls_check=check)
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from lme.core import codec
@@ -87,6 +87,3 @@ class Estimate(Record):
     note: str
     calls_check: Json | None = codec.field(default=None, omit=None)
     """``dry_run.calls_check``: set by ``--dry-run`` only."""
-
-    def with_calls_check(self, check: Json) -> "Estimate":
-        return replace(self, calls_check=check)

@@ -19,7 +19,7 @@ from lme.models import providers
 from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import OFFLINE, is_official_judge, is_offline
-from lme.core.run_records import CodeVersion, Manifest, RunMeta, counts_of
+from lme.core.run_records import CodeVersion, DatasetInfo, JudgeIdentity, Manifest, RunMeta, TargetInfo, counts_of
 from lme.run.settings import RunSettings, moved_target
 from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
 
@@ -108,18 +108,11 @@ def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any], code: CodeV
         finished_at=None,
         duration_seconds=0.0,
         variant=settings.variant,
-        dataset=ds,
-        target={
-            "name": settings.target,
-            "provider": settings.target_provider,
-            "model": settings.target_model,
-            "options": dict(settings.target_options),
-        },
-        judge={
-            "provider": settings.judge_provider,
-            "model": settings.judge_model,
-            "official": is_official_judge(settings.judge_provider, settings.judge_model),
-        },
+        dataset=DatasetInfo.from_dict(ds),
+        target=TargetInfo(name=settings.target, provider=settings.target_provider, model=settings.target_model,
+                          options=dict(settings.target_options)),
+        judge=JudgeIdentity(provider=settings.judge_provider, model=settings.judge_model,
+                            official=is_official_judge(settings.judge_provider, settings.judge_model)),
         plugin_version=prov["plugin_version"],
         project_git_commit=prov["project_git_commit"],
         error=None,

@@ -95,14 +95,18 @@ class NotCompared(Record):
 
     @property
     def n(self) -> int:
-        return sum(len(getattr(self, k)) for k in codec.keys(NotCompared))
+        return sum(len(ids) for _, ids in self.by_why())
+
+    def by_why(self, before: str = "before", after: str = "after") -> list[tuple[str, tuple[str, ...]]]:
+        """``(why, ids)`` per reason that has items: ``judged only in before``, ``an error in after``, ..."""
+        whys = (f"judged only in {before}", f"judged only in {after}", f"an error in {before}", f"an error in {after}",
+                "judged in neither")
+        ids = (self.judged_only_in_a, self.judged_only_in_b, self.error_in_a, self.error_in_b, self.judged_in_neither)
+        return [(why, named) for why, named in zip(whys, ids) if named]
 
     def describe(self, before: str = "before", after: str = "after") -> str:
         """``20 judged only in before, 1 an error in after`` (empty when every item was compared)."""
-        words = {"judged_only_in_a": f"judged only in {before}", "judged_only_in_b": f"judged only in {after}",
-                 "error_in_a": f"an error in {before}", "error_in_b": f"an error in {after}",
-                 "judged_in_neither": "judged in neither"}
-        return ", ".join(f"{len(getattr(self, k))} {words[k]}" for k in codec.keys(NotCompared) if getattr(self, k))
+        return ", ".join(f"{len(ids)} {why}" for why, ids in self.by_why(before, after))
 
     def to_dict(self) -> dict[str, Any]:
         return {"n": self.n, **codec.to_dict(self)}

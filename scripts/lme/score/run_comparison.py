@@ -294,12 +294,8 @@ def render_markdown(result: Comparison) -> str:
     outside = result.not_compared
     if outside.n:
         lines += [f"Not compared (outside every figure above): {outside.describe()}.", ""]
-        for key, label in (("judged_only_in_a", "judged only in before"), ("judged_only_in_b", "judged only in after"),
-                           ("error_in_a", "an error in before"), ("error_in_b", "an error in after"),
-                           ("judged_in_neither", "judged in neither")):
-            ids = getattr(outside, key)
-            if ids:
-                lines.append(f"- {label}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
+        for why, ids in outside.by_why():
+            lines.append(f"- {why}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
         lines.append("")
     lines += ["| type | n | fixes | regressions | net |", "|---|---:|---:|---:|---:|"]
     for qtype, t in result.per_type.items():

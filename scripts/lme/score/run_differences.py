@@ -77,9 +77,10 @@ def differences(a: RunMeta, b: RunMeta, code: CodeChange | None = None) -> list[
     return lines
 
 
-def describe(lines: list[str], same_code: bool | None = None) -> str:
-    """The differences as one clause: ``what differs: a; b``, or that the runs were made alike. ``same_code``
-    (``Comparison.code.same``): only True lets it say the code is the same; None says it was not recorded."""
+def describe_runs(result: Comparison) -> str:
+    """The differences as one clause: ``what differs: a; b``, or that the runs were made alike. Only code known
+    the same (``Comparison.code.same``) lets it say the code is the same; unknown code is said so."""
+    lines, same_code = result.differences, None if result.code is None else result.code.same
     said = any(line.startswith("code: ") for line in lines)
     unknown = "" if same_code is not None or said else "; the code of the compared rows is not all recorded"
     if lines:
@@ -97,8 +98,3 @@ def summary_line(result: Comparison) -> str:
             f"regressions {result.regressions}, net {result.net:+d}{unstable}, exact McNemar p "
             f"{result.p_value:.4g}" + (f"; not compared: {outside}" if outside else "")
             + f"; {describe_runs(result)}")
-
-
-def describe_runs(result: Comparison) -> str:
-    """``describe`` of a comparison's differences and code."""
-    return describe(list(result.differences), None if result.code is None else result.code.same)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from lme.core.errors import UserError
 from lme.core.fileio import ensure_writable_dir, write_atomic_json  # noqa: F401  (re-exported for the run's writers)
@@ -146,8 +146,7 @@ class RunData:
 
     def item_types(self, n_total: int | None = None) -> tuple[dict[str, str], int]:
         """``(types in manifest order, unattributed)`` of the strict denominator (``run_records.item_set``)."""
-        items = None if self.manifest is None else self.manifest.item_dicts()
-        return item_set(items, self.rows, self.n_total if n_total is None else n_total)
+        return item_set(self.manifest, self.rows, self.n_total if n_total is None else n_total)
 
 
 def load_run(run_dir: Path) -> RunData:
