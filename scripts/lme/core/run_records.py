@@ -60,7 +60,6 @@ class RowTarget(Record):
     name: str = ""
     provider: str = ""
     model: str = ""
-    """All three optional in the row's schema."""
     debug: Mapping[str, Any] = field(default_factory=dict)
     stages: tuple[PipelineStage, ...] | None = codec.field(default=None, decode=_stored(pipeline_stages))
     truncation: ItemTruncation | None = codec.field(default=None, decode=_stored(ItemTruncation.parse))
@@ -164,7 +163,6 @@ class ResultRow(Record):
 
     @classmethod
     def for_question(cls, q: Question, **fields: Any) -> "ResultRow":
-        """A row for ``q``: its identifying fields from the Question, the rest given."""
         return cls(question_id=q.question_id, question_type=q.question_type, question=q.question, answer=q.answer,
                    abstention=q.abstention, **fields)
 
@@ -353,11 +351,9 @@ class CodeVersion(Record):
 
     @property
     def sha256(self) -> str | None:
-        """``digest`` of this version's files."""
         return self.digest(self.files)
 
     def changes_to(self, other: "CodeVersion") -> FileChanges:
-        """The files that differ from this version to ``other``."""
         a, b = self.files, other.files
         return FileChanges(changed=tuple(sorted(p for p in a if p in b and a[p] != b[p])),
                            added=tuple(sorted(p for p in b if p not in a)),

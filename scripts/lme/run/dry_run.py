@@ -44,6 +44,8 @@ from lme.core.errors import UserError
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
 JUDGE_OUTPUT_TOKENS = 2
+
+
 def _seconds_per_call(tokens_in: int, tokens_out: int) -> float:
     """A planning model of one call's latency: 0.5 s + 1 s per 20k input tokens + 20 ms per output token."""
     return 0.5 + tokens_in / 20000.0 + tokens_out * 0.02

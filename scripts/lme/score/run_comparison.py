@@ -62,8 +62,8 @@ def _mismatches(a: RunData, b: RunData) -> list[str]:
 
 def _side(run: RunData) -> RunSide:
     return RunSide(path=str(run.path), run_id=run.run_id, status=run.meta.status, judge=run.judge,
-                   dataset_sha256=run.dataset_sha256, dataset=dataset_label.recognition_line(run.meta.dataset.to_dict()),
-                   n_total=run.n_total)
+                   dataset_sha256=run.dataset_sha256,
+                   dataset=dataset_label.recognition_line(run.meta.dataset.to_dict()), n_total=run.n_total)
 
 
 def _state(row: ResultRow | None) -> str:
