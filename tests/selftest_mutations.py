@@ -121,9 +121,8 @@ MUTATIONS: tuple[Mutation, ...] = (
              "the interval on scorecard.md and report.html loses a decimal"),
     # --- which row counts (run_records.py, run_rows.py, run_store.py)
     Mutation("manifest items without a row dropped from the item set", RR,
-             '        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]\n',
-             '        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items\n'
-             '                 if str(i["question_id"]) in rows]\n',
+             '        known = [(i.question_id, i.question_type) for i in manifest.items]\n',
+             '        known = [(i.question_id, i.question_type) for i in manifest.items if i.question_id in rows]\n',
              "items never run leave the strict denominator (the manifest no longer covers them)"),
     Mutation("n_total above the manifest ignored", RR,
              "unattributed = max(0, (n_total or 0) - len(types)) if n_total is not None else 0",

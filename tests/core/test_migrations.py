@@ -14,6 +14,7 @@ import factories
 from lme.cli import run_benchmark, scorecard
 from lme.core import migrations, schemas
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, SCHEMA_VERSION, SCHEMA_VERSIONS
+from lme.core.run_records import JudgeIdentity
 from lme.judge import verdict_archive
 from lme.loop import decide
 from lme.loop import session as loop_session
@@ -95,8 +96,8 @@ def test_an_old_runs_judge_alias_is_read_as_its_snapshot_and_the_file_is_left_as
     run = factories.write_run(tmp_path / "old", {"q1": "single-session-user"}, [],
                               judge=META_BEFORE_D58E599["judge"])
     before = (run / "run-meta.json").read_bytes()
-    assert run_store.read_meta(run).judge["model"] == OFFICIAL_JUDGE_MODEL
-    assert run_store.load_run(run).judge == {"provider": "openai", "model": OFFICIAL_JUDGE_MODEL, "official": True}
+    assert run_store.read_meta(run).judge.model == OFFICIAL_JUDGE_MODEL
+    assert run_store.load_run(run).judge == JudgeIdentity(provider="openai", model=OFFICIAL_JUDGE_MODEL, official=True)
     assert (run / "run-meta.json").read_bytes() == before
 
 

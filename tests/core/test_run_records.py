@@ -1,12 +1,12 @@
 """run-meta.json's blocks are typed records (JudgeIdentity, DatasetInfo, TargetInfo, Invocation): read by attribute,
-still readable as their JSON objects by older callers, and written back byte for byte."""
+and written back byte for byte."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
-from lme.core.run_records import DatasetInfo, Invocation, JudgeIdentity, MetaBlock, RunMeta, TargetInfo
+from lme.core.run_records import DatasetInfo, Invocation, JudgeIdentity, RunMeta, TargetInfo
 from factories import run_meta
 
 
@@ -23,7 +23,7 @@ def test_run_metas_blocks_are_records_and_the_file_is_written_back_byte_identica
     raw = _meta()
     meta = RunMeta.from_dict(raw)
     assert isinstance(meta.judge, JudgeIdentity) and meta.judge.official_judge is True
-    assert isinstance(meta.dataset, DatasetInfo) and (meta.dataset.n_items, meta.dataset.release) == (3, None)
+    assert isinstance(meta.dataset, DatasetInfo) and (meta.dataset.items, meta.dataset.release) == (3, None)
     assert meta.dataset.recognition == {"release": "cleaned"}
     assert isinstance(meta.target, TargetInfo) and meta.target.options == {"k": 5}
     (inv,) = meta.invocations
@@ -36,15 +36,19 @@ def test_run_metas_blocks_are_records_and_the_file_is_written_back_byte_identica
     assert RunMeta.from_dict(written) == meta
 
 
-def test_a_block_still_reads_as_its_json_object():
+def test_an_updated_block_keeps_its_unknown_keys_and_appends_a_new_one():
     meta = RunMeta.from_dict(_meta())
-    assert meta.target.get("a_new_key") == [1] and meta.judge["model"] == meta.judge.model
-    assert {**meta.judge, "official": False}["official"] is False and meta.judge == _meta()["judge"]
-    made = meta.with_(judge={**meta.judge, "official": False})  # what the driver does when a verdict is not official
+    assert meta.target.extra == {"a_new_key": [1]}
+    made = meta.with_(judge=meta.judge.updated(official=False))  # what the driver does when a verdict is not official
     assert isinstance(made.judge, JudgeIdentity) and made.judge.official_judge is False
+    moved = meta.target.updated(name="other", options={"k": 6})
+    assert (moved.name, moved.options, moved.extra) == ("other", {"k": 6}, {"a_new_key": [1]})
+    stamped = meta.dataset.updated(file_bytes=10).to_dict()
+    assert list(stamped) == [*_meta()["dataset"], "file_bytes"] and stamped["file_bytes"] == 10
 
 
-def test_no_block_field_hides_a_mapping_method():
-    for block in (JudgeIdentity, DatasetInfo, TargetInfo, Invocation):
-        clash = [f.name for f in dataclasses.fields(block) if hasattr(MetaBlock, f.name)]
-        assert clash == [], f"{block.__name__}: {clash} (map the JSON key to another attribute in _ATTRIBUTE)"
+def test_a_new_invocation_writes_its_end_keys_only_once_it_has_ended():
+    started = Invocation(started_at="t0", pending_before=2, planned_now=2, endpoints={}, code={"id": None})
+    assert list(started.to_dict()) == ["started_at", "pending_before", "planned_now", "endpoints", "code"]
+    ended = dataclasses.replace(started, finished_at="t1", status="completed", cache=None)
+    assert ended.to_dict()["cache"] is None and ended.to_dict()["status"] == "completed"

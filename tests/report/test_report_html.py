@@ -123,7 +123,7 @@ def test_each_session_and_prompt_line_is_embedded_once(report_run):
 
 def test_a_missing_dataset_still_gives_a_report_that_says_what_is_missing(report_run, tmp_path):
     run = run_store.load_run(report_run.run_dir)
-    meta = run.meta.with_(dataset=dict(run.meta.dataset, path=str(tmp_path / "gone.json")))
+    meta = run.meta.with_(dataset=run.meta.dataset.updated(path=str(tmp_path / "gone.json")))
     run = run_store.RunData(path=run.path, meta=meta, manifest=run.manifest, rows=run.rows)
     data, _ = blobs(report_html.build_report(run, scoring.build_scorecard(run)))
     assert any("is not here" in n for n in data["notes"])
@@ -241,7 +241,7 @@ def test_every_report_names_the_dataset_and_what_it_is_in_the_same_words(report_
     oracle = next(ref for ref in fingerprints.reference_sets() if ref["variant"] == "_oracle")
     run = run_store.load_run(report_run.run_dir)
     recognition = fingerprints.recognize(oracle["item_sha256"])
-    run_store.write_meta(run.path, run.meta.with_(dataset=dict(run.meta.dataset, recognition=recognition)))
+    run_store.write_meta(run.path, run.meta.with_(dataset=run.meta.dataset.updated(recognition=recognition)))
     capsys.readouterr()
     assert scorecard.main(["--run-id", "r1", "--project", str(report_run.project), "--no-charts", "--rescore"]) == 0
     terminal = capsys.readouterr().out

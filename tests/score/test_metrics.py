@@ -8,7 +8,7 @@ import pytest
 
 from lme.score import metrics
 from lme.core.records import QUESTION_TYPES
-from lme.core.run_records import item_set, label_of
+from lme.core.run_records import Manifest, item_set, label_of
 from lme.store import run_rows
 
 from factories import result_row, typed
@@ -105,7 +105,7 @@ def test_a_rows_label_is_read_from_judged_rows_only():
 
 
 def test_item_set_follows_manifest_order_and_reports_unattributed():
-    manifest = [{"question_id": "b", "question_type": MS}, {"question_id": "a", "question_type": SSU}]
+    manifest = Manifest.of([("b", MS), ("a", SSU)])
     types, extra = item_set(manifest, {}, 5)
     assert list(types) == ["b", "a"] and extra == 3
     types, extra = item_set(manifest, {}, 1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from lme.core import codec
 from lme.core.codec import EXTRA, KEY_ORDER, Record
@@ -21,7 +21,6 @@ from lme.core.records import (CallRecord, ItemTruncation, PipelineStage, Questio
                               Verdict, call_records, pipeline_stages)
 
 JUDGED, ERROR = "judged", "error"
-RUN_STATUSES = ("running", "completed", "failed", "interrupted", "paused")
 
 
 # --------------------------------------------------------------------------- a result row's parts
@@ -61,7 +60,6 @@ class RowTarget(Record):
     name: str = ""
     provider: str = ""
     model: str = ""
-    """All three optional in the row's schema."""
     debug: Mapping[str, Any] = field(default_factory=dict)
     stages: tuple[PipelineStage, ...] | None = codec.field(default=None, decode=_stored(pipeline_stages))
     truncation: ItemTruncation | None = codec.field(default=None, decode=_stored(ItemTruncation.parse))
@@ -165,7 +163,6 @@ class ResultRow(Record):
 
     @classmethod
     def for_question(cls, q: Question, **fields: Any) -> "ResultRow":
-        """A row for ``q``: its identifying fields from the Question, the rest given."""
         return cls(question_id=q.question_id, question_type=q.question_type, question=q.question, answer=q.answer,
                    abstention=q.abstention, **fields)
 
@@ -181,30 +178,26 @@ def label_of(row: ResultRow | None) -> bool | None:
 # --------------------------------------------------------------------------- run-meta's blocks
 
 
-class MetaBlock(Record, Mapping[str, Any]):
-    """A typed block of run-meta.json that still reads as its JSON object (``block.get("model")``, ``{**block}``)
-    for the code written against the dict form. Written back as it was read: the keys present, in their order, and
-    any key this version does not know (its ``extra`` and ``key_order`` fields, ``codec.EXTRA``/``KEY_ORDER``)."""
+class MetaBlock(Record):
+    """A block of run-meta.json, written back as it was read: the keys present, in their order, and any key this
+    version does not know (its ``extra`` and ``key_order`` fields, ``codec.EXTRA``/``KEY_ORDER``)."""
 
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-    def __len__(self) -> int:
-        return len(self.to_dict())
+    def updated(self, **keys: Any) -> Any:
+        """The block with these JSON keys set: one it lacked is written after the others, as in a dict."""
+        return type(self).from_dict({**self.to_dict(), **keys})
 
 
 def _kept() -> Any:
+    """A block's keys this version does not know: kept, and written back."""
     return codec.field(default_factory=dict, role=EXTRA)
 
 
 def _order() -> Any:
-    return codec.field(default=(), role=KEY_ORDER)
+    """A block's key order as read: written back in it (not compared: blocks read in two orders are equal)."""
+    return field(default=(), compare=False, metadata=codec.spec(role=KEY_ORDER))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class JudgeIdentity(MetaBlock):
     """The run's judge: ``provider``, ``model`` and ``official``, the first sense of "official": the configured
     judge is the official model (False as soon as one verdict was not official). Not: the run is comparable."""
@@ -220,15 +213,14 @@ class JudgeIdentity(MetaBlock):
         return self.official if isinstance(self.official, bool) else None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class DatasetInfo(MetaBlock):
     """The dataset file a run read: its path, sha256, items, size and mtime, release, item-fingerprint
     recognition and the sessions it repeats."""
 
     path: str | None = None
     sha256: str | None = None
-    n_items: int | None = codec.field(default=None, key="items")
-    """JSON ``items`` (``items`` names a Mapping method)."""
+    items: int | None = None
     file_bytes: int | None = None
     file_mtime_ns: int | None = None
     release: str | None = None
@@ -238,7 +230,7 @@ class DatasetInfo(MetaBlock):
     key_order: tuple[str, ...] = _order()
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class TargetInfo(MetaBlock):
     """The target that answered: its name, provider, model and options."""
 
@@ -250,26 +242,55 @@ class TargetInfo(MetaBlock):
     key_order: tuple[str, ...] = _order()
 
 
-@dataclass(frozen=True, eq=False)
+def _not_ended(invocation: "Invocation") -> bool:
+    """An invocation made by this process and not ended yet: its end keys are not written (one read from the file
+    keeps the keys it has, ``key_order``)."""
+    return invocation.finished_at is None and not invocation.key_order
+
+
+def _at_invocation_end() -> Any:
+    return codec.field(default=None, omit_if=_not_ended)
+
+
+def _if_set() -> Any:
+    """A run-meta field written once it has a value: an end, an option given, the root meta of a sharded run."""
+    return codec.field(default=None, omit=None)
+
+
+@dataclass(frozen=True)
 class Invocation(MetaBlock):
     """One start of the run (``run-meta.json``'s ``invocations``): when, what it planned and did, its calls,
-    retries, cache and pacing figures and how it ended."""
+    retries, cache and pacing figures and how it ended. Fields in the order a start writes them."""
 
     started_at: str | None = None
-    finished_at: str | None = None
-    status: str | None = None
-    exit_status: int | None = None
-    duration_seconds: float | None = None
     pending_before: int | None = None
     planned_now: int | None = None
-    evaluated: int | None = None
-    errors: int | None = None
-    calls: int | None = None
-    cached_calls: int | None = None
-    retries: int | None = None
     endpoints: Mapping[str, Any] | None = None
+    successor: str | None = _if_set()
+    official_judge_gone: bool | None = _if_set()
+    successor_only: bool | None = _if_set()
+    max_cost_usd: float | None = _if_set()
+    approved_usd: float | None = _if_set()
+    """What the user approved for the run with ``--yes`` (``cost_gate``)."""
     code: Mapping[str, Any] | None = None
     """The code this invocation ran (``CodeVersion.to_dict``); None in invocations of older versions."""
+    batch: Mapping[str, Any] | None = _if_set()
+    finished_at: str | None = _if_set()
+    status: str | None = _at_invocation_end()
+    exit_status: int | None = _at_invocation_end()
+    duration_seconds: float | None = _at_invocation_end()
+    evaluated: int | None = _at_invocation_end()
+    errors: int | None = _at_invocation_end()
+    errors_by_kind: Mapping[str, int] | None = _at_invocation_end()
+    calls: int | None = _at_invocation_end()
+    cached_calls: int | None = _at_invocation_end()
+    retries: int | None = _at_invocation_end()
+    retries_by_kind: Mapping[str, int] | None = _at_invocation_end()
+    retry_wait_s: float | None = _at_invocation_end()
+    cache: Mapping[str, Any] | None = _at_invocation_end()
+    pacing: tuple[Mapping[str, Any], ...] | None = _at_invocation_end()
+    spent_usd: float | None = _if_set()
+    """What the run had spent when a ``--max-cost`` invocation ended."""
     extra: Mapping[str, Any] = _kept()
     key_order: tuple[str, ...] = _order()
 
@@ -330,11 +351,9 @@ class CodeVersion(Record):
 
     @property
     def sha256(self) -> str | None:
-        """``digest`` of this version's files."""
         return self.digest(self.files)
 
     def changes_to(self, other: "CodeVersion") -> FileChanges:
-        """The files that differ from this version to ``other``."""
         a, b = self.files, other.files
         return FileChanges(changed=tuple(sorted(p for p in a if p in b and a[p] != b[p])),
                            added=tuple(sorted(p for p in b if p not in a)),
@@ -376,16 +395,8 @@ class Manifest(Record):
     def types(self) -> dict[str, str]:
         return {i.question_id: i.question_type for i in self.items}
 
-    def item_dicts(self) -> list[dict[str, str]]:
-        return self.to_dict()["items"]
-
 
 # --------------------------------------------------------------------------- run-meta
-
-
-def _at_end() -> Any:
-    """A run-meta field written once the run has an end (or, ``shards``, by the root meta of a sharded run)."""
-    return codec.field(default=None, omit=None)
 
 
 @dataclass(frozen=True)
@@ -399,11 +410,8 @@ class RunMeta(Record):
     started_at: str
     variant: str
     dataset: DatasetInfo
-    """``path``, ``sha256``, ``items``, the file's size and mtime, ``release`` and ``recognition``."""
     target: TargetInfo
-    """``name``, ``provider``, ``model``, ``options``."""
     judge: JudgeIdentity
-    """``provider``, ``model``, ``official`` (False as soon as one verdict was not official)."""
     finished_at: str | None = None
     duration_seconds: float | None = 0.0
     plugin_version: str | None = None
@@ -417,27 +425,18 @@ class RunMeta(Record):
     """``RunSettings.to_dict()``: a resume reads the run's own settings back."""
     shard: str | None = None
     invocations: tuple[Invocation, ...] = ()
-    counts: Mapping[str, Any] | None = _at_end()
-    limiter: Any = _at_end()
-    pacing: tuple[Mapping[str, Any], ...] | None = _at_end()
+    counts: Mapping[str, Any] | None = _if_set()
+    limiter: Any = _if_set()
+    pacing: tuple[Mapping[str, Any], ...] | None = _if_set()
     """The pacer's figures per budget key when the invocation ended (SPEC.md, Rate limits)."""
-    exit_status: int | None = _at_end()
-    retries: int | None = _at_end()
-    shards: Mapping[str, str] | None = _at_end()
+    exit_status: int | None = _if_set()
+    retries: int | None = _if_set()
+    shards: Mapping[str, str] | None = _if_set()
     """The root meta of a sharded run: each shard's status."""
     schemaVersion: str = SCHEMA_VERSIONS["run-meta"]
     extra: Mapping[str, Any] = codec.field(default_factory=dict, role=EXTRA)
     __codec_order__ = ("schemaVersion", "runId", "status", "started_at", "finished_at", "duration_seconds",
                        "variant", "dataset", "target", "judge")
-
-    def __post_init__(self) -> None:
-        """The blocks as records (a caller may pass their JSON form)."""
-        for name, kind in (("dataset", DatasetInfo), ("target", TargetInfo), ("judge", JudgeIdentity)):
-            value = getattr(self, name)
-            if not isinstance(value, kind):
-                object.__setattr__(self, name, kind.from_dict(value))
-        if any(not isinstance(i, Invocation) for i in self.invocations):
-            object.__setattr__(self, "invocations", tuple(Invocation.from_dict(i) for i in self.invocations))
 
     @property
     def judge_provider(self) -> str | None:
@@ -467,19 +466,16 @@ def counts_of(manifest: Manifest, planned: Sequence[str], completed: set[str]) -
             "pending": sum(1 for q in planned if q not in completed)}
 
 
-def item_set(
-    manifest_items: Iterable[Mapping[str, Any]] | None,
-    rows: Mapping[str, ResultRow],
-    n_total: int | None = None,
-) -> tuple[dict[str, str], int]:
+def item_set(manifest: Manifest | None, rows: Mapping[str, ResultRow],
+             n_total: int | None = None) -> tuple[dict[str, str], int]:
     """The items the strict denominator covers: ``(types in manifest order, unattributed)``.
 
     With a manifest, the first ``n_total`` manifest items (all when ``n_total`` is None). Without one, the rows'
     own ids and types. When ``n_total`` exceeds what is known, the excess count is returned as ``unattributed``:
     items never run whose type is unknown (they count as wrong in the overall strict figure only).
     """
-    if manifest_items is not None:
-        known = [(str(i["question_id"]), str(i["question_type"])) for i in manifest_items]
+    if manifest is not None:
+        known = [(i.question_id, i.question_type) for i in manifest.items]
     else:
         known = [(qid, row.question_type) for qid, row in rows.items()]
     if n_total is not None and n_total < 0:

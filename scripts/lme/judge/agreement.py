@@ -126,7 +126,7 @@ def candidate_run(project: Path, run: str) -> tuple[str, str, dict[tuple[str, st
     if not run_store.has_meta(path):
         raise UserError(f"--candidate-run {run}: no run at {path}", fix="give a run id or a run directory")
     data = run_store.load_run(path)
-    provider, model = data.judge["provider"], data.judge["model"]
+    provider, model = data.judge.provider, data.judge.model
     if is_offline(provider):
         raise UserError(f"--candidate-run {run} was judged offline: the offline judge is not a candidate",
                         fix="pass a run judged by provider:model")

@@ -32,11 +32,11 @@ def _sha(text: str | None) -> str | None:
 
 def stack_of(meta: RunMeta) -> dict[str, Any]:
     """The models a run's labels depend on: target, reader, the target's model stack, judge."""
-    target = meta.target or {}
-    options = target.get("options") or {}
+    target = meta.target
+    options = target.options or {}
     return {
-        "target": target.get("name"),
-        "reader": f"{target.get('provider')}:{target.get('model')}",
+        "target": target.name,
+        "reader": f"{target.provider}:{target.model}",
         "stack": dict(options.get("stack") or {}),
         "judge": judge_of(meta),
     }
@@ -45,9 +45,9 @@ def stack_of(meta: RunMeta) -> dict[str, Any]:
 def judge_of(meta: RunMeta) -> str:
     """The judge a run's labels come from: its judge, or the successor that judged every item of its last
     invocation (a loop run after the official judge retired: ``successor_only``)."""
-    last = meta.invocations[-1].extra if meta.invocations else {}
-    if last.get("successor_only") and last.get("successor"):
-        return f"the successor {last['successor']}"
+    last = meta.invocations[-1] if meta.invocations else None
+    if last is not None and last.successor_only and last.successor:
+        return f"the successor {last.successor}"
     return f"{meta.judge_provider}:{meta.judge_model}"
 
 

@@ -122,15 +122,14 @@ class _DatasetView:
 
 def _dataset_note(meta: RunMeta, project: Path | None) -> tuple[Path | None, str | None]:
     ds = meta.dataset
-    recorded = str(ds.get("path") or "")  # a moved project's own file, where it is now (``moved_path``)
+    recorded = str(ds.path or "")  # a moved project's own file, where it is now (``moved_path``)
     path = Path(recorded if project is None else config.moved_path(recorded, meta.project, project))
-    named = shown_paths.shown(ds.get("path"), project) or "(none recorded)"
-    if not ds.get("path") or not path.is_file():
+    named = shown_paths.shown(ds.path, project) or "(none recorded)"
+    if not ds.path or not path.is_file():
         return None, (f"the run's dataset file {named} is not here: question dates and session texts are missing "
                       "from this report")
     st = path.stat()
-    if ("file_bytes" in ds and ds["file_bytes"] != st.st_size) or (
-            "file_mtime_ns" in ds and ds["file_mtime_ns"] != st.st_mtime_ns):
+    if ds.file_bytes not in (None, st.st_size) or ds.file_mtime_ns not in (None, st.st_mtime_ns):
         return None, (f"the dataset file {named} changed since the run (size or mtime differ from run-meta): "
                       "question dates and session texts are left out rather than shown wrong")
     return path, None

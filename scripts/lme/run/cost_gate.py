@@ -34,7 +34,7 @@ from lme.run import dry_run
 from lme.run.estimate_record import Estimate
 from lme.run import state
 from lme.models import prices
-from lme.run.dry_run import dollars as dry_run_dollars
+from lme.targets.targets import users_system
 
 DEFAULT_CONFIRM_COST_USD = 5.0
 ASK_LINE = ("to start it, run the same command again with --yes once the cost is approved (an agent asks the user "
@@ -88,12 +88,8 @@ APPROVAL_KEY = "approved_usd"
 
 def _spent_so_far(settings: RunSettings, run_id: str | None) -> tuple[float, int]:
     """(dollars the run's rows cost, rows of unknown price); nothing for a new run."""
-    if not run_id:
-        return 0.0, 0
-    root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
-    if not root.is_dir():
-        return 0.0, 0
-    return spent(run_store.iter_rows(root))
+    root = dry_run.run_root(settings, run_id) if run_id else None
+    return spent(run_store.iter_rows(root)) if root is not None and root.is_dir() else (0.0, 0)
 
 
 def approval_to_record(settings: RunSettings, run_id: str | None) -> float | None:
@@ -110,8 +106,7 @@ def recorded_approval(settings: RunSettings, run_id: str | None) -> float | None
     """The latest ``approved_usd`` the run's invocations recorded (None: never approved)."""
     if not run_id:
         return None
-    root = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
-    directory = run_store.shard_dir(root, settings.shard)
+    directory = run_store.shard_dir(dry_run.run_root(settings, run_id), settings.shard)
     meta = run_store.peek_meta(directory) or {}
     for invocation in reversed(meta.get("invocations") or []):
         value = invocation.get(APPROVAL_KEY) if isinstance(invocation, dict) else None
@@ -175,7 +170,7 @@ class CostCap:
     def message(self) -> str:
         """How the cap was reached: spent, plus the upper bounds reserved for the items in flight, plus the next item
         would have passed it; then what the run has spent now those items are recorded."""
-        cap = dry_run_dollars(self.cap)
+        cap = dry_run.dollars(self.cap)
         if self.at_refusal is None or self.refused_estimate is None:
             return f"cost cap reached: ${self.spent:,.4f} spent of --max-cost {cap}; resume with a higher --max-cost"
         done, in_flight, count = self.at_refusal
@@ -192,14 +187,14 @@ def check_cap_is_enforceable(settings: RunSettings, cap_usd: float) -> None:
         raise UserError(f"--max-cost with --batch {settings.batch}: a submitted batch runs as a whole, so the cap "
                         "cannot stop it midway", fix="check the dry run's batch price instead, or drop --batch")
     est = dry_run.Estimator(settings)
-    if not est.previewable and not dry_run.own_calls(settings.target):
+    if not est.previewable and not users_system(settings.target):
         raise UserError(f"--max-cost: target {settings.target} cannot preview its calls (no prepare_requests), so "
                         "its cost cannot be capped", fix="drop --max-cost, or add prepare_requests to the target")
     judge_model = est.judge_model
     if not is_offline(settings.judge_provider) and prices.price_for(judge_model) is None:
         raise UserError(f"--max-cost: judge model {judge_model} is not in the price table (scripts/lme/models/prices.py)",
                         fix="drop --max-cost or add the model's price")
-    if not is_offline(settings.target_provider) and not dry_run.own_calls(settings.target) \
+    if not is_offline(settings.target_provider) and not users_system(settings.target) \
             and prices.price_for(settings.target_model) is None:
         raise UserError(f"--max-cost: target model {settings.target_model} is not in the price table "
                         "(scripts/lme/models/prices.py)", fix="drop --max-cost or add the model's price")

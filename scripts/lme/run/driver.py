@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -51,7 +51,7 @@ from lme.models.endpoint_forward import EndpointRoutes
 from lme.models.target_endpoint import TargetEndpoint
 from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
-from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
+from lme.core.run_records import ERROR, Invocation, ResultRow, RunMeta, counts_of
 from lme.run.settings import RunSettings
 from lme.run.outcome import (  # noqa: F401  (the exit statuses, re-exported: callers name them from here)
     EXIT_BATCH_STOPPED,
@@ -146,7 +146,7 @@ class _Tally:
 class _MetaWriter:
     """The run-meta this invocation keeps current: the run's RunMeta and this invocation's entry."""
 
-    def __init__(self, work: Path, meta: RunMeta, invocation: dict[str, Any]) -> None:
+    def __init__(self, work: Path, meta: RunMeta, invocation: Invocation) -> None:
         self.work = work
         self.previous = tuple(meta.invocations)
         self.meta = meta.with_(status="running", finished_at=None, error=None)
@@ -158,12 +158,11 @@ class _MetaWriter:
 
     def mark_unofficial(self) -> None:
         """A verdict was not official (e.g. a prompt that is not upstream's): neither is the run's judge."""
-        if self.meta.judge.get("official", False):
-            self.meta = self.meta.with_(judge={**self.meta.judge, "official": False})
+        if self.meta.judge.official:
+            self.meta = self.meta.with_(judge=self.meta.judge.updated(official=False))
 
     def write(self, **changes: Any) -> None:
-        invocations = (*self.previous, dict(self.invocation))
-        self.meta = self.meta.with_(**changes, invocations=invocations)
+        self.meta = self.meta.with_(**changes, invocations=(*self.previous, self.invocation))
         run_store.write_meta(self.work, self.meta)
 
 
@@ -366,20 +365,13 @@ class _Session:
         max_cost = options.max_cost
         self.cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         self.before = _run_figures(work)
-        self.invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
-                                           "planned_now": len(self.pending), "endpoints": state.endpoints(settings)}
-        if settings.successor is not None:
-            self.invocation["successor"] = settings.successor_judge
-        if settings.official_judge_gone:
-            self.invocation["official_judge_gone"] = True
-        if settings.successor_only:
-            self.invocation["successor_only"] = True
-        if max_cost is not None:
-            self.invocation["max_cost_usd"] = max_cost
-        if options.approved_usd is not None:
-            self.invocation[cost_gate.APPROVAL_KEY] = options.approved_usd
-        self.invocation["code"] = self.code.to_dict()
-        self.meta = _MetaWriter(work, stored_meta, self.invocation)
+        invocation = Invocation(
+            started_at=utc_now(), pending_before=len(pending_all), planned_now=len(self.pending),
+            endpoints=state.endpoints(settings),
+            successor=None if settings.successor is None else settings.successor_judge,
+            official_judge_gone=settings.official_judge_gone or None, successor_only=settings.successor_only or None,
+            max_cost_usd=max_cost, approved_usd=options.approved_usd, code=self.code.to_dict())
+        self.meta = _MetaWriter(work, stored_meta, invocation)
         self.meta.write()
         self.batched: Any = None
 
@@ -417,7 +409,7 @@ class _Session:
 
     def record(self, status: str, error: str | None, exit_status: int) -> None:
         """This invocation's entry and the run-meta, as the run ends (however it ends)."""
-        meta, invocation, cap, cache = self.meta, self.invocation, self.cap, self.cache
+        meta, cap, cache = self.meta, self.cap, self.cache
         elapsed = time.monotonic() - self.t_start
         finished_at = utc_now()
         pacing = self.limiter.pacing()
@@ -425,7 +417,8 @@ class _Session:
             self.pacing_file.write()
         except OSError:
             pass  # a hint for run_status (a full disk, say): never a reason to leave run-meta saying running
-        invocation.update(
+        meta.invocation = replace(
+            meta.invocation,
             finished_at=finished_at,
             status=status,
             exit_status=exit_status,
@@ -436,9 +429,8 @@ class _Session:
             **self.gateway.stats.snapshot(),
             cache=None if cache is None else {"read": cache.read, **cache.stats()},
             pacing=pacing,
+            spent_usd=None if cap is None else round(cap.spent, 6),
         )
-        if cap is not None:
-            invocation["spent_usd"] = round(cap.spent, 6)
         meta.write(
             status=status,
             error=error,
@@ -448,7 +440,7 @@ class _Session:
             limiter=self.limiter.summary(),
             pacing=pacing,
             exit_status=exit_status,
-            retries=sum(int(inv.get("retries", 0)) for inv in (*meta.previous, invocation)),
+            retries=sum(inv.retries or 0 for inv in (*meta.previous, meta.invocation)),
         )
 
     def account(self, row: ResultRow, registry: StabilityRegistry | None, gateway: Any) -> None:
@@ -489,8 +481,8 @@ class _Session:
                     say=(lambda line: None) if progress_mode in ("quiet", "json") else
                     (lambda line: print(line, file=sys.stderr, flush=True)))
                 llm = batched.llm
-                self.invocation["batch"] = {"mode": settings.batch, "pending": len(batched.pending),
-                                            "stop": batched.stop, **batched.figures}
+                self.meta.invocation = replace(self.meta.invocation, batch={
+                    "mode": settings.batch, "pending": len(batched.pending), "stop": batched.stop, **batched.figures})
                 questions = (q for q in questions if batched.replay and q.question_id not in batched.pending)
             with self.target_endpoint() as endpoint:
                 _drive(self, questions, llm, endpoint)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -38,16 +38,12 @@ from lme.models import provider_probe
 from lme.models import providers
 from lme.models import batch_api
 from lme.run import batch_runner, judge_preview
-from lme.run.estimate_record import Estimate
+from lme.run.estimate_record import BatchEstimate, Estimate, GenerationEstimate, JudgeEstimate, RoleEstimate
 from lme.core.errors import UserError
 
 ASSUMED_HYPOTHESIS_TOKENS = 60
 JUDGE_TEMPLATE_TOKENS = 150
 JUDGE_OUTPUT_TOKENS = 2
-def own_calls(target: str) -> bool:
-    """The target's model calls are made by the user's own code, outside this toolkit's gateway: ``command``,
-    ``python``, or a path naming the user's system (``targets.users_system``)."""
-    return users_system(target)
 
 
 def _seconds_per_call(tokens_in: int, tokens_out: int) -> float:
@@ -172,36 +168,33 @@ def _previewer(settings: RunSettings) -> judge_preview.JudgePreviewer | None:
         return None
 
 
+def run_root(settings: RunSettings, run_id: str) -> Path:
+    """The directory of run ``run_id`` (a bad id: the one-line refusal)."""
+    return run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+
+
 def run_is_finished(settings: RunSettings, run_id: str | None) -> bool:
     """``run_id`` names an existing run with every item of its manifest (in the shard) completed: a resume that
     calls no model."""
     if not run_id:
         return False
-    run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+    run_dir = run_root(settings, run_id)
     return run_dir.is_dir() and _nothing_pending(run_dir, run_store.load_completed(run_dir), settings)
 
 
 def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
     """Every item of the run's manifest (in the shard) is completed."""
-    manifest = run_store.peek_json(run_store.manifest_path(run_dir))  # unreadable: stream the dataset as usual
-    items = None if manifest is None else manifest.get("items")
-    if not isinstance(items, list):
-        return False
-    return all(it.get("question_id") in done for it in items
-               if isinstance(it, dict) and run_store.in_shard(str(it.get("question_id")), settings.shard))
+    ids = _run_item_ids(run_dir)  # unreadable: stream the dataset as usual
+    return ids is not None and all(q in done for q in ids if run_store.in_shard(q, settings.shard))
 
 
 def pending_questions(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     """The items this invocation would run, in dataset order: a resume's pending items of its own item set (its
     manifest), in the shard; a new run's first ``--max`` items, in the shard."""
-    return _pending(settings, run_id)
-
-
-def _pending(settings: RunSettings, run_id: str | None) -> Iterable[Question]:
     done: set[str] = set()
     wanted: set[str] | None = None
     if run_id:
-        run_dir = run_store.run_dir_for(Path(settings.runs_dir), run_store.validate_run_id(run_id))
+        run_dir = run_root(settings, run_id)
         if run_dir.exists():
             done = run_store.load_completed(run_dir)
             if _nothing_pending(run_dir, done, settings):
@@ -303,7 +296,7 @@ class EstimateTally:
 def estimate(settings: RunSettings, run_id: str | None = None) -> Estimate:
     """Totals for the items this invocation would run (pending, in the shard, up to ``--max``)."""
     tally = EstimateTally(settings)
-    for q in _pending(settings, run_id):
+    for q in pending_questions(settings, run_id):
         tally.add(q)
     return tally.result()
 
@@ -322,7 +315,30 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
     if unknown:
         generation.usd = None
     concurrency = settings.concurrency
-    total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
+    batch = batch_figures(settings, generation, judge, roles, concurrency)
+    if settings.batch != "off":  # what this run would pay: its batched stages at batch prices
+        total_usd = batch.chosen_usd_max
+    else:
+        total_usd = None if generation.usd is None or judge.usd is None else generation.usd + judge.usd
+    return Estimate(
+        items=items, items_without_prompt_preview=unknown,
+        generation=GenerationEstimate(
+            calls=generation.calls, cached_calls=generation.cached_calls, tokens_in=generation.tokens_in,
+            tokens_out_max=generation.tokens_out, usd_max=generation.usd,
+            seconds=round(generation.seconds / concurrency, 1), unpriced_models=tuple(sorted(generation.unpriced)),
+            by_role={role: RoleEstimate(calls=t.calls, cached_calls=t.cached_calls, tokens_in=t.tokens_in,
+                                        tokens_out_max=t.tokens_out, usd_max=t.usd) for role, t in roles.items()}),
+        judge=JudgeEstimate(
+            calls=judge.calls, cached_calls=judge.cached_calls, archived_calls=archived_judge_calls,
+            tokens_in=judge.tokens_in, tokens_out=judge.tokens_out, usd=judge.usd,
+            seconds=round(judge.seconds / concurrency, 1), unpriced_models=tuple(sorted(judge.unpriced))),
+        total_usd_max=total_usd, batch=batch, seconds=round((generation.seconds + judge.seconds) / concurrency, 1),
+        concurrency=concurrency, target=f"{settings.target} {settings.target_provider}:{settings.target_model}",
+        judge_model=_judge_named(settings, est), note=_note(settings, est, unknown))
+
+
+def _note(settings: RunSettings, est: Estimator, unknown: int) -> str:
+    """What the estimate assumed, as one line."""
     if est.judge_previewer is not None:
         sized = "each judge prompt exact, sized with the file's own hypothesis"
         judged = "judge calls the verdict archive or the call cache would serve are free"
@@ -332,7 +348,7 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
         judged = "judge calls are all counted"
     notes = [f"tokens ~ chars/4; generation output counted at max_tokens; {sized}; latency model in dry_run.py",
              f"calls in the call cache and repeated identical calls are free; {judged}"]
-    if own_calls(settings.target):
+    if users_system(settings.target):  # its calls go through the user's code, not our gateway
         notes.append(f"target {settings.target} makes its own model calls: not counted (only the judge is ours)")
     if unknown:
         notes.append(f"target {settings.target} cannot preview its requests (no prepare_requests): "
@@ -340,31 +356,7 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
     assumptions = getattr(est.module, "DRY_RUN_ASSUMPTIONS", None)
     if assumptions:
         notes.append(f"target {settings.target}: {assumptions}")
-    batch = batch_figures(settings, generation, judge, roles, concurrency)
-    if settings.batch != "off":  # what this run would pay: its batched stages at batch prices
-        total_usd = batch["chosen_usd_max"]
-    return Estimate.from_dict({
-        "items": items,
-        "items_without_prompt_preview": unknown,
-        "generation": {
-            "calls": generation.calls, "cached_calls": generation.cached_calls, "tokens_in": generation.tokens_in,
-            "tokens_out_max": generation.tokens_out, "usd_max": generation.usd,
-            "seconds": round(generation.seconds / concurrency, 1), "unpriced_models": sorted(generation.unpriced),
-            "by_role": {role: {"calls": t.calls, "cached_calls": t.cached_calls, "tokens_in": t.tokens_in,
-                               "tokens_out_max": t.tokens_out, "usd_max": t.usd} for role, t in roles.items()},
-        },
-        "judge": {"calls": judge.calls, "cached_calls": judge.cached_calls, "archived_calls": archived_judge_calls,
-                  "tokens_in": judge.tokens_in, "tokens_out": judge.tokens_out,
-                  "usd": judge.usd, "seconds": round(judge.seconds / concurrency, 1),
-                  "unpriced_models": sorted(judge.unpriced)},
-        "total_usd_max": total_usd,
-        "batch": batch,
-        "seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
-        "concurrency": concurrency,
-        "target": f"{settings.target} {settings.target_provider}:{settings.target_model}",
-        "judge_model": _judge_named(settings, est),
-        "note": "; ".join(notes),
-    })
+    return "; ".join(notes)
 
 
 def _judge_named(settings: RunSettings, est: Estimator) -> str:
@@ -390,7 +382,7 @@ def _batches_needed(provider: str, calls: int, tokens_in: int) -> int:
 
 
 def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTotals,
-                  roles: dict[str, StageTotals], concurrency: int) -> dict[str, Any]:
+                  roles: dict[str, StageTotals], concurrency: int) -> BatchEstimate:
     """Both prices and both times per stage: synchronous, and through the Batch APIs (``prices.BATCH_DISCOUNT``),
     with the requests the synchronous path would send (each one drawn from the per-minute rate limits)."""
 
@@ -422,19 +414,15 @@ def batch_figures(settings: RunSettings, generation: StageTotals, judge: StageTo
         values = [pick(name, stage) for name, stage in stages.items()]
         return None if any(v is None for v in values) else sum(values)
 
-    return {
-        "mode": settings.batch,
-        "discount": prices.BATCH_DISCOUNT,
-        "stages": stages,
-        "sync_usd_max": total(lambda name, st: st["sync_usd_max"]),
-        "batch_usd_max": total(lambda name, st: st["batch_usd_max"]),
-        "chosen_usd_max": total(lambda name, st: st["batch_usd_max"] if (name == "generation" and set(chosen) -
-                                {"judge"}) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
-        "sync_requests": generation.calls + judge.calls,
-        "sync_seconds": round((generation.seconds + judge.seconds) / concurrency, 1),
-        "batch_time": BATCH_TIME,
-        "by_role_calls": {role: t.calls for role, t in roles.items()},
-    }
+    return BatchEstimate(
+        mode=settings.batch, discount=prices.BATCH_DISCOUNT, stages=stages,
+        sync_usd_max=total(lambda name, st: st["sync_usd_max"]),
+        batch_usd_max=total(lambda name, st: st["batch_usd_max"]),
+        chosen_usd_max=total(lambda name, st: st["batch_usd_max"] if (name == "generation" and set(chosen) -
+                             {"judge"}) or (name == "judge" and "judge" in chosen) else st["sync_usd_max"]),
+        sync_requests=generation.calls + judge.calls,
+        sync_seconds=round((generation.seconds + judge.seconds) / concurrency, 1),
+        batch_time=BATCH_TIME, by_role_calls={role: t.calls for role, t in roles.items()})
 
 
 def dollars(value: float | None, *, bound: bool = False) -> str:
@@ -512,7 +500,7 @@ def run(settings: RunSettings, run_id: str | None = None, *, as_json: bool = Fal
     if settings.target == HYPOTHESES_TARGET:  # a bad, changed or mismatched file: the run's one-line refusal
         hypotheses_file.check_run_inputs(settings)
     check = calls_check(settings)
-    result = estimate(settings, run_id).with_calls_check(check)
+    result = replace(estimate(settings, run_id), calls_check=check)
     if as_json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -19,7 +19,7 @@ from lme.models import providers
 from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import OFFLINE, is_official_judge, is_offline
-from lme.core.run_records import CodeVersion, Manifest, RunMeta, counts_of
+from lme.core.run_records import CodeVersion, DatasetInfo, JudgeIdentity, Manifest, RunMeta, TargetInfo, counts_of
 from lme.run.settings import RunSettings, moved_target
 from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
 
@@ -58,21 +58,21 @@ def _stored_settings_conflicts(meta: RunMeta, settings: RunSettings, ds: dict[st
     """A resumed run must keep what makes its rows comparable: dataset, target, judge."""
     problems = []
     target, judge = meta.target, meta.judge
-    if meta.dataset["sha256"] != ds["sha256"]:
-        problems.append(f"dataset sha256 {ds['sha256'][:12]} != the run's {meta.dataset['sha256'][:12]}")
-    if (target["name"], target["provider"], target["model"]) != (
+    if meta.dataset.sha256 != ds["sha256"]:
+        problems.append(f"dataset sha256 {ds['sha256'][:12]} != the run's {str(meta.dataset.sha256)[:12]}")
+    if (target.name, target.provider, target.model) != (
         settings.target, settings.target_provider, settings.target_model
     ):
         problems.append(
             f"target {settings.target} {settings.target_provider}:{settings.target_model} != the run's "
-            f"{target['name']} {target['provider']}:{target['model']}"
+            f"{target.name} {target.provider}:{target.model}"
         )
-    if dict(target.get("options") or {}) != dict(settings.target_options):
-        problems.append(f"target options {dict(settings.target_options)} != the run's {target.get('options')}")
-    if (judge["provider"], judge["model"]) != (settings.judge_provider, settings.judge_model):
+    if dict(target.options or {}) != dict(settings.target_options):
+        problems.append(f"target options {dict(settings.target_options)} != the run's {target.options}")
+    if (judge.provider, judge.model) != (settings.judge_provider, settings.judge_model):
         problems.append(
             f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
-            f"{judge['provider']}:{judge['model']}"
+            f"{judge.provider}:{judge.model}"
         )
     stored_template = (meta.provenance.get("prompt_hashes") or {}).get("judge_template_sha256")
     if not is_offline(settings.judge_provider) and stored_template:
@@ -108,18 +108,11 @@ def new_meta(run_id: str, settings: RunSettings, ds: dict[str, Any], code: CodeV
         finished_at=None,
         duration_seconds=0.0,
         variant=settings.variant,
-        dataset=ds,
-        target={
-            "name": settings.target,
-            "provider": settings.target_provider,
-            "model": settings.target_model,
-            "options": dict(settings.target_options),
-        },
-        judge={
-            "provider": settings.judge_provider,
-            "model": settings.judge_model,
-            "official": is_official_judge(settings.judge_provider, settings.judge_model),
-        },
+        dataset=DatasetInfo.from_dict(ds),
+        target=TargetInfo(name=settings.target, provider=settings.target_provider, model=settings.target_model,
+                          options=dict(settings.target_options)),
+        judge=JudgeIdentity(provider=settings.judge_provider, model=settings.judge_model,
+                            official=is_official_judge(settings.judge_provider, settings.judge_model)),
         plugin_version=prov["plugin_version"],
         project_git_commit=prov["project_git_commit"],
         error=None,
@@ -225,20 +218,19 @@ _MOVABLE = ("project", "dataset_path", "longmemeval_root", "runs_dir", "cache_di
 def _followed(meta: RunMeta, settings: RunSettings, ds: dict[str, Any]) -> RunMeta:
     """A resumed run's meta with its files where this resume found them (a moved project, a dataset given again by
     ``--dataset``): the same content, its sha256 checked above."""
-    if meta.dataset.get("path") == ds.get("path") and meta.project == settings.project:
+    if meta.dataset.path == ds.get("path") and meta.project == settings.project:
         return meta
     now = recorded_settings(settings)
-    return meta.with_(dataset={**meta.dataset, "path": ds["path"], **_file_stamp(settings)},
+    return meta.with_(dataset=meta.dataset.updated(path=ds["path"], **_file_stamp(settings)),
                       settings={**meta.settings, **{k: now[k] for k in _MOVABLE if k in meta.settings}})
 
 
 def _target_moved(meta: RunMeta, settings: RunSettings) -> RunMeta:
     """The run's target as this resume resolves it: its files inside a moved project at their new place."""
-    name, options = moved_target(meta.target["name"], meta.target.get("options") or {}, meta.project,
-                                 Path(settings.project))
-    if (name, options) == (meta.target["name"], dict(meta.target.get("options") or {})):
+    name, options = moved_target(meta.target.name, meta.target.options or {}, meta.project, Path(settings.project))
+    if (name, options) == (meta.target.name, dict(meta.target.options or {})):
         return meta
-    return meta.with_(target={**meta.target, "name": name, "options": options})
+    return meta.with_(target=meta.target.updated(name=name, options=options))
 
 
 def _run_items(settings: RunSettings, meta: RunMeta | None, root: Path,
@@ -246,7 +238,7 @@ def _run_items(settings: RunSettings, meta: RunMeta | None, root: Path,
     """The run's item set (its manifest) and what its dataset file is. A new run covers the first ``max_evals``
     items of the dataset, chosen once; a resume keeps its stored manifest (the dataset is scanned again only when
     the file's size or mtime changed, to check its sha256)."""
-    stored = {} if meta is None else meta.dataset
+    stored = {} if meta is None else meta.dataset.to_dict()
     unchanged = stored.get("path") == settings.dataset_path and all(
         stored.get(k) == v for k, v in _file_stamp(settings).items()
     )
@@ -290,7 +282,7 @@ def check_resume_max(settings: RunSettings, run_id: str | None) -> None:
     if meta_recovery.lost_meta(meta_dir) or not run_store.manifest_path(root).exists():
         return  # no readable run-meta: the resume's own check (meta_recovery) speaks first
     meta = run_store.read_meta(meta_dir)
-    refuse_another_item_set(settings, run_id, run_store.read_manifest(root), dict(meta.dataset))
+    refuse_another_item_set(settings, run_id, run_store.read_manifest(root), meta.dataset.to_dict())
 
 
 def needs_scan(settings: RunSettings, run_id: str | None) -> bool:

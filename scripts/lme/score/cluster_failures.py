@@ -184,7 +184,7 @@ def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
     types = manifest.types() if manifest is not None else {qid: row.question_type for qid, row in rows.items()}
     meta = run_store.read_meta(run_dir) if run_store.has_meta(run_dir) else None
     gold_bad = load_known_gold_errors(variant=None if meta is None else meta.variant,
-                                      release=None if meta is None else meta.dataset.get("release"))
+                                      release=None if meta is None else meta.dataset.release)
     result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
     result["run"] = str(run_dir)
     result["pipeline_health"] = pipeline_health.summarise(rows[q] for q in types if q in rows)

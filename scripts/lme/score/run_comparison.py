@@ -22,7 +22,8 @@ from lme.judge import stability
 from lme.score import code_versions
 from lme.score import metrics
 from lme.score import run_differences
-from lme.score.comparison_record import ChangedItem, Comparison, NotCompared
+from lme.score.comparison_record import (ChangedItem, Comparison, FlakyFlips, LabelAgreement, NotCompared, RunSide,
+                                         TypeChange)
 from lme.store import run_store
 from lme.store.run_store import RunData, load_run
 from lme.core import schemas
@@ -43,7 +44,7 @@ def mcnemar_exact_p(b: int, c: int) -> float:
 
 def _judge_id(run: RunData) -> tuple[Any, Any]:
     """The official snapshot is one judge, through OpenAI or Azure."""
-    provider, model = run.judge["provider"], run.judge["model"]
+    provider, model = run.judge.provider, run.judge.model
     return ("official", model) if is_official_judge(provider, model) else (provider, model)
 
 
@@ -53,22 +54,16 @@ JUDGE_DIFFERS = "judge differs"
 def _mismatches(a: RunData, b: RunData) -> list[str]:
     problems = []
     if _judge_id(a) != _judge_id(b):
-        problems.append(f"{JUDGE_DIFFERS}: {a.judge} vs {b.judge}")
+        problems.append(f"{JUDGE_DIFFERS}: {a.judge.to_dict()} vs {b.judge.to_dict()}")
     if a.dataset_sha256 != b.dataset_sha256:
         problems.append(f"dataset sha256 differs: {a.dataset_sha256} vs {b.dataset_sha256}")
     return problems
 
 
-def _run_summary(run: RunData) -> dict[str, Any]:
-    return {
-        "path": str(run.path),
-        "run_id": run.run_id,
-        "status": run.meta.status,
-        "judge": run.judge,
-        "dataset_sha256": run.dataset_sha256,
-        "dataset": dataset_label.recognition_line(run.meta.dataset),
-        "n_total": run.n_total,
-    }
+def _side(run: RunData) -> RunSide:
+    return RunSide(path=str(run.path), run_id=run.run_id, status=run.meta.status, judge=run.judge,
+                   dataset_sha256=run.dataset_sha256,
+                   dataset=dataset_label.recognition_line(run.meta.dataset.to_dict()), n_total=run.n_total)
 
 
 def _state(row: ResultRow | None) -> str:
@@ -128,7 +123,7 @@ class _Tally:
 
     overall: Mapping[str, int]
     per_type: Mapping[str, Mapping[str, int]]
-    changed: tuple[dict[str, Any], ...]
+    changed: tuple[ChangedItem, ...]
 
 
 _OUTCOME = {(False, True): "fixes", (True, False): "regressions", (True, True): "both_right",
@@ -147,11 +142,10 @@ def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: 
     """
     pair = _RunPair.load(run_a, run_b)
     kind, mismatches = _kind_and_mismatches(pair, force=force, judge_comparison=judge_comparison)
-    result = _result(pair, kind, mismatches, _tally(pair))
-    if kind == "judge":
-        result["judge_agreement"] = _label_agreement(pair.a, pair.b, pair.common)
-    schemas.validate("comparison", result, where=f"comparison of {pair.a.path} and {pair.b.path}")
-    return Comparison.from_dict(result)
+    agreement = _label_agreement(pair.a, pair.b, pair.common) if kind == "judge" else None
+    result = _result(pair, kind, mismatches, _tally(pair), agreement)
+    schemas.validate("comparison", result.to_dict(), where=f"comparison of {pair.a.path} and {pair.b.path}")
+    return result
 
 
 def _kind_and_mismatches(pair: _RunPair, *, force: bool, judge_comparison: bool) -> tuple[str, list[str]]:
@@ -201,57 +195,44 @@ def _tally(pair: _RunPair) -> _Tally:
         bucket[key] += 1
         if before != after:
             flaky = stability.row_is_unstable(row_a, flaky_a) or stability.row_is_unstable(row_b, flaky_b)
-            changed.append({"question_id": qid, "question_type": qtype, "before": before, "after": after,
-                            "flaky": flaky, "before_status": _state(row_a), "after_status": _state(row_b),
-                            "hypothesis_before": _hypothesis(row_a), "hypothesis_after": _hypothesis(row_b)})
+            changed.append(ChangedItem(qid, qtype, before, after, flaky, before_status=_state(row_a),
+                                       after_status=_state(row_b), hypothesis_before=_hypothesis(row_a),
+                                       hypothesis_after=_hypothesis(row_b)))
     for bucket in per_type.values():
         bucket["net"] = bucket["fixes"] - bucket["regressions"]
     return _Tally(overall, per_type, tuple(changed))
 
 
-def _flaky_flips(tally: _Tally) -> dict[str, Any]:
+def _flaky_flips(tally: _Tally) -> FlakyFlips:
     """The flips on unstable labels (counted in fixes and regressions too)."""
-    flaky = [c for c in tally.changed if c["flaky"]]
-    fixes = sum(1 for c in flaky if c["after"])
-    return {"fixes": fixes, "regressions": len(flaky) - fixes, "net": fixes - (len(flaky) - fixes),
-            "ids": [c["question_id"] for c in flaky]}
+    flaky = [c for c in tally.changed if c.flaky]
+    fixes = sum(1 for c in flaky if c.after)
+    return FlakyFlips(fixes=fixes, regressions=len(flaky) - fixes, net=fixes - (len(flaky) - fixes),
+                      ids=tuple(c.question_id for c in flaky))
 
 
-def _result(pair: _RunPair, kind: str, mismatches: list[str], tally: _Tally) -> dict[str, Any]:
-    """The comparison as its schema's dict (``judge_agreement`` added by the caller for a judge comparison)."""
+def _result(pair: _RunPair, kind: str, mismatches: list[str], tally: _Tally,
+            agreement: LabelAgreement | None) -> Comparison:
     n, overall = len(pair.compared), tally.overall
     code = code_versions.change(pair.a, pair.b, pair.compared)
     net = overall["fixes"] - overall["regressions"]
     flaky_flips = _flaky_flips(tally)
-    return {
-        "schemaVersion": SCHEMA_VERSIONS["comparison"],
-        "kind": kind,
-        "run_a": _run_summary(pair.a),
-        "run_b": _run_summary(pair.b),
-        "forced": bool(mismatches),
-        "mismatches": mismatches,
-        "differences": run_differences.differences(pair.a.meta, pair.b.meta, code),
-        "n_compared": n,
-        "only_in_a": [qid for qid in pair.types_a if qid not in pair.types_b],
-        "only_in_b": [qid for qid in pair.types_b if qid not in pair.types_a],
-        "accuracy_a": (overall["both_right"] + overall["regressions"]) / n if n else None,
-        "accuracy_b": (overall["both_right"] + overall["fixes"]) / n if n else None,
-        "fixes": overall["fixes"],
-        "regressions": overall["regressions"],
-        "net": net,
-        "both_right": overall["both_right"],
-        "both_wrong": overall["both_wrong"],
-        "p_value": mcnemar_exact_p(overall["regressions"], overall["fixes"]),
-        "flaky_flips": flaky_flips,
-        "net_excluding_flaky": net - flaky_flips["net"],
-        "per_type": tally.per_type,
-        "changed": list(tally.changed),
-        "not_compared": pair.not_compared.to_dict(),
-        "code": None if code is None else code.to_dict(),
-    }
+    return Comparison(
+        schema_version=SCHEMA_VERSIONS["comparison"], kind=kind, run_a=_side(pair.a), run_b=_side(pair.b),
+        forced=bool(mismatches), mismatches=tuple(mismatches),
+        differences=tuple(run_differences.differences(pair.a.meta, pair.b.meta, code)), n_compared=n,
+        only_in_a=tuple(qid for qid in pair.types_a if qid not in pair.types_b),
+        only_in_b=tuple(qid for qid in pair.types_b if qid not in pair.types_a),
+        accuracy_a=(overall["both_right"] + overall["regressions"]) / n if n else None,
+        accuracy_b=(overall["both_right"] + overall["fixes"]) / n if n else None,
+        fixes=overall["fixes"], regressions=overall["regressions"], net=net, both_right=overall["both_right"],
+        both_wrong=overall["both_wrong"], p_value=mcnemar_exact_p(overall["regressions"], overall["fixes"]),
+        flaky_flips=flaky_flips, net_excluding_flaky=net - flaky_flips.net,
+        per_type={t: TypeChange(**bucket) for t, bucket in tally.per_type.items()}, changed=tally.changed,
+        judge_agreement=agreement, not_compared=pair.not_compared, code=code)
 
 
-def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str, Any]:
+def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> LabelAgreement:
     """How often judge B gives judge A's label, over the items both judged (the same hypotheses)."""
     table = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
     for qid in common:
@@ -260,8 +241,8 @@ def _label_agreement(a: RunData, b: RunData, common: Sequence[str]) -> dict[str,
             table[(bool(la), bool(lb))] += 1
     n = sum(table.values())
     agree = table[(True, True)] + table[(False, False)]
-    return {"n": n, "agree": agree, "agreement": agree / n if n else None, "kappa": cohens_kappa(*table.values()),
-            "a_yes_b_no": table[(True, False)], "a_no_b_yes": table[(False, True)]}
+    return LabelAgreement(n=n, agree=agree, agreement=agree / n if n else None, kappa=cohens_kappa(*table.values()),
+                          a_yes_b_no=table[(True, False)], a_no_b_yes=table[(False, True)])
 
 
 def _flaky_keys(run: RunData) -> set:
@@ -313,12 +294,8 @@ def render_markdown(result: Comparison) -> str:
     outside = result.not_compared
     if outside.n:
         lines += [f"Not compared (outside every figure above): {outside.describe()}.", ""]
-        for key, label in (("judged_only_in_a", "judged only in before"), ("judged_only_in_b", "judged only in after"),
-                           ("error_in_a", "an error in before"), ("error_in_b", "an error in after"),
-                           ("judged_in_neither", "judged in neither")):
-            ids = getattr(outside, key)
-            if ids:
-                lines.append(f"- {label}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
+        for why, ids in outside.by_why():
+            lines.append(f"- {why}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
         lines.append("")
     lines += ["| type | n | fixes | regressions | net |", "|---|---:|---:|---:|---:|"]
     for qtype, t in result.per_type.items():

@@ -53,15 +53,15 @@ def differences(a: RunMeta, b: RunMeta, code: CodeChange | None = None) -> list[
             lines.append(f"{label}: {before} -> {after}")
 
     ta, tb = a.target, b.target
-    differ("target", ta.get("name"), tb.get("name"))
-    differ("target model", _model(ta.get("provider"), ta.get("model")), _model(tb.get("provider"), tb.get("model")))
-    oa, ob = dict(ta.get("options") or {}), dict(tb.get("options") or {})
+    differ("target", ta.name, tb.name)
+    differ("target model", _model(ta.provider, ta.model), _model(tb.provider, tb.model))
+    oa, ob = dict(ta.options or {}), dict(tb.options or {})
     for key in sorted(set(oa) | set(ob)):
         differ(f"target option {key}", oa.get(key, _DEFAULT), ob.get(key, _DEFAULT))
-    differ("judge", _model(a.judge.get("provider"), a.judge.get("model")),
-           _model(b.judge.get("provider"), b.judge.get("model")))
+    differ("judge", _model(a.judge.provider, a.judge.model), _model(b.judge.provider, b.judge.model))
     differ("variant", a.variant, b.variant)
-    differ("dataset", dataset_label.recognition_line(a.dataset), dataset_label.recognition_line(b.dataset))
+    differ("dataset", dataset_label.recognition_line(a.dataset.to_dict()),
+           dataset_label.recognition_line(b.dataset.to_dict()))
     for key, label, default, fmt in _SETTINGS:
         differ(label, fmt(a.settings.get(key, default)), fmt(b.settings.get(key, default)))
     ha = (a.provenance or {}).get("prompt_hashes") or {}
@@ -77,9 +77,10 @@ def differences(a: RunMeta, b: RunMeta, code: CodeChange | None = None) -> list[
     return lines
 
 
-def describe(lines: list[str], same_code: bool | None = None) -> str:
-    """The differences as one clause: ``what differs: a; b``, or that the runs were made alike. ``same_code``
-    (``Comparison.code.same``): only True lets it say the code is the same; None says it was not recorded."""
+def describe_runs(result: Comparison) -> str:
+    """The differences as one clause: ``what differs: a; b``, or that the runs were made alike. Only code known
+    the same (``Comparison.code.same``) lets it say the code is the same; unknown code is said so."""
+    lines, same_code = result.differences, None if result.code is None else result.code.same
     said = any(line.startswith("code: ") for line in lines)
     unknown = "" if same_code is not None or said else "; the code of the compared rows is not all recorded"
     if lines:
@@ -97,8 +98,3 @@ def summary_line(result: Comparison) -> str:
             f"regressions {result.regressions}, net {result.net:+d}{unstable}, exact McNemar p "
             f"{result.p_value:.4g}" + (f"; not compared: {outside}" if outside else "")
             + f"; {describe_runs(result)}")
-
-
-def describe_runs(result: Comparison) -> str:
-    """``describe`` of a comparison's differences and code."""
-    return describe(list(result.differences), None if result.code is None else result.code.same)

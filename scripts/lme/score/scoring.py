@@ -325,7 +325,7 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     usage = usage_summary(covered)
     errors = sum(1 for r in covered if r.status == "error")
     without_gold_errors = _without_gold_errors(run, types, unattributed, variant or run.meta.variant, gold_errors)
-    judge = JudgeIdentity.from_dict(run.judge)  # aliases resolved
+    judge = run.judge  # aliases resolved
     inputs = scoring_inputs.for_run(run.path) if inputs is None else inputs
     card: dict[str, Any] = {
         "schemaVersion": SCHEMA_VERSIONS["metrics"],
@@ -369,7 +369,7 @@ def _dataset(run: RunData, variant: str | None) -> dict[str, Any]:
             "release": info.release, "recognition": info.recognition,
             "duplicate_sessions": len(info.duplicate_sessions or {}),
             "name": dataset_label.display_name(variant or run.meta.variant, info.path),
-            "line": dataset_label.recognition_line(info)}
+            "line": dataset_label.recognition_line(info.to_dict())}
 
 
 def _without_gold_errors(run: RunData, types: Mapping[str, str], unattributed: int, run_variant: str | None,

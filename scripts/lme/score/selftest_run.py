@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from lme.core.facts import OFFICIAL_JUDGE_MODEL
 from lme.core.records import ChatRequest, Completion, Question, Session, Turn
-from lme.core.run_records import Manifest, ResultRow, RunMeta
+from lme.core.run_records import DatasetInfo, JudgeIdentity, Manifest, ResultRow, RunMeta, TargetInfo
 from lme.models.provider_errors import ProviderError
 from lme.run import item_runner
 from lme.run.settings import RunSettings
@@ -350,10 +350,10 @@ def _settings(tmp: Path, target: str, options: Mapping[str, Any]) -> RunSettings
 def _meta(run_id: str, tmp: Path, target: str) -> RunMeta:
     return RunMeta(runId=run_id, status="completed", started_at="2026-01-01T00:00:00Z",
                    finished_at="2026-01-01T00:01:00Z", variant="_s",
-                   dataset={"path": str(tmp / "selftest-dataset.json"), "sha256": "0" * 64, "items": len(ITEMS),
-                            "release": "cleaned"},
-                   target={"name": target, "provider": "selftest", "model": "selftest", "options": {}},
-                   judge={"provider": "openai", "model": OFFICIAL_JUDGE_MODEL, "official": False},
+                   dataset=DatasetInfo(path=str(tmp / "selftest-dataset.json"), sha256="0" * 64, items=len(ITEMS),
+                                       release="cleaned"),
+                   target=TargetInfo(name=target, provider="selftest", model="selftest", options={}),
+                   judge=JudgeIdentity(provider="openai", model=OFFICIAL_JUDGE_MODEL, official=False),
                    settings={"project": str(tmp / "project")})
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from lme.core.errors import UserError
 from lme.core.fileio import ensure_writable_dir, write_atomic_json  # noqa: F401  (re-exported for the run's writers)
@@ -36,7 +36,7 @@ from lme.store.run_layout import (  # noqa: F401  (the layout's names, re-export
     shard_dir,
     shard_dirs,
 )
-from lme.core.run_records import Manifest, ResultRow, RunMeta, item_set
+from lme.core.run_records import JudgeIdentity, Manifest, ResultRow, RunMeta, item_set
 from lme.store.run_rows import (  # noqa: F401  (re-exported: the store's one face)
     append_row,
     append_rows,
@@ -120,11 +120,11 @@ class RunData:
         return str(self.meta.runId or self.path.name)
 
     @property
-    def judge(self) -> dict[str, Any]:
+    def judge(self) -> JudgeIdentity:
         """The judge as comparable: provider and model (an old run's alias is its snapshot already:
         ``migrations``, run-meta 1.1.0). Whether verdicts were official is the scorecard's banner."""
         judge = self.meta.judge
-        return {"provider": judge.get("provider"), "model": str(judge.get("model")), "official": judge.get("official")}
+        return JudgeIdentity(provider=judge.provider, model=str(judge.model), official=judge.official)
 
     @property
     def dataset_sha256(self) -> str | None:
@@ -138,8 +138,7 @@ class RunData:
 
     def item_types(self, n_total: int | None = None) -> tuple[dict[str, str], int]:
         """``(types in manifest order, unattributed)`` of the strict denominator (``run_records.item_set``)."""
-        items = None if self.manifest is None else self.manifest.item_dicts()
-        return item_set(items, self.rows, self.n_total if n_total is None else n_total)
+        return item_set(self.manifest, self.rows, self.n_total if n_total is None else n_total)
 
 
 def load_run(run_dir: Path) -> RunData:
