@@ -29,7 +29,6 @@ OPENAI_ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 LIMITS = {"openai": (50_000, 190 * 1024 * 1024), "anthropic": (100_000, 240 * 1024 * 1024)}
 """(requests, serialized bytes) per batch: the providers' 50,000 / 200 MB and 100,000 / 256 MB, with margins."""
 SUPPORTED = ("openai", "anthropic")
-RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "batch_expired"})
 
 
 @dataclass(frozen=True)

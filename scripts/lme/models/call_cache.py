@@ -239,25 +239,23 @@ class CallCache:
             conn.execute("ROLLBACK")
             raise
 
-    def _count(self, hit: bool) -> None:
+    def _lookup(self, sql: str, key: str) -> Any:
+        """The JSON the row under ``key`` holds (None: no row, or ``--no-cache``), counted as a hit or a miss."""
+        if not self.read:
+            return None
+        row = self._guarded(lambda c: c.execute(sql, (key,)).fetchone())
         with self._count_lock:
-            if hit:
-                self.hits += 1
-            else:
+            if row is None:
                 self.misses += 1
+            else:
+                self.hits += 1
+        return None if row is None else json.loads(row[0])
 
     def get(self, request: ChatRequest, host: str | None = None) -> Completion | None:
         """The stored reply of ``request``; ``host``: where the call would go (a judge call's key includes it)."""
-        if not self.read:
-            return None
-        key = cache_key(request, host)
-        row = self._guarded(lambda c: c.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone())
-        self._count(row is not None)
-        if row is None:
-            return None
-        data: dict[str, Any] = json.loads(row[0])
-        data.update(cached=True, attempts=0, latencyMs=0.0)
-        return Completion.from_dict(data)
+        data = self.get_body(cache_key(request, host))
+        return None if data is None else Completion.from_dict({**data, "cached": True, "attempts": 0,
+                                                                "latencyMs": 0.0})
 
     def put(self, request: ChatRequest, completion: Completion) -> None:
         """Store ``completion``; a judge call under the host it came from (``completion.endpoint_host``)."""
@@ -267,27 +265,18 @@ class CallCache:
         self._write(
             "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at, endpoint_host) "
             "VALUES (?,?,?,?,?,?,?)",
-            (
-                cache_key(request, completion.endpoint_host),
-                request.provider,
-                request.model,
-                json.dumps(request.canonical(), ensure_ascii=False),
-                json.dumps(response, ensure_ascii=False),
-                time.time(),
-                completion.endpoint_host,
-            ),
+            (cache_key(request, completion.endpoint_host), request.provider, request.model,
+             json.dumps(request.canonical(), ensure_ascii=False), json.dumps(response, ensure_ascii=False),
+             time.time(), completion.endpoint_host),
         )
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
         self._guarded(lambda conn: conn.execute(sql, params))
 
     def get_body(self, key: str) -> dict[str, Any] | None:
-        """The stored reply body of a call the target endpoint forwarded (``endpoint_forward.cache_key``)."""
-        if not self.read:
-            return None
-        row = self._guarded(lambda c: c.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone())
-        self._count(row is not None)
-        return None if row is None else json.loads(row[0])
+        """The stored reply under ``key``: a ``ChatRequest``'s completion, or the reply body of a call the target
+        endpoint forwarded (``endpoint_forward.cache_key``)."""
+        return self._lookup("SELECT response FROM calls WHERE key = ?", key)
 
     def put_body(self, key: str, provider: str, model: str, request: Mapping[str, Any],
                  reply: Mapping[str, Any]) -> None:
@@ -300,17 +289,11 @@ class CallCache:
         )
 
     def get_embedding(self, key: str) -> list[float] | None:
-        if not self.read:
-            return None
-        row = self._guarded(lambda c: c.execute("SELECT vector FROM embeddings WHERE key = ?", (key,)).fetchone())
-        self._count(row is not None)
-        return None if row is None else json.loads(row[0])
+        return self._lookup("SELECT vector FROM embeddings WHERE key = ?", key)
 
     def put_embedding(self, key: str, vector: list[float]) -> None:
-        self._write(
-            "INSERT OR REPLACE INTO embeddings (key, vector, created_at) VALUES (?,?,?)",
-            (key, json.dumps(vector), time.time()),
-        )
+        self._write("INSERT OR REPLACE INTO embeddings (key, vector, created_at) VALUES (?,?,?)",
+                    (key, json.dumps(vector), time.time()))
 
     def stats(self) -> dict[str, int]:
         with self._count_lock:

@@ -20,20 +20,6 @@ from lme.core import command_names
 from lme.core import endpoint_urls
 from lme.models import rate_headers
 
-KINDS = (
-    "rate_limit",
-    "server",
-    "timeout",
-    "connection",
-    "auth",
-    "bad_request",
-    "not_found",
-    "billing",
-    "malformed",
-    "refusal",
-    "too_large_for_tpm",
-)
-RETRIED_STATUSES = {408, 409, 429}
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
 
 
@@ -94,8 +80,6 @@ def scrub(text: str) -> str:
     return _KEY_PATTERN.sub("[redacted]", endpoint_urls.redact_text(text))
 
 
-
-
 def empty_reply(where: str, finish_reason: Any, detail: str) -> ProviderError:
     """A reply with no text (``detail`` says what was missing): malformed, retried like one, marked ``empty``."""
     err = ProviderError("malformed", f"{where}: empty reply ({detail}, finish_reason {finish_reason})",
@@ -113,7 +97,6 @@ def too_large(provider: str, model: str, detail: str, attempts: int) -> Provider
     return ProviderError(TOO_LARGE, f"{provider} {model}: {detail}; shorten the prompt (e.g. a smaller context or "
                          "top_k target option), use a model or usage tier with a higher tokens-per-minute limit, or "
                          f"set providers.{provider}.tpm in the config if that budget is wrong", attempts=attempts)
-
 
 
 def _status_message(exc: Any) -> str:
@@ -163,7 +146,6 @@ def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float,
         code = _error_code(exc)
         headers = getattr(exc.response, "headers", None)
         retry_after = None if headers is None else rate_headers.parse_retry_after(headers, time.time())
-        env = key_env
         if status == 429 and code == "insufficient_quota":
             return ProviderError("billing", f"{where}: the run is blocked on billing: the account is out of quota "
                                  f"(HTTP 429 insufficient_quota: {text}); add credit, then resume", status=status)
@@ -183,7 +165,7 @@ def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float,
             return ProviderError("server", f"{where}: server error (HTTP {status}: {text})", status=status,
                                  retry_after=retry_after, retryable=True)
         if status in (401, 403):
-            return ProviderError("auth", f"{where}: the key in {env} was rejected (HTTP {status}: {text}); "
+            return ProviderError("auth", f"{where}: the key in {key_env} was rejected (HTTP {status}: {text}); "
                                  f"check it or run {command_names.SETUP}", status=status)
         if status == 404:
             missing = ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from lme.models import replies
-from lme.models.provider_errors import KINDS, ProviderError, classify, scrub  # noqa: F401  (the provider layer's interface)
+from lme.models.provider_errors import ProviderError, classify, scrub  # noqa: F401  (the provider layer's interface)
 from lme.models.provider_routes import (  # noqa: F401
     ProviderSettings,
     _POOL,

@@ -91,8 +91,7 @@ class RunGateway:
         """The call cache's reply for ``request`` at this gateway's host (None: not cached, or no cache)."""
         if self.cache is None:
             return None
-        return self.lookup(self.cache.get, request, self.host(request)) if request.judge else \
-            self.lookup(self.cache.get, request)
+        return self.lookup(self.cache.get, request, self.host(request) if request.judge else None)
 
     def lookup(self, get: Any, *args: Any) -> Any:
         """Read the cache; a cache that can no longer be read (damaged past repair, locked past the wait) is a miss
@@ -152,13 +151,11 @@ class RunGateway:
         if gone is not None:
             raise gone
         try:
-            completion = providers.complete(
-                request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
-            )
+            completion = providers.complete(request, settings=self.settings, limiter=self.limiter,
+                                            on_retry=self.stats.on_retry)
         except providers.ProviderError as err:
             if answered_gone(err):  # a bare 404 (a proxy's missing route) says nothing of the model: not kept
-                with self._gone_lock:
-                    self._gone[(request.provider, request.model)] = err
+                self.mark_gone(request.provider, request.model, err)
             raise
         self.stats.on_call(cached=False)
         return completion
@@ -169,10 +166,8 @@ class RunGateway:
         return self._call(request)
 
     def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
-        keys = [
-            hashlib.sha256(json.dumps([provider, model, t], ensure_ascii=False).encode()).hexdigest()
-            for t in texts
-        ]
+        keys = [hashlib.sha256(json.dumps([provider, model, t], ensure_ascii=False).encode()).hexdigest()
+                for t in texts]
         found: dict[int, list[float]] = {}
         if self.cache is not None:
             for i, key in enumerate(keys):
