@@ -187,13 +187,12 @@ def _session_id(session: Any) -> str | None:
 def truncate_to_fit(
     sessions: Sequence[S],
     budget_tokens: int,
-    count_fn: Callable[[Sequence[S]], int | tuple[int, str]],
+    count_fn: Callable[[Sequence[S]], tuple[int, str]],
 ) -> tuple[list[S], dict[str, Any]]:
     """Keep the newest sessions whose prompt fits ``budget_tokens``, dropping the OLDEST first.
 
-    ``count_fn(kept_sessions)`` returns the prompt's token count, or ``(count, how)`` with ``how`` one of
-    ``tiktoken|provider|estimate``. Counts are monotone in the kept suffix, so a binary search needs about log2(n)
-    counts. Returns the kept sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions",
+    ``count_fn(kept_sessions)`` returns the prompt's ``(tokens, how)``, ``how`` one of ``tiktoken|provider|estimate``.
+    Counts are monotone in the kept suffix, so a binary search needs about log2(n) counts. Returns the kept sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions",
     "tokens", "counted_with", "dropped_session_ids"}`` (ids of the dropped sessions, oldest first, where they
     have one).
     """
@@ -201,12 +200,9 @@ def truncate_to_fit(
     how: set[str] = set()
 
     def count(drop: int) -> int:
-        result = count_fn(ordered[drop:])
-        if isinstance(result, tuple):
-            how.add(result[1])
-            return int(result[0])
-        how.add("estimate")
-        return int(result)
+        tokens, method = count_fn(ordered[drop:])
+        how.add(method)
+        return int(tokens)
 
     total = count(0)
     drop, tokens = 0, total
@@ -228,7 +224,7 @@ def truncate_to_fit(
         "dropped_sessions": drop,
         "kept_sessions": len(kept),
         "tokens": tokens,
-        "counted_with": "estimate" if "estimate" in how or not how else sorted(how)[0],
+        "counted_with": "estimate" if "estimate" in how else sorted(how)[0],
         "dropped_session_ids": [sid for sid in map(_session_id, ordered[:drop]) if sid is not None],
     }
     return kept, info
@@ -264,11 +260,6 @@ def reader_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def history_budget(window: int, max_tokens: int) -> int:
-    """Tokens the prompt may use: upstream's ``window - max_tokens - 1000``."""
-    return window - max_tokens - RESERVED_TOKENS
-
-
 def build_fitted_request(
     item: PublicItem | Mapping[str, Any],
     sessions: Sequence[S],
@@ -280,15 +271,15 @@ def build_fitted_request(
     budget_tokens: int | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The reader request over ``sessions``, dropping the oldest sessions if the prompt would not fit the budget
-    (``history_budget``, or ``budget_tokens`` when given). Returns the request and the truncation info (plus window
-    facts).
+    (window - max_tokens - ``RESERVED_TOKENS``, or ``budget_tokens`` when given). Returns the request and the
+    truncation info (plus window facts).
 
     A prompt is counted exactly (tiktoken, or the provider's counter unless ``use_provider_count`` is False) only
     when its estimate comes near the budget; exact counts and estimates are held to the same budget.
     """
     cfg = reader_settings(options or {})
     window, window_source = context_window(model, cfg["context_window"])
-    budget = history_budget(window, cfg["max_tokens"]) if budget_tokens is None else int(budget_tokens)
+    budget = window - cfg["max_tokens"] - RESERVED_TOKENS if budget_tokens is None else int(budget_tokens)
 
     def request_for(kept: Sequence[S]) -> ChatRequest:
         return build_reader_request(item, render_history(kept, fmt=cfg["history_format"]), provider=provider,
