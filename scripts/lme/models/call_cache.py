@@ -254,8 +254,10 @@ class CallCache:
     def get(self, request: ChatRequest, host: str | None = None) -> Completion | None:
         """The stored reply of ``request``; ``host``: where the call would go (a judge call's key includes it)."""
         data = self.get_body(cache_key(request, host))
-        return None if data is None else Completion.from_dict({**data, "cached": True, "attempts": 0,
-                                                                "latencyMs": 0.0})
+        if data is None:
+            return None
+        data.update(cached=True, attempts=0, latencyMs=0.0)
+        return Completion.from_dict(data)
 
     def put(self, request: ChatRequest, completion: Completion) -> None:
         """Store ``completion``; a judge call under the host it came from (``completion.endpoint_host``)."""
@@ -265,9 +267,15 @@ class CallCache:
         self._write(
             "INSERT OR REPLACE INTO calls (key, provider, model, request, response, created_at, endpoint_host) "
             "VALUES (?,?,?,?,?,?,?)",
-            (cache_key(request, completion.endpoint_host), request.provider, request.model,
-             json.dumps(request.canonical(), ensure_ascii=False), json.dumps(response, ensure_ascii=False),
-             time.time(), completion.endpoint_host),
+            (
+                cache_key(request, completion.endpoint_host),
+                request.provider,
+                request.model,
+                json.dumps(request.canonical(), ensure_ascii=False),
+                json.dumps(response, ensure_ascii=False),
+                time.time(),
+                completion.endpoint_host,
+            ),
         )
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
@@ -292,8 +300,10 @@ class CallCache:
         return self._lookup("SELECT vector FROM embeddings WHERE key = ?", key)
 
     def put_embedding(self, key: str, vector: list[float]) -> None:
-        self._write("INSERT OR REPLACE INTO embeddings (key, vector, created_at) VALUES (?,?,?)",
-                    (key, json.dumps(vector), time.time()))
+        self._write(
+            "INSERT OR REPLACE INTO embeddings (key, vector, created_at) VALUES (?,?,?)",
+            (key, json.dumps(vector), time.time()),
+        )
 
     def stats(self) -> dict[str, int]:
         with self._count_lock:

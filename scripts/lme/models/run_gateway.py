@@ -151,8 +151,9 @@ class RunGateway:
         if gone is not None:
             raise gone
         try:
-            completion = providers.complete(request, settings=self.settings, limiter=self.limiter,
-                                            on_retry=self.stats.on_retry)
+            completion = providers.complete(
+                request, settings=self.settings, limiter=self.limiter, on_retry=self.stats.on_retry
+            )
         except providers.ProviderError as err:
             if answered_gone(err):  # a bare 404 (a proxy's missing route) says nothing of the model: not kept
                 self.mark_gone(request.provider, request.model, err)
@@ -166,8 +167,10 @@ class RunGateway:
         return self._call(request)
 
     def embed(self, provider: str, model: str, texts: Sequence[str]) -> list[list[float]]:
-        keys = [hashlib.sha256(json.dumps([provider, model, t], ensure_ascii=False).encode()).hexdigest()
-                for t in texts]
+        keys = [
+            hashlib.sha256(json.dumps([provider, model, t], ensure_ascii=False).encode()).hexdigest()
+            for t in texts
+        ]
         found: dict[int, list[float]] = {}
         if self.cache is not None:
             for i, key in enumerate(keys):

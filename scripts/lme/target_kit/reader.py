@@ -191,8 +191,9 @@ def truncate_to_fit(
 ) -> tuple[list[S], dict[str, Any]]:
     """Keep the newest sessions whose prompt fits ``budget_tokens``, dropping the OLDEST first.
 
-    ``count_fn(kept_sessions)`` returns the prompt's ``(tokens, how)``, ``how`` one of ``tiktoken|provider|estimate``.
-    Counts are monotone in the kept suffix, so a binary search needs about log2(n) counts. Returns the kept sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions",
+    ``count_fn(kept_sessions)`` returns the prompt's ``(tokens, how)``, ``how`` one of
+    ``tiktoken|provider|estimate``. Counts are monotone in the kept suffix, so a binary search needs about log2(n)
+    counts. Returns the kept sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions",
     "tokens", "counted_with", "dropped_session_ids"}`` (ids of the dropped sessions, oldest first, where they
     have one).
     """
