@@ -138,7 +138,6 @@ def tiktoken_count(request: ChatRequest) -> int | None:
                                              for t in texts)
 
 
-
 def pacing_tokens(request: ChatRequest) -> int:
     """The input tokens a call reserves on a tokens-per-minute budget: the exact count when this process already
     made one for this request (the reader counts its prompt), else tiktoken when its file is loaded, else the
@@ -191,8 +190,3 @@ def count_tokens_how(request: ChatRequest, settings: ProviderSettings | None = N
     _remember_count(request, counted)
     return counted, "tiktoken"
 
-
-def count_tokens(request: ChatRequest, settings: ProviderSettings | None = None) -> int | None:
-    """Exact input tokens (Anthropic's counter, or tiktoken for OpenAI models); None where neither applies."""
-    counted = count_tokens_how(request, settings)
-    return None if counted is None else counted[0]

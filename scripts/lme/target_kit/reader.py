@@ -219,16 +219,19 @@ def truncate_to_fit(
                 lo = mid + 1
         drop = lo
         tokens = fitted[drop] if drop in fitted else count(drop)
-    kept = ordered[drop:]
-    info = {
+    return ordered[drop:], _fit_info(ordered, drop, tokens, "estimate" if "estimate" in how else sorted(how)[0])
+
+
+def _fit_info(ordered: Sequence[Any], drop: int, tokens: int, counted_with: str) -> dict[str, Any]:
+    """What ``truncate_to_fit`` says of a fit that drops the ``drop`` oldest of the ``ordered`` sessions."""
+    return {
         "truncated": drop > 0,
         "dropped_sessions": drop,
-        "kept_sessions": len(kept),
+        "kept_sessions": len(ordered) - drop,
         "tokens": tokens,
-        "counted_with": "estimate" if "estimate" in how else sorted(how)[0],
+        "counted_with": counted_with,
         "dropped_session_ids": [sid for sid in map(_session_id, ordered[:drop]) if sid is not None],
     }
-    return kept, info
 
 
 # --------------------------------------------------------------------------- the reader as a target step
@@ -288,20 +291,18 @@ def build_fitted_request(
 
     kept: list[S] = sort_by_date(sessions)
     full_request = request_for(kept)  # the same text as over ``sessions``: rendering sorts them by date
-    full_estimate = estimate_tokens(_request_text(full_request))
-    info: dict[str, Any] = {"truncated": False, "dropped_sessions": 0, "kept_sessions": len(kept),
-                            "tokens": full_estimate, "counted_with": "estimate", "dropped_session_ids": []}
-    if budget_tokens is not None or full_estimate > budget * NEAR_BUDGET_SHARE:
+    tokens, method = estimate_tokens(_request_text(full_request)), "estimate"
+    if budget_tokens is not None or tokens > budget * NEAR_BUDGET_SHARE:
         tokens, method = count_request_tokens(full_request, use_provider=use_provider_count)
-        info.update(tokens=tokens, counted_with=method)
-        if tokens > budget:
+    info = _fit_info(kept, 0, tokens, method)
+    if tokens > budget:  # only ever after an exact count: an estimate below NEAR_BUDGET_SHARE fits
 
-            def count_fn(subset: Sequence[S]) -> tuple[int, str]:
-                if method == "estimate":
-                    return estimate_tokens(_request_text(request_for(subset))), "estimate"
-                return count_request_tokens(request_for(subset), use_provider=method == "provider")
+        def count_fn(subset: Sequence[S]) -> tuple[int, str]:
+            if method == "estimate":
+                return estimate_tokens(_request_text(request_for(subset))), "estimate"
+            return count_request_tokens(request_for(subset), use_provider=method == "provider")
 
-            kept, info = truncate_to_fit(sessions, budget, count_fn)
+        kept, info = truncate_to_fit(sessions, budget, count_fn)
     info.update(context_window=window, context_window_source=window_source, budget_tokens=budget)
     return (request_for(kept) if info["truncated"] else full_request), info
 
