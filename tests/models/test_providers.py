@@ -402,7 +402,8 @@ def test_real_tiktoken_load_failure_is_reported_not_raised(monkeypatch):
 def test_estimate_tokens_is_chars_over_the_calibrated_ratio_rounded_up():
     from lme.target_kit import reader
 
-    assert reader.estimate_tokens is token_counts.estimate_tokens and token_counts.ESTIMATE_CHARS_PER_TOKEN == 4.3
+    assert reader.estimate_request_tokens is token_counts.estimate_request_tokens
+    assert token_counts.ESTIMATE_CHARS_PER_TOKEN == 4.3
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("x" * 43) == 10

@@ -12,7 +12,7 @@ from lme.target_kit.reader import (
 )
 from lme.target_kit import reader
 from lme.core.records import Completion, PublicItem, PublicSession, PublicTurn, TargetContext
-from lme.target_kit.reader import estimate_tokens
+from lme.models.token_counts import estimate_tokens
 from test_providers import WordEncoding, use_encodings
 
 

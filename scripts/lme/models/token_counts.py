@@ -29,6 +29,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / ESTIMATE_CHARS_PER_TOKEN)
 
 
+def estimate_request_tokens(request: ChatRequest) -> int:
+    """``estimate_tokens`` of the request's system prompt and messages."""
+    return estimate_tokens((request.system or "") + "".join(str(m.get("content", "")) for m in request.messages))
+
+
 # ---------------------------------------------------------------------- exact local counts (tiktoken)
 
 TIKTOKEN_ENV = "LONGMEMEVAL_TIKTOKEN"
@@ -155,7 +160,7 @@ def pacing_tokens(request: ChatRequest) -> int:
             counted = None
         if counted is not None:
             return counted
-    return estimate_tokens((request.system or "") + "".join(str(m.get("content", "")) for m in request.messages))
+    return estimate_request_tokens(request)
 
 
 def count_tokens_how(request: ChatRequest, settings: ProviderSettings | None = None, *,

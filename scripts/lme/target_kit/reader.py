@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from lme.core.records import ChatRequest, Completion, Hypothesis, PublicItem
 from lme.models.provider_errors import ProviderError
-from lme.models.token_counts import count_tokens_how, estimate_tokens
+from lme.models.token_counts import count_tokens_how, estimate_request_tokens
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 MODES = ("direct", "con")
@@ -161,10 +161,6 @@ def context_window(model: str, override: int | str | None = None) -> tuple[int, 
     return DEFAULT_CONTEXT_WINDOW, "default"
 
 
-def _request_text(request: ChatRequest) -> str:
-    return (request.system or "") + "".join(str(m.get("content", "")) for m in request.messages)
-
-
 def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> tuple[int, str]:
     """Input tokens of ``request`` and how they were counted: ``tiktoken``, ``provider`` or ``estimate``.
 
@@ -173,7 +169,7 @@ def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> 
     counted = count_tokens_how(request, remote=use_provider)
     if counted is not None:
         return int(counted[0]), str(counted[1])
-    return estimate_tokens(_request_text(request)), "estimate"
+    return estimate_request_tokens(request), "estimate"
 
 
 def _session_id(session: Any) -> str | None:
@@ -291,7 +287,7 @@ def build_fitted_request(
 
     kept: list[S] = sort_by_date(sessions)
     full_request = request_for(kept)  # the same text as over ``sessions``: rendering sorts them by date
-    tokens, method = estimate_tokens(_request_text(full_request)), "estimate"
+    tokens, method = estimate_request_tokens(full_request), "estimate"
     if budget_tokens is not None or tokens > budget * NEAR_BUDGET_SHARE:
         tokens, method = count_request_tokens(full_request, use_provider=use_provider_count)
     info = _fit_info(kept, 0, tokens, method)
@@ -299,7 +295,7 @@ def build_fitted_request(
 
         def count_fn(subset: Sequence[S]) -> tuple[int, str]:
             if method == "estimate":
-                return estimate_tokens(_request_text(request_for(subset))), "estimate"
+                return estimate_request_tokens(request_for(subset)), "estimate"
             return count_request_tokens(request_for(subset), use_provider=method == "provider")
 
         kept, info = truncate_to_fit(sessions, budget, count_fn)
