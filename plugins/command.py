@@ -90,11 +90,6 @@ def _jsonl_pool(argv: list[str], cwd: str | None, ctx: TargetContext) -> process
     return processes.pool(key, lambda: processes.WorkerPool(worker, limit=1))
 
 
-def stop_workers() -> None:
-    """Stop every long-lived process (also for tests between cases)."""
-    processes.stop_pools()
-
-
 def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:
     cfg = settings(ctx.options)
     source = f"command {shlex.join(cfg['command'])!r}"
