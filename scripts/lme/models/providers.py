@@ -187,7 +187,6 @@ def embed(
     return vectors
 
 
-
 class Gateway:
     """The ``LLM`` protocol over this module: one object that serves every provider of a model stack."""
 
