@@ -10,13 +10,9 @@ Options:
 - ``cwd``: working directory for the process (a run resolves it against the project, and runs the command in the
   project when it is not given).
 
-The process receives the public item (``question``, ``question_date``, ``sessions`` with aliased ids; no gold)
-and the environment ``processes.environment`` builds (``LONGMEMEVAL_TARGET_PROVIDER``,
-``LONGMEMEVAL_TARGET_MODEL``, ``LONGMEMEVAL_CACHE_DIR``; during a run, the run's target endpoint: the item's own
-URLs per item, a token of its own bound to the item it serves now in ``jsonl`` mode). It answers ``{"hypothesis": str, "tokensIn"?,
-"tokensOut"?, "retrieved_session_ids"?, "debug"?}``. A timeout, a non-zero exit, no JSON object or a missing
-(or non-string) ``hypothesis`` is a TargetError whose first line is the cause and which carries the last ~2 KB of
-the process's stderr; never a hang. An empty string is an answer, judged as upstream judges it.
+The item, the environment (``processes.environment``) and the reply are plugins/README.md's contract. A timeout,
+a non-zero exit, no JSON object or a missing ``hypothesis`` is a TargetError carrying the process's stderr tail;
+never a hang.
 """
 
 from __future__ import annotations
@@ -92,11 +88,6 @@ def _jsonl_pool(argv: list[str], cwd: str | None, ctx: TargetContext) -> process
 
     key = (NAME, tuple(argv), cwd, ctx.provider, ctx.model, ctx.cache_dir)
     return processes.pool(key, lambda: processes.WorkerPool(worker, limit=1))
-
-
-def stop_workers() -> None:
-    """Stop every long-lived process (also for tests between cases)."""
-    processes.stop_pools()
 
 
 def generate(item: PublicItem, ctx: TargetContext) -> Hypothesis:

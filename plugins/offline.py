@@ -46,14 +46,8 @@ def answer(item: PublicItem, options: Mapping[str, Any]) -> tuple[str, list[str]
     turns = [(s.session_id, t.content) for s in item.sessions for t in s.turns if t.role == "user"]
     index = BM25Index([content for _, content in turns], ids=list(range(len(turns))))
     ranked_turns = index.rank(item.question)
-    seen: set[str] = set()
-    ranked_sessions: list[str] = []
-    for turn_index, _ in ranked_turns:
-        sid = turns[int(turn_index)][0]
-        if sid not in seen:
-            seen.add(sid)
-            ranked_sessions.append(sid)
-    ranked_sessions += [s.session_id for s in item.sessions if s.session_id not in seen]
+    by_turn = (turns[int(turn_index)][0] for turn_index, _ in ranked_turns)  # then the sessions no turn ranked
+    ranked_sessions = list(dict.fromkeys([*by_turn, *(s.session_id for s in item.sessions)]))
 
     query_words = set(tokenize(item.question))
     debug: dict[str, Any] = {"user_turns": len(turns)}

@@ -8,24 +8,9 @@ Options:
 - ``workers``: the most worker processes (default: one per item in flight, up to the run's ``--concurrency``).
   Each worker imports the file, so each holds what it loads: fewer workers, less memory; items wait for one.
 
-The contract:
-- ``item``: ``{"question", "question_date", "sessions": [{"session_id", "date", "turns": [{"role",
-  "content"}]}]}`` (no gold, aliased session ids, no question id or type);
-- ``ctx``: ``{"provider", "model", "options", "cache_dir", "endpoints"}`` (``options`` are the other target
-  options; ``endpoints``: ``{"openai", "anthropic"}``, the base URLs of the run's target endpoint this worker
-  calls, each None outside a run);
-- returns ``{"hypothesis": str, "tokensIn"?, "tokensOut"?, "retrieved_session_ids"?, "debug"?}``.
-
-The file runs in worker processes (``lme/targets/python_worker.py``), never in the run's own process: each
-worker imports it once and serves one item at a time; the run keeps up to its concurrency of them
-(``processes.WorkerPool``). So a hung item is a timeout, not a stalled run; a crash (even a segfault) is one item's
-error and a fresh worker takes the next item; an exception is the item's error with its traceback. What the file
-prints goes to the worker's stderr, whose tail an error row keeps.
-
-During a run each worker process has the run's target endpoint in its environment (``OPENAI_BASE_URL``,
-``ANTHROPIC_BASE_URL``, as ``processes.environment`` builds it for its own token), so an ``openai.OpenAI()`` or
-``anthropic.Anthropic()`` the file builds at its import calls through the run: each call is cached, paced, retried,
-priced and recorded in the row of the item the worker serves at that moment (``processes.Worker``).
+The contract (``item``, ``ctx``, the reply) is plugins/README.md's. The file runs in worker processes
+(``lme/targets/python_worker.py``, ``processes.Worker``), never in the run's own process: a hung item is a
+timeout, not a stalled run; a crash (even a segfault) is one item's error and a fresh worker takes the next item.
 """
 
 from __future__ import annotations

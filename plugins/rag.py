@@ -45,7 +45,6 @@ _PLUGINS = Path(__file__).resolve().parent
 
 NAME = "rag"
 GRANULARITIES = ("session", "turn")
-RRF_K = 60
 
 
 def _memory_ref(module: str) -> Any:
@@ -55,7 +54,6 @@ def _memory_ref(module: str) -> Any:
 
 index = _memory_ref("index")
 embed_cache = _memory_ref("embed_cache")
-EmbeddingCache = embed_cache.EmbeddingCache
 
 
 def _truthy(value: Any) -> bool:
@@ -99,11 +97,6 @@ def embed_texts(ctx: TargetContext, embed_model: str, texts: Sequence[str]) -> t
         return embed_cache.cached_embed(ctx.llm, embed_model, texts, ctx.cache_dir)
     except ValueError as exc:
         raise ValueError(f"rag option embed_model: {exc}") from None
-
-
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
-    """Merge best-first rankings: score = sum of 1 / (k + rank); ties keep first-seen order."""
-    return [str(d) for d in index.rrf(rankings, k)]
 
 
 @lru_cache(maxsize=None)

@@ -11,7 +11,7 @@ import pytest
 from lme.core import command_names
 from lme.models import providers
 from lme.models import token_counts
-from lme.models.providers import Gateway, ProviderError, ProviderSettings, complete, count_tokens, estimate_tokens
+from lme.models.providers import Gateway, ProviderError, ProviderSettings, complete, count_tokens_how, estimate_tokens
 from lme.core.records import ChatRequest
 
 DUMMY_KEYS = ("sk-test-DUMMY-openai-key-0000", "sk-ant-test-DUMMY-anthropic-key-0000")
@@ -324,12 +324,12 @@ def use_encodings(monkeypatch, loader):
 
 def test_count_tokens_uses_anthropic_counter_and_none_elsewhere(fake_llm, monkeypatch):
     use_encodings(monkeypatch, lambda name: WordEncoding())
-    assert count_tokens(ask("anthropic", "c", text="x" * 400)) == 101
+    assert count_tokens_how(ask("anthropic", "c", text="x" * 400)) == (101, "provider")
     assert fake_llm.requests[0]["path"] == "/v1/messages/count_tokens"
     assert providers.count_tokens_how(ask("anthropic", "c"), remote=False) is None
-    assert count_tokens(ask("vllm", "llama-3-70b")) is None
+    assert count_tokens_how(ask("vllm", "llama-3-70b")) is None
     fake_llm.fail_next("500")
-    assert count_tokens(ask("anthropic", "c")) is None
+    assert count_tokens_how(ask("anthropic", "c")) is None
     assert len(fake_llm.requests) == 2  # remote=False made no call
 
 
@@ -346,7 +346,7 @@ def test_openai_requests_are_counted_exactly_with_tiktoken_and_chat_overhead(mon
     request = ask("openai", "gpt-4o", text="one two <|endoftext|> four", system="be brief")
     # 2 messages x (3 + words) + 3 to prime the reply; the marker is counted as text, not refused
     assert providers.count_tokens_how(request, remote=False) == (3 + (3 + 2) + (3 + 4), "tiktoken")
-    assert count_tokens(ask("openrouter", "openai/gpt-4o-mini", text="a b c")) == 3 + 3 + 3
+    assert count_tokens_how(ask("openrouter", "openai/gpt-4o-mini", text="a b c")) == (3 + 3 + 3, "tiktoken")
 
 
 def test_a_failed_tiktoken_load_is_tried_once_per_process_then_counts_fall_back(monkeypatch, capsys):
@@ -358,7 +358,7 @@ def test_a_failed_tiktoken_load_is_tried_once_per_process_then_counts_fall_back(
 
     use_encodings(monkeypatch, offline)
     for _ in range(3):
-        assert count_tokens(ask("openai", "gpt-4o")) is None
+        assert count_tokens_how(ask("openai", "gpt-4o")) is None
     assert loads == ["o200k_base"]
     assert capsys.readouterr().err.count("tiktoken o200k_base is unavailable") == 1
 
@@ -367,7 +367,7 @@ def test_tiktoken_can_be_switched_off_by_environment(monkeypatch):
     loads = []
     use_encodings(monkeypatch, lambda name: loads.append(name) or WordEncoding())
     monkeypatch.setenv(token_counts.TIKTOKEN_ENV, "0")
-    assert count_tokens(ask("openai", "gpt-4o")) is None and loads == []
+    assert count_tokens_how(ask("openai", "gpt-4o")) is None and loads == []
 
 
 def test_a_hanging_tiktoken_download_is_given_up_after_the_timeout(monkeypatch):
@@ -402,7 +402,8 @@ def test_real_tiktoken_load_failure_is_reported_not_raised(monkeypatch):
 def test_estimate_tokens_is_chars_over_the_calibrated_ratio_rounded_up():
     from lme.target_kit import reader
 
-    assert reader.estimate_tokens is token_counts.estimate_tokens and token_counts.ESTIMATE_CHARS_PER_TOKEN == 4.3
+    assert reader.estimate_request_tokens is token_counts.estimate_request_tokens
+    assert token_counts.ESTIMATE_CHARS_PER_TOKEN == 4.3
     assert estimate_tokens("") == 0
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("x" * 43) == 10

@@ -12,7 +12,7 @@ from lme.target_kit.reader import (
 )
 from lme.target_kit import reader
 from lme.core.records import Completion, PublicItem, PublicSession, PublicTurn, TargetContext
-from lme.target_kit.reader import estimate_tokens
+from lme.models.token_counts import estimate_tokens
 from test_providers import WordEncoding, use_encodings
 
 
@@ -102,7 +102,7 @@ def test_truncation_drops_oldest_sessions_first_until_the_prompt_fits():
     shuffled = sessions[5:] + sessions[:5]
 
     def count(kept):
-        return 50 + 100 * len(kept)
+        return 50 + 100 * len(kept), "estimate"
 
     kept, info = truncate_to_fit(shuffled, 480, count)
     assert [s.session_id for s in kept] == ["s6", "s7", "s8", "s9"]
@@ -117,7 +117,7 @@ def test_no_truncation_when_everything_fits_and_provider_counts_are_reported():
 
 
 def test_truncation_can_drop_every_session_when_even_one_does_not_fit():
-    kept, info = truncate_to_fit([S_LATE, S_EARLY], 5, lambda kept: 10 + 100 * len(kept))
+    kept, info = truncate_to_fit([S_LATE, S_EARLY], 5, lambda kept: (10 + 100 * len(kept), "estimate"))
     assert kept == [] and info["dropped_sessions"] == 2 and info["tokens"] == 10
 
 

@@ -114,9 +114,9 @@ def test_wall_time_fills_latency_when_the_target_reports_none(tmp_path):
 
 
 def test_prepare_requests_previews_reader_calls_without_calling_a_model():
-    (request,) = gd.prepare_requests(make_raw_item(), "openai", "gpt-4o", target="full-context")
+    (request,) = gd.prepare_requests_by_role(make_raw_item(), "openai", "gpt-4o", target="full-context")["reader"]
     assert "Current date: 2023/06/01 (Thu) 12:00" in prompt_of(request)
-    assert gd.prepare_requests(make_raw_item(), "offline", "x", target="offline") == []
+    assert gd.prepare_requests_by_role(make_raw_item(), "offline", "x", target="offline") == {"reader": []}
 
 
 def test_public_view_for_oracle_keeps_only_evidence_and_hides_ids():

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lme.targets import generation_driver as gd
+from lme.targets import processes
 from test_targets_common import GOLD, make_raw_item
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "plugins" / "examples"
@@ -78,7 +79,7 @@ def test_command_target_stdin_holds_no_gold(item, tmp_path, mode):
     try:
         gd.generate_hypothesis(item, "openai", "gpt-4o", target="command", options={"command": argv, "mode": mode})
     finally:
-        gd.load_target("command").stop_workers()
+        processes.stop_pools()
     received = tee.read_text()
     assert "adopted a kitten" in received  # the history did arrive
     assert leaked_in(received) == []

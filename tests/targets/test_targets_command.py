@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from lme.targets import generation_driver as gd
+from lme.targets import processes
 from test_targets_common import GOLD, make_raw_item
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "plugins" / "examples"
@@ -16,7 +17,7 @@ ECHO_CMD = [sys.executable, str(EXAMPLES / "echo_memory_cmd.py")]
 @pytest.fixture(autouse=True)
 def _stop_jsonl_processes():
     yield
-    gd.load_target("command").stop_workers()
+    processes.stop_pools()
 
 
 def run_command(options, item=None):

@@ -169,7 +169,7 @@ def test_rag_rejects_a_setup_with_no_retriever():
 
 def test_reciprocal_rank_fusion_prefers_documents_high_in_both():
     rag = gd.load_target("rag")
-    assert rag.reciprocal_rank_fusion([["a", "b", "c"], ["b", "c", "a"]]) == ["b", "a", "c"]
+    assert rag.index.rrf([["a", "b", "c"], ["b", "c", "a"]]) == ["b", "a", "c"]
 
 
 def test_real_oracle_items_run_through_every_reader_target(shared_data, fake_llm, gateway):

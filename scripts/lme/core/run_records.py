@@ -28,7 +28,7 @@ JUDGED, ERROR = "judged", "error"
 
 @dataclass(frozen=True)
 class RowError(Record):
-    """Why an item's attempt failed: the stage, a kind (``providers.KINDS``, ``target``, ``judge_input``,
+    """Why an item's attempt failed: the stage, a kind (``provider_errors``'s, ``target``, ``judge_input``,
     ``missing_hypothesis``), the message (at most 2000 characters) and the attempts the call took."""
 
     stage: str

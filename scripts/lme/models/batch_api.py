@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import fileio
-from lme.models import replies, retries
+from lme.models import provider_errors, replies, retries
 from lme.models.provider_errors import ProviderError
 from lme.models.provider_routes import ProviderSettings, _POOL, _route
 from lme.core.records import ChatRequest, Completion
@@ -29,7 +29,6 @@ OPENAI_ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 LIMITS = {"openai": (50_000, 190 * 1024 * 1024), "anthropic": (100_000, 240 * 1024 * 1024)}
 """(requests, serialized bytes) per batch: the providers' 50,000 / 200 MB and 100,000 / 256 MB, with margins."""
 SUPPORTED = ("openai", "anthropic")
-RETRYABLE_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "batch_expired"})
 
 
 @dataclass(frozen=True)
@@ -158,20 +157,8 @@ def rejects_temperature(model: str) -> bool:
 
 
 def _status_error(status: int, message: str, where: str) -> ProviderError:
-    text = f"{where}: HTTP {status} in a batch: {message}"
-    if status == 429:
-        return ProviderError("rate_limit", text, status=status, retryable=True)
-    if status == 408:
-        return ProviderError("timeout", text, status=status, retryable=True)
-    if status == 409 or status >= 500:
-        return ProviderError("server", text, status=status, retryable=True)
-    if status in (401, 403):
-        return ProviderError("auth", text, status=status)
-    if status == 404:
-        return ProviderError("not_found", text, status=status)
-    if status == 400 and "credit balance" in message.lower():
-        return ProviderError("billing", text, status=status)
-    return ProviderError("bad_request", text, status=status)
+    kind, retryable = provider_errors.status_kind(status, message)
+    return ProviderError(kind, f"{where}: HTTP {status} in a batch: {message}", status=status, retryable=retryable)
 
 
 _ANTHROPIC_STATUS = {"rate_limit_error": 429, "api_error": 500, "overloaded_error": 529, "timeout_error": 408,

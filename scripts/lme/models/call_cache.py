@@ -239,23 +239,23 @@ class CallCache:
             conn.execute("ROLLBACK")
             raise
 
-    def _count(self, hit: bool) -> None:
+    def _lookup(self, sql: str, key: str) -> Any:
+        """The JSON the row under ``key`` holds (None: no row, or ``--no-cache``), counted as a hit or a miss."""
+        if not self.read:
+            return None
+        row = self._guarded(lambda c: c.execute(sql, (key,)).fetchone())
         with self._count_lock:
-            if hit:
-                self.hits += 1
-            else:
+            if row is None:
                 self.misses += 1
+            else:
+                self.hits += 1
+        return None if row is None else json.loads(row[0])
 
     def get(self, request: ChatRequest, host: str | None = None) -> Completion | None:
         """The stored reply of ``request``; ``host``: where the call would go (a judge call's key includes it)."""
-        if not self.read:
+        data = self.get_body(cache_key(request, host))
+        if data is None:
             return None
-        key = cache_key(request, host)
-        row = self._guarded(lambda c: c.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone())
-        self._count(row is not None)
-        if row is None:
-            return None
-        data: dict[str, Any] = json.loads(row[0])
         data.update(cached=True, attempts=0, latencyMs=0.0)
         return Completion.from_dict(data)
 
@@ -282,12 +282,9 @@ class CallCache:
         self._guarded(lambda conn: conn.execute(sql, params))
 
     def get_body(self, key: str) -> dict[str, Any] | None:
-        """The stored reply body of a call the target endpoint forwarded (``endpoint_forward.cache_key``)."""
-        if not self.read:
-            return None
-        row = self._guarded(lambda c: c.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone())
-        self._count(row is not None)
-        return None if row is None else json.loads(row[0])
+        """The stored reply under ``key``: a ``ChatRequest``'s completion, or the reply body of a call the target
+        endpoint forwarded (``endpoint_forward.cache_key``)."""
+        return self._lookup("SELECT response FROM calls WHERE key = ?", key)
 
     def put_body(self, key: str, provider: str, model: str, request: Mapping[str, Any],
                  reply: Mapping[str, Any]) -> None:
@@ -300,11 +297,7 @@ class CallCache:
         )
 
     def get_embedding(self, key: str) -> list[float] | None:
-        if not self.read:
-            return None
-        row = self._guarded(lambda c: c.execute("SELECT vector FROM embeddings WHERE key = ?", (key,)).fetchone())
-        self._count(row is not None)
-        return None if row is None else json.loads(row[0])
+        return self._lookup("SELECT vector FROM embeddings WHERE key = ?", key)
 
     def put_embedding(self, key: str, vector: list[float]) -> None:
         self._write(

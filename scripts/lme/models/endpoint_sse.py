@@ -23,8 +23,9 @@ def _data(payload: Any) -> str:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
 
-def _event(name: str, payload: Mapping[str, Any]) -> str:
-    return f"event: {name}\n{_data(dict(payload))}"
+def _event(name: str, **fields: Any) -> str:
+    """An Anthropic event: its name, and its payload of that ``type``."""
+    return f"event: {name}\n{_data({'type': name, **fields})}"
 
 
 # --------------------------------------------------------------------------- OpenAI
@@ -67,38 +68,34 @@ def _openai_events(reply: Mapping[str, Any], include_usage: bool) -> Iterator[st
 def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[str]:
     kind = block.get("type")
     if kind == "text":
-        yield _event("content_block_start", {"type": "content_block_start", "index": index,
-                                             "content_block": {"type": "text", "text": ""}})
-        yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                             "delta": {"type": "text_delta", "text": block.get("text", "")}})
+        yield _event("content_block_start", index=index, content_block={"type": "text", "text": ""})
+        yield _event("content_block_delta", index=index, delta={"type": "text_delta", "text": block.get("text", "")})
     elif kind in ("tool_use", "server_tool_use"):
-        yield _event("content_block_start", {"type": "content_block_start", "index": index,
-                                             "content_block": {**block, "input": {}}})
-        yield _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": {
-            "type": "input_json_delta", "partial_json": json.dumps(block.get("input") or {}, ensure_ascii=False)}})
+        yield _event("content_block_start", index=index, content_block={**block, "input": {}})
+        yield _event("content_block_delta", index=index, delta={
+            "type": "input_json_delta", "partial_json": json.dumps(block.get("input") or {}, ensure_ascii=False)})
     elif kind == "thinking":
-        yield _event("content_block_start", {"type": "content_block_start", "index": index,
-                                             "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
-        yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                             "delta": {"type": "thinking_delta", "thinking": block.get("thinking", "")}})
-        yield _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                             "delta": {"type": "signature_delta", "signature": block.get("signature", "")}})
+        yield _event("content_block_start", index=index,
+                     content_block={"type": "thinking", "thinking": "", "signature": ""})
+        yield _event("content_block_delta", index=index,
+                     delta={"type": "thinking_delta", "thinking": block.get("thinking", "")})
+        yield _event("content_block_delta", index=index,
+                     delta={"type": "signature_delta", "signature": block.get("signature", "")})
     else:  # redacted thinking, tool results...: whole in the start event, as the API streams them
-        yield _event("content_block_start", {"type": "content_block_start", "index": index, "content_block": dict(block)})
-    yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
+        yield _event("content_block_start", index=index, content_block=dict(block))
+    yield _event("content_block_stop", index=index)
 
 
 def _anthropic_events(reply: Mapping[str, Any]) -> Iterator[str]:
     usage = dict(reply.get("usage") or {})
     start = {**reply, "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 0}}
-    yield _event("message_start", {"type": "message_start", "message": start})
+    yield _event("message_start", message=start)
     for index, block in enumerate(reply.get("content") or ()):
         yield from _block_events(index, block)
-    yield _event("message_delta", {"type": "message_delta",
-                                   "delta": {"stop_reason": reply.get("stop_reason"),
-                                             "stop_sequence": reply.get("stop_sequence")},
-                                   "usage": {"output_tokens": usage.get("output_tokens", 0)}})
-    yield _event("message_stop", {"type": "message_stop"})
+    yield _event("message_delta", delta={"stop_reason": reply.get("stop_reason"),
+                                         "stop_sequence": reply.get("stop_sequence")},
+                 usage={"output_tokens": usage.get("output_tokens", 0)})
+    yield _event("message_stop")
 
 
 def stream_body(api: str, reply: Mapping[str, Any], request: Mapping[str, Any]) -> bytes:

@@ -3,7 +3,8 @@
 Prices are list prices for standard (non-batch, non-cached) API use, in USD per million input / output tokens.
 A model id matches an entry exactly, or as the entry plus a dated snapshot suffix (``claude-sonnet-4-5-20250929``,
 ``gpt-4o-mini-2024-07-18``) or ``-latest``; anything else is unknown, so a newer model never silently inherits an
-older family's price. Re-read the source pages and update ``PRICES_READ_ON`` when you change a number.
+older family's price. Sources: openai.com/api/pricing and docs.anthropic.com/en/docs/about-claude/pricing;
+re-read them and update ``PRICES_READ_ON`` when you change a number.
 """
 
 from __future__ import annotations
@@ -17,10 +18,6 @@ from lme.core.records import CallRecord, Verdict, call_records
 from lme.core.run_records import ResultRow, RowCost
 
 PRICES_READ_ON = "2026-11-29"
-PRICES_SOURCE = (
-    "list prices from openai.com/api/pricing and docs.anthropic.com/en/docs/about-claude/pricing, as recorded "
-    "by the toolkit's authors on PRICES_READ_ON; check them before quoting a dollar figure"
-)
 
 PRICES: dict[str, tuple[float, float]] = {
     # OpenAI chat
@@ -66,7 +63,6 @@ OpenAI: the Batch API FAQ (help.openai.com/en/articles/9197833, "50% cost discou
 the Batch column of openai.com/api/pricing; Anthropic: the Pricing section of the batch-processing guide
 (platform.claude.com/docs/en/build-with-claude/batch-processing, "all usage is charged at 50% of the standard API
 prices") and the batch column of its pricing page. Read on ``PRICES_READ_ON``."""
-BILLINGS = ("sync", "batch")
 
 _SNAPSHOT_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 

@@ -20,20 +20,6 @@ from lme.core import command_names
 from lme.core import endpoint_urls
 from lme.models import rate_headers
 
-KINDS = (
-    "rate_limit",
-    "server",
-    "timeout",
-    "connection",
-    "auth",
-    "bad_request",
-    "not_found",
-    "billing",
-    "malformed",
-    "refusal",
-    "too_large_for_tpm",
-)
-RETRIED_STATUSES = {408, 409, 429}
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+\S+)")
 
 
@@ -94,8 +80,6 @@ def scrub(text: str) -> str:
     return _KEY_PATTERN.sub("[redacted]", endpoint_urls.redact_text(text))
 
 
-
-
 def empty_reply(where: str, finish_reason: Any, detail: str) -> ProviderError:
     """A reply with no text (``detail`` says what was missing): malformed, retried like one, marked ``empty``."""
     err = ProviderError("malformed", f"{where}: empty reply ({detail}, finish_reason {finish_reason})",
@@ -113,7 +97,6 @@ def too_large(provider: str, model: str, detail: str, attempts: int) -> Provider
     return ProviderError(TOO_LARGE, f"{provider} {model}: {detail}; shorten the prompt (e.g. a smaller context or "
                          "top_k target option), use a model or usage tier with a higher tokens-per-minute limit, or "
                          f"set providers.{provider}.tpm in the config if that budget is wrong", attempts=attempts)
-
 
 
 def _status_message(exc: Any) -> str:
@@ -144,6 +127,24 @@ def _sdk_error(exc: BaseException, name: str) -> bool:
                if sdk in sys.modules and hasattr(sys.modules[sdk], name))
 
 
+def status_kind(status: int, text: str) -> tuple[str, bool]:
+    """The kind of a call (synchronous or in a batch) refused with HTTP ``status`` and ``text``, and whether it is
+    retried. A 410 is a retired model or deployment (Azure OpenAI): gone for good, like a 404."""
+    if status == 400 and "credit balance" in text.lower():
+        return "billing", False
+    if status == 429:
+        return "rate_limit", True
+    if status == 408:
+        return "timeout", True
+    if status == 409 or status >= 500:
+        return "server", True
+    if status in (401, 403):
+        return "auth", False
+    if status in (404, 410):
+        return "not_found", False
+    return "bad_request", False
+
+
 def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float, key_env: str) -> ProviderError:
     """Turn an SDK (or parsing) exception into a ProviderError with the kind and retry decision of our policy.
     ``timeout_s``: the client's timeout; ``key_env``: the variable that holds the provider's key (both named in the
@@ -163,37 +164,30 @@ def classify(exc: BaseException, provider: str, model: str, *, timeout_s: float,
         code = _error_code(exc)
         headers = getattr(exc.response, "headers", None)
         retry_after = None if headers is None else rate_headers.parse_retry_after(headers, time.time())
-        env = key_env
         if status == 429 and code == "insufficient_quota":
             return ProviderError("billing", f"{where}: the run is blocked on billing: the account is out of quota "
                                  f"(HTTP 429 insufficient_quota: {text}); add credit, then resume", status=status)
-        if status == 400 and "credit balance" in text.lower():
-            return ProviderError("billing", f"{where}: the run is blocked on billing: the credit balance is too "
-                                 f"low (HTTP 400: {text}); add credit, then resume", status=status)
         if status == 429 and "request too large" in text.lower():  # OpenAI: bigger than the whole TPM budget
             return too_large(provider, model, f"the provider refused it as larger than the tokens-per-minute "
                               f"budget (HTTP 429: {text})", 1)
-        if status == 429:
-            return ProviderError("rate_limit", f"{where}: rate limited (HTTP 429: {text})", status=status,
-                                 retry_after=retry_after, retryable=True)
-        if status == 408:
-            return ProviderError("timeout", f"{where}: request timeout (HTTP 408: {text})", status=status,
-                                 retry_after=retry_after, retryable=True)
-        if status == 409 or status >= 500:
-            return ProviderError("server", f"{where}: server error (HTTP {status}: {text})", status=status,
-                                 retry_after=retry_after, retryable=True)
-        if status in (401, 403):
-            return ProviderError("auth", f"{where}: the key in {env} was rejected (HTTP {status}: {text}); "
-                                 f"check it or run {command_names.SETUP}", status=status)
+        kind, retryable = status_kind(status, text)
+        says = {
+            "billing": f"the run is blocked on billing: the credit balance is too low (HTTP 400: {text}); add "
+                       "credit, then resume",
+            "rate_limit": f"rate limited (HTTP 429: {text})",
+            "timeout": f"request timeout (HTTP 408: {text})",
+            "server": f"server error (HTTP {status}: {text})",
+            "auth": f"the key in {key_env} was rejected (HTTP {status}: {text}); check it or run "
+                    f"{command_names.SETUP}",
+            "not_found": f"not found (HTTP 404: {text}); check the model name and base URL" if status == 404 else
+                         f"gone (HTTP 410: {text}); the model or deployment was retired",
+            "bad_request": f"request rejected (HTTP {status}: {text})",
+        }[kind]
+        err = ProviderError(kind, f"{where}: {says}", status=status, retry_after=retry_after if retryable else None,
+                            retryable=retryable)
         if status == 404:
-            missing = ProviderError("not_found", f"{where}: not found (HTTP 404: {text}); check the model name and "
-                                    "base URL", status=status)
-            missing.code = code
-            return missing
-        if status == 410:  # a retired model or deployment (Azure OpenAI): gone for good, like a 404
-            return ProviderError("not_found", f"{where}: gone (HTTP 410: {text}); the model or deployment was "
-                                 "retired", status=status)
-        return ProviderError("bad_request", f"{where}: request rejected (HTTP {status}: {text})", status=status)
+            err.code = code
+        return err
     if isinstance(exc, ValueError):  # json.JSONDecodeError and the SDKs' response validation errors
         return ProviderError("malformed", f"{where}: the reply body is not valid JSON ({exc})", retryable=True)
     if _sdk_error(exc, "APIResponseValidationError"):

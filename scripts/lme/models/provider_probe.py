@@ -78,7 +78,6 @@ def uses(settings: Any) -> list[Use]:
 
 
 def _provider_settings(settings: Any) -> Any:
-
     return provider_routes.ProviderSettings(
         timeout_s=min(float(settings.timeout_s), PROBE_TIMEOUT_S), max_attempts=1,
         base_urls=dict(settings.base_urls), azure=dict(settings.azure))
@@ -132,7 +131,6 @@ def _check_locally(use: Use, routes: Any) -> None:
 
 
 def _base_url_source(provider: str, routes: Any) -> str:
-
     if routes.base_urls.get(provider):
         return f"config providers.{provider}.base_url"
     if provider == "azure":
@@ -146,7 +144,6 @@ def probe(settings: Any, *, only: Sequence[Use] | None = None) -> list[recent_pr
     first. A model probed with success a moment ago on the same route and key (``recent_probes``, in
     ``settings.cache_dir``) is not probed again; returns the probes that passed now, for ``recent_probes.remember``
     once the run has started."""
-
     routes = _provider_settings(settings)
     todo: dict[tuple[str, str, str | None, str], tuple[Use, Any, str]] = {}
     for use in (uses(settings) if only is None else only):
@@ -175,9 +172,7 @@ def probe_error(use: Use, settings: Any, *, fresh: bool = False) -> tuple[Provid
     instead of a line (``judge_entry`` tells a retired judge from a refusal; None: it answered) and the probe that
     passed now."""
     routes = _provider_settings(settings)
-    route, key, memo = _where_to(use, routes, settings)
-    if memo is None and fresh:
-        memo = fingerprint(use, settings)
+    route, key, memo = _where_to(use, routes, settings, fresh=fresh)
     if memo is None:
         return None, []
     at = time.time()
@@ -191,13 +186,16 @@ def probe_error(use: Use, settings: Any, *, fresh: bool = False) -> tuple[Provid
     return None, [recent_probes.Passed(memo, at)]
 
 
-def _where_to(use: Use, routes: Any, settings: Any) -> tuple[Any, tuple[str, str, str | None, str], str | None]:
-    """``use``'s route, its key in this process's memory of probes, and its ``recent_probes`` fingerprint; the
-    fingerprint is None when the model needs no probe (probed already in this process, or a moment ago by a run on
-    the same route and key, which this process then remembers too)."""
+def _where_to(use: Use, routes: Any, settings: Any, *, fresh: bool = False) -> tuple[
+        Any, tuple[str, str, str | None, str], str | None]:
+    """``use``'s route, its key in this process's memory of probes, and its ``recent_probes`` fingerprint; unless
+    ``fresh``, the fingerprint is None when the model needs no probe (probed already in this process, or a moment
+    ago by a run on the same route and key, which this process then remembers too)."""
     route = provider_routes._route(use.provider, routes)
     key = (route.kind, use.model, route.base_url, hashlib.sha256(route.api_key.encode()).hexdigest()[:16])
     memo = recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
+    if fresh:
+        return route, key, memo
     with _SEEN_LOCK:
         if key in _SEEN:
             return route, key, None
@@ -210,8 +208,7 @@ def _where_to(use: Use, routes: Any, settings: Any) -> tuple[Any, tuple[str, str
 
 def fingerprint(use: Use, settings: Any) -> str:
     """``use``'s ``recent_probes`` fingerprint on the run's route and key."""
-    route = provider_routes._route(use.provider, _provider_settings(settings))
-    return recent_probes.fingerprint(route.kind, route.base_url, route.api_key, use.model, route.azure)
+    return _where_to(use, _provider_settings(settings), settings, fresh=True)[2]
 
 
 def forget() -> None:
@@ -239,7 +236,6 @@ def _send(route: Any, model: str, timeout: float, client_timeout: float) -> None
 
 def _probe_one(use: Use, route: Any, routes: Any, client_timeout: float) -> bool:
     """True when the probe was answered; False when it failed in a way the run may start anyway; else UserError."""
-
     key_env = provider_routes.key_env_for(use.provider, routes)
     try:
         _send(route, use.model, routes.timeout_s, client_timeout)

@@ -38,7 +38,6 @@ class ProviderSettings:
     """Azure OpenAI: ``endpoint``, ``deployment``, ``api_version`` (config ``providers.azure``)."""
 
 
-
 class _ClientPool:
     """SDK clients, built once per (kind, base URL, key fingerprint, timeout) and reused by every thread.
 
@@ -128,21 +127,16 @@ def _route(provider: str, settings: ProviderSettings) -> _Route:
             "pick a model provider (anthropic, openai, or one with a base_url) for model calls",
         )
     base_url = settings.base_urls.get(provider) or None
-    if provider == "azure":
-        endpoint, deployment, api_version = azure_target(settings)
-        env = settings.api_key_envs.get(provider, KEY_ENV[provider])
-        key = os.environ.get(env, "").strip()
-        if not key:
-            raise ProviderError("auth", f"{env} is not set: export the key of your Azure OpenAI resource")
-        return _Route("azure", endpoint, key, (deployment, api_version))
     if provider in KEY_ENV:
-        kind = provider
-        base_url = base_url or os.environ.get(BASE_URL_ENV[provider]) or None
-        env = settings.api_key_envs.get(provider, KEY_ENV[provider])
+        azure = azure_target(settings) if provider == "azure" else None
+        env = key_env_for(provider, settings)
         key = os.environ.get(env, "").strip()
         if not key:
-            raise ProviderError("auth", f"{env} is not set: export it or run {command_names.SETUP}")
-        return _Route(kind, base_url, key)
+            fix = "export the key of your Azure OpenAI resource" if azure else f"export it or run {command_names.SETUP}"
+            raise ProviderError("auth", f"{env} is not set: {fix}")
+        if azure is not None:
+            return _Route("azure", azure[0], key, azure[1:])
+        return _Route(provider, base_url or os.environ.get(BASE_URL_ENV[provider]) or None, key)
     if base_url is None:
         raise ProviderError(
             "bad_request",
@@ -192,7 +186,6 @@ def resolved_base_url(provider: str, settings: ProviderSettings | None = None) -
     if provider in SDK_DEFAULT_BASE_URLS:
         return base_url or os.environ.get(BASE_URL_ENV[provider]) or SDK_DEFAULT_BASE_URLS[provider]
     return base_url
-
 
 
 def endpoint_host(provider: str, settings: ProviderSettings | None = None) -> str | None:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from lme.models import replies
-from lme.models.provider_errors import KINDS, ProviderError, classify, scrub  # noqa: F401  (the provider layer's interface)
+from lme.models.provider_errors import ProviderError
 from lme.models.provider_routes import (  # noqa: F401
     ProviderSettings,
     _POOL,
@@ -50,7 +50,7 @@ from lme.models.provider_routes import (  # noqa: F401
 from lme.core.records import ChatRequest, Completion, Limiter
 from lme.models.request_bodies import anthropic_body, openai_body
 from lme.models.retries import OnRetry, TokenDraw, call_with_retries  # noqa: F401
-from lme.models.token_counts import count_tokens, count_tokens_how, estimate_tokens, pacing_tokens  # noqa: F401
+from lme.models.token_counts import count_tokens_how, estimate_tokens, pacing_tokens  # noqa: F401
 
 EMBED_BATCH = 256
 
@@ -185,7 +185,6 @@ def embed(
         response = reply.response
         vectors.extend(list(item.embedding) for item in sorted(response.data, key=lambda d: d.index))
     return vectors
-
 
 
 class Gateway:

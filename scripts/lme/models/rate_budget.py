@@ -18,6 +18,7 @@ GUESS_BURST_S = 0.5
 """A guessed budget holds this many seconds of its guess: a guess may be well above the limit (the request guess while
 tokens pace, or before a cut), and a full second of it sent at once after a pause would mostly be refused."""
 
+
 class OversizeCall(Exception):
     """A call that needs more input tokens than the whole per-minute budget: no wait makes it fit."""
 

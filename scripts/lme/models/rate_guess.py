@@ -120,7 +120,6 @@ class LimitFinder:
     """The last measured rate, and how many measurements in a row agreed with the one before."""
     evidence: float = 0.0
     """For "requests ran out" (positive) or "tokens did" (negative), from the sizes of refused calls."""
-    cuts: int = 0
     sends: deque = field(default_factory=deque)
     """``(sent_at, tokens)`` of calls sent in the last ``LOG_S``."""
     refusals: deque = field(default_factory=deque)
@@ -233,7 +232,6 @@ class LimitFinder:
         self.hold_until = now + max(hold, retry_after)
         self.grown_at = self.hold_until
         self.growth_s = 0.0
-        self.cuts += 1
         return (None if new_rpm is None else max(MIN_RPM, new_rpm)), self._token_floor(new_tpm)
 
     def _first_guess(self, sent_at: float) -> Guesses | None:

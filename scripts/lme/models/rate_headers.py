@@ -1,10 +1,8 @@
 """Read the rate-limit headers OpenAI and Anthropic put on every reply (429s included) into one record.
 
-- OpenAI: ``x-ratelimit-limit-requests`` / ``-remaining-requests`` / ``-reset-requests`` and the same for
-  ``-tokens``; a reset is a Go-style duration (``6m0s``, ``1s``, ``120ms``): the time until the budget is full again.
-- Anthropic: ``anthropic-ratelimit-requests-limit`` / ``-remaining`` / ``-reset`` and the same for ``input-tokens``
-  (the input-tokens-per-minute budget; ``tokens`` where a model has only the combined one) and ``output-tokens``; a
-  reset is an RFC 3339 time.
+- OpenAI: ``x-ratelimit-limit-requests`` / ``-remaining-requests`` and the same for ``-tokens``.
+- Anthropic: ``anthropic-ratelimit-requests-limit`` / ``-remaining`` and the same for ``input-tokens`` (the
+  input-tokens-per-minute budget; ``tokens`` where a model has only the combined one) and ``output-tokens``.
 - Both: ``retry-after`` (seconds, or an HTTP date) and OpenAI's ``retry-after-ms``.
 
 Every limit here is per minute. Anything missing or unreadable is None: a proxy that sends none of these gives an
@@ -13,15 +11,10 @@ empty record, and the pacer then paces by the config's ``rpm`` / ``tpm`` alone.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Mapping
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
-_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
 @dataclass(frozen=True)
@@ -32,8 +25,6 @@ class Window:
     """Per minute."""
     remaining: float | None = None
     """Left when the server answered."""
-    reset_s: float | None = None
-    """Seconds until the budget is full again."""
 
 
 @dataclass(frozen=True)
@@ -57,34 +48,6 @@ class RateHeaders:
 
 
 NO_HEADERS = RateHeaders(Window(), Window(), Window())
-
-
-def parse_duration(text: str | None) -> float | None:
-    """``"6m0s"`` -> 360.0, ``"1s"`` -> 1.0, ``"120ms"`` -> 0.12, ``"2.5"`` -> 2.5; None when unreadable."""
-    if text is None:
-        return None
-    text = str(text).strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    return sum(float(n) * _UNIT_S[u] for n, u in parts)
-
-
-def parse_reset_time(text: str | None, now: float) -> float | None:
-    """Seconds from ``now`` (Unix time) until an RFC 3339 time (``2026-01-01T12:00:30Z``); None when unreadable."""
-    if not text:
-        return None
-    try:
-        when = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - now)
 
 
 def parse_retry_after(headers: Mapping[str, Any], now: float) -> float | None:
@@ -120,8 +83,7 @@ def parse(headers: Mapping[str, Any] | None, now: float | None = None) -> RateHe
             _get(headers, f"anthropic-ratelimit-{b}-limit") is not None for b in ("input-tokens", "tokens")):
         def window(budget: str) -> Window:
             prefix = f"anthropic-ratelimit-{budget}-"
-            return Window(_number(_get(headers, prefix + "limit")), _number(_get(headers, prefix + "remaining")),
-                          parse_reset_time(_get(headers, prefix + "reset"), now))
+            return Window(_number(_get(headers, prefix + "limit")), _number(_get(headers, prefix + "remaining")))
 
         inputs = window("input-tokens")
         if inputs.limit is None:
@@ -130,8 +92,7 @@ def parse(headers: Mapping[str, Any] | None, now: float | None = None) -> RateHe
 
     def openai(budget: str) -> Window:
         return Window(_number(_get(headers, f"x-ratelimit-limit-{budget}")),
-                      _number(_get(headers, f"x-ratelimit-remaining-{budget}")),
-                      parse_duration(_get(headers, f"x-ratelimit-reset-{budget}")))
+                      _number(_get(headers, f"x-ratelimit-remaining-{budget}")))
 
     return RateHeaders(openai("requests"), openai("tokens"), Window(), retry_after)
 

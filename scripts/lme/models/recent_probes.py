@@ -63,10 +63,6 @@ def _path(cache_dir: str | os.PathLike[str]) -> Path:
     return Path(cache_dir) / FILE
 
 
-def _load(cache_dir: str | os.PathLike[str]) -> dict[str, float]:
-    return _read(cache_dir)[0]
-
-
 def _read(cache_dir: str | os.PathLike[str]) -> tuple[dict[str, float], dict[str, str | None]]:
     """``(probes: {fingerprint: at}, listed: {fingerprint: shutdown_date})``; both empty for an unusable file."""
     path = _path(cache_dir)
@@ -105,7 +101,7 @@ def recent(cache_dir: str | os.PathLike[str] | None, fp: str, now: float | None 
     """A probe with fingerprint ``fp`` passed within the last ``TTL_S`` seconds."""
     if cache_dir is None:
         return False
-    at = _load(cache_dir).get(fp)
+    at = _read(cache_dir)[0].get(fp)
     return at is not None and _fresh(at, time.time() if now is None else now)
 
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from lme.core.records import ChatRequest
 from lme.models.provider_errors import ProviderError, empty_reply
-from lme.models.token_counts import estimate_tokens
+from lme.models.token_counts import estimate_request_tokens, estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,7 @@ class Reply:
         without the request, of the text for both)."""
         tokens_in = self.tokens_in
         if tokens_in is None:
-            prompt = self.text if request is None else (
-                (request.system or "") + "".join(str(m.get("content", "")) for m in request.messages))
-            tokens_in = estimate_tokens(prompt)
+            tokens_in = estimate_tokens(self.text) if request is None else estimate_request_tokens(request)
         return tokens_in, self.tokens_out if self.tokens_out is not None else estimate_tokens(self.text)
 
 

@@ -45,6 +45,8 @@ def _waits(base: float, cap: float) -> Iterator[float]:
 RATE_LIMIT_PATIENCE_S = 900.0
 """A call answered 429 keeps being retried past ``max_attempts`` until this long after its first 429: a rate limit
 passes, and no item should fail for one however long the run (a pacer makes them rare)."""
+
+
 def _reply_headers(exc: BaseException) -> Any:
     headers = getattr(exc, "headers", None)
     if headers is None:

@@ -91,8 +91,7 @@ class RunGateway:
         """The call cache's reply for ``request`` at this gateway's host (None: not cached, or no cache)."""
         if self.cache is None:
             return None
-        return self.lookup(self.cache.get, request, self.host(request)) if request.judge else \
-            self.lookup(self.cache.get, request)
+        return self.lookup(self.cache.get, request, self.host(request) if request.judge else None)
 
     def lookup(self, get: Any, *args: Any) -> Any:
         """Read the cache; a cache that can no longer be read (damaged past repair, locked past the wait) is a miss
@@ -157,8 +156,7 @@ class RunGateway:
             )
         except providers.ProviderError as err:
             if answered_gone(err):  # a bare 404 (a proxy's missing route) says nothing of the model: not kept
-                with self._gone_lock:
-                    self._gone[(request.provider, request.model)] = err
+                self.mark_gone(request.provider, request.model, err)
             raise
         self.stats.on_call(cached=False)
         return completion

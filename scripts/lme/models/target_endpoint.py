@@ -60,7 +60,8 @@ class ItemScope:
     """One item's calls through the endpoint (see the module docstring); a context manager that ends the token."""
 
     def __init__(self, endpoint: "TargetEndpoint", token: str) -> None:
-        self._endpoint = endpoint
+        self.endpoint = endpoint
+        """The run's endpoint this scope belongs to (a long-lived worker's token is made by it)."""
         self.token = token
         self._calls: list[CallRecord] = []
         self._lock = threading.Lock()
@@ -70,21 +71,16 @@ class ItemScope:
         self.closed = False
 
     @property
-    def endpoint(self) -> "TargetEndpoint":
-        """The run's endpoint this scope belongs to (a long-lived worker's token is made by it)."""
-        return self._endpoint
-
-    @property
     def openai_base_url(self) -> str:
-        return self._endpoint.openai_base_url(self.token)
+        return self.endpoint.openai_base_url(self.token)
 
     @property
     def anthropic_base_url(self) -> str:
-        return self._endpoint.anthropic_base_url(self.token)
+        return self.endpoint.anthropic_base_url(self.token)
 
     def env(self) -> dict[str, str]:
         """The environment variables of a process that serves only this item."""
-        return self._endpoint.env_for(self.token)
+        return self.endpoint.env_for(self.token)
 
     def calls(self) -> tuple[CallRecord, ...]:
         with self._lock:
@@ -92,14 +88,14 @@ class ItemScope:
 
     def bind(self, worker_token: str) -> None:
         """Attribute the calls of the worker holding ``worker_token`` to this item until the scope ends."""
-        self._endpoint._bind(worker_token, self)
+        self.endpoint._bind(worker_token, self)
         with self._lock:
             self._bound.append(worker_token)
 
     def release(self, worker_token: str) -> None:
         """The worker holding ``worker_token`` serves this item no more (it goes back to its pool): its calls are
         refused until another scope binds it."""
-        self._endpoint._unbind(worker_token, self)
+        self.endpoint._unbind(worker_token, self)
 
     def record(self, call: CallRecord) -> None:
         with self._lock:
@@ -125,7 +121,7 @@ class ItemScope:
     def close(self) -> None:
         with self._lock:
             bound, self._bound, self.closed = list(self._bound), [], True
-        self._endpoint._end(self.token, bound, self)
+        self.endpoint._end(self.token, bound, self)
 
     def __enter__(self) -> "ItemScope":
         return self

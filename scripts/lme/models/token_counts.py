@@ -29,6 +29,11 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / ESTIMATE_CHARS_PER_TOKEN)
 
 
+def estimate_request_tokens(request: ChatRequest) -> int:
+    """``estimate_tokens`` of the request's system prompt and messages."""
+    return estimate_tokens((request.system or "") + "".join(str(m.get("content", "")) for m in request.messages))
+
+
 # ---------------------------------------------------------------------- exact local counts (tiktoken)
 
 TIKTOKEN_ENV = "LONGMEMEVAL_TIKTOKEN"
@@ -138,7 +143,6 @@ def tiktoken_count(request: ChatRequest) -> int | None:
                                              for t in texts)
 
 
-
 def pacing_tokens(request: ChatRequest) -> int:
     """The input tokens a call reserves on a tokens-per-minute budget: the exact count when this process already
     made one for this request (the reader counts its prompt), else tiktoken when its file is loaded, else the
@@ -156,7 +160,7 @@ def pacing_tokens(request: ChatRequest) -> int:
             counted = None
         if counted is not None:
             return counted
-    return estimate_tokens((request.system or "") + "".join(str(m.get("content", "")) for m in request.messages))
+    return estimate_request_tokens(request)
 
 
 def count_tokens_how(request: ChatRequest, settings: ProviderSettings | None = None, *,
@@ -191,8 +195,3 @@ def count_tokens_how(request: ChatRequest, settings: ProviderSettings | None = N
     _remember_count(request, counted)
     return counted, "tiktoken"
 
-
-def count_tokens(request: ChatRequest, settings: ProviderSettings | None = None) -> int | None:
-    """Exact input tokens (Anthropic's counter, or tiktoken for OpenAI models); None where neither applies."""
-    counted = count_tokens_how(request, settings)
-    return None if counted is None else counted[0]

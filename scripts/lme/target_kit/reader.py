@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from lme.core.records import ChatRequest, Completion, Hypothesis, PublicItem
 from lme.models.provider_errors import ProviderError
-from lme.models.token_counts import count_tokens_how, estimate_tokens
+from lme.models.token_counts import count_tokens_how, estimate_request_tokens
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 MODES = ("direct", "con")
@@ -161,10 +161,6 @@ def context_window(model: str, override: int | str | None = None) -> tuple[int, 
     return DEFAULT_CONTEXT_WINDOW, "default"
 
 
-def _request_text(request: ChatRequest) -> str:
-    return (request.system or "") + "".join(str(m.get("content", "")) for m in request.messages)
-
-
 def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> tuple[int, str]:
     """Input tokens of ``request`` and how they were counted: ``tiktoken``, ``provider`` or ``estimate``.
 
@@ -173,7 +169,7 @@ def count_request_tokens(request: ChatRequest, *, use_provider: bool = True) -> 
     counted = count_tokens_how(request, remote=use_provider)
     if counted is not None:
         return int(counted[0]), str(counted[1])
-    return estimate_tokens(_request_text(request)), "estimate"
+    return estimate_request_tokens(request), "estimate"
 
 
 def _session_id(session: Any) -> str | None:
@@ -187,11 +183,11 @@ def _session_id(session: Any) -> str | None:
 def truncate_to_fit(
     sessions: Sequence[S],
     budget_tokens: int,
-    count_fn: Callable[[Sequence[S]], int | tuple[int, str]],
+    count_fn: Callable[[Sequence[S]], tuple[int, str]],
 ) -> tuple[list[S], dict[str, Any]]:
     """Keep the newest sessions whose prompt fits ``budget_tokens``, dropping the OLDEST first.
 
-    ``count_fn(kept_sessions)`` returns the prompt's token count, or ``(count, how)`` with ``how`` one of
+    ``count_fn(kept_sessions)`` returns the prompt's ``(tokens, how)``, ``how`` one of
     ``tiktoken|provider|estimate``. Counts are monotone in the kept suffix, so a binary search needs about log2(n)
     counts. Returns the kept sessions (date order) and ``{"truncated", "dropped_sessions", "kept_sessions",
     "tokens", "counted_with", "dropped_session_ids"}`` (ids of the dropped sessions, oldest first, where they
@@ -201,12 +197,9 @@ def truncate_to_fit(
     how: set[str] = set()
 
     def count(drop: int) -> int:
-        result = count_fn(ordered[drop:])
-        if isinstance(result, tuple):
-            how.add(result[1])
-            return int(result[0])
-        how.add("estimate")
-        return int(result)
+        tokens, method = count_fn(ordered[drop:])
+        how.add(method)
+        return int(tokens)
 
     total = count(0)
     drop, tokens = 0, total
@@ -222,16 +215,19 @@ def truncate_to_fit(
                 lo = mid + 1
         drop = lo
         tokens = fitted[drop] if drop in fitted else count(drop)
-    kept = ordered[drop:]
-    info = {
+    return ordered[drop:], _fit_info(ordered, drop, tokens, "estimate" if "estimate" in how else sorted(how)[0])
+
+
+def _fit_info(ordered: Sequence[Any], drop: int, tokens: int, counted_with: str) -> dict[str, Any]:
+    """What ``truncate_to_fit`` says of a fit that drops the ``drop`` oldest of the ``ordered`` sessions."""
+    return {
         "truncated": drop > 0,
         "dropped_sessions": drop,
-        "kept_sessions": len(kept),
+        "kept_sessions": len(ordered) - drop,
         "tokens": tokens,
-        "counted_with": "estimate" if "estimate" in how or not how else sorted(how)[0],
+        "counted_with": counted_with,
         "dropped_session_ids": [sid for sid in map(_session_id, ordered[:drop]) if sid is not None],
     }
-    return kept, info
 
 
 # --------------------------------------------------------------------------- the reader as a target step
@@ -264,11 +260,6 @@ def reader_settings(options: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def history_budget(window: int, max_tokens: int) -> int:
-    """Tokens the prompt may use: upstream's ``window - max_tokens - 1000``."""
-    return window - max_tokens - RESERVED_TOKENS
-
-
 def build_fitted_request(
     item: PublicItem | Mapping[str, Any],
     sessions: Sequence[S],
@@ -280,15 +271,15 @@ def build_fitted_request(
     budget_tokens: int | None = None,
 ) -> tuple[ChatRequest, dict[str, Any]]:
     """The reader request over ``sessions``, dropping the oldest sessions if the prompt would not fit the budget
-    (``history_budget``, or ``budget_tokens`` when given). Returns the request and the truncation info (plus window
-    facts).
+    (window - max_tokens - ``RESERVED_TOKENS``, or ``budget_tokens`` when given). Returns the request and the
+    truncation info (plus window facts).
 
     A prompt is counted exactly (tiktoken, or the provider's counter unless ``use_provider_count`` is False) only
     when its estimate comes near the budget; exact counts and estimates are held to the same budget.
     """
     cfg = reader_settings(options or {})
     window, window_source = context_window(model, cfg["context_window"])
-    budget = history_budget(window, cfg["max_tokens"]) if budget_tokens is None else int(budget_tokens)
+    budget = window - cfg["max_tokens"] - RESERVED_TOKENS if budget_tokens is None else int(budget_tokens)
 
     def request_for(kept: Sequence[S]) -> ChatRequest:
         return build_reader_request(item, render_history(kept, fmt=cfg["history_format"]), provider=provider,
@@ -296,20 +287,18 @@ def build_fitted_request(
 
     kept: list[S] = sort_by_date(sessions)
     full_request = request_for(kept)  # the same text as over ``sessions``: rendering sorts them by date
-    full_estimate = estimate_tokens(_request_text(full_request))
-    info: dict[str, Any] = {"truncated": False, "dropped_sessions": 0, "kept_sessions": len(kept),
-                            "tokens": full_estimate, "counted_with": "estimate", "dropped_session_ids": []}
-    if budget_tokens is not None or full_estimate > budget * NEAR_BUDGET_SHARE:
+    tokens, method = estimate_request_tokens(full_request), "estimate"
+    if budget_tokens is not None or tokens > budget * NEAR_BUDGET_SHARE:
         tokens, method = count_request_tokens(full_request, use_provider=use_provider_count)
-        info.update(tokens=tokens, counted_with=method)
-        if tokens > budget:
+    info = _fit_info(kept, 0, tokens, method)
+    if tokens > budget:  # only ever after an exact count: an estimate below NEAR_BUDGET_SHARE fits
 
-            def count_fn(subset: Sequence[S]) -> tuple[int, str]:
-                if method == "estimate":
-                    return estimate_tokens(_request_text(request_for(subset))), "estimate"
-                return count_request_tokens(request_for(subset), use_provider=method == "provider")
+        def count_fn(subset: Sequence[S]) -> tuple[int, str]:
+            if method == "estimate":
+                return estimate_request_tokens(request_for(subset)), "estimate"
+            return count_request_tokens(request_for(subset), use_provider=method == "provider")
 
-            kept, info = truncate_to_fit(sessions, budget, count_fn)
+        kept, info = truncate_to_fit(sessions, budget, count_fn)
     info.update(context_window=window, context_window_source=window_source, budget_tokens=budget)
     return (request_for(kept) if info["truncated"] else full_request), info
 

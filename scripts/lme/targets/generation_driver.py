@@ -151,8 +151,7 @@ def run_target(
     """Run ``target`` on one item: its Hypothesis with real session ids in ``retrieved_session_ids`` and in
     ``truncation.dropped_session_ids`` (with ``dropped_evidence``, see ``_mapped_truncation``), the retrieval
     detail's ``covers_all``, and the wall time as ``latencyMs`` when the target reported none (its ``debug`` as it
-    came). ``endpoint``: the item's scope of the run's target
-    endpoint (``TargetContext.endpoint``), for a user's own system.
+    came). ``endpoint``: the item's scope of the run's target endpoint (``TargetContext.endpoint``).
 
     A ProviderError passes through unchanged; any other failure of the target becomes a TargetError.
     """
@@ -199,11 +198,6 @@ def failure_text(headline: str, err: BaseException) -> str:
     return f"{headline}: {cause[:300]}\n{trace}"
 
 
-def result_name(target: str) -> str:
-    """What result rows call the target (``target_name``; a built-in name without loading it)."""
-    return target if target in BUILTIN_TARGETS else target_name(target)
-
-
 def generate_hypothesis(
     item: Question | Mapping[str, Any],
     provider: str,
@@ -216,14 +210,8 @@ def generate_hypothesis(
 ) -> dict[str, Any]:
     """``run_target`` as JSON (``Hypothesis.to_dict()`` plus ``"target"``), as the CLI prints it."""
     out = run_target(item, provider, model, target=target, llm=llm, options=options, cache_dir=cache_dir).to_dict()
-    out["target"] = result_name(target)
+    out["target"] = target_name(target)
     return out
-
-
-def prepare_requests(item: Question | Mapping[str, Any], provider: str, model: str, **kwargs: Any) -> list[ChatRequest]:
-    """The model requests the target would send for ``item`` (dry runs); [] when the target cannot say."""
-    by_role = prepare_requests_by_role(item, provider, model, **kwargs)
-    return [request for requests in (by_role or {}).values() for request in requests]
 
 
 def prepare_requests_by_role(

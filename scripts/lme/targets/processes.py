@@ -4,9 +4,9 @@ long-lived workers that speak JSON lines, one item at a time each.
 - ``environment(ctx, worker)``: the one place a user process's environment is built (per process, per worker).
 - ``run_once``: one process for one item (the item on stdin, one JSON object on stdout; log lines around it are
   tolerated, ``parse_reply``).
-- ``Worker``: one long-lived process that serves **one item at a time** (``serving`` says which, while it does);
-  killed on a timeout, a crash or a bad line, and started again for the next item. During a run each of its
-  processes has a token of the run's target endpoint of its own, bound to the item it serves now.
+- ``Worker``: one long-lived process that serves **one item at a time**; killed on a timeout, a crash or a bad
+  line, and started again for the next item. During a run each of its processes has a token of the run's target
+  endpoint of its own, bound to the item it serves now.
 - ``WorkerPool``: the workers of one system; an item checks one out (an idle one, else a new one, up to ``limit``:
   the pool grows to the number of items in flight, the run's concurrency) and gives it back.
 - ``pool(key, factory)`` / ``stop_pools()``: the run's pools, stopped when the interpreter exits.
@@ -222,9 +222,6 @@ class Worker:
         self.no_reply, self.no_start = no_reply, no_start
         """What the timeout error says the process did not do: answer an item; start (its ``ready`` line)."""
         self.slot = slot
-        """Its place in the pool (0, 1, ...): what ``environment(ctx, worker=slot)`` was given."""
-        self.serving: Any = None
-        """What the caller said it is serving (``WorkerPool.checkout(tag)``) while it does; None when idle."""
         self.ready = ready
         self.proc: subprocess.Popen | None = None
         self.stderr: IO[bytes] | None = None
@@ -358,8 +355,7 @@ class WorkerPool:
         self.changed = threading.Condition()
 
     @contextlib.contextmanager
-    def checkout(self, tag: Any = None) -> Iterator[Worker]:
-        """A worker for one item; ``tag`` (what the item is, for whoever asks) is its ``serving`` meanwhile."""
+    def checkout(self) -> Iterator[Worker]:
         with self.changed:
             while not self.idle and self.limit is not None and len(self.workers) >= self.limit:
                 self.changed.wait()
@@ -368,12 +364,10 @@ class WorkerPool:
             else:
                 worker = self.make(len(self.workers))
                 self.workers.append(worker)
-            worker.serving = tag
         try:
             yield worker
         finally:
             with self.changed:
-                worker.serving = None
                 self.idle.append(worker)
                 self.changed.notify()
 
