@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,7 +26,6 @@ from lme.run import cost_gate
 from lme.models import prices
 from lme.data import dataset
 from lme.data import dataset_scans
-from lme.data import hypotheses_file
 from lme.run import item_runner
 from lme.judge import official
 from lme.judge import verdict_archive
@@ -53,37 +52,24 @@ from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
 from lme.core.run_records import ERROR, ResultRow, RunMeta, counts_of
 from lme.run.settings import RunSettings
-from lme.run.outcome import (  # noqa: F401  (the exit statuses, re-exported: callers name them from here)
-    EXIT_BATCH_STOPPED,
-    EXIT_BILLING,
-    EXIT_CODE_CHANGED,
-    EXIT_COMPLETED,
-    EXIT_COST_CAP,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_JUDGE_GONE,
-    STATUS_BY_EXIT,
-    Ending,
-    outcome_of,
-)
+from lme.run.exit_codes import EXIT_BILLING, EXIT_COMPLETED, EXIT_FAILED, EXIT_INTERRUPTED
+from lme.run.outcome import Ending, outcome_of
 
 
 # --------------------------------------------------------------------------- the run
 
 
+@dataclass
 class _Stop:
-    """Set by SIGINT/SIGTERM (first: finish in-flight items; second: abandon them) or by the failure policy."""
+    """Set by SIGINT/SIGTERM (first: finish in-flight items; second: abandon them) or by the failure policy; the
+    fields ``outcome.Ending`` takes over."""
 
-    def __init__(self) -> None:
-        self.reason: str | None = None
-        self.signals = 0
-        self.abandon = threading.Event()
-        self.judge_gone = 0
-        """Items left pending because the official judge is gone (404 / 410) and no successor was named."""
-        self.judge_message: str | None = None
-        """The first judge response that named another model (the run stops there)."""
-        self.code_changed: str | None = None
-        """The first change to the target's code seen before an item started (``memsys.py changed``)."""
+    reason: str | None = None
+    signals: int = 0
+    abandon: threading.Event = field(default_factory=threading.Event)
+    judge_gone: int = 0
+    judge_message: str | None = None
+    code_changed: str | None = None
 
     def request(self, reason: str) -> None:
         if self.reason is None:
@@ -122,14 +108,14 @@ def _pending_questions(settings: RunSettings, pending_ids: list[str]) -> Iterato
                 return
 
 
+@dataclass
 class _Tally:
     """What this invocation did: counts for run-meta and the failure policy."""
 
-    def __init__(self) -> None:
-        self.evaluated = 0
-        self.errors = 0
-        self.errors_by_kind: dict[str, int] = {}
-        self.billing_message: str | None = None
+    evaluated: int = 0
+    errors: int = 0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    billing_message: str | None = None
 
     def record(self, row: ResultRow) -> None:
         self.evaluated += 1
@@ -351,8 +337,7 @@ class _Session:
         _archive_older_runs(settings, root)
         self.done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
         self.planned = [qid for qid in self.manifest.question_ids if run_store.in_shard(qid, settings.shard)]
-        pending_all = [qid for qid in self.planned if qid not in self.done]
-        self.pending = pending_all  # the run's own items: --max chose them when the run started (run_state)
+        self.pending = [qid for qid in self.planned if qid not in self.done]  # --max chose them at the start
         self.code_before = _last_code(stored_meta)
 
         self.tally = _Tally()
@@ -366,19 +351,14 @@ class _Session:
         max_cost = options.max_cost
         self.cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         self.before = _run_figures(work)
-        self.invocation: dict[str, Any] = {"started_at": utc_now(), "pending_before": len(pending_all),
-                                           "planned_now": len(self.pending), "endpoints": state.endpoints(settings)}
-        if settings.successor is not None:
-            self.invocation["successor"] = settings.successor_judge
-        if settings.official_judge_gone:
-            self.invocation["official_judge_gone"] = True
-        if settings.successor_only:
-            self.invocation["successor_only"] = True
-        if max_cost is not None:
-            self.invocation["max_cost_usd"] = max_cost
-        if options.approved_usd is not None:
-            self.invocation[cost_gate.APPROVAL_KEY] = options.approved_usd
-        self.invocation["code"] = self.code.to_dict()
+        optional = {"successor": settings.successor_judge if settings.successor is not None else None,
+                    "official_judge_gone": settings.official_judge_gone or None,
+                    "successor_only": settings.successor_only or None, "max_cost_usd": max_cost,
+                    cost_gate.APPROVAL_KEY: options.approved_usd}
+        self.invocation: dict[str, Any] = {
+            "started_at": utc_now(), "pending_before": len(self.pending), "planned_now": len(self.pending),
+            "endpoints": state.endpoints(settings), **{k: v for k, v in optional.items() if v is not None},
+            "code": self.code.to_dict()}
         self.meta = _MetaWriter(work, stored_meta, self.invocation)
         self.meta.write()
         self.batched: Any = None
