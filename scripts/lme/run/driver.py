@@ -283,7 +283,7 @@ def execute(settings: RunSettings, run_id: str | None, options: RunOptions | Non
             own.enter_context(run_store.RunLock(work))
         reserve = fileio.SpaceReserve(work / run_store.RESERVE_FILE).hold()  # room for the last word on a full disk
         own.callback(reserve.release)
-        run = _Session(settings, _Located(run_id, root, work, scanned), cache=cache, reserve=reserve,
+        run = _Session(settings, run_id, root, work, scanned, cache=cache, reserve=reserve,
                        t_start=t_start, options=options)
         if on_start is not None:
             on_start()
@@ -292,16 +292,6 @@ def execute(settings: RunSettings, run_id: str | None, options: RunOptions | Non
         run.drive()
         code = run.finish()
     return code, root
-
-
-@dataclass(frozen=True)
-class _Located:
-    """Where the run is (``_locate``): its id, root and own (shard) directory, and a new run's dataset scan."""
-
-    run_id: str
-    root: Path
-    work: Path
-    scanned: Any
 
 
 @dataclass(frozen=True)
@@ -323,9 +313,9 @@ class _Session:
     """One invocation of a run inside its locks: opened here (directory reconciled, run-meta written), then
     ``start`` (progress, signals), ``drive`` (the batch phase, then the items), ``finish`` (the outcome recorded)."""
 
-    def __init__(self, settings: RunSettings, where: _Located, *, cache: Any, reserve: Any, t_start: float,
-                 options: RunOptions) -> None:
-        run_id, root, work, scanned = where.run_id, where.root, where.work, where.scanned
+    def __init__(self, settings: RunSettings, run_id: str, root: Path, work: Path, scanned: Any, *, cache: Any,
+                 reserve: Any, t_start: float, options: RunOptions) -> None:
+        """``run_id``, ``root``, ``work`` and ``scanned``: ``_locate``'s."""
         self.settings, self.run_id, self.root, self.work = settings, run_id, root, work
         self.cache, self.reserve, self.t_start, self.options = cache, reserve, t_start, options
         run_store.reconcile(work)
@@ -342,8 +332,9 @@ class _Session:
 
         self.tally = _Tally()
         self.limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
-        self.gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=self.limiter,
-                                  stats=RunStats())
+        calls = providers.ProviderSettings(timeout_s=settings.timeout_s, max_attempts=settings.max_attempts,
+                                           base_urls=dict(settings.base_urls), azure=dict(settings.azure))
+        self.gateway = RunGateway(settings=calls, cache=cache, limiter=self.limiter, stats=RunStats())
         if settings.official_judge_gone:  # the start-up check saw 404 / 410: no official call is made
             self.gateway.mark_gone(settings.judge_provider, settings.judge_model, providers.ProviderError(
                 "not_found", f"{settings.judge_provider} {settings.judge_model}: gone (the start-up check)",
@@ -576,13 +567,6 @@ def resume_hint(settings: RunSettings, run_id: str, *, note: str = "", verb: str
                                               counts=run_status.pending_of(root, shard)))
 
 
-def _provider_settings(settings: RunSettings) -> Any:
-    return providers.ProviderSettings(
-        timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls),
-        azure=dict(settings.azure),
-    )
-
-
 def say_how_to_finish(settings: RunSettings, root: Path) -> None:
     """A run cut by ``--max`` (or maxEvals) completed this invocation only: print the command that finishes it."""
     meta = run_store.read_meta(root) if settings.shard is None else None
@@ -617,7 +601,8 @@ def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any =
     state.check_run(settings, run_id, root, work, scanned, loop_check)
     if scanned is not None:  # the worker reads it back instead of scanning the dataset again
         dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
-    writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None
+    meta = run_store.peek_meta(work)  # unreadable: the worker's own checks will say why
+    writer = run_status.writer_pid(root) if meta is not None and meta.get("status") == "running" else None
     if writer is not None:
         raise UserError(f"run {root} is being written by pid {writer}; wait for it or stop it")
     if settings.cache_enabled:  # the worker opens it; a broken cache is the caller's one-line error
@@ -625,7 +610,3 @@ def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any =
     fileio.make_dirs(work)  # a shard's worker, log and worker.json live in its own directory
     return run_id, work
 
-
-def _meta_status(work: Path) -> str | None:
-    meta = run_store.peek_meta(work)  # unreadable: the worker's own checks will say why
-    return None if meta is None else str(meta.get("status"))
