@@ -19,10 +19,6 @@ The exit statuses are ``lme/run/exit_codes.py``'s (``--help`` lists them). The r
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
 import argparse
 import os
 import shlex
@@ -54,7 +50,7 @@ from lme.targets import api_check
 from lme.core import unattended
 from lme.store import run_store
 from lme.core.clock import utc_now
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.run import exit_codes
 from lme.run.exit_codes import EXIT_NEEDS_CONFIRMATION
 from lme.run.outcome import STATUS_BY_EXIT
@@ -253,7 +249,3 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
     print(f"run {run_id} started in the background (pid {info['pid']}); log: {log}")
     print(status.wait_line(run_id))
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(run_main(main))

@@ -138,10 +138,6 @@ class _MetaWriter:
         self.meta = meta.with_(status="running", finished_at=None, error=None)
         self.invocation = invocation
 
-    @property
-    def run_id(self) -> str:
-        return self.meta.runId
-
     def mark_unofficial(self) -> None:
         """A verdict was not official (e.g. a prompt that is not upstream's): neither is the run's judge."""
         if self.meta.judge.get("official", False):
@@ -432,7 +428,7 @@ class _Session:
             if not row.judgment.official:
                 meta.mark_unofficial()
             if registry is not None:
-                registry.record(row.question_id, row.judgment, f"run {meta.run_id}")
+                registry.record(row.question_id, row.judgment, f"run {self.run_id}")
         elif tally.billing_message is not None:
             stop.request("billing")
         elif tally.errors > self.settings.error_threshold:
