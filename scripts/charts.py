@@ -1,6 +1,5 @@
-"""PNG charts for a scorecard: per-type accuracy with Wilson intervals, and accuracy over loop rounds.
-
-Its code is ``lme/cli/charts.py``."""
+"""PNG charts for a scorecard: per-type accuracy with Wilson intervals, and accuracy over loop rounds. Its code is
+``lme/cli/charts.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

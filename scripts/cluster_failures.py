@@ -1,5 +1,4 @@
 """Group a run's failures by question type and failure mode: step A of the loop's cluster -> diagnose -> propose.
-
 Its code is ``lme/cli/cluster_failures.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)

@@ -1,6 +1,5 @@
-"""Compare two runs question by question: fixes, regressions, net change and an exact McNemar p-value.
-
-Its code is ``lme/cli/compare_runs.py``."""
+"""Compare two runs question by question: fixes, regressions, net change and an exact McNemar p-value. Its code is
+``lme/cli/compare_runs.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

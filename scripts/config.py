@@ -1,6 +1,5 @@
-"""The project's ``.longmemeval-benchmarks/config.json``: defaults, validated load, atomic write.
-
-Its code is ``lme/cli/config.py``."""
+"""The project's ``.longmemeval-benchmarks/config.json``: defaults, validated load, atomic write. Its code is
+``lme/cli/config.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

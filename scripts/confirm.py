@@ -1,6 +1,5 @@
-"""The loop's termination rule: a run at the target must be confirmed by a clean rerun before the loop ends.
-
-Its code is ``lme/cli/confirm.py``."""
+"""The loop's termination rule: a run at the target must be confirmed by a clean rerun before the loop ends. Its
+code is ``lme/cli/confirm.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

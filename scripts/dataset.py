@@ -1,6 +1,5 @@
-"""Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass.
-
-Its code is ``lme/cli/dataset.py``."""
+"""Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass. Its code is
+``lme/cli/dataset.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

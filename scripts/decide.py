@@ -1,6 +1,5 @@
-"""Keep or revert a fix: compare the pre-fix snapshot with the post-fix run and apply the loop's decision table.
-
-Its code is ``lme/cli/decide.py``."""
+"""Keep or revert a fix: compare the pre-fix snapshot with the post-fix run and apply the loop's decision table. Its
+code is ``lme/cli/decide.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

@@ -1,6 +1,5 @@
-"""Un-complete chosen questions of a run so that a resume re-runs exactly those.
-
-Its code is ``lme/cli/drop_qids.py``."""
+"""Un-complete chosen questions of a run so that a resume re-runs exactly those. Its code is
+``lme/cli/drop_qids.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

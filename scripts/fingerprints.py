@@ -1,7 +1,5 @@
 """Recognise a LongMemEval file by its content, not its bytes: one sha256 per item, compared with the releases we
-can vouch for (``references/dataset-fingerprints.json``).
-
-Its code is ``lme/cli/fingerprints.py``."""
+can vouch for (``references/dataset-fingerprints.json``). Its code is ``lme/cli/fingerprints.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

@@ -1,6 +1,4 @@
-"""Exchange files with upstream LongMemEval's evaluation scripts.
-
-Its code is ``lme/cli/interop.py``."""
+"""Exchange files with upstream LongMemEval's evaluation scripts. Its code is ``lme/cli/interop.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

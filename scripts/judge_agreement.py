@@ -1,6 +1,5 @@
-"""Measure a candidate judge against the official verdicts: agreement, Cohen's kappa, confusion matrix, flips.
-
-Its code is ``lme/cli/judge_agreement.py``."""
+"""Measure a candidate judge against the official verdicts: agreement, Cohen's kappa, confusion matrix, flips. Its
+code is ``lme/cli/judge_agreement.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

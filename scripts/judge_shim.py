@@ -1,6 +1,5 @@
-"""Judge with the official LongMemEval judge from the command line: one case, a hypotheses file, the verdict archive.
-
-Its code is ``lme/cli/judge_shim.py``."""
+"""Judge with the official LongMemEval judge from the command line: one case, a hypotheses file, the verdict
+archive. Its code is ``lme/cli/judge_shim.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

@@ -1,6 +1,5 @@
-"""Git for the iteration loop: commit, push and revert, only on the loop branch, never forced.
-
-Its code is ``lme/cli/loop_git.py``."""
+"""Git for the iteration loop: commit, push and revert, only on the loop branch, never forced. Its code is
+``lme/cli/loop_git.py``."""
 
 from lme.cli.loop_git import main
 from lme.core.errors import run_main

@@ -1,6 +1,5 @@
-"""Which Claude Code session drives the iteration loop, and whether that loop is over. Standard library only.
-
-Its code is ``lme/cli/loop_session.py``."""
+"""Which Claude Code session drives the iteration loop, and whether that loop is over. Standard library only. Its
+code is ``lme/cli/loop_session.py``."""
 
 from lme.cli.loop_session import main
 from lme.core.errors import run_main

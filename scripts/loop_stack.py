@@ -1,6 +1,5 @@
-"""The loop's model stack, set before the first spend: a cheap writer (not the reader model), then the cost of a round.
-
-Its code is ``lme/cli/loop_stack.py``."""
+"""The loop's model stack, set before the first spend: a cheap writer (not the reader model), then the cost of a
+round. Its code is ``lme/cli/loop_stack.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

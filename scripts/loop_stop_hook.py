@@ -1,5 +1,4 @@
 """The plugin's Stop hook: keep the Claude Code session that started the LongMemEval loop working until it is over.
-
 Its code is ``lme/cli/loop_stop_hook.py``."""
 
 from lme.cli.loop_stop_hook import main

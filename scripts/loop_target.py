@@ -1,5 +1,4 @@
 """Give the iteration loop a target whose code lives in the project's git: a copy of memory-ref in ./memory_system.
-
 Its code is ``lme/cli/loop_target.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)

@@ -1,6 +1,5 @@
-"""The loop's noise floor: how often the UNCHANGED system's labels flip when its items are simply run again.
-
-Its code is ``lme/cli/noise_floor.py``."""
+"""The loop's noise floor: how often the UNCHANGED system's labels flip when its items are simply run again. Its
+code is ``lme/cli/noise_floor.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

@@ -1,6 +1,5 @@
-"""Check that a run can start: config, dataset, upstream judge checkout, API keys, runs dir. Calls no model.
-
-Its code is ``lme/cli/preflight.py``."""
+"""Check that a run can start: config, dataset, upstream judge checkout, API keys, runs dir. Calls no model. Its
+code is ``lme/cli/preflight.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

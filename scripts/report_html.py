@@ -1,6 +1,5 @@
-"""report.html: one self-contained page per run (no network; inline CSS, JS and SVG; data as embedded JSON).
-
-Its code is ``lme/cli/report_html.py``."""
+"""report.html: one self-contained page per run (no network; inline CSS, JS and SVG; data as embedded JSON). Its
+code is ``lme/cli/report_html.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

@@ -1,6 +1,5 @@
-"""Round bookkeeping for the iteration loop: the round counter, pre-fix snapshots, the loop's history log.
-
-Its code is ``lme/cli/rounds.py``."""
+"""Round bookkeeping for the iteration loop: the round counter, pre-fix snapshots, the loop's history log. Its code
+is ``lme/cli/rounds.py``."""
 
 from lme.cli.rounds import main
 from lme.core.errors import run_main

@@ -1,6 +1,5 @@
-"""Validate the run-state records against ``references/schemas/<name>.schema.json`` (JSON Schema 2020-12).
-
-Its code is ``lme/cli/schemas.py``."""
+"""Validate the run-state records against ``references/schemas/<name>.schema.json`` (JSON Schema 2020-12). Its code
+is ``lme/cli/schemas.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

@@ -1,6 +1,5 @@
-"""Score a run: metrics.json, scorecard.md and charts in the run directory; the Markdown table on stdout.
-
-Its code is ``lme/cli/scorecard.py``."""
+"""Score a run: metrics.json, scorecard.md and charts in the run directory; the Markdown table on stdout. Its code
+is ``lme/cli/scorecard.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

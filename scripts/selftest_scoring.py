@@ -1,5 +1,4 @@
 """Self-test of the scoring path: synthetic runs with known truth, through the real judge label rule and metrics.
-
 Its code is ``lme/cli/selftest_scoring.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)

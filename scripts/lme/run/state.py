@@ -60,20 +60,15 @@ def _stored_settings_conflicts(meta: RunMeta, settings: RunSettings, ds: dict[st
     target, judge = meta.target, meta.judge
     if meta.dataset["sha256"] != ds["sha256"]:
         problems.append(f"dataset sha256 {ds['sha256'][:12]} != the run's {meta.dataset['sha256'][:12]}")
-    if (target["name"], target["provider"], target["model"]) != (
-        settings.target, settings.target_provider, settings.target_model
-    ):
-        problems.append(
-            f"target {settings.target} {settings.target_provider}:{settings.target_model} != the run's "
-            f"{target['name']} {target['provider']}:{target['model']}"
-        )
+    if (target["name"], target["provider"], target["model"]) != (settings.target, settings.target_provider,
+                                                                  settings.target_model):
+        problems.append(f"target {settings.target} {settings.target_provider}:{settings.target_model} != the run's "
+                        f"{target['name']} {target['provider']}:{target['model']}")
     if dict(target.get("options") or {}) != dict(settings.target_options):
         problems.append(f"target options {dict(settings.target_options)} != the run's {target.get('options')}")
     if (judge["provider"], judge["model"]) != (settings.judge_provider, settings.judge_model):
-        problems.append(
-            f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
-            f"{judge['provider']}:{judge['model']}"
-        )
+        problems.append(f"judge {settings.judge_provider}:{settings.judge_model} != the run's "
+                        f"{judge['provider']}:{judge['model']}")
     stored_template = (meta.provenance.get("prompt_hashes") or {}).get("judge_template_sha256")
     if not is_offline(settings.judge_provider) and stored_template:
         current = provenance.judge_template_sha256(settings.longmemeval_root)
@@ -195,24 +190,16 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     meta_dir = meta_recovery.meta_dir(settings, root)  # a new shard: the run's own settings are in the root meta
     meta = None if meta_recovery.lost_meta(meta_dir) else _target_moved(run_store.read_meta(meta_dir), settings)
     manifest, ds = _run_items(settings, meta, root, scanned)
-    if meta is None or meta_dir != work:
-        fresh = new_meta(run_id, settings, ds, code)
-        if meta is not None:
-            conflicts = _stored_settings_conflicts(meta, settings, ds)
-            if conflicts:
-                raise UserError(f"cannot add a shard to run {run_id}: " + "; ".join(conflicts),
-                                fix="use the run's own settings for every shard")
-        meta = fresh
-    else:
-        conflicts = _stored_settings_conflicts(meta, settings, ds)
-        if conflicts:
-            raise UserError(
-                f"cannot resume run {run_id}: " + "; ".join(conflicts),
-                fix="resume with the run's own settings, or start a new run (omit --run-id)",
-            )
-        meta = _followed(meta, settings, ds)
-    if meta is not None:
-        refuse_another_item_set(settings, run_id, manifest, ds)
+    new_shard = meta_dir != work  # its meta is made new; the root's settings must still be the run's
+    conflicts = [] if meta is None else _stored_settings_conflicts(meta, settings, ds)
+    if conflicts and new_shard:
+        raise UserError(f"cannot add a shard to run {run_id}: " + "; ".join(conflicts),
+                        fix="use the run's own settings for every shard")
+    if conflicts:
+        raise UserError(f"cannot resume run {run_id}: " + "; ".join(conflicts),
+                        fix="resume with the run's own settings, or start a new run (omit --run-id)")
+    meta = new_meta(run_id, settings, ds, code) if meta is None or new_shard else _followed(meta, settings, ds)
+    refuse_another_item_set(settings, run_id, manifest, ds)
     if settings.loop:
         loop_guard_check(settings, int(ds.get("items") or manifest.n_total), loop_check)
     return meta, manifest
@@ -247,9 +234,8 @@ def _run_items(settings: RunSettings, meta: RunMeta | None, root: Path,
     items of the dataset, chosen once; a resume keeps its stored manifest (the dataset is scanned again only when
     the file's size or mtime changed, to check its sha256)."""
     stored = {} if meta is None else meta.dataset
-    unchanged = stored.get("path") == settings.dataset_path and all(
-        stored.get(k) == v for k, v in _file_stamp(settings).items()
-    )
+    unchanged = stored.get("path") == settings.dataset_path and all(stored.get(k) == v for k, v in
+                                                                    _file_stamp(settings).items())
     kept = meta is not None or next(iter(run_store.iter_rows(root)), None) is not None  # rows: its items were chosen
     manifest = run_store.read_manifest(root) if kept and run_store.manifest_path(root).exists() else None
     if manifest is not None and unchanged:
