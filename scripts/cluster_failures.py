@@ -1,16 +1,12 @@
 """Group a run's failures by question type and failure mode: step A of the loop's cluster -> diagnose -> propose.
-
-The command; its code is ``lme/cli/cluster_failures.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+Its code is ``lme/cli/cluster_failures.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import sys
-
 from lme.cli.cluster_failures import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    raise SystemExit(run_main(main))

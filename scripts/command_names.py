@@ -1,11 +1,7 @@
-"""The plugin's slash commands, as every script message prints them: the one place their names live.
-
-The command; its code is ``lme/cli/command_names.py``. This file keeps the path that commands,
-skills, hooks and users call."""
-
-import sys
+"""The plugin's slash commands, as every script message prints them: the one place their names live. Its code is
+``lme/cli/command_names.py``."""
 
 from lme.cli.command_names import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,16 +1,12 @@
-"""The loop's termination rule: a run at the target must be confirmed by a clean rerun before the loop ends.
-
-The command; its code is ``lme/cli/confirm.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+"""The loop's termination rule: a run at the target must be confirmed by a clean rerun before the loop ends. Its
+code is ``lme/cli/confirm.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import sys
-
 from lme.cli.confirm import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    raise SystemExit(run_main(main))

@@ -1,16 +1,12 @@
-"""Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass.
-
-The command; its code is ``lme/cli/dataset.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+"""Stream and validate a LongMemEval file (plain, ``.xz`` or ``.gz``), hashing it in the same pass. Its code is
+``lme/cli/dataset.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import sys
-
 from lme.cli.dataset import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    raise SystemExit(run_main(main))

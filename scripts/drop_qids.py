@@ -1,16 +1,12 @@
-"""Un-complete chosen questions of a run so that a resume re-runs exactly those.
-
-The command; its code is ``lme/cli/drop_qids.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+"""Un-complete chosen questions of a run so that a resume re-runs exactly those. Its code is
+``lme/cli/drop_qids.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import sys
-
 from lme.cli.drop_qids import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    raise SystemExit(run_main(main))

@@ -1,17 +1,12 @@
 """Recognise a LongMemEval file by its content, not its bytes: one sha256 per item, compared with the releases we
-can vouch for (``references/dataset-fingerprints.json``).
-
-The command; its code is ``lme/cli/fingerprints.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+can vouch for (``references/dataset-fingerprints.json``). Its code is ``lme/cli/fingerprints.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import sys
-
 from lme.cli.fingerprints import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    raise SystemExit(run_main(main))

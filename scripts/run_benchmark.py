@@ -1,7 +1,5 @@
-"""Run LongMemEval: generate -> judge -> append -> mark completed, concurrently, resumably, with a call cache.
-
-The command; its code is ``lme/cli/run_benchmark.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+"""Run LongMemEval: generate -> judge -> append -> mark completed, concurrently, resumably, with a call cache. Its
+code is ``lme/cli/run_benchmark.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

@@ -1,7 +1,5 @@
-"""Where a run stands, in one line: state, done/total, judged, errors, accuracy so far, dollars, rate, ETA.
-
-The command; its code is ``lme/cli/run_status.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+"""Where a run stands, in one line: state, done/total, judged, errors, accuracy so far, dollars, rate, ETA. Its code
+is ``lme/cli/run_status.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

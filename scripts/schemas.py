@@ -1,16 +1,12 @@
-"""Validate the run-state records against ``references/schemas/<name>.schema.json`` (JSON Schema 2020-12).
-
-The command; its code is ``lme/cli/schemas.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+"""Validate the run-state records against ``references/schemas/<name>.schema.json`` (JSON Schema 2020-12). Its code
+is ``lme/cli/schemas.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 
 entry_guard.start(__name__)
 
-import sys
-
 from lme.cli.schemas import main
 from lme.core.errors import run_main
 
 if __name__ == "__main__":
-    sys.exit(run_main(main))
+    raise SystemExit(run_main(main))

@@ -1,7 +1,5 @@
-"""Score a run: metrics.json, scorecard.md and charts in the run directory; the Markdown table on stdout.
-
-The command; its code is ``lme/cli/scorecard.py``. This file keeps the path that commands,
-skills, hooks and users call."""
+"""Score a run: metrics.json, scorecard.md and charts in the run directory; the Markdown table on stdout. Its code
+is ``lme/cli/scorecard.py``."""
 
 from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
 

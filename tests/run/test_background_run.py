@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lme.run import background
 from lme.core import command_names
+from lme.core import process_life
 from lme.core.facts import SCHEMA_VERSIONS
 from lme.run import status as run_status
 from lme.cli import run_status as run_status_cli
@@ -36,7 +36,7 @@ def workers():
     pids: list[int] = []
     yield pids
     for pid in pids:
-        if background.pid_alive(pid):
+        if process_life.pid_alive(pid):
             os.kill(pid, signal.SIGKILL)
 
 
@@ -130,7 +130,7 @@ def test_a_killed_worker_is_dead_with_exit_1_and_its_printed_resume_completes_th
     wait_for_rows(project, "k", 3)
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while background.pid_alive(pid) and time.monotonic() < deadline:
+    while process_life.pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert 3 <= len(rows_of(project, "k")) < N_SAMPLE, "the kill did not land mid-run"
     seen = status(project, "k")
@@ -259,7 +259,7 @@ def test_two_shards_run_in_the_background_side_by_side(tmp_path, fake_llm, worke
     assert status(project, "sh", "--wait", "100").returncode in (0, 4)
     for pid in workers:
         deadline = time.monotonic() + 100
-        while background.pid_alive(pid) and time.monotonic() < deadline:
+        while process_life.pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
     assert status(project, "sh").returncode == 0
     import factories

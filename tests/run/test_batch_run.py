@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lme.cli import run_benchmark
+from lme.core.errors import run_main
 from helpers_data import make_item, write_dataset
 from run_project import REPO, make_project, run_dir
 
@@ -304,7 +305,7 @@ def test_batch_all_batches_generation_and_judge_on_anthropic_and_openai(tmp_path
 ])
 def test_batch_with_what_cannot_batch_is_one_line_exit_2_nothing_written(tmp_path, fake_llm, capsys, args, says):
     project = project_with(tmp_path, fake_llm, 3)
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "z", *args])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "z", *args])
     err = capsys.readouterr().err.strip()
     assert code == 2 and says in err and "Traceback" not in err and len(err.splitlines()) == 1, err
     assert not (project / ".longmemeval-benchmarks" / "runs" / "z").exists()
@@ -388,8 +389,8 @@ def test_an_adopted_anthropic_batch_with_other_custom_ids_is_abandoned_and_ours_
 def test_a_batch_that_fails_validation_stops_with_one_line_and_a_resume_submits_again(tmp_path, fake_llm, capsys):
     project = project_with(tmp_path, fake_llm, 5)
     fake_llm.batches.openai_max_requests = 3  # the provider refuses the input file (too_many_tasks)
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
-                                                       "--no-scorecard", "--run-id", "v", "--batch", "judge"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                         "--no-scorecard", "--run-id", "v", "--batch", "judge"])
     err = capsys.readouterr().err
     assert code == 1 and "failed validation" in err and "Traceback" not in err
     assert not (run_dir(project, "v") / "item-results.jsonl").exists() or not rows(project, "v")
@@ -431,8 +432,8 @@ def test_sigterm_while_waiting_for_a_batch_stops_at_once_and_the_resume_collects
 def test_a_refused_batch_api_call_stops_in_one_line_and_runs_no_item_synchronously(tmp_path, fake_llm, capsys):
     project = project_with(tmp_path, fake_llm, 4)
     fake_llm.batches.openai_max_file_bytes = 10  # the upload is refused with a 400
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
-                                                       "--no-scorecard", "--run-id", "k", "--batch", "judge"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                         "--no-scorecard", "--run-id", "k", "--batch", "judge"])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err and "a Batch API call failed (bad_request)" in err, err
     judge_calls = [r for r in fake_llm.requests if r["path"] == "/v1/chat/completions"

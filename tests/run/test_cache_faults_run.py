@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from lme.cli import run_benchmark
+from lme.core.errors import run_main
 from lme.models import call_cache
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from test_call_cache import damage_pages, hold_lock, quarantined, sound
@@ -46,8 +47,8 @@ def generate(item, ctx):
 
 
 def run(project: Path, *args: str) -> int:
-    return run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
-                                                       "--no-scorecard", "--yes", *args])
+    return run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                         "--no-scorecard", "--yes", *args])
 
 
 def rows(project: Path, run_id: str) -> list[dict]:

@@ -5,13 +5,14 @@ stay."""
 from __future__ import annotations
 
 from lme.cli import run_benchmark, scorecard
+from lme.core.errors import run_main
 from leftovers_testing import assert_swept, plant
 from run_project import make_project, register_answers
 
 
 def run(project, *args):
-    return run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
-                                                       "--no-scorecard", *args])
+    return run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                         "--no-scorecard", *args])
 
 
 def test_a_runs_start_removes_the_stale_temps_and_keeps_the_rest(tmp_path, fake_llm, capsys):

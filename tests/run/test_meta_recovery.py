@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lme.cli import run_benchmark
+from lme.core.errors import run_main
 from lme.core import config
 from run_project import judged_rows, make_project, register_answers, run_dir
 
@@ -20,8 +21,8 @@ OTHER_READER = "gpt-4.1-mini"
 
 
 def run(project, *args):
-    return run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
-                                                       "--no-scorecard", *args])
+    return run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                         "--no-scorecard", *args])
 
 
 def tree(project: Path) -> dict[str, str]:

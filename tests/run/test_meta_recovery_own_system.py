@@ -6,14 +6,15 @@ from __future__ import annotations
 import shlex
 
 from lme.cli import run_benchmark
+from lme.core.errors import run_main
 from run_project import judged_rows, make_project, register_answers, run_dir
 
 MEMSYS = 'def generate(item, ctx):\n    return {"hypothesis": "not enough information"}\n'
 
 
 def run(project, *args):
-    return run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
-                                                       "--no-scorecard", *args])
+    return run_main(run_benchmark.main, ["--project", str(project), "--progress", "quiet",
+                                         "--no-scorecard", *args])
 
 
 def test_a_lost_run_meta_of_the_users_own_file_resumes_by_the_printed_command(tmp_path, fake_llm, capsys):

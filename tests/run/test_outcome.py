@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lme.judge.official import CONTINUITY_HINT
-from lme.run import driver as run_driver
+from lme.run import exit_codes
 from lme.run.outcome import (
     EXIT_BATCH_STOPPED,
     EXIT_BILLING,
@@ -71,8 +71,8 @@ def test_each_ending_has_one_exit_status_status_and_line(ending, expected):
     assert outcome_of(ending) == expected
 
 
-def test_every_exit_status_but_the_judges_has_a_word_and_the_driver_names_the_same_numbers():
+def test_every_exit_status_but_the_judges_has_a_word_and_the_driver_exit_codes_name_the_same_numbers():
     assert {o.exit_code for _, _, o in TABLE} - {EXIT_JUDGE_GONE} <= set(STATUS_BY_EXIT)
-    assert (run_driver.EXIT_COMPLETED, run_driver.EXIT_FAILED, run_driver.EXIT_BILLING, run_driver.EXIT_JUDGE_GONE,
-            run_driver.EXIT_COST_CAP, run_driver.EXIT_BATCH_STOPPED, run_driver.EXIT_CODE_CHANGED,
-            run_driver.EXIT_INTERRUPTED) == (0, 1, 3, 2, 6, 7, 8, 130)
+    assert (exit_codes.EXIT_COMPLETED, exit_codes.EXIT_FAILED, exit_codes.EXIT_BILLING, exit_codes.EXIT_JUDGE_GONE,
+            exit_codes.EXIT_COST_CAP, exit_codes.EXIT_BATCH_STOPPED, exit_codes.EXIT_CODE_CHANGED,
+            exit_codes.EXIT_INTERRUPTED) == (0, 1, 3, 2, 6, 7, 8, 130)

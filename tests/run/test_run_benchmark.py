@@ -11,6 +11,7 @@ import pytest
 from lme.core import command_names
 from lme.core.errors import UserError
 from lme.cli import run_benchmark
+from lme.core.errors import run_main
 from lme.run import cost_gate
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
 from lme.store import run_rows
@@ -206,7 +207,7 @@ def test_shards_split_the_items_without_overlap(tmp_path, fake_llm):
 )
 def test_bad_arguments_are_one_line_errors_with_exit_2_and_nothing_written(tmp_path, capsys, args, needle):
     project = make_project(tmp_path / "p")
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), *args])
+    code = run_main(run_benchmark.main, ["--project", str(project), *args])
     err = capsys.readouterr().err
     assert code == 2
     assert needle in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -219,7 +220,7 @@ def test_resume_with_a_different_judge_is_refused(tmp_path, fake_llm, capsys):
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
     assert run(project, "--run-id", "j", "--max", "2") == 0
-    code = run_benchmark.run_main(
+    code = run_main(
         run_benchmark.main,
         ["--project", str(project), "--run-id", "j", "--judge-model", "openai:gpt-4o-mini", "--progress", "quiet"],
     )
@@ -227,7 +228,7 @@ def test_resume_with_a_different_judge_is_refused(tmp_path, fake_llm, capsys):
 
 
 def test_missing_config_says_to_run_setup(tmp_path, capsys):
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(tmp_path)])
+    code = run_main(run_benchmark.main, ["--project", str(tmp_path)])
     assert code == 2 and command_names.SETUP in capsys.readouterr().err
 
 
@@ -285,7 +286,7 @@ def test_resume_refuses_a_dataset_file_whose_content_changed(tmp_path, fake_llm,
     assert run(project, "--run-id", "d", "--max", "2") == 0
     items[0]["answer"] = "something else"
     data.write_text(json.dumps(items))
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "d", "--progress", "quiet"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "d", "--progress", "quiet"])
     assert code == 2 and "dataset sha256" in capsys.readouterr().err
 
 
@@ -335,7 +336,7 @@ def test_the_hypothesis_is_stripped_before_judging_as_upstream_does(tmp_path):
 )
 def test_inputs_that_would_fail_every_item_are_refused_before_anything_is_written(tmp_path, capsys, args, needle):
     project = make_project(tmp_path / "p")
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", *args])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", *args])
     err = capsys.readouterr().err
     assert code == 2 and needle in err and "Traceback" not in err
     assert not run_dir(project, "x").exists()
@@ -346,7 +347,7 @@ def test_a_bad_or_empty_dataset_leaves_no_run_directory_behind(tmp_path, capsys,
     data = tmp_path / "bad.json"
     data.write_text(content)
     project = make_project(tmp_path / "p", dataset=data)
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", "--offline"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", "--offline"])
     assert code == 2 and "Traceback" not in capsys.readouterr().err
     assert not run_dir(project, "x").exists()
 
@@ -356,7 +357,7 @@ def test_an_unusable_cache_is_a_one_line_error(tmp_path, capsys):
     cache_dir = project / ".longmemeval-benchmarks" / "cache"
     cache_dir.mkdir(parents=True)
     (cache_dir / "calls.sqlite3").write_text("not a database")
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", "--offline"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "x", "--offline"])
     err = capsys.readouterr().err
     assert code == 2 and "call cache" in err and "cacheEnabled" in err
 
@@ -364,8 +365,8 @@ def test_an_unusable_cache_is_a_one_line_error(tmp_path, capsys):
 def test_resume_with_different_target_options_is_refused(tmp_path, capsys):
     project = make_project(tmp_path / "p")
     assert run(project, "--offline", "--run-id", "o", "--max", "2", "--target-option", "min_coverage=0.2") == 0
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--run-id", "o",
-                                                       "--target-option", "min_coverage=0.5"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--offline", "--run-id", "o",
+                                         "--target-option", "min_coverage=0.5"])
     assert code == 2 and "target options" in capsys.readouterr().err
 
 
@@ -373,22 +374,22 @@ def test_a_shard_with_other_settings_is_refused_and_shards_never_redo_finished_i
     project = make_project(tmp_path / "p")
     register_answers(fake_llm)
     assert run(project, "--run-id", "s", "--shard", "1/2") == 0
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--shard", "2/2",
-                                                       "--judge-model", "openai:gpt-4o-mini", "--progress", "quiet"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--shard", "2/2",
+                                         "--judge-model", "openai:gpt-4o-mini", "--progress", "quiet"])
     assert code == 2 and "judge" in capsys.readouterr().err
     assert not (run_dir(project, "s") / "shard-2of2" / "item-results.jsonl").exists()
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--progress", "quiet"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--progress", "quiet"])
     assert code == 2 and "--shard i/n" in capsys.readouterr().err
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--shard", "1/3",
-                                                       "--progress", "quiet"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "s", "--shard", "1/3",
+                                         "--progress", "quiet"])
     assert code == 2 and "sharded differently" in capsys.readouterr().err
 
 
 def test_an_unsharded_run_cannot_be_continued_as_shards(tmp_path, capsys):
     project = make_project(tmp_path / "p")
     assert run(project, "--offline", "--run-id", "u", "--max", "2") == 0
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--run-id", "u",
-                                                       "--shard", "1/2"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--offline", "--run-id", "u",
+                                         "--shard", "1/2"])
     assert code == 2 and "without --shard" in capsys.readouterr().err
 
 
@@ -404,13 +405,13 @@ def test_variant_picks_the_downloaded_file_or_refuses_a_file_of_another_variant(
     cfg = config_mod.load_config(project)
     cfg["datasetPath"] = str(data / "longmemeval_s_cleaned.json")
     config_mod.write_config(project, cfg, force=True)
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle"])
     assert code == 2 and f"download it with {command_names.SETUP} --download _oracle" in capsys.readouterr().err
     shutil.copy(SAMPLE, data / "longmemeval_oracle.json")
     assert run(project, "--offline", "--variant", "_oracle", "--run-id", "orc", "--max", "1") == 0
     assert meta(project, "orc")["dataset"]["path"].endswith("longmemeval_oracle.json")
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle",
-                                                       "--dataset", str(data / "longmemeval_s_cleaned.json")])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_oracle",
+                                         "--dataset", str(data / "longmemeval_s_cleaned.json")])
     assert code == 2 and "is a _s file" in capsys.readouterr().err
 
 
@@ -452,13 +453,13 @@ def test_resume_under_a_different_judge_prompt_file_is_refused(tmp_path, fake_ll
     judge_file = json.loads((run_dir(project, "jp") / "run-meta.json").read_text())["settings"]["longmemeval_root"]
     target = Path(judge_file) / "src" / "evaluation" / "evaluate_qa.py"
     target.write_text(target.read_text() + "\n# edited\n")
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--run-id", "jp", "--progress", "quiet"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--run-id", "jp", "--progress", "quiet"])
     assert code == 2 and "judge prompt file" in capsys.readouterr().err
 
 
 def test_a_variant_other_than_the_configs_needs_its_own_file(tmp_path, capsys):
     project = make_project(tmp_path / "p")
-    code = run_benchmark.run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_m"])
+    code = run_main(run_benchmark.main, ["--project", str(project), "--offline", "--variant", "_m"])
     err = capsys.readouterr().err
     assert code == 2 and "--download _m" in err
 

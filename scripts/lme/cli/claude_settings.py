@@ -85,10 +85,6 @@ def split_entries(allowed: str) -> list[str]:
     return entries
 
 
-def plugin_docs(plugin_root: Path = PLUGIN_ROOT) -> list[Path]:
-    return [*sorted((plugin_root / "commands").glob("*.md")), *sorted((plugin_root / "skills").glob("*/SKILL.md"))]
-
-
 ARMS_THE_STOP_HOOK = "/scripts/loop_session.py"
 """A skill whose ``allowed-tools`` run this script is the loop's (it arms the Stop hook): its rules are the ones
 ``--allow-unattended`` writes. Chosen by what the skill does, so its name can change."""

@@ -24,10 +24,6 @@ Example:
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
 import json
 import sys
 from pathlib import Path
@@ -36,7 +32,7 @@ from typing import Sequence
 from lme.core import cli_parser
 from lme.report import page
 from lme.store import run_store
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.score.run_comparison import compare, render_markdown
 
 def latest_two(project: Path) -> tuple[Path, Path] | None:
@@ -85,7 +81,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(render_markdown(result), end="")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

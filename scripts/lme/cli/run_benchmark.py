@@ -13,23 +13,11 @@ Usage:
                                    # judge is gone: archived verdicts stay official, the successor judges the rest
     python scripts/run_benchmark.py --batch judge                 # the judge through the Batch API: half price
 
-Exit status: 0 completed, 1 failed (item errors; resumable), 2 user error (or the official judge answered
-404 / 410 and the archive and no successor could judge every item, or a judge response named another model: the
-line names the verdict archive, the Azure route and --successor; those items stay pending), 3 blocked on billing,
-5 the estimate is above confirmCostUsd (nothing was started: ask, then add --yes), 6 paused at the --max-cost cap
-(resumable with a higher cap), 7 stopped at a cancelled batch (``--batch``: what ran is recorded, a resume submits
-the rest), 8 stopped because the target's code changed during the run (the line names the file; resumable: the
-rest runs with the new code), 130 interrupted. ``--background`` exits 0 once the worker started (its own exit
-status is in its run-meta and log; run_status.py reports it).
-The run itself is ``run_driver``'s (one writer per run directory, a lock; an item that fails after retries gets
-an error row and is never marked completed).
+The exit statuses are ``lme/run/exit_codes.py``'s (``--help`` lists them). The run itself is ``lme/run/driver.py``'s
+(one writer per run directory, a lock; an item that fails after retries gets an error row, never marked completed).
 """
 
 from __future__ import annotations
-
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
 
 import argparse
 import os
@@ -62,8 +50,10 @@ from lme.targets import api_check
 from lme.core import unattended
 from lme.store import run_store
 from lme.core.clock import utc_now
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
+from lme.run import exit_codes
 from lme.run.exit_codes import EXIT_NEEDS_CONFIRMATION
+from lme.run.outcome import STATUS_BY_EXIT
 from lme.run.settings import RunSettings
 
 
@@ -184,19 +174,19 @@ def _after_run(settings: RunSettings, args: argparse.Namespace, code: int, root:
     run_id = root.name
     if not args.no_scorecard and settings.shard is None:
         _write_scorecard(settings, run_id, args.progress)
-    if code == driver.EXIT_JUDGE_GONE:  # the official judge gone, or a judge answering as another model
+    if code == exit_codes.EXIT_JUDGE_GONE:  # the official judge gone, or a judge answering as another model
         meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
         if args.loop and meta.error == official.CONTINUITY_HINT:
             return _loop_halt(args, f"found mid-run, in run {run_id}")
         raise UserError(f"run {run_id} stopped: {meta.error or official.CONTINUITY_HINT}; the items it could "
                         f"not judge stay pending (resume with --run-id {run_id})")
-    print(f"run {run_id}: {driver.STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)
-    if code == driver.EXIT_CODE_CHANGED:  # which file, and that the rest waits for a resume
+    print(f"run {run_id}: {STATUS_BY_EXIT[code]} ({root})", file=sys.stderr)
+    if code == exit_codes.EXIT_CODE_CHANGED:  # which file, and that the rest waits for a resume
         meta = run_store.read_meta(run_store.shard_dir(root, settings.shard))
         print(f"run {run_id} {meta.error}", file=sys.stderr)
-    if code == driver.EXIT_COST_CAP:
+    if code == exit_codes.EXIT_COST_CAP:
         print(driver.resume_hint(settings, run_id, note=" --max-cost <a higher USD>"), file=sys.stderr)
-    elif code != driver.EXIT_COMPLETED:
+    elif code != exit_codes.EXIT_COMPLETED:
         print(driver.resume_hint(settings, run_id), file=sys.stderr)
     else:
         driver.say_how_to_finish(settings, root)
@@ -259,7 +249,3 @@ def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: 
     print(f"run {run_id} started in the background (pid {info['pid']}); log: {log}")
     print(status.wait_line(run_id))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -27,12 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from lme.core import entry_guard  # first: the venv check and a clean Ctrl-C (see its docstring)
-
-entry_guard.start(__name__)
-
 import argparse
-import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -41,7 +36,7 @@ from lme.core import fileio
 from lme.core import unattended
 from lme.report import outputs
 from lme.store import run_store
-from lme.core.errors import UserError, run_main
+from lme.core.errors import UserError
 from lme.data import dataset
 
 
@@ -136,6 +131,3 @@ def _run_to_score(args: argparse.Namespace) -> tuple[Path, int | None, str | Non
     else:
         raise UserError("no run given", fix="pass --run-id RUN_ID, --latest, or RUN_DIR N_TOTAL VARIANT RUN_ID")
     return run_dir, n_total, variant, run_id
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

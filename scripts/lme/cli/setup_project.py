@@ -251,7 +251,3 @@ def next_command(config: dict[str, Any], *, downloaded: str | None = None) -> st
         return f"{command_names.step(command_names.RUN, '--max 3')}   (offline sample run; no keys needed)"
     return (f"{command_names.step(command_names.RUN, '--dry-run')}   (checks config, dataset and keys without "
             "spending anything)")
-
-
-if __name__ == "__main__":
-    sys.exit(run_main(main))

@@ -22,7 +22,6 @@ from lme.store.run_layout import LOG_FILE, WORKER_FILE
 from lme.core.clock import utc_now
 from lme.core import process_life
 from lme.core.facts import SCHEMA_VERSIONS
-from lme.core.process_life import pid_alive  # noqa: F401  (run_status and tests use it from here)
 
 
 def read_worker(root: Path) -> dict[str, Any] | None:

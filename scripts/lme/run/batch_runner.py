@@ -8,11 +8,7 @@ Completion for ``request.key()`` (``pricing`` ``batch``), so rows, verdicts, pro
 from the same code as a synchronous run. Every step is in the run directory's ledger (``batch_ledger``) before the
 next one starts: a resume from any process polls and collects the same batches, never creating them again.
 
-Never dropped: a request the provider failed with a retryable error, or that expired, is resubmitted with
-``attempt + 1`` (at most ``RETRY_ROUNDS`` times; ``--batch-fallback sync`` sends it synchronously instead); a final
-error becomes the same error row the synchronous path writes. A cancelled batch is a clean stop: what ran is used,
-the rest stays pending (no row), and the next resume submits it fresh. OpenAI ``failed`` (its validation refused
-our input file) stops the run with one line and leaves the items pending.
+What is resubmitted, what stops the run and what stays pending: ``references/SPEC.md``, "Batch APIs".
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from lme.store import batch_ledger
 from lme.core import fileio
 from lme.targets import generation_driver
 from lme.run import item_runner
-from lme.run.batch_settings import BATCHABLE_TARGETS, MODES, check_settings  # noqa: F401 - re-exported
+from lme.run.batch_settings import BATCHABLE_TARGETS
 from lme.core.errors import UserError
 from lme.models.provider_errors import ProviderError
 from lme.models.provider_routes import _POOL, endpoint_host

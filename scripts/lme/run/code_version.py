@@ -1,29 +1,9 @@
 """Which code a run runs: the files that make the target's answers, hashed once when an invocation starts
 (``fingerprint`` -> a ``CodeVersion`` for run-meta, whose ``id`` every row carries), then watched before each item
 starts (``CodeWatch``: a stat of each file, no hashing, no git), so an edit during a run stops it instead of mixing
-two versions in one run without a trace.
-
-Which files a target has (``references/SPEC.md``, "Code provenance"):
-
-- ``python``: the file of option ``path`` (resolved as the adapter resolves it), wherever it lives;
-- ``command``: each word of ``command`` that names a file inside the project (resolved against option ``cwd``),
-  and the ``cwd`` folder itself when it is a folder inside the project (never the whole project);
-- a path target (a ``.py`` file, or a package folder such as the loop's copy ``memory_system/``): the file, or the
-  package's folder;
-- for those three, also the folders the user declared as their memory system's code: the loop's fix paths
-  (``loop.fix_paths``, else the folder of ``loop.target``), handed in by the command (the run never imports the
-  loop);
-- the plugin's built-in targets (``full-context``, ``oracle``, ``rag``, ``offline``, ``memory-ref``,
-  ``hypotheses``): the target's own files in the plugin (a package: its ``.py`` files).
-
-Run-meta's ``provenance.prompt_hashes.target_source_sha256`` is this record's whole digest (``CodeVersion.sha256``)
-as the run's first invocation took it: one definition of a run's target code, the user's file for ``python``, never
-the adapter's.
-
-A folder's files: in a git work tree, the tracked files and the untracked ones git does not ignore (``git
-ls-files``, run once, with fsmonitor off: a project's git config runs nothing); elsewhere every file outside hidden
-folders. Never ``__pycache__`` or ``*.pyc`` (Python writes them while a run imports the code). For files in the
-project's git work tree the record also says HEAD and which of them differ from it or are untracked.
+two versions in one run without a trace. Which files each target has, and the record: ``references/SPEC.md``,
+"Code provenance". A project's git config runs nothing here (fsmonitor off); ``*.pyc`` never counts (Python
+writes them while a run imports the code).
 """
 
 from __future__ import annotations

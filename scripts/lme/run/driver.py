@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -26,7 +26,6 @@ from lme.run import cost_gate
 from lme.models import prices
 from lme.data import dataset
 from lme.data import dataset_scans
-from lme.data import hypotheses_file
 from lme.run import item_runner
 from lme.judge import official
 from lme.judge import verdict_archive
@@ -53,37 +52,24 @@ from lme.core.records import Question
 from lme.models.run_gateway import RunGateway, RunStats
 from lme.core.run_records import ERROR, Invocation, ResultRow, RunMeta, counts_of
 from lme.run.settings import RunSettings
-from lme.run.outcome import (  # noqa: F401  (the exit statuses, re-exported: callers name them from here)
-    EXIT_BATCH_STOPPED,
-    EXIT_BILLING,
-    EXIT_CODE_CHANGED,
-    EXIT_COMPLETED,
-    EXIT_COST_CAP,
-    EXIT_FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_JUDGE_GONE,
-    STATUS_BY_EXIT,
-    Ending,
-    outcome_of,
-)
+from lme.run.exit_codes import EXIT_BILLING, EXIT_COMPLETED, EXIT_FAILED, EXIT_INTERRUPTED
+from lme.run.outcome import Ending, outcome_of
 
 
 # --------------------------------------------------------------------------- the run
 
 
+@dataclass
 class _Stop:
-    """Set by SIGINT/SIGTERM (first: finish in-flight items; second: abandon them) or by the failure policy."""
+    """Set by SIGINT/SIGTERM (first: finish in-flight items; second: abandon them) or by the failure policy; the
+    fields ``outcome.Ending`` takes over."""
 
-    def __init__(self) -> None:
-        self.reason: str | None = None
-        self.signals = 0
-        self.abandon = threading.Event()
-        self.judge_gone = 0
-        """Items left pending because the official judge is gone (404 / 410) and no successor was named."""
-        self.judge_message: str | None = None
-        """The first judge response that named another model (the run stops there)."""
-        self.code_changed: str | None = None
-        """The first change to the target's code seen before an item started (``memsys.py changed``)."""
+    reason: str | None = None
+    signals: int = 0
+    abandon: threading.Event = field(default_factory=threading.Event)
+    judge_gone: int = 0
+    judge_message: str | None = None
+    code_changed: str | None = None
 
     def request(self, reason: str) -> None:
         if self.reason is None:
@@ -122,14 +108,14 @@ def _pending_questions(settings: RunSettings, pending_ids: list[str]) -> Iterato
                 return
 
 
+@dataclass
 class _Tally:
     """What this invocation did: counts for run-meta and the failure policy."""
 
-    def __init__(self) -> None:
-        self.evaluated = 0
-        self.errors = 0
-        self.errors_by_kind: dict[str, int] = {}
-        self.billing_message: str | None = None
+    evaluated: int = 0
+    errors: int = 0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    billing_message: str | None = None
 
     def record(self, row: ResultRow) -> None:
         self.evaluated += 1
@@ -151,10 +137,6 @@ class _MetaWriter:
         self.previous = tuple(meta.invocations)
         self.meta = meta.with_(status="running", finished_at=None, error=None)
         self.invocation = invocation
-
-    @property
-    def run_id(self) -> str:
-        return self.meta.runId
 
     def mark_unofficial(self) -> None:
         """A verdict was not official (e.g. a prompt that is not upstream's): neither is the run's judge."""
@@ -296,7 +278,7 @@ def execute(settings: RunSettings, run_id: str | None, options: RunOptions | Non
             own.enter_context(run_store.RunLock(work))
         reserve = fileio.SpaceReserve(work / run_store.RESERVE_FILE).hold()  # room for the last word on a full disk
         own.callback(reserve.release)
-        run = _Session(settings, _Located(run_id, root, work, scanned), cache=cache, reserve=reserve,
+        run = _Session(settings, run_id, root, work, scanned, cache=cache, reserve=reserve,
                        t_start=t_start, options=options)
         if on_start is not None:
             on_start()
@@ -305,16 +287,6 @@ def execute(settings: RunSettings, run_id: str | None, options: RunOptions | Non
         run.drive()
         code = run.finish()
     return code, root
-
-
-@dataclass(frozen=True)
-class _Located:
-    """Where the run is (``_locate``): its id, root and own (shard) directory, and a new run's dataset scan."""
-
-    run_id: str
-    root: Path
-    work: Path
-    scanned: Any
 
 
 @dataclass(frozen=True)
@@ -336,9 +308,9 @@ class _Session:
     """One invocation of a run inside its locks: opened here (directory reconciled, run-meta written), then
     ``start`` (progress, signals), ``drive`` (the batch phase, then the items), ``finish`` (the outcome recorded)."""
 
-    def __init__(self, settings: RunSettings, where: _Located, *, cache: Any, reserve: Any, t_start: float,
-                 options: RunOptions) -> None:
-        run_id, root, work, scanned = where.run_id, where.root, where.work, where.scanned
+    def __init__(self, settings: RunSettings, run_id: str, root: Path, work: Path, scanned: Any, *, cache: Any,
+                 reserve: Any, t_start: float, options: RunOptions) -> None:
+        """``run_id``, ``root``, ``work`` and ``scanned``: ``_locate``'s."""
         self.settings, self.run_id, self.root, self.work = settings, run_id, root, work
         self.cache, self.reserve, self.t_start, self.options = cache, reserve, t_start, options
         run_store.reconcile(work)
@@ -350,14 +322,14 @@ class _Session:
         _archive_older_runs(settings, root)
         self.done = run_store.load_completed(root)  # root and every shard: never re-run what another shard did
         self.planned = [qid for qid in self.manifest.question_ids if run_store.in_shard(qid, settings.shard)]
-        pending_all = [qid for qid in self.planned if qid not in self.done]
-        self.pending = pending_all  # the run's own items: --max chose them when the run started (run_state)
+        self.pending = [qid for qid in self.planned if qid not in self.done]  # --max chose them at the start
         self.code_before = _last_code(stored_meta)
 
         self.tally = _Tally()
         self.limiter = Pacer(settings.concurrency, limits=settings.rate_limits)
-        self.gateway = RunGateway(settings=_provider_settings(settings), cache=cache, limiter=self.limiter,
-                                  stats=RunStats())
+        calls = providers.ProviderSettings(timeout_s=settings.timeout_s, max_attempts=settings.max_attempts,
+                                           base_urls=dict(settings.base_urls), azure=dict(settings.azure))
+        self.gateway = RunGateway(settings=calls, cache=cache, limiter=self.limiter, stats=RunStats())
         if settings.official_judge_gone:  # the start-up check saw 404 / 410: no official call is made
             self.gateway.mark_gone(settings.judge_provider, settings.judge_model, providers.ProviderError(
                 "not_found", f"{settings.judge_provider} {settings.judge_model}: gone (the start-up check)",
@@ -366,7 +338,7 @@ class _Session:
         self.cap = None if max_cost is None else cost_gate.CostCap(max_cost, settings, work)
         self.before = _run_figures(work)
         invocation = Invocation(
-            started_at=utc_now(), pending_before=len(pending_all), planned_now=len(self.pending),
+            started_at=utc_now(), pending_before=len(self.pending), planned_now=len(self.pending),
             endpoints=state.endpoints(settings),
             successor=None if settings.successor is None else settings.successor_judge,
             official_judge_gone=settings.official_judge_gone or None, successor_only=settings.successor_only or None,
@@ -453,7 +425,7 @@ class _Session:
             if not row.judgment.official:
                 meta.mark_unofficial()
             if registry is not None:
-                registry.record(row.question_id, row.judgment, f"run {meta.run_id}")
+                registry.record(row.question_id, row.judgment, f"run {self.run_id}")
         elif tally.billing_message is not None:
             stop.request("billing")
         elif tally.errors > self.settings.error_threshold:
@@ -588,13 +560,6 @@ def resume_hint(settings: RunSettings, run_id: str, *, note: str = "", verb: str
                                               counts=run_status.pending_of(root, shard)))
 
 
-def _provider_settings(settings: RunSettings) -> Any:
-    return providers.ProviderSettings(
-        timeout_s=settings.timeout_s, max_attempts=settings.max_attempts, base_urls=dict(settings.base_urls),
-        azure=dict(settings.azure),
-    )
-
-
 def say_how_to_finish(settings: RunSettings, root: Path) -> None:
     """A run cut by ``--max`` (or maxEvals) completed this invocation only: print the command that finishes it."""
     meta = run_store.read_meta(root) if settings.shard is None else None
@@ -629,7 +594,8 @@ def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any =
     state.check_run(settings, run_id, root, work, scanned, loop_check)
     if scanned is not None:  # the worker reads it back instead of scanning the dataset again
         dataset_scans.store(settings.cache_dir, settings.dataset_path, (scanned[0].to_dict(), scanned[1]))
-    writer = run_status.writer_pid(root) if _meta_status(work) == "running" else None
+    meta = run_store.peek_meta(work)  # unreadable: the worker's own checks will say why
+    writer = run_status.writer_pid(root) if meta is not None and meta.get("status") == "running" else None
     if writer is not None:
         raise UserError(f"run {root} is being written by pid {writer}; wait for it or stop it")
     if settings.cache_enabled:  # the worker opens it; a broken cache is the caller's one-line error
@@ -637,7 +603,3 @@ def prepare_background(settings: RunSettings, run_id: str | None, scanned: Any =
     fileio.make_dirs(work)  # a shard's worker, log and worker.json live in its own directory
     return run_id, work
 
-
-def _meta_status(work: Path) -> str | None:
-    meta = run_store.peek_meta(work)  # unreadable: the worker's own checks will say why
-    return None if meta is None else str(meta.get("status"))

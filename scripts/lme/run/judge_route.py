@@ -1,23 +1,9 @@
 """Which judge a run calls, decided before it starts: none (the verdict archive covers every pending hypothesis),
-the official judge, or (the official judge gone) the archive plus a successor.
-
-``prepare(settings, run_id)`` replaces the run's plain probe (``provider_probe.probe``) and returns the settings the
-run uses:
-
-- **The archive covers it.** A ``--hypotheses`` run whose pending hypotheses all have an archived official verdict
-  (their exact prompt, ``verdict_archive``) needs no judge: the judge is neither probed nor called.
-- **The official judge answers.** The target and the judge are probed as before; the model list's
-  ``shutdown_date`` gives the countdown line (``judge_entry``).
-- **The official judge is gone** (its probe call answered 404 ``model_not_found`` or 410 Gone, or the model list's
-  shutdown date has passed; a model list a gateway does not serve says nothing: ``judge_entry``): archived
-  verdicts still score, as official. With a successor (``--successor`` / ``successorJudge``) it is probed, and it
-  judges what the archive lacks (``official_judge_gone``: no official call is made). Without one, a ``--hypotheses``
-  run scores what the archive holds and leaves the rest pending (the run ends with the one line naming the ways
-  on, exit 2); a run that generates its answers stops here, before anything is written (it would pay for answers
-  no judge can score): ``OfficialJudgeGone``, a UserError the loop's run turns into its halt.
-- **The successor throughout** (``successor_only``: a loop run after the day, set by ``lme.loop.judge_day``). The
-  loop recorded the official judge gone: it is not probed or called, no archived verdict is used, and the target
-  and the successor are probed.
+the official judge, or (the official judge gone) the archive plus a successor, or the successor throughout (a loop
+run after the day, ``successor_only``). ``prepare(settings, run_id)`` replaces the run's plain probe
+(``provider_probe.probe``) and returns the settings the run uses. The rules: ``references/SPEC.md``, "When the
+official judge is gone"; a run that generates its answers is refused with ``OfficialJudgeGone``, a UserError the
+loop's run turns into its halt.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """A resume of a run whose run-meta.json is missing or broken: under the settings its rows recorded, or refused.
 
-run-meta.json is how a resume knows the run's target, judge and code. Without it, today's config would fill them
-in, and rows of two models would be scored as one run (issue 38). So the rows decide: every row records the target
-that answered (name, provider, model), the judge it asked (provider, model) and the id of the code that made it.
-A resume goes on only when its command line names the target and judge models (never the config alone) and the
-rows agree among themselves and with those settings and this invocation's code (its new run-meta is then made from
-settings the rows confirm, said on stderr); otherwise it is refused in one line that prints that command. A broken
-file is kept beside the new one (``BROKEN_SUFFIX``).
-The "broken" verdict is the store's (``run_meta.meta_fault``); the rows are read as every reader reads them.
+Without run-meta, today's config would fill in the run's target, judge and code, and rows of two models would be
+scored as one run (issue 38): so the rows decide (``references/SPEC.md``, "A run-meta.json that is missing or
+broken"). The "broken" verdict is the store's (``run_meta.meta_fault``).
 """
 
 from __future__ import annotations

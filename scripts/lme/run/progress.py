@@ -16,7 +16,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from lme.models import prices
-from lme.core.run_records import ResultRow, RowError
+from lme.core.run_records import ResultRow
 from lme.run.settings import STATUS_EVERY_S
 from lme.run import status as run_status
 
@@ -27,15 +27,10 @@ REASON_CHARS = 200
 
 def error_line(row: ResultRow) -> str:
     """``qid [type] -> ERROR kind: cause``: one line, the cause the first line of the row's message, bounded."""
-    return f"{row.question_id} [{row.question_type}] -> {reason(row.error)}"
-
-
-def reason(error: RowError | None) -> str:
-    """``ERROR kind: the first line of the message`` (``one_line``)."""
-    if error is None:
-        return "ERROR"
-    first = one_line(error.message)
-    return f"ERROR {error.kind}: {first}" if first else f"ERROR {error.kind}"
+    error = row.error
+    first = "" if error is None else one_line(error.message)
+    cause = "ERROR" if error is None else f"ERROR {error.kind}: {first}" if first else f"ERROR {error.kind}"
+    return f"{row.question_id} [{row.question_type}] -> {cause}"
 
 
 def one_line(text: str, limit: int = REASON_CHARS) -> str:

@@ -123,11 +123,6 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     return int(m.group(1)), int(m.group(2))
 
 
-def parse_target_options(pairs: list[str] | None) -> dict[str, Any]:
-    """``k=v`` pairs; a value that parses as JSON (true, 10, a list) takes that type, else it stays a string."""
-    return dict(parse_option(pair) for pair in pairs or [])
-
-
 _RESUMED_FROM_META = {  # config key <- the run's stored setting: what makes its rows comparable
     "datasetPath": "dataset_path",
     "variant": "variant",
@@ -262,7 +257,7 @@ def _target(cfg: Mapping[str, Any], args: argparse.Namespace, routes: Mapping[st
     if args.offline and not args.target:
         target = "offline"
     options = dict(cfg.get("targetOptions") or {})
-    given = parse_target_options(args.target_option)
+    given = dict(parse_option(pair) for pair in args.target_option or [])  # JSON values typed, else text
     options.update(given)
     for flag in SYMBOLIC_FLAGS:
         chosen = getattr(args, flag, None)

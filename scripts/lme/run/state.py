@@ -188,24 +188,16 @@ def check_run(settings: RunSettings, run_id: str, root: Path, work: Path,
     meta_dir = meta_recovery.meta_dir(settings, root)  # a new shard: the run's own settings are in the root meta
     meta = None if meta_recovery.lost_meta(meta_dir) else _target_moved(run_store.read_meta(meta_dir), settings)
     manifest, ds = _run_items(settings, meta, root, scanned)
-    if meta is None or meta_dir != work:
-        fresh = new_meta(run_id, settings, ds, code)
-        if meta is not None:
-            conflicts = _stored_settings_conflicts(meta, settings, ds)
-            if conflicts:
-                raise UserError(f"cannot add a shard to run {run_id}: " + "; ".join(conflicts),
-                                fix="use the run's own settings for every shard")
-        meta = fresh
-    else:
-        conflicts = _stored_settings_conflicts(meta, settings, ds)
-        if conflicts:
-            raise UserError(
-                f"cannot resume run {run_id}: " + "; ".join(conflicts),
-                fix="resume with the run's own settings, or start a new run (omit --run-id)",
-            )
-        meta = _followed(meta, settings, ds)
-    if meta is not None:
-        refuse_another_item_set(settings, run_id, manifest, ds)
+    new_shard = meta_dir != work  # its meta is made new; the root's settings must still be the run's
+    conflicts = [] if meta is None else _stored_settings_conflicts(meta, settings, ds)
+    if conflicts and new_shard:
+        raise UserError(f"cannot add a shard to run {run_id}: " + "; ".join(conflicts),
+                        fix="use the run's own settings for every shard")
+    if conflicts:
+        raise UserError(f"cannot resume run {run_id}: " + "; ".join(conflicts),
+                        fix="resume with the run's own settings, or start a new run (omit --run-id)")
+    meta = new_meta(run_id, settings, ds, code) if meta is None or new_shard else _followed(meta, settings, ds)
+    refuse_another_item_set(settings, run_id, manifest, ds)
     if settings.loop:
         loop_guard_check(settings, int(ds.get("items") or manifest.n_total), loop_check)
     return meta, manifest

@@ -136,7 +136,6 @@ def batch_text(batches: dict[str, Any]) -> str:
 
 
 def _batches(root: Path) -> dict[str, Any] | None:
-
     found = [p for p in (batch_ledger.progress(d) for d in run_store.run_dirs(root)) if p is not None]
     if not found:
         return None
@@ -195,9 +194,6 @@ def wait_line(run_id: str) -> str:
 # --------------------------------------------------------------------------- reading a run
 
 
-_parse_time = parse_utc
-
-
 def _metas(root: Path) -> list[dict[str, Any]]:
     """The run's own meta and each shard's (the root meta of a sharded run summarises them), unchecked: a status
     poll must not fail on a file a writer is replacing."""
@@ -209,7 +205,7 @@ def writer_pid(root: Path) -> int | None:
     last writer's pid after it ends, so the pid must still be alive and still be ``run_benchmark.py``."""
     for lock in run_store.writer_lock_paths(root):
         pid = run_store.RunLock(lock.parent).holder_pid()
-        if pid and background.pid_alive(pid) and _is_run_driver(pid):
+        if pid and process_life.pid_alive(pid) and _is_run_driver(pid):
             return pid
     return None
 
@@ -245,7 +241,7 @@ def state_of(root: Path) -> tuple[str, dict[str, Any] | None, dict[str, Any] | N
         why = disk_full_note(root) or ("run-meta says running but no process writes the run (killed, or the "
                                        "machine restarted)")
         return "dead", meta, worker, why
-    worker_start, meta_end = _parse_time((worker or {}).get("started_at")), _parse_time(meta.get("finished_at"))
+    worker_start, meta_end = parse_utc((worker or {}).get("started_at")), parse_utc(meta.get("finished_at"))
     if worker_start and meta_end and meta_end < worker_start:
         return "dead", meta, worker, "the background worker exited without running the run; see its log"
     if status == "failed" and meta.get("exit_status") == exit_codes.EXIT_BILLING:
@@ -320,10 +316,9 @@ def collect(root: Path, project: Path) -> Status:
     counts = pending_of(root, shard)
     if state == "paused" and meta.get("exit_status") in exit_codes.PAUSED_EXITS:
         status.paused_exit = int(meta["exit_status"])
-    if state in ("failed", "interrupted", "dead", "blocked"):
+    if state in ("failed", "interrupted", "dead", "blocked") or (  # a pause that resumes as it is
+            state == "paused" and status.paused_exit in (exit_codes.EXIT_BATCH_STOPPED, exit_codes.EXIT_CODE_CHANGED)):
         status.resume = resume_lines(project, root.name, shard, counts=counts)
-    elif state == "paused" and status.paused_exit in (exit_codes.EXIT_BATCH_STOPPED, exit_codes.EXIT_CODE_CHANGED):
-        status.resume = resume_lines(project, root.name, shard, counts=counts)  # resume as it is
     elif state == "paused":
         status.resume = resume_lines(project, root.name, shard, note=" --max-cost <a higher USD>")
     elif state == "completed" and pending > 0 and not meta.get("shards"):
@@ -357,14 +352,14 @@ def _rate_and_eta(status: Status, root: Path) -> None:
         invocations = m.get("invocations") or []
         if invocations:
             last = invocations[-1]
-            starts.append(_parse_time(last.get("started_at")))
+            starts.append(parse_utc(last.get("started_at")))
             planned += int(last.get("planned_now") or last.get("pending_before") or 0)
-            ends.append(_parse_time(last.get("finished_at")))
+            ends.append(parse_utc(last.get("finished_at")))
     starts = [s for s in starts if s]
     if not starts:
         return
     since = min(starts)
-    finished = [t for t in (_parse_time(r.finished_at) for r in run_store.iter_rows(root)) if t]
+    finished = [t for t in (parse_utc(r.finished_at) for r in run_store.iter_rows(root)) if t]
     recent = sum(1 for t in finished if t >= since)
     if status.state == "running":
         until = time.time()
@@ -392,10 +387,10 @@ MIN_RATE_SECONDS = 0.01
 def latest_run(base: Path) -> Path:
     """The most recently active run: its last start, or its background worker's start."""
     def last_active(p: Path) -> float:
-        times = [_parse_time((background.read_worker(d) or {}).get("started_at")) for d in run_store.run_dirs(p)]
+        times = [parse_utc((background.read_worker(d) or {}).get("started_at")) for d in run_store.run_dirs(p)]
         for m in _metas(p)[:1]:
-            times.append(_parse_time(m.get("started_at")))
-            times += [_parse_time(i.get("started_at")) for i in m.get("invocations") or []]
+            times.append(parse_utc(m.get("started_at")))
+            times += [parse_utc(i.get("started_at")) for i in m.get("invocations") or []]
         return max([t for t in times if t] or [0.0])
 
     runs = run_store.runs_under(base)
