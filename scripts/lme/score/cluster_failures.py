@@ -18,19 +18,6 @@ from lme.core.errors import UserError
 from lme.core.facts import QUESTION_TYPES, is_abstention
 from lme.core.run_records import ResultRow
 
-MODES: tuple[str, ...] = (
-    "gold_reported_bad",
-    "abstention_answered",
-    "abstention_refused_judged_wrong",
-    "refused_should_answer",
-    "retrieval_miss",
-    "retrieval_partial",
-    "temporal_order",
-    "temporal_arithmetic",
-    "stale_value",
-    "preference_not_personalised",
-    "reading_error",
-)
 EXAMPLES_PER_CLUSTER = 5
 _HOW_MUCH = re.compile(r"\s*how (?:many|much|long|old)\b", re.IGNORECASE)
 """'How many days between my first X and Y' is date arithmetic, whatever word follows."""

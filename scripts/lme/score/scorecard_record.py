@@ -1,8 +1,9 @@
 """The scorecard as a record: what ``scoring.build_scorecard`` makes and every renderer and the loop read.
 
-``Scorecard.to_dict`` is ``metrics.json`` exactly (the keys in the order they have always been written, so the file
-stays byte-identical); ``Scorecard.from_dict`` reads one back (also a metrics.json written by an older version:
-blocks it lacks take their defaults, keys this version does not know are kept in ``extra`` and written back).
+Every block is a record whose JSON form ``lme.core.codec`` derives from its fields: ``Scorecard.to_dict`` is
+``metrics.json`` exactly (the keys in the order they have always been written, so the file stays byte-identical);
+``Scorecard.from_dict`` reads one back (also a metrics.json written by an older version: blocks it lacks take their
+defaults and are not written back, keys this version does not know are kept in ``extra`` and written back).
 
 "Official" has three senses, named apart here: ``official_judge`` (the configured judge is the official model, the
 ``judge.official`` flag of run-meta), ``official_verdicts`` (every verdict was made by it, live or from the verdict
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 
 from lme.core import codec, migrations
 from lme.core.codec import Record
+from lme.core.errors import UserError
 from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS
 from lme.core.run_records import FileChanges, JudgeIdentity
 from lme.score import metrics
@@ -620,7 +622,11 @@ class Scorecard(Record):
         ``migrations``)."""
         d = migrations.upgrade("metrics", d)
         read = {"schemaVersion": SCHEMA_VERSION, **{k: v for k, v in d.items() if k not in ("comparable", "absent")}}
-        card = codec.from_dict(cls, read)
+        try:
+            card = codec.from_dict(cls, read)
+        except (TypeError, AttributeError, ValueError) as err:  # a block of another shape: edited by hand
+            raise UserError(f"metrics.json of run {d.get('run_id')!r} is not in the scorecard's shape ({err})",
+                            fix="re-run the scorecard for this run") from None
         return replace(card, absent=frozenset(name for name in _LATER_BLOCKS if name not in d))
 
     def with_fingerprint(self, fingerprint: str | None) -> "Scorecard":

@@ -27,6 +27,7 @@ from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
 from lme.score import retrieval_metrics
+from lme.score.official_estimate import quantile
 from lme.score.scorecard_record import (
     BatchStage, Batches, CacheHits, Cost, DatasetRef, Figures, GoldEntry, GoldExclusion, HypothesesRef, JudgeAgreement,
     JudgeStability, Latency, RegistryIdentity, Retrieval, Retries, Scorecard, StageLatency, TargetRef, TaskAveraged,
@@ -60,14 +61,7 @@ def percentiles(values: Iterable[float]) -> Latency:
     data = sorted(float(v) for v in values)
     if not data:
         return Latency()
-
-    def at(q: float) -> float:
-        pos = q * (len(data) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(data) - 1)
-        return data[lo] + (data[hi] - data[lo]) * (pos - lo)
-
-    return Latency(len(data), at(0.50), at(0.95), data[-1])
+    return Latency(len(data), quantile(data, 0.50), quantile(data, 0.95), data[-1])
 
 
 def _num(value: Any) -> float | None:
