@@ -137,3 +137,11 @@ def load_rows(run_dir: Path, *, include_shards: bool = True) -> dict[str, dict[s
 def iter_rows(run_dir: Path, *, include_shards: bool = True) -> list[dict[str, Any]]:
     """Every row of a run in append order (``run_store.iter_rows``), as JSON forms."""
     return [r.to_dict() for r in run_store.iter_rows(run_dir, include_shards=include_shards)]
+
+
+def scorecard_of(run: Any, n_total: int | None = None, **options: Any) -> Any:
+    """``scoring.build_scorecard`` of a loaded run with the inputs ``scorecard.py`` passes: those of the project the
+    run records or is held by (``scoring_inputs.for_run``)."""
+    from lme.score import scoring, scoring_inputs
+
+    return scoring.build_scorecard(run, n_total, inputs=scoring_inputs.for_run(run.path), **options)

@@ -18,6 +18,7 @@ from lme.core import fileio
 from lme.store import run_store
 from lme.core.clock import utc_now
 from lme.core.facts import QUESTION_TYPES
+from factories import scorecard_of
 
 LOOP_BRANCH = "longmemeval-iter"
 GIT_ENV = {
@@ -98,9 +99,8 @@ def run_meta(run_id: str, n_total: int, status: str = "completed") -> dict:
 
 def write_scorecard_metrics(run_dir: Path) -> dict:
     """metrics.json for the run, built by the real scorecard."""
-    from lme.score import scoring
 
-    record = scoring.build_scorecard(run_store.load_run(run_dir))
+    record = scorecard_of(run_store.load_run(run_dir))
     card = record.to_dict()
     fileio.write_atomic_json(run_dir / run_store.METRICS_FILE, card)
     return card

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from factories import scorecard_of
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -93,12 +94,11 @@ def with_full_context_prompts(src: Path, dst: Path) -> Path:
 
 def build(run_path: Path, max_text_mb: float, label: str) -> Path:
     from lme.report import page as report_html
-    from lme.score import scoring
     from lme.store.run_store import load_run
 
     t0 = time.perf_counter()
     run = load_run(run_path)
-    card = scoring.build_scorecard(run)
+    card = scorecard_of(run)
     t1 = time.perf_counter()
     page = report_html.build_report(run, card, max_text_mb=max_text_mb)
     t2 = time.perf_counter()

@@ -110,7 +110,7 @@ def test_a_metrics_files_loop_rows_of_ec6ed1a_count_their_rows_as_rows_today():
     card = {"schemaVersion": "1.0.0", "loop_rows": LOOP_ROWS_BEFORE_EC6ED1A}
     assert migrations.upgrade("metrics", card)["loop_rows"] == {"kept_rounds": [1], "retested": 3, "pre_fix": 7,
                                                                  "rows": 10}
-    assert Scorecard.from_dict(card).loop_rows["rows"] == 10
+    assert Scorecard.from_dict(card).loop_rows.rows == 10
     assert card["loop_rows"] == LOOP_ROWS_BEFORE_EC6ED1A
 
 

@@ -10,9 +10,8 @@ import pytest
 from lme.score import cluster_failures
 from lme.data import gold_registry
 from lme.report import scorecard_md
-from lme.score import scoring
 from lme.store.run_store import load_run
-from factories import MS, SSU, TR, official_row, write_run
+from factories import MS, SSU, TR, official_row, write_run, scorecard_of
 
 DUPLICATED_54 = {"58bf7951", "1e043500", "001be529", "d23cf73b", "caf03d32", "91b15a6e", "078150f1",
                  "gpt4_4929293b", "gpt4_76048e76", "gpt4_c27434e8_abs", "18bc8abd", "c7dc5443", "1d4da289"}
@@ -55,7 +54,7 @@ def test_scorecard_reports_with_and_without_the_wrong_ones_and_lists_the_rest(tm
     items = [("370a8ff4", TR), ("gpt4_88806d6e", MS), ("001be529", SSU), ("ok1", SSU)]
     rows = [official_row("370a8ff4", TR, False), official_row("gpt4_88806d6e", MS, False), official_row("001be529", SSU, True),
             official_row("ok1", SSU, True)]
-    record = scoring.build_scorecard(load_run(write_run(tmp_path / "r", items, rows)))
+    record = scorecard_of(load_run(write_run(tmp_path / "r", items, rows)))
     card = record.to_dict()
     ex = card["excluding_gold_errors"]
     assert [e["question_id"] for e in ex["excluded"]] == ["370a8ff4"]  # disputed and structural stay counted
@@ -73,7 +72,7 @@ def test_an_original_release_run_also_leaves_out_what_the_cleaning_fixed(tmp_pat
     meta = json.loads((done / "run-meta.json").read_text())
     meta["dataset"]["release"] = "original"
     (done / "run-meta.json").write_text(json.dumps(meta))
-    ex = scoring.build_scorecard(load_run(done)).to_dict()["excluding_gold_errors"]
+    ex = scorecard_of(load_run(done)).to_dict()["excluding_gold_errors"]
     assert [(e["question_id"], e["status"]) for e in ex["excluded"]] == [("ad7109d1", "fixed-in-cleaned")]
 
 

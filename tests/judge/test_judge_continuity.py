@@ -14,13 +14,13 @@ from lme.cli import judge_agreement as judge_agreement_cli
 from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.cli import run_benchmark
-from lme.score import scoring
 from lme.judge import verdict_archive
 from lme.store.run_store import load_run
 from lme.core.errors import run_main
 from lme.models.providers import Gateway, ProviderSettings
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from upstream_standin import make_upstream_tree
+from factories import scorecard_of
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 AZURE_KEY = "azure-test-DUMMY-key-0000"
@@ -82,12 +82,12 @@ def test_a_run_judged_through_azure_is_recorded_as_the_official_snapshot(fake_ll
     assert meta["judge"] == {"provider": "azure", "model": "gpt-4o-2024-08-06", "official": True}
     assert meta["endpoints"]["azure"] == f"{fake_llm.root_url}/openai/deployments/judge-4o/"
     assert all(q["path"].startswith("/openai/deployments/judge-4o/") for q in judge_requests(fake_llm))
-    record = scoring.build_scorecard(load_run(run_dir(project, "az")))
+    record = scorecard_of(load_run(run_dir(project, "az")))
     card = record.to_dict()
     assert not any(n.startswith("judge is") for n in card["comparability_notes"])  # the official judge, via Azure
     assert card["verdicts"]["official_live"] == 3 and card["verdicts"]["endpoints"] == {f"127.0.0.1:{fake_llm.port}": 3}
     monkeypatch.setattr(endpoint_urls, "TEST_OFFICIAL_HOSTS", frozenset())  # as a user's process sees a fake host
-    notes = scoring.build_scorecard(load_run(run_dir(project, "az"))).to_dict()["comparability_notes"]
+    notes = scorecard_of(load_run(run_dir(project, "az"))).to_dict()["comparability_notes"]
     assert any("not the official judge's (api.openai.com or <resource>.openai.azure.com)" in n for n in notes)
 
 
@@ -227,7 +227,7 @@ def test_agreement_of_a_candidate_judge_and_the_label_of_a_run_it_judged(fake_ll
     assert rec["returned_models"] == ["gpt-4o-mini-2024-07-18"]
 
     assert run(project, "--run-id", "successor", "--judge-model", "openai:gpt-4o-mini") == 0
-    record = scoring.build_scorecard(load_run(run_dir(project, "successor")))
+    record = scorecard_of(load_run(run_dir(project, "successor")))
     card = record.to_dict()
     assert card["judge"]["official"] is False
     judge_note = next(n for n in card["comparability_notes"] if n.startswith("judge is"))
@@ -241,7 +241,7 @@ def test_a_run_with_an_unmeasured_judge_says_its_agreement_was_never_measured(tm
     done = write_run(tmp_path / "r", [("k1", SSU)], [official_row("k1", SSU, True, judge_model="claude-x",
                                                           judge_provider="anthropic", official=False)],
                      judge={"provider": "anthropic", "model": "claude-x", "official": False})
-    notes = scoring.build_scorecard(load_run(done)).to_dict()["comparability_notes"]
+    notes = scorecard_of(load_run(done)).to_dict()["comparability_notes"]
     assert any("agreement with the official judge was never measured" in n for n in notes)
 
 

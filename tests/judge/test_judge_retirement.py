@@ -17,10 +17,10 @@ from lme.cli import judge_shim
 from lme.cli import judge_agreement as judge_agreement_cli
 from lme.run import preflight
 from lme.cli import preflight as preflight_cli
-from lme.score import scoring
 from lme.store.run_store import load_run
 from run_project import SAMPLE, expire_recent_probes, make_project, register_answers, run_dir
 from upstream_standin import standin_print_qa_metrics
+from factories import scorecard_of
 
 ITEMS = json.loads(SAMPLE.read_text())
 OFFICIAL = "gpt-4o-2024-08-06"
@@ -90,7 +90,7 @@ def test_every_hypothesis_archived_scores_with_the_judge_gone_no_judge_call_no_j
     rows = rows_of(project, "after")
     assert len(rows) == len(ITEMS)
     assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] for r in rows)
-    record = scoring.build_scorecard(load_run(run_dir(project, "after")))
+    record = scorecard_of(load_run(run_dir(project, "after")))
     card = record.to_dict()
     assert (card["verdicts"]["official_archived"], card["verdicts"]["official_live"]) == (len(ITEMS), 0)
 
@@ -118,7 +118,7 @@ def test_edited_hypotheses_with_the_judge_gone_score_the_archived_rest_and_stay_
     assert all(r["judgment"]["official"] is False and r["judgment"]["model"] == "o3-mini-2025-01-31"
                for r in successor)
     assert len(judge_calls(fake_llm, "o3-mini")) == 3 and judge_calls(fake_llm, OFFICIAL) == []
-    record = scoring.build_scorecard(load_run(run_dir(project, "after")))
+    record = scorecard_of(load_run(run_dir(project, "after")))
     card = record.to_dict()
     assert (card["verdicts"]["official_archived"], card["verdicts"]["successor"]) == (len(ITEMS) - 3, 3)
     assert card["verdicts"]["successors"][0]["calibration"] is None  # never measured: says so

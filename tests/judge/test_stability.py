@@ -16,12 +16,11 @@ from lme.cli import judge_shim
 from lme.judge import stability as judge_stability
 from lme.cli import run_benchmark
 from lme.report import scorecard_md
-from lme.score import scoring
 from lme.store.run_store import load_run
 from loop_testing import make_loop_project
 from lme.core.records import Verdict
 from run_project import SAMPLE, make_project, register_answers, run_dir
-from factories import SSU, official_row, write_run
+from factories import SSU, official_row, write_run, scorecard_of
 from test_decide import _round
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
@@ -80,7 +79,7 @@ def test_repeats_record_every_verdict_keep_the_first_and_fill_the_registry(tmp_p
     assert flaky[0]["prompt_sha256"] == victim["prompt_sha256"] and flaky[0]["judge_model"] == "gpt-4o-2024-08-06"
     assert json.loads((run_dir(project, "s") / "run-meta.json").read_text())["settings"]["judge_repeat"] == 3
 
-    record = scoring.build_scorecard(load_run(run_dir(project, "s")))
+    record = scorecard_of(load_run(run_dir(project, "s")))
     card = record.to_dict()
     assert card["judge_stability"]["unstable_ids"] == [VICTIM["question_id"]]
     assert card["judge_stability"]["repeated_items"] == 3

@@ -20,9 +20,9 @@ from lme.cli import judge_shim
 from lme.cli import judge_agreement as judge_agreement_cli
 from lme.judge.official import judge_request
 from lme.models.call_cache import CallCache
-from lme.score import scoring
 from lme.store.run_store import load_run
 from run_project import SAMPLE, make_project, register_answers, run_dir
+from factories import scorecard_of
 
 ITEMS = json.loads(SAMPLE.read_text())
 OFFICIAL = "gpt-4o-2024-08-06"
@@ -84,7 +84,7 @@ def test_a_url_naming_api_openai_com_is_not_the_official_host(fake_llm, tmp_path
     rows = rows_of(project, "r")
     assert {r["judgment"]["endpoint_host"] for r in rows} == {f"127.0.0.1:{fake_llm.port}"}
     assert not any(r["judgment"]["official"] for r in rows)
-    record = scoring.build_scorecard(load_run(run_dir(project, "r")))
+    record = scorecard_of(load_run(run_dir(project, "r")))
     card = record.to_dict()
     assert card["verdicts"]["official_live"] == 0 and card["verdicts"]["other"] == len(ITEMS)
     assert any("not the official judge's" in n for n in card["comparability_notes"])
@@ -102,7 +102,7 @@ def test_an_azure_resource_in_a_path_is_not_an_azure_resource(tmp_path):
     meta = json.loads((done / "run-meta.json").read_text())
     meta["endpoints"] = {"azure": "http://127.0.0.1:9/x.openai.azure.com/openai/deployments/d/"}
     (done / "run-meta.json").write_text(json.dumps(meta))
-    notes = scoring.build_scorecard(load_run(done)).to_dict()["comparability_notes"]
+    notes = scorecard_of(load_run(done)).to_dict()["comparability_notes"]
     assert any("not an Azure OpenAI resource" in n for n in notes)
 
 
@@ -182,7 +182,7 @@ def test_a_resume_through_another_endpoint_is_recorded_and_makes_the_run_not_com
     meta = json.loads((run_dir(project, "mixed") / "run-meta.json").read_text())
     assert [i["endpoints"]["openai"] for i in meta["invocations"]] == [via(fake_llm, "official"),
                                                                        via(fake_llm, "proxy")]
-    record = scoring.build_scorecard(load_run(run_dir(project, "mixed")))
+    record = scorecard_of(load_run(run_dir(project, "mixed")))
     card = record.to_dict()
     assert card["verdicts"]["endpoints"] == {f"127.0.0.1:{fake_llm.port}": first,
                                              f"localhost:{fake_llm.port}": len(ITEMS) - first}
@@ -204,7 +204,7 @@ def test_a_run_whose_official_verdicts_come_from_two_official_endpoints_says_so_
     assert 0 < len(rows_judged(project, "both")) < len(ITEMS)
     set_base_url(project, via(fake_llm, "proxy"))
     assert run(project, "--run-id", "both") == 0
-    record = scoring.build_scorecard(load_run(run_dir(project, "both")))
+    record = scorecard_of(load_run(run_dir(project, "both")))
     card = record.to_dict()
     assert card["verdicts"]["official_live"] == len(ITEMS) and len(card["verdicts"]["endpoints"]) == 2
     assert not any("endpoint" in n for n in card["comparability_notes"])
@@ -309,7 +309,7 @@ def test_an_archive_from_an_older_version_is_read_as_its_authors_claim(fake_llm,
     rows = rows_of(other, "b")
     assert all(r["judgment"]["source"] == "archive" and r["judgment"]["official"] is True for r in rows)
     assert {r["judgment"]["origin"]["file"] for r in rows} == {"legacy.jsonl"}
-    card = scoring.build_scorecard(load_run(run_dir(other, "b"))).to_dict()
+    card = scorecard_of(load_run(run_dir(other, "b"))).to_dict()
     assert card["verdicts"]["origins"]["imported"][0]["verdicts"] == len(ITEMS)
     assert card["verdicts"]["origins"]["made_here"]["verdicts"] == 0
     assert not any("prompt is not upstream's" in n for n in card["comparability_notes"])

@@ -16,6 +16,7 @@ from lme.loop import state as loop_state
 from lme.loop import steps as loop_steps
 from lme.core.errors import UserError, run_main
 from loop_testing import git, item_ids, make_loop_project, make_row, write_run
+from factories import scorecard_of
 
 
 @pytest.mark.parametrize(
@@ -266,9 +267,7 @@ def _old_round(project, endpoint: str, retest_judgment: dict, fixes: int = 2):
 
 
 def _official_on_the_scorecard(run_dir) -> int:
-    from lme.score import scoring
-
-    verdicts = scoring.build_scorecard(run_store.load_run(run_dir)).to_dict()["verdicts"]
+    verdicts = scorecard_of(run_store.load_run(run_dir)).to_dict()["verdicts"]
     return verdicts["official_live"] + verdicts["official_archived"]
 
 

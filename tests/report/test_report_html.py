@@ -20,10 +20,9 @@ from lme.report import page as report_html
 from lme.cli import report_html as report_html_cli
 from lme.cli import run_benchmark
 from lme.cli import scorecard
-from lme.score import scoring
 from lme.score import fingerprint as score_fingerprint
 from lme.core.errors import run_main
-from factories import result_row
+from factories import result_row, scorecard_of
 from report_testing import NASTY, make_report_run
 from run_project import make_project, run_dir
 
@@ -102,7 +101,7 @@ def test_the_drill_down_data_holds_the_exact_prompt_judge_reply_and_error(report
 
 def test_texts_beyond_the_evidence_respect_the_budget_and_say_so(report_run):
     run = run_store.load_run(report_run.run_dir)
-    card = scoring.build_scorecard(run)
+    card = scorecard_of(run)
     data, texts = blobs(report_html.build_report(run, card, project=report_run.project, max_text_mb=0))
     assert texts["l"] and all(t is None for t in texts["l"])
     assert any(f"{len(texts['l'])} session or prompt text(s) were left out" in n for n in data["notes"])
@@ -125,7 +124,7 @@ def test_a_missing_dataset_still_gives_a_report_that_says_what_is_missing(report
     run = run_store.load_run(report_run.run_dir)
     meta = run.meta.with_(dataset=run.meta.dataset.updated(path=str(tmp_path / "gone.json")))
     run = run_store.RunData(path=run.path, meta=meta, manifest=run.manifest, rows=run.rows)
-    data, _ = blobs(report_html.build_report(run, scoring.build_scorecard(run)))
+    data, _ = blobs(report_html.build_report(run, scorecard_of(run)))
     assert any("is not here" in n for n in data["notes"])
     assert {q["hyp"] for q in data["questions"]} == {r.get("hypothesis") for r in report_run.rows.values()}
 

@@ -12,7 +12,7 @@ from lme.report import scorecard_md
 from lme.score import scoring
 from lme.store.run_store import load_run
 from lme.core.errors import run_main
-from factories import MS, OFFICIAL_SHA, SSU, TR, official_row, write_run
+from factories import MS, OFFICIAL_SHA, SSU, TR, official_row, write_run, scorecard_of
 
 ITEMS = [("370a8ff4", TR), ("a1", SSU), ("a2", SSU), ("a3_abs", SSU), ("b1", MS), ("b2_abs", MS), ("c2", TR)]
 
@@ -41,7 +41,7 @@ def seven(tmp_path) -> Path:
 
 
 def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
-    record = scoring.build_scorecard(load_run(seven))
+    record = scorecard_of(load_run(seven))
     card = record.to_dict()
     assert (card["n_total"], card["judged"], card["correct"], card["errors"], card["not_run"]) == (7, 5, 4, 1, 1)
     assert card["coverage"] == pytest.approx(5 / 7)
@@ -80,7 +80,7 @@ def test_every_figure_of_seven_item_run_matches_hand_computation(seven):
 
 
 def test_second_figure_excludes_reported_gold_errors_without_replacing_official(seven):
-    record = scoring.build_scorecard(load_run(seven))
+    record = scorecard_of(load_run(seven))
     card = record.to_dict()
     ex = card["excluding_gold_errors"]
     assert ex["excluded"] == [{"question_id": "370a8ff4", "issues": [19, 26, 41], "status": "wrong"}]
@@ -97,7 +97,7 @@ def test_retrieval_skips_abstention_and_no_gold_items_and_says_how_many(tmp_path
             official_row("x2_abs", SSU, True, retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": []}),
             official_row("x3", SSU, False, retrieval={"retrieved_session_ids": ["h"], "gold_session_ids": []})]
     run = write_run(tmp_path / "r", [("x1", SSU), ("x2_abs", SSU), ("x3", SSU)], rows)
-    ret = scoring.build_scorecard(load_run(run)).to_dict()["retrieval"]
+    ret = scorecard_of(load_run(run)).to_dict()["retrieval"]
     assert (ret["scored"], ret["skipped_abstention"], ret["skipped_no_gold"]) == (1, 1, 1)
     assert ret["overall"]["recall_all@1"] == 1.0
 
@@ -110,7 +110,7 @@ def _clean(tmp_path, **kw) -> Path:
 
 def test_complete_official_run_is_comparable(tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)  # stands in for the 500 items of the official set
-    record = scoring.build_scorecard(load_run(_clean(tmp_path)))
+    record = scorecard_of(load_run(_clean(tmp_path)))
     card = record.to_dict()
     assert card["comparable"] is True and card["comparability_notes"] == []
     assert "NOT COMPARABLE" not in scorecard_md.render_markdown(record)
@@ -122,13 +122,13 @@ def test_a_judge_behind_another_endpoint_is_not_comparable(tmp_path, monkeypatch
     meta = json.loads((run / "run-meta.json").read_text())
     meta["endpoints"] = {"openai": "http://127.0.0.1:9/v1"}
     (run / "run-meta.json").write_text(json.dumps(meta))
-    record = scoring.build_scorecard(load_run(run))
+    record = scorecard_of(load_run(run))
     card = record.to_dict()
     assert card["comparability_notes"] == ["judge endpoint is http://127.0.0.1:9/v1, not api.openai.com"]
 
 
 def test_a_run_smaller_than_the_official_set_is_not_comparable(tmp_path):
-    record = scoring.build_scorecard(load_run(_clean(tmp_path)))
+    record = scorecard_of(load_run(_clean(tmp_path)))
     card = record.to_dict()
     assert card["comparability_notes"] == ["N = 2 items (the official set has 500)"]
 
@@ -139,7 +139,7 @@ def test_narrowing_the_strict_denominator_below_the_manifest_is_named(seven, cap
     notes = json.loads(capsys.readouterr().out)["comparability_notes"]
     assert "strict denominator narrowed to the first 5 of the run's 7 items (N_TOTAL / --n-total)" in notes
     assert "N = 5 items (the official set has 7)" in notes
-    record = scoring.build_scorecard(load_run(seven), 7)
+    record = scorecard_of(load_run(seven), 7)
     card = record.to_dict()
     assert not any("narrowed" in n or "official set" in n for n in card["comparability_notes"])
 
@@ -154,7 +154,7 @@ def truncation(truncated, dropped_evidence=None, **extra):
 def test_truncation_is_counted_and_lost_evidence_makes_the_run_not_comparable(tmp_path, monkeypatch):
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
     rows = [official_row("k1", SSU, True, target=truncation(True, 0)), official_row("k2", MS, False, target=truncation(True, 1))]
-    record = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    record = scorecard_of(load_run(_clean(tmp_path, rows=rows)))
     card = record.to_dict()
     assert card["truncation"] == {"items_reporting": 2, "truncated": 2, "lost_evidence": 1,
                                   "lost_evidence_unknown": 0, "retried_after_too_long": 0}
@@ -167,12 +167,12 @@ def test_truncation_that_kept_every_evidence_session_stays_comparable(tmp_path, 
     monkeypatch.setattr(scoring, "OFFICIAL_SET_SIZE", 2)
     rows = [official_row("k1", SSU, True, target=truncation(True, 0, retried_after_too_long={"tokens": 9})),
             official_row("k2", MS, False, target=truncation(False, 0))]
-    record = scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows)))
+    record = scorecard_of(load_run(_clean(tmp_path, rows=rows)))
     card = record.to_dict()
     assert card["comparable"] is True
     assert (card["truncation"]["truncated"], card["truncation"]["retried_after_too_long"]) == (1, 1)
     old = [official_row("k1", SSU, True, target=truncation(True)), official_row("k2", MS, False)]
-    record = scoring.build_scorecard(load_run(_clean(tmp_path / "old", rows=old)))
+    record = scorecard_of(load_run(_clean(tmp_path / "old", rows=old)))
     card = record.to_dict()
     assert card["truncation"]["lost_evidence_unknown"] == 1
     assert any("do not say whether an evidence session was dropped" in n for n in card["comparability_notes"])
@@ -182,7 +182,7 @@ def test_retrieval_section_names_its_level_and_granularity_and_metrics_json_has_
     target = {"name": "rag", "provider": "p", "model": "m", "debug": {"retrieval": {"granularity": "turn"}}}
     rows = [official_row("x1", SSU, True, target=target,
                 retrieval={"retrieved_session_ids": ["g"], "gold_session_ids": ["g"]})]
-    record = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    record = scorecard_of(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
     card = record.to_dict()
     ret = card["retrieval"]
     assert ret["ks"] == [1, 3, 5, 10, 30, 50] and "recall_all@50" in ret["overall"]
@@ -194,7 +194,7 @@ def test_retrieval_section_names_its_level_and_granularity_and_metrics_json_has_
 
 def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
     rows = [official_row("k1", SSU, True), official_row("k2", MS, None, error_kind="timeout")]
-    md = scorecard_md.render_markdown(scoring.build_scorecard(load_run(_clean(tmp_path, rows=rows))))
+    md = scorecard_md.render_markdown(scorecard_of(load_run(_clean(tmp_path, rows=rows))))
     assert "| Task-averaged accuracy (macro, 2 types) | 0.5000 | 1.0000 (over 1 of 2 types, those with a judged item) |" in md
 
 
@@ -210,7 +210,7 @@ def test_judged_only_task_average_says_how_many_types_it_averages(tmp_path):
     ({"rows": [official_row("k1", SSU, True), official_row("k2", MS, None, error_kind="rate_limit")]}, "errors present: 1"),
 ])
 def test_banner_names_each_reason_a_run_is_not_comparable(tmp_path, kw, needle):
-    record = scoring.build_scorecard(load_run(_clean(tmp_path, **kw)))
+    record = scorecard_of(load_run(_clean(tmp_path, **kw)))
     card = record.to_dict()
     assert card["comparable"] is False
     assert any(needle in n for n in card["comparability_notes"]), card["comparability_notes"]

@@ -17,6 +17,7 @@ from lme.core.errors import run_main
 from lme.score import cluster_failures
 from lme.store import run_store
 from run_project import make_project, run_dir
+from factories import scorecard_of
 from test_user_system_processes import _stop_workers  # noqa: F401  (the fixture: workers stopped after each test)
 
 OFFLINE = ["--target-model", "offline:mine", "--judge-model", "offline:offline-containment-v1"]
@@ -87,9 +88,8 @@ def test_a_users_system_declares_its_stages_truncation_and_top_k_and_every_repor
     clusters = cluster_failures.cluster_run(run_dir(project, "d"))
     assert {"graph failed", "reader fallback"} <= set(clusters["clusters"][0]["stages"])
     from lme.report import page_data
-    from lme.score import scoring
 
-    data, _ = page_data.page_data(data, scoring.build_scorecard(data), project=project)
+    data, _ = page_data.page_data(data, scorecard_of(data), project=project)
     shown = data["questions"][0]
     assert shown["stages"][1:] == ["graph: failed — graph store unreachable", "reader: fallback"]
     assert shown["stages"][0].startswith("index: ok — ") and shown["trunc"]["truncated"] is True

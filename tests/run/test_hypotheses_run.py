@@ -17,10 +17,10 @@ from lme.cli import judge_agreement as judge_agreement_cli
 from lme.report import page as report_html
 from lme.cli import run_benchmark
 from lme.cli import scorecard
-from lme.score import scoring
 from lme.store.run_store import load_run
 from lme.core.errors import UserError, run_main
 from run_project import SAMPLE, make_project, register_answers, run_dir
+from factories import scorecard_of
 
 ITEMS = json.loads(SAMPLE.read_text())
 LEFT_OUT = sorted(it["question_id"] for it in ITEMS)[:2]
@@ -240,7 +240,7 @@ def test_a_file_judged_by_two_judges_is_a_judge_comparison(project, fake_llm, tm
     assert (rec["n"], rec["agree"]) == (n, n - 3) and sorted(f["question_id"] for f in rec["flips"]) == flipped
     assert rec["candidate"] == "openai:gpt-4o-mini-2024-07-18" and rec["returned_models"] == ["gpt-4o-mini-2024-07-18"]
     assert len(fake_llm.requests) == 2 * n  # the agreement of two runs makes no call
-    record = scoring.build_scorecard(load_run(b))  # the candidate's run now carries its measured agreement
+    record = scorecard_of(load_run(b))  # the candidate's run now carries its measured agreement
     card = record.to_dict()
     assert card["judge_agreement"]["n"] == n and card["judge_agreement"]["flips"] == 3
 

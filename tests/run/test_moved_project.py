@@ -13,9 +13,9 @@ from lme.cli import run_benchmark
 from lme.core.errors import run_main
 from lme.report import page_data
 from lme.store import run_store
-from lme.score import scoring
 from run_project import SAMPLE, make_project, run_dir
 from test_run_item_set import ITEMS, OFFLINE_ROUTES, USERS_SYSTEM, completed, printed_resume
+from factories import scorecard_of
 
 DATA = ".longmemeval-benchmarks/data/longmemeval_s_cleaned.json"
 
@@ -78,7 +78,7 @@ def test_a_report_after_the_move_keeps_the_sessions_text(tmp_path, capsys):
     capsys.readouterr()
     new = _moved(old, tmp_path)
     run = run_store.load_run(run_dir(new, "ten"))
-    data, texts = page_data.page_data(run, scoring.build_scorecard(run))
+    data, texts = page_data.page_data(run, scorecard_of(run))
     assert not any("is not here" in n for n in data["notes"]), data["notes"]
     assert data["sessions"] and any(texts["s"])
 

@@ -8,9 +8,9 @@ import pytest
 from lme.cli import run_benchmark
 from lme.report import scorecard_md
 from lme.run import status as run_status
-from lme.score import scoring
 from lme.store.run_store import load_run
 from run_project import make_project, register_answers, run_dir
+from factories import scorecard_of
 
 ITEMS = 3
 SYSTEM = "def generate(item, ctx):\n    return {'hypothesis': 'no idea', 'tokensIn': 900, 'tokensOut': 5}\n"
@@ -24,7 +24,7 @@ def reporting_run(tmp_path, fake_llm, model: str):
     assert run_benchmark.main(["--project", str(project), "--progress", "quiet", "--no-scorecard", "--yes",
                                "--max", str(ITEMS), "--run-id", "r"]) == 0
     root = run_dir(project, "r")
-    return scoring.build_scorecard(load_run(root)), run_status.collect(root, project)
+    return scorecard_of(load_run(root)), run_status.collect(root, project)
 
 
 def test_reported_tokens_at_a_known_model_are_priced_and_both_reports_agree(tmp_path, fake_llm):

@@ -19,7 +19,7 @@ from lme.cli import interop as interop_cli
 from lme.score import metrics
 from lme.core.errors import UserError
 from lme.core.records import QUESTION_TYPES
-from factories import official_row, write_run
+from factories import official_row, write_run, scorecard_of
 
 MIRROR = Path("/work/.mirror/xiaowu0162+LongMemEval/repo")
 
@@ -87,10 +87,9 @@ def test_exported_eval_results_rescored_independently_equal_our_figures(run, tmp
     assert ours["overall"]["accuracy_judged"] == pytest.approx(theirs["overall"])
     assert ours["abstention"]["accuracy_judged"] == pytest.approx(theirs["abstention"])
     # and the round trip gives the same figures as scoring the run directly
-    from lme.score import scoring
     from lme.store.run_store import load_run
 
-    record = scoring.build_scorecard(load_run(run))
+    record = scorecard_of(load_run(run))
     card = record.to_dict()
     assert card["overall"]["accuracy_judged"] == pytest.approx(ours["overall"]["accuracy_judged"])
     assert card["overall"]["accuracy_strict"] == pytest.approx(ours["overall"]["accuracy_strict"]) == 9 / 16

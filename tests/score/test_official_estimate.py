@@ -16,10 +16,9 @@ from lme.judge import agreement as judge_agreement
 from lme.judge.agreement_figures import agreement_report
 from lme.report import scorecard_md
 from lme.score import official_estimate as est
-from lme.score import scoring
 from lme.score.scorecard_record import Scorecard
 from lme.store.run_store import load_run
-from factories import KU, MS, SSU, official_row, result_row, write_run
+from factories import KU, MS, SSU, official_row, result_row, write_run, scorecard_of
 
 REASONING = {"family": "reasoning", "max_completion_tokens": 2048}
 
@@ -196,7 +195,7 @@ def _mixed_run(project: Path, *extra: dict) -> Path:
 def test_a_mixed_run_estimates_from_the_successors_labels_only_beside_the_official_ones(tmp_path):
     project = tmp_path / "p"
     record = _calibration(project)
-    card = scoring.build_scorecard(load_run(_mixed_run(project)))
+    card = scorecard_of(load_run(_mixed_run(project)))
     block = card.to_dict()["official_estimate"]
     schemas.validate("metrics", card.to_dict(), where="metrics.json")
     assert (block["official"], block["corrected"]) == (20, 20)
@@ -219,14 +218,14 @@ def test_a_mixed_run_estimates_from_the_successors_labels_only_beside_the_offici
 
 def test_without_a_calibration_or_with_every_verdict_official_there_is_no_estimate(tmp_path):
     project = tmp_path / "p"
-    card = scoring.build_scorecard(load_run(_mixed_run(project)))
+    card = scorecard_of(load_run(_mixed_run(project)))
     block = card.official_estimate
     assert block.overall.accuracy is None and "uncalibrated" in block.overall.reason
     assert all(f.accuracy is None for f in block.per_type.values())
     assert "none, openai:o3-mini is uncalibrated" in scorecard_md.render_markdown(card)
     official = write_run(project / STATE_DIR / "runs" / "official", [("k1", SSU), ("k2", MS)],
                          [official_row("k1", SSU, True), official_row("k2", MS, False)])
-    card = scoring.build_scorecard(load_run(official))
+    card = scorecard_of(load_run(official))
     assert card.official_estimate is None and card.to_dict()["official_estimate"] is None
     assert "estimated for the official judge" not in scorecard_md.render_markdown(card)
 
@@ -234,7 +233,7 @@ def test_without_a_calibration_or_with_every_verdict_official_there_is_no_estima
 def test_a_record_measured_before_the_strata_corrects_with_pooled_rates_and_says_there_is_no_spread(tmp_path):
     project = tmp_path / "p"
     _calibration(project, per_type=False)
-    block = scoring.build_scorecard(load_run(_mixed_run(project))).official_estimate
+    block = scorecard_of(load_run(_mixed_run(project))).official_estimate
     assert block.overall.accuracy is not None
     assert {f.rates for f in block.per_type.values()} == {"pooled"} and block.abstention.accuracy is not None
     assert block.by_source is None and "per-source counts" in block.spread_note
@@ -243,7 +242,7 @@ def test_a_record_measured_before_the_strata_corrects_with_pooled_rates_and_says
 def test_the_scorecard_shows_the_estimate_beside_the_raw_figure_as_an_estimate(tmp_path):
     project = tmp_path / "p"
     _calibration(project)
-    card = scoring.build_scorecard(load_run(_mixed_run(project)))
+    card = scorecard_of(load_run(_mixed_run(project)))
     md = scorecard_md.render_markdown(card)
     row = next(line for line in md.splitlines() if line.startswith("| Overall accuracy (micro), estimated"))
     assert "an estimate, not official" in row and "95% CI" in row
@@ -264,10 +263,10 @@ def test_a_run_judged_by_a_calibrated_non_official_judge_is_estimated_too(tmp_pa
     run = write_run(project / STATE_DIR / "runs" / "gpt41", items,
                     [result_row(q, t, i % 3 != 0, judgment=judged) for i, (q, t) in enumerate(items)],
                     judge={"provider": "openai", "model": "gpt-4.1", "official": False})
-    card = scoring.build_scorecard(load_run(run))
+    card = scorecard_of(load_run(run))
     block = card.official_estimate
     assert (block.official, block.corrected) == (0, 30) and block.calibration[0].judge == "openai:gpt-4.1"
-    assert block.calibration[0].record["candidate"] == card.judge_agreement["candidate"]  # the record cited above
+    assert block.calibration[0].record["candidate"] == card.judge_agreement.candidate  # the record cited above
     assert block.overall.accuracy == pytest.approx((est.rogan_gladen(2 / 3, 0.9, 0.9) or 0) * 1.0, abs=0.02)
 
 
@@ -275,6 +274,6 @@ def test_verdicts_neither_official_nor_a_calibrated_judges_leave_no_estimate_and
     project = tmp_path / "p"
     _calibration(project)
     run = _mixed_run(project, result_row("z1", MS, True, judgment={"endpoint_host": "proxy.example"}))
-    block = scoring.build_scorecard(load_run(run)).official_estimate
+    block = scorecard_of(load_run(run)).official_estimate
     assert block.overall.accuracy is None and block.per_type[MS].accuracy is None
     assert "1 verdict(s) are neither official nor a calibrated judge's (1 endpoint)" in block.overall.reason

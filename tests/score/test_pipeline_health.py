@@ -39,16 +39,16 @@ def _rows(types, **debug):
 def test_a_writer_with_no_facts_on_every_item_is_named_broken_with_the_count_of_malformed_lines():
     types = item_ids(12)
     summary = pipeline_health.summarise(typed(_rows(types, facts=0, malformed=1984)).values())
-    assert [p["stage"] for p in summary["broken"]] == ["writer"]
+    assert [p.stage for p in summary.broken] == ["writer"]
     [line] = pipeline_health.loud_lines(summary)
     assert line.startswith("PIPELINE BROKEN: writer: failed on all 12 items (0 facts from 40 sessions, 1,984 "
                            "malformed writer lines; check the writer model")
     healthy = pipeline_health.summarise(typed(_rows(types, facts=30, malformed=2)).values())
-    assert healthy["broken"] == [] and healthy["stages"]["writer"] == {"ok": 12}
+    assert healthy.broken == () and healthy.stages["writer"] == {"ok": 12}
     garbled = pipeline_health.summarise(typed(_rows(types, facts=3, malformed=9)).values())
-    assert "3 facts from 40 sessions, 9 malformed writer lines" in garbled["broken"][0]["line"]
+    assert "3 facts from 40 sessions, 9 malformed writer lines" in garbled.broken[0].line
     empty = pipeline_health.summarise(typed(_rows(types, facts=3, ranked=0, dropped=2)).values())
-    assert [p["stage"] for p in empty["broken"]] == ["retrieval"] and empty["warnings"][0]["stage"] == "truncation"
+    assert [p.stage for p in empty.broken] == ["retrieval"] and empty.warnings[0].stage == "truncation"
 
 
 def test_a_users_own_system_declares_its_stages_and_gets_the_same_loud_line():
@@ -60,7 +60,7 @@ def test_a_users_own_system_declares_its_stages_and_gets_the_same_loud_line():
                                                                   "detail": "neo4j unreachable"}]}}
             for q, t in types.items()}
     summary = pipeline_health.summarise(typed(rows).values())
-    assert summary["stages"] == {"graph": {"failed": 6}, "index": {"ok": 6}}
+    assert summary.stages == {"graph": {"failed": 6}, "index": {"ok": 6}}
     assert pipeline_health.loud_lines(summary) == [
         "PIPELINE BROKEN: graph: failed on all 6 items (neo4j unreachable). Fix: read the graph stage of a row "
         "(target.stages, and the target's debug)"]
@@ -74,8 +74,8 @@ def test_rows_written_before_the_contract_still_show_memory_refs_broken_writer()
                                                        "reader": {"sessions_dropped": 0}}}}}
            for q, t in types.items()}
     summary = pipeline_health.summarise(typed(old).values())
-    assert [p["stage"] for p in summary["broken"]] == ["writer"]
-    assert summary["broken"][0]["line"].startswith("writer: failed on all 6 items (0 facts, 50 malformed")
+    assert [p.stage for p in summary.broken] == ["writer"]
+    assert summary.broken[0].line.startswith("writer: failed on all 6 items (0 facts, 50 malformed")
 
 
 def test_the_scorecard_the_clusters_and_rounds_begin_all_say_the_stack_is_broken(tmp_path, capsys):
@@ -125,11 +125,11 @@ def _rag_rows(types, ranked: int, covers_all: bool):
 def test_a_retriever_that_ranked_every_session_is_not_called_broken_but_an_empty_ranking_is():
     types = item_ids(12)
     everything = pipeline_health.summarise(typed(_rag_rows(types, ranked=3, covers_all=True)).values())
-    assert everything["broken"] == [] and everything["retrieval_items"] == 12
+    assert everything.broken == () and everything.retrieval_items == 12
     chose = pipeline_health.summarise(typed(_rag_rows(types, ranked=40, covers_all=False)).values())
-    assert chose["broken"] == []
+    assert chose.broken == ()
     nothing = pipeline_health.summarise(typed(_rag_rows(types, ranked=0, covers_all=False)).values())
-    assert [p["line"] for p in nothing["broken"]] == ["retrieval: nothing ranked on all 12 items"]
+    assert [p.line for p in nothing.broken] == ["retrieval: nothing ranked on all 12 items"]
 
 
 def test_rag_on_items_it_can_return_whole_gets_the_top_k_note_and_no_broken_line(tmp_path, fake_llm, capsys):

@@ -16,13 +16,12 @@ from lme.report import page as report_html
 from lme.report import outputs as report_outputs
 from lme.report import svg as report_svg
 from lme.report import scorecard_md
-from lme.score import scoring
 from lme.score.scorecard_record import Scorecard
 from lme.store import run_rows
 from lme.store.run_store import load_run
 from lme.core import schemas
 from lme.core.errors import UserError
-from factories import MS, SSU, TR, official_row, write_run
+from factories import MS, SSU, TR, official_row, write_run, scorecard_of
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
@@ -42,7 +41,7 @@ def _runs(tmp_path: Path) -> list[Path]:
 
 def test_metrics_json_is_the_records_to_dict_and_reads_back_byte_identical(tmp_path):
     for run in _runs(tmp_path):
-        card = scoring.build_scorecard(load_run(run))
+        card = scorecard_of(load_run(run))
         text = json.dumps(card.to_dict(), indent=2, ensure_ascii=False)
         schemas.validate("metrics", json.loads(text), where="metrics.json")
         again = Scorecard.from_dict(json.loads(text))
@@ -50,9 +49,17 @@ def test_metrics_json_is_the_records_to_dict_and_reads_back_byte_identical(tmp_p
         assert json.dumps(again.to_dict(), indent=2, ensure_ascii=False) == text
 
 
+@pytest.mark.parametrize("block, value", [("overall", "0.5"), ("per_type", [1]), ("verdicts", 3)])
+def test_a_metrics_json_with_a_block_of_another_shape_is_refused_in_one_line(tmp_path, block, value):
+    written = scorecard_of(load_run(_runs(tmp_path)[0])).to_dict()
+    with pytest.raises(UserError, match=f"metrics.json of run .* is not in the scorecard's shape.*re-run the "
+                                        "scorecard"):
+        Scorecard.from_dict({**written, block: value})
+
+
 def test_a_metrics_json_of_an_older_version_is_written_back_as_it_was(tmp_path):
     """Blocks it lacks stay absent; keys this version does not know are kept, in their place at the end."""
-    old = scoring.build_scorecard(load_run(_runs(tmp_path)[0])).to_dict()
+    old = scorecard_of(load_run(_runs(tmp_path)[0])).to_dict()
     for key in ("verdicts", "empty_hypotheses", "batches", "pipeline_health", "official_estimate"):
         old.pop(key)
     old["written_by"] = "an older version"
@@ -62,7 +69,7 @@ def test_a_metrics_json_of_an_older_version_is_written_back_as_it_was(tmp_path):
 
 
 def test_the_three_senses_of_official_are_named_apart(tmp_path):
-    card = scoring.build_scorecard(load_run(_runs(tmp_path)[0]))
+    card = scorecard_of(load_run(_runs(tmp_path)[0]))
     assert card.official_judge is True          # the configured judge is the official model
     assert card.official_verdicts is True       # every verdict is the official judge's
     assert card.comparable is False             # ... and yet: 2 items, not the official 500
@@ -70,7 +77,7 @@ def test_the_three_senses_of_official_are_named_apart(tmp_path):
 
 
 def test_the_status_line_never_says_official_beside_a_not_comparable_banner(tmp_path):
-    card = scoring.build_scorecard(load_run(_runs(tmp_path)[0]))
+    card = scorecard_of(load_run(_runs(tmp_path)[0]))
     md = scorecard_md.render_markdown(card)
     page = report_html.build_report(load_run(_runs(tmp_path / "again")[0]), card)
     assert "NOT COMPARABLE" in md and "official=" not in md and "official=" not in page
@@ -81,7 +88,7 @@ def test_the_status_line_never_says_official_beside_a_not_comparable_banner(tmp_
 
 def test_every_renderer_refuses_metrics_jsons_dict(tmp_path):
     run = load_run(_runs(tmp_path)[0])
-    as_dict = scoring.build_scorecard(run).to_dict()
+    as_dict = scorecard_of(run).to_dict()
     calls = [lambda: scorecard_md.render_markdown(as_dict), lambda: report_svg.per_type_chart(as_dict),
              lambda: charts.per_type_figure(as_dict), lambda: report_html.build_report(run, as_dict),
              lambda: report_outputs.write_outputs(tmp_path / "out", as_dict, "", charts=False),
@@ -93,7 +100,7 @@ def test_every_renderer_refuses_metrics_jsons_dict(tmp_path):
 
 
 def test_charts_reads_a_metrics_file_into_the_record(tmp_path):
-    card = scoring.build_scorecard(load_run(_runs(tmp_path)[1]))
+    card = scorecard_of(load_run(_runs(tmp_path)[1]))
     path = tmp_path / "metrics.json"
     path.write_text(json.dumps(card.to_dict()))
     assert charts.load_card(path) == card

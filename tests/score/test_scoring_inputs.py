@@ -13,7 +13,7 @@ from lme.core.facts import DECISIONS_FILE, OFFICIAL_JUDGE_MODEL, STABILITY_REGIS
 from lme.judge import agreement as judge_agreement
 from lme.score import scoring, scoring_inputs
 from lme.store.run_store import load_run
-from factories import MS, SSU, result_row, write_run
+from factories import MS, SSU, result_row, write_run, scorecard_of
 
 REASONING = {"family": "reasoning", "max_completion_tokens": 2048}
 SUCCESSOR = {"provider": "openai", "model": "o3-mini-2025-01-31", "requested_model": "o3-mini", "official": False,
@@ -55,7 +55,7 @@ def _outside_any_project(run_dir: Path, root: Path) -> Path:
 def test_a_run_folder_copied_outside_any_project_scores_the_same_given_the_same_inputs(tmp_path):
     project = tmp_path / "proj"
     run_dir = _project_with_a_loop_run(project)
-    in_place = scoring.build_scorecard(load_run(run_dir)).to_dict()
+    in_place = scorecard_of(load_run(run_dir)).to_dict()
     assert in_place["loop_rows"] == {"kept_rounds": [1], "retested": 1, "pre_fix": 2, "rows": 3}
     assert in_place["judge_stability"]["flaky_in_registry"] == 1
     assert in_place["verdicts"]["successors"][0]["calibration"]["agreement"] == 0.95
@@ -65,7 +65,7 @@ def test_a_run_folder_copied_outside_any_project_scores_the_same_given_the_same_
     inputs = scoring_inputs.read(project, "loop")
     assert scoring.build_scorecard(load_run(copy), inputs=inputs).to_dict() == in_place
 
-    alone = scoring.build_scorecard(load_run(copy)).to_dict()  # no inputs: nothing from the decoy or the project
+    alone = scorecard_of(load_run(copy)).to_dict()  # no inputs: nothing from the decoy or the project
     assert alone["loop_rows"] is None
     assert alone["judge_stability"]["flaky_in_registry"] == 0
     assert alone["verdicts"]["successors"][0]["calibration"] is None

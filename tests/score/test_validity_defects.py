@@ -26,7 +26,7 @@ from lme.report import scorecard_md
 from lme.score import scoring
 from lme.store.run_store import load_run
 from run_project import SAMPLE, make_project, register_answers, run_dir
-from factories import SSU, official_row, write_run
+from factories import SSU, official_row, write_run, scorecard_of
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 
@@ -63,7 +63,7 @@ def test_1_no_base_url_records_the_sdks_real_default_hosts_and_no_endpoint_note(
     meta = json.loads((done / "run-meta.json").read_text())
     meta["endpoints"] = endpoints
     (done / "run-meta.json").write_text(json.dumps(meta))
-    record = scoring.build_scorecard(load_run(done))
+    record = scorecard_of(load_run(done))
     card = record.to_dict()
     assert card["comparability_notes"] == [] and "NOT COMPARABLE" not in scorecard_md.render_markdown(record)
 
@@ -164,7 +164,7 @@ def test_5_a_ranking_that_lists_a_repeated_session_twice_is_scored_as_upstream_s
 def test_5_the_scorecard_says_rankings_are_scored_as_given(tmp_path):
     rows = [official_row("x1", SSU, True, retrieval={"retrieved_session_ids": ["a", "dup", "dup", "g"],
                                             "gold_session_ids": ["g"]})]
-    record = scoring.build_scorecard(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
+    record = scorecard_of(load_run(write_run(tmp_path / "r", [("x1", SSU)], rows)))
     card = record.to_dict()
     assert card["retrieval"]["rankings_with_repeated_ids"] == 1
     assert card["retrieval"]["overall"]["recall_any@3"] == 0.0
@@ -211,7 +211,7 @@ def test_6_top_k_covering_every_session_is_in_the_banner_and_metrics_json(tmp_pa
                            "debug": {"retrieval": {"top_k": 50, "top_k_covers_all": covers}}})
 
     done = write_run(tmp_path / "r", [("x1", SSU), ("x2", SSU)], [rag_row("x1", True), rag_row("x2", False)])
-    record = scoring.build_scorecard(load_run(done))
+    record = scorecard_of(load_run(done))
     card = record.to_dict()
     assert card["retrieval"]["top_k_covers_all"] == 1
     assert any("top_k >= the number of sessions on 1 item(s)" in n for n in card["comparability_notes"])

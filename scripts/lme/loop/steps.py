@@ -152,10 +152,10 @@ def require_healthy_stack(project: Path, run_id: str) -> None:
     """Refuse a round while a pipeline stage is broken across the run (pipeline_health): a fix measured on a
     broken stack measures the breakage."""
     rows = run_store.load_results(run_store.existing_run_dir(project, run_id))
-    broken = pipeline_health.summarise(rows.values())["broken"]
+    broken = pipeline_health.summarise(rows.values()).broken
     if broken:
-        raise UserError("the stack is broken across the run: " + "; ".join(p["line"] for p in broken),
-                        fix=broken[0]["fix"] + ", then re-run the broken items (step 1) and rounds.py begin again")
+        raise UserError("the stack is broken across the run: " + "; ".join(p.line for p in broken),
+                        fix=broken[0].fix + ", then re-run the broken items (step 1) and rounds.py begin again")
 
 
 NOISE_FLOOR_STEP = "bash \"${CLAUDE_PLUGIN_ROOT}/scripts/parallel_longmemeval.sh\" 8 133 500 --noise-floor"

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from lme.core import fileio
+from lme.core import fileio, schemas
 from lme.report import page as report_html
 from lme.report import svg as report_svg
 from lme.store import run_store
@@ -51,8 +51,9 @@ def write_outputs(run_dir: Path, card: Scorecard, markdown: str, *, charts: bool
     rounds = charts_mod.load_history(history) if charts and history is not None else None
     if rounds is not None and not rounds:
         raise UserError("the history holds no rounds to chart", fix="run at least one logged round first")
-    written = run_store.write_scorecard_files(run_dir, card.to_dict(),
-                                              fingerprint.stamped(markdown, card.fingerprint))
+    metrics_json = card.to_dict()
+    schemas.validate("metrics", metrics_json, where=f"metrics for run {card.run_id}")
+    written = run_store.write_scorecard_files(run_dir, metrics_json, fingerprint.stamped(markdown, card.fingerprint))
     if charts:
         chart_dir.mkdir(parents=True, exist_ok=True)
         written.append(_write_svg(chart_dir / PER_TYPE_SVG, report_svg.per_type_chart(card), card.fingerprint))
@@ -132,9 +133,9 @@ def noting_registry_change(card: Scorecard, run_dir: Path) -> Scorecard:
     run's metrics.json (read before it is rewritten) was written; unchanged when there is none or it is unreadable."""
     try:
         before = json.loads((run_dir / run_store.METRICS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        previous = GoldExclusion.from_dict(before["excluding_gold_errors"])
+    except (OSError, ValueError, LookupError, TypeError, AttributeError):
         return card
-    previous = GoldExclusion.from_dict(before.get("excluding_gold_errors") if isinstance(before, dict) else None)
     return replace(card, excluding_gold_errors=card.excluding_gold_errors.since(previous))
 
 

@@ -382,7 +382,7 @@ def _shown_target(target: TargetRef, project: Path | None) -> dict[str, Any]:
     """The card's target for the page: a hypotheses file named relative to the project (never an absolute path)."""
     out = target.to_dict()
     if target.hypotheses is not None:
-        out["hypotheses"] = {**target.hypotheses, "file": shown_paths.shown(target.hypotheses_file, project)}
+        out["hypotheses"] = {**out["hypotheses"], "file": shown_paths.shown(target.hypotheses.file, project)}
     return out
 
 

@@ -63,10 +63,10 @@ def ms(value: float | None) -> str:
 
 def hypotheses_lines(card: Scorecard) -> list[str]:
     target = card.target
-    if not target.hypotheses:
+    if target.hypotheses is None:
         return []
-    return [f"Hypotheses judged as written from `{target.hypotheses_file}` (sha256 "
-            f"`{str(target.hypotheses_sha256)[:12]}`): no generation in this run; a question without a line is a "
+    return [f"Hypotheses judged as written from `{target.hypotheses.file}` (sha256 "
+            f"`{str(target.hypotheses.sha256)[:12]}`): no generation in this run; a question without a line is a "
             "missing_hypothesis error row.", ""]
 
 
@@ -79,13 +79,13 @@ def verdict_lines(card: Scorecard) -> list[str]:
     """Where the verdicts came from (the three counts, each successor with its calibration or "uncalibrated",
     the endpoints when more than one), and the empty answers with their finish reasons: scorecard.md and
     report.html show the same strings."""
-    v = card.verdict_sources
+    v = card.verdicts
     lines = []
     if v and v.any_verdict():  # an offline-judged run has none of these
         successor = ", ".join(e.judge for e in v.successors) or None
         cited = "; ".join(judge_provenance.describe_calibration(e.calibration, e.request_shape)
                           for e in v.successors) or None
-        lines.append(verdict_sources.describe(card.verdicts or {}, successor=successor, calibration=cited))
+        lines.append(verdict_sources.describe(v.counts(), successor=successor, calibration=cited))
         lines += [line for line in (judge_provenance.origins_line(v.origins), judge_provenance.conflicts_line(
             v.origins)) if line]
         if len(v.endpoints) > 1:
@@ -185,14 +185,14 @@ def gold_error_lines(ex: GoldExclusion) -> list[str]:
     """The second figure without the reported gold errors, and the registry's items counted in both."""
     lines = []
     if ex.excluded:
-        ids = ", ".join(f"{e.question_id} (#{', #'.join(str(i) for i in e.issues)})" for e in ex.excluded_entries)
+        ids = ", ".join(f"{e.question_id} (#{', #'.join(str(i) for i in e.issues)})" for e in ex.excluded)
         lines += ["", "## Excluding reported gold errors (a second figure; the official one is above)", "",
                   f"Left out (status wrong): {ids}. Strict overall {acc(ex.overall, 'strict')}, task-averaged "
                   f"{metrics.fmt(ex.task_averaged.accuracy_strict)}, abstention "
                   f"{acc(ex.abstention, 'strict')}."]
     if ex.registry_change is not None:
         lines += ["", f"**Note: {ex.registry_change.line()}.**"]
-    listed = Counter(e.status for e in ex.listed_entries)
+    listed = Counter(e.status for e in ex.listed_not_excluded)
     if listed:
         lines += ["", "Also in the known-defect registry, counted in both figures: " + ", ".join(
             f"{n} {status}" for status, n in sorted(listed.items())) + " (references/known-gold-errors.json)."]
@@ -223,15 +223,15 @@ def cost_lines(card: Scorecard) -> list[str]:
         "", "## Cost, tokens, latency", "",
         f"- Cost: {cost_text(card)} ({cost_split(card)}; every row the run wrote, as run_status counts)",
         *batch_lines(card.batches),
-        f"- Tokens: generation {tok.generation_in:,} in / {tok.generation_out:,} out; "
-        f"judge {tok.judge_in:,} in / {tok.judge_out:,} out",
+        f"- Tokens: generation {tok.generation.tokens_in:,} in / {tok.generation.tokens_out:,} out; "
+        f"judge {tok.judge.tokens_in:,} in / {tok.judge.tokens_out:,} out",
         f"- Latency generation: p50 {ms(lat.generation.p50)}, p95 {ms(lat.generation.p95)}, "
         f"max {ms(lat.generation.max)}; judging: p50 {ms(lat.judge.p50)}, "
         f"p95 {ms(lat.judge.p95)}, max {ms(lat.judge.max)}",
         f"- Cache hits: {cache.generation_calls_cached}/{cache.generation_calls} "
         f"generation calls, {cache.judge_cached}/{card.judged} judge calls"
-        f"{archive_hits(card)}; retries: generation {usage.retries_generation}, judge "
-        f"{usage.retries_judge}",
+        f"{archive_hits(card)}; retries: generation {usage.retries.generation}, judge "
+        f"{usage.retries.judge}",
         f"- Error rows: {card.errors}" + (
             " (" + ", ".join(f"{k} {v}" for k, v in usage.errors_by_kind.items()) + ")" if card.errors else ""),
     ]

@@ -18,6 +18,7 @@ from html import escape
 from typing import Any, Mapping, Sequence
 
 from lme.report.charts import SHORT_TYPE_NAMES
+from lme.score.official_estimate import quantile
 from lme.score.scorecard_record import Scorecard, require
 
 TARGET_ACCURACY = 0.95
@@ -168,13 +169,6 @@ def _value_label_y(label: _ValueLabel, base: float, ceiling: float, line_ys: Seq
     return above, False
 
 
-def _quantile(data: Sequence[float], q: float) -> float:
-    pos = q * (len(data) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(data) - 1)
-    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
-
-
 def seconds(value: float) -> str:
     """A duration in seconds as people read it: ms below one second."""
     return f"{value * 1000:.0f} ms" if abs(value) < 1 else f"{value:.2f} s"
@@ -212,7 +206,7 @@ def histogram(values: Sequence[float], *, title: str, unit: str = "", fmt: Any =
                    color=MUTED),
              _text(left - 4, top + 8, str(peak), size=10, anchor="end", color=MUTED)]
     for row, (name, q, color) in enumerate((("p50", 0.5, OVERALL), ("p95", 0.95, TARGET))):
-        v = _quantile(data, q)
+        v = quantile(data, q)
         x = left + plot_w * (v - lo) / span
         label = f"{name} {fmt_one(v)}"
         label_w = len(label) * 10 * CHAR_WIDTH

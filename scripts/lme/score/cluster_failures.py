@@ -18,19 +18,6 @@ from lme.core.errors import UserError
 from lme.core.facts import QUESTION_TYPES, is_abstention
 from lme.core.run_records import ResultRow
 
-MODES: tuple[str, ...] = (
-    "gold_reported_bad",
-    "abstention_answered",
-    "abstention_refused_judged_wrong",
-    "refused_should_answer",
-    "retrieval_miss",
-    "retrieval_partial",
-    "temporal_order",
-    "temporal_arithmetic",
-    "stale_value",
-    "preference_not_personalised",
-    "reading_error",
-)
 EXAMPLES_PER_CLUSTER = 5
 _HOW_MUCH = re.compile(r"\s*how (?:many|much|long|old)\b", re.IGNORECASE)
 """'How many days between my first X and Y' is date arithmetic, whatever word follows."""
@@ -187,7 +174,7 @@ def cluster_run(run_dir: Path, *, top_k: int = 10) -> dict[str, Any]:
                                       release=None if meta is None else meta.dataset.release)
     result = cluster(rows, types, gold_bad=gold_bad, top_k=top_k)
     result["run"] = str(run_dir)
-    result["pipeline_health"] = pipeline_health.summarise(rows[q] for q in types if q in rows)
+    result["pipeline_health"] = pipeline_health.summarise(rows[q] for q in types if q in rows).to_dict()
     result["gold_bad"] = sorted(gold_bad)
     return result
 
@@ -198,7 +185,8 @@ def _short(text: Any, width: int = 90) -> str:
 
 
 def render_markdown(result: Mapping[str, Any]) -> str:
-    loud = pipeline_health.loud_lines(result.get("pipeline_health"))
+    health = result.get("pipeline_health")
+    loud = pipeline_health.loud_lines(None if health is None else pipeline_health.PipelineHealth.from_dict(health))
     lines = [
         *[f"> **{line}**" for line in loud],
         *([""] if loud else []),

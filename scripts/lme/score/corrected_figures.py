@@ -15,7 +15,7 @@ up the corrected types. With one judge, the overall figure is also given under e
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from lme.core.facts import is_abstention, is_offline, resolve_judge_model
@@ -115,10 +115,9 @@ def estimate_block(meta: RunMeta, rows: Mapping[str, ResultRow], types: Mapping[
                for name, j in split.judges.items()}
     calibration = tuple(_calibration(split, j, records[name]) for name, j in split.judges.items())
     block = OfficialEstimate(
-        overall=EstimatedFigure(None, None, None, None), method=METHOD, calibration=calibration,
-        official=split.official, corrected=sum(j.verdicts for j in split.judges.values()),
-        min_per_class=official_estimate.MIN_PER_CLASS, assumption=ASSUMPTION, task_averaged=EstimatedFigure(None, None, None, None),
-        abstention=EstimatedFigure(None, None, None, None), per_type={})
+        overall=EstimatedFigure(), method=METHOD, calibration=calibration, official=split.official,
+        corrected=sum(j.verdicts for j in split.judges.values()), min_per_class=official_estimate.MIN_PER_CLASS,
+        assumption=ASSUMPTION, task_averaged=EstimatedFigure(), abstention=EstimatedFigure(), per_type={})
     reason = _blocked(split, records)
     if reason is not None:
         return _without_figures(block, card, split, reason)
@@ -163,15 +162,10 @@ def _type_rates(record: Mapping[str, Any], qtype: str) -> official_estimate.Rate
 
 
 def _without_figures(block: OfficialEstimate, card: Scorecard, split: _Split, reason: str) -> OfficialEstimate:
-    none = EstimatedFigure(None, None, None, None, reason)
-    per_type = {t: EstimatedFigure(None, None, None, None, reason, sum(split.by_type.get(t, _Labels()).judged.values()))
+    none = EstimatedFigure(reason=reason)
+    per_type = {t: EstimatedFigure(reason=reason, corrected=sum(split.by_type.get(t, _Labels()).judged.values()))
                 for t, _ in card.types_present()}
-    return OfficialEstimate(**{**_fields(block), "overall": none, "task_averaged": none, "abstention": none,
-                               "per_type": per_type})
-
-
-def _fields(block: OfficialEstimate) -> dict[str, Any]:
-    return {name: getattr(block, name) for name in block.__dataclass_fields__}
+    return replace(block, overall=none, task_averaged=none, abstention=none, per_type=per_type)
 
 
 @dataclass
@@ -228,11 +222,9 @@ def _with_figures(block: OfficialEstimate, card: Scorecard, split: _Split,
     per_type = {t: _figure(figures[t], sum(split.by_type.get(t, _Labels()).judged.values()),
                            inputs.rates_of_type.get(t)) for t in types}
     spread, note = _spread(card, split, records)
-    return OfficialEstimate(**{**_fields(block), "overall": _figure(figures["__overall__"]),
-                               "task_averaged": _figure(figures["__macro__"]),
-                               "abstention": _figure(figures["__abstention__"], None,
-                                                     inputs.rates_of_type.get(ABSTENTION)),
-                               "per_type": per_type, "by_source": spread, "spread_note": note})
+    return replace(block, overall=_figure(figures["__overall__"]), task_averaged=_figure(figures["__macro__"]),
+                   abstention=_figure(figures["__abstention__"], None, inputs.rates_of_type.get(ABSTENTION)),
+                   per_type=per_type, by_source=spread, spread_note=note)
 
 
 def _spread(card: Scorecard, split: _Split, records: Mapping[str, Mapping[str, Any]]

@@ -19,10 +19,11 @@ from lme.core.facts import resolve_judge_model
 from lme.core.run_records import ResultRow, RunMeta
 from lme.judge import agreement, verdict_archive, verdict_sources
 from lme.judge.request_shapes import describe as describe_shape
+from lme.score.scorecard_record import EmptyHypotheses, Successor, VerdictSources
 from lme.score.scoring_inputs import ScoringInputs
 
 
-def summary(meta: RunMeta, rows: Sequence[ResultRow], inputs: ScoringInputs) -> dict[str, Any]:
+def summary(meta: RunMeta, rows: Sequence[ResultRow], inputs: ScoringInputs) -> VerdictSources:
     """``metrics.json`` ``verdicts``: counts by source, hosts, invocation endpoints, the successor and its
     calibration (from ``inputs``' agreement measurements), and the reasons verdicts of the official model are not
     official."""
@@ -56,20 +57,14 @@ def summary(meta: RunMeta, rows: Sequence[ResultRow], inputs: ScoringInputs) -> 
             reasons[why] += 1
             if why == "prompt":
                 templates.add(str(verdict.template_sha256 or "?")[:12])
-    out: dict[str, Any] = {name: counts.get(name, 0) for name in verdict_sources.SOURCES}
-    out["endpoints"] = dict(sorted(hosts.items()))
-    out["without_recorded_endpoint"] = unrecorded
-    out["not_official_reasons"] = dict(sorted(reasons.items()))
-    out["prompt_templates"] = sorted(templates)
-    out["invocation_endpoints"] = invocation_endpoints(meta)
-    out["origins"] = origins.to_dict()
-    out["successors"] = []
-    for (provider, model), n in sorted(successors.items()):
-        record = inputs.agreement_of(provider, model, shapes.get((provider, model)))
-        out["successors"].append({"judge": f"{provider}:{model}", "verdicts": n,
-                                  "request_shape": shapes.get((provider, model)),
-                                  "calibration": agreement.compact(record)})
-    return out
+    return VerdictSources(
+        **{name: counts.get(name, 0) for name in verdict_sources.SOURCES}, endpoints=dict(sorted(hosts.items())),
+        without_recorded_endpoint=unrecorded, not_official_reasons=dict(sorted(reasons.items())),
+        prompt_templates=tuple(sorted(templates)), invocation_endpoints=tuple(invocation_endpoints(meta)),
+        origins=origins.to_dict(),
+        successors=tuple(Successor(f"{provider}:{model}", n, shapes.get((provider, model)), agreement.compact(
+            inputs.agreement_of(provider, model, shapes.get((provider, model)))))
+            for (provider, model), n in sorted(successors.items())))
 
 
 class _Origins:
@@ -146,35 +141,30 @@ def invocation_endpoints(meta: RunMeta) -> list[str]:
     return list(dict.fromkeys(str(redact(str(e))) for e in seen))
 
 
-def calibration_text(entry: Mapping[str, Any]) -> str:
-    """``calibrated: agreement ...`` or ``uncalibrated: ...`` for one successor of ``summary``."""
-    return describe_calibration(entry.get("calibration"), entry.get("request_shape"))
-
-
 def describe_calibration(calibration: Mapping[str, Any] | None, request_shape: Any) -> str:
-    """``calibration_text`` of a successor's calibration record (None: uncalibrated) and request shape."""
+    """``calibrated: agreement ...`` or ``uncalibrated: ...`` for a successor's calibration record (None:
+    uncalibrated) and request shape."""
     if calibration:
         return "calibrated: " + agreement.describe(calibration)
     return (f"uncalibrated: no judge_agreement.py measurement with its request shape "
             f"{describe_shape(request_shape)} in this project")
 
 
-def notes(meta: RunMeta, verdicts: Mapping[str, Any], judged: int) -> list[str]:
+def notes(meta: RunMeta, verdicts: VerdictSources, judged: int) -> list[str]:
     """The comparability notes about where verdicts came from (empty when every verdict is official)."""
     out = []
-    for entry in verdicts.get("successors") or []:
-        out.append(f"{entry['verdicts']} of {judged} verdict(s) are the successor {entry['judge']}'s "
-                   f"({calibration_text(entry)}): a figure that mixes official and successor verdicts is not "
+    for entry in verdicts.successors:
+        out.append(f"{entry.verdicts} of {judged} verdict(s) are the successor {entry.judge}'s "
+                   f"({describe_calibration(entry.calibration, entry.request_shape)}): a figure that mixes official and successor verdicts is not "
                    "official")
-    reasons = verdicts.get("not_official_reasons") or {}
-    hosts = verdicts.get("endpoints") or {}
+    reasons, hosts = verdicts.not_official_reasons, verdicts.endpoints
     if reasons.get("endpoint"):
         bad = ", ".join(f"{h} ({n})" for h, n in hosts.items() if not _official_somewhere(h))
         out.append(f"{reasons['endpoint']} verdict(s) of {judged} were made at an endpoint that is not the official "
                    f"judge's (api.openai.com or <resource>.openai.azure.com): {bad}")
     if reasons.get("prompt"):
         out.append(f"judge prompt is not upstream's get_anscheck_prompt on {reasons['prompt']} of {judged} judged "
-                   f"row(s) (evaluate_qa.py sha256 {', '.join(verdicts.get('prompt_templates') or ['?'])})")
+                   f"row(s) (evaluate_qa.py sha256 {', '.join(verdicts.prompt_templates or ['?'])})")
     if reasons.get("archive_without_endpoint"):
         out.append(f"{reasons['archive_without_endpoint']} verdict(s) of {judged} come from archive lines that record "
                    "no endpoint (exported by an older version): not official; export them again from the project "
@@ -182,7 +172,7 @@ def notes(meta: RunMeta, verdicts: Mapping[str, Any], judged: int) -> list[str]:
     if reasons.get("shape"):
         out.append(f"{reasons['shape']} verdict(s) of {judged} were not made with upstream's request shape "
                    "(max_tokens 10, temperature 0, n 1)")
-    if len(hosts) > 1 and any(verdicts.get(k) for k in ("successor", "other")):
+    if len(hosts) > 1 and (verdicts.successor or verdicts.other):
         out.append(f"verdicts come from {len(hosts)} endpoints ({', '.join(f'{h} {n}' for h, n in hosts.items())}): "
                    "a run is comparable only when every verdict is official")
     out += _legacy_endpoint_notes(meta, verdicts)
@@ -193,10 +183,10 @@ def _official_somewhere(host: str) -> bool:
     return is_official_host("openai", host) or is_official_host("azure", host)
 
 
-def _legacy_endpoint_notes(meta: RunMeta, verdicts: Mapping[str, Any]) -> list[str]:
+def _legacy_endpoint_notes(meta: RunMeta, verdicts: VerdictSources) -> list[str]:
     """Rows written before verdicts recorded their host: the run's recorded endpoint decides, parsed (never a
     substring test)."""
-    if not (verdicts.get("not_official_reasons") or {}).get("endpoint_unrecorded"):
+    if not verdicts.not_official_reasons.get("endpoint_unrecorded"):
         return []
     provider = meta.judge.provider
     endpoint = meta.endpoints.get(provider)
@@ -210,7 +200,7 @@ def _legacy_endpoint_notes(meta: RunMeta, verdicts: Mapping[str, Any]) -> list[s
     return []
 
 
-def empty_hypotheses(rows: Sequence[ResultRow]) -> dict[str, Any]:
+def empty_hypotheses(rows: Sequence[ResultRow]) -> EmptyHypotheses:
     """``metrics.json`` ``empty_hypotheses``: rows whose judged text is empty (upstream judges them; ``'yes' in
     ''`` is false only for the judge's reply, not the answer), with the providers' finish reasons of the reader
     call that gave them (``file`` for a hypotheses file, ``unrecorded`` without a call)."""
@@ -227,4 +217,4 @@ def empty_hypotheses(rows: Sequence[ResultRow]) -> dict[str, Any]:
             reasons["file"] += 1
         else:
             reasons["unrecorded"] += 1
-    return {"n": sum(reasons.values()), "judged": judged, "finish_reasons": dict(sorted(reasons.items()))}
+    return EmptyHypotheses(sum(reasons.values()), judged, dict(sorted(reasons.items())))

@@ -9,7 +9,21 @@ read by the command that scores (``scoring_inputs``) and passed in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Collection, Iterable, Mapping
+
+from lme.core.codec import Record
+
+
+@dataclass(frozen=True)
+class LoopRows(Record):
+    """A run with kept fixes: the kept rounds, and how many of the scored rows were re-tested after one or predate
+    them all."""
+
+    kept_rounds: tuple[int, ...]
+    retested: int
+    pre_fix: int
+    rows: int
 
 
 def kept_fixes(decisions: Iterable[Mapping[str, Any]], run_id: str) -> dict[int, frozenset[str]]:
@@ -26,22 +40,20 @@ def kept_fixes(decisions: Iterable[Mapping[str, Any]], run_id: str) -> dict[int,
     return kept
 
 
-def summary(kept: Mapping[int, Collection[str]], scored: Collection[str]) -> dict[str, Any] | None:
-    """``{kept_rounds, retested, pre_fix, rows}`` for a run with kept fixes (``kept_fixes``; None: no kept fix),
-    counted over ``scored``, the ids of the rows the scorecard scores (as its Code line counts them): items not run
+def summary(kept: Mapping[int, Collection[str]], scored: Collection[str]) -> LoopRows | None:
+    """The run's ``LoopRows`` (None: no kept fix, ``kept_fixes``), counted over ``scored``, the ids of the rows the scorecard scores (as its Code line counts them): items not run
     yet and re-tested ids outside them are no rows."""
     if not kept:
         return None
     retested = set().union(*kept.values()) & set(scored)
-    return {"kept_rounds": sorted(kept), "retested": len(retested), "pre_fix": len(scored) - len(retested),
-            "rows": len(scored)}
+    return LoopRows(tuple(sorted(kept)), len(retested), len(scored) - len(retested), len(scored))
 
 
-def scorecard_lines(mixed: Mapping[str, Any] | None) -> list[str]:
-    """The scorecard's loud line for ``summary``'s record (the scorecard's ``loop_rows``), if rows are mixed."""
-    if not mixed or not mixed.get("pre_fix"):
+def scorecard_lines(mixed: LoopRows | None) -> list[str]:
+    """The scorecard's loud line for the scorecard's ``loop_rows``, if rows are mixed."""
+    if mixed is None or not mixed.pre_fix:
         return []
-    rounds = ", ".join(f"v{r}" for r in mixed["kept_rounds"])
-    return [f"MIXED ROWS: {mixed['pre_fix']} of {mixed['rows']} rows predate the kept fix(es) of {rounds}; "
-            f"{mixed['retested']} were re-tested after one. This is the loop's working figure, not a clean run of "
+    rounds = ", ".join(f"v{r}" for r in mixed.kept_rounds)
+    return [f"MIXED ROWS: {mixed.pre_fix} of {mixed.rows} rows predate the kept fix(es) of {rounds}; "
+            f"{mixed.retested} were re-tested after one. This is the loop's working figure, not a clean run of "
             "the current code: the confirmation rerun (new run id, no cache) is."]

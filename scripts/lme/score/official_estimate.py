@@ -139,8 +139,9 @@ def _none(reason: str) -> Figure:
     return Figure(None, None, None, None, reason)
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile of sorted ``values`` (linear interpolation between closest ranks)."""
+def quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted ``values`` (linear interpolation between closest ranks); the scorecard's latency
+    percentiles and the report's histograms use it too."""
     pos = q * (len(values) - 1)
     lo = int(pos)
     hi = min(lo + 1, len(values) - 1)
@@ -188,7 +189,7 @@ class _Draws:
             shares = [[c / d for c in counts[n]] for n, d in kept]
             return sorted(sum(draw) / len(kept) for draw in zip(*shares))
 
-        return (_quantile(means(self.low), 0.025), _quantile(means(self.high), 0.975))
+        return (quantile(means(self.low), 0.025), quantile(means(self.high), 0.975))
 
 
 def corrected_count(scope: Scope, parts: Mapping[str, Part], rates: Mapping[str, Rates]) -> float | None:

@@ -14,16 +14,41 @@ refuses to start a round while a stage is broken.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
+from lme.core.codec import Record
 from lme.core.run_records import ResultRow
 
 MIN_ITEMS = 3
 """Fewer items reporting a stage than this say nothing about the stage."""
 
 
+@dataclass(frozen=True)
+class Problem(Record):
+    """A stage found broken (or warned about): one line, with the fix."""
+
+    stage: str
+    line: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class PipelineHealth(Record):
+    """Per stage, how many items reported each status; the rankings and truncations; the problems found."""
+
+    items: int = 0
+    stages: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    retrieval_items: int = 0
+    empty_retrieval_items: int = 0
+    truncation_items: int = 0
+    truncated_items: int = 0
+    broken: tuple[Problem, ...] = ()
+    warnings: tuple[Problem, ...] = ()
+
+
 def _stage_problems(statuses: Mapping[str, Counter[str]], details: Mapping[str, Counter[str]]
-                    ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+                    ) -> tuple[list[Problem], list[Problem]]:
     broken, warnings = [], []
     for name, counts in statuses.items():
         n = sum(counts.values())
@@ -31,16 +56,14 @@ def _stage_problems(statuses: Mapping[str, Counter[str]], details: Mapping[str, 
         why = f" ({said[0][0]})" if said and said[0][0] else ""
         fix = f"read the {name} stage of a row (target.stages, and the target's debug)"
         if n >= MIN_ITEMS and counts["failed"] == n:
-            broken.append({"stage": name, "line": f"{name}: failed on all {n} items{why}", "fix": fix})
+            broken.append(Problem(name, f"{name}: failed on all {n} items{why}", fix))
         elif n >= MIN_ITEMS and (counts["failed"] + counts["fallback"]) * 2 > n:
-            warnings.append({"stage": name, "line": f"{name}: failed or fell back on {counts['failed'] + counts['fallback']}"
-                             f" of {n} items{why}", "fix": fix})
+            warnings.append(Problem(name, f"{name}: failed or fell back on {counts['failed'] + counts['fallback']}"
+                                    f" of {n} items{why}", fix))
     return broken, warnings
 
 
-def summarise(rows: Iterable[ResultRow]) -> dict[str, Any]:
-    """Per stage, how many items reported each status; the rankings and truncations; the problems found
-    (``broken`` and ``warnings``: one line each, with the fix)."""
+def summarise(rows: Iterable[ResultRow]) -> PipelineHealth:
     items = retrieval_items = empty_retrieval = truncation_items = truncated = 0
     statuses: dict[str, Counter[str]] = defaultdict(Counter)
     details: dict[str, Counter[str]] = defaultdict(Counter)
@@ -61,23 +84,20 @@ def summarise(rows: Iterable[ResultRow]) -> dict[str, Any]:
             empty_retrieval += not ranking
     broken, warnings = _stage_problems(statuses, details)
     if retrieval_items >= MIN_ITEMS and empty_retrieval == retrieval_items and "retrieval" not in {
-            p["stage"] for p in broken}:
-        broken.append({"stage": "retrieval", "line": f"retrieval: nothing ranked on all {retrieval_items} items",
-                       "fix": "check the target's retriever options (retriever, top_k)"})
+            p.stage for p in broken}:
+        broken.append(Problem("retrieval", f"retrieval: nothing ranked on all {retrieval_items} items",
+                              "check the target's retriever options (retriever, top_k)"))
     if truncation_items >= MIN_ITEMS and truncated * 2 > truncation_items:
-        warnings.append({"stage": "truncation", "line": f"history truncated to fit on {truncated} of "
-                         f"{truncation_items} items", "fix": "give the reader fewer sessions (top_k, an evidence "
-                         "budget) or a model with a larger context window"})
-    return {"items": items, "stages": {name: dict(sorted(c.items())) for name, c in sorted(statuses.items())},
-            "retrieval_items": retrieval_items, "empty_retrieval_items": empty_retrieval,
-            "truncation_items": truncation_items, "truncated_items": truncated, "broken": broken,
-            "warnings": warnings}
+        warnings.append(Problem("truncation", f"history truncated to fit on {truncated} of {truncation_items} items",
+                                "give the reader fewer sessions (top_k, an evidence budget) or a model with a "
+                                "larger context window"))
+    return PipelineHealth(items, {name: dict(sorted(c.items())) for name, c in sorted(statuses.items())},
+                          retrieval_items, empty_retrieval, truncation_items, truncated, tuple(broken), tuple(warnings))
 
 
-def loud_lines(summary: Mapping[str, Any] | None) -> list[str]:
+def loud_lines(summary: PipelineHealth | None) -> list[str]:
     """The lines to put at the top of a report: one per broken stage (then warnings)."""
-    if not summary:
+    if summary is None:
         return []
-    lines = [f"PIPELINE BROKEN: {p['line']}. Fix: {p['fix']}" for p in summary.get("broken") or ()]
-    lines += [f"pipeline warning: {p['line']}. Fix: {p['fix']}" for p in summary.get("warnings") or ()]
-    return lines
+    return ([f"PIPELINE BROKEN: {p.line}. Fix: {p.fix}" for p in summary.broken]
+            + [f"pipeline warning: {p.line}. Fix: {p.fix}" for p in summary.warnings])

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from lme.data import dataset
 from lme.data import dataset_label
 from lme.data import gold_registry
-from lme.data import hypotheses_file
 from lme.judge import agreement
 from lme.judge import stability
 from lme.score import code_versions
@@ -29,12 +27,15 @@ from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
 from lme.score import retrieval_metrics
-from lme.score import scoring_inputs
-from lme.score.scorecard_record import Scorecard
+from lme.score.official_estimate import quantile
+from lme.score.scorecard_record import (
+    BatchStage, Batches, CacheHits, Cost, DatasetRef, Figures, GoldEntry, GoldExclusion, HypothesesRef, JudgeAgreement,
+    JudgeStability, Latency, RegistryIdentity, Retrieval, Retries, Scorecard, StageLatency, TargetRef, TaskAveraged,
+    TokenCount, Tokens, Truncation, Usage,
+)
 from lme.score.scoring_inputs import ScoringInputs
-from lme.core import schemas
 from lme.core.records import CallRecord
-from lme.core.run_records import JudgeIdentity, ResultRow, RunMeta
+from lme.core.run_records import ResultRow, RunMeta
 from lme.store.run_store import RunData
 from lme.core.errors import UserError
 from lme.core.facts import (
@@ -44,7 +45,6 @@ from lme.core.facts import (
     OFFICIAL_SET_SIZE,
     QUESTION_TYPES,
     RETRIEVAL_KS,
-    SCHEMA_VERSIONS,
     is_abstention,
     is_official_judge,
     is_offline,
@@ -56,44 +56,28 @@ from lme.models.prices import call_cost, judge_call, spend
 # --------------------------------------------------------------------------- accounting
 
 
-def percentiles(values: Iterable[float]) -> dict[str, float | None]:
+def percentiles(values: Iterable[float]) -> Latency:
     """p50 / p95 (linear interpolation between closest ranks) and max; None when there are no values."""
     data = sorted(float(v) for v in values)
-    out: dict[str, float | None] = {"n": len(data), "p50": None, "p95": None, "max": None}
     if not data:
-        return out
-    for name, q in (("p50", 0.50), ("p95", 0.95)):
-        pos = q * (len(data) - 1)
-        lo = int(pos)
-        hi = min(lo + 1, len(data) - 1)
-        out[name] = data[lo] + (data[hi] - data[lo]) * (pos - lo)
-    out["max"] = data[-1]
-    return out
+        return Latency()
+    return Latency(len(data), quantile(data, 0.50), quantile(data, 0.95), data[-1])
 
 
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def cost_summary(rows: Iterable[ResultRow]) -> dict[str, Any]:
+def cost_summary(rows: Iterable[ResultRow]) -> Cost:
     """What the rows cost (``prices.spend``: the same sums ``run_status`` shows), the memory system's part apart from
     the judge's; a part with a row it cannot price is unknown (None), never counted as 0."""
     paid = spend(rows)
-    return {
-        "rows": paid.rows,
-        "rows_unknown_cost": paid.rows_unknown,
-        "total_usd": paid.total_usd,
-        "known_total_usd": paid.known_total_usd,
-        "known_generation_usd": paid.known_generation_usd,
-        "known_judge_usd": paid.known_judge_usd,
-        "generation_usd": paid.generation_usd,
-        "judge_usd": paid.judge_usd,
-        "rows_unknown_generation": paid.rows_unknown_generation,
-        "rows_unknown_judge": paid.rows_unknown_judge,
-    }
+    return Cost(paid.rows, paid.rows_unknown, paid.total_usd, paid.known_total_usd, paid.known_generation_usd,
+                paid.known_judge_usd, paid.generation_usd, paid.judge_usd, paid.rows_unknown_generation,
+                paid.rows_unknown_judge)
 
 
-def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
+def batch_summary(rows: Iterable[ResultRow]) -> Batches | None:
     """Which stages ran through Batch APIs: per stage the calls billed as batch, their batches and dollars, and
     the calls billed synchronously; None when no call was batched."""
 
@@ -120,50 +104,47 @@ def batch_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
             count("judge", replace(judge_call(verdict), cached=False))
     if not any(entry["batch_calls"] for entry in stages.values()):
         return None
-    return {name: {"batch_calls": e["batch_calls"], "batches": len(e["batch_ids"]), "batch_usd": e["batch_usd"],
-                   "sync_calls": e["sync_calls"]} for name, e in stages.items()}
+    return Batches(*(BatchStage(e["batch_calls"], len(e["batch_ids"]), e["batch_usd"], e["sync_calls"])
+                     for e in stages.values()))
 
 
-def usage_summary(rows: Sequence[ResultRow]) -> dict[str, Any]:
+def usage_summary(rows: Sequence[ResultRow]) -> Usage:
     """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
     gen_lat, judge_lat = [], []
-    tokens = {"generation": {"in": 0, "out": 0}, "judge": {"in": 0, "out": 0}}
-    cache = {"generation_calls": 0, "generation_calls_cached": 0, "judge_cached": 0, "judge_archived": 0}
-    retries = {"generation": 0, "judge": 0}
+    count: Counter[str] = Counter()
     errors: Counter[str] = Counter()
     errors_by_stage: Counter[str] = Counter()
     for row in rows:
-        tokens["generation"]["in"] += int(row.tokensIn or 0)
-        tokens["generation"]["out"] += int(row.tokensOut or 0)
+        count["gen_in"] += int(row.tokensIn or 0)
+        count["gen_out"] += int(row.tokensOut or 0)
         if row.latencyMs is not None:
             gen_lat.append(row.latencyMs)
         for call in row.calls:
-            cache["generation_calls"] += 1
-            cache["generation_calls_cached"] += call.cached
-            retries["generation"] += call.retries
+            count["generation_calls"] += 1
+            count["generation_calls_cached"] += call.cached
+            count["gen_retries"] += call.retries
         verdict = row.judgment
         if verdict is not None:
-            tokens["judge"]["in"] += int(_num(verdict.tokensIn) or 0)
-            tokens["judge"]["out"] += int(_num(verdict.tokensOut) or 0)
+            count["judge_in"] += int(_num(verdict.tokensIn) or 0)
+            count["judge_out"] += int(_num(verdict.tokensOut) or 0)
             if _num(verdict.latencyMs) is not None:
                 judge_lat.append(verdict.latencyMs)
-            cache["judge_cached"] += bool(verdict.cached)
-            cache["judge_archived"] += verdict.source == "archive"
-            retries["judge"] += max(0, int(_num(verdict.attempts) or 1) - 1)
+            count["judge_cached"] += bool(verdict.cached)
+            count["judge_archived"] += verdict.source == "archive"
+            count["judge_retries"] += max(0, int(_num(verdict.attempts) or 1) - 1)
         if row.status == "error":
             errors[row.error.kind if row.error else "unknown"] += 1
             errors_by_stage[row.error.stage if row.error else "unknown"] += 1
-    return {
-        "tokens": tokens,
-        "latency_ms": {"generation": percentiles(gen_lat), "judge": percentiles(judge_lat)},
-        "cache": cache,
-        "retries": retries,
-        "errors_by_kind": dict(sorted(errors.items())),
-        "errors_by_stage": dict(sorted(errors_by_stage.items())),
-    }
+    return Usage(
+        Tokens(TokenCount(count["gen_in"], count["gen_out"]), TokenCount(count["judge_in"], count["judge_out"])),
+        StageLatency(percentiles(gen_lat), percentiles(judge_lat)),
+        CacheHits(count["generation_calls"], count["generation_calls_cached"], count["judge_cached"],
+                  count["judge_archived"]),
+        Retries(count["gen_retries"], count["judge_retries"]),
+        dict(sorted(errors.items())), dict(sorted(errors_by_stage.items())))
 
 
-def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -> dict[str, Any] | None:
+def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -> Retrieval | None:
     """Session-level retrieval metrics at ``RETRIEVAL_KS`` over rows that carry ranked ids; None when none do.
 
     Always metrics of the SESSION ranking, whatever the target indexed: ``granularity`` lists what rows report
@@ -195,22 +176,15 @@ def retrieval_summary(rows: Mapping[str, ResultRow], types: Mapping[str, str]) -
     if carried == 0:
         return None
     every = [m for items in per_item.values() for m in items]
-    return {
-        "ks": list(RETRIEVAL_KS),
-        "level": "session",
-        "granularity": dict(sorted(granularities.items())),
-        "items_with_retrieval": carried,
-        "scored": len(every),
-        "skipped_abstention": skipped_abstention,
-        "skipped_no_gold": skipped_no_gold,
-        "top_k_covers_all": covers_all,
-        "rankings_with_repeated_ids": repeated_ids,
-        "overall": retrieval_metrics.mean_metrics(every),
-        "per_type": {t: {"n": len(v), **retrieval_metrics.mean_metrics(v)} for t, v in per_item.items() if v},
-    }
+    return Retrieval(
+        ks=tuple(RETRIEVAL_KS), level="session", granularity=dict(sorted(granularities.items())),
+        items_with_retrieval=carried, scored=len(every), skipped_abstention=skipped_abstention,
+        skipped_no_gold=skipped_no_gold, top_k_covers_all=covers_all, rankings_with_repeated_ids=repeated_ids,
+        overall=retrieval_metrics.mean_metrics(every),
+        per_type={t: {"n": len(v), **retrieval_metrics.mean_metrics(v)} for t, v in per_item.items() if v})
 
 
-def truncation_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
+def truncation_summary(rows: Iterable[ResultRow]) -> Truncation | None:
     """How often the reader's history was cut to fit the context window (rows' ``target.truncation``), and how
     often that dropped an evidence session (``dropped_evidence``; unknown when the target named no dropped ids, and
     in rows of older runs). None when no row reports truncation."""
@@ -230,8 +204,7 @@ def truncation_summary(rows: Iterable[ResultRow]) -> dict[str, Any] | None:
             unknown += 1
     if reported == 0:
         return None
-    return {"items_reporting": reported, "truncated": truncated, "lost_evidence": lost,
-            "lost_evidence_unknown": unknown, "retried_after_too_long": retried}
+    return Truncation(reported, truncated, lost, unknown, retried)
 
 
 # --------------------------------------------------------------------------- comparability
@@ -246,7 +219,7 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: S
     judged = [r.judgment for r in covered_rows if r.judged and r.judgment is not None]
     if not is_official_judge(judge.provider, judge.model):
         calibration = card.judge_agreement
-        measured = (f"; a successor judge: {agreement.describe(calibration)}" if calibration else
+        measured = (f"; a successor judge: {agreement.describe(calibration.to_dict())}" if calibration else
                     "; its agreement with the official judge was never measured (scripts/judge_agreement.py)"
                     if not is_offline(judge.provider) else "")
         notes.append(f"judge is {judge.provider} {judge.model}, not the official "
@@ -256,7 +229,7 @@ def comparability_notes(run: RunData, covered_rows: Sequence[ResultRow], card: S
     for what, count in sorted(other_model.items()):
         if what != f"{judge.provider} {judge.model}":
             notes.append(f"{count} judged row(s) were judged by {what}")
-    notes += judge_provenance.notes(run.meta, card.verdicts, len(judged))
+    notes += judge_provenance.notes(run.meta, card.verdicts, len(judged)) if card.verdicts else []
     sha = run.dataset_sha256
     recognition = run.meta.dataset.recognition
     if recognition:  # by item fingerprints (runs made before they were recorded: by file sha256 only)
@@ -309,12 +282,10 @@ def _what_made_it_notes(run: RunData, card: Scorecard, variant: str | None, run_
 # --------------------------------------------------------------------------- the scorecard
 
 
-def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | None = None,
-                    run_id: str | None = None, gold_errors: Sequence[Mapping[str, Any]] | None = None,
-                    inputs: ScoringInputs | None = None) -> Scorecard:
-    """The scorecard of ``run`` over its first ``n_total`` manifest items (all when None); ``to_dict`` is its
-    metrics.json, checked against the schema here. ``inputs``: what it takes from outside the run folder (the
-    commands pass it; None: ``scoring_inputs.for_run``, the inputs of the project the run records or is held by)."""
+def build_scorecard(run: RunData, n_total: int | None = None, *, inputs: ScoringInputs, variant: str | None = None,
+                    run_id: str | None = None, gold_errors: Sequence[Mapping[str, Any]] | None = None) -> Scorecard:
+    """The scorecard of ``run`` over its first ``n_total`` manifest items (all when None). ``inputs``: what it
+    takes from outside the run folder (``scoring_inputs``)."""
     types, unattributed = run.item_types(n_total)
     try:
         scored = metrics.score(metrics.strict_labels(run.rows, types), types, unattributed=unattributed)
@@ -324,56 +295,55 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, variant: str | 
     covered = [run.rows[q] for q in types if q in run.rows]
     usage = usage_summary(covered)
     errors = sum(1 for r in covered if r.status == "error")
-    without_gold_errors = _without_gold_errors(run, types, unattributed, variant or run.meta.variant, gold_errors)
     judge = run.judge  # aliases resolved
-    inputs = scoring_inputs.for_run(run.path) if inputs is None else inputs
-    card: dict[str, Any] = {
-        "schemaVersion": SCHEMA_VERSIONS["metrics"],
-        "run_id": run.run_id,
-        "variant": variant or run.meta.variant,
-        "status": run.meta.status,
-        "judge": judge.to_dict(),
-        "dataset": _dataset(run, variant),
-        "target": _target(run.meta),
-        **{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed", "overall",
-                                  "task_averaged", "abstention", "per_type")},
-        "errors": errors,
-        "not_run": scored["n_total"] - scored["judged"] - errors,
-        "rows_outside_item_set": sum(1 for q in run.rows if q not in types),
-        "excluding_gold_errors": without_gold_errors,
-        "cost": cost_summary(run.every_row()),
-        "batches": batch_summary(covered),
-        "usage": usage,
-        "latency": usage["latency_ms"],
-        "retrieval": retrieval_summary(run.rows, types),
-        "truncation": truncation_summary(covered),
-        "pipeline_health": pipeline_health.summarise(covered),
-        "loop_rows": loop_rows.summary(inputs.kept_fixes, [r.question_id for r in covered]),
-        **_judge_blocks(run, covered, judge, inputs),
-        "official_estimate": None,  # made below from the scored figures
-        "code_versions": None,
-    }
-    record = replace(Scorecard.from_dict(card), code_versions=code_versions.summary(run, covered))
+    record = Scorecard(
+        run_id=run.run_id, variant=variant or run.meta.variant, status=run.meta.status, judge=judge,
+        dataset=_dataset(run, variant), target=_target(run.meta), **_figures(scored),
+        errors=errors, not_run=scored["n_total"] - scored["judged"] - errors,
+        rows_outside_item_set=sum(1 for q in run.rows if q not in types),
+        excluding_gold_errors=_without_gold_errors(run, types, unattributed, variant or run.meta.variant,
+                                                   gold_errors),
+        cost=cost_summary(run.every_row()), batches=batch_summary(covered), usage=usage, latency=usage.latency_ms,
+        retrieval=retrieval_summary(run.rows, types), truncation=truncation_summary(covered),
+        pipeline_health=pipeline_health.summarise(covered),
+        loop_rows=loop_rows.summary(inputs.kept_fixes, [r.question_id for r in covered]),
+        judge_stability=JudgeStability.from_dict(stability.summary(covered, set(inputs.flaky))),
+        judge_agreement=None if is_official_judge(judge.provider, judge.model) else _agreement(
+            inputs.agreement_of(judge.provider, judge.model, _run_shape(covered))),
+        verdicts=judge_provenance.summary(run.meta, covered, inputs),
+        empty_hypotheses=judge_provenance.empty_hypotheses(covered),
+        code_versions=code_versions.summary(run, covered))
     notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
-    record = replace(record, comparability_notes=tuple(notes),
-                     official_estimate=corrected_figures.estimate_block(run.meta, run.rows, types, record, inputs))
-    schemas.validate("metrics", record.to_dict(), where=f"metrics for run {run.run_id}")
-    return record
+    return replace(record, comparability_notes=tuple(notes),
+                   official_estimate=corrected_figures.estimate_block(run.meta, run.rows, types, record, inputs))
 
 
-def _dataset(run: RunData, variant: str | None) -> dict[str, Any]:
-    """The dataset file as every report names it (``DatasetRef``'s form)."""
+def _figures(scored: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics.score``'s figures as the scorecard's fields."""
+    return {**{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed")},
+            "overall": Figures.from_dict(scored["overall"]), "abstention": Figures.from_dict(scored["abstention"]),
+            "task_averaged": TaskAveraged.from_dict(scored["task_averaged"]),
+            "per_type": {t: Figures.from_dict(b) for t, b in scored["per_type"].items()}}
+
+
+def _agreement(record: Mapping[str, Any] | None) -> JudgeAgreement | None:
+    compact = agreement.compact(record)
+    return None if compact is None else JudgeAgreement.from_dict(compact)
+
+
+def _dataset(run: RunData, variant: str | None) -> DatasetRef:
+    """The dataset file as every report names it."""
     info = run.meta.dataset
-    return {"sha256": run.dataset_sha256, "path": info.path,
-            "known_official": dataset.is_known_official(str(run.dataset_sha256 or "")),
-            "release": info.release, "recognition": info.recognition,
-            "duplicate_sessions": len(info.duplicate_sessions or {}),
-            "name": dataset_label.display_name(variant or run.meta.variant, info.path),
-            "line": dataset_label.recognition_line(info.to_dict())}
+    return DatasetRef(sha256=run.dataset_sha256, path=info.path,
+                      known_official=dataset.is_known_official(str(run.dataset_sha256 or "")),
+                      release=info.release, recognition=info.recognition,
+                      duplicate_sessions=len(info.duplicate_sessions or {}),
+                      name=dataset_label.display_name(variant or run.meta.variant, info.path),
+                      line=dataset_label.recognition_line(info.to_dict()))
 
 
 def _without_gold_errors(run: RunData, types: Mapping[str, str], unattributed: int, run_variant: str | None,
-                         gold_errors: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+                         gold_errors: Sequence[Mapping[str, Any]] | None) -> GoldExclusion:
     """``excluding_gold_errors``: the second figure, without the items the registry reports wrong for this run's
     variant and release, and the registry's other items that concern the run (counted in both figures)."""
     entries = gold_registry.load() if gold_errors is None else gold_registry.normalize(gold_errors)
@@ -382,29 +352,17 @@ def _without_gold_errors(run: RunData, types: Mapping[str, str], unattributed: i
     also_listed = gold_registry.listed(entries, run_variant, release)
     kept = {q: t for q, t in types.items() if q not in bad}
     excl = metrics.score(metrics.strict_labels(run.rows, kept), kept, unattributed=unattributed)
-    return {
-        "excluded": [{"question_id": q, "issues": bad[q].get("issues", []), "status": bad[q]["status"]}
-                     for q in types if q in bad],
-        "listed_not_excluded": [{"question_id": q, "issues": also_listed[q].get("issues", []),
-                                 "status": also_listed[q]["status"]} for q in types
-                                if q in also_listed and q not in bad],
-        "n_total": excl["n_total"], "correct": excl["correct"], "judged": excl["judged"],
-        "overall": excl["overall"], "task_averaged": excl["task_averaged"], "abstention": excl["abstention"],
-        "registry": gold_registry.identity(entries), "registry_change": None,
-    }
 
+    def entry(q: str, listed: Mapping[str, Any]) -> GoldEntry:
+        return GoldEntry(q, tuple(listed[q].get("issues", [])), listed[q]["status"])
 
-def _judge_blocks(run: RunData, covered: Sequence[ResultRow], judge: JudgeIdentity, inputs: ScoringInputs
-                  ) -> dict[str, Any]:
-    """The blocks about the verdicts: judge stability, the agreement of a non-official judge, where the verdicts
-    came from, the empty answers (metrics.json's last blocks, in its order)."""
-    return {
-        "judge_stability": stability.summary(covered, set(inputs.flaky)),
-        "judge_agreement": None if is_official_judge(judge.provider, judge.model)
-        else agreement.compact(inputs.agreement_of(judge.provider, judge.model, _run_shape(covered))),
-        "verdicts": judge_provenance.summary(run.meta, covered, inputs),
-        "empty_hypotheses": judge_provenance.empty_hypotheses(covered),
-    }
+    figures = _figures(excl)
+    return GoldExclusion(
+        excluded=tuple(entry(q, bad) for q in types if q in bad),
+        listed_not_excluded=tuple(entry(q, also_listed) for q in types if q in also_listed and q not in bad),
+        n_total=excl["n_total"], correct=excl["correct"], judged=excl["judged"], overall=figures["overall"],
+        task_averaged=figures["task_averaged"], abstention=figures["abstention"],
+        registry=RegistryIdentity.from_dict(gold_registry.identity(entries)))
 
 
 def _run_shape(rows: Sequence[ResultRow]) -> Mapping[str, Any] | None:
@@ -412,12 +370,11 @@ def _run_shape(rows: Sequence[ResultRow]) -> Mapping[str, Any] | None:
     return next((r.judgment.request_shape for r in rows if r.judgment is not None and r.judgment.request_shape), None)
 
 
-def _target(meta: RunMeta) -> dict[str, Any]:
+def _target(meta: RunMeta) -> TargetRef:
     """The run's target as the scorecard names it; a hypotheses run also names its file and the file's sha256."""
     target = meta.target
-    out: dict[str, Any] = {"name": target.name, "provider": target.provider, "model": target.model}
-    if target.name == HYPOTHESES_TARGET:
-        out["hypotheses"] = {k: (target.options or {}).get(k) for k in ("file", "sha256")}
-    return out
+    options = target.options or {}
+    hypotheses = HypothesesRef(options.get("file"), options.get("sha256")) if target.name == HYPOTHESES_TARGET else None
+    return TargetRef(target.name, target.provider, target.model, hypotheses)
 
 

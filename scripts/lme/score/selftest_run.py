@@ -35,6 +35,7 @@ from lme.run import item_runner
 from lme.run.settings import RunSettings
 from lme.score import metrics, run_comparison, scoring
 from lme.score.scorecard_record import GoldExclusion, Retrieval, Scorecard
+from lme.score.scoring_inputs import ScoringInputs
 from lme.store import run_store
 
 SSU, SSA, SSP = "single-session-user", "single-session-assistant", "single-session-preference"
@@ -443,7 +444,7 @@ def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
     run = run_store.load_run(run_dir)
     checks += [check(scenario, f"the row that counts for {qid}", want, _row_text(run.rows.get(qid)))
                for qid, want in A_FINAL.items()]
-    card = scoring.build_scorecard(run, variant="_s", gold_errors=GOLD_ERRORS)
+    card = scoring.build_scorecard(run, variant="_s", gold_errors=GOLD_ERRORS, inputs=ScoringInputs())
     checks += [check(scenario, name, want, figure(card, name)) for name, want in A_EXPECTED.items()]
     for name, where, kind, low, high in A_INTERVALS:
         got = _interval(card, where, kind) or [None, None]
@@ -457,7 +458,7 @@ def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
     gold_scenario = "stored run A without the registry's gold errors"
     for name, want in A_WITHOUT_GOLD_ERRORS.items():
         if name in ("excluded", "listed_not_excluded"):
-            got = [e.question_id for e in (ex.excluded_entries if name == "excluded" else ex.listed_entries)]
+            got = [e.question_id for e in getattr(ex, name)]
         else:
             got = figure(ex, name)
         checks.append(check(gold_scenario, name, want, got))
@@ -468,7 +469,7 @@ def _run_a(tmp: Path, target_file: Path) -> tuple[list[dict[str, Any]], Path]:
                      tol=5e-7 if isinstance(want, float) else 1e-12)
                for name, want in A_RETRIEVAL.items()]
 
-    beyond = scoring.build_scorecard(run, n_total=16, variant="_s", gold_errors=())
+    beyond = scoring.build_scorecard(run, n_total=16, variant="_s", gold_errors=(), inputs=ScoringInputs())
     checks += [check("stored run A scored with --n-total 16", name, want, figure(beyond, name))
                for name, want in A_BEYOND_MANIFEST.items()]
     return checks, run_dir
