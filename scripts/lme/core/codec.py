@@ -32,17 +32,19 @@ KEY_ORDER = "key_order"
 
 def field(*, default: Any = dataclasses.MISSING, default_factory: Any = dataclasses.MISSING,
           key: str | None = None, omit: Any = _UNSET, omit_if: Callable[[Any], bool] | None = None,
-          role: str | None = None, decode: Callable[[Any], Any] | None = None) -> Any:
+          role: str | None = None, decode: Callable[[Any], Any] | None = None, compare: bool = True) -> Any:
     """``dataclasses.field`` with the codec's metadata.
 
     ``key``: the file's name for the field. ``omit``: the key is left out when the value is this one (``None``,
     ``False``, ``"sync"``, ...). ``omit_if``: left out when this holds of the record. ``role``: ``EXTRA`` or
-    ``KEY_ORDER``. ``decode``: reads the JSON value where the field's type does not say how (a union of records)."""
+    ``KEY_ORDER``. ``decode``: reads the JSON value where the field's type does not say how (a union of records).
+    ``compare``: as ``dataclasses.field``'s."""
     meta = {name: value for name, value in (("key", key), ("omit_if", omit_if), ("role", role), ("decode", decode))
             if value is not None}
     if omit is not _UNSET:
         meta["omit"] = omit
-    return dataclasses.field(default=default, default_factory=default_factory, metadata={"codec": meta})
+    return dataclasses.field(default=default, default_factory=default_factory, compare=compare,
+                             metadata={"codec": meta})
 
 
 class Record:

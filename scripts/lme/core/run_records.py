@@ -194,7 +194,7 @@ def _kept() -> Any:
 
 def _order() -> Any:
     """A block's key order as read: written back in it (not compared: blocks read in two orders are equal)."""
-    return field(default=(), compare=False, metadata=codec.spec(role=KEY_ORDER))
+    return codec.field(default=(), compare=False, role=KEY_ORDER)
 
 
 @dataclass(frozen=True)
