@@ -38,13 +38,13 @@ def official_records(project: Path, run_id: str | None, archive: Path | None, *,
     if every:
         seen: dict[tuple[str, str], dict[str, Any]] = {}
         own = verdict_archive.archive_path(project)
-        for line in (verdict_archive.read_archive_file(own) if own.is_file() else []):
+        for line in (verdict_archive.read_archive(own)[1] if own.is_file() else []):
             seen.setdefault((line["prompt_sha256"], line["model"]), line)
         for line in verdict_archive.run_verdicts(run_store.runs_dir(project)):
             seen.setdefault((line["prompt_sha256"], line["model"]), line)
         return list(seen.values()), "every official verdict of the project (its archive and runs)"
     if archive is not None:
-        return verdict_archive.read_archive_file(archive), f"archive {archive}"
+        return verdict_archive.read_archive(archive)[1], f"archive {archive}"
     run_dir = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run_id or ""))
     if not run_store.has_meta(run_dir):
         raise UserError(f"no run {run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")

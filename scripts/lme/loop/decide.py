@@ -332,7 +332,7 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
         "judge": common_judge(JudgedRows(pair.run_rows, run_store.read_meta(pair.run_dir).endpoints), retest.ids),
     }
     try:
-        record["retest_figures"] = state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_record()
+        record["retest_figures"] = state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_dict()
     except UserError:
         record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
     return record
