@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 from lme.core import fileio
 from lme.judge import official
 from lme.judge import request_shapes
-from lme.judge.agreement_figures import agreement_report, cohens_kappa, kappa_interval
+from lme.judge.agreement_figures import agreement_report
 from lme.core.records import Verdict
 from lme.store import run_store
 from lme.judge import verdict_archive

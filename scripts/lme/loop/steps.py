@@ -24,7 +24,6 @@ from lme.core.facts import PROPOSAL_FILE, SCHEMA_VERSIONS
 from lme.loop.state import (
     baseline_logged,
     baseline_note,
-    append_history_row,
     bump,
     current,
     decision_for,
