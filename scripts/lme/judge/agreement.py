@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -183,18 +182,7 @@ def latest(project: str | Path, provider: str | None, model: str | None, *,
 
 def records(project: str | Path) -> tuple[dict[str, Any], ...]:
     """Every measurement in the project's registry, in order (unreadable lines left out); () when it has none."""
-    path = registry_path(project)
-    if not path.is_file():
-        return ()
-    found = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            found.append(rec)
-    return tuple(found)
+    return tuple(rec for _, rec in fileio.iter_jsonl(registry_path(project), skip_bad=True))
 
 
 def latest_of(measured: Sequence[Mapping[str, Any]], provider: str | None, model: str | None, *,

@@ -218,11 +218,6 @@ def _verdict_summary(verdict: Verdict) -> dict[str, Any]:
             "source": verdict.source}
 
 
-def _fresh_complete(llm: LLM) -> Callable[[ChatRequest], Any]:
-    """The LLM's call that bypasses (neither reads nor writes) a call cache, for the repeats of ``--repeat``."""
-    return getattr(llm, "complete_fresh", None) or llm.complete
-
-
 @dataclass(frozen=True)
 class Judged:
     """What one verdict is about: the question (gold answer included: the judge sees it) and the hypothesis."""
@@ -286,7 +281,7 @@ def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
             if line is not None:
                 archive.add_made(line)
     if repeat > 1:
-        fresh = _fresh_complete(llm)
+        fresh = getattr(llm, "complete_fresh", None) or llm.complete  # the repeats bypass any call cache
         verdicts = [_verdict_summary(first)]
         for _ in range(repeat - 1):
             try:

@@ -493,15 +493,6 @@ def _backfilled(mark: Path) -> set[str]:
 # --------------------------------------------------------------------------- export and import
 
 
-def header_for(lines: list[Mapping[str, Any]], *, upstream_commit: str | None, conflicts: list[Mapping[str, Any]],
-               skipped: int) -> dict[str, Any]:
-    """The header line of an archive file holding ``lines``."""
-    return {"kind": HEADER_KIND, "schemaVersion": ARCHIVE_VERSION, "count": len(lines),
-            "sha256": hashlib.sha256(lines_blob(list(lines))).hexdigest(), "upstream_commit": upstream_commit,
-            "template_sha256": sorted({str(x["template_sha256"]) for x in lines if x.get("template_sha256")}),
-            "exported_at": utc_now(), "conflicts": list(conflicts), "skipped_not_official": skipped}
-
-
 def export(project: Path, runs_dir: Path, out: Path, *, upstream_commit: str | None = None) -> dict[str, Any]:
     """Write every official verdict the project holds to ``out`` after a header: the archive's lines (the runs'
     verdicts are archived first, ``backfill``), each with its origin; conflicting prompts are kept and named."""
@@ -513,10 +504,13 @@ def export(project: Path, runs_dir: Path, out: Path, *, upstream_commit: str | N
         pass
     archive = VerdictArchive(current)
     conflicts = archive.conflicts()
-    header = header_for(lines, upstream_commit=upstream_commit, conflicts=conflicts, skipped=skipped[0])
+    body = lines_blob(lines)
+    header = {"kind": HEADER_KIND, "schemaVersion": ARCHIVE_VERSION, "count": len(lines),
+              "sha256": hashlib.sha256(body).hexdigest(), "upstream_commit": upstream_commit,
+              "template_sha256": sorted({str(x["template_sha256"]) for x in lines if x.get("template_sha256")}),
+              "exported_at": utc_now(), "conflicts": conflicts, "skipped_not_official": skipped[0]}
     try:
-        fileio.write_atomic_bytes(Path(out), (json.dumps(header, ensure_ascii=False, sort_keys=True) + "\n")
-                                  .encode("utf-8") + lines_blob(lines))
+        fileio.write_atomic_bytes(Path(out), lines_blob([header]) + body)
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror or err}") from None
     origins = archive.origins()

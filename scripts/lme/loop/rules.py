@@ -62,10 +62,14 @@ def target_correct(n_total: int) -> int:
     return math.ceil(round(TARGET_SHARE * n_total, 9))
 
 
-def read_project_config(project: Path) -> dict[str, Any]:
-    """The raw project config (``{}`` when there is none yet). Malformed JSON is a user error."""
-    data = config_file.read_object(config_file.config_path(project), fix=f"fix the JSON or re-run {command_names.SETUP}",
+def read_project_config(project: Path, *, required: bool = False) -> dict[str, Any]:
+    """The raw project config (``{}`` when there is none yet; ``required``: a UserError naming setup). Malformed
+    JSON is a user error."""
+    path = config_file.config_path(project)
+    data = config_file.read_object(path, fix=f"fix the JSON or re-run {command_names.SETUP}",
                                    not_object="{path} is not a JSON object", not_object_fix=f"re-run {command_names.SETUP}")
+    if data is None and required:
+        raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
     return {} if data is None else data
 
 

@@ -186,18 +186,21 @@ def log_step_once(project: Path, round_no: int, step: str, figures: RoundFigures
         fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, figures, note, extra))
 
 
+def history_rows(project: Path) -> list[str]:
+    """The rows of ``history_max_effort.md``'s table, without its header."""
+    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")]
+
+
 def _row_logged(project: Path, row: str) -> bool:
     """A row of the same round and note (the date may differ: a re-run on the next day)."""
     cells = row.split(" | ")
-    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
-    return any(line.startswith(cells[0] + " | ") and line.endswith(" | " + cells[-1]) for line in text.splitlines())
+    return any(line.startswith(cells[0] + " | ") and line.endswith(" | " + cells[-1]) for line in history_rows(project))
 
 
 def step_logged(project: Path, round_no: int, marker: str) -> bool:
     """Whether ``history_max_effort.md`` has a row of round ``round_no`` whose note holds ``marker``."""
-    prefix = f"| v{round_no} |"
-    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
-    return any(line.startswith(prefix) and marker in line for line in text.splitlines())
+    return any(line.startswith(f"| v{round_no} |") and marker in line for line in history_rows(project))
 
 
 def blocked_row(round_no: int, reason: str, date: str | None = None) -> str:
@@ -297,8 +300,7 @@ def position(project: Path) -> Position:
     fix = fix_commit(project, round_no) if round_no else None
     record = decision_for(project, round_no) if round_no else None
     has_snapshot = round_no > 0 and snapshot_dir(project, round_no).is_dir()
-    text = state_reader.read_text(project / HISTORY_FILE) or ""
-    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")]
+    rows = history_rows(project)
     status = confirmation.get("status") if confirmation else None
     judge = rules.loop_judge(project)
     if judge.kind == "retired" and status != "confirmed":
