@@ -244,11 +244,6 @@ class VerdictArchive:
             votes = self._votes.get((prompt_sha256, model))
             return None if votes is None else votes.verdict()
 
-    def keys(self) -> set[Key]:
-        with self._lock:
-            self._catch_up()
-            return set(self._votes)
-
     def conflicts(self) -> list[dict[str, Any]]:
         """The prompts with official verdicts of both labels: ``{prompt_sha256, model, question_id, yes, no}``."""
         with self._lock:
@@ -514,7 +509,7 @@ def export(project: Path, runs_dir: Path, out: Path, *, upstream_commit: str | N
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror or err}") from None
     origins = archive.origins()
-    return {"verdicts": len(lines), "prompts": len(archive.keys()), "made_here": origins["made"],
+    return {"verdicts": len(lines), "prompts": len(archive), "made_here": origins["made"],
             "imported": origins["imported"], "conflicts": len(conflicts), "conflicting_keys": conflicts[:20],
             "skipped_not_official": skipped[0], "sha256": header["sha256"], "upstream_commit": upstream_commit}
 
@@ -544,7 +539,7 @@ def import_lines(project: Path, lines: list[dict[str, Any]]) -> dict[str, Any]:
     added, already = archive.add_lines(lines)
     conflicts = [c for c in archive.conflicts() if (c["prompt_sha256"], c["model"]) not in before]
     return {"added": added, "already_present": already, "new_conflicts": len(conflicts),
-            "conflicting_keys": conflicts[:20], "archive_prompts": len(archive.keys()),
+            "conflicting_keys": conflicts[:20], "archive_prompts": len(archive),
             "label_only": sum(1 for line in lines if line.get("raw") is None),
             "without_endpoint": sum(1 for line in lines if not line.get("endpoint_host"))}
 
