@@ -10,7 +10,6 @@ import pytest
 
 from lme.core import endpoint_urls
 from lme.judge import agreement_figures
-from lme.judge import agreement as judge_agreement
 from lme.cli import judge_agreement as judge_agreement_cli
 from lme.judge import official as judge_official
 from lme.cli import judge_shim
