@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lme.core import endpoint_urls
-from lme.judge import agreement as judge_agreement
+from lme.judge import agreement_figures
 from lme.cli import judge_agreement as judge_agreement_cli
 from lme.judge import official as judge_official
 from lme.cli import judge_shim
@@ -246,8 +246,8 @@ def test_a_run_with_an_unmeasured_judge_says_its_agreement_was_never_measured(tm
 
 
 def test_kappa_is_undefined_when_every_label_is_the_same():
-    assert judge_agreement.cohens_kappa(5, 0, 0, 0) is None
-    assert judge_agreement.cohens_kappa(4, 1, 1, 4) == pytest.approx(0.6)
+    assert agreement_figures.cohens_kappa(5, 0, 0, 0) is None
+    assert agreement_figures.cohens_kappa(4, 1, 1, 4) == pytest.approx(0.6)
 
 
 def test_runs_judged_by_the_snapshot_through_openai_and_through_azure_compare_like_for_like(tmp_path):

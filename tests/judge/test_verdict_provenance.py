@@ -15,6 +15,7 @@ from lme.cli import run_benchmark
 from lme.core import endpoint_urls
 from lme.core.errors import run_main
 from lme.core.records import ChatRequest
+from lme.judge import agreement_figures
 from lme.judge import agreement as judge_agreement, verdict_archive
 from lme.cli import judge_shim
 from lme.cli import judge_agreement as judge_agreement_cli
@@ -348,13 +349,13 @@ def test_a_calibration_over_every_archived_verdict_names_flips_by_question_and_h
 
 
 def test_the_kappa_interval_holds_kappa_and_narrows_with_more_items():
-    small = judge_agreement.kappa_interval(9, 1, 1, 9)
-    large = judge_agreement.kappa_interval(90, 10, 10, 90)
-    kappa = judge_agreement.cohens_kappa(90, 10, 10, 90)
+    small = agreement_figures.kappa_interval(9, 1, 1, 9)
+    large = agreement_figures.kappa_interval(90, 10, 10, 90)
+    kappa = agreement_figures.cohens_kappa(90, 10, 10, 90)
     assert large[0] < kappa < large[1] and large[1] - large[0] < small[1] - small[0]
     simple = 1.96 * ((0.9 * 0.1) / (200 * 0.25)) ** 0.5  # the rough large-sample formula for this balanced table
     assert (large[1] - large[0]) / 2 == pytest.approx(simple, rel=0.1)
-    assert judge_agreement.kappa_interval(5, 0, 0, 0) is None and -1 <= small[0] and small[1] <= 1
+    assert agreement_figures.kappa_interval(5, 0, 0, 0) is None and -1 <= small[0] and small[1] <= 1
 
 
 @pytest.mark.parametrize("recorded,endpoints,source", [

@@ -155,7 +155,7 @@ def test_round_figures_read_a_metrics_json_and_a_decisions_kept_figures_alike():
     figures = loop_state.RoundFigures.of_metrics(metrics)
     assert (figures.correct, figures.n_total, figures.overall, figures.task_averaged) == (1, 2, 0.5, 0.5)
     assert list(figures.per_type) == ["multi-session"] and figures.per_type["multi-session"].accuracy == 0.5
-    assert loop_state.RoundFigures.from_record(figures.to_record()) == figures
+    assert loop_state.RoundFigures.from_dict(figures.to_dict()) == figures
     assert loop_state.history_row(3, figures, "note", date="2026-12-01") == (
         "| v3 | 2026-12-01 | 1/2 | 0.5000 | 0.5000 | 0.5000 | note |")
 

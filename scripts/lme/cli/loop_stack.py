@@ -21,6 +21,7 @@ from typing import Sequence
 
 from lme.core import cli_parser
 from lme.loop import model_stack
+from lme.loop import rules as loop_rules
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -31,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        help=f"the writer as provider:model (default: the configured one, else {model_stack.CHEAP_WRITER})")
     args = parser.parse_args(argv)
     if args.command == "show":
-        cfg = model_stack.read_config(args.project)
+        cfg = loop_rules.read_project_config(args.project, required=True)
         target, reference = model_stack.loop_target(args.project)
         if not reference:
             print(f"stack: target model {model_stack.reader_of(cfg)} ({target}, your own system: no writer)")

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from lme.core import fileio
 from lme.judge import official
 from lme.judge import request_shapes
-from lme.judge.agreement_figures import agreement_report, cohens_kappa, kappa_interval
+from lme.judge.agreement_figures import agreement_report
 from lme.core.records import Verdict
 from lme.store import run_store
 from lme.judge import verdict_archive
@@ -38,13 +37,13 @@ def official_records(project: Path, run_id: str | None, archive: Path | None, *,
     if every:
         seen: dict[tuple[str, str], dict[str, Any]] = {}
         own = verdict_archive.archive_path(project)
-        for line in (verdict_archive.read_archive_file(own) if own.is_file() else []):
+        for line in (verdict_archive.read_archive(own)[1] if own.is_file() else []):
             seen.setdefault((line["prompt_sha256"], line["model"]), line)
         for line in verdict_archive.run_verdicts(run_store.runs_dir(project)):
             seen.setdefault((line["prompt_sha256"], line["model"]), line)
         return list(seen.values()), "every official verdict of the project (its archive and runs)"
     if archive is not None:
-        return verdict_archive.read_archive_file(archive), f"archive {archive}"
+        return verdict_archive.read_archive(archive)[1], f"archive {archive}"
     run_dir = run_store.run_dir_for(run_store.runs_dir(project), run_store.validate_run_id(run_id or ""))
     if not run_store.has_meta(run_dir):
         raise UserError(f"no run {run_id!r} at {run_dir}", fix="list runs in .longmemeval-benchmarks/runs/")
@@ -183,18 +182,7 @@ def latest(project: str | Path, provider: str | None, model: str | None, *,
 
 def records(project: str | Path) -> tuple[dict[str, Any], ...]:
     """Every measurement in the project's registry, in order (unreadable lines left out); () when it has none."""
-    path = registry_path(project)
-    if not path.is_file():
-        return ()
-    found = []
-    for raw in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            found.append(rec)
-    return tuple(found)
+    return tuple(rec for _, rec in fileio.iter_jsonl(registry_path(project), skip_bad=True))
 
 
 def latest_of(measured: Sequence[Mapping[str, Any]], provider: str | None, model: str | None, *,

@@ -1,12 +1,8 @@
-"""How much of the project is archived: ``judge_shim.py archive-status``.
+"""How much of the project is archived: ``judge_shim.py archive-status`` (SPEC.md "Judge continuity").
 
-The official verdicts of older runs (made before runs archived their verdicts) are archived first
-(``verdict_archive.backfill``). Then every distinct judge prompt the project's runs hold a hypothesis for (judged
-rows and rows that failed after generating) is rebuilt from the row with the checkout's prompt function and looked
-up: archived (the project's ``verdicts.jsonl``: made here, or imported from a named file), official in a run only
-(a run the archive could not take it from), or without an official verdict. For those the cost of judging them now
-with the official judge is given, synchronously and through the Batch API (input tokens estimated from the prompt,
-``max_tokens`` 10 as output: an upper bound).
+Every distinct judge prompt the project's runs hold a hypothesis for (judged rows and rows that failed after
+generating) is rebuilt with the checkout's prompt function and looked up; the cost of judging what has no official
+verdict uses ``max_tokens`` 10 as output: an upper bound.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Upstream's file flow for the judge: judge every line of a hypotheses file and write it back with its label.
-
-``judge_shim.py --hyp-file F --ref-file R`` (upstream's ``evaluate_qa.py`` contract): the lines are judged
-``--concurrency`` at a time through a run's gateway (the pacer and the project's call cache); the
-output keeps the input's order, holds upstream's bytes (``upstream_files.upstream_bytes``: ``cmp`` with upstream's
-own output of the same verdicts finds no difference) and is replaced atomically once every line is judged, so a
-failed judge leaves a previous output as it was (the verdicts it got are in the cache).
+"""Upstream's file flow for the judge (``judge_shim.py --hyp-file F --ref-file R``, upstream's ``evaluate_qa.py``
+contract): judge every line of a hypotheses file and write it back with its label, in upstream's bytes.
 """
 
 from __future__ import annotations

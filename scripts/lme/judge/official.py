@@ -1,29 +1,17 @@
 """The official LongMemEval judge: upstream's prompt, upstream's call settings, upstream's label rule.
 
-The prompt comes from the user's own LongMemEval checkout: only the function ``get_anscheck_prompt`` is taken
-from ``<root>/src/evaluation/evaluate_qa.py`` (parsed with ``ast`` and compiled alone, so the module's heavy
-imports and ``__main__`` block never run, and the checkout is never modified). The call is what upstream sends:
-one user message holding the prompt, no system message, ``temperature 0``, ``max_tokens 10``, ``n 1``, with the
-judge alias ``gpt-4o`` pinned to ``gpt-4o-2024-08-06``. The label is ``'yes' in reply.strip().lower()``.
-
-A verdict is ``official`` only when all of these hold: provider ``openai`` (or ``azure``: the same snapshot through
-Azure OpenAI) and the model ``gpt-4o-2024-08-06`` requested and named by the response; upstream's request shape
-(``judge_shapes.UPSTREAM``); a prompt function whose source is upstream's (its sha256 is pinned in ``facts``); and
-an endpoint host that is exactly ``api.openai.com`` (or a ``<resource>.openai.azure.com`` host), parsed from the
-route's URL (``endpoint_urls``). Every verdict records that host, the model the response named, its source (call,
-cache, archive) and its request shape. Any other judge is allowed and recorded as non-official; a response that
-names another model than the one asked for is refused (``JudgeModelMismatch``: the run stops, the item stays
-pending). An empty reply is labelled False, as upstream does. An archived official verdict (``verdict_archive``)
-is used instead of a call.
+Only ``get_anscheck_prompt`` is taken from the user's checkout (``src/evaluation/evaluate_qa.py``, parsed with
+``ast`` and compiled alone: the module's imports and ``__main__`` block never run). When a verdict is official,
+and what it records, is SPEC.md "Judge continuity" ("The official rule").
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -76,26 +64,10 @@ class PromptBuilder:
         return self.function_sha256 in UPSTREAM_FUNCTION_SHA256
 
 
-class _BuilderCache:
-    """Loaded prompt functions per (path, mtime, size): a run judges hundreds of items from one file."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, int, int], PromptBuilder] = {}
-
-    def get(self, path: Path) -> PromptBuilder:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime_ns, stat.st_size)
-        with self._lock:
-            builder = self._entries.get(key)
-        if builder is None:
-            builder = _compile_builder(path)
-            with self._lock:
-                self._entries[key] = builder
-        return builder
-
-
-_CACHE = _BuilderCache()
+@functools.lru_cache(maxsize=16)
+def _builder_at(path: str, mtime_ns: int, size: int) -> PromptBuilder:
+    """The prompt function of one version of a file: a run judges hundreds of items from one file."""
+    return _compile_builder(Path(path))
 
 
 def _compile_builder(path: Path) -> PromptBuilder:
@@ -129,7 +101,9 @@ def load_prompt_builder(longmemeval_root: str | Path | None) -> PromptBuilder:
     path = Path(longmemeval_root).expanduser() / JUDGE_TEMPLATE_RELPATH
     if not path.is_file():
         raise UserError(f"LongMemEval checkout not found: {path} does not exist", fix=SETUP_HINT)
-    return _CACHE.get(path.resolve())
+    path = path.resolve()
+    stat = path.stat()
+    return _builder_at(str(path), stat.st_mtime_ns, stat.st_size)
 
 
 def checkout_commit(longmemeval_root: str | Path | None) -> str | None:
@@ -244,11 +218,6 @@ def _verdict_summary(verdict: Verdict) -> dict[str, Any]:
             "source": verdict.source}
 
 
-def _fresh_complete(llm: LLM) -> Callable[[ChatRequest], Any]:
-    """The LLM's call that bypasses (neither reads nor writes) a call cache, for the repeats of ``--repeat``."""
-    return getattr(llm, "complete_fresh", None) or llm.complete
-
-
 @dataclass(frozen=True)
 class Judged:
     """What one verdict is about: the question (gold answer included: the judge sees it) and the hypothesis."""
@@ -312,7 +281,7 @@ def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
             if line is not None:
                 archive.add_made(line)
     if repeat > 1:
-        fresh = _fresh_complete(llm)
+        fresh = getattr(llm, "complete_fresh", None) or llm.complete  # the repeats bypass any call cache
         verdicts = [_verdict_summary(first)]
         for _ in range(repeat - 1):
             try:

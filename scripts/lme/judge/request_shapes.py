@@ -41,14 +41,9 @@ class JudgeShape:
     def to_dict(self) -> dict[str, Any]:
         """The shape as a verdict records it: ``{family, max_tokens: 10, temperature: 0, n: 1}`` or ``{family,
         max_completion_tokens: 2048[, reasoning_effort]}``."""
-        out: dict[str, Any] = {"family": self.family, self.max_tokens_field: self.max_tokens}
-        if self.temperature is not None:
-            out["temperature"] = self.temperature
-        if self.n is not None:
-            out["n"] = self.n
-        if self.reasoning_effort is not None:
-            out["reasoning_effort"] = self.reasoning_effort
-        return out
+        out = {"family": self.family, self.max_tokens_field: self.max_tokens, "temperature": self.temperature,
+               "n": self.n, "reasoning_effort": self.reasoning_effort}
+        return {key: value for key, value in out.items() if value is not None}
 
     def request(self, prompt: str, provider: str, model: str) -> ChatRequest:
         """The judge call: one user message holding ``prompt``, no system message, this shape's settings. An empty

@@ -1,18 +1,9 @@
 """Judge stability: how often the same judge prompt gets both labels, kept in a project registry.
 
-At temperature 0 the official judge still flips on some items between calls. A run with ``--judge-repeat K`` (or
-``judge_shim.py --repeat K``) judges each hypothesis K times (the repeats bypass the call cache); the first verdict
-stays the official label, and every verdict is kept in the row (``judgment.verdicts``, ``judgment.stability``).
-
-The registry ``.longmemeval-benchmarks/judge-stability.jsonl`` holds one JSON line per measurement of a key
-(question_id, judge model, prompt sha256); the last line per key wins and carries the cumulative yes/no counts:
-
-    {"schemaVersion": "1.0.0", "question_id": "e47becba", "judge_provider": "openai",
-     "judge_model": "gpt-4o-2024-08-06", "prompt_sha256": "...", "yes": 2, "no": 1, "n": 3, "flaky": true,
-     "first_label": true, "updated_at": "2026-12-01T10:00:00Z", "source": "run <runId>"}
-
-Appends happen under ``.judge-stability.lock`` and re-read what other processes appended first, so shards and
-parallel runs never lose a count.
+At temperature 0 the official judge still flips on some items between calls; ``--judge-repeat K`` measures it.
+The registry ``judge-stability.jsonl`` (SPEC.md "Judge stability") keeps one line per measurement of a key, the
+last line per key carrying the cumulative counts. Appends happen under ``.judge-stability.lock`` and re-read what
+other processes appended first, so shards and parallel runs never lose a count.
 """
 
 from __future__ import annotations

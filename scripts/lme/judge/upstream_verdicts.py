@@ -1,13 +1,8 @@
 """Upstream's ``*.eval-results-gpt-4o`` files as verdict-archive lines: the field's official verdicts, imported.
 
-Upstream's ``evaluate_qa.py`` writes each hypotheses line back with ``autoeval_label: {model, label}``; it keeps
-neither the prompt nor the judge's reply. Each line becomes an archive line (``verdict_archive``): the prompt is
-rebuilt with the user's upstream checkout (``get_anscheck_prompt``, which must be upstream's) from the question in
-the dataset and the line's hypothesis, exactly as ``judge_shim.py --hyp-file`` (upstream's file flow) builds it,
-and hashed; the label is ``autoeval_label.label``; ``raw`` is null (label only); no endpoint host is known. The
-judge named by the file must be the official snapshot. A line whose question id is not in the dataset, whose
-hypothesis is missing, or whose label is not true/false is named, never guessed: the file is refused, nothing
-written.
+Upstream keeps neither the prompt nor the judge's reply, so each prompt is rebuilt from the dataset's question and
+the line's hypothesis exactly as ``judge_shim.py --hyp-file`` builds it, and hashed (SPEC.md "Judge continuity":
+what is refused, and what an imported line records).
 """
 
 from __future__ import annotations

@@ -1,47 +1,8 @@
 """The verdict archive: official verdicts keyed by the exact judge prompt (sha256) and the judge model.
 
-A hypothesis judged once by the official judge is never re-judged: before a judge call, the judge looks its
-prompt's sha256 and model up in the project's archive ``.longmemeval-benchmarks/verdicts.jsonl``; a hit is used
-instead of the call and stays official (``judgment.source: "archive"``). So verdicts survive the retirement of
-``gpt-4o-2024-08-06`` from the API, and move between machines and teams as one JSONL file.
-
-**Archived by default.** Every official verdict the judge makes (a run, ``judge_shim.py --hyp-file``) is appended
-to the project's archive as it is made, before the row that holds it is written (one fsynced append under the
-archive's lock; a crash leaves the verdict archived and the item pending, and the resume takes it from here). A
-prompt the archive already holds with the same label is not appended again. Runs made before verdicts were
-archived are added once (``backfill``). So nothing has to be remembered before the official judge is gone.
-
-The project's archive is append-only JSON lines, one per verdict (``ARCHIVE_VERSION``):
-
-    {"schemaVersion": "1.2.0", "verdict_id": "<64 hex>", "prompt_sha256": "<64 hex>", "model": "gpt-4o-2024-08-06",
-     "provider": "openai", "official": true, "label": true, "raw": "Yes", "endpoint_host": "api.openai.com",
-     "request_shape": {"family": "upstream", "max_tokens": 10, "temperature": 0, "n": 1}, "question_id": "e47becba",
-     "question_type": "multi-session", "question": "...", "answer": "...", "hypothesis": "...",
-     "template_sha256": "...", "judged_at": "...", "source": "run <runId>",
-     "origin": {"kind": "made", "by": "run <runId>"}}
-
-``origin`` says where the line comes from: ``made`` (this project's judge made it, at ``endpoint_host``; ``by`` the
-run or file) or ``imported`` (``file``, ``file_sha256``, ``format`` ``archive`` or ``upstream``, ``imported_at``,
-``label_only`` when the file published no reply (``raw`` null), ``claimed``: the origin the file's line stated).
-An imported verdict is its author's claim: nobody here saw the judge make it. ``verdict_id`` names one act of
-judging (``made``: the prompt, model, label, reply, time and source; an upstream file's line: the file's sha256
-and the line number), so importing a file twice, or a file exported from here, adds nothing.
-
-**Conflicts.** A prompt with official verdicts of both labels (the judge flips at temperature 0; two teams'
-files disagree) is a conflict, never first-wins: it is scored by the majority of its verdicts (each act of judging
-one vote), a tie scoring as not correct, and the verdict says so (``Verdict.conflict``: the counts and the rule),
-so scorecards count it beside judge instability.
-
-An export (``export``) is a portable file: a header line (``kind``, count, sha256 of the lines after it, the
-upstream commit of the prompts, the conflicting prompts, how many run verdicts were skipped as not official), then
-every verdict line. ``import_file`` verifies the header (count and sha256) and every line before anything is
-written; upstream's ``*.eval-results-gpt-4o`` files are read by ``upstream_verdicts``. Files without a header
-(older exports) are read too.
-
-Only official verdicts by ``judge_official``'s rule enter: the snapshot named by the response, upstream's prompt
-and request shape, and an official endpoint host (``api.openai.com`` or an Azure OpenAI resource); an imported
-line that records another host is refused, one that records none (an upstream file, an older export) is taken as
-its author's claim.
+A hypothesis the official judge judged once is never re-judged, so verdicts outlive ``gpt-4o-2024-08-06``'s
+retirement and travel as one JSONL file. SPEC.md "Judge continuity" holds the contract: what is archived and when,
+the line format and ``origin``, conflicts (scored by the majority, a tie not correct), exports and imports.
 """
 
 from __future__ import annotations
@@ -95,8 +56,7 @@ def verdict_id(line: Mapping[str, Any]) -> str:
 
 
 def origin_of(line: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``origin`` of a line of the project's archive (an older line's is set where the archive is read:
-    ``migrations``)."""
+    """The line's ``origin`` (an older line's is set by ``migrations`` as the archive is read)."""
     return dict(line["origin"])
 
 
@@ -173,11 +133,6 @@ def _verify(header: Mapping[str, Any], body: bytes, count: int, path: Path) -> N
         raise UserError(f"{path}: the verdict lines do not match the header's sha256 ({str(header.get('sha256'))[:12]}"
                         f", the lines hash to {digest[:12]}): the file was edited after export",
                         fix="export the archive again (judge_shim.py export-verdicts)")
-
-
-def read_archive_file(path: Path) -> list[dict[str, Any]]:
-    """Every verdict line of an archive file, checked (``read_archive`` without the header)."""
-    return read_archive(path)[1]
 
 
 # --------------------------------------------------------------------------- the project's archive
@@ -288,11 +243,6 @@ class VerdictArchive:
             self._catch_up()
             votes = self._votes.get((prompt_sha256, model))
             return None if votes is None else votes.verdict()
-
-    def keys(self) -> set[Key]:
-        with self._lock:
-            self._catch_up()
-            return set(self._votes)
 
     def conflicts(self) -> list[dict[str, Any]]:
         """The prompts with official verdicts of both labels: ``{prompt_sha256, model, question_id, yes, no}``."""
@@ -433,16 +383,8 @@ def made_line(item: Any, verdict: Any, by: str) -> dict[str, Any] | None:
         return None
     if not verdict.prompt_sha256 or not is_official_host(verdict.provider, verdict.endpoint_host):
         return None
-    return {
-        "schemaVersion": ARCHIVE_VERSION, "verdict_id": hashlib.sha256(os.urandom(32)).hexdigest(),  # one act
-        "prompt_sha256": verdict.prompt_sha256, "model": verdict.model,
-        "provider": verdict.provider, "official": True, "label": bool(verdict.label), "raw": str(verdict.raw),
-        "endpoint_host": verdict.endpoint_host,
-        "request_shape": dict(verdict.request_shape) if verdict.request_shape else None,
-        "question_id": item.question_id, "question_type": item.question_type, "question": item.question,
-        "answer": item.answer, "hypothesis": item.hypothesis, "template_sha256": verdict.template_sha256,
-        "judged_at": utc_now_precise(), "source": by, "origin": {"kind": "made", "by": by},
-    }
+    return _line(verdict, item, raw=str(verdict.raw), host=verdict.endpoint_host, judged_at=utc_now_precise(),
+                 source=by, origin={"kind": "made", "by": by}, act=hashlib.sha256(os.urandom(32)).hexdigest())
 
 
 def verdict_line(row: ResultRow, source: str, *, endpoints: Mapping[str, Any] | None = None
@@ -461,15 +403,21 @@ def verdict_line(row: ResultRow, source: str, *, endpoints: Mapping[str, Any] | 
     if why is not None or (host is None and not archived):
         return None
     origin = dict(verdict.origin) if archived and verdict.origin else {"kind": "made", "by": source}
+    return _line(verdict, row, raw=verdict.raw, host=host, judged_at=row.finished_at, source=source, origin=origin)
+
+
+def _line(verdict: Any, item: Any, *, raw: str | None, host: str | None, judged_at: str, source: str,
+          origin: Mapping[str, Any], act: str | None = None) -> dict[str, Any]:
+    """An archive line: the verdict's facts and the judged item's (a ``Judged`` or a ``ResultRow``); ``act``: the
+    ``verdict_id`` of a verdict made by a call (one act of judging)."""
     return {
-        "schemaVersion": ARCHIVE_VERSION, "prompt_sha256": verdict.prompt_sha256, "model": verdict.model,
-        "provider": verdict.provider, "official": True, "label": bool(verdict.label),
-        "raw": verdict.raw, "endpoint_host": host,
-        "request_shape": dict(verdict.request_shape) if verdict.request_shape else None,
-        "question_id": row.question_id,
-        "question_type": row.question_type, "question": row.question, "answer": row.answer,
-        "hypothesis": row.hypothesis, "template_sha256": verdict.template_sha256,
-        "judged_at": row.finished_at, "source": source, "origin": origin,
+        "schemaVersion": ARCHIVE_VERSION, **({"verdict_id": act} if act else {}),
+        "prompt_sha256": verdict.prompt_sha256, "model": verdict.model,
+        "provider": verdict.provider, "official": True, "label": bool(verdict.label), "raw": raw,
+        "endpoint_host": host, "request_shape": dict(verdict.request_shape) if verdict.request_shape else None,
+        "question_id": item.question_id, "question_type": item.question_type, "question": item.question,
+        "answer": item.answer, "hypothesis": item.hypothesis, "template_sha256": verdict.template_sha256,
+        "judged_at": judged_at, "source": source, "origin": dict(origin),
     }
 
 
@@ -540,34 +488,28 @@ def _backfilled(mark: Path) -> set[str]:
 # --------------------------------------------------------------------------- export and import
 
 
-def header_for(lines: list[Mapping[str, Any]], *, upstream_commit: str | None, conflicts: list[Mapping[str, Any]],
-               skipped: int) -> dict[str, Any]:
-    """The header line of an archive file holding ``lines``."""
-    return {"kind": HEADER_KIND, "schemaVersion": ARCHIVE_VERSION, "count": len(lines),
-            "sha256": hashlib.sha256(lines_blob(list(lines))).hexdigest(), "upstream_commit": upstream_commit,
-            "template_sha256": sorted({str(x["template_sha256"]) for x in lines if x.get("template_sha256")}),
-            "exported_at": utc_now(), "conflicts": list(conflicts), "skipped_not_official": skipped}
-
-
 def export(project: Path, runs_dir: Path, out: Path, *, upstream_commit: str | None = None) -> dict[str, Any]:
     """Write every official verdict the project holds to ``out`` after a header: the archive's lines (the runs'
     verdicts are archived first, ``backfill``), each with its origin; conflicting prompts are kept and named."""
     backfill(project)
     current = archive_path(project)
-    lines = read_archive_file(current) if current.is_file() else []
+    lines = read_archive(current)[1] if current.is_file() else []
     skipped = [0]
     for _ in run_verdicts(runs_dir, skipped):
         pass
     archive = VerdictArchive(current)
     conflicts = archive.conflicts()
-    header = header_for(lines, upstream_commit=upstream_commit, conflicts=conflicts, skipped=skipped[0])
+    body = lines_blob(lines)
+    header = {"kind": HEADER_KIND, "schemaVersion": ARCHIVE_VERSION, "count": len(lines),
+              "sha256": hashlib.sha256(body).hexdigest(), "upstream_commit": upstream_commit,
+              "template_sha256": sorted({str(x["template_sha256"]) for x in lines if x.get("template_sha256")}),
+              "exported_at": utc_now(), "conflicts": conflicts, "skipped_not_official": skipped[0]}
     try:
-        fileio.write_atomic_bytes(Path(out), (json.dumps(header, ensure_ascii=False, sort_keys=True) + "\n")
-                                  .encode("utf-8") + lines_blob(lines))
+        fileio.write_atomic_bytes(Path(out), lines_blob([header]) + body)
     except OSError as err:
         raise UserError(f"cannot write {out}: {err.strerror or err}") from None
     origins = archive.origins()
-    return {"verdicts": len(lines), "prompts": len(archive.keys()), "made_here": origins["made"],
+    return {"verdicts": len(lines), "prompts": len(archive), "made_here": origins["made"],
             "imported": origins["imported"], "conflicts": len(conflicts), "conflicting_keys": conflicts[:20],
             "skipped_not_official": skipped[0], "sha256": header["sha256"], "upstream_commit": upstream_commit}
 
@@ -597,7 +539,7 @@ def import_lines(project: Path, lines: list[dict[str, Any]]) -> dict[str, Any]:
     added, already = archive.add_lines(lines)
     conflicts = [c for c in archive.conflicts() if (c["prompt_sha256"], c["model"]) not in before]
     return {"added": added, "already_present": already, "new_conflicts": len(conflicts),
-            "conflicting_keys": conflicts[:20], "archive_prompts": len(archive.keys()),
+            "conflicting_keys": conflicts[:20], "archive_prompts": len(archive),
             "label_only": sum(1 for line in lines if line.get("raw") is None),
             "without_endpoint": sum(1 for line in lines if not line.get("endpoint_host"))}
 

@@ -15,10 +15,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lme.core import command_names
-from lme.core import config
 from lme.core.errors import UserError
 from lme.loop import branch
+from lme.loop import rules
 from lme.loop import target
 from lme.run import provenance
 from lme.targets import api
@@ -47,8 +46,7 @@ def update_copy(project: Path, dest: str = target.DEFAULT_DEST) -> Outcome:
     off the loop branch, with a merge in progress or uncommitted changes, or when ``dest`` is no committed copy."""
     project = Path(project).resolve()
     dest = target.dest_name(dest)
-    if not config.config_path(project).is_file():
-        raise UserError(f"no config at {config.config_path(project)}", fix=f"run {command_names.SETUP} first")
+    rules.read_project_config(project, required=True)
     branch.assert_on_loop_branch(project=project)
     _refuse_unready(project, dest)
     version, base = provenance.plugin_version(), _base_commit(project, dest)

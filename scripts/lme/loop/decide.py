@@ -87,11 +87,6 @@ def error_flips(comparison: Comparison, snapshot_rows: Mapping[str, ResultRow],
     return out
 
 
-def strict_flips(comparison: Comparison, errors: Mapping[str, bool]) -> dict[str, bool]:
-    """Every flip a decision counts: the comparison's (items both sides judged) and ``error_flips``."""
-    return {**{c.question_id: c.after for c in comparison.changed}, **errors}
-
-
 def readiness_problems(snapshot_rows: Mapping[str, ResultRow], run_rows: Mapping[str, ResultRow]) -> list[str]:
     """Why the run is not ready to be judged against the snapshot: items not re-run yet, or re-run into errors."""
     missing = [q for q in snapshot_rows if q not in run_rows]
@@ -286,7 +281,7 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
                      reusable: bool, fix_commit: str | None) -> dict[str, Any]:
     """The decisions.jsonl record: the comparison, the decision on it, the re-test set and its noise band."""
     errors = error_flips(comparison, pair.snap_rows, pair.run_rows)
-    flips = strict_flips(comparison, errors)
+    flips = {**{c.question_id: c.after for c in comparison.changed}, **errors}  # judged by both, and to/from errors
     fixes = sum(1 for fixed in flips.values() if fixed)
     regressions = len(flips) - fixes
     decided_net = fixes - regressions - comparison.flaky_flips.net
@@ -332,7 +327,7 @@ def _decision_record(project: Path, pair: _ReadyPair, comparison: Comparison, re
         "judge": common_judge(JudgedRows(pair.run_rows, run_store.read_meta(pair.run_dir).endpoints), retest.ids),
     }
     try:
-        record["retest_figures"] = state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_record()
+        record["retest_figures"] = state.RoundFigures.of_metrics(run_store.read_metrics(pair.run_dir)).to_dict()
     except UserError:
         record["retest_figures"] = None  # the re-test ran with --no-scorecard: rescored below when reverted
     return record

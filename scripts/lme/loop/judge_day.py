@@ -1,21 +1,9 @@
 """The loop across the day the official judge retires (gpt-4o-2024-08-06 leaves OpenAI's API on 2027-01-14).
 
 The loop's judge is the official one, or, after the day, the user's calibrated successor throughout
-(``rules.loop_judge``):
-
-- A loop run that finds the official judge gone (its start-up check, or a 404 / 410 mid-run) records the day in
-  judge-day.json (``halt``). Unless the config names a calibrated successor, the loop stops there: ``BLOCKED:
-  official judge retired``, a BLOCKED row in the history (so the Stop hook lets the session end) and the user's
-  choices: archive-only figures, or a successor the user names in the config (``successorJudge``), calibrated
-  first with ``judge_agreement.py``. The agent never chooses: the loop's rules cannot edit the config, and a loop
-  run refuses a ``--successor`` the config does not name (``for_loop_run``).
-- With the config's successor calibrated (a calibration record of it with its request shape),
-  ``successor_baseline`` voids the round in flight (its fix was never measured by one judge: reverted), un-completes
-  every item of the loop run the successor did not judge and records the successor: from then on every loop run is
-  judged by it alone (``RunSettings.successor_only``: no archived official verdict, no official call), so no
-  keep or revert compares two judges.
-- A successor-judged figure is reported as that (``reported_judge``), with the official-scale estimate of the
-  run's metrics.json when it has one, never as the official target met.
+(``rules.loop_judge``): ``halt`` records the day and stops the loop unless the config names a calibrated successor;
+``successor_baseline`` voids the round in flight and hands every later loop run to the successor alone. The whole
+story is references/judging-after-2027-01-14.md, "The loop across the day".
 """
 
 from __future__ import annotations

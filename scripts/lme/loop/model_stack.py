@@ -9,24 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lme.core import config_file
 from lme.core import fileio
-from lme.core import command_names
 from lme.core.errors import UserError
 from lme.core.config_file import config_path
 from lme.loop import rules
 from lme.targets.identity import is_reference
 
 CHEAP_WRITER = "openai:gpt-4o-mini"
-
-
-def read_config(project: Path) -> dict[str, Any]:
-    path = config_path(project)
-    cfg = config_file.read_object(path, fix="fix the file (or run setup again)", not_object="{path} is not a JSON object",
-                                  not_object_fix=f"re-run {command_names.SETUP}")
-    if cfg is None:
-        raise UserError(f"no {path}", fix=f"run {command_names.SETUP} first")
-    return cfg
 
 
 def reader_of(cfg: dict[str, Any]) -> str:
@@ -58,7 +47,7 @@ def set_stack(project: Path, writer: str | None = None) -> list[str]:
                             "which gets no writer", fix="leave --writer out (your system's model is "
                             "loop.target_model, or the config's targetProvider:targetModel)")
         return set_target_model(project, target)
-    cfg = read_config(project)
+    cfg = rules.read_project_config(project, required=True)
     stack = stack_of(cfg)
     reader = reader_of(cfg)
     chosen = writer or stack.get("writer") or CHEAP_WRITER
@@ -81,7 +70,7 @@ def set_target_model(project: Path, target: str) -> list[str]:
     """A user's own system: write its model as ``loop.target_model`` when unset (the loop's runs pass it as
     ``--target-model``; the system reads it as ``ctx["model"]`` / ``LONGMEMEVAL_TARGET_MODEL``) and say what is
     left out (memory-ref's writer and symbolic layers)."""
-    cfg = read_config(project)
+    cfg = rules.read_project_config(project, required=True)
     model = reader_of(cfg)
     lines = []
     loop = cfg.setdefault("loop", {})

@@ -1,24 +1,8 @@
 """The iteration loop's configuration and hard rules, as checks a script can run before it acts. Standard library only.
 
 A ``--loop`` run is handed ``check_settings`` by its command (``run_benchmark.py``) and refuses to start on any
-problem (the run stage sits below the loop and never imports it):
-
-- the full question set every round (``--max`` below the dataset's ``n_total`` is a partial run);
-- the official judge (openai ``gpt-4o`` / ``gpt-4o-2024-08-06``), or, after the day it retires, the user's
-  calibrated successor throughout, so rounds stay comparable (``loop_judge``: judge-day.json, which
-  ``lme.loop.judge_day`` writes; a loop run never falls back to a successor item by item);
-- memory-ref's three symbolic layers on (``symbolic_resolver``, ``symbolic_temporal``, ``symbolic_bypass``), when the
-  target is memory-ref or a copy of it (``identity.is_reference``); a user's own system gets no symbolic option;
-- the work tree on the loop branch (config ``loop.branch``, default ``longmemeval-iter``);
-- the configured target (``loop.target``): a built-in name, or a path in the project: ``memory_system`` (a copy of
-  the plugin's ``plugins/memory_ref``, ``loop_target.py use-copy``) or the user's own system (a ``.py`` file, an
-  executable or a package folder, ``loop_target.py use PATH``), which the loop's fixes edit, committed on the loop
-  branch.
-  Paths are compared as files, so ``memory_system``, ``./memory_system/`` and its absolute path are one target.
-
-The loop's settings live in the ``loop`` object of ``.longmemeval-benchmarks/config.json``; ``loop_config``
-fills in the defaults below (``references/iteration-rules.md`` documents each key); ``loop_guard.py`` prints them.
-What a target spelling names (``same_target``) is the targets stage's (``identity``).
+problem (the run stage sits below the loop and never imports it). The rules and the ``loop`` config keys are
+documented in ``references/iteration-rules.md``; ``loop_guard.py`` prints them.
 """
 
 from __future__ import annotations
@@ -78,10 +62,14 @@ def target_correct(n_total: int) -> int:
     return math.ceil(round(TARGET_SHARE * n_total, 9))
 
 
-def read_project_config(project: Path) -> dict[str, Any]:
-    """The raw project config (``{}`` when there is none yet). Malformed JSON is a user error."""
-    data = config_file.read_object(config_file.config_path(project), fix=f"fix the JSON or re-run {command_names.SETUP}",
+def read_project_config(project: Path, *, required: bool = False) -> dict[str, Any]:
+    """The raw project config (``{}`` when there is none yet; ``required``: a UserError naming setup). Malformed
+    JSON is a user error."""
+    path = config_file.config_path(project)
+    data = config_file.read_object(path, fix=f"fix the JSON or re-run {command_names.SETUP}",
                                    not_object="{path} is not a JSON object", not_object_fix=f"re-run {command_names.SETUP}")
+    if data is None and required:
+        raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
     return {} if data is None else data
 
 

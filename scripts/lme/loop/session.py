@@ -31,7 +31,7 @@ from lme.core.facts import (  # noqa: E402
     SCHEMA_VERSIONS,
     TRIGGER_SET_FILE,
 )
-from lme.loop.state import BLOCK_REASONS
+from lme.loop.state import BLOCK_REASONS, history_rows
 from lme.store.run_layout import WATCHED_FILES
 
 SESSION_ENV = "CLAUDE_CODE_SESSION_ID"
@@ -89,12 +89,6 @@ def _write_state(project: Path, state: dict[str, Any]) -> None:
     fileio.write_atomic_json(path, {"schemaVersion": SCHEMA_VERSIONS["loop-session"], **state})
 
 
-def _history_rows(project: Path) -> list[str]:
-    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
-    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")
-            and not line.startswith("|---")]
-
-
 def confirmed(project: Path) -> bool:
     try:
         data = state_reader.read_json(Path(project) / CONFIRMATION_FILE)
@@ -105,7 +99,7 @@ def confirmed(project: Path) -> bool:
 
 def blocked_since(project: Path, rows_at_start: int) -> str | None:
     """The last BLOCKED row among the rows added to the history after the loop's start (None: none)."""
-    rows = [row for row in _history_rows(project)[rows_at_start:] if row.startswith("| BLOCKED |")]
+    rows = [row for row in history_rows(project)[rows_at_start:] if row.startswith("| BLOCKED |")]
     return rows[-1] if rows else None
 
 
@@ -115,7 +109,7 @@ def rows_since_start(project: Path) -> list[str]:
         state = read_state(project) or {}
     except UserError:
         state = {}
-    return _history_rows(project)[counter(state, "history_rows", HISTORY_ROWS_MAX):]
+    return history_rows(project)[counter(state, "history_rows", HISTORY_ROWS_MAX):]
 
 
 def block_reason(row: str) -> str:
@@ -134,7 +128,7 @@ def start(project: Path, session_id: str) -> str:
     except UserError:  # a broken record is replaced: that is the fix it names
         previous = {}
     state = {"session_id": session_id, "started_at": utc_now_iso("seconds"), "status": "active",
-             "history_rows": len(_history_rows(project)), "project": str(Path(project).resolve())}
+             "history_rows": len(history_rows(project)), "project": str(Path(project).resolve())}
     _write_state(project, state)
     if previous.get("session_id") not in (None, session_id) and previous.get("status") == "active":
         return (f"loop session {session_id}: taken over from session {previous['session_id']}; "

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from lme.core.clock import utc_today
-from lme.core import fileio
+from lme.core import codec, fileio
 from lme.loop import branch
 from lme.loop import rules
 from lme.core.errors import UserError
@@ -103,28 +103,16 @@ def parse_snapshot(name: str) -> int:
 
 
 @dataclass(frozen=True)
-class TypeFigures:
+class TypeFigures(codec.Record):
     """One question type's strict figures in a round's record."""
 
     n: int
     correct: int | None
     accuracy: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "correct": self.correct, "accuracy": self.accuracy}
-
-    @classmethod
-    def from_record(cls, d: Mapping[str, Any]) -> "TypeFigures":
-        """``to_dict``'s form read back (a decision record's ``retest_figures.per_type``)."""
-        return cls(int(d.get("n") or 0), d.get("correct"), _number(d.get("accuracy")))
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
 
 @dataclass(frozen=True)
-class RoundFigures:
+class RoundFigures(codec.Record):
     """The figures a step of a round logs (a row of the history table, a record of history.jsonl) and a decision
     keeps as ``retest_figures``: the strict correct count, the three strict accuracies and per type."""
 
@@ -151,21 +139,6 @@ class RoundFigures:
         from lme.score.scorecard_record import Scorecard  # here: rounds.py status and the Stop hook import this module
 
         return cls.of_scorecard(Scorecard.from_dict(metrics))
-
-    def to_record(self) -> dict[str, Any]:
-        """The ``retest_figures`` form a decision record keeps (decisions.jsonl)."""
-        return {"correct": self.correct, "n_total": self.n_total, "overall": self.overall,
-                "task_averaged": self.task_averaged, "abstention": self.abstention,
-                "per_type": {t: f.to_dict() for t, f in self.per_type.items()}}
-
-    @classmethod
-    def from_record(cls, d: Mapping[str, Any]) -> "RoundFigures":
-        """``to_record``'s form read back."""
-        per_type = d.get("per_type") if isinstance(d.get("per_type"), Mapping) else {}
-        return cls(correct=int(d["correct"]), n_total=int(d["n_total"]), overall=_number(d.get("overall")),
-                   task_averaged=_number(d.get("task_averaged")), abstention=_number(d.get("abstention")),
-                   per_type={t: TypeFigures.from_record(entry) for t, entry in per_type.items()
-                             if isinstance(entry, Mapping)})
 
 
 def history_row(round_no: int, figures: RoundFigures, note: str, date: str | None = None) -> str:
@@ -198,7 +171,7 @@ def _step_record(round_no: int, step: str, figures: RoundFigures, note: str,
                  extra: Mapping[str, Any] | None) -> dict[str, Any]:
     return {"schemaVersion": SCHEMA_VERSIONS["loop-history"], "label": f"v{round_no} {step}", "round": round_no,
             "step": step, "date": utc_today(),
-            **figures.to_record(), "note": note, **dict(extra or {})}
+            **figures.to_dict(), "note": note, **dict(extra or {})}
 
 
 def log_step_once(project: Path, round_no: int, step: str, figures: RoundFigures, note: str,
@@ -213,18 +186,21 @@ def log_step_once(project: Path, round_no: int, step: str, figures: RoundFigures
         fileio.append_jsonl(Path(project) / HISTORY_RECORDS, _step_record(round_no, step, figures, note, extra))
 
 
+def history_rows(project: Path) -> list[str]:
+    """The rows of ``history_max_effort.md``'s table, without its header."""
+    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
+    return [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")]
+
+
 def _row_logged(project: Path, row: str) -> bool:
     """A row of the same round and note (the date may differ: a re-run on the next day)."""
     cells = row.split(" | ")
-    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
-    return any(line.startswith(cells[0] + " | ") and line.endswith(" | " + cells[-1]) for line in text.splitlines())
+    return any(line.startswith(cells[0] + " | ") and line.endswith(" | " + cells[-1]) for line in history_rows(project))
 
 
 def step_logged(project: Path, round_no: int, marker: str) -> bool:
     """Whether ``history_max_effort.md`` has a row of round ``round_no`` whose note holds ``marker``."""
-    prefix = f"| v{round_no} |"
-    text = state_reader.read_text(Path(project) / HISTORY_FILE) or ""
-    return any(line.startswith(prefix) and marker in line for line in text.splitlines())
+    return any(line.startswith(f"| v{round_no} |") and marker in line for line in history_rows(project))
 
 
 def blocked_row(round_no: int, reason: str, date: str | None = None) -> str:
@@ -324,8 +300,7 @@ def position(project: Path) -> Position:
     fix = fix_commit(project, round_no) if round_no else None
     record = decision_for(project, round_no) if round_no else None
     has_snapshot = round_no > 0 and snapshot_dir(project, round_no).is_dir()
-    text = state_reader.read_text(project / HISTORY_FILE) or ""
-    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| round |")]
+    rows = history_rows(project)
     status = confirmation.get("status") if confirmation else None
     judge = rules.loop_judge(project)
     if judge.kind == "retired" and status != "confirmed":

@@ -24,7 +24,6 @@ from lme.core.facts import PROPOSAL_FILE, SCHEMA_VERSIONS
 from lme.loop.state import (
     baseline_logged,
     baseline_note,
-    append_history_row,
     bump,
     current,
     decision_for,
@@ -104,7 +103,7 @@ def log_decision(project: Path, run_id: str, record: dict) -> None:
     """The round's re-test, decision and (when reverted) revert rows of the history; never twice."""
     round_no = int(record["round"])
     kept = record.get("retest_figures")
-    figures = (RoundFigures.from_record(kept) if kept else
+    figures = (RoundFigures.from_dict(kept) if kept else
                RoundFigures.of_metrics(run_store.read_metrics(run_store.existing_run_dir(project, run_id))))
     keys = ("fixes", "regressions", "net", "p_value", "retest_set", "noise", "per_type")
     log_step_once(project, round_no, "re-test", figures, retest_note(record), {k: record.get(k) for k in keys})

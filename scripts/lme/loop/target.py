@@ -9,9 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from lme.core import command_names
 from lme.core import config
-from lme.core import config_file
 from lme.core import fileio
 from lme.loop import branch
 from lme.loop import rules
@@ -32,9 +30,7 @@ def use_copy(project: Path, dest: str = DEFAULT_DEST) -> list[str]:
     """Copy, configure, commit (each only when needed); returns what was done, one line each."""
     project = Path(project)
     dest = dest_name(dest)
-    path = config.config_path(project)
-    if not path.is_file():
-        raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
+    rules.read_project_config(project, required=True)
     branch.assert_on_loop_branch(project=project)
     current = str(rules.loop_config(project).get("target") or "")
     if current not in ("", *BUILTIN_TARGETS) and not is_reference(current, project) and current.strip("./") != dest:
@@ -79,8 +75,7 @@ def use_path(project: Path, given: str) -> list[str]:
     (each only when needed); returns what was done, one line each. memory-ref's settings (the symbolic layers, the
     model stack) are taken out of the target options: another system never gets them."""
     project = Path(project).resolve()
-    if not config.config_path(project).is_file():
-        raise UserError(f"no config at {config.config_path(project)}", fix=f"run {command_names.SETUP} first")
+    rules.read_project_config(project, required=True)
     branch.assert_on_loop_branch(project=project)
     relative, folder = own_system_path(project, given)
     _refuse_unnamed_in_a_loop_session(project, relative)
@@ -156,11 +151,7 @@ def _refuse_links(project: Path, path: Path, given: str) -> None:
 def _configure(project: Path, target: str, fix_paths: list[str] | None) -> list[str]:
     """Set ``target`` and ``loop.target`` (and ``loop.fix_paths`` when given); for a target that is not
     memory-ref, take memory-ref's settings out of the target options. Returns what was done."""
-    path = config.config_path(project)
-    cfg = config_file.read_object(path, fix="fix or delete the file", not_object="{path} is not a JSON object",
-                                  not_object_fix=f"re-run {command_names.SETUP}")
-    if cfg is None:  # removed since the caller's check
-        raise UserError(f"no config at {path}", fix=f"run {command_names.SETUP} first")
+    cfg = rules.read_project_config(project, required=True)
     loop = dict(cfg["loop"]) if isinstance(cfg.get("loop"), dict) else {}
     wanted = {"target": target, **({"fix_paths": fix_paths} if fix_paths is not None else {})}
     dropped: list[str] = []
