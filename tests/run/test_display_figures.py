@@ -35,7 +35,7 @@ def test_a_cache_that_cannot_be_written_keeps_the_paid_reply(tmp_path, capsys):
     from lme.models.run_gateway import RunGateway
 
     class FullCache:
-        def get(self, request):
+        def get(self, request, host=None):
             return None
 
         def put(self, request, completion):
