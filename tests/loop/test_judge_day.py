@@ -289,7 +289,9 @@ def _confirmable(project: Path, estimate: dict | None) -> dict:
 
 
 @pytest.mark.parametrize("estimate,said", [
-    ({"accuracy": 0.9512, "ci95": [0.93, 0.968], "method": "kappa-corrected", "calibration": "ab12"},
+    ({"accuracy": 0.9512, "ci95": [0.93, 0.968], "method": "kappa-corrected", "calibration": [], "official": 0,
+      "corrected": 20, "min_per_class": 10, "assumption": "a", "task_averaged": {}, "abstention": {},
+      "per_type": {}, "by_source": None},
      "official-scale estimate 0.9512 (95% CI 0.9300-0.9680), kappa-corrected"),
     (None, "no official-scale estimate")])
 def test_a_successor_judged_confirmation_is_reported_as_the_successors_never_as_the_official_target(

@@ -129,7 +129,7 @@ def test_the_day_after_a_calibrated_successor_judges_every_loop_item_archived_or
     assert judge_calls(fake_llm, OFFICIAL) == [] and fake_llm.model_lookups == []
     assert not [p for p in fake_llm.probes if p["body"]["model"] == OFFICIAL]
     meta = run_store.read_meta(run_dir(project, "loop"))
-    assert meta.invocations[-1].extra["successor_only"] is True
+    assert meta.invocations[-1].successor_only is True
     assert noise_floor.judge_of(meta) == "the successor openai:o3-mini"  # a new noise floor for the new judge
 
 
