@@ -24,6 +24,7 @@ the lines ``{"pid": N}`` and ``{"code": N}`` (negative: the signal that ended it
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import importlib
 import json
@@ -97,16 +98,16 @@ def run_command(request: dict, conn: socket.socket) -> None:
     except BaseException:  # noqa: BLE001 - the interpreter prints it and exits 1
         sys.excepthook(*sys.exc_info())
     finally:
-        try:
-            threading._shutdown()  # type: ignore[attr-defined]  # the interpreter joins non-daemon threads
+        try:  # the interpreter's end: join non-daemon threads, run the exit handlers, collect what is garbage (an
+            threading._shutdown()  # type: ignore[attr-defined]  # SQLite connection in a cycle closes), flush
             atexit._run_exitfuncs()
+            gc.collect()
         except BaseException:  # noqa: BLE001
             traceback.print_exc()
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
         os._exit(code)
 
 

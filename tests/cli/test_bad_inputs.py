@@ -1,8 +1,7 @@
 """Bad input gets one clear line: a table of the mistakes users make, each run the way a user runs it.
 
-Every case runs one entry script by path (``scripts/<name>``) as a subprocess, with the project's
-``.longmemeval-venv/bin/python`` (or, for the wrong-interpreter cases, a python without our packages), from a copy
-of a project made like a user's: ``setup_project.py --sample --skip-venv`` (tests/markdown_harness.py's
+Every case runs one entry script by path (``scripts/<name>``) with the project's ``.longmemeval-venv/bin/python``
+(or, for the wrong-interpreter cases, a python without our packages), from a copy of a project made like a user's: ``setup_project.py --sample --skip-venv`` (tests/markdown_harness.py's
 ``prepare_project``), a stand-in upstream checkout for the judge prompt, and one offline run, ``r1``. For each case:
 
 - exit status 2;
@@ -22,6 +21,12 @@ wrong and must succeed: they prove each bad case fails because of its bad input,
 Nothing here reaches the internet: every case's base URLs point at its own fake server (tests/fake_llm_server.py,
 in this process) or at a closed port on 127.0.0.1, and the keys are dummies. All the selected cases run at once on
 a thread pool (each in its own copy of the project), so the file takes seconds.
+
+How a case's command starts: as a subprocess (the controls, the cases that need a process of their own, and the
+first case of each script: ``SAMPLES``), or, for the rest, forked by tests/script_forker.py from a process that has
+already imported the toolkit and the SDKs: the same process after its imports (its own session, working folder,
+environment, arguments and output files), without the ~0.4 s of CPU each start costs. Each sample runs both ways,
+and the two must end the same (``test_a_forked_command_ends_as_its_subprocess_does``).
 """
 
 from __future__ import annotations
