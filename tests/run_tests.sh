@@ -31,19 +31,6 @@ else
 fi
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
 
-# Bytecode: read from a folder outside the checkout (installing the plugin copies no __pycache__), under the test
-# cache folder or PYTHONPYCACHEPREFIX when set, filled here with the standard library's, the venv's packages' (once:
-# later runs find them up to date) and the checkout's. Where PYTHONDONTWRITEBYTECODE is set (some shells and
-# containers set it) nothing else writes bytecode, as before; but no test process or command a test starts compiles
-# the toolkit and the libraries again (a collection of the suite took 13 s of CPU instead of 5.5 s).
-export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-$LONGMEMEVAL_TEST_CACHE/pycache}
-"$VENV/bin/python" - <<'EOF'
-import compileall, re, sys
-skip = re.compile(r"/(test|tests|idlelib|tkinter|turtledemo|lib2to3|ensurepip)/")  # libraries' own tests and such
-for folder in [p for p in sys.path if p] + ["scripts", "tests", "plugins"]:
-    compileall.compile_dir(folder, quiet=2, rx=skip)
-EOF
-
 # One test process per core (pytest-xdist): in one process the suite kept one core of two busy and took over 10
 # minutes. Work done once for many tests is shared between the processes (tests/shared_work.py).
 # LONGMEMEVAL_TEST_WORKERS=0 runs everything in this process.
