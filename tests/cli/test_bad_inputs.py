@@ -1,8 +1,9 @@
 """Bad input gets one clear line: a table of the mistakes users make, each run the way a user runs it.
 
 Every case runs one entry script by path (``scripts/<name>``) with the project's ``.longmemeval-venv/bin/python``
-(or, for the wrong-interpreter cases, a python without our packages), from a copy of a project made like a user's: ``setup_project.py --sample --skip-venv`` (tests/markdown_harness.py's
-``prepare_project``), a stand-in upstream checkout for the judge prompt, and one offline run, ``r1``. For each case:
+(or, for the wrong-interpreter cases, a python without our packages), from a copy of a project made like a user's:
+``setup_project.py --sample --skip-venv`` (tests/markdown_harness.py's ``prepare_project``), a stand-in upstream
+checkout for the judge prompt, and one offline run, ``r1``. For each case:
 
 - exit status 2;
 - exactly one non-empty line on stderr, the ``error: ...`` line (what, where, how to fix);
