@@ -935,10 +935,11 @@ def make_bench(root: Path) -> tuple[Bench, socket.socket]:
     home = root / "home"
     home.mkdir()
     project, env = prepare_project(root / "prepared", sys.executable, _base_env(home))
-    # Bytecode is cached, as on a user's machine, but in a folder of this session: neither the checkout nor the
-    # project gets a __pycache__. Warmed with the SDKs while r1 runs (cases start them at once).
+    # Bytecode is cached, as on a user's machine, but in the suite's folder outside the checkout (conftest.py):
+    # neither the checkout nor the project gets a __pycache__. Warmed with the SDKs while r1 runs (cases start them
+    # at once).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    env["PYTHONPYCACHEPREFIX"] = os.environ.get("PYTHONPYCACHEPREFIX") or str(root / "pycache")
     warm = subprocess.Popen([sys.executable, "-c", "import anthropic, openai, matplotlib.pyplot"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
