@@ -38,13 +38,18 @@ PLUGIN_PARTS = (".claude-plugin", "commands", "skills", "hooks", "references", "
 _IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
 
+def cache_folder(env: Mapping[str, str] = os.environ) -> Path:
+    """Where the test command keeps what it installs, outside the checkout (tests/test_tools.sh says the same)."""
+    cache = env.get("LONGMEMEVAL_TEST_CACHE") or str(Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME", "~"))
+                                                          / ".cache") / "longmemeval-benchmarker")
+    return Path(cache).expanduser()
+
+
 def default_tools_dir(env: Mapping[str, str] = os.environ) -> Path:
     """Where tests/run_tests.sh installs the pinned CLI (tests/test_tools.sh says the same)."""
     if env.get("LONGMEMEVAL_CLAUDE_CODE_DIR"):
         return Path(env["LONGMEMEVAL_CLAUDE_CODE_DIR"])
-    cache = env.get("LONGMEMEVAL_TEST_CACHE") or str(Path(env.get("XDG_CACHE_HOME") or Path(env.get("HOME", "~"))
-                                                          / ".cache") / "longmemeval-benchmarker")
-    return Path(cache).expanduser() / f"claude-code-{CLAUDE_CODE_VERSION}"
+    return cache_folder(env) / f"claude-code-{CLAUDE_CODE_VERSION}"
 
 
 TOOLS_DIR = default_tools_dir()

@@ -9,6 +9,7 @@ another test module by its plain name wherever the two sit; test file names are 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,24 @@ for p in (*reversed(TEST_FOLDERS), SCRIPTS, TESTS):
 
 SHARED_DATA = REPO.parent / "shared" / "data" / "longmemeval"
 
-import claude_code_harness  # noqa: E402,F401  (reads where the pinned CLI lives before any test moves HOME)
+import claude_code_harness  # noqa: E402  (reads where the pinned CLI lives before any test moves HOME)
+
+
+def _bytecode_outside_the_checkout() -> None:
+    """Bytecode is written and kept between runs, in PYTHONPYCACHEPREFIX or the test cache's ``pycache/`` (outside
+    the checkout: installing the plugin copies no ``__pycache__``), for this process and every command a test starts.
+
+    Where PYTHONDONTWRITEBYTECODE is set (some shells and containers set it), each of the suite's thousands of
+    commands compiled the toolkit from its source (~0.2 s of CPU each) and each test process rewrote every test
+    module's asserts. A test that must see no bytecode, or a stale one, sets its own environment."""
+    prefix = os.environ.get("PYTHONPYCACHEPREFIX") or str(claude_code_harness.cache_folder() / "pycache")
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.pycache_prefix = prefix
+    sys.dont_write_bytecode = False
+
+
+_bytecode_outside_the_checkout()
 
 
 @pytest.fixture(autouse=True)

@@ -1,9 +1,9 @@
 """Bad input gets one clear line: a table of the mistakes users make, each run the way a user runs it.
 
-Every case runs one entry script by path (``scripts/<name>``) as a subprocess, with the project's
-``.longmemeval-venv/bin/python`` (or, for the wrong-interpreter cases, a python without our packages), from a copy
-of a project made like a user's: ``setup_project.py --sample --skip-venv`` (tests/markdown_harness.py's
-``prepare_project``), a stand-in upstream checkout for the judge prompt, and one offline run, ``r1``. For each case:
+Every case runs one entry script by path (``scripts/<name>``) with the project's ``.longmemeval-venv/bin/python``
+(or, for the wrong-interpreter cases, a python without our packages), from a copy of a project made like a user's:
+``setup_project.py --sample --skip-venv`` (tests/markdown_harness.py's ``prepare_project``), a stand-in upstream
+checkout for the judge prompt, and one offline run, ``r1``. For each case:
 
 - exit status 2;
 - exactly one non-empty line on stderr, the ``error: ...`` line (what, where, how to fix);
@@ -22,6 +22,12 @@ wrong and must succeed: they prove each bad case fails because of its bad input,
 Nothing here reaches the internet: every case's base URLs point at its own fake server (tests/fake_llm_server.py,
 in this process) or at a closed port on 127.0.0.1, and the keys are dummies. All the selected cases run at once on
 a thread pool (each in its own copy of the project), so the file takes seconds.
+
+How a case's command starts: as a subprocess (the controls, the cases that need a process of their own, and the
+first case of each script: ``SAMPLES``), or, for the rest, forked by tests/script_forker.py from a process that has
+already imported the toolkit and the SDKs: the same process after its imports (its own session, working folder,
+environment, arguments and output files), without the ~0.4 s of CPU each start costs. Each sample runs both ways,
+and the two must end the same (``test_a_forked_command_ends_as_its_subprocess_does``).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ import pytest
 import shared_work
 from fake_llm_server import FakeLLMServer
 from markdown_harness import prepare_project
+from script_forker import Forker
 from upstream_standin import make_upstream_tree
 
 REPO = Path(__file__).resolve().parents[2]
@@ -655,6 +662,8 @@ class Outcome:
     outside_changed: list[str] = field(default_factory=list)
     """What changed in the case's ``outside`` folder (links in the project point there): must stay empty."""
     seconds: float = 0.0
+    folder: str = ""
+    """The case's temporary folder (its project copy and ``outside``)."""
     skipped: str | None = None
     harness_error: str | None = None
     """The test's own machinery failed (a setup, the copy): an error of the test, never an expected failure."""
@@ -819,14 +828,16 @@ def _relocate_runs(project: Path, base: Path) -> None:
                 path.write_bytes(data.replace(old, new))
 
 
-def run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
+def run_case(case_: Case, bench: Bench, workdir: Path, forker: Forker | None) -> Outcome:
+    """Run one case in its own copy of the project: its command by ``forker`` (tests/script_forker.py), or, when
+    None, as a subprocess."""
     try:
-        return _run_case(case_, bench, workdir)
+        return _run_case(case_, bench, workdir, forker)
     except Exception:  # noqa: BLE001 - reported by the case's own test, not by every test of the session
         return Outcome(code=None, harness_error=traceback.format_exc())
 
 
-def _run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
+def _run_case(case_: Case, bench: Bench, workdir: Path, forker: Forker | None) -> Outcome:
     if case_.unprivileged and bench.unprivileged_problem:
         return Outcome(code=None, skipped=bench.unprivileged_problem)
     project = workdir / "project"
@@ -854,22 +865,19 @@ def _run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
             step(project)
         before, before_outside = tree(project), tree(outside_of(project))
         script, *args = [part.format(**values) for part in shlex.split(case_.command)]
-        python = bench.bare_python if case_.bare_python else str(project / ".longmemeval-venv" / "bin" / "python")
+        argv = [str(SCRIPTS / script), *args]
         started = time.monotonic()
-        with subprocess.Popen([python, str(SCRIPTS / script), *args], cwd=project, env=env, text=True,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              start_new_session=True, preexec_fn=_preexec(case_)) as proc:
-            try:
-                stdout, stderr = proc.communicate(timeout=CASE_TIMEOUT_S)
-                code: int | None = proc.returncode
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                stdout, stderr = proc.communicate()
-                code = None
+        if forker is None:
+            python = bench.bare_python if case_.bare_python else str(project / ".longmemeval-venv" / "bin" / "python")
+            code, stdout, stderr = _run_subprocess(case_, [python, *argv], project, env)
+        else:
+            code = forker.run(argv, project, env, workdir / "stdout", workdir / "stderr", CASE_TIMEOUT_S)
+            stdout, stderr = (workdir / "stdout").read_text(), (workdir / "stderr").read_text()
         seconds = time.monotonic() - started
         _stop_background_workers(project)
         return Outcome(code=code, stdout=stdout, stderr=stderr, changed=tree_changes(before, tree(project)),
-                       outside_changed=tree_changes(before_outside, tree(outside_of(project))), seconds=seconds)
+                       outside_changed=tree_changes(before_outside, tree(outside_of(project))), seconds=seconds,
+                       folder=str(workdir))
     finally:
         if server is not None:
             server.stop()
@@ -878,6 +886,20 @@ def _run_case(case_: Case, bench: Bench, workdir: Path) -> Outcome:
                 path = Path(dirpath) / name
                 if not path.is_symlink():
                     path.chmod(path.stat().st_mode | 0o700)
+
+
+def _run_subprocess(case_: Case, command: list[str], project: Path, env: Mapping[str, str]
+                    ) -> tuple[int | None, str, str]:
+    with subprocess.Popen(command, cwd=project, env=env, text=True, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                          preexec_fn=_preexec(case_)) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=CASE_TIMEOUT_S)
+            return proc.returncode, stdout, stderr
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stdout, stderr = proc.communicate()
+            return None, stdout, stderr
 
 
 # --------------------------------------------------------------------------- the shared project
@@ -913,10 +935,11 @@ def make_bench(root: Path) -> tuple[Bench, socket.socket]:
     home = root / "home"
     home.mkdir()
     project, env = prepare_project(root / "prepared", sys.executable, _base_env(home))
-    # Bytecode is cached, as on a user's machine, but in a folder of this session: neither the checkout nor the
-    # project gets a __pycache__. Warmed with the SDKs while r1 runs (cases start them at once).
+    # Bytecode is cached, as on a user's machine, but in the suite's folder outside the checkout (conftest.py):
+    # neither the checkout nor the project gets a __pycache__. Warmed with the SDKs while r1 runs (cases start them
+    # at once).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
+    env["PYTHONPYCACHEPREFIX"] = os.environ.get("PYTHONPYCACHEPREFIX") or str(root / "pycache")
     warm = subprocess.Popen([sys.executable, "-c", "import anthropic, openai, matplotlib.pyplot"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -941,16 +964,50 @@ def _expected_cost(case_: Case) -> int:
     return 2 if case_.server is not None or PAID in case_.setup or PAID_ANTHROPIC in case_.setup else 0
 
 
-def run_all(cases: list[Case], root: Path, workers: int = WORKERS) -> dict[str, Outcome]:
-    """Run ``cases`` at once (each in its own copy under ``root``); {case id: outcome}."""
+def needs_a_fresh_process(case_: Case) -> bool:
+    """What only a process of its own gives: another python, resource limits, a user namespace."""
+    return (case_.bare_python or case_.unprivileged or case_.max_file_bytes is not None
+            or case_.max_memory_bytes is not None)
+
+
+SAMPLES = frozenset({shlex.split(c.command)[0]: c.id for c in reversed(CASES) if not needs_a_fresh_process(c)}
+                    .values())
+"""The first case of each script that could be forked: it runs as a subprocess, and forked too (the twin test)."""
+
+
+def forked(case_: Case) -> bool:
+    """Whether the case's command runs by tests/script_forker.py (the same process, minus Python's start and the
+    imports: ~0.4 s of CPU each) rather than as a subprocess: not the controls, not the samples."""
+    return case_.section != "control" and case_.id not in SAMPLES and not needs_a_fresh_process(case_)
+
+
+@dataclass(frozen=True)
+class Job:
+    case: Case
+    forked: bool
+
+    @property
+    def key(self) -> str:
+        return self.case.id + (" (forked)" if self.forked else "")
+
+
+def run_all(jobs: list[Job], root: Path, workers: int = WORKERS) -> dict[str, Outcome]:
+    """Run ``jobs`` at once (each in its own copy under ``root``); {job key: outcome}."""
     bench, sock = make_bench(root)
+    forker = None
     try:
+        if any(job.forked for job in jobs):
+            forker = Forker(str(bench.base / ".longmemeval-venv" / "bin" / "python"), SCRIPTS, bench.env)
         with cf.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {c.id: pool.submit(run_case, c, bench, Path(tempfile.mkdtemp(prefix=f"{c.id}-", dir=root)))
-                       for c in sorted(cases, key=_expected_cost, reverse=True)}
-            return {c.id: futures[c.id].result() for c in cases}
+            futures = {job.key: pool.submit(run_case, job.case, bench,
+                                            Path(tempfile.mkdtemp(prefix=f"{job.case.id}-", dir=root)),
+                                            forker if job.forked else None)
+                       for job in sorted(jobs, key=lambda j: (_expected_cost(j.case), not j.forked), reverse=True)}
+            return {key: future.result() for key, future in futures.items()}
     finally:
         sock.close()
+        if forker is not None:
+            forker.stop()
 
 
 # --------------------------------------------------------------------------- the tests
@@ -962,8 +1019,9 @@ def _params(cases: list[Case]) -> list[Any]:
                          if c.today else []) for c in cases]
 
 
-def _outcome(outcomes: Mapping[str, Outcome], case_: Case) -> Outcome:
-    outcome = outcomes[case_.id]
+def _outcome(outcomes: Mapping[str, Outcome], case_: Case, by_fork: bool | None = None) -> Outcome:
+    """The case's outcome: as its test runs it (``forked``), or by ``by_fork`` (the twin test)."""
+    outcome = outcomes[Job(case_, forked(case_) if by_fork is None else by_fork).key]
     if outcome.harness_error:
         raise RuntimeError(f"{case_.id}: the test's machinery failed:\n{outcome.harness_error}")
     if outcome.skipped:
@@ -975,13 +1033,18 @@ def _outcome(outcomes: Mapping[str, Outcome], case_: Case) -> Outcome:
 def outcomes(request, tmp_path_factory) -> dict[str, Outcome]:
     """Every case this session selected, run at once before the first of them is checked (under pytest-xdist, by
     the first worker to get one of them, for all)."""
-    selected: list[Case] = []
+    selected: dict[str, Job] = {}
     for item in request.session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if item.module.__name__ == __name__ and isinstance(params.get("case_"), Case):
-            selected.append(params["case_"])
+        if item.module.__name__ != __name__:
+            continue
+        if isinstance(params.get("case_"), Case):
+            selected.update({job.key: job for job in [Job(params["case_"], forked(params["case_"]))]})
+        if isinstance(params.get("twin"), Case):
+            selected.update({job.key: job for job in [Job(params["twin"], False), Job(params["twin"], True)]})
     return shared_work.once(tmp_path_factory, "bad-inputs",
-                            lambda: run_all(selected, tmp_path_factory.mktemp("bad-inputs")), timeout=900)
+                            lambda: run_all(list(selected.values()), tmp_path_factory.mktemp("bad-inputs")),
+                            timeout=900)
 
 
 def test_the_table_is_large_and_its_ids_unique():
@@ -1012,3 +1075,26 @@ def test_the_same_projects_work_when_nothing_is_wrong(case_: Case, outcomes):
     assert outcome.code == 0, report
     assert "Traceback" not in outcome.stdout + outcome.stderr, report
     assert outcome.outside_changed == [], report
+
+
+@pytest.mark.parametrize("twin", [pytest.param(c, id=c.id) for c in CASES if c.id in SAMPLES])
+def test_a_forked_command_ends_as_its_subprocess_does(twin: Case, outcomes):
+    """The samples, each run both ways: the same exit code, output and changes (the case's folder, which differs
+    between the two copies, said the same way)."""
+    real, by_fork = _outcome(outcomes, twin, by_fork=False), _outcome(outcomes, twin, by_fork=True)
+    report = f"{twin.id}:\nas a subprocess: {real.describe()}\nforked: {by_fork.describe()}"
+    assert (real.code, real.changed, real.outside_changed) == (by_fork.code, by_fork.changed,
+                                                               by_fork.outside_changed), report
+    assert [seen(real, real.stderr), seen(real, real.stdout)] == [seen(by_fork, by_fork.stderr),
+                                                                  seen(by_fork, by_fork.stdout)], report
+
+
+def seen(outcome: Outcome, text: str) -> str:
+    """``text`` with the case's own folder (a temporary folder per copy) said as ``<case>``."""
+    return text.replace(outcome.folder, "<case>") if outcome.folder else text
+
+
+def test_every_script_of_the_table_runs_as_a_subprocess_in_some_case():
+    subprocess_scripts = {shlex.split(c.command)[0] for c in CASES + CONTROLS if not forked(c)}
+    assert subprocess_scripts == {shlex.split(c.command)[0] for c in CASES + CONTROLS}
+    assert sum(forked(c) for c in CASES) >= len(CASES) // 2  # the point of the forker

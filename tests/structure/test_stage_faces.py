@@ -7,6 +7,7 @@ module of ours (the Stop hook and the bare-python commands import only what they
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import subprocess
 import sys
@@ -34,19 +35,24 @@ def _init(stage: str) -> Path:
     return SCRIPTS / PACKAGE / stage / "__init__.py"
 
 
+@functools.cache
+def _absolute_from_imports() -> tuple[tuple[Path, str, tuple[str, ...]], ...]:
+    """(file, module, names) of each ``from <module> import names`` in scripts/, plugins/ and tests/: each file
+    parsed once for every package asked about (a parse of them all per package took most of this file's time)."""
+    return tuple((path, node.module, tuple(a.name for a in node.names))
+                 for root in (SCRIPTS, PLUGINS, REPO / "tests") for path in root.rglob("*.py")
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module)
+
+
 def imported_through(package: str) -> set[str]:
     """The names ``from <package> import Name`` takes from ``package`` in scripts/, plugins/ and tests/ (not a
     submodule of it)."""
-    submodules = {p.stem for p in (SCRIPTS / Path(*package.split("."))).glob("*.py")}
-    found = set()
-    for root in (SCRIPTS, PLUGINS, REPO / "tests"):
-        for path in root.rglob("*.py"):
-            if path.parent == SCRIPTS / Path(*package.split(".")):
-                continue  # the package's own modules
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == package:
-                    found |= {a.name for a in node.names if a.name not in submodules}
-    return found
+    folder = SCRIPTS / Path(*package.split("."))
+    submodules = {p.stem for p in folder.glob("*.py")}
+    return {name for path, module, names in _absolute_from_imports()
+            if module == package and path.parent != folder  # not the package's own modules
+            for name in names if name not in submodules}
 
 
 def test_every_stage_has_a_face_with_a_docstring_and_only_the_target_api_names_objects():
