@@ -6,10 +6,6 @@ and ``fileio.iter_jsonl`` call it). Each fault ``references/SPEC.md`` lists (too
 surrogate, a number that is not finite) is one ``JsonRefused`` line naming where (a ``UserError``, and a
 ``ValueError`` for readers that skip what they cannot parse). While streaming, nothing deeper than the bound is
 ever built: a 200,000-deep array is refused at level ``depth + 1``.
-
-The API: ``loads(text_or_bytes, where)`` for a whole document; ``items(events, where)`` for the elements of a
-top-level array streamed as ``(event, value)`` pairs (the shape of ``ijson.basic_parse``), checked as they arrive;
-``check(value, where)`` for a value built elsewhere; ``Limits`` to change a bound.
 """
 
 from __future__ import annotations

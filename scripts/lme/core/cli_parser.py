@@ -6,11 +6,7 @@ a run id was meant suggests ``--run-id WORD``; anything else points at ``--help`
 
 After parsing, a ``--project`` outside the working folder is refused in a loop session (``unattended``): one check
 for every entry script. ``loop_command=True`` marks the loop's own commands, which are in a loop session whenever
-Claude Code runs them.
-
-The shapes the commands repeat are made here: ``documented_parser`` (a parser that shows its module docstring),
-``add_project_argument`` (``--project``) and, for the loop's commands, ``loop_command_parser``. Standard library
-only: the commands that run with the system python import it.
+Claude Code runs them. Standard library only: the commands that run with the system python import it.
 """
 
 from __future__ import annotations

@@ -137,7 +137,6 @@ def _float_encoder(value: Any) -> Any:
 
 
 def to_dict(record: Any) -> dict[str, Any]:
-    """``record``'s JSON object."""
     plan = _plan(type(record))
     out: dict[str, Any] = {}
     for p in plan.fields:
@@ -201,7 +200,6 @@ def _is_union(hint: Any) -> bool:
 
 
 def _decoder(hint: Any) -> Callable[[Any], Any]:
-    """How to read a JSON value into a field of type ``hint``."""
     if _is_union(hint):
         inner = [a for a in typing.get_args(hint) if a is not type(None)]
         if len(inner) == 1:

@@ -1,10 +1,8 @@
 """Where the project's config lives and the one reader of its JSON (stdlib only: setup runs it on the system
 python that makes the venv).
 
-``read_object`` reads the file as written, within bounds, never through a symbolic link: the JSON object, or None
-when there is no file. ``config.load_config`` builds the validated config (defaults filled in, schema-checked) on
-it; the commands that edit the file or read one block of it (setup, the loop's stack and target, the loop's rules)
-read it raw here. Each caller keeps its own words for a file that is not JSON or holds no object.
+``config.load_config`` validates what ``read_object`` reads; the commands that edit the file or read one block of
+it (setup, the loop's stack and target, the loop's rules) read it raw here, each in its own words for a bad file.
 """
 
 from __future__ import annotations

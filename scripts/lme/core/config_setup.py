@@ -29,7 +29,6 @@ class ConfigPlan:
 
 def plan_config(existing: dict[str, Any] | None, defaults: dict[str, Any], wanted: dict[str, Any],
                 *, force: bool) -> ConfigPlan:
-    """Decide the new config: fresh -> defaults + wanted; existing -> only fill missing keys unless forced."""
     if existing is None or force:
         fresh = {**defaults, **wanted}
         return ConfigPlan(fresh, tuple(fresh), (), existing != fresh)

@@ -58,7 +58,6 @@ _main_started = False
 
 
 def missing(required: tuple[str, ...] = REQUIRED) -> list[str]:
-    """The packages of ``required`` this interpreter cannot import."""
     return [name for name in required if importlib.util.find_spec(name) is None]
 
 

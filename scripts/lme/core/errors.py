@@ -1,8 +1,4 @@
-"""User-facing errors and the one way a script's ``main`` turns them into an exit status.
-
-A user mistake (bad config, bad path, bad argument) raises ``UserError`` with one line that says what failed,
-where, and how to fix it. ``run_main`` prints that line to stderr and returns 2: never a traceback.
-"""
+"""User-facing errors and the one way a script's ``main`` turns them into an exit status."""
 
 from __future__ import annotations
 

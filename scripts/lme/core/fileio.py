@@ -5,8 +5,7 @@ The guarantees are ``references/SPEC.md``'s "Crash safety" and "Other people's f
 Below a project (``own``, or the folder that holds a ``.longmemeval-benchmarks``) no parent folder of a file opened
 here may be a link either: nothing outside the project is ever written, truncated or locked (``SymlinkRefused``).
 
-Every file the product opens in a run folder, the state folder or the cache goes through here (``open_fd``,
-``open_file``, ``make_dirs``, ``read_bytes``, ``read_json``, ``iter_jsonl``, the writers), and every JSON read
+Every file the product opens in a run folder, the state folder or the cache goes through here, and every JSON read
 through ``bounded_json``. Which records a file holds (and so which torn tail is a complete record) is the caller's
 business: ``run_store`` passes its schemas in.
 """
@@ -251,7 +250,7 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
 
 
 def write_atomic_json(path: Path, obj: Any) -> None:
-    """Write ``obj`` as indented JSON via temp file + fsync + ``os.replace`` + directory fsync."""
+    """``obj`` as indented JSON, through ``write_atomic_bytes``."""
     text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     write_atomic_bytes(Path(path), text.encode("utf-8"))
 
@@ -425,11 +424,8 @@ def _remove_partial(folder: str, oldest: float) -> Removed:
 
 
 class _AppendState:
-    """Per-process bookkeeping for appends: which files had their tail repaired, one lock per file.
-
-    The torn-tail repair must run once per file per process before its first append, and threads of one run
-    append to the same files, so this state is process-wide by nature.
-    """
+    """Which files had their tail repaired and one lock per file, process-wide: the torn-tail repair runs once per
+    file per process before its first append, and threads of one run append to the same files."""
 
     def __init__(self) -> None:
         self._guard = threading.Lock()

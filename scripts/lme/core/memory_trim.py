@@ -27,7 +27,6 @@ def _libc_trim() -> Callable[[int], int] | None:
 
 
 class Trimmer:
-    """``maybe()`` after each batch of work: ``malloc_trim(0)`` when ``every_s`` seconds have passed since the last."""
 
     def __init__(self, every_s: float = 1.0, *, trim: Callable[[int], int] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:

@@ -4,10 +4,7 @@ readers' old ``debug`` keys.
 Since the contract (``records.PipelineStage``, ``ItemTruncation``, ``RetrievalDetail``) a row carries ``stages`` and
 ``truncation`` in its target block and ``top_k``, ``granularity``, ``top_k_covers_all`` in its retrieval block, and
 the harness reads no target's ``debug``. A row without them (an older version wrote it) gets them here, from the
-keys those versions wrote: ``debug.health`` (memory-ref; or its ``writer``/``retrieval``/``reader``/``symbolic``
-blocks, before it had one), ``debug.truncation`` (the readers of full-context, oracle, rag) and
-``debug.retrieval``'s ``top_k``, ``granularity``, ``top_k_covers_all`` (memory-ref, rag). This module is the one
-place that knows those keys; what it cannot map (memory-ref's resolver and temporal lines) old rows no longer show,
+keys those versions wrote: this module is the one place that knows those keys; what it cannot map (memory-ref's resolver and temporal lines) old rows no longer show,
 except in their raw debug.
 """
 

@@ -27,7 +27,6 @@ def venv_python(venv: Path) -> Path | None:
 
 def ensure_venv(project: Path, report: Report, *, requirements: Path = REQUIREMENTS, index_url: str | None = None,
                 offline: bool = False, runner: Runner = subprocess.run) -> None:
-    """Create ``.longmemeval-venv`` and install the requirements, unless the marker says that is done."""
     venv = project / VENV_DIR
     marker = venv / VENV_MARKER
     digest = fileio.sha256_file(requirements, follow_symlinks=True)

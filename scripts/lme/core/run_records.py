@@ -1,7 +1,5 @@
 """The records of a run directory: ``ResultRow`` (item-results.jsonl), ``Manifest`` (manifest.json), ``RunMeta``
-(run-meta.json). Frozen; ``to_dict`` is the JSON form the schemas in ``references/schemas`` check, ``from_dict``
-reads it back (also rows and metas written by older versions: fields they lack take their defaults, fields this
-version does not know are kept in ``extra`` and written back).
+(run-meta.json).
 
 A result row is what one item's attempt ended as: ``judged`` with the judge's ``Verdict``, or ``error`` with the
 failing stage (``RowError``). The last row per question id is the item's result; only a judged row is ever marked

@@ -4,9 +4,7 @@ a bare ``python3``).
 
 The Stop hook reads these files on every stop of every session in a project with a loop. A FIFO in place of
 ``confirmation.json`` would hang a plain ``open`` until Claude Code's hook timeout, and a huge file would be read
-whole; so every read here opens with ``O_NOFOLLOW | O_NONBLOCK`` and refuses what ``fstat`` does not call a
-regular file or what is larger than its limit. ``quoted`` is how a file's text may appear in a message meant for
-the model: short, quoted, and marked as file content.
+whole.
 """
 
 from __future__ import annotations
