@@ -1,13 +1,9 @@
 """The providers' Batch APIs through the official SDKs: OpenAI Files + Batches, Anthropic Message Batches.
 
-``batches_for(provider, settings)`` gives an adapter with one shape for both: ``create`` (OpenAI: upload the input
-JSONL with ``client.files.create(purpose="batch")``, then ``client.batches.create``; Anthropic:
-``client.messages.batches.create(requests=...)``), ``find`` (a batch created for a chunk whose ``submitted`` event
-a crash cut off: OpenAI by ``metadata.lme_chunk``, Anthropic by size and time), ``retrieve``, ``results`` (the
-result lines as JSON bytes: OpenAI's output and error files, Anthropic's results stream) and ``cancel``.
-``parse_line`` turns one result line into a ``Completion`` (``pricing`` ``batch``) or the ``ProviderError`` the
-synchronous path would have raised for the same answer (``replies`` reads both). Every HTTP call goes through the one
-retry policy.
+``batches_for(provider, settings)`` gives an adapter with one shape for both; its ``find`` recovers a batch created for
+a chunk whose ``submitted`` event a crash cut off. ``parse_line`` turns one result line into a ``Completion``
+(``pricing`` ``batch``) or the ``ProviderError`` the synchronous path would have raised for the same answer (``replies``
+reads both). Every HTTP call goes through the one retry policy.
 """
 
 from __future__ import annotations

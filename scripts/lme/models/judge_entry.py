@@ -4,19 +4,7 @@ countdown line) and whether it is gone, so the run can use the verdict archive a
 Gone means one of two answers, nothing else: the judge's own chat call (the probe) answered 410 Gone or 404
 ``model_not_found`` (``provider_errors.answered_gone``), or the model list's entry names a shutdown date that has
 passed. A model list that cannot be read (a gateway without ``GET /v1/models/{id}``: 404 there while chat works)
-says nothing.
-
-- ``read_entry(settings)``: ``GET /v1/models/gpt-4o-2024-08-06`` through the run's route (OpenAI; Azure deployments
-  have no such entry): the entry's ``shutdown_date`` where present (``gone`` when it has passed); None when the
-  list could not be read.
-- ``countdown_line(entry)``: "the official judge gpt-4o-2024-08-06 is retired on 2027-01-14 (in N days): archive
-  your verdicts now (...)". Pre-flight prints it, and so does the run's probe.
-- ``status(settings)``: the entry and the probe's one smallest call, at once (one round trip, not two); gone as
-  above. Any other refusal is the probe's one line (``UserError``). Both passed a moment ago
-  on the same route, key and model (``recent_probes``): neither is sent, and the countdown comes from the entry
-  remembered with the probe.
-
-The model-list read carries the probe header, like the probe; it is free (no tokens).
+says nothing. The model-list read carries the probe header, like the probe; it is free (no tokens).
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Before a run starts: can each model it calls be called at all? One line if not, before anything is written.
 
-Two steps, both before the run directory, the cache or a lock exist:
-
-- ``refuse_locally(settings)``: what needs no request: an unknown provider, a key unset or empty, a base URL that
-  is not a string or has no ``http(s)://`` scheme. Also what ``--background`` checks before it detaches.
-- ``probe(settings)``: one request per distinct (provider, model, base URL, key) the run will call (the target's
-  reader and the judge), the smallest the API allows: a 1-token completion / message with one short user message,
-  through the same route (SDK client, base URL, key) the run uses. A key the server rejects (401/403), a model that
-  does not exist (404), an account out of quota or credit, or a host that cannot be reached becomes one
-  ``UserError`` line naming what, where and the fix. Anything a run would retry (429, 5xx, a timeout) is not a
-  reason to refuse: the run's own retries handle it. Probes are remembered for the process (``_SEEN``), so a
-  target and judge on one model cost one probe, and a probe that passed is remembered for a few minutes across
-  runs (``recent_probes``: same route, key and model only).
+Two steps, both before the run directory, the cache or a lock exist: ``refuse_locally`` (what needs no request;
+also what ``--background`` checks before it detaches), then ``probe``: the smallest request the API allows per
+distinct (provider, model, base URL, key), through the same route the run uses. Anything a run would retry (429,
+5xx, a timeout) is not a reason to refuse: the run's own retries handle it. Probes are remembered for the process
+(``_SEEN``), so a target and judge on one model cost one probe, and for a few minutes across runs
+(``recent_probes``: same route, key and model only).
 
 The probe carries the header ``x-longmemeval-probe: 1`` so a server log (and the tests' fake server) can tell it
 from the run's calls. It is skipped for ``--offline`` and for targets whose calls are the user's own code.

@@ -39,10 +39,8 @@ class ProviderSettings:
 
 
 class _ClientPool:
-    """SDK clients, built once per (kind, base URL, key fingerprint, timeout) and reused by every thread.
-
-    Also remembers which Anthropic models reject ``temperature``.
-    """
+    """SDK clients, built once per (kind, base URL, key fingerprint, timeout) and reused by every thread; also which
+    Anthropic models reject ``temperature``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

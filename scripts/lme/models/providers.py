@@ -18,15 +18,8 @@
 - ``offline``: no chat model; the offline target and offline judge never call this module.
 
 Base URLs: ``settings.base_urls[provider]`` when given, else the SDKs' own ``OPENAI_BASE_URL`` /
-``ANTHROPIC_BASE_URL``. The reply is read by ``replies`` (as the batch path reads it): no reply at all (``{}``),
-no choices, a refusal, no text are errors there; a request with ``allow_empty`` (the judge's: upstream labels an
-empty reply False) gets an empty or blank text back. Each attempt goes through the limiter (a pacer reserves its
-model and input tokens: ``rate_pacer``) and reports the reply's headers, read through the SDKs'
-``with_raw_response``.
-
-The parts: ``provider_routes`` (routes, settings, the shared SDK clients), ``provider_errors`` (``ProviderError``
-and the classification of SDK errors), ``replies`` (reading a reply), ``retries`` (the one retry policy),
-``token_counts`` (exact and estimated input tokens). Keys never appear in a Completion or in an error message.
+``ANTHROPIC_BASE_URL``. The reply is read by ``replies``, as the batch path reads it. Keys never appear in a
+Completion or in an error message.
 """
 
 from __future__ import annotations

@@ -25,12 +25,10 @@ Where neither the config nor the headers state a limit, the key's ``rate_guess.L
 429s (``limits_from`` ``429s``): a slow start on the calls in flight until the first 429, then guessed requests and
 tokens per minute, cut once per congestion event to the rate the provider was measured to accept, and grown back
 while calls use them. No guess goes below ``rate_guess.MIN_RPM``, and a guessed token budget never refuses a call as too
-large. ``try_acquire`` is ``acquire`` without blocking, for a caller with its own clock (tests/pacer_sim.py).
+large.
 
 ``concurrency`` caps the calls in flight per provider, and a 429 on a key with no budget yet halves its slow start.
 This is the one place that decides when a call may go; ``retries`` is the one place that retries.
-``pacing()`` is what run-meta and the status lines show (``pacing_status``): the limits, the achieved requests and
-tokens per minute, and the time lost waiting.
 """
 
 from __future__ import annotations

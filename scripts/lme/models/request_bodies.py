@@ -1,9 +1,7 @@
 """The JSON body of one chat call, built once: the synchronous path and the Batch APIs send the same body.
 
-``request_body(request, kind)`` is what the SDK puts on the wire for ``ChatRequest`` ``request``: the Chat
-Completions body (``kind`` ``openai``: a first system message, ``n`` only when set) or the Messages body (``kind``
-``anthropic``: ``system`` as a parameter, ``temperature`` unless the model rejects it). A batch line carries it as
-its ``body`` (OpenAI) or ``params`` (Anthropic), so cache keys, prompt hashes and judge parity hold for batches.
+A batch line carries it as its ``body`` (OpenAI) or ``params`` (Anthropic), so cache keys, prompt hashes and judge
+parity hold for batches.
 """
 
 from __future__ import annotations

@@ -27,10 +27,8 @@ OnRetry = Callable[[dict[str, Any]], None]
 
 
 def _waits(base: float, cap: float) -> Iterator[float]:
-    """Full-jitter exponential waits, each at least the failed attempt's ``retry_after``.
-
-    A ``backoff`` wait generator: ``backoff`` sends it the exception of each failed attempt.
-    """
+    """Full-jitter exponential waits, each at least the failed attempt's ``retry_after`` (``backoff`` sends this
+    generator the exception of each failed attempt)."""
     error = yield 0.0
     retry = 0
     while True:

@@ -30,7 +30,6 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_request_tokens(request: ChatRequest) -> int:
-    """``estimate_tokens`` of the request's system prompt and messages."""
     return estimate_tokens((request.system or "") + "".join(str(m.get("content", "")) for m in request.messages))
 
 
