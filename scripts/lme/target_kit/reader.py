@@ -10,8 +10,8 @@ shown with its date; then the current date (``question_date``) and the question;
 tokens for a direct answer, 800 with Chain-of-Note. Chain-of-Note here is one call: the prompt asks for notes
 per relevant session first, then step-by-step reasoning (upstream makes a separate note call per session).
 
-Token counting and the budget: ``count_request_tokens`` counts exactly where it can (``providers.count_tokens_how``:
-tiktoken for OpenAI models, Anthropic's count API for Claude) and otherwise estimates (``providers.estimate_tokens``,
+Token counting and the budget: ``count_request_tokens`` counts exactly where it can (``token_counts.count_tokens_how``:
+tiktoken for OpenAI models, Anthropic's count API for Claude) and otherwise estimates (``token_counts.estimate_tokens``,
 characters / 4.3). The whole prompt must fit upstream's history budget, context window - max_tokens - 1000; with
 exact counts that is the whole margin. Where the estimate is used and the provider still answers that the prompt is
 too long, ``answer_with_reader`` drops more of the oldest sessions and retries once (the Hypothesis's
@@ -335,8 +335,7 @@ def answer_with_reader(
     ``debug.reader``).
 
     If the provider rejects the prompt as too long, the oldest sessions are dropped to ``RETRY_BUDGET_SHARE`` of
-    the rejected prompt's tokens and the call is made once more; ``debug.truncation.retried_after_too_long``
-    records the first attempt.
+    the rejected prompt's tokens and the call is made once more.
     """
     fit = dict(provider=ctx.provider, model=ctx.model, options=ctx.options)
     request, info = build_fitted_request(item, sessions, **fit)

@@ -1,7 +1,5 @@
-"""What a target spelling names, so two spellings of one target compare equal: a built-in name as it is; a path
-(a ``.py`` file or a package directory, relative to the project) as its resolved file; and whether it is the
-reference system (memory-ref, or a copy of it), whose settings the loop sets and checks. Standard library only (the
-loop's rules and the hooks read it)."""
+"""What a target spelling names, so two spellings of one target compare equal, and whether it is the reference
+system. Standard library only (the loop's rules and the hooks read it)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
 """The user's memory system as processes (the ``command`` and ``python`` adapters): one process per item, or
-long-lived workers that speak JSON lines, one item at a time each.
-
-- ``environment(ctx, worker)``: the one place a user process's environment is built (per process, per worker).
-- ``run_once``: one process for one item (the item on stdin, one JSON object on stdout; log lines around it are
-  tolerated, ``parse_reply``).
-- ``Worker``: one long-lived process that serves **one item at a time**; killed on a timeout, a crash or a bad
-  line, and started again for the next item. During a run each of its processes has a token of the run's target
-  endpoint of its own, bound to the item it serves now.
-- ``WorkerPool``: the workers of one system; an item checks one out (an idle one, else a new one, up to ``limit``:
-  the pool grows to the number of items in flight, the run's concurrency) and gives it back.
-- ``pool(key, factory)`` / ``stop_pools()``: the run's pools, stopped when the interpreter exits.
+long-lived workers that speak JSON lines, one item at a time each. A pool grows to the number of items in flight
+(the run's concurrency); the run's pools are stopped when the interpreter exits.
 
 Every process starts in its own session (a timeout kills its whole process group; the terminal's Ctrl-C goes to
 the run, which finishes or abandons its items). A failure is a ``TargetError`` carrying the last ~2 KB of the
