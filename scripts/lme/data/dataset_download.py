@@ -32,11 +32,8 @@ def offline_help(url: str, target: Path) -> str:
 
 def download(url: str, target: Path, *, expected_sha256: str | None, attempts: int = 4,
              retry_wait: float = 1.0, timeout: float = 60.0) -> str:
-    """Fetch ``url`` into ``target`` via ``target.part`` with HTTP Range resume; verify; rename. Returns sha256.
-
-    A connection that drops mid-file is retried (resuming) up to ``attempts`` times in this call; a later run
-    resumes from the ``.part`` left behind. A sha256 mismatch deletes the ``.part`` (its bytes cannot be trusted).
-    """
+    """Returns the file's sha256. A connection that drops mid-file is retried (resuming) up to ``attempts`` times
+    in this call. A sha256 mismatch deletes the ``.part`` (its bytes cannot be trusted)."""
     import http.client  # here, not at the top: with ssl and email ~30 ms, and most setups download nothing
     import urllib.error
 

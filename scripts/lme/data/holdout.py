@@ -18,7 +18,6 @@ HALVES = (DEVELOPMENT, TEST)
 
 
 def is_development(question_id: str) -> bool:
-    """True for the development half: sha256(question_id) ends in an even hex digit."""
     return hashlib.sha256(question_id.encode("utf-8")).hexdigest()[-1] in "02468ace"
 
 

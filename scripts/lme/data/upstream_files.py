@@ -3,8 +3,7 @@
 A file is a JSON array or JSON lines, plain or ``.xz``. A hypotheses line is ``{"question_id", "hypothesis"}``; a
 reference record needs ``question_id``, ``question_type``, ``question`` and ``answer``. A record that is not what
 its flag says is one UserError naming the file, the record number and its question id (and a swapped pair of
-files says so). Every JSON-lines file we write for upstream's scripts is written by ``upstream_bytes``, and every one
-we read is split by ``upstream_lines``: the bytes and the lines upstream's scripts write and read.
+files says so).
 """
 
 from __future__ import annotations

@@ -177,7 +177,6 @@ class StoredPrompts:
         return _digest(key) in self.line_at
 
     def line_chars(self, key: str) -> int:
-        """Characters of a stored line."""
         return self.line_at[_digest(key)] & _CHARS_MASK
 
     def request_text(self, key: str) -> dict[str, Any]:

@@ -3,11 +3,8 @@ The work is in one module per section (``run_rows``, ``run_meta``, ``run_discove
 ``run_outputs``); the names their callers use are re-exported here (the store's one face), and callers import them
 from here.
 
-Every other module goes through here for ``runs/<runId>/``: the run's driver appends ``ResultRow``s and completed
-marks and writes ``RunMeta`` and ``Manifest``; the scorecard, comparisons, the loop, run_status and the report read
-``RunData``. The file names are in ``run_layout`` (standard library only), re-exported here. The guarantees
-(atomic replaces, fsynced appends, schema checks both ways, ``reconcile``, one writer) are ``references/SPEC.md``'s
-"Crash safety"; ``fileio`` and ``run_rows`` keep them.
+The guarantees (atomic replaces, fsynced appends, schema checks both ways, ``reconcile``, one writer) are
+``references/SPEC.md``'s "Crash safety"; ``fileio`` and ``run_rows`` keep them.
 """
 from __future__ import annotations
 
