@@ -2,11 +2,10 @@
 
 A record is a frozen dataclass. Its JSON object has one key per field, in field order, holding the field's value in
 JSON form (a nested record's object, a tuple's list, a mapping's object, a float field's number as a float). What
-differs from that is declared on the field (``codec.field``), never written
-as a method: the file's name for the field (``key``), when the key is left out (``omit``, ``omit_if``), a field
-that collects the keys this version does not know (``EXTRA``) and one that remembers the order the keys were read
-in (``KEY_ORDER``), so that a record written back is the object it was read from. A class attribute ``__codec_order__`` names
-keys written before the others (a field with a default that the file has always written first).
+differs from that is declared on the field (``codec.field``), never written as a method; the fields that keep the
+keys this version does not know (``EXTRA``) and their order (``KEY_ORDER``) make a record written back the object it
+was read from. A class attribute ``__codec_order__`` names keys written before the others (a field with a default
+that the file has always written first).
 
 ``from_dict`` reads today's shape only: an older file is brought up to it by ``lme.core.migrations`` first, and the
 reader that checks it against its schema runs before. Standard library only: this module is imported by every

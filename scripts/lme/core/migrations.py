@@ -1,11 +1,8 @@
 """Older files brought up to today's shape where they are read: one numbered step per version, per kind of file
 (simonw/llm's numbered migrations are the model).
 
-``references/SPEC.md`` ("Versions", "Older files: one migration path") states the rules: a reader hands the parsed
-object to ``upgrade(kind, obj)`` at the file's boundary, after its schema check; each step is a pure, idempotent
-function of it (a new dict), its docstring naming the version and commit whose shape it reads; the object keeps
-its ``schemaVersion``, and nothing is written back. A new version of a kind adds its step at the end of that
-kind's list; versions and steps are never reused.
+``references/SPEC.md`` ("Versions", "Older files: one migration path") states the rules. A new version of a kind
+adds its step at the end of that kind's list; versions and steps are never reused.
 """
 
 from __future__ import annotations
