@@ -198,7 +198,6 @@ def shown_base_url(provider: str, settings: ProviderSettings | None = None) -> s
 
 
 def key_env_for(provider: str, settings: ProviderSettings) -> str:
-    """The environment variable that holds ``provider``'s key."""
     if provider in settings.api_key_envs:
         return settings.api_key_envs[provider]
     return KEY_ENV.get(provider, _env_name(provider))

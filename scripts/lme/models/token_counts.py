@@ -25,7 +25,6 @@ cl100k (4.32-4.96), so the estimate stays at or a little above OpenAI's count th
 
 
 def estimate_tokens(text: str) -> int:
-    """Heuristic token count: characters / ``ESTIMATE_CHARS_PER_TOKEN``, rounded up."""
     return math.ceil(len(text) / ESTIMATE_CHARS_PER_TOKEN)
 
 

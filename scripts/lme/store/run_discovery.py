@@ -138,7 +138,6 @@ def runs_by_start(project: Path) -> list[Path]:
 
 
 def latest_run(project: Path, *, required: bool = True) -> Path | None:
-    """The most recently started run directory."""
     runs = runs_by_start(project)
     if not runs and required:
         raise UserError(f"no runs under {runs_dir(project)}", fix=f"start one: {command_names.step(command_names.RUN)}")

@@ -68,7 +68,6 @@ def shard_dir(root: Path, shard: tuple[int, int] | None) -> Path:
 
 
 def shard_dirs(root: Path) -> list[Path]:
-    """The run's shard directories, sorted."""
     return sorted(p for p in Path(root).glob(SHARD_GLOB) if p.is_dir())
 
 
