@@ -40,12 +40,8 @@ def live_worker(root: Path) -> dict[str, Any] | None:
 
 
 def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header: str) -> dict[str, Any]:
-    """Start ``argv`` detached, logging to ``root/run.log`` (``root``: the run's or its shard's directory); write
-    and return its worker.json record.
-
-    Refuses (UserError) while a live worker of this run exists; the check and the start are serialised by a
-    lock so two callers cannot both start one.
-    """
+    """``root``: the run's or its shard's directory. The live-worker check and the start are serialised by a lock
+    so two callers cannot both start one."""
     root = Path(root)
     log = root / LOG_FILE
     with run_store.RunLock(root, name=run_store.WORKER_LOCK_FILE, wait=True):

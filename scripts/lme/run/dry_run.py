@@ -183,7 +183,6 @@ def run_is_finished(settings: RunSettings, run_id: str | None) -> bool:
 
 
 def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
-    """Every item of the run's manifest (in the shard) is completed."""
     ids = _run_item_ids(run_dir)  # unreadable: stream the dataset as usual
     return ids is not None and all(q in done for q in ids if run_store.in_shard(q, settings.shard))
 
@@ -338,7 +337,6 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
 
 
 def _note(settings: RunSettings, est: Estimator, unknown: int) -> str:
-    """What the estimate assumed, as one line."""
     if est.judge_previewer is not None:
         sized = "each judge prompt exact, sized with the file's own hypothesis"
         judged = "judge calls the verdict archive or the call cache would serve are free"
