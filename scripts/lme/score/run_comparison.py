@@ -132,10 +132,7 @@ _OUTCOME = {(False, True): "fixes", (True, False): "regressions", (True, True): 
 
 
 def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> Comparison:
-    """Per-question change from run A (before) to run B (after), over the items both runs judged (the rest:
-    ``not_compared``).
-
-    Raises UserError when the judge or the dataset sha256 differ, unless ``force`` (then ``forced`` is true
+    """Raises UserError when the judge or the dataset sha256 differ, unless ``force`` (then ``forced`` is true
     and ``mismatches`` lists what differs). Runs with the same hypotheses on every common item and different
     judges are a judge comparison (``kind: "judge"``, with ``judge_agreement``): given ``judge_comparison`` or
     ``force``, the judge is then not a mismatch. ``judge_comparison`` on runs whose hypotheses differ is refused.
@@ -177,8 +174,6 @@ def _empty_bucket() -> dict[str, int]:
 
 
 def _tally(pair: _RunPair) -> _Tally:
-    """Count each item both runs judged into its outcome, overall and for its type; a flip becomes a changed
-    item."""
     flaky_a, flaky_b = _flaky_keys(pair.a), _flaky_keys(pair.b)
     per_type = {t: _empty_bucket() for t in QUESTION_TYPES}
     overall = {"fixes": 0, "regressions": 0, "both_right": 0, "both_wrong": 0}

@@ -319,7 +319,6 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, inputs: Scoring
 
 
 def _figures(scored: Mapping[str, Any]) -> dict[str, Any]:
-    """``metrics.score``'s figures as the scorecard's fields."""
     return {**{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed")},
             "overall": Figures.from_dict(scored["overall"]), "abstention": Figures.from_dict(scored["abstention"]),
             "task_averaged": TaskAveraged.from_dict(scored["task_averaged"]),
@@ -332,7 +331,6 @@ def _agreement(record: Mapping[str, Any] | None) -> JudgeAgreement | None:
 
 
 def _dataset(run: RunData, variant: str | None) -> DatasetRef:
-    """The dataset file as every report names it."""
     info = run.meta.dataset
     return DatasetRef(sha256=run.dataset_sha256, path=info.path,
                       known_official=dataset.is_known_official(str(run.dataset_sha256 or "")),
