@@ -166,7 +166,6 @@ def run_decision(
     apply: bool = False,
     allow_errors: bool = False,
 ) -> dict[str, Any]:
-    """Compare, decide, optionally apply, and log. Returns the decision record."""
     project = Path(project)
     pair = _ready_pair(project, snapshot, run_id, allow_errors=allow_errors)
     comparison = run_comparison.compare(pair.snap_dir, pair.run_dir)

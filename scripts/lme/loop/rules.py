@@ -105,7 +105,6 @@ def current_branch(project: Path) -> str | None:
 
 
 def assert_on_loop_branch(branch: str | None = None, *, project: Path | None = None) -> str:
-    """Raise UserError unless the work tree at ``project`` is on ``branch`` (default: config loop.branch)."""
     project = Path.cwd() if project is None else Path(project)
     wanted = branch or loop_config(project)["branch"]
     actual = current_branch(project)
