@@ -199,7 +199,6 @@ def _tally(pair: _RunPair) -> _Tally:
 
 
 def _flaky_flips(tally: _Tally) -> FlakyFlips:
-    """The flips on unstable labels (counted in fixes and regressions too)."""
     flaky = [c for c in tally.changed if c.flaky]
     fixes = sum(1 for c in flaky if c.after)
     return FlakyFlips(fixes=fixes, regressions=len(flaky) - fixes, net=fixes - (len(flaky) - fixes),

@@ -109,7 +109,6 @@ def batch_summary(rows: Iterable[ResultRow]) -> Batches | None:
 
 
 def usage_summary(rows: Sequence[ResultRow]) -> Usage:
-    """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
     gen_lat, judge_lat = [], []
     count: Counter[str] = Counter()
     errors: Counter[str] = Counter()
