@@ -326,5 +326,4 @@ def _inside(project: Path, given: str, key: str, *, folder: bool | None) -> str:
 
 
 def in_fix_paths(path: str, allowed: list[str]) -> bool:
-    """Whether the project-relative ``path`` is one of ``allowed`` or under one of its folders."""
     return any(a == "" or path == a or (a.endswith("/") and path.startswith(a)) for a in allowed)
