@@ -1,11 +1,8 @@
 """Two runs compared question by question: fixes, regressions, net change and an exact McNemar p-value.
 
-The comparison ``compare_runs.py`` prints and the diff page (``report_html.build_compare``) draws. Its figures
-(fixes, regressions, McNemar, the per-type changes) count only the items both runs judged: an item one run never
-ran (or holds no row of), or whose row is an error in one run, is not a fix or a regression of anything; those are
-counted apart and named (``not_compared``: judged only in A, only in B, an error in one, judged in neither). Runs
-judged differently or on a different dataset file are refused unless ``force``; runs of different item sets are
-compared on the items they share. Two runs of the same hypotheses with different judges are a judge comparison
+The comparison ``compare_runs.py`` prints and the diff page (``report_html.build_compare``) draws. Which items its
+figures count, which are named apart (``not_compared``) and which runs are refused: ``references/SPEC.md``,
+"Comparing runs". Two runs of the same hypotheses with different judges are a judge comparison
 (``judge_comparison``): the judges' label agreement and Cohen's kappa.
 """
 

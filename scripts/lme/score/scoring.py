@@ -2,11 +2,10 @@
 the reported gold errors, cost, tokens, latency, retrieval, truncation, judge stability and agreement, and for a run
 labelled (partly) by a calibrated non-official judge an estimate of its official accuracy (``corrected_figures``).
 
-Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
-and judged-only (denominator = judged items). The notes say exactly why a run is not comparable with published
-LongMemEval figures (judge, dataset items, top_k covering every session, incomplete run, errors). A second figure
-leaves out items whose gold was reported wrong upstream (references/known-gold-errors.json, status ``wrong``); it
-never replaces the official one. ``scorecard_md`` renders it; ``report_outputs`` writes it.
+Every accuracy is given twice, strict and judged-only (``metrics``). The notes say exactly why a run is not
+comparable with published LongMemEval figures (judge, dataset items, top_k covering every session, incomplete run,
+errors). A second figure leaves out items whose gold was reported wrong upstream (references/known-gold-errors.json,
+status ``wrong``); it never replaces the official one. ``scorecard_md`` renders it; ``report_outputs`` writes it.
 """
 
 from __future__ import annotations
