@@ -177,8 +177,7 @@ def run_decision(
 def judge_of(row: ResultRow, endpoints: Mapping[str, Any] | None = None) -> str | None:
     """Who made a row's verdict, as one name (None: not judged): the official judge (a call, the call cache or the
     verdict archive alike), else ``provider:model``, marked when it is the run's successor judge. Official is
-    ``verdict_sources``' rule, the scorecard's, recomputed from what the row and its run (``endpoints``, run-meta's)
-    recorded: never the row's stored flag (older versions wrote ``true`` for the official model at any host)."""
+    ``verdict_sources``' rule, the scorecard's (``endpoints``: its run's run-meta ``endpoints``), not the row's flag."""
     verdict = row.judgment
     if verdict is None:
         return None
