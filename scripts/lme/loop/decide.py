@@ -1,10 +1,7 @@
 """Keep or revert a fix: compare the pre-fix snapshot with the post-fix run and apply the loop's decision table.
 
-The comparison (``run_comparison.compare``) counts only the items both sides judged and names the rest. The snapshot
-and the run hold one item set, so a decision also counts, strictly, the items the comparison leaves out whose label
-changed: an item the re-test left as an error row (or without a row, with ``--allow-errors``) that the snapshot had
-right is a regression (the fix broke it), one the snapshot had as an error and the re-test gets right is a fix.
-The record names them (``error_flips``) and the code that changed between the two sides (``code``).
+Besides the comparison's flips (``run_comparison.compare``: the items both sides judged), a decision counts the items
+it leaves out whose label changed (``error_flips``): ``references/SPEC.md``, "Comparing runs".
 
 The command (its parser, ``main()`` and help text) is ``lme/cli/decide.py``."""
 
