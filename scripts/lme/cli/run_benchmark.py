@@ -234,7 +234,6 @@ def _worker_argv(argv: Sequence[str], run_id: str, given_run_id: bool) -> list[s
 
 def _start_in_background(settings: RunSettings, args: argparse.Namespace, argv: Sequence[str], scanned: Any,
                          passed: list[recent_probes.Passed]) -> int:
-    """Check what the worker would refuse, create the run directory, start the worker, say how to follow it."""
     run_id, work = driver.prepare_background(settings, args.run_id, scanned, rules.check_settings)
     recent_probes.remember(settings.cache_dir, passed)
     shown = " ".join(shlex.quote(a) for a in ["run_benchmark.py", *argv])

@@ -154,7 +154,6 @@ def _last_line(project: Path) -> str:
 
 
 def child_exit(project: Path, code: int) -> int:
-    """Record ``code`` for the follower and return it (the child's exit status)."""
     try:
         record_exit(project, code)
     except OSError as err:  # the follower then reports a process that ended without a result

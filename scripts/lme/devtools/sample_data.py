@@ -478,7 +478,7 @@ def render(items: Sequence[dict[str, Any]]) -> str:
 
 
 def write_sample(path: Path, seed: int = SEED) -> int:
-    """Write the sample to ``path`` (creating parent dirs); returns the number of items."""
+    """Returns the number of items."""
     items = build_items(seed)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -68,7 +68,6 @@ def status(project: Path, longmemeval_root: str | Path | None) -> dict[str, Any]
 
 
 def describe(report: dict[str, Any]) -> str:
-    """The lines people read."""
     def usd(value: Any) -> str:
         return "unknown" if value is None else f"${value:,.2f}"
 

@@ -199,7 +199,6 @@ def file_gateway(project: Path, cfg: Mapping[str, Any], concurrency: int, *, rea
 
 
 def provider_settings(cfg: Mapping[str, Any]) -> Any:
-    """``providers.ProviderSettings`` from a config: base URLs of named providers, Azure, timeout, attempts."""
     named = cfg.get("providers") or {}
     return providers.ProviderSettings(
         base_urls={n: str(p["base_url"]) for n, p in named.items() if isinstance(p, Mapping) and p.get("base_url")},

@@ -155,9 +155,8 @@ def build_prompt(
 
 
 def judge_request(prompt: str, provider: str, model: str, shape: JudgeShape | None = None) -> ChatRequest:
-    """The judge call for ``prompt``: one user message, no system message, and ``shape``'s settings (default: the
-    family's, ``judge_shapes.shape_for``; for every non-reasoning judge that is upstream's: temperature 0,
-    max_tokens 10, n 1). An empty reply is a reply (``allow_empty``): upstream labels it False and goes on."""
+    """The judge call for ``prompt`` with ``shape``'s settings (default: the family's, ``judge_shapes.shape_for``;
+    for every non-reasoning judge that is upstream's)."""
     model = resolve_judge_model(model)
     return (shape or shape_for(provider, model)).request(prompt, provider, model)
 
@@ -295,7 +294,7 @@ def judge_verdict(item: Judged, route: JudgeRoute) -> Verdict:
 
 
 def prompt_for(builder: PromptBuilder, item: Judged) -> str:
-    """Upstream's judge prompt for ``item`` (abstention by ``'_abs' in question_id``), as every judge call sends it."""
+    """Upstream's judge prompt for ``item``, as every judge call sends it."""
     return build_prompt(builder, item.question_type, item.question, item.answer, item.hypothesis,
                         abstention=is_abstention(item.question_id), question_id=item.question_id)
 
@@ -310,9 +309,8 @@ def lookup_archived(archive: Any, prompt_sha256: str, provider: str, model: str)
 
 def judge(question_type: str, question: str, answer: Any, hypothesis: str, longmemeval_root: str | Path | None, *,
           question_id: str | None = None, **route: Any) -> dict[str, Any]:
-    """``judge_verdict`` from plain arguments, as JSON: ``Verdict.to_dict()``, with ``verdicts`` and ``stability``
-    when ``repeat`` K > 1 (``route``: ``JudgeRoute``'s fields by name: ``provider``, ``model``, ``llm``,
-    ``archive``, ``repeat``, ``reasoning_effort``, ``successor``)."""
+    """``judge_verdict`` from plain arguments, as JSON, with ``verdicts`` and ``stability`` when ``repeat`` K > 1
+    (``route``: ``JudgeRoute``'s fields by name)."""
     if question_id is None:
         raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
                         fix="pass question_id=...")

@@ -58,7 +58,6 @@ def _words_to_digits(words: list[str]) -> list[str]:
 
 
 def normalize(text: Any) -> str:
-    """Lower case, straight quotes, number words as digits, no punctuation, no articles, single spaces."""
     lowered = str(text).lower().replace("\u2019", "'").replace("\u2018", "'")
     lowered = re.sub(r"(?<=\d),(?=\d{3})", "", lowered)  # 1,000 -> 1000
     words = re.sub(r"[^\w\s]", " ", lowered).split()
@@ -108,5 +107,4 @@ def offline_verdict(question_id: str, question_type: str, question: str, answer:
 
 
 def offline_judge(question_id: str, question_type: str, question: str, answer: Any, hypothesis: str) -> dict[str, Any]:
-    """``offline_verdict`` as a dict."""
     return offline_verdict(question_id, question_type, question, answer, hypothesis).to_dict()

@@ -1,9 +1,8 @@
 """Judge stability: how often the same judge prompt gets both labels, kept in a project registry.
 
 At temperature 0 the official judge still flips on some items between calls; ``--judge-repeat K`` measures it.
-The registry ``judge-stability.jsonl`` (SPEC.md "Judge stability") keeps one line per measurement of a key, the
-last line per key carrying the cumulative counts. Appends happen under ``.judge-stability.lock`` and re-read what
-other processes appended first, so shards and parallel runs never lose a count.
+The registry ``judge-stability.jsonl``: SPEC.md "Judge stability". Appends happen under ``.judge-stability.lock``
+and re-read what other processes appended first, so shards and parallel runs never lose a count.
 """
 
 from __future__ import annotations

@@ -45,7 +45,6 @@ def _git(runner: Runner, *args: str) -> "subprocess.CompletedProcess[str]":
 
 def clone_upstream(root: Path, report: Report, *, url: str = UPSTREAM_URL, commit: str = UPSTREAM_COMMIT,
                    offline: bool = False, runner: Runner = subprocess.run) -> None:
-    """Clone upstream at the pinned commit into ``root``; an existing checkout is verified, never modified."""
     manual = f"git clone {url} {root} && git -C {root} checkout {commit}"
     if root.exists() and any(root.iterdir()):
         verify_upstream(root)

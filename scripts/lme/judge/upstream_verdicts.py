@@ -30,7 +30,6 @@ def is_upstream_file(records: list[Any]) -> bool:
 
 
 def read_records(path: Path) -> list[Any]:
-    """The file's JSON records (an archive export or an upstream file), for ``is_upstream_file``."""
     return upstream_files.load_records(Path(path), limits=upstream_files.HYPOTHESES_LIMITS)
 
 

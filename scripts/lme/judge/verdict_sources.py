@@ -6,11 +6,8 @@ another host, prompt or shape).
 A figure is official only when every verdict is official (live or archived): one successor verdict makes the
 mixed figure not official, whatever its calibration.
 
-Whether a verdict is official is decided here, once (``classify``), from what its row and its run recorded: the
-judge's provider and returned model, the endpoint host (a row written before verdicts recorded their host: the host
-its run recorded, run-meta ``endpoints``), the request shape and the successor mark. The stored ``official`` flag is
-never enough: older versions wrote ``true`` for the official model at any host. The scorecard, ``decide`` (who
-judged a snapshot and its re-test) and ``judge_shim --hyp-file`` all ask ``classify``.
+Whether a verdict is official is decided here, once (``classify``), from what its row and its run recorded, by
+``references/SPEC.md`` "Judge continuity" ("The official rule": why the stored ``official`` flag is never enough).
 """
 
 from __future__ import annotations

@@ -113,11 +113,8 @@ def head_sha(project: Path) -> str:
 
 
 def commit(message: str, paths: Sequence[str], *, project: Path | None = None) -> str | None:
-    """Commit exactly ``paths`` on the loop branch; returns the new commit's sha, or None if nothing changed.
-
-    Only the named paths are staged and committed (other changes in the tree are left alone). Ignored paths are
-    added on purpose: the caller named them.
-    """
+    """Returns the new commit's sha, or None if nothing changed. Only the named paths are staged (other changes in
+    the tree are left alone); ignored paths are added on purpose: the caller named them."""
     project = Path.cwd() if project is None else Path(project)
     assert_on_loop_branch(project=project)
     if not message.strip():

@@ -1,10 +1,7 @@
 """Keep or revert a fix: compare the pre-fix snapshot with the post-fix run and apply the loop's decision table.
 
-The comparison (``run_comparison.compare``) counts only the items both sides judged and names the rest. The snapshot
-and the run hold one item set, so a decision also counts, strictly, the items the comparison leaves out whose label
-changed: an item the re-test left as an error row (or without a row, with ``--allow-errors``) that the snapshot had
-right is a regression (the fix broke it), one the snapshot had as an error and the re-test gets right is a fix.
-The record names them (``error_flips``) and the code that changed between the two sides (``code``).
+Besides the comparison's flips (``run_comparison.compare``: the items both sides judged), a decision counts the items
+it leaves out whose label changed (``error_flips``): ``references/SPEC.md``, "Comparing runs".
 
 The command (its parser, ``main()`` and help text) is ``lme/cli/decide.py``."""
 
@@ -166,7 +163,6 @@ def run_decision(
     apply: bool = False,
     allow_errors: bool = False,
 ) -> dict[str, Any]:
-    """Compare, decide, optionally apply, and log. Returns the decision record."""
     project = Path(project)
     pair = _ready_pair(project, snapshot, run_id, allow_errors=allow_errors)
     comparison = run_comparison.compare(pair.snap_dir, pair.run_dir)
@@ -178,8 +174,7 @@ def run_decision(
 def judge_of(row: ResultRow, endpoints: Mapping[str, Any] | None = None) -> str | None:
     """Who made a row's verdict, as one name (None: not judged): the official judge (a call, the call cache or the
     verdict archive alike), else ``provider:model``, marked when it is the run's successor judge. Official is
-    ``verdict_sources``' rule, the scorecard's, recomputed from what the row and its run (``endpoints``, run-meta's)
-    recorded: never the row's stored flag (older versions wrote ``true`` for the official model at any host)."""
+    ``verdict_sources``' rule, the scorecard's (``endpoints``: its run's run-meta ``endpoints``), not the row's flag."""
     verdict = row.judgment
     if verdict is None:
         return None

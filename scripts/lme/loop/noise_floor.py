@@ -99,10 +99,8 @@ def sample(rows: Mapping[str, ResultRow], types: Mapping[str, str], size: int, s
 
 
 def start(project: Path, run_id: str, *, size: int = DEFAULT_SAMPLE, seed: str | None = None) -> dict[str, Any]:
-    """Record a seeded sample's labels and hypotheses, then drop those items so the run re-runs them.
-
-    Idempotent: a pending measurement of the same stack is returned as it is (nothing dropped twice).
-    """
+    """Record a seeded sample's labels and hypotheses, then drop those items so the run re-runs them. Idempotent: a
+    pending measurement of the same stack is returned as it is (nothing dropped twice)."""
 
     if size < 1:
         raise UserError(f"--sample {size} must be >= 1", fix="e.g. --sample 60")

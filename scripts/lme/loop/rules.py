@@ -105,7 +105,6 @@ def current_branch(project: Path) -> str | None:
 
 
 def assert_on_loop_branch(branch: str | None = None, *, project: Path | None = None) -> str:
-    """Raise UserError unless the work tree at ``project`` is on ``branch`` (default: config loop.branch)."""
     project = Path.cwd() if project is None else Path(project)
     wanted = branch or loop_config(project)["branch"]
     actual = current_branch(project)
@@ -327,5 +326,4 @@ def _inside(project: Path, given: str, key: str, *, folder: bool | None) -> str:
 
 
 def in_fix_paths(path: str, allowed: list[str]) -> bool:
-    """Whether the project-relative ``path`` is one of ``allowed`` or under one of its folders."""
     return any(a == "" or path == a or (a.endswith("/") and path.startswith(a)) for a in allowed)

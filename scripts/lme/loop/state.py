@@ -292,7 +292,7 @@ class Position:
 
 
 def position(project: Path) -> Position:
-    """Read the loop's files and name the next step. A state file that is not data raises StateFileError."""
+    """A state file that is not data raises StateFileError."""
     project = Path(project)
     round_no = current(project)
     confirmation = state_reader.read_json(project / CONFIRMATION_FILE)

@@ -37,10 +37,7 @@ from lme.loop.state import (
 
 
 def snapshot(project: Path, run_id: str, round_no: int | None = None) -> Path:
-    """Copy the run's files into ``snapshots/v<round>/``; refuses to overwrite an existing snapshot.
-
-    The copy is built in a temp directory and renamed into place, so a snapshot is either whole or absent.
-    """
+    """Built in a temp directory and renamed into place, so a snapshot is either whole or absent."""
     project = Path(project)
     source = run_store.existing_run_dir(project, run_id)
     round_no = current(project) if round_no is None else round_no

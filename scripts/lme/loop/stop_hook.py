@@ -169,7 +169,6 @@ def halted(why: str) -> dict[str, Any] | None:
 
 
 def one_line_message(text: str) -> str:
-    """The text on one printable line, at most ``MESSAGE_CHARS`` long."""
     flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
     return flat if len(flat) <= MESSAGE_CHARS else flat[: MESSAGE_CHARS - 1] + "\u2026"
 

@@ -87,7 +87,6 @@ class ScoreOptions:
 
 
 def score_run(run_dir: Path, project: Path, options: ScoreOptions = ScoreOptions()) -> int:
-    """Score ``run_dir`` as ``options`` say and write its outputs. Returns 0."""
     n_total, variant, run_id, fmt, charts, html, history, compare, force, rescore, png = (
         getattr(options, f.name) for f in fields(options))
     run_store.refuse_links(run_dir)  # a planted link in the run folder: one line before anything is read or written

@@ -104,7 +104,6 @@ def verdict_lines(card: Scorecard) -> list[str]:
 
 
 def render_markdown(card: Scorecard) -> str:
-    """The scorecard for people: banner, both accuracies with their denominators, per type, cost, latency."""
     card = require(card)
     lines = [f"# LongMemEval scorecard — run `{card.run_id}` ({dataset_name(card)})", ""]
     lines += banner_lines(card) + figures_lines(card) + gold_error_lines(card.excluding_gold_errors)
@@ -216,7 +215,6 @@ def stability_lines(card: Scorecard) -> list[str]:
 
 
 def cost_lines(card: Scorecard) -> list[str]:
-    """Cost, batches, tokens, latency, cache hits and retries, error rows by kind."""
     usage = card.usage
     tok, lat, cache = usage.tokens, usage.latency_ms, usage.cache
     return [

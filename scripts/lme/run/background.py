@@ -1,10 +1,8 @@
 """A run's background worker: started detached from the caller, recorded in ``worker.json``, checked for life.
 
-``run_benchmark.py --background`` makes every check in the calling process, then starts the same run as a child
-in its own session and process group (stdin ``/dev/null``, stdout and stderr appended to ``<run dir>/run.log``),
-so the end of the calling shell, its process group, a tool's time limit or the Claude Code session does not stop
-it. ``worker.json`` (written atomically) holds ``pid``, ``started_at``, ``hostname`` and ``log``, plus on Linux the
-boot id and the process start time, so a pid reused after a restart is not mistaken for the worker.
+What is checked in the calling process, how the child is detached (so a tool's time limit or the end of the Claude
+Code session does not stop it) and what ``worker.json`` holds: ``references/SPEC.md``, "Background runs and their
+status".
 """
 
 from __future__ import annotations
@@ -40,12 +38,8 @@ def live_worker(root: Path) -> dict[str, Any] | None:
 
 
 def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header: str) -> dict[str, Any]:
-    """Start ``argv`` detached, logging to ``root/run.log`` (``root``: the run's or its shard's directory); write
-    and return its worker.json record.
-
-    Refuses (UserError) while a live worker of this run exists; the check and the start are serialised by a
-    lock so two callers cannot both start one.
-    """
+    """``root``: the run's or its shard's directory. The live-worker check and the start are serialised by a lock
+    so two callers cannot both start one."""
     root = Path(root)
     log = root / LOG_FILE
     with run_store.RunLock(root, name=run_store.WORKER_LOCK_FILE, wait=True):

@@ -1,18 +1,7 @@
 """Money before a run and during it: the confirmation gate (``confirmCostUsd``) and the ``--max-cost`` cap.
 
-The gate: a run that will make paid calls and whose dry-run estimate (the items this invocation would run) is
-above ``confirmCostUsd`` is refused before anything is written, with the estimate, unless ``--yes``. An unknown
-price gates too: it cannot be shown to be below the limit.
-
-An approval is recorded in the run: an invocation started with ``--yes`` writes ``approved_usd`` (what the run had
-spent plus that invocation's upper-bound estimate) into its run-meta entry. A later resume of that run without
-``--yes`` passes the gate while what the run has spent plus the resume's own estimate stays within it, so a run
-the user approved and that paused at ``--max-cost`` is not asked about twice; past it, the gate asks again.
-
-The cap: ``--max-cost USD`` counts what the run has spent (every row it recorded, all invocations: the calls made
-through this toolkit, cache hits free) plus an upper-bound estimate of each item admitted and not yet recorded,
-and admits no item that would take that sum past the cap. Admitted items finish and are recorded normally, so
-the run stops between items: status ``paused``, exit 6, resumable with a higher cap.
+What is gated, what an approval recorded in the run covers and how the cap admits items: ``references/SPEC.md``,
+"Cost gate and cap". An unknown price gates too: it cannot be shown to be below the limit.
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ class _MetaWriter:
 
 
 def _drive(run: "_Session", questions: Iterator[Question], gateway: Any, endpoint: Any = None) -> None:
-    """Run items on a pool; this thread is the only writer: append the row, then mark it completed if judged.
+    """This thread is the only writer: append the row, then mark it completed if judged.
 
     ``run.cap`` (a ``cost_gate.CostCap``) admits each item before it is started; the first refusal stops the intake
     and the items already admitted finish and are recorded. ``gateway``: the run's LLM (the batch phase's, after one);
@@ -348,7 +348,6 @@ class _Session:
         self.batched: Any = None
 
     def start(self) -> None:
-        """After the caller's ``on_start``: the shard's root meta, the progress line, the pacing file, the signals."""
         settings = self.settings
         if settings.shard is not None:
             state.update_root_meta(self.root, self.manifest)
@@ -416,7 +415,6 @@ class _Session:
         )
 
     def account(self, row: ResultRow, registry: StabilityRegistry | None, gateway: Any) -> None:
-        """One written row in the tally, the cost cap, the judge's flags and the failure policy; then the progress."""
         tally, meta, stop = self.tally, self.meta, self.stop
         tally.record(row)
         if self.cap is not None:
@@ -439,7 +437,7 @@ class _Session:
         os._exit(EXIT_INTERRUPTED)  # in-flight calls cannot be cancelled; their rows were never written
 
     def drive(self) -> None:
-        """The batch phase (``--batch``), then the items; whatever ends it, run-meta says how before it re-raises."""
+        """Whatever ends it, run-meta says how before it re-raises."""
         settings, stop, progress_mode = self.settings, self.stop, self.options.progress_mode
         previous_handlers = _install_signal_handlers(stop)
         ended = None

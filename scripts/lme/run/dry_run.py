@@ -1,19 +1,11 @@
 """``--dry-run``: build every prompt the run would send, count tokens, and estimate cost and time. No model call.
 
-Also the cost gate's and ``--max-cost``'s source of estimates. What is exact and what is assumed:
-
-- generation: the target's own requests (``prepare_requests_by_role``, else ``prepare_requests``), so prompts
-  are exact where the target can build them before the run (memory-ref's reader assumes a facts block: see
-  ``plugins/memory_ref/preview.py``). Output is counted at ``max_tokens``, an upper bound. A target with neither
-  function is unknown. ``command`` and ``python`` targets make their own model calls, which are not ours to count.
-- judge: sized from the question, the gold answer and an assumed hypothesis length; two output tokens. A
-  hypotheses run's judge prompts are exact (``judge_preview``: the file's own hypothesis, no call for a question
-  the file lacks), and a call the verdict archive or the call cache would serve is free, as it is in the run; a
-  run that generates its answers has every judge call counted.
-- calls found in the call cache (when the run reads it) and repeats of an identical request in the run are free;
-  so are the facts a target caches itself (memory-ref's writer).
-- tokens: the provider layer's estimate (characters / 4); dollars: ``prices.py`` (a model not in it is unknown,
-  never free); time: a per-call latency model, divided by the concurrency: a rough figure to plan with.
+Also the cost gate's and ``--max-cost``'s source of estimates. What is exact, assumed and free: ``references/SPEC.md``,
+"Cost gate and cap" ("What the estimate counts"). Beyond it: the target's requests come from
+``prepare_requests_by_role``, else ``prepare_requests`` (neither: unknown; memory-ref's assumed facts block:
+``plugins/memory_ref/preview.py``); a hypotheses run's exact judge prompts from ``judge_preview``; tokens are the
+provider layer's estimate (characters / 4); dollars ``prices.py`` (a model not in it is unknown, never free); time a
+per-call latency model divided by the concurrency: a rough figure to plan with.
 """
 
 from __future__ import annotations
@@ -183,7 +175,6 @@ def run_is_finished(settings: RunSettings, run_id: str | None) -> bool:
 
 
 def _nothing_pending(run_dir: Path, done: set[str], settings: RunSettings) -> bool:
-    """Every item of the run's manifest (in the shard) is completed."""
     ids = _run_item_ids(run_dir)  # unreadable: stream the dataset as usual
     return ids is not None and all(q in done for q in ids if run_store.in_shard(q, settings.shard))
 
@@ -338,7 +329,6 @@ def _totals(settings: RunSettings, est: Estimator, roles: dict[str, StageTotals]
 
 
 def _note(settings: RunSettings, est: Estimator, unknown: int) -> str:
-    """What the estimate assumed, as one line."""
     if est.judge_previewer is not None:
         sized = "each judge prompt exact, sized with the file's own hypothesis"
         judged = "judge calls the verdict archive or the call cache would serve are free"

@@ -158,9 +158,7 @@ def judge(q: Question, hypothesis: str, settings: RunSettings, llm: LLM, run_id:
 def run_item(q: Question, settings: RunSettings, llm: LLM,
              prompts: list[ChatRequest] | None = None, endpoint: Any = None, *,
              run_id: str | None = None) -> ResultRow:
-    """Return the result row for ``q``: ``status`` ``judged``, or ``error`` with the failing stage.
-
-    The row's ``prompt_keys`` name the chat requests the target sent (``ChatRequest.key()``, in order); the
+    """The row's ``prompt_keys`` name the chat requests the target sent (``ChatRequest.key()``, in order); the
     requests themselves go into ``prompts`` when given, for the run's writer to store (``prompt_store``).
     ``endpoint``: the run's target endpoint (``target_endpoint.TargetEndpoint``) for a user's own system: the item
     gets a scope of it, and the calls made under it go into the row. ``run_id``: the run an official verdict made

@@ -58,9 +58,8 @@ def successor_line(settings: RunSettings) -> str:
 
 
 def prepare(settings: RunSettings, run_id: str | None) -> tuple[RunSettings, list[recent_probes.Passed]]:
-    """Probe what the run will call and decide its judge route (see the module docstring). Raises UserError with
-    one line on a refusal; returns ``settings``, with ``official_judge_gone`` set when the run must not call the
-    official judge, and the probes that passed now (``recent_probes.remember`` them once the run has started)."""
+    """Returns ``settings``, with ``official_judge_gone`` set when the run must not call the official judge, and
+    the probes that passed now (``recent_probes.remember`` them once the run has started)."""
     if settings.successor_only and settings.successor is not None:
         return _successor_throughout(settings)
     covered = archive_covers(settings, run_id)

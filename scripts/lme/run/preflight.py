@@ -30,10 +30,7 @@ KEY_VARS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "azure
 
 
 def check_inputs(settings) -> None:
-    """Refuse up front what would fail every item: an unknown target, bad target options, no judge prompt.
-
-    Run before anything is written or paid for; raises UserError.
-    """
+    """Refuse up front what would fail every item: an unknown target, bad target options, no judge prompt."""
     for warning in api_check.check_target(settings.target, Path(settings.project)):  # an outdated copy: refused
         print(warning, file=sys.stderr)
     try:

@@ -34,7 +34,6 @@ def error_line(row: ResultRow) -> str:
 
 
 def one_line(text: str, limit: int = REASON_CHARS) -> str:
-    """The first non-empty line of ``text``, whitespace collapsed, at most ``limit`` characters."""
     first = " ".join(next((line for line in text.splitlines() if line.strip()), "").split())
     return first if len(first) <= limit else first[: limit - 1] + "…"
 

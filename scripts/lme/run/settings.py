@@ -98,7 +98,6 @@ class RunSettings:
 
     @property
     def successor(self) -> tuple[str, str] | None:
-        """``(provider, model)`` of the successor judge, or None."""
         if not self.successor_judge:
             return None
         provider, _, model = self.successor_judge.partition(":")
@@ -274,7 +273,6 @@ def _target(cfg: Mapping[str, Any], args: argparse.Namespace, routes: Mapping[st
 
 
 def _counts(cfg: Mapping[str, Any], args: argparse.Namespace) -> dict[str, int]:
-    """``--max``, ``--concurrency``, ``--error-threshold`` and ``--judge-repeat`` (else the config's), checked."""
     max_evals = args.max if args.max is not None else int(cfg.get("maxEvals", 500))
     concurrency = args.concurrency if args.concurrency is not None else int(cfg.get("concurrency", 8))
     if max_evals < 0:

@@ -288,7 +288,7 @@ def _mount_point(path: Path) -> str:
 
 
 def collect(root: Path, project: Path) -> Status:
-    """The full status of the run in ``root`` (reads every result row)."""
+    """Reads every result row."""
     state, meta, worker, why = state_of(root)
     meta = meta or {}
     status = Status(state=state, run_id=root.name, pid=(worker or {}).get("pid") if state == "running" else None,

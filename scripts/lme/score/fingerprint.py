@@ -12,11 +12,9 @@ finished run changes none of it. The fingerprint covers:
 - the scoring code and its reference data, by their bytes (a new plugin version rescores);
 - the options that shape the outputs (``--n-total``, variant, run id, charts, PNGs, html).
 
-Each output records the fingerprint it was made from: ``metrics.json`` in its ``fingerprint`` field, the pages
-(scorecard.md, report.html, the per-type charts) in a stamp (``stamped``). The outputs are written one after another,
-so a kill can leave some of them new and some old: ``current`` holds only when every output records the fingerprint
-of the inputs as they are now, and ``scorecard.py`` then reuses them (``--rescore`` scores anyway). A page that
-records another fingerprint, or none, is made again.
+Each output records the fingerprint it was made from (a page in a stamp, ``stamped``); ``current`` holds only when
+every output records that of the inputs as they are now, since a kill between two writes leaves some new and some
+old (``references/SPEC.md``, "Rate limits", the paragraph on ``fingerprint``).
 """
 
 from __future__ import annotations

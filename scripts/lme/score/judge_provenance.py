@@ -3,10 +3,8 @@ comparability notes: the three counts (official judged live, official from the v
 endpoint hosts verdicts were made at, each invocation's judge endpoint, a successor's calibration (or
 "uncalibrated"), and why a verdict of the official judge is not official (endpoint, request shape, prompt).
 
-A verdict is official by ``verdict_sources.classify`` (the one rule, recomputed from what the row and its run
-recorded; a row written before verdicts recorded their host is judged by the host its run recorded, run-meta
-``endpoints``). The run is comparable only if every verdict is official: a run whose verdicts come from more than
-one endpoint says so, and a successor's verdict makes the mixed figure not official whatever its calibration.
+A verdict is official by ``verdict_sources.classify``; the run is comparable only if every verdict is
+(``references/SPEC.md``, "Judge continuity").
 """
 
 from __future__ import annotations

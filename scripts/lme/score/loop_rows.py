@@ -41,8 +41,8 @@ def kept_fixes(decisions: Iterable[Mapping[str, Any]], run_id: str) -> dict[int,
 
 
 def summary(kept: Mapping[int, Collection[str]], scored: Collection[str]) -> LoopRows | None:
-    """The run's ``LoopRows`` (None: no kept fix, ``kept_fixes``), counted over ``scored``, the ids of the rows the scorecard scores (as its Code line counts them): items not run
-    yet and re-tested ids outside them are no rows."""
+    """The run's ``LoopRows`` (None: no kept fix, ``kept_fixes``), counted over ``scored``, the ids of the rows the
+    scorecard scores (as its Code line counts them): items not run yet and re-tested ids outside them are no rows."""
     if not kept:
         return None
     retested = set().union(*kept.values()) & set(scored)

@@ -45,7 +45,6 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> list[float] | No
 
 
 def _block(labels: Iterable[bool | None]) -> dict[str, Any]:
-    """n / judged / correct with strict and judged-only accuracy and their Wilson intervals."""
     values = list(labels)
     n = len(values)
     judged = sum(1 for v in values if v is not None)

@@ -38,14 +38,13 @@ def _check_k(k: int) -> None:
 
 
 def recall_any(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """1.0 if any gold id is in the first k ranked ids, else 0.0."""
     _check_k(k)
     top = set(list(ranked)[:k])
     return float(any(g in top for g in set(gold)))
 
 
 def recall_all(ranked: Sequence[str], gold: Iterable[str], k: int) -> float:
-    """1.0 if every gold id is in the first k ranked ids, else 0.0 (vacuously 1.0 for no gold)."""
+    """Vacuously 1.0 for no gold."""
     _check_k(k)
     top = set(list(ranked)[:k])
     return float(all(g in top for g in set(gold)))
@@ -86,7 +85,6 @@ def should_skip(question_id: str, gold: Sequence[str]) -> bool:
 
 
 def mean_metrics(rows: Iterable[dict[str, float]]) -> dict[str, float]:
-    """Average per-item metric dicts (same keys) into one dict; empty input gives {}."""
     totals: dict[str, float] = {}
     n = 0
     for row in rows:

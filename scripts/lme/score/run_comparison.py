@@ -1,11 +1,8 @@
 """Two runs compared question by question: fixes, regressions, net change and an exact McNemar p-value.
 
-The comparison ``compare_runs.py`` prints and the diff page (``report_html.build_compare``) draws. Its figures
-(fixes, regressions, McNemar, the per-type changes) count only the items both runs judged: an item one run never
-ran (or holds no row of), or whose row is an error in one run, is not a fix or a regression of anything; those are
-counted apart and named (``not_compared``: judged only in A, only in B, an error in one, judged in neither). Runs
-judged differently or on a different dataset file are refused unless ``force``; runs of different item sets are
-compared on the items they share. Two runs of the same hypotheses with different judges are a judge comparison
+The comparison ``compare_runs.py`` prints and the diff page (``report_html.build_compare``) draws. Which items its
+figures count, which are named apart (``not_compared``) and which runs are refused: ``references/SPEC.md``,
+"Comparing runs". Two runs of the same hypotheses with different judges are a judge comparison
 (``judge_comparison``): the judges' label agreement and Cohen's kappa.
 """
 
@@ -132,10 +129,7 @@ _OUTCOME = {(False, True): "fixes", (True, False): "regressions", (True, True): 
 
 
 def compare(run_a: Path, run_b: Path, *, force: bool = False, judge_comparison: bool = False) -> Comparison:
-    """Per-question change from run A (before) to run B (after), over the items both runs judged (the rest:
-    ``not_compared``).
-
-    Raises UserError when the judge or the dataset sha256 differ, unless ``force`` (then ``forced`` is true
+    """Raises UserError when the judge or the dataset sha256 differ, unless ``force`` (then ``forced`` is true
     and ``mismatches`` lists what differs). Runs with the same hypotheses on every common item and different
     judges are a judge comparison (``kind: "judge"``, with ``judge_agreement``): given ``judge_comparison`` or
     ``force``, the judge is then not a mismatch. ``judge_comparison`` on runs whose hypotheses differ is refused.
@@ -177,8 +171,6 @@ def _empty_bucket() -> dict[str, int]:
 
 
 def _tally(pair: _RunPair) -> _Tally:
-    """Count each item both runs judged into its outcome, overall and for its type; a flip becomes a changed
-    item."""
     flaky_a, flaky_b = _flaky_keys(pair.a), _flaky_keys(pair.b)
     per_type = {t: _empty_bucket() for t in QUESTION_TYPES}
     overall = {"fixes": 0, "regressions": 0, "both_right": 0, "both_wrong": 0}
@@ -204,7 +196,6 @@ def _tally(pair: _RunPair) -> _Tally:
 
 
 def _flaky_flips(tally: _Tally) -> FlakyFlips:
-    """The flips on unstable labels (counted in fixes and regressions too)."""
     flaky = [c for c in tally.changed if c.flaky]
     fixes = sum(1 for c in flaky if c.after)
     return FlakyFlips(fixes=fixes, regressions=len(flaky) - fixes, net=fixes - (len(flaky) - fixes),

@@ -531,8 +531,7 @@ def _later(name: str) -> Any:
 
 @dataclass(frozen=True)
 class Scorecard(Record):
-    """A run's figures (``metrics.json``, its keys in the order of the fields). Accuracies come twice: strict over
-    all ``n_total`` items (errors and items not run count as wrong) and judged-only; full precision (round only for
+    """A run's figures (``metrics.json``, its keys in the order of the fields), at full precision (round only for
     display). A key a metrics.json lacks takes its default (a file of an older version, a hand-made card)."""
 
     schema_version: str = codec.field(default=SCHEMA_VERSIONS["metrics"], key="schemaVersion")

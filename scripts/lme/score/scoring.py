@@ -2,11 +2,10 @@
 the reported gold errors, cost, tokens, latency, retrieval, truncation, judge stability and agreement, and for a run
 labelled (partly) by a calibrated non-official judge an estimate of its official accuracy (``corrected_figures``).
 
-Every accuracy is given twice: strict (denominator = all N_TOTAL items; errors and items not run count as wrong)
-and judged-only (denominator = judged items). The notes say exactly why a run is not comparable with published
-LongMemEval figures (judge, dataset items, top_k covering every session, incomplete run, errors). A second figure
-leaves out items whose gold was reported wrong upstream (references/known-gold-errors.json, status ``wrong``); it
-never replaces the official one. ``scorecard_md`` renders it; ``report_outputs`` writes it.
+Every accuracy is given twice, strict and judged-only (``metrics``). The notes say exactly why a run is not
+comparable with published LongMemEval figures (judge, dataset items, top_k covering every session, incomplete run,
+errors). A second figure leaves out items whose gold was reported wrong upstream (references/known-gold-errors.json,
+status ``wrong``); it never replaces the official one. ``scorecard_md`` renders it; ``report_outputs`` writes it.
 """
 
 from __future__ import annotations
@@ -109,7 +108,6 @@ def batch_summary(rows: Iterable[ResultRow]) -> Batches | None:
 
 
 def usage_summary(rows: Sequence[ResultRow]) -> Usage:
-    """Tokens, latency percentiles, cache hits, retries and error rows by kind."""
     gen_lat, judge_lat = [], []
     count: Counter[str] = Counter()
     errors: Counter[str] = Counter()
@@ -319,7 +317,6 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, inputs: Scoring
 
 
 def _figures(scored: Mapping[str, Any]) -> dict[str, Any]:
-    """``metrics.score``'s figures as the scorecard's fields."""
     return {**{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed")},
             "overall": Figures.from_dict(scored["overall"]), "abstention": Figures.from_dict(scored["abstention"]),
             "task_averaged": TaskAveraged.from_dict(scored["task_averaged"]),
@@ -332,7 +329,6 @@ def _agreement(record: Mapping[str, Any] | None) -> JudgeAgreement | None:
 
 
 def _dataset(run: RunData, variant: str | None) -> DatasetRef:
-    """The dataset file as every report names it."""
     info = run.meta.dataset
     return DatasetRef(sha256=run.dataset_sha256, path=info.path,
                       known_official=dataset.is_known_official(str(run.dataset_sha256 or "")),
