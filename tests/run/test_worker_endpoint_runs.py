@@ -81,20 +81,27 @@ def generate(item, ctx):
 
 
 def echo(fake) -> None:
-    """The provider answers each reader call with its prompt (and holds a ``slow:`` one for 4.5 s, within the run's 5 s)."""
+    """The provider answers each reader call with its prompt, and holds a ``slow:`` one for ``SLOW_S``: past the
+    item's timeout, within the run's request timeout."""
 
     def answer(body):
         prompt = prompt_text(body)
         if prompt.startswith("slow: "):
-            fake.sleep(4.5)
+            fake.sleep(SLOW_S)
         return prompt
 
     fake.answer_fn = answer
 
 
-def project_for(tmp_path: Path, target: str, **options) -> Path:
+SLOW_S = 7.0
+"""The ``slow:`` call's hold. The hanging item's timeout (5 s) must leave the worker time to import ``openai`` and
+make its call on a loaded machine (2.5 s did not, at a load of 15 on 2 cores), and the hold must outlast it."""
+
+
+def project_for(tmp_path: Path, target: str, request_timeout_s: float = 5, **options) -> Path:
     return make_project(tmp_path / "p", target=target, targetProvider="openai", targetModel="gpt-4o-mini",
-                        judgeProvider="offline", judgeModel="offline-containment-v1", targetOptions=options)
+                        judgeProvider="offline", judgeModel="offline-containment-v1", targetOptions=options,
+                        requestTimeoutSeconds=request_timeout_s)
 
 
 def run(project: Path, run_id: str, *args: str) -> int:
@@ -161,7 +168,7 @@ def test_a_worker_killed_at_its_timeout_keeps_its_call_in_its_row_and_its_token_
                                                                                               monkeypatch):
     echo(fake_llm)
     monkeypatch.setenv("DEAD_URL_FILE", str(tmp_path / "dead_url"))
-    project = project_for(tmp_path, "memsys.py", timeout_s=2.5)
+    project = project_for(tmp_path, "memsys.py", request_timeout_s=15, timeout_s=5)
     (project / "memsys.py").write_text(HANGS_WITH_A_CALL_IN_FLIGHT)
     assert run(project, "t", "--max", "4", "--concurrency", "1", "--error-threshold", "3") == 0
     hung, *rest = rows(project, "t")
