@@ -26,6 +26,7 @@ for p in (*reversed(TEST_FOLDERS), SCRIPTS, TESTS):
 SHARED_DATA = REPO.parent / "shared" / "data" / "longmemeval"
 
 import claude_code_harness  # noqa: E402  (reads where the pinned CLI lives before any test moves HOME)
+from command_env import bytecode_folders  # noqa: E402
 
 
 def _bytecode_outside_the_checkout() -> None:
@@ -43,6 +44,28 @@ def _bytecode_outside_the_checkout() -> None:
 
 
 _bytecode_outside_the_checkout()
+
+SHIPPED = (SCRIPTS, REPO / "plugins")
+"""The folders the plugin install copies whole: a ``__pycache__`` a test run leaves there would be installed."""
+_BYTECODE_BEFORE = pytest.StashKey[set]()
+
+
+def pytest_sessionstart(session):
+    session.stash[_BYTECODE_BEFORE] = bytecode_folders(SHIPPED)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The run fails when it left a new ``__pycache__`` in scripts/ or plugins/: some command a test started had
+    lost the bytecode setting (start it with command_env.clean_env, or the test process's environment)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # the controller checks once, after every worker ended
+    left = sorted(bytecode_folders(SHIPPED) - session.stash.get(_BYTECODE_BEFORE, set()))
+    if left:
+        names = ", ".join(path.relative_to(REPO).as_posix() for path in left)
+        session.config.get_terminal_writer().line(
+            f"\nerror: the test run left bytecode in the shipped folders: {names} (a command started without "
+            f"PYTHONPYCACHEPREFIX: tests/command_env.py's clean_env keeps it)", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

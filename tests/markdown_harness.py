@@ -253,11 +253,14 @@ def prepare_project(root: Path, python: str, base_env: Mapping[str, str], *,
         "PLUGIN": str(REPO),  # README's shell blocks: "PLUGIN is this checkout"
         "GIT_AUTHOR_NAME": "doc-test", "GIT_AUTHOR_EMAIL": "doc-test@example.invalid",
         "GIT_COMMITTER_NAME": "doc-test", "GIT_COMMITTER_EMAIL": "doc-test@example.invalid",
-        "PYTHONDONTWRITEBYTECODE": "1",
         # what Claude Code sets for its Bash commands: the loop skill's loop_session.py start records it
         "CLAUDE_CODE_SESSION_ID": "doc-test-session",
     })
     env.pop("PYTHONPATH", None)
+    # Bytecode is cached, as on a user's machine, but under the suite's PYTHONPYCACHEPREFIX (tests/conftest.py),
+    # outside the checkout and the project: with PYTHONDONTWRITEBYTECODE every block's command compiled what the
+    # cache lacked again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     _git("init", "-q", "--bare", str(origin), cwd=root, env=env)
     _git("init", "-q", "-b", "longmemeval-iter", cwd=project, env=env)
     (project / "README.md").write_text("A project measured with LongMemEval.\n", encoding="utf-8")

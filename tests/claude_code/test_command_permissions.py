@@ -32,6 +32,7 @@ import pytest
 from lme.core import command_names
 from lme.cli.claude_settings import split_entries
 from lme.core.command_names import PLUGIN
+from command_env import clean_env
 from markdown_harness import REPO, extract_blocks
 from test_plugin_manifest import frontmatter
 
@@ -179,7 +180,7 @@ def _venv_run(runner: Path, project: Path, *args: str):
     import subprocess
 
     return subprocess.run(["bash", str(runner), *args], cwd=project, capture_output=True, text=True, timeout=60,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(project)})
+                          env=clean_env(PATH="/usr/bin:/bin", HOME=str(project)))
 
 
 @pytest.mark.parametrize("layout", ["bin/python", "Scripts/python.exe"])

@@ -20,6 +20,7 @@ from lme.data import dataset_download
 from lme.data.project_dataset import SAMPLE_DATASET
 from lme.judge import upstream_checkout
 from lme.core.errors import run_main
+from command_env import bytecode_flags
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "setup_project.py"
 
@@ -138,14 +139,16 @@ def test_unwritable_project_is_refused(tmp_path, capsys):
 
 
 def test_script_runs_with_a_bare_interpreter_and_prints_help():
-    # -S -E: no site-packages, no PYTHON* env: proves the stdlib-only promise.
-    done = subprocess.run([sys.executable, "-S", "-E", str(SCRIPT), "--help"], capture_output=True, text=True)
+    # -S -E: no site-packages, no PYTHON* env: proves the stdlib-only promise (-X pycache_prefix: the suite's
+    # bytecode setting, which -E drops).
+    done = subprocess.run([sys.executable, *bytecode_flags(), "-S", "-E", str(SCRIPT), "--help"], capture_output=True,
+                          text=True)
     assert done.returncode == 0 and "--download" in done.stdout
 
 
 def test_sample_setup_works_with_a_bare_interpreter(tmp_path):
-    done = subprocess.run([sys.executable, "-S", "-E", str(SCRIPT), "--project", str(tmp_path), "--sample",
-                           "--skip-venv"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *bytecode_flags(), "-S", "-E", str(SCRIPT), "--project", str(tmp_path),
+                           "--sample", "--skip-venv"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert config_of(tmp_path)["target"] == "offline"
 
@@ -153,8 +156,8 @@ def test_sample_setup_works_with_a_bare_interpreter(tmp_path):
 def test_a_local_dataset_is_checked_with_a_bare_interpreter(tmp_path):
     """``--dataset PATH`` fingerprints the file before the venv exists: no module it needs may import a package."""
     sample = SCRIPT.parent.parent / "data" / "sample" / "longmemeval_sample.json"
-    done = subprocess.run([sys.executable, "-S", "-E", str(SCRIPT), "--project", str(tmp_path), "--dataset",
-                           str(sample), "--skip-venv"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, *bytecode_flags(), "-S", "-E", str(SCRIPT), "--project", str(tmp_path),
+                           "--dataset", str(sample), "--skip-venv"], capture_output=True, text=True)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "no item matches a shipped fingerprint (24 items)" in done.stdout
 

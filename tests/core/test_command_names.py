@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from lme.core import command_names
+from command_env import clean_env
 from run_project import REPO
 
 SCRIPTS = REPO / "scripts"
@@ -90,7 +91,7 @@ def test_every_slash_command_a_shell_script_prints_is_a_command_names_value():
 @pytest.mark.parametrize("env, expected", [({}, "shell"), (IN_CLAUDE_CODE, "slash")])
 def test_venv_run_names_setup_in_the_form_its_caller_can_use(tmp_path, env, expected):
     done = subprocess.run(["bash", str(SCRIPTS / "venv_run.sh"), "scorecard.py"], cwd=tmp_path, text=True,
-                          capture_output=True, env={"PATH": "/usr/local/bin:/usr/bin:/bin", **env})
+                          capture_output=True, env=clean_env(PATH="/usr/local/bin:/usr/bin:/bin", **env))
     line = command_names.step(command_names.SETUP, env=env)
     assert done.returncode == 2 and done.stderr == f"error: .longmemeval-venv not found in {tmp_path}: run setup first: {line}\n"
     assert line.startswith("python3 " if expected == "shell" else "/longmemeval-setup")
@@ -105,7 +106,7 @@ def test_the_module_is_standard_library_only():
 
 def test_the_command_prints_a_step_for_shell_scripts():
     done = subprocess.run([sys.executable, str(SCRIPTS / "command_names.py"), "--step", "RUN", "--max", "3"],
-                          capture_output=True, text=True, env={"CLAUDECODE": "1"})
+                          capture_output=True, text=True, env=clean_env(CLAUDECODE="1"))
     assert (done.returncode, done.stdout) == (0, "/longmemeval-run --max 3\n")
     bad = subprocess.run([sys.executable, str(SCRIPTS / "command_names.py"), "--step", "NOPE"], capture_output=True,
                          text=True)

@@ -17,6 +17,7 @@ import pytest
 
 from lme.store import run_store
 from lme.core import command_names
+from command_env import clean_env
 from loop_testing import item_ids, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,7 +51,7 @@ def _run(project: Path, run_id: str, started_at: str, labels: dict[str, bool]) -
 
 def _bash(script: str, project: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_PLUGIN_ROOT": str(REPO)})
+                          env=clean_env(PATH="/usr/bin:/bin", HOME=str(tmp_path), CLAUDE_PLUGIN_ROOT=str(REPO)))
 
 
 @pytest.mark.parametrize("doc", sorted(DOCS))

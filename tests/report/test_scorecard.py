@@ -12,6 +12,7 @@ from lme.report import scorecard_md
 from lme.score import scoring
 from lme.store.run_store import load_run
 from lme.core.errors import run_main
+from command_env import clean_env
 from factories import MS, OFFICIAL_SHA, SSU, TR, official_row, write_run, scorecard_of
 
 ITEMS = [("370a8ff4", TR), ("a1", SSU), ("a2", SSU), ("a3_abs", SSU), ("b1", MS), ("b2_abs", MS), ("c2", TR)]
@@ -309,7 +310,7 @@ def test_report_command_block_runs_as_written(tmp_path, repo_root, arguments, ex
     (block,) = _bash_blocks(repo_root / "commands" / "longmemeval-report.md")
     script = block.replace("$ARGUMENTS", arguments)
     done = subprocess.run(["bash", "-c", script], cwd=project, capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_PLUGIN_ROOT": str(repo_root)})
+                          env=clean_env(PATH="/usr/bin:/bin", HOME=str(tmp_path), CLAUDE_PLUGIN_ROOT=str(repo_root)))
     assert done.returncode == 0, done.stderr
     assert expected in done.stdout
     assert ("| Overall accuracy (micro) |" in done.stdout) is runs
@@ -324,8 +325,8 @@ def test_report_skill_blocks_run_as_written(tmp_path, repo_root):
     outputs = []
     for block in blocks:
         done = subprocess.run(["bash", "-c", block], cwd=project, capture_output=True, text=True, timeout=120,
-                              env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path),
-                                   "CLAUDE_PLUGIN_ROOT": str(repo_root)})
+                              env=clean_env(PATH="/usr/bin:/bin", HOME=str(tmp_path),
+                                            CLAUDE_PLUGIN_ROOT=str(repo_root)))
         outputs.append(done)
     assert outputs[0].returncode == 0 and "| Overall accuracy (micro) |" in outputs[0].stdout
     assert outputs[1].returncode == 0 and "# Comparison:" in outputs[1].stdout
