@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from factories import result_row
+from lme.judge.official import Judged, JudgeRoute, judge_verdict
 
 
 def make_item(
@@ -71,3 +72,10 @@ def judged_row(question_id: str, *, label: bool = True, question_type: str = "mu
 def error_row(question_id: str, *, stage: str = "generate", kind: str = "timeout") -> dict[str, Any]:
     """An error row (``factories.result_row``): the item gave up after 3 attempts."""
     return result_row(question_id, "multi-session", None, error={"stage": stage, "kind": kind})
+
+
+def judge_json(question_type: str, question: str, answer: Any, hypothesis: str, longmemeval_root: Any, *,
+               question_id: str, **route: Any) -> dict[str, Any]:
+    """``judge_verdict`` from plain arguments, as JSON (``route``: ``JudgeRoute``'s fields by name)."""
+    return judge_verdict(Judged(question_id, question_type, question, answer, hypothesis),
+                         JudgeRoute(longmemeval_root, **route)).to_dict()

@@ -12,9 +12,10 @@ from lme.core import codec
 from lme.core.records import ItemTruncation, PipelineStage, Verdict
 from lme.core.run_records import CodeVersion, ManifestItem, ResultRow, RowCost, RowError, RowTarget, TargetInfo
 from lme.core.run_records import JudgeIdentity, Manifest
-from lme.score.scorecard_record import (Cost, EstimateCalibration, EstimatedFigure, Figures, JudgeStability, Latency,
-                                        RegistryChange, Retrieval, SourceEstimate, SourceSpread, TaskAveraged,
-                                        Truncation, VersionRows)
+from lme.score.metrics import Figures, TaskAveraged
+from lme.score.scorecard_record import (Cost, EstimateCalibration, EstimatedFigure, JudgeStability, Latency,
+                                        RegistryChange, Retrieval, SourceEstimate, SourceSpread, Truncation,
+                                        VersionRows)
 from lme.core.run_records import FileChanges
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "references" / "schemas"

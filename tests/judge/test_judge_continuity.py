@@ -11,7 +11,6 @@ import pytest
 from lme.core import endpoint_urls
 from lme.judge import agreement_figures
 from lme.cli import judge_agreement as judge_agreement_cli
-from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.cli import run_benchmark
 from lme.judge import verdict_archive
@@ -21,6 +20,7 @@ from lme.models.providers import Gateway, ProviderSettings
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from upstream_standin import make_upstream_tree
 from factories import scorecard_of
+from helpers_data import judge_json
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 AZURE_KEY = "azure-test-DUMMY-key-0000"
@@ -60,7 +60,7 @@ def test_the_azure_route_sends_upstreams_call_to_the_deployment_and_stays_offici
                                                                                    upstream_prompt):
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", AZURE_KEY)
     llm = Gateway(ProviderSettings(azure=azure_settings(fake_llm), timeout_s=5, max_attempts=2))
-    verdict = judge_official.judge("multi-session", "Q?", "A", "A", make_upstream_tree(tmp_path / "up"),
+    verdict = judge_json("multi-session", "Q?", "A", "A", make_upstream_tree(tmp_path / "up"),
                                provider="azure", model="gpt-4o", question_id="q", llm=llm)
     (sent,) = judge_requests(fake_llm)
     assert sent["path"] == "/openai/deployments/judge-4o/chat/completions"

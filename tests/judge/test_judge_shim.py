@@ -12,9 +12,10 @@ from lme.core import command_names
 from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.core.errors import UserError
-from lme.judge.official import JudgeInputError, judge, label_from_reply, load_prompt_builder
+from lme.judge.official import JudgeInputError, label_from_reply, load_prompt_builder
 from lme.models.providers import Gateway, ProviderError, ProviderSettings
 from lme.core.records import Completion, Verdict
+from helpers_data import judge_json
 from upstream_standin import make_upstream_tree, standin_prompt
 
 FAST = ProviderSettings(timeout_s=5.0, max_attempts=3, backoff_base=0.01, backoff_max=0.05)
@@ -53,7 +54,7 @@ class ScriptedLLM:
 @pytest.mark.parametrize(("qtype", "qid"), CASES)
 def test_judge_request_is_byte_for_byte_what_upstream_sends(fake_llm, root, qtype, qid):
     question, answer, hypothesis = "How long was the trip?", "18 days", "It took 19 days."
-    verdict = judge(qtype, question, answer, hypothesis, root, question_id=qid, llm=Gateway(FAST))
+    verdict = judge_json(qtype, question, answer, hypothesis, root, question_id=qid, llm=Gateway(FAST))
     prompt = standin_prompt(qtype, question, answer, hypothesis, abstention=qid.endswith("_abs"))
     ours = fake_llm.requests[-1]
     assert ours["path"] == "/v1/chat/completions"
@@ -76,15 +77,10 @@ def test_judge_request_is_byte_for_byte_what_upstream_sends(fake_llm, root, qtyp
 
 def test_abstention_is_decided_by_the_id_not_the_type(root):
     llm = ScriptedLLM("yes")
-    judge("temporal-reasoning", "Q?", "not asked", "I don't know", root, question_id="abc_abs", llm=llm)
-    judge("temporal-reasoning", "Q?", "18", "18", root, question_id="abc", llm=llm)
+    judge_json("temporal-reasoning", "Q?", "not asked", "I don't know", root, question_id="abc_abs", llm=llm)
+    judge_json("temporal-reasoning", "Q?", "18", "18", root, question_id="abc", llm=llm)
     assert llm.requests[0].messages[0]["content"].startswith("STANDIN abstention")
     assert llm.requests[1].messages[0]["content"].startswith("STANDIN temporal")
-
-
-def test_missing_question_id_is_refused(root):
-    with pytest.raises(UserError, match="question_id"):
-        judge("multi-session", "Q?", "A", "A", root, question_id=None, llm=ScriptedLLM("yes"))
 
 
 @pytest.mark.parametrize(
@@ -97,20 +93,20 @@ def test_label_follows_upstreams_substring_rule(reply, label):
 
 
 def test_verdict_keeps_the_raw_reply_and_label(root):
-    verdict = judge("multi-session", "Q?", "A", "A", root, question_id="q", llm=ScriptedLLM("Yes, it does."))
+    verdict = judge_json("multi-session", "Q?", "A", "A", root, question_id="q", llm=ScriptedLLM("Yes, it does."))
     assert Verdict.from_dict(verdict).to_dict() == verdict
     assert verdict["raw"] == "Yes, it does." and verdict["label"] is True
 
 
 @pytest.mark.parametrize("reply", ["", "   ", "\n"])
 def test_empty_judge_reply_is_labelled_false_as_upstream_does(root, reply):
-    verdict = judge("multi-session", "Q?", "A", "A", root, question_id="q", llm=ScriptedLLM(reply))
+    verdict = judge_json("multi-session", "Q?", "A", "A", root, question_id="q", llm=ScriptedLLM(reply))
     assert verdict["label"] is False and verdict["raw"] == reply  # 'yes' in '' is False; the reply is kept
 
 
 def test_unknown_question_type_names_the_item(root):
     with pytest.raises(JudgeInputError, match="q_odd") as info:
-        judge("open-domain", "Q?", "A", "A", root, question_id="q_odd", llm=ScriptedLLM("yes"))
+        judge_json("open-domain", "Q?", "A", "A", root, question_id="q_odd", llm=ScriptedLLM("yes"))
     assert info.value.kind == "judge_input"
     assert isinstance(info.value, UserError)
 
@@ -126,7 +122,7 @@ def test_only_the_prompt_function_is_loaded_never_the_module(root):
 def test_the_checkout_is_never_modified(root):
     path = root / "src" / "evaluation" / "evaluate_qa.py"
     before = path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
-    judge("multi-session", "Q", "A", "R", root, question_id="q", llm=ScriptedLLM("yes"))
+    judge_json("multi-session", "Q", "A", "R", root, question_id="q", llm=ScriptedLLM("yes"))
     assert (path.read_bytes(), sorted(p.name for p in path.parent.iterdir())) == before
 
 
@@ -145,24 +141,24 @@ def test_missing_checkout_or_function_says_how_to_get_it(tmp_path, where):
     root = {"missing": tmp_path / "nope", "no_function": make_upstream_tree(tmp_path, with_function=False),
             "none": None}[where]
     with pytest.raises(UserError, match=command_names.SETUP):
-        judge("multi-session", "Q", "A", "R", root, question_id="q", llm=ScriptedLLM("yes"))
+        judge_json("multi-session", "Q", "A", "R", root, question_id="q", llm=ScriptedLLM("yes"))
 
 
 def test_official_only_for_openai_pinned_gpt4o_and_upstreams_prompt(root, monkeypatch):
     args = ("multi-session", "Q", "A", "R", root)
     # the stand-in's function is not upstream's: never official
-    assert judge(*args, question_id="q", llm=ScriptedLLM("yes"))["official"] is False
+    assert judge_json(*args, question_id="q", llm=ScriptedLLM("yes"))["official"] is False
     standin_sha = load_prompt_builder(root).function_sha256
     monkeypatch.setattr(judge_official, "UPSTREAM_FUNCTION_SHA256", frozenset({standin_sha}))
-    official = judge(*args, question_id="q", llm=ScriptedLLM("yes"))
+    official = judge_json(*args, question_id="q", llm=ScriptedLLM("yes"))
     assert official["official"] is True and official["template_sha256"]
-    mini = judge(*args, model="gpt-4o-mini", question_id="q", llm=ScriptedLLM("yes", "gpt-4o-mini-2024-07-18"))
+    mini = judge_json(*args, model="gpt-4o-mini", question_id="q", llm=ScriptedLLM("yes", "gpt-4o-mini-2024-07-18"))
     assert mini["official"] is False and mini["model"] == "gpt-4o-mini-2024-07-18"
-    other = judge(*args, provider="anthropic", model="claude-x", question_id="q", llm=ScriptedLLM("yes", "claude-x"))
+    other = judge_json(*args, provider="anthropic", model="claude-x", question_id="q", llm=ScriptedLLM("yes", "claude-x"))
     assert other["official"] is False and other["provider"] == "anthropic"
     with pytest.raises(judge_official.JudgeModelMismatch, match="answered as 'gpt-4o-2024-11-20'"):
-        judge(*args, question_id="q", llm=ScriptedLLM("yes", "gpt-4o-2024-11-20"))  # a moved alias is refused
-    elsewhere = judge(*args, question_id="q", llm=ScriptedLLM("yes", host="127.0.0.1:8080"))
+        judge_json(*args, question_id="q", llm=ScriptedLLM("yes", "gpt-4o-2024-11-20"))  # a moved alias is refused
+    elsewhere = judge_json(*args, question_id="q", llm=ScriptedLLM("yes", host="127.0.0.1:8080"))
     assert elsewhere["official"] is False and elsewhere["endpoint_host"] == "127.0.0.1:8080"
 
 
@@ -182,10 +178,10 @@ def test_real_upstream_function_hash_is_recognised_when_the_mirror_is_present(tm
 
 
 def test_no_key_appears_in_verdicts_or_judge_errors(fake_llm, root):
-    texts = [json.dumps(judge("multi-session", "Q", "A", "A", root, question_id="q", llm=Gateway(FAST)))]
+    texts = [json.dumps(judge_json("multi-session", "Q", "A", "A", root, question_id="q", llm=Gateway(FAST)))]
     fake_llm.fail_next("401")
     with pytest.raises(ProviderError) as info:
-        judge("multi-session", "Q", "A", "A", root, question_id="q", llm=Gateway(FAST))
+        judge_json("multi-session", "Q", "A", "A", root, question_id="q", llm=Gateway(FAST))
     texts.append(str(info.value))
     for text in texts:
         for key in DUMMY_KEYS:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lme.judge import official as judge_official
 from lme.judge.offline_judge import OFFLINE_JUDGE_MODEL, normalize, offline_judge
 from lme.core.records import Verdict
+from helpers_data import judge_json
 
 
 def label(qid: str, answer, hypothesis: str) -> bool:
@@ -64,7 +64,7 @@ def test_normalize_drops_articles_punctuation_and_case():
 
 
 def test_judge_shim_routes_offline_provider_here_without_a_checkout():
-    verdict = judge_official.judge("multi-session", "Q?", "blue", "It is blue.", None, provider="offline",
+    verdict = judge_json("multi-session", "Q?", "blue", "It is blue.", None, provider="offline",
                                question_id="q1")
     assert verdict["provider"] == "offline" and verdict["label"] is True
 

@@ -11,7 +11,6 @@ import pytest
 
 from lme.score import run_comparison
 from lme.loop import decide
-from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.judge import stability as judge_stability
 from lme.cli import run_benchmark
@@ -22,6 +21,7 @@ from lme.core.records import Verdict
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from factories import SSU, official_row, write_run, scorecard_of
 from test_decide import _round
+from helpers_data import judge_json
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 VICTIM = SAMPLE_ITEMS[0]
@@ -156,7 +156,7 @@ def test_a_failed_repeat_keeps_the_official_label(tmp_path):
             return Completion(text="yes", tokensIn=1, tokensOut=1, latencyMs=1, provider="openai",
                               model="gpt-4o-2024-08-06")
 
-    verdict = judge_official.judge("multi-session", "Q", "A", "A", make_upstream_tree(tmp_path), question_id="q",
+    verdict = judge_json("multi-session", "Q", "A", "A", make_upstream_tree(tmp_path), question_id="q",
                                llm=OneThenBroken(), repeat=2)
     assert verdict["label"] is True and verdict["verdicts"][1]["label"] is None
     assert verdict["stability"] == {"n": 1, "yes": 1, "no": 0, "flaky": False}

@@ -17,7 +17,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def _card() -> dict:
     types = {"a": "single-session-user", "b": "single-session-user", "c": "multi-session"}
-    return {"run_id": "r1", **metrics.score({"a": True, "b": False, "c": True}, types)}
+    return {"run_id": "r1", **metrics.score({"a": True, "b": False, "c": True}, types).to_dict()}
 
 
 def test_per_type_chart_writes_a_png_and_leaves_no_temp_file(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from lme.run import dry_run
 from lme.run.estimate_record import Estimate
 from lme.cli import run_benchmark
-from lme.run import state as run_state
+from lme.store import run_store
 from run_project import SAMPLE, make_project, register_answers
 
 ITEMS = json.loads(SAMPLE.read_text())
@@ -91,7 +91,7 @@ def test_a_users_own_system_counts_only_the_judge_and_a_target_without_a_preview
 
 def test_the_estimate_covers_the_shard_and_max_of_this_invocation(tmp_path, capsys):
     project = make_project(tmp_path / "p")
-    in_shard = [it for it in ITEMS if run_state.in_shard(it["question_id"], (1, 2))]
+    in_shard = [it for it in ITEMS if run_store.in_shard(it["question_id"], (1, 2))]
     assert estimate(project, capsys, "--shard", "1/2")["items"] == len(in_shard)
     assert estimate(project, capsys, "--max", "5")["items"] == 5
 

@@ -15,6 +15,7 @@ from lme.core.errors import run_main
 from lme.run import cost_gate
 from run_project import SAMPLE, judged_rows, make_project, register_answers, run_dir
 from lme.store import run_rows
+from factories import result_row, write_run
 
 N_SAMPLE = len(json.loads(SAMPLE.read_text()))
 
@@ -472,6 +473,16 @@ def _nothing_written(project):
     return not (state / "runs").exists() and not (state / "cache").exists()
 
 
+def test_the_cost_cap_counts_the_priced_part_of_a_partly_priced_row(tmp_path, monkeypatch):
+    """A row whose memory system used a model not in the price table still paid its judge: the cap counts that."""
+    monkeypatch.setattr(cost_gate.dry_run, "Estimator", lambda settings: None)  # the cap's per-item estimate
+    cost = {"generation_usd": None, "judge_usd": 0.002, "total_usd": None}
+    work = write_run(tmp_path / "r", {"q1": "multi-session", "q2": "multi-session"},
+                     [result_row("q1", cost=cost), result_row("q2", cost={**cost, "generation_usd": 0.001,
+                                                                               "total_usd": 0.003})])
+    assert cost_gate.CostCap(1.0, None, work).spent == pytest.approx(0.005)
+
+
 def test_the_cost_gate_refuses_above_the_threshold_with_nothing_written_and_runs_with_yes(tmp_path, fake_llm, capsys):
     project = make_project(tmp_path / "p", confirmCostUsd=0.001)
     register_answers(fake_llm)
@@ -527,12 +538,12 @@ def test_max_cost_pauses_between_items_and_resumes_to_one_row_per_question(tmp_p
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
     assert 0 < len(rows) < N_SAMPLE and all(r["status"] == "judged" for r in rows)
     assert sorted(completed(project, "cap")) == sorted(r["question_id"] for r in rows)  # nothing half-recorded
-    spent, unknown = prices.spent(run_rows.row_of(r) for r in rows)
-    assert unknown == 0 and 0 < spent <= 0.004 and m["invocations"][-1]["spent_usd"] == pytest.approx(spent, abs=1e-6)
+    spent = prices.spend(run_rows.row_of(r) for r in rows).total_usd
+    assert spent is not None and 0 < spent <= 0.004 and m["invocations"][-1]["spent_usd"] == pytest.approx(spent, abs=1e-6)
     # the cap counts the run's whole spending: resumed under the same cap, it never passes it in total
     assert run(project, "--run-id", "cap", "--max-cost", "0.004") == 6
     rows = [json.loads(x) for x in (run_dir(project, "cap") / "item-results.jsonl").read_text().splitlines()]
-    assert prices.spent(run_rows.row_of(r) for r in rows)[0] <= 0.004 and len(rows) < N_SAMPLE
+    assert prices.spend(run_rows.row_of(r) for r in rows).total_usd <= 0.004 and len(rows) < N_SAMPLE
     assert run(project, "--run-id", "cap", "--max-cost", "1") == 0
     rows = judged_rows(project, "cap")
     assert len(rows) == N_SAMPLE == len({r["question_id"] for r in rows})

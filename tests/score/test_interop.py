@@ -80,19 +80,19 @@ def test_exported_eval_results_rescored_independently_equal_our_figures(run, tmp
     theirs = independent_figures(eval_file, ref)
 
     ours = metrics.score(*interop.import_eval_results(eval_file, run / "manifest.json").scoring_input())
-    assert theirs["n"] == ours["judged"] == 14
+    assert theirs["n"] == ours.judged == 14
     for t in QUESTION_TYPES:
-        assert ours["per_type"][t]["accuracy_judged"] == pytest.approx(theirs["per_type"][t])
-    assert ours["task_averaged"]["accuracy_judged"] == pytest.approx(theirs["task"])
-    assert ours["overall"]["accuracy_judged"] == pytest.approx(theirs["overall"])
-    assert ours["abstention"]["accuracy_judged"] == pytest.approx(theirs["abstention"])
+        assert ours.per_type[t].accuracy_judged == pytest.approx(theirs["per_type"][t])
+    assert ours.task_averaged.accuracy_judged == pytest.approx(theirs["task"])
+    assert ours.overall.accuracy_judged == pytest.approx(theirs["overall"])
+    assert ours.abstention.accuracy_judged == pytest.approx(theirs["abstention"])
     # and the round trip gives the same figures as scoring the run directly
     from lme.store.run_store import load_run
 
     record = scorecard_of(load_run(run))
     card = record.to_dict()
-    assert card["overall"]["accuracy_judged"] == pytest.approx(ours["overall"]["accuracy_judged"])
-    assert card["overall"]["accuracy_strict"] == pytest.approx(ours["overall"]["accuracy_strict"]) == 9 / 16
+    assert card["overall"]["accuracy_judged"] == pytest.approx(ours.overall.accuracy_judged)
+    assert card["overall"]["accuracy_strict"] == pytest.approx(ours.overall.accuracy_strict) == 9 / 16
 
 
 def upstream_prints(tmp_path: Path, eval_file: Path, ref: Path) -> str:
@@ -120,14 +120,14 @@ def test_upstream_print_qa_metrics_prints_our_numbers(run, tmp_path, which):
 
     ours = metrics.score(*interop.import_eval_results(eval_file, ref, count_duplicates=True).scoring_input())
     for t in QUESTION_TYPES:
-        block = ours["per_type"][t]
-        assert f"{t}: {metrics.display_round(block['accuracy_judged'])} ({block['judged']})" in printed
+        block = ours.per_type[t]
+        assert f"{t}: {metrics.display_round(block.accuracy_judged)} ({block.judged})" in printed
     assert float(re.search(r"Task-averaged Accuracy: ([0-9.]+)", printed).group(1)) == \
-        metrics.display_round(ours["task_averaged"]["accuracy_judged"])
+        metrics.display_round(ours.task_averaged.accuracy_judged)
     assert float(re.search(r"Overall Accuracy: ([0-9.]+)", printed).group(1)) == \
-        metrics.display_round(ours["overall"]["accuracy_judged"])
+        metrics.display_round(ours.overall.accuracy_judged)
     assert float(re.search(r"Abstention Accuracy: ([0-9.]+)", printed).group(1)) == \
-        metrics.display_round(ours["abstention"]["accuracy_judged"])
+        metrics.display_round(ours.abstention.accuracy_judged)
 
 
 def test_import_refuses_unofficial_judge_unless_allowed(tmp_path):

@@ -23,46 +23,46 @@ LABELS = {"a1": True, "a2": False, "a3_abs": True, "b1": True, "b2_abs": None, "
 
 def test_seven_item_run_matches_hand_computation():
     s = metrics.score(LABELS, TYPES)
-    assert (s["n_total"], s["judged"], s["correct"]) == (7, 5, 4)
-    assert s["coverage"] == pytest.approx(5 / 7)
-    assert s["overall"]["accuracy_strict"] == pytest.approx(4 / 7)
-    assert s["overall"]["accuracy_judged"] == pytest.approx(4 / 5)
-    assert s["overall"]["errors_or_not_run"] == 2
+    assert (s.n_total, s.judged, s.correct) == (7, 5, 4)
+    assert s.coverage == pytest.approx(5 / 7)
+    assert s.overall.accuracy_strict == pytest.approx(4 / 7)
+    assert s.overall.accuracy_judged == pytest.approx(4 / 5)
+    assert s.overall.errors_or_not_run == 2
 
-    ssu, ms, tr = s["per_type"][SSU], s["per_type"][MS], s["per_type"][TR]
-    assert (ssu["n"], ssu["judged"], ssu["correct"]) == (3, 3, 2)
-    assert ssu["accuracy_strict"] == pytest.approx(2 / 3) and ssu["accuracy_judged"] == pytest.approx(2 / 3)
-    assert (ms["n"], ms["judged"], ms["correct"]) == (2, 1, 1)
-    assert ms["accuracy_strict"] == pytest.approx(0.5) and ms["accuracy_judged"] == pytest.approx(1.0)
-    assert (tr["n"], tr["judged"], tr["correct"]) == (2, 1, 1)
-    assert tr["accuracy_strict"] == pytest.approx(0.5) and tr["accuracy_judged"] == pytest.approx(1.0)
+    ssu, ms, tr = s.per_type[SSU], s.per_type[MS], s.per_type[TR]
+    assert (ssu.n, ssu.judged, ssu.correct) == (3, 3, 2)
+    assert ssu.accuracy_strict == pytest.approx(2 / 3) and ssu.accuracy_judged == pytest.approx(2 / 3)
+    assert (ms.n, ms.judged, ms.correct) == (2, 1, 1)
+    assert ms.accuracy_strict == pytest.approx(0.5) and ms.accuracy_judged == pytest.approx(1.0)
+    assert (tr.n, tr.judged, tr.correct) == (2, 1, 1)
+    assert tr.accuracy_strict == pytest.approx(0.5) and tr.accuracy_judged == pytest.approx(1.0)
 
     # macro over the three present types
-    assert s["task_averaged"]["accuracy_strict"] == pytest.approx(5 / 9)  # (2/3 + 1/2 + 1/2) / 3
-    assert s["task_averaged"]["accuracy_judged"] == pytest.approx(8 / 9)  # (2/3 + 1 + 1) / 3
-    assert s["task_averaged"]["types_strict"] == [SSU, MS, TR]
-    assert s["task_averaged"]["all_six_types"] is False
+    assert s.task_averaged.accuracy_strict == pytest.approx(5 / 9)  # (2/3 + 1/2 + 1/2) / 3
+    assert s.task_averaged.accuracy_judged == pytest.approx(8 / 9)  # (2/3 + 1 + 1) / 3
+    assert s.task_averaged.types_strict == (SSU, MS, TR)
+    assert s.task_averaged.all_six_types is False
 
 
 def test_abstention_is_decided_by_abs_id_and_item_also_counts_in_base_type():
     s = metrics.score(LABELS, TYPES)
-    ab = s["abstention"]
-    assert (ab["n"], ab["judged"], ab["correct"]) == (2, 1, 1)
-    assert ab["accuracy_strict"] == pytest.approx(0.5)
-    assert ab["accuracy_judged"] == pytest.approx(1.0)
+    ab = s.abstention
+    assert (ab.n, ab.judged, ab.correct) == (2, 1, 1)
+    assert ab.accuracy_strict == pytest.approx(0.5)
+    assert ab.accuracy_judged == pytest.approx(1.0)
     # b2_abs is multi-session AND abstention
-    assert s["per_type"][MS]["n"] == 2
+    assert s.per_type[MS].n == 2
     # a type never decides abstention: an id without _abs is not abstention whatever its type
     only = metrics.score({"x": True}, {"x": "knowledge-update"})
-    assert only["abstention"]["n"] == 0 and only["abstention"]["accuracy_strict"] is None
+    assert only.abstention.n == 0 and only.abstention.accuracy_strict is None
 
 
 def test_macro_and_micro_differ_on_unbalanced_set():
     types = {f"k{i}": "knowledge-update" for i in range(10)} | {"p0": "single-session-preference"}
     labels = {f"k{i}": i < 9 for i in range(10)} | {"p0": False}
     s = metrics.score(labels, types)
-    assert s["overall"]["accuracy_strict"] == pytest.approx(9 / 11)
-    assert s["task_averaged"]["accuracy_strict"] == pytest.approx(0.45)  # (0.9 + 0.0) / 2
+    assert s.overall.accuracy_strict == pytest.approx(9 / 11)
+    assert s.task_averaged.accuracy_strict == pytest.approx(0.45)  # (0.9 + 0.0) / 2
 
 
 def test_wilson_interval_known_case():
@@ -76,18 +76,18 @@ def test_wilson_interval_known_case():
 
 def test_all_six_types_always_reported_even_when_empty():
     s = metrics.score({}, {"q": SSU})
-    assert list(s["per_type"]) == list(QUESTION_TYPES)
-    assert s["per_type"]["knowledge-update"]["n"] == 0
-    assert s["per_type"]["knowledge-update"]["accuracy_strict"] is None
-    assert s["overall"]["accuracy_strict"] == 0.0 and s["overall"]["accuracy_judged"] is None
+    assert list(s.per_type) == list(QUESTION_TYPES)
+    assert s.per_type["knowledge-update"].n == 0
+    assert s.per_type["knowledge-update"].accuracy_strict is None
+    assert s.overall.accuracy_strict == 0.0 and s.overall.accuracy_judged is None
 
 
 def test_unattributed_missing_items_count_as_wrong_in_overall_strict_only():
     s = metrics.score({"a": True}, {"a": SSU}, unattributed=3)
-    assert s["n_total"] == 4
-    assert s["overall"]["accuracy_strict"] == pytest.approx(0.25)
-    assert s["overall"]["accuracy_judged"] == pytest.approx(1.0)
-    assert s["per_type"][SSU]["accuracy_strict"] == pytest.approx(1.0)
+    assert s.n_total == 4
+    assert s.overall.accuracy_strict == pytest.approx(0.25)
+    assert s.overall.accuracy_judged == pytest.approx(1.0)
+    assert s.per_type[SSU].accuracy_strict == pytest.approx(1.0)
 
 
 def test_label_for_id_outside_item_set_or_unknown_type_is_refused():

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from lme.core import config
-from lme.judge import official as judge_official
 from lme.cli import judge_shim
 from lme.score import retrieval_metrics
 from lme.cli import run_benchmark
@@ -27,6 +26,7 @@ from lme.score import scoring
 from lme.store.run_store import load_run
 from run_project import SAMPLE, make_project, register_answers, run_dir
 from factories import SSU, official_row, write_run, scorecard_of
+from helpers_data import judge_json
 
 SAMPLE_ITEMS = json.loads(SAMPLE.read_text())
 
@@ -77,7 +77,7 @@ def test_2_an_empty_judge_reply_through_the_real_sdk_is_a_false_label(fake_llm, 
 
     root = make_upstream_tree(tmp_path / "up")
     fake_llm.fail_next("empty", variant="blank")  # one choice whose content is ""
-    verdict = judge_official.judge("multi-session", "Q?", "A", "A", root, question_id="q",
+    verdict = judge_json("multi-session", "Q?", "A", "A", root, question_id="q",
                                llm=Gateway(ProviderSettings(timeout_s=5, max_attempts=2)))
     assert verdict["label"] is False and verdict["raw"] == ""
 

@@ -125,12 +125,12 @@ def test_the_files_folder_is_importable_and_the_toolkits_modules_do_not_shadow_t
     assert answer(path)["hypothesis"] == "the user's own targets module"
 
 
-def test_each_worker_gets_the_environment_one_function_builds_for_its_slot(tmp_path, monkeypatch):
+def test_each_worker_process_gets_the_environment_one_function_builds(tmp_path, monkeypatch):
     built = []
 
-    def environment(ctx, worker=None, token=None):
-        built.append(worker)
-        return {**processes.os.environ, "LONGMEMEVAL_TARGET_MODEL": ctx.model, "MY_WORKER": str(worker)}
+    def environment(ctx, token=None):
+        built.append(token)
+        return {**processes.os.environ, "LONGMEMEVAL_TARGET_MODEL": ctx.model, "MY_WORKER": str(len(built))}
 
     monkeypatch.setattr(processes, "environment", environment)
     path = memsys(tmp_path, "def generate(item, ctx):\n"
@@ -138,7 +138,7 @@ def test_each_worker_gets_the_environment_one_function_builds_for_its_slot(tmp_p
                             "    return {'hypothesis': os.environ['MY_WORKER'] + ' ' + os.environ['LONGMEMEVAL_TARGET_MODEL']}\n")
     with ThreadPoolExecutor(max_workers=2) as pool:
         outs = [o["hypothesis"] for o in pool.map(lambda i: answer(path, f"q{i}?"), range(2))]
-    assert sorted(outs) == ["0 gpt-4o-mini", "1 gpt-4o-mini"] and sorted(built) == [0, 1]
+    assert sorted(outs) == ["1 gpt-4o-mini", "2 gpt-4o-mini"] and built == [None, None]  # outside a run: no token
 
 
 def test_an_edited_file_is_imported_again(tmp_path, monkeypatch):

@@ -64,13 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               "counts them", file=sys.stderr)
     scored = metrics.score(*results.scoring_input())
     if args.json:
-        print(json.dumps({**scored, "eval_results": results.summary()}, indent=2))
+        print(json.dumps({**scored.to_dict(), "eval_results": results.summary()}, indent=2))
         return 0
-    for qtype, block in scored["per_type"].items():
-        print(f"{qtype}: {metrics.fmt(block['accuracy_judged'])} ({block['judged']})")
-    ta, ab = scored["task_averaged"], scored["abstention"]
-    print(f"Task-averaged accuracy (judged only): {metrics.fmt(ta['accuracy_judged'])}")
-    print(f"Overall accuracy (judged only): {metrics.fmt(scored['overall']['accuracy_judged'])} "
-          f"({scored['judged']}); strict over {scored['n_total']}: {metrics.fmt(scored['overall']['accuracy_strict'])}")
-    print(f"Abstention accuracy (judged only): {metrics.fmt(ab['accuracy_judged'])} ({ab['judged']})")
+    for qtype, block in scored.per_type.items():
+        print(f"{qtype}: {metrics.fmt(block.accuracy_judged)} ({block.judged})")
+    ta, ab = scored.task_averaged, scored.abstention
+    print(f"Task-averaged accuracy (judged only): {metrics.fmt(ta.accuracy_judged)}")
+    print(f"Overall accuracy (judged only): {metrics.fmt(scored.overall.accuracy_judged)} "
+          f"({scored.judged}); strict over {scored.n_total}: {metrics.fmt(scored.overall.accuracy_strict)}")
+    print(f"Abstention accuracy (judged only): {metrics.fmt(ab.accuracy_judged)} ({ab.judged})")
     return 0

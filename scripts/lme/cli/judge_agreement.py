@@ -87,9 +87,7 @@ def _official(project: Path, args: Any, cfg: Mapping[str, Any], root: str | None
     """The official verdicts to compare with: ``--archive`` may be upstream's eval-results file (its prompts rebuilt
     from the dataset, ``upstream_verdicts``)."""
     if args.archive is not None and upstream_verdicts.is_upstream_file(upstream_verdicts.read_records(args.archive)):
-        configured = cfg.get("datasetPath")
-        dataset = None if not configured else str(config.resolve_path(project, str(configured)))
-        refs = upstream_verdicts.references(project, args.ref_file, dataset)
+        refs = upstream_verdicts.references(project, args.ref_file, cfg)
         return upstream_verdicts.file_lines(args.archive, refs, root)[0], f"upstream file {args.archive}"
     return agreement.official_records(project, args.run_id, args.archive, every=args.all)
 

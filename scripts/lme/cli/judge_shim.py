@@ -99,16 +99,11 @@ def _archive_main(command: str, argv: Sequence[str]) -> int:
     return 0
 
 
-def _dataset_path(project: Path, cfg: dict) -> str | None:
-    configured = cfg.get("datasetPath")
-    return None if not configured else str(config.resolve_path(project, str(configured)))
-
-
 def _import(project: Path, args: argparse.Namespace, cfg: dict, root: Path | None) -> dict:
     """``import-verdicts``: an export of ours, or upstream's eval-results file (every line checked first)."""
     records = upstream_verdicts.read_records(args.file)
     if upstream_verdicts.is_upstream_file(records):
-        refs = upstream_verdicts.references(project, args.ref_file, _dataset_path(project, cfg))
+        refs = upstream_verdicts.references(project, args.ref_file, cfg)
         result = upstream_verdicts.import_file(project, args.file, refs, root)
     else:
         result = verdict_archive.import_file(project, args.file)

@@ -13,7 +13,6 @@ follows a run.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -78,18 +77,11 @@ def start(project: Path, argv: Sequence[str]) -> dict[str, Any]:
     (folder / EXIT_FILE).unlink(missing_ok=True)  # the last job's: this one writes its own as it ends
     command = [sys.executable, str(SETUP_SCRIPT), *argv, "--project", str(project), JOB_FLAG]
     with open(folder / OUT_FILE, "wb") as out, open(folder / ERR_FILE, "wb") as err:
-        kwargs: dict[str, Any] = {}
-        if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-            kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP
-        else:
-            kwargs["start_new_session"] = True
         started_at = utc_now_iso("seconds")
-        proc = subprocess.Popen(command, cwd=str(Path.cwd()), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                close_fds=True, **kwargs)
-    info = {**process_life.identity(proc.pid), "started_at": started_at, "started": time.time(),
+        pid = process_life.start_detached(command, cwd=Path.cwd(), stdout=out, stderr=err)
+    info = {**process_life.identity(pid), "started_at": started_at, "started": time.time(),
             "argv": list(argv)}
     write_atomic_json(folder / JOB_FILE, info)
-    proc.returncode = 0  # never waited for here; keeps Popen's destructor from warning about a running child
     return info
 
 

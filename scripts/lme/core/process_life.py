@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import IO, Any, Mapping, Sequence
 
 
 def boot_id() -> str | None:
@@ -93,3 +94,17 @@ def alive(info: Mapping[str, Any] | None) -> bool:
         return False
     recorded, current = info.get("proc_start"), proc_start(pid)
     return not (recorded and current and recorded != current)
+
+
+def start_detached(argv: Sequence[str], *, cwd: Path, stdout: IO[bytes], stderr: IO[bytes] | int) -> int:
+    """Start ``argv`` in its own session (process group on Windows), stdin ``/dev/null``, so the caller's end, its
+    process group or a tool's time limit does not stop it; return its pid. It is never waited for."""
+    kwargs: dict[str, Any] = {}
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP
+    else:
+        kwargs["start_new_session"] = True
+    proc = subprocess.Popen(list(argv), cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                            close_fds=True, **kwargs)
+    proc.returncode = 0  # keeps Popen's destructor from warning about a running child
+    return proc.pid

@@ -122,27 +122,6 @@ class Question:
             answer_session_ids=tuple(str(s) for s in raw.get("answer_session_ids", ())),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """The upstream item shape (key order is not significant upstream)."""
-
-        def turn(t: Turn) -> dict[str, Any]:
-            d: dict[str, Any] = {"role": t.role, "content": t.content}
-            if t.has_answer is not None:
-                d["has_answer"] = t.has_answer
-            return d
-
-        return {
-            "question_id": self.question_id,
-            "question_type": self.question_type,
-            "question": self.question,
-            "answer": self.answer,
-            "question_date": self.question_date,
-            "haystack_session_ids": [s.session_id for s in self.sessions],
-            "haystack_dates": [s.date for s in self.sessions],
-            "haystack_sessions": [[turn(t) for t in s.turns] for s in self.sessions],
-            "answer_session_ids": list(self.answer_session_ids),
-        }
-
     def public(self) -> PublicItem:
         return PublicItem(
             question=self.question,

@@ -307,17 +307,6 @@ def lookup_archived(archive: Any, prompt_sha256: str, provider: str, model: str)
     return archive.lookup(prompt_sha256, resolve_judge_model(model))
 
 
-def judge(question_type: str, question: str, answer: Any, hypothesis: str, longmemeval_root: str | Path | None, *,
-          question_id: str | None = None, **route: Any) -> dict[str, Any]:
-    """``judge_verdict`` from plain arguments, as JSON, with ``verdicts`` and ``stability`` when ``repeat`` K > 1
-    (``route``: ``JudgeRoute``'s fields by name)."""
-    if question_id is None:
-        raise UserError("judge needs the question_id: abstention is decided by '_abs' in the id",
-                        fix="pass question_id=...")
-    return judge_verdict(Judged(question_id, question_type, question, answer, hypothesis),
-                         JudgeRoute(longmemeval_root, **route)).to_dict()
-
-
 @dataclass(frozen=True)
 class _Made:
     """What every verdict of one judged hypothesis shares: the prompt, the request and who was asked."""

@@ -11,7 +11,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Mapping
 
-from lme.core import fileio
+from lme.core import config, fileio
 from lme.core.errors import UserError
 from lme.core.facts import OFFICIAL_JUDGE_MODEL, OFFICIAL_JUDGE_PROVIDER
 from lme.data import upstream_files
@@ -96,11 +96,12 @@ def _line(record: Mapping[str, Any], ref: Mapping[str, Any], builder: official.P
     }
 
 
-def references(project: Path, ref_file: Path | None, dataset_path: str | None) -> dict[str, dict[str, Any]]:
-    """The questions an upstream file's hypotheses answer: ``ref_file``, else the project's dataset."""
+def references(project: Path, ref_file: Path | None, cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The questions an upstream file's hypotheses answer: ``ref_file``, else the project's ``datasetPath``."""
     if ref_file is not None:
         return upstream_files.load_references(ref_file)
-    path = None if not dataset_path else Path(dataset_path)
+    configured = cfg.get("datasetPath")
+    path = config.resolve_path(project, str(configured)) if configured else None
     if path is None or not path.is_file():
         raise UserError(f"an upstream eval-results file needs the dataset its hypotheses answer: the project has none "
                         f"at {path or 'datasetPath'}", fix="pass --ref-file with the LongMemEval data file")

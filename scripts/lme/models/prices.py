@@ -214,15 +214,3 @@ def spend(rows: Iterable[ResultRow]) -> Spend:
             judge += cost.judge_usd
     return Spend(rows=n, known_generation_usd=generation, known_judge_usd=judge,
                  rows_unknown_generation=unknown_generation, rows_unknown_judge=unknown_judge, rows_unknown=unknown)
-
-
-def spent(rows: Iterable[ResultRow]) -> tuple[float, int]:
-    """(dollars of the priced rows, number of rows whose price is unknown)."""
-    total, unknown = 0.0, 0
-    for row in rows:
-        usd = row_spend(row)
-        if usd is None:
-            unknown += 1
-        else:
-            total += usd
-    return total, unknown

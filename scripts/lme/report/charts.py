@@ -14,7 +14,8 @@ from lme.core import fileio
 from lme.core.errors import UserError
 from lme.core.fileio import write_atomic_bytes
 from lme.score import fingerprint as score_fingerprint
-from lme.score.scorecard_record import Figures, Scorecard, require
+from lme.score.metrics import Figures
+from lme.score.scorecard_record import Scorecard, require
 
 SHORT_TYPE_NAMES = {
     "single-session-user": "SS-user",

@@ -15,8 +15,8 @@ from lme.score import judge_provenance
 from lme.score import loop_rows
 from lme.score import metrics
 from lme.score import pipeline_health
-from lme.score.scorecard_record import (Batches, Figures, GoldExclusion, Retrieval, Scorecard, Truncation,
-                                         require)
+from lme.score.metrics import Figures
+from lme.score.scorecard_record import Batches, GoldExclusion, Retrieval, Scorecard, Truncation, require
 
 MARKDOWN_RETRIEVAL_KS = (5, 10, 30, 50)
 """The k shown in scorecard.md (all six make the table too wide to read)."""

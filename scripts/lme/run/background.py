@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -51,15 +50,8 @@ def start(root: Path, argv: Sequence[str], *, run_id: str, cwd: Path, log_header
         with os.fdopen(fileio.open_fd(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "ab") as fh:
             fh.write(f"{log_header}\n".encode("utf-8"))
             fh.flush()
-            kwargs: dict[str, Any] = {}
-            if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-                kwargs["creationflags"] = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP
-            else:
-                kwargs["start_new_session"] = True
-            proc = subprocess.Popen(list(argv), cwd=str(cwd), stdin=subprocess.DEVNULL, stdout=fh,
-                                    stderr=subprocess.STDOUT, close_fds=True, **kwargs)
-        info = {"schemaVersion": SCHEMA_VERSIONS["run-worker"], **process_life.identity(proc.pid),
+            pid = process_life.start_detached(argv, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT)
+        info = {"schemaVersion": SCHEMA_VERSIONS["run-worker"], **process_life.identity(pid),
                 "started_at": started_at, "log": str(log)}
         run_store.write_atomic_json(root / WORKER_FILE, info)
-    proc.returncode = 0  # never waited for here; keeps Popen's destructor from warning about a running child
     return info

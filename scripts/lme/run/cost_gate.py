@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from lme.store import run_store
 from lme.core.errors import UserError
 from lme.core.facts import is_offline
-from lme.models.prices import row_spend, spent
+from lme.models.prices import row_spend, spend
 from lme.core.records import Question
 from lme.core.run_records import ResultRow
 from lme.run.settings import RunSettings
@@ -78,7 +78,10 @@ APPROVAL_KEY = "approved_usd"
 def _spent_so_far(settings: RunSettings, run_id: str | None) -> tuple[float, int]:
     """(dollars the run's rows cost, rows of unknown price); nothing for a new run."""
     root = dry_run.run_root(settings, run_id) if run_id else None
-    return spent(run_store.iter_rows(root)) if root is not None and root.is_dir() else (0.0, 0)
+    if root is None or not root.is_dir():
+        return 0.0, 0
+    so_far = spend(run_store.iter_rows(root))
+    return so_far.known_total_usd, so_far.rows_unknown
 
 
 def approval_to_record(settings: RunSettings, run_id: str | None) -> float | None:
@@ -131,7 +134,7 @@ class CostCap:
     def __init__(self, cap_usd: float, settings: RunSettings, work: Path) -> None:
         self.cap = cap_usd
         self.estimator = dry_run.Estimator(settings)
-        self.spent, _ = spent(run_store.iter_rows(work, include_shards=False))
+        self.spent = spend(run_store.iter_rows(work, include_shards=False)).known_total_usd
         self.reserved: dict[str, float] = {}
         self.refused_estimate: float | None = None
         self.at_refusal = None

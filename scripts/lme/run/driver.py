@@ -538,10 +538,9 @@ def _run_figures(work: Path) -> dict[str, Any]:
     """The run's counts before this invocation (for status lines that count the whole run)."""
     last = run_store.load_results(work, include_shards=False)
     judged = [r for r in last.values() if r.judged]
-    spent, unknown = prices.spent(run_store.iter_rows(work, include_shards=False))
     return {"judged": len(judged), "errors": len(last) - len(judged),
             "correct": sum(1 for r in judged if r.judgment is not None and r.judgment.label),
-            "spent_usd": None if unknown else spent,
+            "spent_usd": prices.spend(run_store.iter_rows(work, include_shards=False)).total_usd,
             "error_ids": {q for q, r in last.items() if not r.judged}}
 
 

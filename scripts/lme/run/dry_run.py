@@ -29,6 +29,7 @@ from lme.models import prices
 from lme.models import provider_probe
 from lme.models import providers
 from lme.models import batch_api
+from lme.models.token_counts import estimate_request_tokens
 from lme.run import batch_runner, judge_preview
 from lme.run.estimate_record import BatchEstimate, Estimate, GenerationEstimate, JudgeEstimate, RoleEstimate
 from lme.core.errors import UserError
@@ -114,9 +115,8 @@ class Estimator:
         calls = []
         for role, requests in by_role.items():
             for req in requests:
-                tin = sum(providers.estimate_tokens(m["content"]) for m in req.messages)
-                tin += providers.estimate_tokens(req.system or "")
-                calls.append(Call(role, req.provider, req.model, tin, req.max_tokens, req.key()))
+                calls.append(Call(role, req.provider, req.model, estimate_request_tokens(req), req.max_tokens,
+                                  req.key()))
         return calls
 
     def judge_call(self, q: Question) -> Call | None:

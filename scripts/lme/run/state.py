@@ -21,7 +21,6 @@ from lme.core.errors import UserError
 from lme.core.facts import OFFLINE, is_official_judge, is_offline
 from lme.core.run_records import CodeVersion, DatasetInfo, JudgeIdentity, Manifest, RunMeta, TargetInfo, counts_of
 from lme.run.settings import RunSettings, moved_target
-from lme.store.run_store import in_shard, shard_dir  # noqa: F401  (re-exported for the run's driver)
 
 
 # --------------------------------------------------------------------------- run-meta and manifest

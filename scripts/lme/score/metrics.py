@@ -16,8 +16,11 @@ Full precision is kept here; callers round (upstream prints 4 decimals) only whe
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
 
+from lme.core import codec
+from lme.core.codec import Record
 from lme.core.facts import QUESTION_TYPES, is_abstention
 from lme.core.run_records import ResultRow, label_of
 
@@ -28,8 +31,58 @@ DISPLAY_DECIMALS = 4
 """Upstream rounds to 4 decimals when printing."""
 
 
-def wilson_interval(successes: int, n: int, z: float = Z_95) -> list[float] | None:
-    """Wilson score interval ``[low, high]`` for ``successes`` out of ``n``; None when ``n`` is 0."""
+@dataclass(frozen=True)
+class Figures(Record):
+    """One metrics block (overall, abstention, a question type): n, judged, correct, both accuracies (strict: over
+    all n, judged-only: over the judged items) with their 95% Wilson intervals."""
+
+    n: int = 0
+    judged: int = 0
+    correct: int = 0
+    accuracy_strict: float | None = None
+    accuracy_judged: float | None = None
+    wilson_strict: tuple[float, float] | None = None
+    wilson_judged: tuple[float, float] | None = None
+    errors_or_not_run: int | None = codec.field(default=None, omit=None)
+    """None in blocks written before it was recorded."""
+    __codec_order__ = ("n", "judged", "correct", "errors_or_not_run")
+
+    def accuracy(self, which: str) -> float | None:
+        """``strict`` or ``judged``."""
+        return self.accuracy_strict if which == "strict" else self.accuracy_judged
+
+    def denominator(self, which: str) -> int:
+        return self.n if which == "strict" else self.judged
+
+
+@dataclass(frozen=True)
+class TaskAveraged(Record):
+    """The macro figure: the mean of the per-type accuracies over the types present (strict) or judged."""
+
+    accuracy_strict: float | None = None
+    accuracy_judged: float | None = None
+    types_strict: tuple[str, ...] = ()
+    types_judged: tuple[str, ...] = ()
+    all_six_types: bool = False
+
+
+@dataclass(frozen=True)
+class Scored(Record):
+    """Every figure for a set of items (``score``): the scorecard's fields of the same names."""
+
+    n_total: int
+    judged: int
+    correct: int
+    coverage: float
+    unattributed: int
+    overall: Figures
+    task_averaged: TaskAveraged
+    abstention: Figures
+    per_type: Mapping[str, Figures]
+
+
+def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
+    """Wilson score interval ``(low, high)`` for ``successes`` out of ``n``; None when ``n`` is 0."""
     if n <= 0:
         return None
     if not 0 <= successes <= n:
@@ -41,24 +94,17 @@ def wilson_interval(successes: int, n: int, z: float = Z_95) -> list[float] | No
     half = (z / denom) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     low = 0.0 if successes == 0 else max(0.0, centre - half)  # exact at the ends: no 1e-16 rounding residue
     high = 1.0 if successes == n else min(1.0, centre + half)
-    return [low, high]
+    return low, high
 
 
-def _block(labels: Iterable[bool | None]) -> dict[str, Any]:
+def _block(labels: Iterable[bool | None]) -> Figures:
     values = list(labels)
     n = len(values)
     judged = sum(1 for v in values if v is not None)
     correct = sum(1 for v in values if v is True)
-    return {
-        "n": n,
-        "judged": judged,
-        "correct": correct,
-        "errors_or_not_run": n - judged,
-        "accuracy_strict": correct / n if n else None,
-        "accuracy_judged": correct / judged if judged else None,
-        "wilson_strict": wilson_interval(correct, n),
-        "wilson_judged": wilson_interval(correct, judged),
-    }
+    return Figures(n=n, judged=judged, correct=correct, errors_or_not_run=n - judged,
+                   accuracy_strict=correct / n if n else None, accuracy_judged=correct / judged if judged else None,
+                   wilson_strict=wilson_interval(correct, n), wilson_judged=wilson_interval(correct, judged))
 
 
 def _mean(values: list[float]) -> float | None:
@@ -67,7 +113,7 @@ def _mean(values: list[float]) -> float | None:
 
 def score(
     labels: Mapping[str, bool | None], types: Mapping[str, str], *, unattributed: int = 0
-) -> dict[str, Any]:
+) -> Scored:
     """Every figure for a set of items.
 
     ``types`` maps each question id the run covers to its ``question_type``: it defines the strict denominator.
@@ -95,26 +141,17 @@ def score(
     every.extend([None] * unattributed)
 
     per_type = {t: _block(v) for t, v in by_type.items()}
-    present = [t for t in QUESTION_TYPES if per_type[t]["n"] > 0]
-    judged_types = [t for t in present if per_type[t]["judged"] > 0]
+    present = tuple(t for t in QUESTION_TYPES if per_type[t].n > 0)
+    judged_types = tuple(t for t in present if per_type[t].judged > 0)
     overall = _block(every)
-    return {
-        "n_total": overall["n"],
-        "judged": overall["judged"],
-        "correct": overall["correct"],
-        "coverage": overall["judged"] / overall["n"] if overall["n"] else 0.0,
-        "unattributed": unattributed,
-        "overall": overall,
-        "task_averaged": {
-            "accuracy_strict": _mean([per_type[t]["accuracy_strict"] for t in present]),
-            "accuracy_judged": _mean([per_type[t]["accuracy_judged"] for t in judged_types]),
-            "types_strict": present,
-            "types_judged": judged_types,
-            "all_six_types": len(present) == len(QUESTION_TYPES),
-        },
-        "abstention": _block(abstention),
-        "per_type": per_type,
-    }
+    return Scored(
+        n_total=overall.n, judged=overall.judged, correct=overall.correct,
+        coverage=overall.judged / overall.n if overall.n else 0.0, unattributed=unattributed, overall=overall,
+        task_averaged=TaskAveraged(
+            accuracy_strict=_mean([per_type[t].accuracy_strict for t in present]),
+            accuracy_judged=_mean([per_type[t].accuracy_judged for t in judged_types]),
+            types_strict=present, types_judged=judged_types, all_six_types=len(present) == len(QUESTION_TYPES)),
+        abstention=_block(abstention), per_type=per_type)
 
 
 def display_round(value: float, decimals: int = DISPLAY_DECIMALS) -> float:
@@ -135,7 +172,7 @@ def fmt(value: float | None, decimals: int = DISPLAY_DECIMALS) -> str:
     return "—" if value is None else f"{display_round(value, decimals):.{decimals}f}"
 
 
-def fmt_interval(interval: list[float] | None, decimals: int = 3) -> str:
+def fmt_interval(interval: Sequence[float] | None, decimals: int = 3) -> str:
     return "—" if interval is None else f"[{interval[0]:.{decimals}f}, {interval[1]:.{decimals}f}]"
 
 

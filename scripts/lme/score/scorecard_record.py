@@ -22,6 +22,7 @@ from lme.core.errors import UserError
 from lme.core.facts import SCHEMA_VERSION, SCHEMA_VERSIONS
 from lme.core.run_records import FileChanges, JudgeIdentity
 from lme.score import metrics
+from lme.score.metrics import Figures, TaskAveraged
 from lme.score.loop_rows import LoopRows
 from lme.score.pipeline_health import PipelineHealth
 
@@ -29,41 +30,6 @@ Json = Mapping[str, Any]
 
 
 # --------------------------------------------------------------------------- the figures
-
-
-@dataclass(frozen=True)
-class Figures(Record):
-    """One metrics block (overall, abstention, a question type): n, judged, correct, both accuracies (strict: over
-    all n, judged-only: over the judged items) with their 95% Wilson intervals."""
-
-    n: int = 0
-    judged: int = 0
-    correct: int = 0
-    accuracy_strict: float | None = None
-    accuracy_judged: float | None = None
-    wilson_strict: tuple[float, float] | None = None
-    wilson_judged: tuple[float, float] | None = None
-    errors_or_not_run: int | None = codec.field(default=None, omit=None)
-    """None in blocks written before it was recorded."""
-    __codec_order__ = ("n", "judged", "correct", "errors_or_not_run")
-
-    def accuracy(self, which: str) -> float | None:
-        """``strict`` or ``judged``."""
-        return self.accuracy_strict if which == "strict" else self.accuracy_judged
-
-    def denominator(self, which: str) -> int:
-        return self.n if which == "strict" else self.judged
-
-
-@dataclass(frozen=True)
-class TaskAveraged(Record):
-    """The macro figure: the mean of the per-type accuracies over the types present (strict) or judged."""
-
-    accuracy_strict: float | None = None
-    accuracy_judged: float | None = None
-    types_strict: tuple[str, ...] = ()
-    types_judged: tuple[str, ...] = ()
-    all_six_types: bool = False
 
 
 @dataclass(frozen=True)

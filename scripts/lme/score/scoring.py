@@ -28,9 +28,9 @@ from lme.score import pipeline_health
 from lme.score import retrieval_metrics
 from lme.score.official_estimate import quantile
 from lme.score.scorecard_record import (
-    BatchStage, Batches, CacheHits, Cost, DatasetRef, Figures, GoldEntry, GoldExclusion, HypothesesRef, JudgeAgreement,
-    JudgeStability, Latency, RegistryIdentity, Retrieval, Retries, Scorecard, StageLatency, TargetRef, TaskAveraged,
-    TokenCount, Tokens, Truncation, Usage,
+    BatchStage, Batches, CacheHits, Cost, DatasetRef, GoldEntry, GoldExclusion, HypothesesRef, JudgeAgreement,
+    JudgeStability, Latency, RegistryIdentity, Retrieval, Retries, Scorecard, StageLatency, TargetRef, TokenCount,
+    Tokens, Truncation, Usage,
 )
 from lme.score.scoring_inputs import ScoringInputs
 from lme.core.records import CallRecord
@@ -296,8 +296,8 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, inputs: Scoring
     judge = run.judge  # aliases resolved
     record = Scorecard(
         run_id=run.run_id, variant=variant or run.meta.variant, status=run.meta.status, judge=judge,
-        dataset=_dataset(run, variant), target=_target(run.meta), **_figures(scored),
-        errors=errors, not_run=scored["n_total"] - scored["judged"] - errors,
+        dataset=_dataset(run, variant), target=_target(run.meta), **vars(scored),
+        errors=errors, not_run=scored.n_total - scored.judged - errors,
         rows_outside_item_set=sum(1 for q in run.rows if q not in types),
         excluding_gold_errors=_without_gold_errors(run, types, unattributed, variant or run.meta.variant,
                                                    gold_errors),
@@ -314,13 +314,6 @@ def build_scorecard(run: RunData, n_total: int | None = None, *, inputs: Scoring
     notes = comparability_notes(run, covered, record, variant=variant, run_id=run_id)
     return replace(record, comparability_notes=tuple(notes),
                    official_estimate=corrected_figures.estimate_block(run.meta, run.rows, types, record, inputs))
-
-
-def _figures(scored: Mapping[str, Any]) -> dict[str, Any]:
-    return {**{k: scored[k] for k in ("n_total", "judged", "correct", "coverage", "unattributed")},
-            "overall": Figures.from_dict(scored["overall"]), "abstention": Figures.from_dict(scored["abstention"]),
-            "task_averaged": TaskAveraged.from_dict(scored["task_averaged"]),
-            "per_type": {t: Figures.from_dict(b) for t, b in scored["per_type"].items()}}
 
 
 def _agreement(record: Mapping[str, Any] | None) -> JudgeAgreement | None:
@@ -352,12 +345,11 @@ def _without_gold_errors(run: RunData, types: Mapping[str, str], unattributed: i
     def entry(q: str, listed: Mapping[str, Any]) -> GoldEntry:
         return GoldEntry(q, tuple(listed[q].get("issues", [])), listed[q]["status"])
 
-    figures = _figures(excl)
     return GoldExclusion(
         excluded=tuple(entry(q, bad) for q in types if q in bad),
         listed_not_excluded=tuple(entry(q, also_listed) for q in types if q in also_listed and q not in bad),
-        n_total=excl["n_total"], correct=excl["correct"], judged=excl["judged"], overall=figures["overall"],
-        task_averaged=figures["task_averaged"], abstention=figures["abstention"],
+        n_total=excl.n_total, correct=excl.correct, judged=excl.judged, overall=excl.overall,
+        task_averaged=excl.task_averaged, abstention=excl.abstention,
         registry=RegistryIdentity.from_dict(gold_registry.identity(entries)))
 
 

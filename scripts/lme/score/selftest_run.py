@@ -34,6 +34,7 @@ from lme.models.provider_errors import ProviderError
 from lme.run import item_runner
 from lme.run.settings import RunSettings
 from lme.score import metrics, run_comparison, scoring
+from lme.score.metrics import Scored
 from lme.score.scorecard_record import GoldExclusion, Retrieval, Scorecard
 from lme.score.scoring_inputs import ScoringInputs
 from lme.store import run_store
@@ -392,7 +393,7 @@ def _judge_checks(scenario: str, judge: SelftestJudge) -> list[dict[str, Any]]:
     ]
 
 
-def figure(card: Scorecard | GoldExclusion, name: str) -> Any:
+def figure(card: Scored | Scorecard | GoldExclusion, name: str) -> Any:
     """A figure of a scorecard (or of its figure without the registry's gold errors) by name: a top-level count,
     or "strict micro", "judged macro", "strict abstention", "judged <question_type>"."""
     kind, _, what = name.partition(" ")

@@ -11,7 +11,6 @@ from lme.score import metrics
 from lme.core.facts import is_abstention
 from lme.judge.official import label_from_reply
 from lme.score import selftest_run
-from lme.score.scorecard_record import Scorecard
 from lme.score.selftest_run import KU, MS, SSA, SSP, SSU, TR
 
 # The stored runs' 14 items; 4 abstention items (never adjacent, so rotating answers never hands an abstention item
@@ -168,8 +167,7 @@ DISPLAYED: tuple[tuple[float | None, str], ...] = (
 def _scenario_checks(scenario: str, expected: dict[str, F], label_rule: Callable[[str], bool]) -> list[dict]:
     labels = {q: None if reply is None else bool(label_rule(reply)) for q, reply in _replies(scenario).items()}
     scored = metrics.score(labels, dict(ITEMS), unattributed=UNATTRIBUTED.get(scenario, 0))
-    # metrics.score's figures are the scorecard's blocks: read them through the record, as every reader does
-    return [selftest_run.check(scenario, name, value, selftest_run.figure(Scorecard.from_dict(scored), name))
+    return [selftest_run.check(scenario, name, value, selftest_run.figure(scored, name))
             for name, value in expected.items()]
 
 

@@ -50,21 +50,19 @@ def timeout_option(options: Mapping[str, Any]) -> float:
     return timeout
 
 
-def environment(ctx: TargetContext, worker: int | None = None, token: str | None = None) -> dict[str, str]:
+def environment(ctx: TargetContext, token: str | None = None) -> dict[str, str]:
     """The environment of a user process: ours (the user's keys and settings), plus the run's model
     (``LONGMEMEVAL_TARGET_PROVIDER`` / ``_MODEL``), a cache folder (``LONGMEMEVAL_CACHE_DIR``) and, during a run,
     the base URLs of the run's target endpoint (``ctx.endpoint``).
 
-    ``worker``: the pool slot of a long-lived worker (None: a process for one item, which gets the item's own
-    URLs); ``token``: that worker process's own token of the endpoint (``Worker``: one per process start, bound to
-    the item it serves now), whose URLs it gets. Outside a run (no endpoint) no URL is set."""
+    ``token``: a long-lived worker process's own token of the endpoint (``Worker``: one per process start, bound to
+    the item it serves now), whose URLs it gets; without one, a process for one item gets the item's own URLs.
+    Outside a run (no endpoint) no URL is set."""
     env = dict(os.environ)
     env.update(LONGMEMEVAL_TARGET_PROVIDER=ctx.provider, LONGMEMEVAL_TARGET_MODEL=ctx.model,
                LONGMEMEVAL_CACHE_DIR=ctx.cache_dir or "")
-    if ctx.endpoint is not None and worker is None:  # a process for this item only: the item's endpoint URLs
-        env.update(ctx.endpoint.env())
-    elif ctx.endpoint is not None and token is not None:
-        env.update(ctx.endpoint.endpoint.worker_env(token))
+    if ctx.endpoint is not None:
+        env.update(ctx.endpoint.env() if token is None else ctx.endpoint.endpoint.worker_env(token))
     return env
 
 
@@ -198,7 +196,7 @@ class Worker:
     item starts it again.
 
     During a run each process it starts gets a token of the run's target endpoint of its own (in its environment,
-    ``environment(ctx, worker=slot, token=...)``), bound to the item it serves while it serves it (its import too,
+    ``environment(ctx, token)``), bound to the item it serves while it serves it (its import too,
     when that item started it) and released when the item ends (answered, timed out, crashed); a killed process's
     token is retired (refused for good). An item of another run (another endpoint) or of none restarts it: a worker
     never holds a stopped endpoint's URLs, and it is stopped when its endpoint stops.
@@ -232,7 +230,7 @@ class Worker:
             if self.scope is not None:  # bound before it starts: calls made at its import are this item's
                 self.scope.bind(self.token)
         self.stderr = tempfile.TemporaryFile()
-        self.proc = spawn(self.argv, self.cwd, environment(ctx, worker=self.slot, token=self.token), self.stderr)
+        self.proc = spawn(self.argv, self.cwd, environment(ctx, self.token), self.stderr)
         self.buffer = b""
         self.starts += 1
         if self.ready is not None:
