@@ -12,6 +12,7 @@ tested on a small synthetic tree, so a planted cycle or upward arrow is shown to
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -244,7 +245,13 @@ def _show(imports: Iterable[Import]) -> str:
 # --------------------------------------------------------------------------- the toolkit's own tree
 
 WHERE = layout(SCRIPTS, FLAT_STAGES)
-OURS, PLUGIN_IMPORTS = all_imports(SCRIPTS, PLUGINS, WHERE)
+
+
+@functools.cache
+def tree_imports() -> tuple[list[Import], list[Import]]:
+    """``all_imports`` of the toolkit's tree, read when a test here first needs it: at module level every test
+    process paid ~1.3 s for it while collecting, whether it ran these tests or not."""
+    return all_imports(SCRIPTS, PLUGINS, WHERE)
 
 
 def test_every_module_has_one_stage_and_the_stages_are_in_order():
@@ -261,32 +268,36 @@ def test_every_module_has_one_stage_and_the_stages_are_in_order():
 
 
 def test_no_import_cycle_among_our_modules():
-    assert find_cycle(_edges(OURS)) is None, " -> ".join(find_cycle(_edges(OURS)) or [])
+    ours, _ = tree_imports()
+    assert find_cycle(_edges(ours)) is None, " -> ".join(find_cycle(_edges(ours)) or [])
 
 
 def test_no_import_from_a_lower_stage_to_a_higher_one():
-    wrong = upward_imports(OURS, WHERE.stage, STAGE_ORDER)
+    ours, _ = tree_imports()
+    wrong = upward_imports(ours, WHERE.stage, STAGE_ORDER)
     assert not wrong, "against the grain (" + " < ".join(STAGE_ORDER) + "): " + "; ".join(
         f"{i.source} ({WHERE.stage[i.source]}) -> {i.target} ({WHERE.stage[i.target]}) line {i.line}" for i in wrong)
 
 
 def test_sibling_imports_sit_at_the_top_of_the_module_unless_allowed_with_a_reason():
-    lazy = [i for i in OURS if i.in_function and (i.source, i.target) not in LAZY_IMPORTS_ALLOWED
+    ours, _ = tree_imports()
+    lazy = [i for i in ours if i.in_function and (i.source, i.target) not in LAZY_IMPORTS_ALLOWED
             and not i.source.startswith(LAZY_IN_COMMANDS)]
     assert not lazy, f"move to the top, or add to LAZY_IMPORTS_ALLOWED with the reason: {_show(lazy)}"
-    used = {(i.source, i.target) for i in OURS if i.in_function}
+    used = {(i.source, i.target) for i in ours if i.in_function}
     assert set(LAZY_IMPORTS_ALLOWED) <= used, f"stale allowances: {sorted(set(LAZY_IMPORTS_ALLOWED) - used)}"
 
 
 def test_plugins_import_the_target_api_not_the_driver_and_never_edit_sys_path():
-    driver = [i for i in PLUGIN_IMPORTS if i.target.split(".")[-1] in PLUGIN_FORBIDDEN]
+    _, plugin_imports = tree_imports()
+    driver = [i for i in plugin_imports if i.target.split(".")[-1] in PLUGIN_FORBIDDEN]
     assert not driver, f"plugins import the driver: {_show(driver)}"
     rank = {s: i for i, s in enumerate(STAGE_ORDER)}
-    above = [i for i in PLUGIN_IMPORTS if rank[WHERE.stage[i.target]] > rank[PLUGIN_STAGE]]
+    above = [i for i in plugin_imports if rank[WHERE.stage[i.target]] > rank[PLUGIN_STAGE]]
     assert not above, f"plugins import above the {PLUGIN_STAGE} stage: {_show(above)}"
     edits = {str(p.relative_to(REPO)): edits_sys_path(p.read_text(encoding="utf-8")) for p in plugin_files(PLUGINS)}
     assert not {k: v for k, v in edits.items() if v}, f"sys.path edits in plugins: {edits}"
-    assert any(i.target == "targets.targets" for i in PLUGIN_IMPORTS)  # the reader above really read the plugins
+    assert any(i.target == "targets.targets" for i in plugin_imports)  # the reader above really read the plugins
 
 
 def test_after_the_package_move_scripts_holds_only_thin_command_files():
