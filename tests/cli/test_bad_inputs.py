@@ -35,6 +35,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import ctypes
 import hashlib
+import importlib.util
 import json
 import os
 import resource
@@ -931,32 +932,64 @@ def _unprivileged_problem(root: Path) -> str | None:
     return None
 
 
-def make_bench(root: Path) -> tuple[Bench, socket.socket]:
+BIG_IMPORTS = ("anthropic", "openai", "matplotlib.pyplot")
+"""What the slow cases import: a second or more each to compile."""
+
+
+def uncached(modules: tuple[str, ...], prefix: str) -> list[str]:
+    """The ``modules`` whose bytecode is not under ``prefix`` yet (a first run): usually none, and compiling them
+    again anyway cost the set-up ~2.5 s of CPU on its critical path. Found without importing them."""
+    if prefix != sys.pycache_prefix:
+        return list(modules)
+    cold = []
+    for name in modules:
+        top, *rest = name.split(".")
+        source = Path(importlib.util.find_spec(top).origin)
+        if rest:
+            source = source.parent.joinpath(*rest).with_suffix(".py")
+        if not Path(importlib.util.cache_from_source(str(source))).is_file():
+            cold.append(name)
+    return cold
+
+
+def make_bench(root: Path, with_forker: bool) -> tuple[Bench, socket.socket, Forker | None]:
+    """The project every case copies, a python without our packages, a closed port; and, when ``with_forker``, the
+    script forker, started as soon as the project is there (its imports take as long as r1's run)."""
     home = root / "home"
     home.mkdir()
     project, env = prepare_project(root / "prepared", sys.executable, _base_env(home))
     # Bytecode is cached, as on a user's machine, but in the suite's folder outside the checkout (conftest.py):
-    # neither the checkout nor the project gets a __pycache__. Warmed with the SDKs while r1 runs (cases start them
-    # at once).
+    # neither the checkout nor the project gets a __pycache__. What it lacks of the big imports is compiled while r1
+    # runs (cases start them at once).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = os.environ.get("PYTHONPYCACHEPREFIX") or str(root / "pycache")
-    warm = subprocess.Popen([sys.executable, "-c", "import anthropic, openai, matplotlib.pyplot"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        make_upstream_tree(project / STATE)  # the config's default longmemeval_root: the judge prompt for paid runs
-        done = subprocess.run([str(project / ".longmemeval-venv" / "bin" / "python"),
-                               str(SCRIPTS / "run_benchmark.py"), "--max", "3", "--run-id", RUN_ID, "--progress",
-                               "quiet"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, f"the offline run r1 of the prepared project failed:\n{done.stderr}"
-    finally:
-        warm.wait(timeout=120)
-    bare = root / "bare-python"
-    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(bare)],
-                   check=True, capture_output=True)
+    python = str(project / ".longmemeval-venv" / "bin" / "python")
+    cold = uncached(BIG_IMPORTS, env["PYTHONPYCACHEPREFIX"])
+    warm = subprocess.Popen([sys.executable, "-c", f"import {', '.join(cold)}"], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL) if cold else None
+    with cf.ThreadPoolExecutor(max_workers=1) as starter:
+        starting = starter.submit(Forker, python, SCRIPTS, env) if with_forker else None
+        try:
+            make_upstream_tree(project / STATE)  # the config's default longmemeval_root: the judge prompt
+            done = subprocess.run([python, str(SCRIPTS / "run_benchmark.py"), "--max", "3", "--run-id", RUN_ID,
+                                   "--progress", "quiet"], cwd=project, env=env, capture_output=True, text=True,
+                                  timeout=120)
+            assert done.returncode == 0, f"the offline run r1 of the prepared project failed:\n{done.stderr}"
+            bare = root / "bare-python"
+            subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip",
+                            str(bare)], check=True, capture_output=True)
+            forker = starting.result() if starting is not None else None
+        except BaseException:
+            if starting is not None and starting.exception() is None:
+                starting.result().stop()
+            raise
+        finally:
+            if warm is not None:
+                warm.wait(timeout=120)
     sock = _closed_port()
     bench = Bench(base=project, env=env, bare_python=str(bare / "bin" / "python"), closed_port=sock.getsockname()[1],
                   unprivileged_problem=_unprivileged_problem(root))
-    return bench, sock
+    return bench, sock, forker
 
 
 def _expected_cost(case_: Case) -> int:
@@ -993,11 +1026,8 @@ class Job:
 
 def run_all(jobs: list[Job], root: Path, workers: int = WORKERS) -> dict[str, Outcome]:
     """Run ``jobs`` at once (each in its own copy under ``root``); {job key: outcome}."""
-    bench, sock = make_bench(root)
-    forker = None
+    bench, sock, forker = make_bench(root, with_forker=any(job.forked for job in jobs))
     try:
-        if any(job.forked for job in jobs):
-            forker = Forker(str(bench.base / ".longmemeval-venv" / "bin" / "python"), SCRIPTS, bench.env)
         with cf.ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {job.key: pool.submit(run_case, job.case, bench,
                                             Path(tempfile.mkdtemp(prefix=f"{job.case.id}-", dir=root)),
