@@ -23,13 +23,20 @@ for old in .venv .tools; do  # what an older test command left in the checkout: 
   fi
 done
 
+# pip takes ~2 s even when nothing changed: it is skipped while the requirement files are the ones it last installed
+# (their sha256 in $STAMP; delete that file to make it check again).
+STAMP=$VENV/.longmemeval-test-requirements.sha256
+wanted=$(cat requirements-dev.txt scripts/requirements.txt | sha256sum | cut -d' ' -f1)
 if [ ! -x "$VENV/bin/python" ]; then
   echo "tests: creating $VENV and installing requirements-dev.txt with pip (about a minute the first time) ..." >&2
   mkdir -p "$(dirname "$VENV")" && python3 -m venv "$VENV" || exit 1
-else
+elif [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]; then
   echo "tests: checking $VENV against requirements-dev.txt (pip: a few seconds when nothing changed) ..." >&2
 fi
-"$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$wanted" ]; then
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r requirements-dev.txt || exit 1
+  echo "$wanted" >"$STAMP.$$" && mv "$STAMP.$$" "$STAMP"
+fi
 
 # One test process per core (pytest-xdist): in one process the suite kept one core of two busy and took over 10
 # minutes. Work done once for many tests is shared between the processes (tests/shared_work.py).
