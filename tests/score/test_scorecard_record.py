@@ -52,7 +52,7 @@ def test_metrics_json_is_the_records_to_dict_and_reads_back_byte_identical(tmp_p
 @pytest.mark.parametrize("block, value", [("overall", "0.5"), ("per_type", [1]), ("verdicts", 3)])
 def test_a_metrics_json_with_a_block_of_another_shape_is_refused_in_one_line(tmp_path, block, value):
     written = scorecard_of(load_run(_runs(tmp_path)[0])).to_dict()
-    with pytest.raises(UserError, match=f"metrics.json of run .* is not in the scorecard's shape.*re-run the "
+    with pytest.raises(UserError, match="metrics.json of run .* is not in the scorecard's shape.*re-run the "
                                         "scorecard"):
         Scorecard.from_dict({**written, block: value})
 
