@@ -1,6 +1,6 @@
 """``bash tests/run_tests.sh --fast`` leaves out the slow kinds pytest.ini lists and nothing else: what it runs and
-what it leaves out are the whole suite (which the full command runs), every slow kind marks some test, and a run
-that collects no test fails.
+what it leaves out are the whole suite (which the full command runs), every slow kind marks some test, a run
+that collects no test fails, and it starts two pytest workers per core unless told otherwise.
 
 The command runs as a developer types it (the venv check included), with ``--collect-only`` and a probe plugin that
 records what pytest kept and what ``-m`` deselected, with each test's markers."""
@@ -43,10 +43,26 @@ def slow_markers() -> set[str]:
     return {line.split(":")[0] for line in lines if line.split(":")[1].strip() == "slow"}
 
 
-def run_fast(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+WORKERS_PROBE = '''
+import json, os
+
+
+def pytest_cmdline_main(config):
+    with open(os.environ["FAST_SUBSET_PROBE"], "w") as out:
+        json.dump({"workers": config.getoption("numprocesses")}, out)
+    return 0
+'''
+"""Records the worker count pytest was given, then ends before xdist starts a worker."""
+
+
+def run_fast(tmp_path: Path, *args: str, workers: str | None = "0") -> subprocess.CompletedProcess:
     (tmp_path / "fast_subset_probe.py").write_text(PROBE)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # as typed, not from a test worker
-    env.update({"LONGMEMEVAL_TEST_VENV": sys.prefix, "LONGMEMEVAL_TEST_WORKERS": "0",
+    (tmp_path / "fast_workers_probe.py").write_text(WORKERS_PROBE)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k != "LONGMEMEVAL_TEST_WORKERS"}  # as typed, not from a test worker
+    if workers is not None:
+        env["LONGMEMEVAL_TEST_WORKERS"] = workers
+    env.update({"LONGMEMEVAL_TEST_VENV": sys.prefix,
                 "FAST_SUBSET_PROBE": str(tmp_path / "probe.json"),
                 "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))})
     return subprocess.run(["bash", str(REPO / "tests" / "run_tests.sh"), "--fast", *args], cwd=REPO, env=env,
@@ -71,3 +87,12 @@ def test_a_fast_run_that_collects_no_test_fails(tmp_path):
     done = run_fast(tmp_path, "tests/structure/test_fast_subset.py", "-k", "no_test_has_this_name")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "error: pytest collected no tests" in done.stderr
+
+
+def test_the_fast_set_starts_two_workers_per_core_unless_told_otherwise(tmp_path):
+    cores = int(subprocess.run(["getconf", "_NPROCESSORS_ONLN"], capture_output=True, text=True,
+                               check=True).stdout)
+    for told, expected in [(None, 2 * cores), ("3", 3)]:
+        done = run_fast(tmp_path, "-p", "fast_workers_probe", workers=told)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert json.loads((tmp_path / "probe.json").read_text()) == {"workers": expected}, told
