@@ -6,6 +6,7 @@ fields 2.1.332 sends), in a project made by loop_testing. tests/claude_code/test
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -31,6 +32,16 @@ WITH_TIME_LIMIT = ("import runpy, sys; sys.path.insert(0, sys.argv[1]); from lme
 for it to pass)."""
 
 
+@functools.cache
+def python3() -> str:
+    """The interpreter PATH's ``python3`` runs (the one Claude Code starts the hook with), found once: a version
+    manager's shim (pyenv's) resolves itself again through a dozen bash processes at every call, 0.1 s of CPU per
+    hook run here, which is the shim's work, not the hook's."""
+    found = subprocess.run(["python3", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True,
+                           timeout=60).stdout.strip()
+    return found or "python3"
+
+
 def hook(project: Path, session: str = SESSION, *, stdin: str | None = None, env: dict | None = None,
          time_limit_s: float | None = None, **extra) -> tuple[int, dict | None, str]:
     """(exit status, the JSON object printed or None, stderr) for one Stop event."""
@@ -38,8 +49,8 @@ def hook(project: Path, session: str = SESSION, *, stdin: str | None = None, env
                "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": False,
                "last_assistant_message": "I am done.", "background_tasks": [], **extra}
     env = env or {k: v for k, v in os.environ.items() if k != "CLAUDE_PROJECT_DIR"}
-    command = ["python3", str(HOOK)] if time_limit_s is None else [
-        "python3", "-c", WITH_TIME_LIMIT, str(HOOK.parent), str(time_limit_s), str(HOOK)]
+    command = [python3(), str(HOOK)] if time_limit_s is None else [
+        python3(), "-c", WITH_TIME_LIMIT, str(HOOK.parent), str(time_limit_s), str(HOOK)]
     done = subprocess.run(command, input=json.dumps(payload) if stdin is None else stdin,
                           capture_output=True, text=True, env=env, cwd=project, timeout=60)
     out = done.stdout.strip()
@@ -152,7 +163,7 @@ def test_the_hook_finds_the_project_from_claude_project_dir_when_its_cwd_is_a_su
     sub = project / "memory_system"
     sub.mkdir()
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project)}
-    done = subprocess.run(["python3", str(HOOK)], input=json.dumps({"session_id": SESSION, "cwd": str(sub),
+    done = subprocess.run([python3(), str(HOOK)], input=json.dumps({"session_id": SESSION, "cwd": str(sub),
                                                                     "hook_event_name": "Stop"}),
                           capture_output=True, text=True, env=env, cwd=sub, timeout=60)
     assert sent_on(json.loads(done.stdout))

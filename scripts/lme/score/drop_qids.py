@@ -55,7 +55,8 @@ def drop_qids(run_dir: Path, ids: Sequence[str]) -> dict:
     wanted = list(dict.fromkeys(ids))
     if not wanted:
         raise UserError("no question ids to drop", fix="name ids, or use --from-file / --failed")
-    unknown = [q for q in wanted if q not in known_ids(run_dir)]
+    known = known_ids(run_dir)  # once: each call loads every row of the run
+    unknown = [q for q in wanted if q not in known]
     if unknown:
         raise UserError(
             f"{len(unknown)} id(s) not in run {Path(run_dir).name}: {', '.join(unknown)}",
