@@ -43,6 +43,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -682,24 +683,36 @@ class Outcome:
 def tree(root: Path) -> dict[str, tuple[Any, ...]]:
     """Every path under ``root`` with what it is: directories, symlinks (target), files (size, sha256)."""
     entries: dict[str, tuple[Any, ...]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in [*dirnames, *filenames]:
-            path = Path(dirpath) / name
-            rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                entries[rel] = ("link", os.readlink(path))
-            elif path.is_dir():
-                entries[rel] = ("dir",)
-            elif path.is_file():
-                try:
-                    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-                except PermissionError:  # a chmod 000 setup, when the tests do not run as root
-                    digest = f"unreadable, mode {path.stat().st_mode:o}"
-                entries[rel] = ("file", path.stat().st_size, digest)
-            else:
-                entries[rel] = ("other", path.lstat().st_mode)
+    _snapshot(str(root), "", entries)
     return entries
+
+
+def _snapshot(folder: str, prefix: str, entries: dict[str, tuple[Any, ...]]) -> None:
+    """``tree`` below ``folder`` (``prefix``: its relative path and a slash). Plain strings and the directory
+    entries' own types: the two snapshots of each of the ~250 copies were a large part of the test process's CPU."""
+    try:
+        with os.scandir(folder) as found:
+            listed = list(found)
+    except OSError:  # as os.walk: a folder it cannot list (a chmod'ed one, not as root) shows no content
+        return
+    for entry in listed:
+        rel = prefix + entry.name
+        if entry.name == "__pycache__" and entry.is_dir():  # a link to a folder too, as os.walk sorts it
+            continue
+        if entry.is_symlink():
+            entries[rel] = ("link", os.readlink(entry.path))
+        elif entry.is_dir():
+            entries[rel] = ("dir",)
+            _snapshot(entry.path, rel + "/", entries)
+        elif entry.is_file():
+            try:
+                with open(entry.path, "rb") as handle:
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+            except PermissionError:  # a chmod 000 setup, when the tests do not run as root
+                digest = f"unreadable, mode {entry.stat().st_mode:o}"
+            entries[rel] = ("file", entry.stat().st_size, digest)
+        else:
+            entries[rel] = ("other", entry.stat(follow_symlinks=False).st_mode)
 
 
 def tree_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -819,14 +832,33 @@ def _case_env(bench: Bench, project: Path, bare_python: bool) -> dict[str, str]:
     return env
 
 
-def _relocate_runs(project: Path, base: Path) -> None:
-    """Runs record absolute paths (dataset, project, runs dir): make the copy's r1 name the copy, as if made there."""
-    old, new = str(base).encode(), str(project).encode()
-    for path in (project / RUNS).rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            data = path.read_bytes()
-            if old in data:
-                path.write_bytes(data.replace(old, new))
+def copy_project(base: Path, project: Path) -> None:
+    """``base`` copied to ``project`` as ``shutil.copytree(symlinks=True)`` copies it (links as links; modes and
+    file times kept), with what r1 records of its absolute paths (dataset, project, runs dir) naming the copy, as if
+    it was made there. One pass on plain strings: the copy is every case's own cost."""
+    _copy_folder(str(base), str(project), str(base).encode(), str(project).encode())
+
+
+def _copy_folder(source: str, dest: str, old: bytes, new: bytes) -> None:
+    os.mkdir(dest)
+    with os.scandir(source) as found:
+        for entry in found:
+            target = os.path.join(dest, entry.name)
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), target)
+            elif entry.is_dir():
+                _copy_folder(entry.path, target, old, new)
+            else:
+                with open(entry.path, "rb") as handle:
+                    data = handle.read()
+                info = entry.stat()
+                relocated = old in data and f"{os.sep}{RUNS}{os.sep}" in target
+                with open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as handle:
+                    handle.write(data.replace(old, new) if relocated else data)
+                os.chmod(target, info.st_mode & 0o7777)
+                if not relocated:  # a relocated file is rewritten, as by an editor: its time is now
+                    os.utime(target, ns=(info.st_atime_ns, info.st_mtime_ns))
+    os.chmod(dest, os.stat(source).st_mode & 0o7777)
 
 
 def run_case(case_: Case, bench: Bench, workdir: Path, forker: Forker | None) -> Outcome:
@@ -842,10 +874,9 @@ def _run_case(case_: Case, bench: Bench, workdir: Path, forker: Forker | None) -
     if case_.unprivileged and bench.unprivileged_problem:
         return Outcome(code=None, skipped=bench.unprivileged_problem)
     project = workdir / "project"
-    shutil.copytree(bench.base, project, symlinks=True)
+    copy_project(bench.base, project)
     outside_of(project).mkdir()
     (outside_of(project) / "unrelated.txt").write_bytes(VICTIM)
-    _relocate_runs(project, bench.base)
     server = None
     if case_.server is not None:
         kind, _, model = case_.server.partition(":")
@@ -884,9 +915,10 @@ def _run_case(case_: Case, bench: Bench, workdir: Path, forker: Forker | None) -
             server.stop()
         for dirpath, dirnames, filenames in os.walk(project):  # chmod'ed setups: let pytest clean the copy up
             for name in [*dirnames, *filenames]:
-                path = Path(dirpath) / name
-                if not path.is_symlink():
-                    path.chmod(path.stat().st_mode | 0o700)
+                path = os.path.join(dirpath, name)
+                mode = os.lstat(path).st_mode
+                if not stat.S_ISLNK(mode) and mode & 0o700 != 0o700:
+                    os.chmod(path, mode | 0o700)
 
 
 def _run_subprocess(case_: Case, command: list[str], project: Path, env: Mapping[str, str]

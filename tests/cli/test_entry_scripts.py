@@ -27,7 +27,10 @@ BARE_PYTHON_SCRIPTS = ("setup_project.py", "loop_stop_hook.py", "loop_guard.py",
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    """The test process's environment: bytecode is read and written under the suite's PYTHONPYCACHEPREFIX
+    (tests/conftest.py), outside the checkout. With PYTHONDONTWRITEBYTECODE each of the ~40 commands here compiled
+    from source whatever that cache lacked (all of the toolkit, on a fresh machine)."""
+    return dict(os.environ)
 
 
 def test_every_argparse_parser_of_an_entry_script_is_the_one_line_parser():
