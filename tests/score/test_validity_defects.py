@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import shared_work
 from lme.core import config
 from lme.cli import judge_shim
 from lme.score import retrieval_metrics
@@ -171,18 +172,25 @@ def test_5_the_scorecard_says_rankings_are_scored_as_given(tmp_path):
     assert "scored as given" in scorecard_md.render_markdown(record)
 
 
-@pytest.fixture(scope="module")
-def real_s():
-    """One streaming pass over the real ``_s`` copy: its DatasetInfo and the raw item gpt4_4929293b."""
+def _real_s_pass(path: Path) -> tuple:
     from lme.data import dataset
 
+    stream = dataset._ItemStream(path)
+    kept = [raw for raw in stream if raw["question_id"] == "gpt4_4929293b"]
+    return stream.info(), kept[0]
+
+
+@pytest.fixture(scope="module")
+def real_s(tmp_path_factory):
+    """One streaming pass over the real ``_s`` copy: its DatasetInfo and the raw item gpt4_4929293b. The pass
+    (5-7 s of CPU, half of it xz) is made once per test run, shared with the other xdist workers
+    (tests/shared_work.py): its two tests are often given to two workers."""
     path = Path(__file__).resolve().parents[3] / "shared" / "data" / "longmemeval" / \
         "longmemeval_s_cleaned.499of500.json.xz"
     if not path.exists():
         pytest.skip("the real _s copy (../shared/data/longmemeval) is not present")
-    stream = dataset._ItemStream(path)
-    kept = [raw for raw in stream if raw["question_id"] == "gpt4_4929293b"]
-    return path, stream.info(), kept[0]
+    info, item = shared_work.once(tmp_path_factory, "real-s-pass", lambda: _real_s_pass(path), timeout=300)
+    return path, info, item
 
 
 def test_5_gpt4_4929293b_on_the_real_s_data_matches_upstreams_eval_utils(real_s):
