@@ -44,6 +44,8 @@ def _bytecode_outside_the_checkout() -> None:
 
 
 _bytecode_outside_the_checkout()
+os.environ.pop("PYTHONUNBUFFERED", None)  # commands buffer their stdout as on a user's machine: where a shell set
+# it, a background setup's output written only at its exit (after its exit record) went unseen by the tests
 
 SHIPPED = (SCRIPTS, REPO / "plugins")
 """The folders the plugin install copies whole: a ``__pycache__`` a test run leaves there would be installed."""

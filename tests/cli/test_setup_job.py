@@ -5,6 +5,7 @@ never loses how it ended. tests/claude_code/test_claude_code_names.py proves it 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -39,6 +40,23 @@ def test_a_background_setup_that_ends_in_time_prints_what_the_foreground_prints(
 def test_a_background_setup_that_fails_exits_with_its_error_line(tmp_path):
     done = run_setup(tmp_path, "--background", "--skip-venv", "--download", "_s", "--offline")
     assert done.returncode == 2 and done.stderr.count("error:") == 1 and "--offline" in done.stderr
+
+
+def test_what_the_child_printed_is_in_its_files_when_its_exit_is_recorded(tmp_path):
+    """The follower prints out.txt as soon as exit.json appears; the child's stdout (a file: block-buffered) used to
+    reach out.txt only at the child's exit, after exit.json: under load a setup that succeeded printed nothing."""
+    folder = tmp_path / setup_job.JOB_DIR
+    folder.mkdir(parents=True)
+    child = ("import os, sys; from pathlib import Path; from lme.cli import setup_job; "
+             "print('next: /longmemeval-run --max 3'); print('a warning', file=sys.stderr); "
+             "setup_job.child_exit(Path(sys.argv[1]), 0); os._exit(0)")  # os._exit: the moment exit.json is there
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # a user's shell rarely sets it
+    with open(folder / setup_job.OUT_FILE, "wb") as out, open(folder / setup_job.ERR_FILE, "wb") as err:
+        subprocess.run([sys.executable, "-c", child, str(tmp_path)], stdout=out, stderr=err, check=True, timeout=60,
+                       cwd=SETUP.parent, env=env)
+    assert json.loads((folder / setup_job.EXIT_FILE).read_text())["exit_status"] == 0
+    assert (folder / setup_job.OUT_FILE).read_text() == "next: /longmemeval-run --max 3\n"
+    assert (folder / setup_job.ERR_FILE).read_text() == "a warning\n"
 
 
 def _fake_job(project: Path, pid: int, argv: list[str]) -> None:

@@ -86,7 +86,11 @@ def start(project: Path, argv: Sequence[str]) -> dict[str, Any]:
 
 
 def record_exit(project: Path, code: int) -> None:
-    """The child's last act: exit.json says the setup ended, with its exit status (job.json is the caller's)."""
+    """The child's last act: exit.json says the setup ended, with its exit status (job.json is the caller's).
+    What the child printed is flushed to its files first: the follower prints them as soon as exit.json is there,
+    and stdout to a file is flushed only at exit, which comes after."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
     job_dir(project).mkdir(parents=True, exist_ok=True)
     write_atomic_json(job_dir(project) / EXIT_FILE, {"exit_status": int(code), "finished_at": utc_now_iso("seconds")})
 
