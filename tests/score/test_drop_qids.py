@@ -32,6 +32,16 @@ def test_dropped_ids_leave_results_and_completed_and_nothing_else_changes(run):
     assert run_store.load_completed(run_dir) == done_before - {ids[0], ids[2]}
 
 
+def test_the_runs_ids_are_read_once_however_many_ids_are_dropped(run, monkeypatch):
+    """Each read loads every row of the run: once per dropped id was n x k rows for k ids of an n-row run."""
+    _, run_dir, ids = run
+    reads = []
+    real = drop_qids.known_ids
+    monkeypatch.setattr(drop_qids, "known_ids", lambda run_dir: reads.append(run_dir) or real(run_dir))
+    drop_qids.drop_qids(run_dir, ids[:5])
+    assert reads == [run_dir]
+
+
 def test_every_attempt_of_a_dropped_id_goes(run):
     project, run_dir, ids = run
     factories.append_unmarked(run_dir, make_row(ids[1], "single-session-assistant", True))
